@@ -1,0 +1,42 @@
+# fastcal: `make demo` runs the main job, `make test` the test suite. Both
+# create .venv from nothing (python3 and make are all they need) and install
+# the project with every extra into it the first time, or when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.fastcal-installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv test demo bench asv clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[all]"
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+## test: the whole suite (unit, property, peer-comparison and benchmark smoke tests)
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## demo: the main job on 10^7 rows, with timings against scikit-learn and plots in demo_output/
+demo: $(STAMP)
+	$(BIN)/python -m fastcal.demo
+
+## bench: side-by-side timings against the peers; rewrites the README's table
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.compare --write-readme
+
+## asv: the asv suite against the working tree, in this environment
+asv: $(STAMP)
+	$(BIN)/asv machine --yes
+	$(BIN)/asv run --python=same --quick --show-stderr
+
+clean:
+	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output
+	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -1,0 +1,61 @@
+"""Shared pieces of the benchmark suite: sizes, data, timing, table rows.
+
+asv files (``bench_*.py``) read their parameter grids from here so that
+``FASTCAL_BENCH_QUICK=1`` (set by the test suite's smoke run) shrinks every
+benchmark to sizes that run in a blink. The side-by-side comparison
+(``python -m benchmarks.compare``) collects :class:`Row` objects from the
+``compare_*.py`` modules and turns them into the README's table.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+QUICK = os.environ.get("FASTCAL_BENCH_QUICK") == "1"
+
+#: asv sizes: 10^3 ... 10^8 in full runs, tiny in the smoke run.
+SIZES = [10**3, 10**4] if QUICK else [10**3, 10**5, 10**7, 10**8]
+DTYPES = ["float32", "float64"]
+
+
+@dataclass
+class Row:
+    """One line of the comparison table: fastcal's time and each peer's on the same arrays."""
+
+    subject: str
+    task: str
+    n: int
+    ours: float
+    peers: dict = field(default_factory=dict)
+    note: str = ""
+
+
+def best_of(func, repeat=3, min_time=0.0):
+    """Best wall time of ``repeat`` calls of ``func()`` (seconds), garbage collected in between."""
+    best = float("inf")
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - t0)
+        if best > 10 and min_time == 0:
+            break
+    return best
+
+
+def miscalibrated_scores(n, dtype="float64", seed=0):
+    """Scores and binary labels from an over-confident model: P(y=1 | s) = sigmoid(s / 2).
+
+    Returns ``(scores, y)`` with ``scores`` in (0, 1) (the model's claimed
+    probability sigmoid(s)) and ``y`` as uint8 labels.
+    """
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0.0, 2.0, n)
+    y = (rng.random(n) < 1.0 / (1.0 + np.exp(-s / 2.0))).astype(np.uint8)
+    p = (1.0 / (1.0 + np.exp(-s))).astype(dtype)
+    return p, y

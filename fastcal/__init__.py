@@ -1,0 +1,17 @@
+"""fastcal: honest probabilities, fast.
+
+Isotonic calibration (PAV), Platt scaling, prior correction for undersampled
+or shifted classes, and calibration diagnostics, as Numba kernels behind
+scikit-learn/SciPy-style functions and estimators.
+"""
+
+from ._base import NotFittedError
+from .isotonic import IsotonicRegression, isotonic_regression
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IsotonicRegression",
+    "NotFittedError",
+    "isotonic_regression",
+]

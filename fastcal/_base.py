@@ -1,0 +1,80 @@
+"""The estimator conventions of scikit-learn, without importing scikit-learn.
+
+Constructors store their arguments untouched; ``fit`` validates them and sets
+fitted attributes whose names end in ``_``. ``get_params``/``set_params`` read
+the constructor's signature, so ``sklearn.base.clone``, pipelines and grid
+searches work, and pickling needs nothing more than the instance dict.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+__all__ = ["BaseCalibrator", "NotFittedError", "check_is_fitted"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a calibrator is used before ``fit``.
+
+    Like scikit-learn's exception of the same name, it is both a ``ValueError``
+    and an ``AttributeError``.
+    """
+
+
+def check_is_fitted(estimator, attribute):
+    """Raise :class:`NotFittedError` unless ``estimator`` has the fitted ``attribute``."""
+    if not hasattr(estimator, attribute):
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. "
+            "Call 'fit' with appropriate arguments before using this estimator."
+        )
+
+
+class BaseCalibrator:
+    """Parameter handling shared by fastcal's estimators."""
+
+    @classmethod
+    def _get_param_names(cls):
+        signature = inspect.signature(cls.__init__)
+        return sorted(
+            p.name
+            for p in signature.parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        )
+
+    def get_params(self, deep=True):
+        """Return the constructor parameters as a dict (``deep`` is accepted for scikit-learn)."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters; unknown names raise ``ValueError``."""
+        valid = self._get_param_names()
+        for name, value in params.items():
+            if name not in valid:
+                raise ValueError(
+                    f"Invalid parameter {name!r} for {type(self).__name__}; valid parameters are {valid}."
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        defaults = {
+            p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
+        }
+        changed = []
+        for name, value in self.get_params().items():
+            default = defaults.get(name, inspect.Parameter.empty)
+            if default is inspect.Parameter.empty or value is not default and value != default:
+                changed.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def __sklearn_tags__(self):
+        # Called only by scikit-learn itself (pipelines, clone, checks), so
+        # importing it here keeps it out of fastcal's import-time dependencies.
+        from sklearn.utils import Tags, TargetTags, TransformerTags
+
+        return Tags(
+            estimator_type=None,
+            target_tags=TargetTags(required=True),
+            transformer_tags=TransformerTags() if hasattr(self, "transform") else None,
+        )

@@ -1,0 +1,396 @@
+"""Numba kernels of isotonic regression: pooling ties, PAV, thresholds, prediction.
+
+Private: every kernel assumes clean, contiguous input of the dtypes the
+wrappers in :mod:`fastcal.isotonic` give it, and checks nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import kernel, parallel_kernel, prange
+
+# --------------------------------------------------------------------------
+# Pool adjacent violators
+# --------------------------------------------------------------------------
+
+
+@kernel
+def pav_blocks(x, w, r):
+    """Pool adjacent violators in place; return the number of blocks ``b``.
+
+    On return ``x[:b]`` holds the block values, ``w[:b]`` the block weights and
+    ``r[:b + 1]`` the block boundaries (block ``k`` is ``r[k]:r[k + 1]``).
+
+    This is Algorithm 1 of Busing (2022), the O(n) single-pass form in which a
+    new element first absorbs the following "up" violators and then pools
+    backwards; equal neighbouring values are pooled (``>=``), so the blocks are
+    the maximal runs of equal fitted values. The arithmetic follows the same
+    order as SciPy's C++ ``pava`` so that both give the same bits.
+
+    Busing, F. M. T. A. (2022). Monotone Regression: A Simple and Fast O(n)
+    PAVA Implementation. Journal of Statistical Software, Code Snippets,
+    102(1), 1-25. https://doi.org/10.18637/jss.v102.c01
+    """
+    n = x.shape[0]
+    r[0] = 0
+    r[1] = 1
+    b = 0
+    xb_prev = x[0]
+    wb_prev = w[0]
+    i = 1
+    while i < n:
+        b += 1
+        xb = x[i]
+        wb = w[i]
+        if xb_prev >= xb:
+            b -= 1
+            sb = wb_prev * xb_prev + wb * xb
+            wb += wb_prev
+            xb = sb / wb
+            while i < n - 1 and xb >= x[i + 1]:
+                i += 1
+                sb += w[i] * x[i]
+                wb += w[i]
+                xb = sb / wb
+            while b > 0 and x[b - 1] >= xb:
+                b -= 1
+                sb += w[b] * x[b]
+                wb += w[b]
+                xb = sb / wb
+        x[b] = xb
+        xb_prev = xb
+        w[b] = wb
+        wb_prev = wb
+        r[b + 1] = i + 1
+        i += 1
+    return b + 1
+
+
+@kernel
+def expand_blocks(x, r, nb):
+    """Overwrite ``x`` with each block's value repeated over the block (backwards, in place)."""
+    for k in range(nb - 1, -1, -1):
+        v = x[k]
+        for i in range(r[k], r[k + 1]):
+            x[i] = v
+
+
+# --------------------------------------------------------------------------
+# Sorted order and tie pooling
+# --------------------------------------------------------------------------
+
+
+@kernel
+def is_sorted(x):
+    """True if ``x`` is non-decreasing."""
+    for i in range(1, x.shape[0]):
+        if x[i] < x[i - 1]:
+            return False
+    return True
+
+
+@kernel
+def count_positive(y):
+    """Number of non-zero labels."""
+    c = 0
+    for i in range(y.shape[0]):
+        if y[i] != 0:
+            c += 1
+    return c
+
+
+@kernel
+def split_by_label(x, y, buf):
+    """Scatter ``x`` by label into ``buf`` (``x.shape[0] + 1`` long), without branches.
+
+    Scores of label 0 fill ``buf[:n0]`` forwards, scores of label 1 fill
+    ``buf[n0 + 1:]`` backwards; every score is stored on both sides, the
+    wrong-side copy landing on a slot that a later score (or nobody: the gap
+    ``buf[n0]``) overwrites. Random labels make a branch mispredict half the
+    time; two stores are cheaper.
+    """
+    n = x.shape[0]
+    i0 = 0
+    i1 = 0
+    for i in range(n):
+        v = x[i]
+        one = np.int64(y[i] != 0)
+        buf[i0] = v
+        buf[n - i1] = v
+        i0 += 1 - one
+        i1 += one
+
+
+@kernel
+def _head(a, i):
+    return np.float64(a[i]) if i < a.shape[0] else np.inf
+
+
+@kernel
+def push_block(sw, swy, xf, xl, top, w, wy, first, last):
+    """Push a block (weight ``w``, weighted sum ``wy``, scores ``first .. last``) on the PAV stack.
+
+    The stack holds blocks of pooled groups: total weight ``sw``, weighted
+    sum ``swy``, first and last score ``xf``/``xl``. While the block below has
+    a mean at least the new one's (compared as ``swy[t]·w >= wy·sw[t]``, which
+    weights > 0 make equivalent to comparing the means, and which is exact for
+    counts), the two are pooled. Returns the new height. This is the classic
+    stack form of pool adjacent violators: every group is pushed once and
+    popped at most once, so a pass is O(n).
+    """
+    while top > 0 and swy[top - 1] * w >= wy * sw[top - 1]:
+        top -= 1
+        w += sw[top]
+        wy += swy[top]
+        first = xf[top]
+    sw[top] = w
+    swy[top] = wy
+    xf[top] = first
+    xl[top] = last
+    return top + 1
+
+
+@kernel
+def pav_binary(big_a, big_b, small, big_label, eps, sign, sw, swy, xf, xl):
+    """Isotonic fit of 0/1 labels given the scores of each class as sorted runs.
+
+    The scores of the larger class (label ``big_label``) are the sorted runs
+    ``big_a`` and ``big_b``, those of the other class the sorted run
+    ``small``. One pass merges the three runs, pools scores closer than
+    ``eps`` into groups (a score starts a new group when it exceeds the
+    group's first score by at least ``eps``: scikit-learn's rule, ``eps`` being
+    the dtype's resolution) and feeds each group, with ``sign`` times its
+    count of positives, to the PAV stack (:func:`push_block`). The merge is
+    branch-free: the labels interleave at random. Returns the number of blocks.
+    """
+    n = big_a.shape[0] + big_b.shape[0] + small.shape[0]
+    small_label = 1.0 - big_label
+    ia = 0
+    ib = 0
+    ic = 0
+    top = 0
+    cur = 0.0
+    count = 0.0
+    hits = 0.0
+    for k in range(n):
+        a = _head(big_a, ia)
+        b = _head(big_b, ib)
+        c = _head(small, ic)
+        from_a = a <= b
+        big = a if from_a else b
+        is_small = c < big
+        v = c if is_small else big
+        ia += np.int64(from_a and not is_small)
+        ib += np.int64(not from_a and not is_small)
+        ic += np.int64(is_small)
+        if k == 0:
+            cur = v
+        elif v - cur >= eps:
+            top = push_group(sw, swy, xf, xl, top, count, hits, sign, cur)
+            cur = v
+            count = 0.0
+            hits = 0.0
+        count += 1.0
+        hits += small_label if is_small else big_label
+    return push_group(sw, swy, xf, xl, top, count, hits, sign, cur)
+
+
+@kernel
+def push_group(sw, swy, xf, xl, top, w, wy, sign, x):
+    """Push the tie group at score ``x`` (weight ``w``, weighted target sum ``wy``).
+
+    Like scikit-learn, the group enters the fit with its mean rounded to the
+    dtype of the scores (the dtype of ``xf``), so that float32 fits keep the
+    same knots; ``sign`` is -1 for a decreasing fit.
+    """
+    xl[top] = wy / w  # round the mean through the scores' dtype
+    mean = np.float64(xl[top])
+    return push_block(sw, swy, xf, xl, top, w, sign * (w * mean), x, x)
+
+
+@kernel
+def push_blocks(sw, swy, xf, xl, top, start, stop):
+    """Push the blocks ``start:stop`` of the same stack arrays onto the stack of height ``top``.
+
+    Pooling the blocks of two PAV fits of adjacent score ranges gives the fit
+    of the union (blocks of a part are unions of blocks of the whole), which is
+    how a fit is split across threads. Requires ``top <= start``; returns the
+    new height.
+    """
+    for j in range(start, stop):
+        top = push_block(sw, swy, xf, xl, top, sw[j], swy[j], xf[j], xl[j])
+    return top
+
+
+@kernel
+def pav_ordered(x, y, w, order, split, eps, sign, sw, swy, xf, xl):
+    """Weighted isotonic fit of ``y`` on ``x``, visiting ``x`` in sorted order.
+
+    ``order[:split]`` and ``order[split:]`` are index runs, each sorting the
+    scores it indexes; the pass merges them. An empty ``order`` means ``x`` is
+    sorted already, an empty ``w`` unit weights. Ties are pooled into weighted
+    means as in :func:`pav_binary`; returns the number of blocks.
+    """
+    n = x.shape[0]
+    use_order = order.shape[0] > 0
+    weighted = w.shape[0] > 0
+    ia = 0
+    ib = split
+    top = 0
+    cur = 0.0
+    sum_w = 0.0
+    sum_wy = 0.0
+    for i in range(n):
+        if use_order:
+            a = np.float64(x[order[ia]]) if ia < split else np.inf
+            b = np.float64(x[order[ib]]) if ib < n else np.inf
+            if a <= b:
+                k = order[ia]
+                ia += 1
+            else:
+                k = order[ib]
+                ib += 1
+        else:
+            k = i
+        v = np.float64(x[k])
+        wk = np.float64(w[k]) if weighted else 1.0
+        if i == 0:
+            cur = v
+        elif v - cur >= eps:
+            top = push_group(sw, swy, xf, xl, top, sum_w, sum_wy, sign, cur)
+            cur = v
+            sum_w = 0.0
+            sum_wy = 0.0
+        sum_w += wk
+        sum_wy += np.float64(y[k]) * wk
+    return push_group(sw, swy, xf, xl, top, sum_w, sum_wy, sign, cur)
+
+
+@kernel
+def thresholds(vals, xf, xl, nb):
+    """The interpolation knots scikit-learn keeps, from the PAV blocks.
+
+    Fitted values ``vals[k]`` hold from score ``xf[k]`` to ``xl[k]``. A point
+    is dropped when both neighbours share its value, so each maximal run of
+    equal values keeps its first and last score (one, if they coincide).
+    Returns ``(x, y)`` of the knots.
+    """
+    tx = np.empty(2 * nb, dtype=xf.dtype)
+    ty = np.empty(2 * nb, dtype=vals.dtype)
+    m = 0
+    k = 0
+    while k < nb:
+        first = xf[k]
+        while k + 1 < nb and vals[k + 1] == vals[k]:
+            k += 1
+        tx[m] = first
+        ty[m] = vals[k]
+        m += 1
+        if xl[k] != first:
+            tx[m] = xl[k]
+            ty[m] = vals[k]
+            m += 1
+        k += 1
+    return tx[:m].copy(), ty[:m].copy()
+
+
+# --------------------------------------------------------------------------
+# Prediction: piecewise-linear interpolation between thresholds
+# --------------------------------------------------------------------------
+
+
+@kernel
+def build_lookup(xs, n_cells):
+    """Bucket table for :func:`interpolate_one` over the sorted thresholds ``xs``.
+
+    The range ``[xs[0], xs[-1]]`` is cut into ``n_cells`` equal cells;
+    ``table[c]`` counts the thresholds whose cell is below ``c``. Because the
+    cell of a value is a monotone function of it, the first threshold ``>= t``
+    lies in ``table[cell(t)] .. table[cell(t) + 1]``, usually a range of zero to
+    two thresholds, so a prediction costs O(1) instead of a binary search.
+    Returns ``(table, scale)``; ``scale`` is 0 when the range is too wide to cut.
+    """
+    m = xs.shape[0]
+    x0 = np.float64(xs[0])
+    width = np.float64(xs[m - 1]) - x0
+    scale = n_cells / width if width > 0 else 0.0
+    if not (scale > 0 and scale < np.inf):
+        n_cells = 1
+        scale = 0.0
+    table = np.zeros(n_cells + 1, dtype=np.int64)
+    for i in range(m):
+        table[cell_of(np.float64(xs[i]), x0, scale, n_cells) + 1] += 1
+    for c in range(n_cells):
+        table[c + 1] += table[c]
+    return table, scale
+
+
+@kernel
+def cell_of(t, x0, scale, n_cells):
+    if n_cells == 1:
+        return 0
+    v = (t - x0) * scale
+    if v >= n_cells - 1:
+        return n_cells - 1
+    if v <= 0:
+        return 0
+    return np.int64(v)
+
+
+@kernel
+def interpolate_one(t, xs, ys, table, scale):
+    """Linear interpolation at ``x0 <= t <= xs[-1]`` (``t`` as float64).
+
+    With ``j`` the first threshold ``>= t`` (clipped to ``1 .. m - 1``, the
+    knot search of SciPy's ``interp1d``), the value is
+    ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) * (y[j] - y[j-1])``: the fraction
+    lies in [0, 1], so a steep slope cannot overflow into ``inf * 0``.
+    """
+    n_cells = table.shape[0] - 1
+    c = cell_of(t, np.float64(xs[0]), scale, n_cells)
+    lo = table[c]
+    hi = table[c + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if xs[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    m = xs.shape[0]
+    if lo < 1:
+        lo = 1
+    elif lo > m - 1:
+        lo = m - 1
+    x_lo = np.float64(xs[lo - 1])
+    y_lo = np.float64(ys[lo - 1])
+    frac = (t - x_lo) / (np.float64(xs[lo]) - x_lo)
+    return y_lo + frac * (np.float64(ys[lo]) - y_lo)
+
+
+@kernel
+def predict_one(t, xs, ys, table, scale, clip):
+    """Prediction at one point; NaN outside the thresholds unless ``clip``."""
+    x_min = np.float64(xs[0])
+    x_max = np.float64(xs[xs.shape[0] - 1])
+    if t < x_min:
+        if not clip:
+            return np.nan
+        t = x_min
+    elif t > x_max:
+        if not clip:
+            return np.nan
+        t = x_max
+    return interpolate_one(t, xs, ys, table, scale)
+
+
+@kernel
+def predict_serial(T, xs, ys, table, scale, clip, out):
+    for i in range(T.shape[0]):
+        out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)
+
+
+@parallel_kernel
+def predict_parallel(T, xs, ys, table, scale, clip, out):
+    for i in prange(T.shape[0]):
+        out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)

@@ -1,0 +1,205 @@
+"""Input checks shared by every public function.
+
+Public wrappers call these before any kernel runs; kernels never validate.
+Each check raises ``ValueError`` (bad values or shapes) or ``TypeError`` (bad
+types) with a message that names the offending argument. No check modifies
+its input: arrays are copied only when a kernel needs a contiguous buffer of
+a dtype the caller did not provide.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._jit import PARALLEL_MIN_SIZE, kernel, parallel_kernel, prange
+
+__all__ = [
+    "as_float_array",
+    "as_label_array",
+    "check_binary_labels",
+    "check_consistent_length",
+    "check_finite",
+    "check_in",
+    "check_sample_weight",
+    "column_or_1d",
+]
+
+#: Label dtypes the kernels are compiled for; other integer or bool labels are
+#: viewed or cast to one of these by :func:`as_label_array`.
+LABEL_DTYPES = (np.uint8, np.int8, np.int32, np.int64, np.float32, np.float64)
+
+
+def column_or_1d(x, name, *, allow_column=True, min_size=1):
+    """Return ``x`` as a 1-D ndarray (no copy where possible).
+
+    Scalars are rejected, as are 2-D arrays other than a single column
+    (``(n, 1)``, accepted when ``allow_column``), 0-D arrays and arrays with
+    fewer than ``min_size`` elements.
+    """
+    arr = np.asarray(x)
+    if arr.ndim == 2 and allow_column and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        shape = "a scalar" if arr.ndim == 0 else f"an array of shape {arr.shape}"
+        want = "a 1-D array (or a single column)" if allow_column else "a 1-D array"
+        raise ValueError(f"{name} must be {want}, got {shape}.")
+    if arr.shape[0] < min_size:
+        raise ValueError(
+            f"{name} must have at least {min_size} element{'s' if min_size > 1 else ''}, got {arr.shape[0]}."
+        )
+    return arr
+
+
+def _check_numeric(arr, name):
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}.")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype}.")
+
+
+def as_float_array(x, name, *, dtype=None):
+    """Return ``x`` as a C-contiguous float32 or float64 array.
+
+    float32 and float64 input keep their precision (no silent up-cast of big
+    arrays); other numeric input (ints, bools, float16) becomes float64, as does
+    everything when ``dtype=np.float64`` is asked for. Non-native byte order and
+    non-contiguous input are copied; read-only input is used as it is.
+    """
+    arr = np.asarray(x)
+    _check_numeric(arr, name)
+    if dtype is None:
+        dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
+    return np.ascontiguousarray(arr, dtype=np.dtype(dtype).newbyteorder("="))
+
+
+@kernel
+def _count_nonfinite_serial(x):
+    bad = 0
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
+            bad += 1
+    return bad
+
+
+@parallel_kernel
+def _count_nonfinite_parallel(x):
+    bad = 0
+    for i in prange(x.shape[0]):
+        if not np.isfinite(x[i]):
+            bad += 1
+    return bad
+
+
+def check_finite(arr, name):
+    """Raise ``ValueError`` if the contiguous float array ``arr`` holds NaN or infinity."""
+    flat = arr.reshape(-1)
+    count = _count_nonfinite_parallel if flat.shape[0] >= PARALLEL_MIN_SIZE else _count_nonfinite_serial
+    if count(flat):
+        what = "NaN" if np.isnan(flat).any() else "infinity"
+        raise ValueError(f"{name} must be finite, but contains {what}.")
+    return arr
+
+
+def check_consistent_length(**arrays):
+    """Raise ``ValueError`` unless all given (non-None) arrays have the same length."""
+    lengths = {name: len(a) for name, a in arrays.items() if a is not None}
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise ValueError(f"Inconsistent numbers of samples: {detail}.")
+
+
+def check_in(value, name, allowed):
+    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
+    if isinstance(value, (bool, np.bool_)) and not any(isinstance(a, bool) for a in allowed):
+        ok = False
+    else:
+        try:
+            ok = any(value is a or (type(value) is type(a) and value == a) for a in allowed)
+        except Exception:  # noqa: BLE001 - uncomparable values are simply not allowed
+            ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}.")
+    return value
+
+
+def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True):
+    """Validate weights for ``n`` samples; ``None`` stays ``None`` (unit weights).
+
+    Weights must be a finite, non-negative 1-D array of length ``n`` (strictly
+    positive when ``allow_zero`` is False) with a positive sum. A scalar is
+    broadcast to ``n`` samples as float64. Returns a contiguous float32 or
+    float64 array.
+    """
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
+        w = np.full(n, float(sample_weight))
+    else:
+        w = as_float_array(column_or_1d(sample_weight, name, allow_column=False, min_size=0), name)
+    if w.shape[0] != n:
+        raise ValueError(f"{name} has {w.shape[0]} elements, expected {n} (one per sample).")
+    check_finite(w, name)
+    if allow_zero:
+        if n and w.min() < 0:
+            raise ValueError(f"{name} must be non-negative.")
+    elif n and w.min() <= 0:
+        raise ValueError(f"{name} must be strictly positive.")
+    if n and not w.sum(dtype=np.float64) > 0:
+        raise ValueError(f"{name} must have a positive sum.")
+    return w
+
+
+def as_label_array(y, name):
+    """Return labels as a contiguous array of one of :data:`LABEL_DTYPES`, copying only if needed.
+
+    Booleans are viewed as uint8, other integer widths are cast to int64 and
+    float16 to float32; the values are not checked here.
+    """
+    arr = np.asarray(y)
+    _check_numeric(arr, name)
+    if arr.dtype == np.bool_:
+        return np.ascontiguousarray(arr).view(np.uint8)
+    if arr.dtype == np.float16:
+        return np.ascontiguousarray(arr, dtype=np.float32)
+    target = arr.dtype.newbyteorder("=")
+    if target not in LABEL_DTYPES:
+        target = np.dtype(np.int64)
+    return np.ascontiguousarray(arr, dtype=target)
+
+
+@kernel
+def _count_nonbinary_serial(y):
+    bad = 0
+    for i in range(y.shape[0]):
+        if y[i] != 0 and y[i] != 1:
+            bad += 1
+    return bad
+
+
+@parallel_kernel
+def _count_nonbinary_parallel(y):
+    bad = 0
+    for i in prange(y.shape[0]):
+        if y[i] != 0 and y[i] != 1:
+            bad += 1
+    return bad
+
+
+def is_binary(y):
+    """True if every value of the contiguous 1-D label array ``y`` is 0 or 1."""
+    count = _count_nonbinary_parallel if y.shape[0] >= PARALLEL_MIN_SIZE else _count_nonbinary_serial
+    return count(y) == 0
+
+
+def check_binary_labels(y, name="y"):
+    """Return ``y`` as a label array (see :func:`as_label_array`) whose values are all 0 or 1."""
+    arr = as_label_array(y, name)
+    if not is_binary(arr):
+        values = np.unique(arr)
+        shown = ", ".join(map(str, values[:5])) + (", ..." if values.size > 5 else "")
+        raise ValueError(f"{name} must contain only the labels 0 and 1; found {shown}.")
+    return arr

@@ -1,0 +1,81 @@
+"""Naive references for isotonic regression: short, obviously right, slow.
+
+Used only by the tests, as oracles independent of both fastcal's kernels and
+the peer libraries.
+"""
+
+import numpy as np
+
+
+def pav(y, w=None):
+    """Weighted increasing isotonic fit by repeated pooling of the first violating pair of blocks."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(y) if w is None else np.asarray(w, dtype=np.float64)
+    blocks = [[float(v * wt), float(wt), 1] for v, wt in zip(y, w)]  # sum wy, sum w, size
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(blocks) - 1):
+            a, b = blocks[i], blocks[i + 1]
+            if a[0] / a[1] >= b[0] / b[1]:
+                blocks[i : i + 2] = [[a[0] + b[0], a[1] + b[1], a[2] + b[2]]]
+                changed = True
+                break
+    return np.concatenate([np.full(size, s / wt) for s, wt, size in blocks])
+
+
+def isotonic_fit(x, y, w=None, increasing=True, y_min=None, y_max=None):
+    """scikit-learn's ``IsotonicRegression.fit`` thresholds, step by step, in plain Python.
+
+    Drop zero weights, sort by (x, y), pool x closer than the dtype's
+    resolution into weighted means, PAV, clip, keep only the points that differ
+    from a neighbour. Returns ``(X_thresholds, y_thresholds)``.
+    """
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    x = x.astype(dtype)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones(len(x)) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    x, y, w = x[keep], y[keep], w[keep]
+    order = np.lexsort((y, x))
+    x, y, w = x[order], y[order], w[order]
+    eps = np.finfo(dtype).resolution
+    ux, uy, uw = [], [], []
+    for xi, yi, wi in zip(x, y, w):
+        if ux and float(xi) - float(ux[-1]) < eps:
+            uy[-1] += yi * wi
+            uw[-1] += wi
+        else:
+            ux.append(xi)
+            uy.append(yi * wi)
+            uw.append(wi)
+    ux = np.array(ux, dtype=dtype)
+    means = np.array(uy) / np.array(uw)
+    fit = pav(means, uw) if increasing else -pav(-means, uw)
+    fit = fit.astype(dtype)
+    if y_min is not None or y_max is not None:
+        fit = np.clip(fit, -np.inf if y_min is None else y_min, np.inf if y_max is None else y_max)
+    kept = np.ones(len(fit), dtype=bool)
+    kept[1:-1] = (fit[1:-1] != fit[:-2]) | (fit[1:-1] != fit[2:])
+    return ux[kept], fit[kept]
+
+
+def interpolate(xs, ys, t, out_of_bounds="nan"):
+    """Piecewise-linear interpolation through the knots (xs, ys), one point at a time."""
+    out = np.empty(len(t))
+    for i, ti in enumerate(np.asarray(t, dtype=np.float64)):
+        if len(xs) == 1:
+            out[i] = ys[0]
+            continue
+        if ti < xs[0] or ti > xs[-1]:
+            if out_of_bounds == "nan":
+                out[i] = np.nan
+                continue
+            ti = min(max(ti, float(xs[0])), float(xs[-1]))
+        j = 1
+        while j < len(xs) - 1 and xs[j] < ti:
+            j += 1
+        x0, x1, y0, y1 = (float(v) for v in (xs[j - 1], xs[j], ys[j - 1], ys[j]))
+        out[i] = y0 + (ti - x0) / (x1 - x0) * (y1 - y0)
+    return out
