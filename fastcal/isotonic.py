@@ -243,17 +243,26 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             X, labels, w = X[keep], labels[keep], w[keep]
 
-        sign = 1.0 if self.increasing_ else -1.0
-        sw, swy, xf, xl, nb = _pav_fit(X, labels, w, sign)
-        vals = (swy / sw) if self.increasing_ else -(swy / sw)
-        vals = vals.astype(X.dtype, copy=False)
+        return self._set_blocks(_pav_fit(X, labels, w, 1.0 if self.increasing_ else -1.0))
+
+    def _set_blocks(self, blocks):
+        """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`_pav_fit`).
+
+        Fits of data that is split by score range (threads, Dask partitions,
+        chunks of a file) end here too, after :func:`_pool_blocks`.
+        """
+        sw, swy, xf, xl = blocks
+        vals = swy / sw
+        if not self.increasing_:
+            vals = -vals
+        vals = vals.astype(xf.dtype, copy=False)
         if self.y_min is not None or self.y_max is not None:
             lo = -np.inf if self.y_min is None else self.y_min
             hi = np.inf if self.y_max is None else self.y_max
             np.clip(vals, lo, hi, out=vals)
-        self.X_thresholds_, self.y_thresholds_ = _k.thresholds(vals, xf, xl, nb)
+        self.X_thresholds_, self.y_thresholds_ = _k.thresholds(vals, xf, xl, vals.shape[0])
         self.X_min_ = xf[0]
-        self.X_max_ = xl[nb - 1]
+        self.X_max_ = xl[xl.shape[0] - 1]
         self._build_lookup()
         return self
 
@@ -343,10 +352,12 @@ def _lookup_cells(n_thresholds):
 
 
 def _pav_fit(X, labels, w, sign):
-    """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl, nb)``.
+    """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
-    spans the distinct scores ``xf[k] .. xl[k]``.
+    spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
+    float32/float64 array, ``labels`` a label array (see
+    :func:`~fastcal._validation.as_label_array`), ``w`` None or positive weights.
     """
     n = X.shape[0]
     eps = X.dtype.type(np.finfo(X.dtype).resolution)
@@ -363,7 +374,22 @@ def _pav_fit(X, labels, w, sign):
     else:
         order, split = _argsort_runs(X)
         nb = _k.pav_ordered(X, labels, _weights_or_empty(w), order, split, eps, sign, *stack)
-    return sw[:nb], swy[:nb], xf[:nb], xl[:nb], nb
+    return sw[:nb], swy[:nb], xf[:nb], xl[:nb]
+
+
+def _pool_blocks(parts):
+    """Pool the PAV blocks of parts of the data that are adjacent in score order.
+
+    ``parts`` are block tuples ``(sw, swy, xf, xl)`` from :func:`_pav_fit`, in
+    increasing score order, with the same ``sign``; a part's lowest score must
+    start a tie group (be at least the dtype's resolution above the previous
+    part's highest score). Pooling adjacent violators over the parts' blocks
+    gives exactly the blocks of a fit of all the data at once, because the
+    blocks of a part are unions of blocks of the whole.
+    """
+    sw, swy, xf, xl = (np.concatenate(arrays) for arrays in zip(*parts))
+    nb = _k.push_blocks(sw, swy, xf, xl, 0, 0, sw.shape[0])
+    return sw[:nb], swy[:nb], xf[:nb], xl[:nb]
 
 
 def _weights_or_empty(w):

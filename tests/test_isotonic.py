@@ -458,3 +458,25 @@ def test_sklearn_is_not_imported_by_fastcal():
     subprocess.run([sys.executable, "-c", code], check=True)
     assert fastcal.IsotonicRegression is IsotonicRegression
     assert sklearn.__version__
+
+
+@pytest.mark.parametrize("increasing", [True, False])
+def test_pooling_blocks_of_score_ranges_equals_whole_fit(increasing):
+    # The merge step that parallel and out-of-core fits rely on.
+    rng = np.random.default_rng(11)
+    x = np.round(rng.random(20_000), 4)
+    y = (rng.random(20_000) < x).astype(np.uint8)
+    w = rng.uniform(0.5, 2.0, 20_000)
+    sign = 1.0 if increasing else -1.0
+    cuts = [0.0, 0.25, 0.2501, 0.7, 1.1]
+    parts = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        m = (x >= lo) & (x < hi)
+        parts.append(isotonic_module._pav_fit(x[m], y[m], w[m], sign))
+    pooled = IsotonicRegression(increasing=increasing)
+    pooled.increasing_ = increasing
+    pooled._set_blocks(isotonic_module._pool_blocks(parts))
+    whole = IsotonicRegression(increasing=increasing).fit(x, y, sample_weight=w)
+    assert_array_equal(pooled.X_thresholds_, whole.X_thresholds_)
+    assert_allclose(pooled.y_thresholds_, whole.y_thresholds_, rtol=0, atol=1e-12)
+    assert (pooled.X_min_, pooled.X_max_) == (whole.X_min_, whole.X_max_)
