@@ -6,6 +6,7 @@ scikit-learn/SciPy-style functions and estimators.
 """
 
 from ._base import NotFittedError
+from ._persist import load
 from .isotonic import IsotonicRegression, isotonic_regression
 
 __version__ = "0.1.0"
@@ -14,4 +15,5 @@ __all__ = [
     "IsotonicRegression",
     "NotFittedError",
     "isotonic_regression",
+    "load",
 ]

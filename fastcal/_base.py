@@ -68,6 +68,37 @@ class BaseCalibrator:
                 changed.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(changed)})"
 
+    # -- model files (see fastcal._persist) ------------------------------------
+
+    #: Fitted attributes saved in a model file, with their kinds; subclasses
+    #: that can be saved declare theirs and are registered with ``_persist.register``.
+    _state_schema: dict = {}
+
+    def to_dict(self):
+        """The fitted calibrator as a JSON-ready dict of numbers and names (no code)."""
+        from . import _persist
+
+        return _persist.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data):
+        """Rebuild a fitted calibrator from :meth:`to_dict` output; ``ValueError`` if it is not valid."""
+        from . import _persist
+
+        estimator = _persist.from_dict(data)
+        if not isinstance(estimator, cls):
+            raise ValueError(f"invalid fastcal model: holds a {type(estimator).__name__}, not a {cls.__name__}")
+        return estimator
+
+    def save(self, path):
+        """Write the fitted calibrator to ``path`` as a fastcal JSON model file; read it with ``fastcal.load``."""
+        from . import _persist
+
+        _persist.save(self, path)
+
+    def _check_loaded_state(self):
+        """Check the fitted attributes set from a model file; raise ``ValueError`` if inconsistent."""
+
     def __sklearn_tags__(self):
         # Called only by scikit-learn itself (pipelines, clone, checks), so
         # importing it here keeps it out of fastcal's import-time dependencies.

@@ -19,6 +19,7 @@ from scipy.optimize import OptimizeResult
 
 from . import _isotonic_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
+from ._persist import register
 from ._jit import PARALLEL_MIN_SIZE
 from ._validation import (
     as_float_array,
@@ -123,6 +124,7 @@ def _check_bool(value, name):
     raise ValueError(f"{name} must be True or False; got {value!r}.")
 
 
+@register
 class IsotonicRegression(BaseCalibrator):
     r"""Isotonic regression model, a drop-in for :class:`sklearn.isotonic.IsotonicRegression`.
 
@@ -185,6 +187,14 @@ class IsotonicRegression(BaseCalibrator):
     >>> iso.predict([0.15, 0.35, 0.9])
     array([0.33333333, 0.33333333, 1.        ])
     """
+
+    _state_schema = {
+        "X_thresholds_": "array",
+        "y_thresholds_": "array",
+        "X_min_": "float",
+        "X_max_": "float",
+        "increasing_": "bool",
+    }
 
     def __init__(self, *, y_min=None, y_max=None, increasing=True, out_of_bounds="nan"):
         self.y_min = y_min
@@ -265,6 +275,21 @@ class IsotonicRegression(BaseCalibrator):
         self.X_max_ = xl[xl.shape[0] - 1]
         self._build_lookup()
         return self
+
+    def _check_loaded_state(self):
+        self._check_params()
+        xs, ys = self.X_thresholds_, self.y_thresholds_
+        if xs.ndim != 1 or ys.ndim != 1 or xs.shape[0] != ys.shape[0] or xs.shape[0] == 0:
+            raise ValueError("invalid fastcal model: X_thresholds_ and y_thresholds_ must be 1-D, non-empty, "
+                             "of equal length")
+        if xs.dtype != ys.dtype or xs.dtype.kind != "f":
+            raise ValueError("invalid fastcal model: X_thresholds_ and y_thresholds_ must share a float dtype")
+        if np.any(np.diff(xs) <= 0):
+            raise ValueError("invalid fastcal model: X_thresholds_ must be strictly increasing")
+        if not (self.X_min_ <= xs[0] and xs[-1] <= self.X_max_):
+            raise ValueError("invalid fastcal model: X_min_ and X_max_ must enclose X_thresholds_")
+        self.X_min_, self.X_max_ = xs.dtype.type(self.X_min_), xs.dtype.type(self.X_max_)
+        self._build_lookup()
 
     def _build_lookup(self):
         xs = self.X_thresholds_
