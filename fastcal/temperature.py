@@ -1,0 +1,263 @@
+r"""Temperature scaling: multiclass calibration with one parameter.
+
+Guo, Pleiss, Sun and Weinberger (2017) calibrate a network's logits ``z`` by
+``softmax(z / T)``, fitting the temperature ``T`` by minimising the log loss
+on held-out data. fastcal fits the inverse temperature :math:`\beta = 1/T`:
+
+.. math:: L(\beta) = \sum_i w_i \left(\log \sum_j e^{\beta z_{ij}} - \beta z_{i y_i}\right),\quad
+          L'(\beta) = \sum_i w_i (\mathrm{E}_{p_i}[z_i] - z_{i y_i}),\quad
+          L''(\beta) = \sum_i w_i \mathrm{Var}_{p_i}[z_i] \ge 0
+
+with :math:`p_i = \mathrm{softmax}(\beta z_i)`: the loss is convex in
+:math:`\beta`, so a Newton iteration safeguarded by bisection of a bracket
+converges quickly; each iteration is one fused parallel pass over the
+(n, k) logits for all three sums.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _temperature_kernels as _k
+from ._base import BaseCalibrator, check_is_fitted
+from ._jit import PARALLEL_MIN_SIZE
+from ._persist import register
+from ._validation import (
+    as_float_array,
+    as_label_array,
+    check_consistent_length,
+    check_finite,
+    check_in,
+    check_sample_weight,
+    column_or_1d,
+)
+
+__all__ = ["TemperatureScaling"]
+
+#: Bounds of log(beta), as in scikit-learn: beta in [e^-10, e^10].
+_LOG_BETA_BOUNDS = (-10.0, 10.0)
+#: Added to probabilities before taking logs, as in scikit-learn.
+_PROBA_EPS = 1e-12
+#: Rows of probabilities must sum to 1 within this tolerance.
+_ROW_SUM_TOL = 1e-6
+
+
+def _as_logits(X, input_type, name="X"):
+    """(n, k) float logits from decision values, logits or probabilities (scikit-learn's rules).
+
+    1-D or single-column decision values ``x`` become two-class logits
+    ``(-x, x)``; probabilities (``input_type="probabilities"``, or "auto" and
+    every row in [0, 1] summing to 1) become ``log(p + 1e-12)``.
+    """
+    arr = np.asarray(X)
+    if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
+        col = as_float_array(arr.reshape(-1), name)
+        check_finite(col, name)
+        if input_type == "probabilities":
+            raise ValueError(f"{name} holds one column; probabilities need one column per class (n, k).")
+        return np.ascontiguousarray(np.stack([-col, col], axis=1))
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 1-D or 2-D (n_samples, n_classes), got shape {arr.shape}.")
+    z = as_float_array(arr, name)
+    if z.shape[0] == 0:
+        raise ValueError(f"{name} must have at least 1 sample, got 0.")
+    check_finite(z, name)
+    if input_type == "logits":
+        return z
+    in_range = bool(np.all((z >= 0) & (z <= 1)))
+    sums_ok = bool(np.all(np.abs(z.sum(axis=1, dtype=np.float64) - 1.0) <= _ROW_SUM_TOL))
+    if input_type == "probabilities":
+        if not in_range:
+            raise ValueError(f"{name} must hold probabilities in [0, 1] (input_type='probabilities').")
+        if not sums_ok:
+            raise ValueError(
+                f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) when input_type='probabilities'."
+            )
+    if input_type == "probabilities" or (in_range and sums_ok):
+        return np.log(z + z.dtype.type(_PROBA_EPS))
+    return z
+
+
+@register
+class TemperatureScaling(BaseCalibrator):
+    r"""Temperature scaling of multiclass logits or probabilities (Guo et al. 2017).
+
+    Predicts ``softmax(beta * z)`` with one fitted scalar: the inverse
+    temperature ``beta_ = 1 / temperature_``. Below 1 it softens over-confident
+    predictions, above 1 it sharpens under-confident ones; it never changes
+    which class is most probable.
+
+    Parameters
+    ----------
+    input_type : {"auto", "logits", "probabilities"}
+        How to read ``X``. "logits": (n, k) scores; "probabilities": (n, k)
+        rows in [0, 1] summing to 1, used as logits ``log(p + 1e-12)``;
+        "auto" (scikit-learn's rule): probabilities if every row looks like
+        one, logits otherwise. A 1-D (or single-column) ``X`` is a binary
+        decision value ``x``, read as the logits ``(-x, x)``.
+    max_iter : int
+        Maximum number of Newton iterations (passes over the data).
+    tol : float
+        Stop when a Newton step changes ``beta`` by less than ``tol`` relative.
+
+    Attributes
+    ----------
+    beta_ : float
+        Fitted inverse temperature, within [e^-10, e^10] as in scikit-learn.
+    temperature_ : float
+        ``1 / beta_``.
+    n_classes_ : int
+        Number of columns of the logits.
+    n_iter_ : int
+        Newton iterations used.
+    converged_ : bool
+
+    Notes
+    -----
+    The loss is convex in ``beta``: Newton steps are taken while they stay
+    inside a bracket of the minimiser, otherwise the bracket is bisected (in
+    log scale). Agrees with scikit-learn's ``CalibratedClassifierCV(method=
+    "temperature")``, which minimises the same loss over log(beta) with
+    Brent's method.
+
+    References
+    ----------
+    Guo, C., Pleiss, G., Sun, Y. and Weinberger, K. Q. (2017). On
+    Calibration of Modern Neural Networks. ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal import TemperatureScaling
+    >>> logits = np.array([[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 4.0], [4.0, 0.0, 0.0]])
+    >>> ts = TemperatureScaling().fit(logits, [0, 1, 2, 1])
+    >>> round(ts.temperature_, 3)
+    2.224
+    """
+
+    _state_schema = {"beta_": "float", "n_classes_": "int", "n_iter_": "int", "converged_": "bool"}
+
+    def __init__(self, *, input_type="auto", max_iter=100, tol=1e-12):
+        self.input_type = input_type
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _check_params(self):
+        check_in(self.input_type, "input_type", ("auto", "logits", "probabilities"))
+        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an integer >= 1; got {self.max_iter!r}.")
+        if not isinstance(self.tol, numbers.Real) or not (self.tol > 0 and math.isfinite(self.tol)):
+            raise ValueError(f"tol must be a positive number; got {self.tol!r}.")
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the inverse temperature.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_classes) or (n_samples,)
+            Logits, probabilities, or binary decision values (see ``input_type``).
+        y : array-like of shape (n_samples,)
+            Class indices in ``0 .. n_classes - 1``.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights.
+        """
+        self._check_params()
+        z = _as_logits(X, self.input_type)
+        n, k = z.shape
+        labels = column_or_1d(y, "y", allow_column=False, min_size=0)
+        check_consistent_length(X=z, y=labels)
+        labels = as_label_array(labels, "y")
+        if labels.dtype.kind == "f":
+            check_finite(labels, "y")
+            if np.any(labels != np.round(labels)):
+                raise ValueError("y must hold integer class indices.")
+        labels = labels.astype(np.int64, copy=False)
+        if labels.min() < 0 or labels.max() >= k:
+            raise ValueError(f"y must hold class indices in 0 .. {k - 1} (one per column of X); "
+                             f"found {labels.min()} .. {labels.max()}.")
+        w = check_sample_weight(sample_weight, n)
+        w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        run = _k.loss_grad_hess_parallel if n * k >= PARALLEL_MIN_SIZE else _k.loss_grad_hess_serial
+        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: run(z, labels, w, b),
+                                                            self.max_iter, self.tol)
+        if not self.converged_:
+            warnings.warn(f"TemperatureScaling did not converge in {self.max_iter} iterations.",
+                          UserWarning, stacklevel=2)
+        self.n_classes_ = k
+        return self
+
+    @property
+    def temperature_(self):
+        check_is_fitted(self, "beta_")
+        return 1.0 / self.beta_
+
+    def predict_proba(self, X):
+        """Calibrated probabilities ``softmax(beta_ * logits)``, shape (n_samples, n_classes)."""
+        check_is_fitted(self, "beta_")
+        check_in(self.input_type, "input_type", ("auto", "logits", "probabilities"))
+        z = _as_logits(X, self.input_type)
+        if z.shape[1] != self.n_classes_:
+            raise ValueError(f"X has {z.shape[1]} classes (columns); the model was fitted on {self.n_classes_}.")
+        out = np.empty(z.shape, dtype=z.dtype)
+        run = _k.softmax_parallel if z.size >= PARALLEL_MIN_SIZE else _k.softmax_serial
+        run(z, self.beta_, out)
+        return out
+
+    def predict(self, X):
+        """Same as :meth:`predict_proba` (scikit-learn's calibrators predict probabilities)."""
+        return self.predict_proba(X)
+
+    def _check_loaded_state(self):
+        self._check_params()
+        lo, hi = (math.exp(b) for b in _LOG_BETA_BOUNDS)
+        if not (lo * (1 - 1e-12) <= self.beta_ <= hi * (1 + 1e-12)):
+            raise ValueError("invalid fastcal model: beta_ is outside [e^-10, e^10]")
+        if self.n_classes_ < 2:
+            raise ValueError("invalid fastcal model: n_classes_ must be at least 2")
+
+
+def _newton(loss_grad_hess, max_iter, tol):
+    """Minimise a convex function of beta on [e^-10, e^10]: safeguarded Newton.
+
+    Keeps a bracket [lo, hi] of the minimiser from the signs of the
+    gradients seen. A Newton step that leaves the bracket (or a flat
+    curvature) is replaced by a bisection step towards that side: the
+    arithmetic mean with ``lo`` downwards, the geometric mean with ``hi``
+    upwards (the upper bound is far). When Newton creeps (the bracket has not
+    halved, in log scale, in two steps: a loss flattening towards a bound, as
+    on separable data) the bound is tested and the bracket bisected. Stops on
+    a relative step or bracket below ``tol``. Returns ``(beta, n_iter, converged)``.
+    """
+    bounds = tuple(math.exp(b) for b in _LOG_BETA_BOUNDS)
+    lo, hi = bounds
+    beta = 1.0
+    gaps = []
+    for it in range(1, max_iter + 1):
+        _, g, h = loss_grad_hess(beta)
+        if g > 0:
+            hi = beta
+        elif g < 0:
+            lo = beta
+        else:
+            return beta, it, True
+        gaps.append(math.log(hi / lo))
+        new = beta - g / h if h > 0 else (-math.inf if g > 0 else math.inf)
+        if new <= lo:
+            new = 0.5 * (beta + lo)
+        elif new >= hi:
+            new = math.sqrt(beta * hi)
+        if len(gaps) >= 3 and gaps[-1] > 0.5 * gaps[-3]:
+            edge = hi if g < 0 else lo
+            if edge in bounds:
+                _, g_edge, _ = loss_grad_hess(edge)
+                if (g_edge <= 0) if edge == hi else (g_edge >= 0):
+                    return edge, it, True
+            new = math.sqrt(lo * hi)
+        if abs(new - beta) <= tol * beta or hi - lo <= tol * lo:
+            return new, it, True
+        beta = new
+    return beta, max_iter, False

@@ -1,0 +1,155 @@
+"""Temperature scaling against scikit-learn, a naive SciPy reference and its invariants."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+from scipy.optimize import minimize_scalar
+from scipy.special import logsumexp, softmax
+from sklearn.calibration import _TemperatureScaling
+
+import fastcal
+from fastcal import TemperatureScaling
+from fastcal import _temperature_kernels as kernels
+
+
+def make_logits(n, k, sharpness, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3
+    p = softmax(z * sharpness, axis=1)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    return z, np.minimum(y, k - 1)
+
+
+def naive_beta(z, y, w=None):
+    w = np.ones(len(y)) if w is None else w
+
+    def loss(log_beta):
+        b = np.exp(log_beta)
+        return np.sum(w * (logsumexp(b * z, axis=1) - b * z[np.arange(len(y)), y]))
+
+    return np.exp(minimize_scalar(loss, bounds=(-10, 10), method="bounded", options={"xatol": 1e-12}).x)
+
+
+@given(n=st.integers(20, 2000), k=st.integers(2, 12), sharpness=st.sampled_from([0.2, 0.5, 1.0, 2.0]),
+       seed=st.integers(0, 2**32 - 1), weighted=st.booleans())
+@settings(max_examples=40, deadline=None)
+def test_matches_sklearn_and_naive(n, k, sharpness, seed, weighted):
+    z, y = make_logits(n, k, sharpness, seed)
+    w = np.random.default_rng(seed).uniform(0.1, 2, n) if weighted else None
+    ours = TemperatureScaling(input_type="logits").fit(z, y, sample_weight=w)
+    theirs = _TemperatureScaling().fit(z, y, sample_weight=w)
+    assert ours.converged_
+    assert_allclose(ours.predict_proba(z), theirs.predict(z), atol=1e-5)
+    if np.all(z.argmax(axis=1) == y):
+        # Separable: the loss falls towards 0 as beta grows, so the minimiser
+        # is the upper bound; Brent's method stops anywhere on the flat loss.
+        assert ours.beta_ == np.exp(10)
+        return
+    assert_allclose(ours.beta_, theirs.beta_, rtol=1e-5)
+    assert_allclose(ours.beta_, naive_beta(z, y, w), rtol=1e-5)
+    # Gradient ~ 0 at the optimum (unless the optimum is at a bound).
+    _, g, h = kernels.loss_grad_hess_serial(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
+    if np.exp(-10) * 1.001 < ours.beta_ < np.exp(10) * 0.999:
+        assert abs(g) <= 1e-8 * max(1.0, h * ours.beta_)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_probabilities_and_binary_decision_values_like_sklearn(k):
+    z, y = make_logits(3000, k, 0.5, 1)
+    p = softmax(z, axis=1)
+    assert_allclose(TemperatureScaling().fit(p, y).beta_, _TemperatureScaling().fit(p, y).beta_, rtol=1e-5)
+    assert_allclose(TemperatureScaling(input_type="probabilities").fit(p, y).beta_,
+                    _TemperatureScaling().fit(p, y).beta_, rtol=1e-5)
+    d = z[:, 0] - z[:, 1]
+    yb = (y == 0).astype(int)
+    ours = TemperatureScaling().fit(d, yb)
+    theirs = _TemperatureScaling().fit(d, yb)
+    assert_allclose(ours.beta_, theirs.beta_, rtol=1e-5)
+    assert ours.predict_proba(d).shape == (3000, 2)
+    assert_allclose(ours.predict_proba(d), theirs.predict(d), atol=1e-6)
+
+
+def test_argmax_and_sharpness():
+    z, y = make_logits(5000, 5, 0.3, 2)  # the logits are over-confident: true sharpness 0.3
+    ts = TemperatureScaling().fit(z, y)
+    assert 0.2 < ts.beta_ < 0.4 and abs(ts.temperature_ - 1 / ts.beta_) < 1e-15
+    proba = ts.predict_proba(z)
+    assert_array_equal(proba.argmax(axis=1), z.argmax(axis=1))
+    assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_weights_equal_repeated_rows():
+    z, y = make_logits(400, 3, 0.5, 3)
+    reps = np.random.default_rng(3).integers(1, 4, 400)
+    a = TemperatureScaling().fit(z, y, sample_weight=reps.astype(float))
+    b = TemperatureScaling().fit(np.repeat(z, reps, axis=0), np.repeat(y, reps))
+    assert_allclose(a.beta_, b.beta_, rtol=1e-10)
+
+
+def test_float32_kept_and_parallel_equals_serial():
+    z, y = make_logits(40_000, 4, 0.5, 4)
+    z32 = z.astype(np.float32)
+    ts = TemperatureScaling().fit(z32, y)
+    assert ts.predict_proba(z32).dtype == np.float32
+    assert_allclose(ts.beta_, TemperatureScaling().fit(z, y).beta_, rtol=1e-5)
+    args = (z, y.astype(np.int64), np.empty(0), 0.7)
+    assert_allclose(kernels.loss_grad_hess_serial(*args), kernels.loss_grad_hess_parallel(*args), rtol=1e-12)
+    out_s, out_p = np.empty_like(z), np.empty_like(z)
+    kernels.softmax_serial(z, 0.7, out_s)
+    kernels.softmax_parallel(z, 0.7, out_p)
+    assert_array_equal(out_s, out_p)
+
+
+def test_optimum_at_the_bound():
+    # Separable data: the loss keeps decreasing as beta grows; beta stops at e^10.
+    z = np.array([[1.0, 0.0], [0.0, 1.0]] * 10)
+    y = np.array([0, 1] * 10)
+    ts = TemperatureScaling().fit(z, y)
+    assert ts.converged_ and abs(ts.beta_ - np.exp(10)) / np.exp(10) < 1e-6
+
+
+def test_round_trip(tmp_path):
+    z, y = make_logits(500, 3, 0.5, 5)
+    ts = TemperatureScaling(input_type="logits").fit(z, y)
+    ts.save(tmp_path / "t.json")
+    loaded = fastcal.load(tmp_path / "t.json")
+    assert_array_equal(loaded.predict_proba(z), ts.predict_proba(z))
+    data = ts.to_dict()
+    data["state"]["beta_"] = 1e9
+    with pytest.raises(ValueError, match="beta_ is outside"):
+        TemperatureScaling.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "kwargs, X, y, match",
+    [
+        (dict(input_type="probabilities"), [[0.5, 0.6], [0.2, 0.8]], [0, 1], "must sum to 1"),
+        (dict(input_type="probabilities"), [[1.5, -0.5], [0.2, 0.8]], [0, 1], "probabilities in"),
+        (dict(input_type="probabilities"), [0.3, 0.4], [0, 1], "one column per class"),
+        ({}, [[0.0, np.nan], [1.0, 0.0]], [0, 1], "X must be finite"),
+        ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 2], "class indices in 0 .. 1"),
+        ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 0.5], "integer class indices"),
+        ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 1, 1], "Inconsistent numbers"),
+        ({}, np.zeros((2, 2, 2)), [0, 1], "1-D or 2-D"),
+        ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 1], None),
+        (dict(input_type="softmax"), [[0.0, 1.0]], [0], "input_type must be one of"),
+        (dict(max_iter=0), [[0.0, 1.0]], [0], "max_iter"),
+    ],
+)
+def test_errors(kwargs, X, y, match):
+    if match is None:
+        with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+            TemperatureScaling(**kwargs).fit(X, y, sample_weight=[1.0, -1.0])
+        return
+    with pytest.raises(ValueError, match=match):
+        TemperatureScaling(**kwargs).fit(X, y)
+
+
+def test_predict_errors():
+    with pytest.raises(fastcal.NotFittedError):
+        TemperatureScaling().predict_proba([[0.0, 1.0]])
+    ts = TemperatureScaling().fit([[0.0, 1.0], [1.0, 0.0]], [0, 1])
+    with pytest.raises(ValueError, match="fitted on 2"):
+        ts.predict_proba([[0.0, 1.0, 2.0]])
