@@ -68,8 +68,10 @@ def _as_logits(X, input_type, name="X"):
     check_finite(z, name)
     if input_type == "logits":
         return z
-    in_range = bool(np.all((z >= 0) & (z <= 1)))
-    sums_ok = bool(np.all(np.abs(z.sum(axis=1, dtype=np.float64) - 1.0) <= _ROW_SUM_TOL))
+    in_range = bool(z.min() >= 0 and z.max() <= 1)
+    sums_ok = (in_range or input_type == "probabilities") and bool(
+        np.all(np.abs(z.sum(axis=1, dtype=np.float64) - 1.0) <= _ROW_SUM_TOL)
+    )
     if input_type == "probabilities":
         if not in_range:
             raise ValueError(f"{name} must hold probabilities in [0, 1] (input_type='probabilities').")
@@ -227,15 +229,18 @@ def _newton(loss_grad_hess, max_iter, tol):
     gradients seen. A Newton step that leaves the bracket (or a flat
     curvature) is replaced by a bisection step towards that side: the
     arithmetic mean with ``lo`` downwards, the geometric mean with ``hi``
-    upwards (the upper bound is far). When Newton creeps (the bracket has not
-    halved, in log scale, in two steps: a loss flattening towards a bound, as
-    on separable data) the bound is tested and the bracket bisected. Stops on
-    a relative step or bracket below ``tol``. Returns ``(beta, n_iter, converged)``.
+    upwards (the upper bound is far). When Newton creeps (two steps in the
+    same direction, the second at least half the first: a loss flattening
+    out, as towards the bound on separable data), the bound on that side is
+    tested once (one more pass), and the step becomes a geometric bisection
+    towards that side. Stops on a relative step or bracket below ``tol``.
+    Returns ``(beta, n_iter, converged)``.
     """
     bounds = tuple(math.exp(b) for b in _LOG_BETA_BOUNDS)
     lo, hi = bounds
     beta = 1.0
-    gaps = []
+    last_step = 0.0
+    tested = set()
     for it in range(1, max_iter + 1):
         _, g, h = loss_grad_hess(beta)
         if g > 0:
@@ -244,20 +249,22 @@ def _newton(loss_grad_hess, max_iter, tol):
             lo = beta
         else:
             return beta, it, True
-        gaps.append(math.log(hi / lo))
         new = beta - g / h if h > 0 else (-math.inf if g > 0 else math.inf)
+        creeping = last_step * (new - beta) > 0 and abs(new - beta) >= 0.5 * abs(last_step)
+        if creeping:
+            edge = hi if new > beta else lo
+            if edge in bounds and edge not in tested:
+                tested.add(edge)
+                _, g_edge, _ = loss_grad_hess(edge)
+                if (g_edge <= 0) if edge == hi else (g_edge >= 0):
+                    return edge, it, True
+            new = math.sqrt(beta * edge)
         if new <= lo:
             new = 0.5 * (beta + lo)
         elif new >= hi:
             new = math.sqrt(beta * hi)
-        if len(gaps) >= 3 and gaps[-1] > 0.5 * gaps[-3]:
-            edge = hi if g < 0 else lo
-            if edge in bounds:
-                _, g_edge, _ = loss_grad_hess(edge)
-                if (g_edge <= 0) if edge == hi else (g_edge >= 0):
-                    return edge, it, True
-            new = math.sqrt(lo * hi)
         if abs(new - beta) <= tol * beta or hi - lo <= tol * lo:
             return new, it, True
+        last_step = new - beta
         beta = new
     return beta, max_iter, False
