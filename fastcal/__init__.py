@@ -1,21 +1,88 @@
 """fastcal: honest probabilities, fast.
 
-Isotonic calibration (PAV), Platt scaling, prior correction for undersampled
-or shifted classes, and calibration diagnostics, as Numba kernels behind
-scikit-learn/SciPy-style functions and estimators.
+Isotonic calibration (PAV), Platt scaling, temperature scaling, prior
+correction for undersampled or shifted classes, and calibration diagnostics,
+as Numba kernels behind scikit-learn/SciPy-style functions and estimators.
+``import fastcal`` needs only NumPy, SciPy and Numba; the scikit-learn
+meta-estimator (:class:`CalibratedClassifierCV`), the plots (``fastcal.plot``)
+and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 """
 
-from ._base import NotFittedError
+from ._base import ConvergenceWarning, NotFittedError
 from ._persist import load
 from .isotonic import IsotonicRegression, isotonic_regression
+from .metrics import (
+    BrierDecomposition,
+    CalibrationReport,
+    brier_decomposition,
+    brier_score_loss,
+    calibration_curve,
+    calibration_report,
+    expected_calibration_error,
+    log_loss,
+    roc_auc_score,
+)
+from .platt import (
+    PlattResult,
+    PlattScaling,
+    SlopeInterceptResult,
+    calibration_slope_intercept,
+    platt_scaling,
+)
+from .prior import (
+    PriorEMResult,
+    adjust_priors,
+    correct_negative_sampling,
+    estimate_priors_em,
+    negative_sampling_logit_offset,
+)
 from .temperature import TemperatureScaling
 
 __version__ = "0.1.0"
 
+#: Names that live in modules importing optional dependencies; loaded on first access.
+_LAZY = {
+    "CalibratedClassifierCV": "calibration",
+    "cross_val_calibration_report": "calibration",
+    "CrossValCalibrationReport": "calibration",
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'fastcal' has no attribute {name!r}")
+
+
 __all__ = [
+    "BrierDecomposition",
+    "CalibratedClassifierCV",
+    "CalibrationReport",
+    "ConvergenceWarning",
+    "CrossValCalibrationReport",
     "IsotonicRegression",
     "NotFittedError",
+    "PlattResult",
+    "PlattScaling",
+    "PriorEMResult",
+    "SlopeInterceptResult",
     "TemperatureScaling",
+    "adjust_priors",
+    "brier_decomposition",
+    "brier_score_loss",
+    "calibration_curve",
+    "calibration_report",
+    "calibration_slope_intercept",
+    "correct_negative_sampling",
+    "cross_val_calibration_report",
+    "estimate_priors_em",
+    "expected_calibration_error",
     "isotonic_regression",
     "load",
+    "log_loss",
+    "negative_sampling_logit_offset",
+    "platt_scaling",
+    "roc_auc_score",
 ]

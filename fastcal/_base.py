@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["BaseCalibrator", "NotFittedError", "check_is_fitted"]
+__all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -19,6 +19,10 @@ class NotFittedError(ValueError, AttributeError):
     Like scikit-learn's exception of the same name, it is both a ``ValueError``
     and an ``AttributeError``.
     """
+
+
+class ConvergenceWarning(UserWarning):
+    """An iterative fit (Newton, EM) stopped at ``max_iter`` before meeting its tolerance."""
 
 
 def check_is_fitted(estimator, attribute):

@@ -22,6 +22,7 @@ __all__ = [
     "check_consistent_length",
     "check_finite",
     "check_in",
+    "check_numeric",
     "check_sample_weight",
     "column_or_1d",
 ]
@@ -52,7 +53,8 @@ def column_or_1d(x, name, *, allow_column=True, min_size=1):
     return arr
 
 
-def _check_numeric(arr, name):
+def check_numeric(arr, name):
+    """Raise ``TypeError`` unless ``arr`` has a real numeric (or bool) dtype."""
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
@@ -70,7 +72,7 @@ def as_float_array(x, name, *, dtype=None):
     non-contiguous input are copied; read-only input is used as it is.
     """
     arr = np.asarray(x)
-    _check_numeric(arr, name)
+    check_numeric(arr, name)
     if dtype is None:
         dtype = arr.dtype if arr.dtype in (np.float32, np.float64) else np.float64
     return np.ascontiguousarray(arr, dtype=np.dtype(dtype).newbyteorder("="))
@@ -160,7 +162,7 @@ def as_label_array(y, name):
     float16 to float32; the values are not checked here.
     """
     arr = np.asarray(y)
-    _check_numeric(arr, name)
+    check_numeric(arr, name)
     if arr.dtype == np.bool_:
         return np.ascontiguousarray(arr).view(np.uint8)
     if arr.dtype == np.float16:

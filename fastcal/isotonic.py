@@ -82,7 +82,7 @@ def isotonic_regression(y, *, weights=None, increasing=True):
     >>> from fastcal import isotonic_regression
     >>> res = isotonic_regression([5, 3, 1, 2, 8, 10, 7, 9, 6, 4])
     >>> res.x
-    array([2.75, 2.75, 2.75, 2.75, 7.33333333,
+    array([2.75      , 2.75      , 2.75      , 2.75      , 7.33333333,
            7.33333333, 7.33333333, 7.33333333, 7.33333333, 7.33333333])
     >>> res.blocks
     array([ 0,  4, 10])
@@ -185,7 +185,7 @@ class IsotonicRegression(BaseCalibrator):
     >>> labels = np.array([0, 1, 0, 0, 1, 1])
     >>> iso = IsotonicRegression(out_of_bounds="clip").fit(scores, labels)
     >>> iso.predict([0.15, 0.35, 0.9])
-    array([0.33333333, 0.33333333, 1.        ])
+    array([0.16666667, 0.33333333, 1.        ])
     """
 
     _state_schema = {

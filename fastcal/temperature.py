@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from . import _temperature_kernels as _k
-from ._base import BaseCalibrator, check_is_fitted
+from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
 from ._jit import PARALLEL_MIN_SIZE
 from ._persist import register
 from ._validation import (
@@ -138,7 +138,7 @@ class TemperatureScaling(BaseCalibrator):
     >>> logits = np.array([[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 4.0], [4.0, 0.0, 0.0]])
     >>> ts = TemperatureScaling().fit(logits, [0, 1, 2, 1])
     >>> round(ts.temperature_, 3)
-    2.224
+    2.232
     """
 
     _state_schema = {"beta_": "float", "n_classes_": "int", "n_iter_": "int", "converged_": "bool"}
@@ -188,7 +188,7 @@ class TemperatureScaling(BaseCalibrator):
                                                             self.max_iter, self.tol)
         if not self.converged_:
             warnings.warn(f"TemperatureScaling did not converge in {self.max_iter} iterations.",
-                          UserWarning, stacklevel=2)
+                          ConvergenceWarning, stacklevel=2)
         self.n_classes_ = k
         return self
 

@@ -153,3 +153,10 @@ def test_predict_errors():
     ts = TemperatureScaling().fit([[0.0, 1.0], [1.0, 0.0]], [0, 1])
     with pytest.raises(ValueError, match="fitted on 2"):
         ts.predict_proba([[0.0, 1.0, 2.0]])
+
+
+def test_non_convergence_warns():
+    z, y = make_logits(500, 3, 0.5, 6)
+    with pytest.warns(fastcal.ConvergenceWarning, match="did not converge in 1 iterations"):
+        ts = TemperatureScaling(max_iter=1).fit(z, y)
+    assert not ts.converged_

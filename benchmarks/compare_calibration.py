@@ -1,0 +1,47 @@
+"""Calibrating classifiers: fastcal's calibration step against scikit-learn's, same predictions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks._harness import Row, best_of
+
+SUBJECT = "calibration"
+
+
+def _logits(n, k, seed=0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3
+    p = np.exp(z / 2)
+    p /= p.sum(axis=1, keepdims=True)
+    y = np.minimum((rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1), k - 1)
+    return z, y
+
+
+def rows(quick=False):
+    from sklearn.calibration import CalibratedClassifierCV as SkCalibratedClassifierCV
+    from sklearn.calibration import _TemperatureScaling
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.naive_bayes import GaussianNB
+
+    import fastcal
+    from fastcal.calibration import CalibratedClassifierCV
+
+    n = 10**4 if quick else 10**6
+    repeat = 1 if quick else 3
+    z, y = _logits(n, 10)
+    fastcal.TemperatureScaling().fit(z[:1000], y[:1000])
+    ours = best_of(lambda: fastcal.TemperatureScaling().fit(z, y), repeat)
+    theirs = best_of(lambda: _TemperatureScaling().fit(z, y), 1 if not quick else repeat)
+    yield Row(SUBJECT, "`TemperatureScaling.fit`, 10 classes", n, ours, {"scikit-learn": theirs})
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n, 4))
+    yb = (rng.random(n) < 1 / (1 + np.exp(-X @ np.array([2.0, -1.0, 0.5, 0.0])))).astype(int)
+    model = FrozenEstimator(GaussianNB().fit(X[:1000], yb[:1000]))
+    for method in ("isotonic", "sigmoid", "temperature"):
+        CalibratedClassifierCV(model, method=method).fit(X[:1000], yb[:1000])
+        ours = best_of(lambda: CalibratedClassifierCV(model, method=method).fit(X, yb), repeat)
+        theirs = best_of(lambda: SkCalibratedClassifierCV(model, method=method).fit(X, yb), 1 if not quick else repeat)
+        yield Row(SUBJECT, f"`CalibratedClassifierCV(FrozenEstimator(GaussianNB), method=\"{method}\").fit`",
+                  n, ours, {"scikit-learn": theirs}, "includes GaussianNB.predict_proba")

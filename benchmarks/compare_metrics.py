@@ -1,0 +1,127 @@
+"""fastcal.metrics against scikit-learn (and plain NumPy) on the same arrays, in one process.
+
+``rows(quick=False)`` yields :class:`benchmarks._harness.Row` objects for the
+README table (JIT warmed, best of N); ``python -m benchmarks.compare_metrics``
+prints them. The full :func:`fastcal.calibration_report` on 10^8 rows runs in
+a subprocess of its own (fresh memory, peak RSS measured).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from ._harness import Row, best_of, miscalibrated_scores
+
+SUBJECT = "diagnostics"
+
+
+def _numpy_ece(y, p, n_bins=15):
+    """The usual NumPy ECE: searchsorted on linspace edges, three bincounts."""
+    ids = np.searchsorted(np.linspace(0, 1, n_bins + 1)[1:-1], p)
+    count = np.bincount(ids, minlength=n_bins)
+    pos = np.bincount(ids, weights=y, minlength=n_bins)
+    conf = np.bincount(ids, weights=p, minlength=n_bins)
+    nz = count > 0
+    return np.sum(np.abs(pos[nz] - conf[nz])) / len(p)
+
+
+def _sklearn_report(y, p):
+    """What scikit-learn gives for the same report (no slope/intercept, no decomposition)."""
+    from sklearn import metrics
+    from sklearn.calibration import calibration_curve
+
+    calibration_curve(y, p, n_bins=10)
+    metrics.brier_score_loss(y, p)
+    metrics.log_loss(y, p)
+    metrics.roc_auc_score(y, p)
+
+
+def rows(quick=False):
+    import fastcal
+    from sklearn import metrics
+    from sklearn.calibration import calibration_curve
+
+    n = 10**4 if quick else 10**7
+    repeat = 1 if quick else 5
+    peer_repeat = 1 if quick else 3
+    for dtype in ("float64", "float32"):
+        p, y = miscalibrated_scores(n, dtype, seed=1)
+        warm = slice(0, min(n, 1 << 18))
+        for strategy in ("uniform", "quantile"):
+            fastcal.calibration_curve(y[warm], p[warm], n_bins=10, strategy=strategy)
+            ours = best_of(lambda: fastcal.calibration_curve(y, p, n_bins=10, strategy=strategy), repeat)
+            theirs = best_of(lambda: calibration_curve(y, p, n_bins=10, strategy=strategy), peer_repeat)
+            yield Row(SUBJECT, f'`calibration_curve`, 10 "{strategy}" bins, {dtype}', n, ours,
+                      {"scikit-learn": theirs})
+        for name, task in (
+            ("brier_score_loss", "`brier_score_loss`"),
+            ("log_loss", "`log_loss`"),
+            ("roc_auc_score", "`roc_auc_score` (ties counted half)"),
+        ):
+            ours_f, theirs_f = getattr(fastcal, name), getattr(metrics, name)
+            ours_f(y[warm], p[warm])
+            ours = best_of(lambda: ours_f(y, p), repeat)
+            theirs = best_of(lambda: theirs_f(y, p), peer_repeat)
+            yield Row(SUBJECT, f"{task}, {dtype}", n, ours, {"scikit-learn": theirs})
+
+    p, y = miscalibrated_scores(n, "float64", seed=2)
+    warm = slice(0, min(n, 1 << 18))
+    fastcal.expected_calibration_error(y[warm], p[warm])
+    ours = best_of(lambda: fastcal.expected_calibration_error(y, p), repeat)
+    theirs = best_of(lambda: _numpy_ece(y, p), peer_repeat)
+    yield Row(SUBJECT, "`expected_calibration_error`, 15 bins", n, ours, {"NumPy (searchsorted + bincount)": theirs})
+
+    fastcal.calibration_report(y[warm], p[warm])
+    ours = best_of(lambda: fastcal.calibration_report(y, p), 1 if quick else 3)
+    theirs = best_of(lambda: _sklearn_report(y, p), 1 if quick else 2)
+    yield Row(SUBJECT, "`calibration_report` (everything, incl. slope/intercept fit)", n, ours,
+              {"scikit-learn curve + Brier + log loss + AUC": theirs})
+
+    if not quick:
+        yield _big_report_row()
+
+
+_BIG_REPORT = r"""
+import json, sys, time
+import numpy as np
+import fastcal
+from benchmarks._harness import miscalibrated_scores
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) * 1024
+n = int(sys.argv[1])
+p, y = miscalibrated_scores(n, sys.argv[2], seed=7)
+fastcal.calibration_report(y[:1 << 18], p[:1 << 18])
+open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
+base = hwm()
+t0 = time.perf_counter()
+report = fastcal.calibration_report(y, p)
+seconds = time.perf_counter() - t0
+print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=p.nbytes + y.nbytes, auc=report.auc)))
+"""
+
+
+def _big_report_row(n=10**8, dtype="float64"):
+    out = subprocess.run([sys.executable, "-c", _BIG_REPORT, str(n), dtype], capture_output=True, text=True,
+                         check=True)
+    r = json.loads(out.stdout)
+    note = (f"{dtype}; peak memory beyond the inputs {r['extra'] / 2**30:.2f} GiB "
+            f"({r['extra'] / r['inputs']:.2f}x the {r['inputs'] / 2**30:.2f} GiB of scores and uint8 labels); "
+            "scikit-learn not run at this size")
+    return Row(SUBJECT, "`calibration_report` (everything)", n, r["seconds"], {}, note)
+
+
+def main():
+    from .compare import render
+
+    print(render(list(rows(quick="--quick" in sys.argv))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,389 @@
+"""Numba kernels behind :mod:`fastcal.metrics`.
+
+The wrappers in :mod:`fastcal.metrics` validate and normalise; these kernels
+assume clean, contiguous input (probabilities in [0, 1], finite, labels 0/1,
+non-negative weights) and never check.
+
+Determinism. Every reduction splits the rows into ``nchunks`` contiguous
+chunks whose bounds depend only on ``n`` and ``nchunks`` (chosen by the
+wrapper from the problem size, never from the thread count). Each chunk
+accumulates into its own partial buffer; the buffers are merged serially in
+chunk order. The serial twin runs the same chunks with ``range`` instead of
+``prange``, so both give bit-identical results on any number of threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import kernel, parallel_kernel, prange
+
+# Columns of the per-bin statistics table returned by ``bin_stats_*``.
+# Sums are weighted (weight 1 without sample_weight) and in float64.
+W = 0  # total weight (the count, without weights)
+SY = 1  # sum of w * y                      (positives)
+SP = 2  # sum of w * p                      (for the mean prediction)
+SD = 3  # sum of w * (p - ref)              (ref: a reference point inside the bin)
+SDD = 4  # sum of w * (p - ref)^2
+SDY = 5  # sum of w * (p - ref) * y
+SBRIER = 6  # sum of w * (p - y)^2
+SLOG = 7  # sum of w * (-log q), q the clipped probability of the observed class
+NSTAT = 8
+
+
+# --------------------------------------------------------------------------
+# chunking
+# --------------------------------------------------------------------------
+@kernel
+def _chunk_start(n, nchunks, c):
+    return (c * n) // nchunks
+
+
+# --------------------------------------------------------------------------
+# binning: bin index, per-bin sums, one pass
+# --------------------------------------------------------------------------
+def bin_lookup_table(edges, grid=None):
+    """``(lut, grid)`` for :func:`_bin_of`: the bin of each point ``c / grid``, ``c = 0 .. grid + 1``.
+
+    ``grid`` is a power of two (about 64 cells per bin, between 2**12 and
+    2**16, so the table stays in cache); ``lut`` is int32 (int64 for more
+    than 2**31 bins).
+    """
+    nb = edges.shape[0] - 1
+    if grid is None:
+        grid = 1 << min(16, max(12, int(64 * nb - 1).bit_length()))
+    points = np.arange(grid + 2, dtype=np.float64) / grid
+    lut = np.searchsorted(edges[1:-1], points, side="left")
+    return lut.astype(np.int32 if nb < 2**31 else np.int64), grid
+
+
+@kernel
+def _bin_of(x, edges, lut, grid):
+    """Index of the bin of ``x``: the number of inner edges ``edges[1:-1]`` strictly below ``x``.
+
+    This is ``np.searchsorted(edges[1:-1], x, side="left")``, i.e. bins are
+    ``[e0, e1], (e1, e2], ..., (e_{K-1}, e_K]`` as in scikit-learn's
+    ``calibration_curve``, found without a full binary search: ``grid`` is a
+    power of two, so ``c = floor(x * grid)`` is exact and
+    ``c / grid <= x < (c + 1) / grid``; ``lut[c]`` is the bin of ``c / grid``
+    (a lower bound of the answer) and ``lut[c + 1]`` an upper bound. Those
+    are almost always equal; otherwise a binary search between them decides.
+    """
+    # unsigned indices: no negative-index wraparound code in the hot loop
+    c = np.uint64(x * grid)
+    lo = lut[c]
+    hi = lut[c + np.uint64(1)]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if edges[mid + 1] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@kernel
+def _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, start, stop, acc):
+    for i in range(start, stop):
+        x = p[i]
+        k = _bin_of(x, edges, lut, grid)
+        if w is None:
+            wi = 1.0
+        else:
+            wi = np.float64(w[i])
+        pos = y[i] != 0
+        yf = 1.0 if pos else 0.0
+        xf = np.float64(x)
+        acc[k, W] += wi
+        acc[k, SY] += wi * yf
+        acc[k, SP] += wi * xf
+        if moments:
+            d = xf - ref[k]
+            wd = wi * d
+            acc[k, SD] += wd
+            acc[k, SDD] += wd * d
+            acc[k, SDY] += wd * yf
+        if brier:
+            e = xf - yf
+            acc[k, SBRIER] += wi * e * e
+        if logloss:
+            # scikit-learn's clipping, in the dtype of p: q = clip(p or 1 - p, eps, 1 - eps)
+            q = x if pos else one - x
+            if q < clip_lo:
+                q = clip_lo
+            elif q > clip_hi:
+                q = clip_hi
+            acc[k, SLOG] -= wi * np.log(np.float64(q))
+
+
+@kernel
+def _merge_partials(part):
+    out = np.zeros(part.shape[1:])
+    for c in range(part.shape[0]):
+        for k in range(part.shape[1]):
+            for j in range(part.shape[2]):
+                out[k, j] += part[c, k, j]
+    return out
+
+
+@kernel
+def bin_stats_serial(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, nchunks):
+    """Per-bin weighted sums (columns ``W, SY, SP, SD, SDD, SDY, SBRIER, SLOG``) in one pass.
+
+    ``p``: probabilities in [0, 1]; ``y``: labels (nonzero = positive); ``w``:
+    weights or None; ``edges``: ``nb + 1`` non-decreasing float64 bin edges;
+    ``lut``, ``grid``: the lookup table of :func:`bin_lookup_table`; ``ref``:
+    float64 reference point of each bin (moments are taken about it, which
+    keeps the within-bin variance free of cancellation);
+    ``moments``/``brier``/``logloss``: which optional columns to fill (the
+    others stay 0); ``one``, ``clip_lo``, ``clip_hi``: 1, eps and 1 - eps in
+    the dtype of ``p`` for the log loss.
+    """
+    n = p.shape[0]
+    nb = edges.shape[0] - 1
+    part = np.zeros((nchunks, nb, NSTAT))
+    for c in range(nchunks):
+        _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi,
+                   _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
+    return _merge_partials(part)
+
+
+@parallel_kernel
+def bin_stats_parallel(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, nchunks):
+    """Parallel twin of :func:`bin_stats_serial`: one chunk per task, partials merged in chunk order."""
+    n = p.shape[0]
+    nb = edges.shape[0] - 1
+    part = np.zeros((nchunks, nb, NSTAT))
+    for c in prange(nchunks):
+        _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi,
+                   _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
+    return _merge_partials(part)
+
+
+# --------------------------------------------------------------------------
+# selection of order statistics without a sort: bucket histogram + gather
+# --------------------------------------------------------------------------
+@kernel
+def _bucket(x, lo, scale, nbuckets):
+    """Bucket of ``x``: floor((x - lo) * scale) clipped to [0, nbuckets - 1]; non-decreasing in x."""
+    b = int((np.float64(x) - lo) * scale)
+    if b > nbuckets - 1:
+        b = nbuckets - 1
+    elif b < 0:
+        b = 0
+    return b
+
+
+@kernel
+def _hist_chunk(x, lo, scale, start, stop, hist):
+    nbuckets = hist.shape[0]
+    for i in range(start, stop):
+        hist[_bucket(x[i], lo, scale, nbuckets)] += 1
+
+
+@kernel
+def bucket_hist_serial(x, lo, scale, nbuckets, nchunks):
+    """Per-chunk counts of the buckets of ``x`` (shape ``(nchunks, nbuckets)``, int64)."""
+    n = x.shape[0]
+    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
+    for c in range(nchunks):
+        _hist_chunk(x, lo, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
+    return hist
+
+
+@parallel_kernel
+def bucket_hist_parallel(x, lo, scale, nbuckets, nchunks):
+    """Parallel twin of :func:`bucket_hist_serial`."""
+    n = x.shape[0]
+    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
+    for c in prange(nchunks):
+        _hist_chunk(x, lo, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
+    return hist
+
+
+@kernel
+def _gather_chunk(x, lo, scale, slot, start, stop, pos, out):
+    nbuckets = slot.shape[0]
+    for i in range(start, stop):
+        s = slot[_bucket(x[i], lo, scale, nbuckets)]
+        if s >= 0:
+            out[pos[s]] = x[i]
+            pos[s] += 1
+
+
+@kernel
+def gather_buckets_serial(x, lo, scale, slot, pos, out):
+    """Copy the values of the marked buckets (``slot[b] >= 0``) into ``out``.
+
+    ``pos[c, s]`` is where chunk ``c`` writes its first value of marked
+    bucket ``s`` (exclusive prefix sums of the histogram), so chunks never
+    collide; ``pos`` is advanced in place.
+    """
+    n = x.shape[0]
+    nchunks = pos.shape[0]
+    for c in range(nchunks):
+        _gather_chunk(x, lo, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
+
+
+@parallel_kernel
+def gather_buckets_parallel(x, lo, scale, slot, pos, out):
+    """Parallel twin of :func:`gather_buckets_serial`."""
+    n = x.shape[0]
+    nchunks = pos.shape[0]
+    for c in prange(nchunks):
+        _gather_chunk(x, lo, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
+
+
+# --------------------------------------------------------------------------
+# ROC AUC
+# --------------------------------------------------------------------------
+@kernel
+def _region_count_chunk(x, y, pivots, start, stop, counts):
+    # Sizes from vectorisable sums: n(x >= pivot_j) and n(x >= pivot_j and y = 1).
+    nr = pivots.shape[0] + 1
+    ge_all = np.zeros(nr + 1, dtype=np.int64)
+    ge_pos = np.zeros(nr + 1, dtype=np.int64)
+    npos = 0
+    for i in range(start, stop):
+        npos += y[i] != 0
+    ge_all[0] = stop - start
+    ge_pos[0] = npos
+    for j in range(nr - 1):
+        pj = pivots[j]
+        a = 0
+        b = 0
+        for i in range(start, stop):
+            g = x[i] >= pj
+            a += g
+            b += g & (y[i] != 0)
+        ge_all[j + 1] = a
+        ge_pos[j + 1] = b
+    for r in range(nr):
+        pos_r = ge_pos[r] - ge_pos[r + 1]
+        counts[nr + r] = pos_r
+        counts[r] = ge_all[r] - ge_all[r + 1] - pos_r
+
+
+@kernel
+def region_counts_serial(x, y, pivots, nchunks):
+    """Per-chunk sizes of the regions ``(label, value range)`` (shape ``(nchunks, 2 * R)``, int64).
+
+    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted) that are
+    ``<= x``, so equal values share a range and every value of range ``r``
+    is strictly below every value of range ``r + 1``. Region ``r`` holds the
+    negatives of range ``r``, region ``R + r`` the positives.
+    """
+    n = x.shape[0]
+    counts = np.zeros((nchunks, 2 * (pivots.shape[0] + 1)), dtype=np.int64)
+    for c in range(nchunks):
+        _region_count_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), counts[c])
+    return counts
+
+
+@parallel_kernel
+def region_counts_parallel(x, y, pivots, nchunks):
+    """Parallel twin of :func:`region_counts_serial`."""
+    n = x.shape[0]
+    counts = np.zeros((nchunks, 2 * (pivots.shape[0] + 1)), dtype=np.int64)
+    for c in prange(nchunks):
+        _region_count_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), counts[c])
+    return counts
+
+
+@kernel
+def _scatter_chunk(x, y, pivots, start, stop, offsets, out):
+    nr = pivots.shape[0] + 1
+    for i in range(start, stop):
+        v = x[i]
+        r = 0
+        for j in range(pivots.shape[0]):
+            r += v >= pivots[j]
+        g = (y[i] != 0) * nr + r
+        out[offsets[g]] = v  # branch-free: labels are unpredictable
+        offsets[g] += 1
+
+
+@kernel
+def scatter_regions_serial(x, y, pivots, offsets, out):
+    """Copy ``x`` into ``out`` grouped by region (see :func:`region_counts_serial`), input order kept.
+
+    ``offsets[c, g]``: where chunk ``c`` writes its first value of region
+    ``g`` (exclusive prefix sums of the counts); advanced in place.
+    """
+    n = x.shape[0]
+    nchunks = offsets.shape[0]
+    for c in range(nchunks):
+        _scatter_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), offsets[c], out)
+
+
+@parallel_kernel
+def scatter_regions_parallel(x, y, pivots, offsets, out):
+    """Parallel twin of :func:`scatter_regions_serial`."""
+    n = x.shape[0]
+    nchunks = offsets.shape[0]
+    for c in prange(nchunks):
+        _scatter_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), offsets[c], out)
+
+
+@kernel
+def mann_whitney_twice(pos, neg):
+    """Twice the Mann-Whitney U of sorted ``pos`` against sorted ``neg``, exactly, as int64.
+
+    ``sum over x in pos of 2 * #(neg < x) + #(neg == x)``: every
+    (positive, negative) pair ranked correctly counts 2, every tie 1.
+    One merge-like sweep, O(len(pos) + len(neg)).
+    """
+    m = neg.shape[0]
+    npos = pos.shape[0]
+    total = 0
+    i = 0
+    j = 0
+    while i < npos:
+        x = pos[i]
+        while j < m and neg[j] < x:
+            j += 1
+        k = j
+        while k < m and neg[k] == x:
+            k += 1
+        g = i + 1
+        while g < npos and pos[g] == x:
+            g += 1
+        total += (g - i) * (2 * j + (k - j))
+        i = g
+    return total
+
+
+@kernel
+def weighted_auc_sorted(x, y, w, order):
+    """ROC AUC from the ascending order ``order`` of ``x``; ties count half.
+
+    Returns ``(u, w_pos, w_neg)`` where ``u`` is the weighted Mann-Whitney
+    statistic ``sum_{i pos, j neg} w_i w_j ([x_i > x_j] + [x_i == x_j] / 2)``,
+    so that AUC = u / (w_pos * w_neg). ``w`` may be None (unit weights).
+    """
+    n = order.shape[0]
+    u = 0.0
+    w_pos = 0.0
+    w_neg = 0.0
+    i = 0
+    while i < n:
+        v = x[order[i]]
+        g_pos = 0.0
+        g_neg = 0.0
+        j = i
+        while j < n and x[order[j]] == v:
+            idx = order[j]
+            if w is None:
+                wi = 1.0
+            else:
+                wi = np.float64(w[idx])
+            if y[idx] != 0:
+                g_pos += wi
+            else:
+                g_neg += wi
+            j += 1
+        u += g_pos * (w_neg + 0.5 * g_neg)
+        w_pos += g_pos
+        w_neg += g_neg
+        i = j
+    return u, w_pos, w_neg

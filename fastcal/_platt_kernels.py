@@ -1,0 +1,555 @@
+"""Numba kernels behind :mod:`fastcal.platt`.
+
+The wrappers in :mod:`fastcal.platt` validate and normalise; these kernels
+assume clean, C-contiguous input and never check anything.
+
+The model is Platt's, p = 1 / (1 + exp(z)) with z = a*x + b, where
+x = (s - center) * scale is the score centred on the middle of its range and
+scaled by a power of two, so that |x| <= 1 (nothing overflows, even for scores
+of 1e300, and the 2x2 Hessian is well conditioned, even for scores 1e6 +- 1). With targets t_i and weights w_i the
+objective is the cross-entropy
+
+    F(a, b) = sum_i w_i * [log(1 + exp(z_i)) - (1 - t_i) * z_i],
+
+whose first and second derivatives in z are t_i - p_i and p_i * (1 - p_i).
+With e = exp(-|z|) in (0, 1], the smaller of p and 1 - p is e / (1 + e), the
+larger 1 / (1 + e), and log(1 + exp(z)) = max(z, 0) + log1p(e): the branch on
+the sign of z of Lin, Lin & Weng (2007). Nothing overflows for any finite z,
+and t - p keeps its precision on both sides (it is computed as t - p where p
+is small and as (1 - p) - (1 - t) where 1 - p is small).
+
+Speed. A pass is bound by one exponential per row. NumPy-free Numba code
+calls the scalar libm ``exp``, which stops the loop from vectorising; on this
+kind of machine (no SVML) that costs 3-5x. So :func:`exp_neg` and
+:func:`log1p_unit` below are written out (Cody-Waite range reduction and a
+degree-13 Taylor polynomial; an atanh series) in plain arithmetic that LLVM
+vectorises; both are within 2 ulp of libm over their domains (tested). They are
+compiled *without* fast-math so that their evaluation order is kept; only the
+reduction loops opt in to reassociation (``@kernel(fastmath=True)``), which is
+what lets the sums vectorise.
+
+Reductions are *chunked*: rows are cut into blocks of :data:`CHUNK`, each
+block accumulates its partial sums in float64 into its own row of a
+``(n_chunks, k)`` buffer, and the rows are merged in order. Block boundaries do
+not depend on the number of threads, so the serial and the parallel twin of a
+kernel (thin ``range``/``prange`` loops around the same ``@kernel`` helper)
+return the same sums bit for bit, and blocked summation is more accurate than
+one running sum.
+
+Optional work is switched at compile time with ``None``: ``w=None`` (unit
+weights) and ``want_loss=None`` (no objective) are pruned by Numba's dead-branch
+elimination, so the common case carries neither a weight load nor a log.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.core import types
+from numba.extending import intrinsic
+
+from ._jit import kernel, parallel_kernel, prange
+
+#: Rows per block of the chunked reductions. Large enough that a block's
+#: bookkeeping is noise, small enough that a 2-thread ``prange`` balances.
+CHUNK = 1 << 14
+
+#: Sums returned by the fused Newton pass: objective, gradient (a, b),
+#: Hessian (aa, ab, bb).
+N_STATS = 6
+
+#: Integer and float results of the Platt preparation pass (see :func:`_prep_chunk`).
+N_PREP_INT = 7
+N_PREP_FLOAT = 2
+
+#: Integer and float results of the logit preparation pass (see :func:`_logit_chunk`).
+N_LOGIT_INT = 7
+N_LOGIT_FLOAT = 2
+
+
+def n_chunks(m):
+    """Number of :data:`CHUNK`-row blocks covering ``m`` rows (at least one)."""
+    return max(1, -(-m // CHUNK))
+
+
+# ---------------------------------------------------------------------------
+# Vectorisable elementary functions.
+# ---------------------------------------------------------------------------
+
+
+@intrinsic
+def _int64_bits_as_float64(typingctx, bits):
+    """Reinterpret the 64 bits of an int64 as a float64 (an LLVM bitcast)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.float64))
+
+    return sig, codegen
+
+
+@intrinsic
+def _float64_bits_as_int64(typingctx, x):
+    """Reinterpret the 64 bits of a float64 as an int64 (an LLVM bitcast)."""
+    sig = types.int64(types.float64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], context.get_value_type(types.int64))
+
+    return sig, codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # 32 significant bits: n * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+_LN2 = 0.6931471805599453
+_SQRT2_M1 = 0.41421356237309503
+
+
+@kernel
+def exp_neg(x):
+    """exp(x) for x <= 0, within 1.1 ulp of libm; 0 below -745.2 (underflow).
+
+    x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split in two parts),
+    exp(r) by its Taylor polynomial of degree 13 (truncation < 1e-17), and
+    2**n applied as two exact powers of two built from their bit patterns (two
+    factors so that the subnormal range works).
+    """
+    x = max(x, -746.0)
+    n = np.floor(x * _LOG2E + 0.5)
+    r = (x - n * _LN2_HI) - n * _LN2_LO
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r + 1.0
+    p = p * r + 1.0
+    k = np.int64(n)
+    k1 = k >> 1
+    k2 = k - k1
+    return p * _int64_bits_as_float64((k1 + 1023) << 52) * _int64_bits_as_float64((k2 + 1023) << 52)
+
+
+@kernel
+def _log_series(num, den):
+    """log((1 + s) / (1 - s)) = 2 atanh(s) for s = num / den, |s| <= 0.1716:
+    11 odd terms of the series (truncation below 1e-18 relative)."""
+    s = num / den
+    s2 = s * s
+    p = 1.0 / 23.0
+    p = p * s2 + 1.0 / 21.0
+    p = p * s2 + 1.0 / 19.0
+    p = p * s2 + 1.0 / 17.0
+    p = p * s2 + 1.0 / 15.0
+    p = p * s2 + 1.0 / 13.0
+    p = p * s2 + 1.0 / 11.0
+    p = p * s2 + 1.0 / 9.0
+    p = p * s2 + 1.0 / 7.0
+    p = p * s2 + 1.0 / 5.0
+    p = p * s2 + 1.0 / 3.0
+    return 2.0 * s + 2.0 * s * s2 * p
+
+
+@kernel
+def log1p_unit(e):
+    """log(1 + e) for 0 <= e <= 1, within 2 ulp of libm.
+
+    log(u) = 2 atanh((u - 1) / (u + 1)) with u = 1 + e, or with u = (1 + e) / 2
+    plus log 2 when e > sqrt(2) - 1, so that the atanh argument stays within
+    +-0.172 (and e - 1 is exact there).
+    """
+    big = e > _SQRT2_M1
+    r = _log_series((e - 1.0) if big else e, (e + 3.0) if big else (e + 2.0))
+    return r + _LN2 if big else r
+
+
+_MANTISSA_MASK = 0x000FFFFFFFFFFFFF
+_EXPONENT_ZERO = 0x3FF0000000000000
+
+
+@kernel
+def log_normal(u):
+    """log(u) for a positive normal float64 ``u``, within 2 ulp of libm.
+
+    u = m * 2**k with m in (sqrt(1/2), sqrt(2)] read from the bits of u (no
+    libm frexp), log m by the atanh series, k*ln2 added in two parts.
+    """
+    bits = _float64_bits_as_int64(u)
+    k = (bits >> 52) - 1023
+    m = _int64_bits_as_float64((bits & _MANTISSA_MASK) | _EXPONENT_ZERO)  # in [1, 2)
+    big = m > 1.4142135623730951
+    m = m * 0.5 if big else m
+    k = k + 1 if big else k
+    kf = np.float64(k)
+    return kf * _LN2_HI + (_log_series(m - 1.0, m + 1.0) + kf * _LN2_LO)
+
+
+# ---------------------------------------------------------------------------
+# The fused Newton pass: objective, gradient and Hessian in one sweep.
+# ---------------------------------------------------------------------------
+
+
+@kernel(fastmath=True)
+def _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, lo, hi, out):
+    """Sums over rows lo <= i < hi of F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2.
+
+    ``tpos``/``tnpos`` are the target of a positive row and one minus it,
+    ``tneg``/``tnneg`` the same for a negative row (passed separately so that
+    1 - t keeps its precision when t is close to 1). ``w`` is None for unit
+    weights; the objective is accumulated only when ``want_loss`` is not None.
+    """
+    f = 0.0
+    ga = 0.0
+    gb = 0.0
+    haa = 0.0
+    hab = 0.0
+    hbb = 0.0
+    for i in range(np.uint64(lo), np.uint64(hi)):  # unsigned: no wraparound check
+        x = (np.float64(s[i]) - center) * scale
+        z = a * x + b
+        e = exp_neg(-abs(z))
+        d = 1.0 / (1.0 + e)
+        small = e * d  # min(p, 1 - p), to full relative precision
+        if y[i] > 0:
+            t = tpos
+            tn = tnpos
+        else:
+            t = tneg
+            tn = tnneg
+        if z >= 0.0:
+            r = t - small  # t - p, where p = small
+            lz = t * z
+        else:
+            r = small - tn  # (1 - p) - (1 - t), where 1 - p = small
+            lz = -tn * z
+        v = small * d  # p (1 - p)
+        if w is not None:
+            wi = np.float64(w[i])
+            r *= wi
+            v *= wi
+            lz *= wi
+        else:
+            wi = 1.0
+        ga += r * x
+        gb += r
+        vx = v * x
+        haa += vx * x
+        hab += vx
+        hbb += v
+        if want_loss is not None:
+            f += wi * log1p_unit(e) + lz
+    out[0] = f
+    out[1] = ga
+    out[2] = gb
+    out[3] = haa
+    out[4] = hab
+    out[5] = hbb
+
+
+@kernel
+def _merge_sums(buf):
+    """Column sums of ``buf`` taken block by block, in order (deterministic)."""
+    k = buf.shape[1]
+    total = np.zeros(k)
+    for c in range(buf.shape[0]):
+        for j in range(k):
+            total[j] += buf[c, j]
+    return total
+
+
+@kernel
+def newton_pass_serial(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf):
+    """Serial fused pass over all rows; returns the :data:`N_STATS` sums.
+
+    ``buf`` is a scratch array of shape ``(n_chunks(len(s)), N_STATS)``.
+    """
+    n = s.shape[0]
+    for c in range(buf.shape[0]):
+        lo = c * CHUNK
+        _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss,
+                      lo, min(lo + CHUNK, n), buf[c])
+    return _merge_sums(buf)
+
+
+@parallel_kernel
+def newton_pass_parallel(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf):
+    """Parallel twin of :func:`newton_pass_serial` (same blocks, same sums, bit for bit)."""
+    n = s.shape[0]
+    for c in prange(buf.shape[0]):
+        lo = c * CHUNK
+        _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss,
+                      lo, min(lo + CHUNK, n), buf[c])
+    return _merge_sums(buf)
+
+
+# ---------------------------------------------------------------------------
+# Preparation pass for Platt scaling: validation counts and class weights.
+# ---------------------------------------------------------------------------
+
+_ABS_MASK = 0x7FFFFFFFFFFFFFFF
+_INT64_MAX = 0x7FFFFFFFFFFFFFFF
+_INT64_MIN = -0x8000000000000000
+
+
+@kernel
+def order_key(x):
+    """An int64 whose order is the order of the (non-NaN) float64 ``x``.
+
+    The bits of x as an int64, with the magnitude bits flipped for negative
+    numbers (-0.0 gets key -1, +0.0 key 0). Integer min/max reductions
+    vectorise where floating-point ones (which must respect NaN) do not.
+    """
+    k = _float64_bits_as_int64(x)
+    return k ^ ((k >> 63) & _ABS_MASK)
+
+
+@kernel(fastmath=True)
+def _prep_chunk(s, y, w, lo, hi, iout, fout):
+    """Per block, into ``iout``: #non-finite scores, #labels not in {0, 1},
+    #positive labels, the order keys (see :func:`order_key`) of the min and
+    max score over rows of positive weight, and of the min and max score over
+    all rows; into ``fout``: the weight of the positive and of the negative
+    rows (when weighted)."""
+    bad_s = 0
+    bad_y = 0
+    npos = 0
+    lo_k = _INT64_MAX
+    hi_k = _INT64_MIN
+    lo_all = _INT64_MAX
+    hi_all = _INT64_MIN
+    wpos = 0.0
+    wneg = 0.0
+    for i in range(np.uint64(lo), np.uint64(hi)):
+        bits = _float64_bits_as_int64(np.float64(s[i]))
+        bad_s += 1 if (bits >> 52) & 0x7FF == 0x7FF else 0  # exponent all ones: inf or NaN
+        key = bits ^ ((bits >> 63) & _ABS_MASK)
+        lo_all = min(lo_all, key)
+        hi_all = max(hi_all, key)
+        yi = y[i]
+        bad_y += 0 if (yi == 0 or yi == 1) else 1
+        pos = yi > 0
+        if w is not None:
+            wi = np.float64(w[i])
+            wpos += wi if pos else 0.0
+            wneg += 0.0 if pos else wi
+            keep = wi > 0.0
+            lo_k = min(lo_k, key if keep else _INT64_MAX)
+            hi_k = max(hi_k, key if keep else _INT64_MIN)
+        else:
+            npos += 1 if pos else 0
+    if w is None:
+        lo_k = lo_all
+        hi_k = hi_all
+    iout[0] = bad_s
+    iout[1] = bad_y
+    iout[2] = npos
+    iout[3] = lo_k
+    iout[4] = hi_k
+    iout[5] = lo_all
+    iout[6] = hi_all
+    fout[0] = wpos
+    fout[1] = wneg
+
+
+@kernel
+def _merge_prep(ibuf, fbuf):
+    """Merge the blocks: sums of counts and weights, min/max of the keys."""
+    iout = np.zeros(N_PREP_INT, dtype=np.int64)
+    iout[3] = _INT64_MAX
+    iout[4] = _INT64_MIN
+    iout[5] = _INT64_MAX
+    iout[6] = _INT64_MIN
+    fout = np.zeros(N_PREP_FLOAT)
+    for c in range(ibuf.shape[0]):
+        for j in range(3):
+            iout[j] += ibuf[c, j]
+        iout[3] = min(iout[3], ibuf[c, 3])
+        iout[4] = max(iout[4], ibuf[c, 4])
+        iout[5] = min(iout[5], ibuf[c, 5])
+        iout[6] = max(iout[6], ibuf[c, 6])
+        fout[0] += fbuf[c, 0]
+        fout[1] += fbuf[c, 1]
+    return iout, fout
+
+
+@kernel
+def prep_serial(s, y, w, ibuf, fbuf):
+    """Serial preparation pass; returns the merged ``(iout, fout)`` of :func:`_prep_chunk`.
+
+    ``ibuf`` is int64 of shape ``(n_chunks, N_PREP_INT)``, ``fbuf`` float64 ``(n_chunks, N_PREP_FLOAT)``.
+    """
+    n = s.shape[0]
+    for c in range(ibuf.shape[0]):
+        lo = c * CHUNK
+        _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
+    return _merge_prep(ibuf, fbuf)
+
+
+@parallel_kernel
+def prep_parallel(s, y, w, ibuf, fbuf):
+    """Parallel twin of :func:`prep_serial`."""
+    n = s.shape[0]
+    for c in prange(ibuf.shape[0]):
+        lo = c * CHUNK
+        _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
+    return _merge_prep(ibuf, fbuf)
+
+
+def key_to_float(key):
+    """Inverse of :func:`order_key` (in Python)."""
+    key = int(key)
+    if key < 0:
+        key ^= _ABS_MASK
+    return float(np.array(key, dtype=np.int64).view(np.float64))
+
+
+# ---------------------------------------------------------------------------
+# Preparation pass for the calibration slope: clipped logits of p.
+# ---------------------------------------------------------------------------
+
+
+@kernel(fastmath=True)
+def _logit_chunk(y, p, w, eps, lo, hi, x, iout, fout):
+    """Write x = logit(clip(p, eps, 1 - eps)) for rows lo..hi and, per block, into
+    ``iout``: #p outside [0, 1] or NaN, #labels not in {0, 1}, #positive labels,
+    and the order keys (:func:`order_key`) of the min and max of x over the
+    positive and over the negative rows of positive weight; into ``fout``: the
+    weight of the positive and of the negative rows (when weighted).
+
+    logit(p) = log(p / (1 - p)): 1 - p is exact for p >= 1/2 and within half an
+    ulp below, so x is within a few ulp (absolute, and relative away from p = 1/2).
+    """
+    bad_p = 0
+    bad_y = 0
+    npos = 0
+    lo_pos = _INT64_MAX
+    hi_pos = _INT64_MIN
+    lo_neg = _INT64_MAX
+    hi_neg = _INT64_MIN
+    wpos = 0.0
+    wneg = 0.0
+    one_minus_eps = 1.0 - eps
+    for i in range(np.uint64(lo), np.uint64(hi)):
+        pi = np.float64(p[i])
+        ok = pi >= 0.0 and pi <= 1.0  # False for NaN
+        bad_p += 0 if ok else 1
+        pi = pi if ok else 0.5
+        pi = eps if pi < eps else pi
+        pi = one_minus_eps if pi > one_minus_eps else pi
+        xi = log_normal(pi / (1.0 - pi))
+        x[i] = xi
+        key = order_key(xi)
+        yi = y[i]
+        bad_y += 0 if (yi == 0 or yi == 1) else 1
+        pos = yi > 0
+        if w is not None:
+            wi = np.float64(w[i])
+            wpos += wi if pos else 0.0
+            wneg += 0.0 if pos else wi
+            keep = wi > 0.0
+        else:
+            npos += 1 if pos else 0
+            keep = True
+        lo_pos = min(lo_pos, key if (keep and pos) else _INT64_MAX)
+        hi_pos = max(hi_pos, key if (keep and pos) else _INT64_MIN)
+        lo_neg = min(lo_neg, key if (keep and not pos) else _INT64_MAX)
+        hi_neg = max(hi_neg, key if (keep and not pos) else _INT64_MIN)
+    iout[0] = bad_p
+    iout[1] = bad_y
+    iout[2] = npos
+    iout[3] = lo_pos
+    iout[4] = hi_pos
+    iout[5] = lo_neg
+    iout[6] = hi_neg
+    fout[0] = wpos
+    fout[1] = wneg
+
+
+@kernel
+def _merge_logit(ibuf, fbuf):
+    """Merge the blocks: sums of counts and weights, min/max of the keys."""
+    iout = np.zeros(N_LOGIT_INT, dtype=np.int64)
+    iout[3] = _INT64_MAX
+    iout[4] = _INT64_MIN
+    iout[5] = _INT64_MAX
+    iout[6] = _INT64_MIN
+    fout = np.zeros(N_LOGIT_FLOAT)
+    for c in range(ibuf.shape[0]):
+        for j in range(3):
+            iout[j] += ibuf[c, j]
+        iout[3] = min(iout[3], ibuf[c, 3])
+        iout[4] = max(iout[4], ibuf[c, 4])
+        iout[5] = min(iout[5], ibuf[c, 5])
+        iout[6] = max(iout[6], ibuf[c, 6])
+        fout[0] += fbuf[c, 0]
+        fout[1] += fbuf[c, 1]
+    return iout, fout
+
+
+@kernel
+def logit_serial(y, p, w, eps, x, ibuf, fbuf):
+    """Serial logit pass: fills ``x``, returns the merged ``(iout, fout)`` of :func:`_logit_chunk`."""
+    n = p.shape[0]
+    for c in range(ibuf.shape[0]):
+        lo = c * CHUNK
+        _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
+    return _merge_logit(ibuf, fbuf)
+
+
+@parallel_kernel
+def logit_parallel(y, p, w, eps, x, ibuf, fbuf):
+    """Parallel twin of :func:`logit_serial`."""
+    n = p.shape[0]
+    for c in prange(ibuf.shape[0]):
+        lo = c * CHUNK
+        _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
+    return _merge_logit(ibuf, fbuf)
+
+
+# ---------------------------------------------------------------------------
+# Prediction: p = 1 / (1 + exp(a*s + b)).
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def n_chunks_jit(m):
+    """:func:`n_chunks` for use inside kernels."""
+    return max(1, (m + CHUNK - 1) // CHUNK)
+
+
+@kernel
+def _predict_chunk(s, a, b, out, lo, hi):
+    """out[i] = 1 / (1 + exp(a*s[i] + b)) for lo <= i < hi; returns #non-finite s[i]."""
+    bad = 0
+    for i in range(np.uint64(lo), np.uint64(hi)):
+        x = np.float64(s[i])
+        bad += 0 if np.isfinite(x) else 1
+        z = a * x + b
+        e = exp_neg(-abs(z))
+        d = 1.0 / (1.0 + e)
+        out[i] = e * d if z >= 0.0 else d
+    return bad
+
+
+@kernel
+def predict_serial(s, a, b, out):
+    """Fill ``out`` with Platt probabilities of ``s``; returns the number of non-finite scores."""
+    return _predict_chunk(s, a, b, out, 0, s.shape[0])
+
+
+@parallel_kernel
+def predict_parallel(s, a, b, out):
+    """Parallel twin of :func:`predict_serial`."""
+    n = s.shape[0]
+    bad = 0
+    for c in prange(n_chunks_jit(n)):
+        lo = c * CHUNK
+        bad += _predict_chunk(s, a, b, out, lo, min(lo + CHUNK, n))
+    return bad

@@ -1,0 +1,402 @@
+"""Numba kernels for prior correction (see :mod:`fastcal.prior`).
+
+The kernels assume clean input: C-contiguous float32/float64 arrays, scalars
+already in the right dtype, weights already scaled so that none exceeds 1 and
+none is zero. They never raise; instead each counts what is invalid (values
+that are NaN or outside [0, 1], rows whose sum is not 1) in the same pass, so
+that validation costs no extra pass over the data; the public wrapper raises
+afterwards.
+
+Every loop exists twice, a serial ``range`` version and a parallel ``prange``
+version, both calling the same ``@kernel`` helper for the per-element (or
+per-row) work, so their bodies cannot drift apart. Reductions over rows of a
+matrix are accumulated per fixed-size chunk of rows (``EM_CHUNK`` rows, the
+same in both variants) and merged in chunk order afterwards, so serial and
+parallel results are bitwise identical and do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+from ._jit import kernel, parallel_kernel, prange
+
+__all__ = [
+    "EM_CHUNK",
+    "binary_down_parallel",
+    "binary_down_serial",
+    "binary_copy_parallel",
+    "binary_copy_serial",
+    "binary_em_parallel",
+    "binary_em_serial",
+    "binary_up_parallel",
+    "binary_up_serial",
+    "multi_adjust_parallel",
+    "multi_adjust_serial",
+    "multi_em_parallel",
+    "multi_em_serial",
+]
+
+#: Rows per partial sum in the EM reductions (fixed, so results do not depend
+#: on the number of threads).
+EM_CHUNK = 4096
+
+
+# --------------------------------------------------------------------------
+# binary: q = p / (p + c (1 - p)), c > 0, computed in the input's precision
+#
+# Two monotone evaluations, one for c > 1 (the odds of the positive class go
+# down, as when undoing negative undersampling) and one for c < 1. Each is a
+# chain of operations that are each monotone in p, and IEEE rounding is
+# monotone, so the computed q never decreases when p increases: the
+# correction cannot swap the order of two scores, even one ulp apart (scores
+# that close may become equal). All the intermediate quantities are
+# non-negative, so there is no cancellation: q is within a few ulp of the
+# exact value (or within the smallest normal number when the exact value is
+# that small). p = 0 gives 0 and p = 1 gives 1 exactly; no NaN for p in
+# [0, 1] with 0 < c < inf (the wrapper clamps c); q is in [0, 1].
+# --------------------------------------------------------------------------
+
+
+@kernel
+def _binary_down(x, cm1, one):
+    # c >= 1: q = x / (1 + (c - 1)(1 - x)); the denominator decreases in x and is >= 1.
+    return x / (one + cm1 * (one - x))
+
+
+@kernel
+def _binary_up(x, c, omc, one):
+    # c < 1: q = 1 / (c / x + (1 - c)); c / x decreases in x (x = 0: inf, q = 0);
+    # omc = one - c computed in the input's dtype, so that c + omc == 1 exactly and x = 1 gives 1.
+    return one / (c / x + omc)
+
+
+@kernel
+def _outside_unit(x, zero, one):
+    # True for NaN as well (every comparison with NaN is False).
+    return not (x >= zero and x <= one)
+
+
+@kernel
+def binary_down_serial(src, dst, cm1, zero, one):
+    """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1); returns the number of invalid src[i]."""
+    bad = 0
+    for i in range(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = _binary_down(x, cm1, one)
+    return bad
+
+
+@parallel_kernel
+def binary_down_parallel(src, dst, cm1, zero, one):
+    """Parallel twin of :func:`binary_down_serial`."""
+    bad = 0
+    for i in prange(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = _binary_down(x, cm1, one)
+    return bad
+
+
+@kernel
+def binary_up_serial(src, dst, c, omc, zero, one):
+    """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c); returns the number of invalid src[i]."""
+    bad = 0
+    for i in range(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = _binary_up(x, c, omc, one)
+    return bad
+
+
+@parallel_kernel
+def binary_up_parallel(src, dst, c, omc, zero, one):
+    """Parallel twin of :func:`binary_up_serial`."""
+    bad = 0
+    for i in prange(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = _binary_up(x, c, omc, one)
+    return bad
+
+
+@kernel
+def binary_copy_serial(src, dst, zero, one):
+    """The identity (c = 1): dst[i] = src[i] exactly; returns the number of invalid src[i]."""
+    bad = 0
+    for i in range(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = x
+    return bad
+
+
+@parallel_kernel
+def binary_copy_parallel(src, dst, zero, one):
+    """Parallel twin of :func:`binary_copy_serial`."""
+    bad = 0
+    for i in prange(src.shape[0]):
+        x = src[i]
+        bad += _outside_unit(x, zero, one)
+        dst[i] = x
+    return bad
+
+
+# --------------------------------------------------------------------------
+# multiclass: q[i, j] = w[j] p[i, j] / sum_l w[l] p[i, l]
+# --------------------------------------------------------------------------
+
+
+@kernel
+def _multi_row(src, dst, i, w, tol):
+    # One row: returns (row has a value outside [0, 1] or NaN, row sum is off).
+    # Sums are accumulated in float64 (w is float64), the outputs rounded to
+    # the dtype of dst. One division per row; the products are clipped at 1 so
+    # that the rounding of 1/s can never push a value above 1. A NaN makes the
+    # raw sum NaN, which is how it is detected.
+    k = src.shape[1]
+    lo = 1.0
+    hi = 0.0
+    raw = 0.0
+    s = 0.0
+    for j in range(k):
+        x = src[i, j]
+        lo = min(lo, x)
+        hi = max(hi, x)
+        raw += x
+        s += w[j] * x
+    bad_value = 0 if (lo >= 0.0 and hi <= 1.0 and raw == raw) else 1
+    bad_sum = 0 if abs(raw - 1.0) <= tol else 1
+    inv = 1.0 / s
+    for j in range(k):
+        dst[i, j] = min(w[j] * src[i, j] * inv, 1.0)
+    return bad_value, bad_sum
+
+
+@kernel
+def _multi_rows4(src, dst, i, w, tol):
+    # Rows i .. i+3 together: four independent dependency chains for the row
+    # sums and the stores (about twice as fast as one row at a time for small
+    # k). Returns (the group has a value outside [0, 1] or NaN, number of rows
+    # whose sum is off).
+    k = src.shape[1]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    r0 = 0.0
+    r1 = 0.0
+    r2 = 0.0
+    r3 = 0.0
+    lo = 1.0
+    hi = 0.0
+    for j in range(k):
+        wj = w[j]
+        x0 = src[i, j]
+        x1 = src[i + 1, j]
+        x2 = src[i + 2, j]
+        x3 = src[i + 3, j]
+        lo = min(lo, min(min(x0, x1), min(x2, x3)))
+        hi = max(hi, max(max(x0, x1), max(x2, x3)))
+        r0 += x0
+        r1 += x1
+        r2 += x2
+        r3 += x3
+        s0 += wj * x0
+        s1 += wj * x1
+        s2 += wj * x2
+        s3 += wj * x3
+    rr = (r0 + r1) + (r2 + r3)
+    bad_value = 0 if (lo >= 0.0 and hi <= 1.0 and rr == rr) else 1
+    bad_sum = (
+        (0 if abs(r0 - 1.0) <= tol else 1)
+        + (0 if abs(r1 - 1.0) <= tol else 1)
+        + (0 if abs(r2 - 1.0) <= tol else 1)
+        + (0 if abs(r3 - 1.0) <= tol else 1)
+    )
+    v0 = 1.0 / s0
+    v1 = 1.0 / s1
+    v2 = 1.0 / s2
+    v3 = 1.0 / s3
+    for j in range(k):
+        wj = w[j]
+        dst[i, j] = min(wj * src[i, j] * v0, 1.0)
+        dst[i + 1, j] = min(wj * src[i + 1, j] * v1, 1.0)
+        dst[i + 2, j] = min(wj * src[i + 2, j] * v2, 1.0)
+        dst[i + 3, j] = min(wj * src[i + 3, j] * v3, 1.0)
+    return bad_value, bad_sum
+
+
+@kernel
+def multi_adjust_serial(src, dst, w, tol):
+    """Renormalised reweighting of the rows of ``src`` into ``dst`` (may be ``src``).
+
+    Returns (number of groups of rows holding a value outside [0, 1] or NaN,
+    number of rows whose sum is not within ``tol`` of 1).
+    """
+    n = src.shape[0]
+    n4 = n // 4
+    bad_values = 0
+    bad_rows = 0
+    for g in range(n4):
+        bv, br = _multi_rows4(src, dst, 4 * g, w, tol)
+        bad_values += bv
+        bad_rows += br
+    for i in range(4 * n4, n):
+        bv, br = _multi_row(src, dst, i, w, tol)
+        bad_values += bv
+        bad_rows += br
+    return bad_values, bad_rows
+
+
+@parallel_kernel
+def multi_adjust_parallel(src, dst, w, tol):
+    """Parallel twin of :func:`multi_adjust_serial`."""
+    n = src.shape[0]
+    n4 = n // 4
+    bad_values = 0
+    bad_rows = 0
+    for g in prange(n4):
+        bv, br = _multi_rows4(src, dst, 4 * g, w, tol)
+        bad_values += bv
+        bad_rows += br
+    for i in range(4 * n4, n):
+        bv, br = _multi_row(src, dst, i, w, tol)
+        bad_values += bv
+        bad_rows += br
+    return bad_values, bad_rows
+
+
+# --------------------------------------------------------------------------
+# EM (Saerens, Latinne & Decaestecker 2002): one fused pass per iteration
+# computes the E-step posteriors under the current priors and their column
+# sums (the M-step), without writing the posteriors anywhere.
+# --------------------------------------------------------------------------
+
+
+@kernel
+def _multi_em_chunk(p, w, c, partial, tol, check):
+    # Column sums of w_j p_ij / s_i over the chunk's rows, s_i = sum_j w_j p_ij,
+    # accumulated as w_j * sum_i p_ij / s_i. ``check``: also count invalid
+    # values and rows (the first iteration only; later passes read the same
+    # data). Without checks, four rows are processed together: their row sums
+    # and the updates of the accumulators form independent dependency chains,
+    # which doubles the speed for small k.
+    n, k = p.shape
+    start = c * EM_CHUNK
+    stop = min(start + EM_CHUNK, n)
+    acc = partial[c]
+    for j in range(k):
+        acc[j] = 0.0
+    bad_values = 0
+    bad_rows = 0
+    i = start
+    if check:
+        while i < stop:
+            raw = 0.0
+            s = 0.0
+            for j in range(k):
+                x = p[i, j]
+                if not (x >= 0.0 and x <= 1.0):
+                    bad_values += 1
+                raw += x
+                s += w[j] * x
+            if not abs(raw - 1.0) <= tol:
+                bad_rows += 1
+            inv = 1.0 / s
+            for j in range(k):
+                acc[j] += p[i, j] * inv
+            i += 1
+    while i + 3 < stop:
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for j in range(k):
+            wj = w[j]
+            s0 += wj * p[i, j]
+            s1 += wj * p[i + 1, j]
+            s2 += wj * p[i + 2, j]
+            s3 += wj * p[i + 3, j]
+        v0 = 1.0 / s0
+        v1 = 1.0 / s1
+        v2 = 1.0 / s2
+        v3 = 1.0 / s3
+        for j in range(k):
+            acc[j] += (p[i, j] * v0 + p[i + 1, j] * v1) + (p[i + 2, j] * v2 + p[i + 3, j] * v3)
+        i += 4
+    while i < stop:
+        s = 0.0
+        for j in range(k):
+            s += w[j] * p[i, j]
+        inv = 1.0 / s
+        for j in range(k):
+            acc[j] += p[i, j] * inv
+        i += 1
+    for j in range(k):
+        acc[j] *= w[j]
+    return bad_values, bad_rows
+
+
+@kernel
+def multi_em_serial(p, w, partial, tol, check):
+    """Column sums of the E-step posteriors, per chunk of rows, into ``partial``.
+
+    Returns (bad values, bad rows), counted only if ``check``.
+    """
+    bad_values = 0
+    bad_rows = 0
+    for c in range(partial.shape[0]):
+        bv, br = _multi_em_chunk(p, w, c, partial, tol, check)
+        bad_values += bv
+        bad_rows += br
+    return bad_values, bad_rows
+
+
+@parallel_kernel
+def multi_em_parallel(p, w, partial, tol, check):
+    """Parallel twin of :func:`multi_em_serial`."""
+    bad_values = 0
+    bad_rows = 0
+    for c in prange(partial.shape[0]):
+        bv, br = _multi_em_chunk(p, w, c, partial, tol, check)
+        bad_values += bv
+        bad_rows += br
+    return bad_values, bad_rows
+
+
+@kernel(fastmath=True)
+def _binary_em_chunk(p, w0, w1, c, partial, check):
+    n = p.shape[0]
+    start = c * EM_CHUNK
+    stop = min(start + EM_CHUNK, n)
+    acc = 0.0
+    bad = 0
+    if check:
+        for i in range(start, stop):
+            x = p[i]
+            if not (x >= 0.0 and x <= 1.0):
+                bad += 1
+    for i in range(start, stop):
+        x = p[i]
+        t1 = w1 * x
+        acc += t1 / (t1 + w0 * (1.0 - x))
+    partial[c] = acc
+    return bad
+
+
+@kernel
+def binary_em_serial(p, w0, w1, partial, check):
+    """Sums of the E-step P(y=1 | x), per chunk, into ``partial``; returns the number of invalid p if ``check``."""
+    bad = 0
+    for c in range(partial.shape[0]):
+        bad += _binary_em_chunk(p, w0, w1, c, partial, check)
+    return bad
+
+
+@parallel_kernel
+def binary_em_parallel(p, w0, w1, partial, check):
+    """Parallel twin of :func:`binary_em_serial`."""
+    bad = 0
+    for c in prange(partial.shape[0]):
+        bad += _binary_em_chunk(p, w0, w1, c, partial, check)
+    return bad

@@ -1,0 +1,395 @@
+"""Calibrating classifiers: a faster drop-in for scikit-learn's ``CalibratedClassifierCV``.
+
+This module imports scikit-learn (the ``sklearn`` extra); ``import fastcal``
+does not import it, and reaches :class:`CalibratedClassifierCV` and
+:func:`cross_val_calibration_report` lazily.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from dataclasses import dataclass, field
+from inspect import signature
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.frozen import FrozenEstimator
+from sklearn.model_selection import LeaveOneOut, check_cv, cross_val_predict
+from sklearn.preprocessing import LabelEncoder, label_binarize
+from sklearn.svm import LinearSVC
+from sklearn.utils import _safe_indexing, indexable
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from .isotonic import IsotonicRegression
+from .platt import PlattScaling
+from .temperature import TemperatureScaling
+
+__all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
+
+METHODS = ("sigmoid", "isotonic", "temperature")
+
+
+def _response(estimator):
+    """The prediction method scikit-learn calibrates: ``decision_function`` if there is one."""
+    for name in ("decision_function", "predict_proba"):
+        if hasattr(estimator, name):
+            return name
+    raise ValueError(f"{type(estimator).__name__} has neither decision_function nor predict_proba to calibrate.")
+
+
+def _predictions(estimator, X):
+    """Scores of a fitted classifier, (n, 1) for two classes (the positive class), else (n, k)."""
+    name = _response(estimator)
+    pred = np.asarray(getattr(estimator, name)(X))
+    if pred.ndim == 2 and name == "predict_proba" and pred.shape[1] == 2:
+        pred = pred[:, 1]
+    if pred.ndim == 1:
+        pred = pred.reshape(-1, 1)
+    return pred, name
+
+
+def _new_calibrator(method):
+    if method == "isotonic":
+        return IsotonicRegression(out_of_bounds="clip")
+    if method == "sigmoid":
+        return PlattScaling()
+    return TemperatureScaling()
+
+
+class _CalibratedPair:
+    """A fitted classifier and its fitted calibrator(s); predicts calibrated probabilities."""
+
+    def __init__(self, estimator, calibrators, *, classes, method):
+        self.estimator = estimator
+        self.calibrators = calibrators
+        self.classes = classes
+        self.method = method
+
+    @classmethod
+    def fit(cls, estimator, predictions, y, classes, method, sample_weight, response):
+        calibrators = []
+        if method in ("isotonic", "sigmoid"):
+            Y = label_binarize(y, classes=classes)
+            if len(classes) == 2 and Y.shape[1] == 1:
+                Y = np.hstack([1 - Y, Y])
+            pos_class_indices = LabelEncoder().fit(classes).transform(estimator.classes_)
+            if len(classes) == 2:
+                pos_class_indices = pos_class_indices[1:]
+            for class_idx, pred in zip(pos_class_indices, predictions.T):
+                calibrators.append(_new_calibrator(method).fit(pred, Y[:, class_idx], sample_weight))
+        else:
+            if len(classes) == 2 and predictions.shape[1] == 1 and response == "predict_proba":
+                predictions = np.hstack([1 - predictions, predictions])
+            y_encoded = LabelEncoder().fit(classes).transform(y)
+            calibrators.append(_new_calibrator(method).fit(predictions, y_encoded, sample_weight))
+        return cls(estimator, calibrators, classes=classes, method=method)
+
+    def predict_proba(self, X):
+        predictions, response = _predictions(self.estimator, X)
+        n_classes = len(self.classes)
+        if self.method == "temperature":
+            if n_classes == 2 and predictions.shape[1] == 1 and response == "predict_proba":
+                predictions = np.hstack([1 - predictions, predictions])
+            proba = np.asarray(self.calibrators[0].predict_proba(predictions), dtype=np.float64)
+        else:
+            proba = np.zeros((predictions.shape[0], n_classes))
+            pos_class_indices = LabelEncoder().fit(self.classes).transform(self.estimator.classes_)
+            if n_classes == 2:
+                pos_class_indices = pos_class_indices[1:]
+            for class_idx, pred, calibrator in zip(pos_class_indices, predictions.T, self.calibrators):
+                proba[:, class_idx] = calibrator.predict(pred)
+            if n_classes == 2:
+                proba[:, 0] = 1.0 - proba[:, 1]
+            else:
+                denominator = proba.sum(axis=1)[:, np.newaxis]
+                uniform = np.full_like(proba, 1 / n_classes)
+                proba = np.divide(proba, denominator, out=uniform, where=denominator != 0)
+        proba[(1.0 < proba) & (proba <= 1.0 + 1e-5)] = 1.0
+        return proba
+
+
+class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Probability calibration with cross-validation: a drop-in for scikit-learn's.
+
+    Same parameters, attributes and behaviour as
+    :class:`sklearn.calibration.CalibratedClassifierCV` (cross-fitting on the
+    same splits, ``ensemble=True/False/"auto"``, an already fitted estimator
+    wrapped in :class:`sklearn.frozen.FrozenEstimator`, ``decision_function``
+    preferred over ``predict_proba``, one-vs-rest calibration renormalised
+    for multiclass), with fastcal's calibrators: "sigmoid" is
+    :class:`fastcal.PlattScaling` (Newton), "isotonic" is
+    :class:`fastcal.IsotonicRegression`, "temperature" is
+    :class:`fastcal.TemperatureScaling` (natively multinomial).
+
+    Parameters
+    ----------
+    estimator : classifier, optional
+        The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
+    method : {"sigmoid", "isotonic", "temperature"}
+    cv : int, cross-validation generator or iterable, optional
+        As in scikit-learn (5-fold stratified by default).
+    n_jobs : int, optional
+        Folds fitted in parallel (joblib), as in scikit-learn.
+    ensemble : bool or "auto"
+        True: one (classifier, calibrator) pair per fold, probabilities
+        averaged; False: one classifier on all data, calibrated on
+        cross-validated predictions. "auto": False for a FrozenEstimator,
+        True otherwise.
+    prior_correction : float, array-like or None
+        Applied to the calibrated probabilities. A float ``r`` in (0, 1]
+        (binary only) undoes random undersampling of negatives at rate ``r``
+        (:func:`fastcal.correct_negative_sampling`); an array of new class
+        priors (one per class, summing to 1) adjusts from the class
+        frequencies seen in ``fit`` (:func:`fastcal.adjust_priors`).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    calibrated_classifiers_ : list
+        The fitted (classifier, calibrators) pairs; each has
+        ``estimator``, ``calibrators``, ``classes``, ``method`` and ``predict_proba``.
+    train_priors_ : ndarray
+        Class frequencies (weighted) of ``y`` in ``fit``, used by ``prior_correction``.
+    """
+
+    def __init__(self, estimator=None, *, method="sigmoid", cv=None, n_jobs=None, ensemble="auto",
+                 prior_correction=None):
+        self.estimator = estimator
+        self.method = method
+        self.cv = cv
+        self.n_jobs = n_jobs
+        self.ensemble = ensemble
+        self.prior_correction = prior_correction
+
+    def _check_params(self, n_classes):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {self.method!r}.")
+        if not (self.ensemble == "auto" or isinstance(self.ensemble, (bool, np.bool_))):
+            raise ValueError(f"ensemble must be True, False or 'auto'; got {self.ensemble!r}.")
+        pc = self.prior_correction
+        if pc is None:
+            return
+        if isinstance(pc, numbers.Real) and not isinstance(pc, bool):
+            if n_classes != 2:
+                raise ValueError("prior_correction as a negative-sampling rate needs a binary problem; "
+                                 "give new class priors for multiclass.")
+            if not 0 < pc <= 1:
+                raise ValueError(f"prior_correction rate must be in (0, 1]; got {pc!r}.")
+            return
+        priors = np.asarray(pc, dtype=np.float64)
+        if priors.shape != (n_classes,):
+            raise ValueError(f"prior_correction must be a rate or {n_classes} class priors; got shape {priors.shape}.")
+
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the classifier(s) and their calibrators."""
+        check_classification_targets(y)
+        X, y = indexable(X, y)
+        y = np.asarray(y)
+        estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        self._check_params(len(self.classes_))
+        ensemble = self.ensemble
+        if ensemble == "auto":
+            ensemble = not isinstance(estimator, FrozenEstimator)
+        if sample_weight is not None:
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        counts = np.bincount(encoder.transform(y), weights=sample_weight, minlength=len(self.classes_))
+        self.train_priors_ = counts / counts.sum()
+
+        fit_kwargs = dict(fit_params)
+        if sample_weight is not None:
+            if "sample_weight" in signature(estimator.fit).parameters:
+                fit_kwargs["sample_weight"] = sample_weight
+            else:
+                warnings.warn(
+                    f"Since {type(estimator).__name__} does not appear to accept sample_weight, sample weights "
+                    "will only be used for the calibration itself. Be warned that the result of the "
+                    "calibration is likely to be incorrect."
+                )
+        if isinstance(self.cv, LeaveOneOut):
+            raise ValueError("LeaveOneOut cross-validation does not allow all classes to be present in test "
+                             "splits. Please use a cross-validation generator that allows all classes to "
+                             "appear in every test and train split.")
+        n_folds = self.cv if isinstance(self.cv, numbers.Integral) else getattr(self.cv, "n_splits", None)
+        if n_folds and np.any(np.unique(y, return_counts=True)[1] < n_folds):
+            raise ValueError(f"Requesting {n_folds}-fold cross-validation but provided less than {n_folds} "
+                             "examples for at least one class.")
+        cv = check_cv(self.cv, y, classifier=True)
+
+        if ensemble:
+            from joblib import Parallel, delayed
+
+            splits = list(cv.split(X, y))
+            for i, (train, test) in enumerate(splits):
+                self._check_fold(y, train, test, i)
+            self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
+                delayed(_fit_pair)(clone(estimator), X, y, train, test, self.method, self.classes_,
+                                   sample_weight, fit_kwargs)
+                for train, test in splits
+            )
+        else:
+            this = clone(estimator)
+            response = _response(this)
+            predictions = cross_val_predict(this, X, y, cv=cv, method=response, n_jobs=self.n_jobs,
+                                            params=fit_kwargs)
+            if len(self.classes_) == 2:
+                if response == "predict_proba":
+                    predictions = predictions[:, 1]
+                predictions = predictions.reshape(-1, 1)
+            this.fit(X, y, **fit_kwargs)
+            self.calibrated_classifiers_ = [
+                _CalibratedPair.fit(this, predictions, y, self.classes_, self.method, sample_weight, response)
+            ]
+        first = self.calibrated_classifiers_[0].estimator
+        if hasattr(first, "n_features_in_"):
+            self.n_features_in_ = first.n_features_in_
+        if hasattr(first, "feature_names_in_"):
+            self.feature_names_in_ = first.feature_names_in_
+        return self
+
+    def _check_fold(self, y, train, test, i):
+        for part, idx in (("training", train), ("calibration", test)):
+            missing = np.setdiff1d(self.classes_, np.unique(y[idx]))
+            if missing.size:
+                raise ValueError(
+                    f"class {missing[0]!r} is missing from the {part} part of fold {i}: every class must "
+                    "appear in every fold. Use fewer folds or stratified splits (an integer cv)."
+                )
+
+    def predict_proba(self, X):
+        """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""
+        check_is_fitted(self, "calibrated_classifiers_")
+        proba = None
+        for pair in self.calibrated_classifiers_:
+            p = pair.predict_proba(X)
+            proba = p if proba is None else proba + p
+        proba /= len(self.calibrated_classifiers_)
+        return self._correct_priors(proba)
+
+    def _correct_priors(self, proba):
+        pc = self.prior_correction
+        if pc is None:
+            return proba
+        from .prior import adjust_priors, correct_negative_sampling
+
+        if isinstance(pc, numbers.Real) and not isinstance(pc, bool):
+            positive = correct_negative_sampling(np.ascontiguousarray(proba[:, 1]), pc)
+            return np.column_stack([1.0 - positive, positive])
+        return adjust_priors(np.ascontiguousarray(proba), self.train_priors_, np.asarray(pc, dtype=np.float64))
+
+    def predict(self, X):
+        """The class with the highest calibrated probability."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+def _fit_pair(estimator, X, y, train, test, method, classes, sample_weight, fit_kwargs):
+    kwargs = dict(fit_kwargs)
+    if "sample_weight" in kwargs:
+        kwargs["sample_weight"] = sample_weight[train]
+    estimator.fit(_safe_indexing(X, train), y[train], **kwargs)
+    predictions, response = _predictions(estimator, _safe_indexing(X, test))
+    sw_test = None if sample_weight is None else sample_weight[test]
+    return _CalibratedPair.fit(estimator, predictions, y[test], classes, method, sw_test, response)
+
+
+@dataclass
+class CrossValCalibrationReport:
+    """Result of :func:`cross_val_calibration_report`.
+
+    ``folds`` holds one dict per outer fold with the ``before`` and ``after``
+    :class:`fastcal.metrics.CalibrationReport` of its held-out rows;
+    ``before`` and ``after`` are the reports of all held-out predictions
+    pooled (every row is predicted once, by the model that never saw it).
+    """
+
+    before: object
+    after: object
+    folds: list = field(default_factory=list)
+
+    def to_dict(self):
+        return {
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "folds": [{k: v.to_dict() for k, v in fold.items()} for fold in self.folds],
+        }
+
+    def __str__(self):
+        b, a = self.before.to_dict(), self.after.to_dict()
+        keys = [k for k in ("n", "auc", "brier", "log_loss", "ece", "slope", "intercept",
+                            "calibration_in_the_large") if k in b]
+        lines = [f"nested cross-validation, {len(self.folds)} outer folds, pooled held-out predictions",
+                 f"{'':28s}{'before':>12s}{'after':>12s}"]
+        for k in keys:
+            lines.append(f"{k:28s}{_fmt(b[k]):>12s}{_fmt(a[k]):>12s}")
+        return "\n".join(lines)
+
+
+def _fmt(v):
+    return f"{v:,}" if isinstance(v, (int, np.integer)) else f"{v:.5f}"
+
+
+def cross_val_calibration_report(estimator, X, y, *, method="isotonic", cv=5, inner_cv=5, prior_correction=None,
+                                 n_bins=10):
+    """Evaluate a model plus its calibration by nested cross-validation (binary problems).
+
+    Each outer fold is held out untouched; on the rest, the model and its
+    calibrator are fitted (:class:`CalibratedClassifierCV` with ``inner_cv``:
+    the calibrator learns from inner-fold predictions, never from rows its
+    classifier was trained on), and the held-out fold is scored once. Also
+    scored: the uncalibrated model (``predict_proba`` of the same base model
+    refitted on the outer training rows).
+
+    Why nested: a calibrator evaluated on the rows it was fitted on looks
+    better than it is. Isotonic regression in particular can follow the
+    labels closely (it has as many free values as distinct scores), so its
+    in-sample Brier score and ECE are optimistic; only rows that neither the
+    model nor the calibrator saw give an honest estimate of how calibrated
+    the deployed predictions will be.
+
+    Parameters
+    ----------
+    estimator : classifier with ``predict_proba``
+    X, y : training data; ``y`` binary
+    method : {"isotonic", "sigmoid", "temperature"}
+    cv, inner_cv : int or cross-validation generator
+        Outer folds (evaluation) and inner folds (calibration).
+    prior_correction : passed to :class:`CalibratedClassifierCV`.
+    n_bins : bins of the ECE and reliability terms.
+
+    Returns
+    -------
+    CrossValCalibrationReport
+    """
+    from .metrics import calibration_report
+
+    X, y = indexable(X, y)
+    y = np.asarray(y)
+    classes = np.unique(y)
+    if classes.shape[0] != 2:
+        raise ValueError(f"cross_val_calibration_report needs a binary y; found {classes.shape[0]} classes.")
+    if not hasattr(estimator, "predict_proba"):
+        raise ValueError(f"{type(estimator).__name__} has no predict_proba: the uncalibrated baseline needs it.")
+    outer = check_cv(cv, y, classifier=True)
+    y01 = (y == classes[1]).astype(np.uint8)
+    before = np.empty(y.shape[0])
+    after = np.empty(y.shape[0])
+    folds = []
+    for train, test in outer.split(X, y):
+        X_train, X_test = _safe_indexing(X, train), _safe_indexing(X, test)
+        base = clone(estimator).fit(X_train, y[train])
+        before[test] = base.predict_proba(X_test)[:, list(base.classes_).index(classes[1])]
+        model = CalibratedClassifierCV(clone(estimator), method=method, cv=inner_cv,
+                                       prior_correction=prior_correction).fit(X_train, y[train])
+        after[test] = model.predict_proba(X_test)[:, 1]
+        folds.append({
+            "before": calibration_report(y01[test], before[test], n_bins=n_bins),
+            "after": calibration_report(y01[test], after[test], n_bins=n_bins),
+        })
+    return CrossValCalibrationReport(
+        before=calibration_report(y01, before, n_bins=n_bins),
+        after=calibration_report(y01, after, n_bins=n_bins),
+        folds=folds,
+    )

@@ -1,0 +1,267 @@
+"""Pictures of calibration: reliability diagrams and probability histograms.
+
+matplotlib is an optional dependency (``pip install "fastcal[plot]"``) and is
+imported only when one of these functions is called; ``import fastcal`` never
+imports it. The functions draw on given axes or create a new figure through
+``matplotlib.pyplot``, and return the figure and axes for further styling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .metrics import _check_probabilities, calibration_curve, expected_calibration_error
+
+__all__ = ["probability_histogram", "reliability_diagram"]
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            'fastcal.plot needs matplotlib; install it with pip install "fastcal[plot]".'
+        ) from exc
+    return plt
+
+
+def _as_named(probs, name):
+    """``{label: array}`` from one array or a mapping of them."""
+    if isinstance(probs, Mapping):
+        if not probs:
+            raise ValueError(f"{name} must not be an empty mapping.")
+        items = list(probs.items())
+    else:
+        items = [("model", probs)]
+    return [(str(label), _check_probabilities(p, f"{name}[{label!r}]")[0]) for label, p in items]
+
+
+def reliability_diagram(
+    y_true,
+    y_prob,
+    *,
+    n_bins=10,
+    strategy="uniform",
+    sample_weight=None,
+    pos_label=None,
+    ax=None,
+    hist_ax=None,
+    show_histogram=True,
+    hist_bins=50,
+    hist_log=False,
+    title=None,
+    figsize=(6.0, 7.0),
+):
+    """Reliability diagram: observed frequency against mean prediction, per bin, for one or more models.
+
+    The upper panel shows the diagonal of perfect calibration and, for each
+    model, the points ``(prob_pred, prob_true)`` of
+    :func:`fastcal.calibration_curve` (empty bins left out), labelled with the
+    model's expected calibration error on the same bins. The lower panel
+    shows the distribution of each model's predicted probabilities: a curve
+    is only as trustworthy as the number of predictions behind its points.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True binary labels (see :func:`fastcal.calibration_curve`).
+    y_prob : array-like of shape (n_samples,) or mapping of str to arrays
+        Predicted probabilities, or several models' predictions by name
+        (e.g. ``{"raw": p, "isotonic": p_iso}``), each of ``n_samples``.
+    n_bins, strategy, sample_weight, pos_label
+        Binning, as in :func:`fastcal.calibration_curve`.
+    ax : matplotlib Axes, optional
+        Axes for the curve. With ``ax`` given, no histogram is drawn unless
+        ``hist_ax`` is given too.
+    hist_ax : matplotlib Axes, optional
+        Axes for the histogram.
+    show_histogram : bool, default=True
+        Draw the histogram panel when creating a new figure.
+    hist_bins : int, default=50
+        Number of equal-width histogram bins on [0, 1].
+    hist_log : bool, default=False
+        Logarithmic count axis for the histogram.
+    title : str, optional
+        Title of the curve panel.
+    figsize : tuple, default=(6, 7)
+        Size of a new figure.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    axes : tuple ``(ax, hist_ax)``
+        ``hist_ax`` is None when no histogram is drawn.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal.plot import reliability_diagram
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(1000); y = (rng.random(1000) < p ** 2).astype(int)
+    >>> fig, (ax, hist_ax) = reliability_diagram(y, {"model": p, "squared": p ** 2})
+    >>> len(ax.get_lines())  # the diagonal and one curve per model
+    3
+    """
+    models = _as_named(y_prob, "y_prob")
+    curves = []
+    for label, p in models:
+        prob_true, prob_pred = calibration_curve(
+            y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, pos_label=pos_label
+        )
+        ece = expected_calibration_error(
+            y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, pos_label=pos_label
+        )
+        curves.append((label, p, prob_true, prob_pred, ece))
+
+    plt = _pyplot()
+    if ax is None:
+        if show_histogram:
+            fig, (ax, hist_ax) = plt.subplots(
+                2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+            )
+        else:
+            fig, ax = plt.subplots(figsize=figsize)
+            hist_ax = None
+    else:
+        fig = ax.figure
+
+    ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    for i, (label, p, prob_true, prob_pred, ece) in enumerate(curves):
+        ax.plot(
+            prob_pred, prob_true, marker="o", markersize=4, linewidth=1.5,
+            color=colors[i % len(colors)], label=f"{label} (ECE {ece:.3f})",
+        )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("observed frequency of positives")
+    if hist_ax is None:
+        ax.set_aspect("equal", adjustable="box")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    ax.set_title(title if title is not None else f"Reliability diagram ({n_bins} {strategy} bins)")
+
+    if hist_ax is not None:
+        edges = np.linspace(0.0, 1.0, int(hist_bins) + 1)
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        for i, (label, p, *_) in enumerate(curves):
+            counts, _ = np.histogram(p, bins=edges, weights=w)
+            hist_ax.stairs(counts, edges, color=colors[i % len(colors)], label=label, linewidth=1.2)
+        if hist_log:
+            hist_ax.set_yscale("log")
+        hist_ax.set_xlim(0, 1)
+        hist_ax.set_xlabel("predicted probability")
+        hist_ax.set_ylabel("weight" if w is not None else "count")
+        hist_ax.grid(True, alpha=0.3)
+    else:
+        ax.set_xlabel("mean predicted probability")
+    return fig, (ax, hist_ax)
+
+
+def probability_histogram(
+    probs,
+    *,
+    base_rate=None,
+    bins=50,
+    range=(0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
+    sample_weight=None,
+    density=False,
+    log=False,
+    ax=None,
+    title=None,
+    figsize=(7.0, 4.0),
+):
+    """Distributions of predicted probabilities, e.g. before and after a correction, against the base rate.
+
+    Each distribution is drawn as an outlined histogram with a dotted
+    vertical line at its mean; the legend gives each mean, and the true base
+    rate (when given) is a solid vertical line. For a model trained on an
+    undersample, the "before" mean sits far above the base rate and the
+    corrected predictions slide back onto it.
+
+    Parameters
+    ----------
+    probs : array-like or mapping of str to array-like
+        Predicted probabilities, or several sets by name (e.g.
+        ``{"before": p, "after": p_corrected}``); the sets may differ in size.
+    base_rate : float, optional
+        The true rate of positives, drawn as a vertical line.
+    bins : int, default=50
+        Number of equal-width bins over ``range``.
+    range : tuple, default=(0, 1)
+        Histogram range (e.g. ``(0, 0.2)`` to look at rare-event predictions).
+    sample_weight : array-like, optional
+        Weights of the samples (same for every set; the sets must then have
+        equal lengths). The legend means are weighted means.
+    density : bool, default=False
+        Normalise each histogram to unit area (to compare sets of different sizes).
+    log : bool, default=False
+        Logarithmic count axis.
+    ax : matplotlib Axes, optional
+        Axes to draw on; a new figure is created when None.
+    title : str, optional
+        Axes title.
+    figsize : tuple, default=(7, 4)
+        Size of a new figure.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal.plot import probability_histogram
+    >>> rng = np.random.default_rng(0)
+    >>> before = rng.beta(2, 5, 1000); after = before / 3
+    >>> fig, ax = probability_histogram({"before": before, "after": after}, base_rate=0.1)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()][0]
+    'before (mean 0.276)'
+    """
+    sets = _as_named(probs, "probs")
+    if base_rate is not None:
+        base_rate = float(base_rate)
+        if not 0.0 <= base_rate <= 1.0:
+            raise ValueError(f"base_rate must be in [0, 1]; got {base_rate!r}.")
+    if isinstance(bins, (bool, np.bool_)) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ValueError(f"bins must be an integer >= 1; got {bins!r}.")
+    lo, hi = (float(v) for v in range)
+    if not lo < hi:
+        raise ValueError(f"range must be (low, high) with low < high; got {range!r}.")
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        for label, p in sets:
+            if w.shape != p.shape:
+                raise ValueError(f"sample_weight has {w.size} elements but probs[{label!r}] has {p.size}.")
+        if np.any(w < 0) or not np.all(np.isfinite(w)) or not w.sum() > 0:
+            raise ValueError("sample_weight must be finite, non-negative and have a positive sum.")
+
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    edges = np.linspace(lo, hi, int(bins) + 1)
+    for i, (label, p) in enumerate(sets):
+        color = colors[i % len(colors)]
+        mean = float(np.average(p, weights=w))
+        counts, _ = np.histogram(p, bins=edges, weights=w, density=density)
+        ax.stairs(counts, edges, color=color, fill=True, alpha=0.25)
+        ax.stairs(counts, edges, color=color, linewidth=1.5, label=f"{label} (mean {mean:.3f})")
+        ax.axvline(mean, color=color, linestyle=":", linewidth=1.5, zorder=3)
+    if base_rate is not None:
+        ax.axvline(base_rate, color="black", linewidth=2, zorder=1.5, label=f"true base rate ({base_rate:.3f})")
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("predicted probability")
+    ax.set_ylabel("density" if density else ("weight" if w is not None else "count"))
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title if title is not None else "Distribution of predicted probabilities")
+    return fig, ax

@@ -1,0 +1,146 @@
+"""CalibratedClassifierCV against scikit-learn's, and nested cross-validated evaluation."""
+
+import pickle
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV as SkCalibratedClassifierCV
+from sklearn.datasets import make_classification
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold
+from sklearn.naive_bayes import GaussianNB
+from sklearn.svm import LinearSVC
+
+import fastcal
+from fastcal.calibration import CalibratedClassifierCV, cross_val_calibration_report
+
+TOL = {"sigmoid": 1e-5, "isotonic": 1e-8, "temperature": 1e-5}
+
+
+def data(n_classes, n=600, seed=0):
+    return make_classification(n_samples=n, n_features=8, n_informative=5, n_redundant=1,
+                               n_classes=n_classes, n_clusters_per_class=1, random_state=seed)
+
+
+ESTIMATORS = {
+    "LinearSVC": LinearSVC(random_state=0),
+    "GaussianNB": GaussianNB(),
+    "RandomForest": RandomForestClassifier(n_estimators=20, random_state=0),
+}
+
+
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic", "temperature"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+@pytest.mark.parametrize("ensemble", [True, False])
+def test_same_predictions_as_sklearn(method, n_classes, name, ensemble):
+    X, y = data(n_classes)
+    X_test, _ = data(n_classes, n=200, seed=1)
+    est = ESTIMATORS[name]
+    ours = CalibratedClassifierCV(clone(est), method=method, cv=3, ensemble=ensemble).fit(X, y)
+    theirs = SkCalibratedClassifierCV(clone(est), method=method, cv=3, ensemble=ensemble).fit(X, y)
+    assert_array_equal(ours.classes_, theirs.classes_)
+    assert len(ours.calibrated_classifiers_) == len(theirs.calibrated_classifiers_)
+    assert_allclose(ours.predict_proba(X_test), theirs.predict_proba(X_test), rtol=0, atol=TOL[method])
+
+
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic", "temperature"])
+def test_frozen_estimator_and_weights_like_sklearn(method):
+    X, y = data(2)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    model = LogisticRegression().fit(X[:300], y[:300])
+    # Both warn that a frozen estimator does not take the weights.
+    with pytest.warns(UserWarning, match="does not appear to accept sample_weight"):
+        ours = CalibratedClassifierCV(FrozenEstimator(model), method=method).fit(X[300:], y[300:],
+                                                                                 sample_weight=w[300:])
+    with pytest.warns(UserWarning, match="does not appear to accept sample_weight"):
+        theirs = SkCalibratedClassifierCV(FrozenEstimator(model), method=method).fit(X[300:], y[300:],
+                                                                                     sample_weight=w[300:])
+    assert len(ours.calibrated_classifiers_) == 1
+    assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=TOL[method])
+    assert_array_equal(ours.predict(X), theirs.predict(X))
+
+
+def test_string_labels_and_pickle():
+    X, y = data(3)
+    labels = np.array(["ant", "bee", "cat"])[y]
+    ours = CalibratedClassifierCV(GaussianNB(), method="temperature", cv=3).fit(X, labels)
+    theirs = SkCalibratedClassifierCV(GaussianNB(), method="temperature", cv=3).fit(X, labels)
+    assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-5)
+    assert set(ours.predict(X)) <= set(labels)
+    restored = pickle.loads(pickle.dumps(ours))
+    assert_array_equal(restored.predict_proba(X), ours.predict_proba(X))
+
+
+def test_prior_correction():
+    X, y = data(2, n=2000)
+    base = CalibratedClassifierCV(GaussianNB(), method="isotonic", cv=3).fit(X, y)
+    rate = CalibratedClassifierCV(GaussianNB(), method="isotonic", cv=3, prior_correction=0.25).fit(X, y)
+    p, q = base.predict_proba(X)[:, 1], rate.predict_proba(X)[:, 1]
+    assert_allclose(q, fastcal.correct_negative_sampling(p, 0.25), rtol=1e-12)
+    assert_allclose(rate.predict_proba(X).sum(axis=1), 1.0)
+    priors = CalibratedClassifierCV(GaussianNB(), method="isotonic", cv=3, prior_correction=[0.9, 0.1]).fit(X, y)
+    assert_allclose(priors.predict_proba(X),
+                    fastcal.adjust_priors(base.predict_proba(X), base.train_priors_, np.array([0.9, 0.1])),
+                    rtol=1e-12)
+    assert priors.predict_proba(X)[:, 1].mean() < p.mean()
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(method="beta"), "method must be one of"),
+        (dict(ensemble="yes"), "ensemble must be"),
+        (dict(prior_correction=1.5), r"rate must be in \(0, 1\]"),
+        (dict(prior_correction=[0.2, 0.3, 0.5]), "2 class priors"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    X, y = data(2)
+    with pytest.raises(ValueError, match=match):
+        CalibratedClassifierCV(GaussianNB(), **kwargs).fit(X, y)
+
+
+def test_class_missing_from_a_fold_is_a_clear_error():
+    X, y = data(3, n=90)
+    order = np.argsort(y, kind="stable")  # unshuffled KFold: each class confined to one fold
+    with pytest.raises(ValueError, match="missing from the training part of fold 0"):
+        CalibratedClassifierCV(GaussianNB(), cv=KFold(3)).fit(X[order], y[order])
+
+
+def test_unfitted_use_is_a_clear_error():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        CalibratedClassifierCV(GaussianNB()).predict_proba(np.zeros((1, 8)))
+    X, y = data(2)
+    with pytest.raises(NotFittedError):
+        CalibratedClassifierCV(FrozenEstimator(GaussianNB())).fit(X, y)
+
+
+def test_lazy_access_from_the_package():
+    assert fastcal.CalibratedClassifierCV is CalibratedClassifierCV
+    assert fastcal.cross_val_calibration_report is cross_val_calibration_report
+
+
+def test_nested_evaluation_is_less_optimistic_than_in_sample():
+    X, y = make_classification(n_samples=3000, n_features=10, n_informative=4, weights=[0.8, 0.2],
+                               flip_y=0.1, random_state=3)
+    est = RandomForestClassifier(n_estimators=30, min_samples_leaf=3, random_state=0)
+    report = cross_val_calibration_report(est, X, y, method="isotonic", cv=3, inner_cv=3)
+    assert len(report.folds) == 3 and report.after.n == 3000
+    # In-sample: calibrator fitted on the very predictions it is scored on.
+    model = clone(est).fit(X, y)
+    p = model.predict_proba(X)[:, 1]
+    in_sample = fastcal.IsotonicRegression(out_of_bounds="clip").fit(p, y).predict(p)
+    in_sample_report = fastcal.calibration_report(y, in_sample)
+    assert in_sample_report.brier < report.after.brier
+    assert in_sample_report.ece < report.after.ece
+    assert "before" in str(report) and "after" in str(report)
+    assert set(report.to_dict()) == {"before", "after", "folds"}
+    # Honest calibration helps the forest's held-out log loss.
+    assert report.after.log_loss < report.before.log_loss

@@ -1,0 +1,656 @@
+"""Diagnostics: against scikit-learn, a naive reference (tests/naive_metrics.py) and the invariants."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn import metrics as skm
+from sklearn.calibration import calibration_curve as sk_calibration_curve
+
+import fastcal
+from fastcal import _metrics_kernels as K
+from fastcal import metrics as M
+
+from . import naive_metrics as naive
+
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+# ---------------------------------------------------------------------------
+# data
+# ---------------------------------------------------------------------------
+@st.composite
+def probabilities(draw, min_size=1, max_size=400, weighted=False):
+    """``(y, p, w)``: probabilities with ties, values exactly on bin edges, 0 and 1; labels; weights."""
+    n = draw(st.integers(min_size, max_size))
+    dtype = draw(st.sampled_from([np.float32, np.float64]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    kind = draw(st.sampled_from(["continuous", "few", "edges", "extremes", "concentrated"]))
+    rng = np.random.default_rng(seed)
+    if kind == "continuous":
+        p = rng.random(n)
+    elif kind == "few":
+        p = rng.choice(rng.random(draw(st.integers(1, 4))), n)
+    elif kind == "edges":  # multiples of 1/k: exactly on uniform bin edges
+        k = draw(st.sampled_from([2, 3, 5, 10, 15]))
+        p = rng.integers(0, k + 1, n) / k
+    elif kind == "extremes":
+        p = rng.choice([0.0, 1.0, 0.5, 1e-300, 1 - 1e-16, 1e-8], n)
+    else:
+        p = rng.random(n) * 1e-3
+    p = p.astype(dtype)
+    label_dtype = draw(st.sampled_from([np.uint8, np.int64, bool, np.float64]))
+    y = (rng.random(n) < p.astype(np.float64) * 0.8 + 0.1).astype(label_dtype)
+    w = None
+    if weighted:
+        w = rng.uniform(0.1, 3.0, n)
+        if weighted == "zeros" and n > 1:
+            w[rng.random(n) < 0.3] = 0.0
+            w[0] = 1.0
+    return y, p, w
+
+
+def miscalibrated(n, dtype=np.float64, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0.0, 2.0, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-s / 2))).astype(np.uint8)
+    return y, (1 / (1 + np.exp(-s))).astype(dtype)
+
+
+n_bins_st = st.integers(1, 25)
+strategy_st = st.sampled_from(["uniform", "quantile"])
+
+
+# ---------------------------------------------------------------------------
+# calibration_curve
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=probabilities(), n_bins=n_bins_st, strategy=strategy_st)
+def test_calibration_curve_equals_sklearn(data, n_bins, strategy):
+    y, p, _ = data
+    expected = sk_calibration_curve(y, p, n_bins=n_bins, strategy=strategy)
+    got = M.calibration_curve(y, p, n_bins=n_bins, strategy=strategy)
+    assert len(got) == 2
+    for e, g in zip(expected, got):
+        assert g.shape == e.shape and g.dtype == np.float64
+        assert_allclose(g, e, rtol=0, atol=1e-12)
+
+
+@SETTINGS
+@given(data=probabilities(weighted="zeros"), n_bins=n_bins_st, strategy=strategy_st)
+def test_calibration_curve_equals_naive_weighted(data, n_bins, strategy):
+    y, p, w = data
+    prob_true, prob_pred, counts = M.calibration_curve(
+        y, p, n_bins=n_bins, strategy=strategy, sample_weight=w, return_counts=True
+    )
+    e_true, e_pred, e_counts = naive.calibration_curve(y, p, n_bins, strategy, w)
+    assert_allclose(prob_true, e_true, rtol=0, atol=1e-12)
+    assert_allclose(prob_pred, e_pred, rtol=0, atol=1e-12)
+    assert_allclose(counts, e_counts, rtol=1e-12)
+    assert counts.dtype == np.float64
+    assert math.isclose(counts.sum(), w.sum(), rel_tol=1e-12)
+    # invariants: averages stay inside [0, 1], predictions inside their bins
+    assert np.all((prob_true >= 0) & (prob_true <= 1))
+    e = naive.edges(p, n_bins, strategy)
+    nonempty = np.flatnonzero(naive.bins(y, p, n_bins, strategy, w)[:, 0] > 0)
+    assert np.all(prob_pred >= e[nonempty] - 1e-12) and np.all(prob_pred <= e[nonempty + 1] + 1e-12)
+
+
+@SETTINGS
+@given(data=probabilities(), n_bins=n_bins_st, strategy=strategy_st)
+def test_counts_and_unit_weights(data, n_bins, strategy):
+    y, p, _ = data
+    prob_true, prob_pred, counts = M.calibration_curve(y, p, n_bins=n_bins, strategy=strategy, return_counts=True)
+    assert counts.dtype == np.int64 and counts.sum() == len(p) and np.all(counts > 0)
+    ids = naive.bin_ids(p, naive.edges(p, n_bins, strategy))
+    expected = np.bincount(ids, minlength=n_bins)
+    assert_array_equal(counts, expected[expected > 0])
+    w_true, w_pred, w_counts = M.calibration_curve(
+        y, p, n_bins=n_bins, strategy=strategy, sample_weight=np.ones(len(p)), return_counts=True
+    )
+    assert_array_equal(w_true, prob_true)
+    assert_array_equal(w_pred, prob_pred)
+    assert_array_equal(w_counts, counts)
+
+
+def test_integer_weights_equal_repeated_rows():
+    rng = np.random.default_rng(3)
+    y, p = miscalibrated(500)
+    w = rng.integers(0, 4, 500)
+    a = M.calibration_curve(y, p, n_bins=7, sample_weight=w, return_counts=True)
+    b = M.calibration_curve(np.repeat(y, w), np.repeat(p, w), n_bins=7, return_counts=True)
+    for u, v in zip(a, b):
+        assert_allclose(u, v, rtol=1e-13)
+
+
+def test_calibration_curve_docstring_example_and_big_float32():
+    y_true = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1])
+    y_pred = np.array([0.1, 0.2, 0.3, 0.4, 0.65, 0.7, 0.8, 0.9, 1.0])
+    for strategy in ("uniform", "quantile"):
+        for n_bins in (1, 3, 5, 9, 20):
+            e = sk_calibration_curve(y_true, y_pred, n_bins=n_bins, strategy=strategy)
+            g = M.calibration_curve(y_true, y_pred, n_bins=n_bins, strategy=strategy)
+            assert_allclose(g[0], e[0], atol=1e-12)
+            assert_allclose(g[1], e[1], atol=1e-12)
+    # parallel path, float32 and ties, against scikit-learn
+    y, p = miscalibrated(200_003, np.float32, seed=1)
+    p[::7] = np.round(p[::7], 2)
+    for strategy in ("uniform", "quantile"):
+        e = sk_calibration_curve(y, p, n_bins=13, strategy=strategy)
+        g = M.calibration_curve(y, p, n_bins=13, strategy=strategy)
+        assert_allclose(g[0], e[0], rtol=0, atol=1e-12)
+        assert_allclose(g[1], e[1], rtol=0, atol=1e-12)
+
+
+def test_values_on_and_next_to_edges():
+    """Every uniform edge, and its float neighbours, lands in scikit-learn's bin."""
+    for n_bins in (1, 2, 3, 7, 10, 15, 100, 1000, 4097):
+        e = np.linspace(0, 1, n_bins + 1)
+        p = np.concatenate([e, np.nextafter(e, 0), np.nextafter(e, 1)])
+        p = np.clip(p, 0, 1)
+        for dtype in (np.float64, np.float32):
+            q = p.astype(dtype)
+            y = np.arange(len(q)) % 2
+            _, _, counts = M.calibration_curve(y, q, n_bins=n_bins, return_counts=True)
+            expected = np.bincount(np.searchsorted(e[1:-1], q), minlength=n_bins)
+            assert_array_equal(counts, expected[expected > 0])
+
+
+def test_bin_lookup_table_falls_back_to_search():
+    """A coarse lookup grid forces the binary search between table bounds; same bins."""
+    rng = np.random.default_rng(0)
+    p = np.sort(rng.random(5000))
+    for n_bins in (2, 9, 64):
+        e = np.sort(np.concatenate([[0.0], rng.random(n_bins - 1), [1.0]]))
+        for grid in (1, 2, 8, None):
+            lut, g = K.bin_lookup_table(e, grid)
+            ids = np.array([K._bin_of(x, e, lut, g) for x in p[::10]])
+            assert_array_equal(ids, np.searchsorted(e[1:-1], p[::10]))
+
+
+def test_empty_bins_dropped_not_nan():
+    p = np.array([0.05, 0.06, 0.95, 0.97])
+    y = np.array([0, 0, 1, 1])
+    prob_true, prob_pred, counts = M.calibration_curve(y, p, n_bins=10, return_counts=True)
+    assert_array_equal(counts, [2, 2])
+    assert not np.isnan(prob_true).any() and not np.isnan(prob_pred).any()
+    # a bin whose samples all have weight 0 is empty
+    prob_true, _, counts = M.calibration_curve(y, p, n_bins=10, sample_weight=[0, 0, 1, 1], return_counts=True)
+    assert_array_equal(counts, [2.0])
+    assert_array_equal(prob_true, [1.0])
+
+
+# ---------------------------------------------------------------------------
+# labels
+# ---------------------------------------------------------------------------
+def test_labels_like_sklearn():
+    p = np.array([0.1, 0.6, 0.8, 0.3, 0.9])
+    y01 = np.array([0, 1, 1, 0, 1])
+    ref = sk_calibration_curve(y01, p, n_bins=3)
+    cases = [
+        (y01.astype(bool), None),
+        (y01.astype(np.float32), None),
+        (np.where(y01 == 1, 1, -1), None),
+        (np.where(y01 == 1, "spam", "ham"), "spam"),
+        (np.where(y01 == 1, 2, 7), 2),
+        (np.where(y01 == 1, 0, 1), 0),
+        (y01, 1),
+        (y01, True),
+    ]
+    for y, pos_label in cases:
+        got = M.calibration_curve(y, p, n_bins=3, pos_label=pos_label)
+        assert_allclose(got[0], ref[0])
+        assert_allclose(got[1], ref[1])
+        assert math.isclose(M.brier_score_loss(y, p, pos_label=pos_label), skm.brier_score_loss(y01, p))
+    # a single class is allowed (as in scikit-learn's calibration_curve)
+    assert_allclose(M.calibration_curve(np.zeros(5), p, n_bins=2)[0], [0.0, 0.0])
+    assert_allclose(M.calibration_curve(-np.ones(5), p, n_bins=2)[0], [0.0, 0.0])
+    with pytest.raises(ValueError, match="y_true.*pos_label"):
+        M.calibration_curve(np.where(y01 == 1, 2, 7), p)
+    with pytest.raises(ValueError, match="y_true.*pos_label"):
+        M.calibration_curve(np.where(y01 == 1, "a", "b"), p)
+    with pytest.raises(ValueError, match="y_true must hold binary labels"):
+        M.calibration_curve([0, 1, 2, 1, 0], p)
+    with pytest.raises(ValueError, match="y_true must hold binary labels"):
+        M.calibration_curve([0, 1, 2, 1, 0], p, pos_label=1)
+    with pytest.raises(ValueError, match="y_true must not contain NaN"):
+        M.calibration_curve([0, 1, np.nan, 1, 0], p)
+    with pytest.raises(ValueError, match="pos_label"):
+        M.calibration_curve(y01, p, pos_label=[1])
+
+
+# ---------------------------------------------------------------------------
+# quantile edges: bit-identical to np.percentile, by selection
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=probabilities(max_size=3000), n_bins=st.integers(1, 40), small=st.booleans())
+def test_percentile_edges_bitwise(data, n_bins, small):
+    _, p, _ = data
+    old = M._SELECT_MIN_SIZE
+    if small:  # force the bucket-selection path on small arrays
+        M._SELECT_MIN_SIZE = 1
+    try:
+        got = M._percentile_edges(p, n_bins, float(p.min()), float(p.max()))
+    finally:
+        M._SELECT_MIN_SIZE = old
+    expected = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
+    assert got.dtype == expected.dtype
+    assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["spread", "ties", "concentrated", "adjacent", "subnormal"])
+def test_percentile_edges_bitwise_large(dtype, kind):
+    rng = np.random.default_rng(11)
+    n = 300_001
+    if kind == "spread":
+        _, p = miscalibrated(n, dtype)
+    elif kind == "ties":
+        p = rng.choice(rng.random(30), n).astype(dtype)
+    elif kind == "concentrated":  # almost everything in one bucket, plus an outlier
+        p = (0.5 + rng.random(n) * 1e-9).astype(dtype)
+        p[7] = 1.0
+    elif kind == "adjacent":  # two neighbouring floats
+        p = np.where(rng.random(n) < 0.3, dtype(0.5), np.nextafter(dtype(0.5), dtype(1)))
+    else:  # a subnormal range: hi - lo cannot be scaled to the buckets
+        p = rng.choice(np.array([0.0, 5e-324, 1e-323]), n).astype(np.float64)
+    x = p.copy()
+    for n_bins in (1, 2, 10, 37, 1000):
+        expected = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
+        assert_array_equal(M._percentile_edges(p, n_bins, float(p.min()), float(p.max())), expected)
+    assert_array_equal(p, x)  # input untouched
+
+
+def test_order_statistics_serial_equals_parallel():
+    rng = np.random.default_rng(5)
+    x = rng.random(200_000) ** 3
+    lo, hi = float(x.min()), float(x.max())
+    scale = M._NBUCKETS / (hi - lo)
+    h_s = K.bucket_hist_serial(x, lo, scale, M._NBUCKETS, 7)
+    h_p = K.bucket_hist_parallel(x, lo, scale, M._NBUCKETS, 7)
+    assert_array_equal(h_s, h_p)
+    assert h_s.sum() == x.size
+    slot = np.full(M._NBUCKETS, -1, dtype=np.int64)
+    marked = np.array([0, 3, 500, M._NBUCKETS - 1])
+    slot[marked] = np.arange(4)
+    sizes = h_s[:, marked].sum(axis=0)
+    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    pos = start[None, :] + np.cumsum(h_s[:, marked], axis=0) - h_s[:, marked]
+    outs = []
+    for f in (K.gather_buckets_serial, K.gather_buckets_parallel):
+        out = np.empty(sizes.sum())
+        f(x, lo, scale, slot, np.ascontiguousarray(pos), out)
+        outs.append(out)
+    assert_array_equal(outs[0], outs[1])
+    b = np.minimum(((x - lo) * scale).astype(np.int64), M._NBUCKETS - 1)
+    assert_array_equal(np.sort(outs[0]), np.sort(x[np.isin(b, marked)]))
+
+
+# ---------------------------------------------------------------------------
+# one pass: serial and parallel identical
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bin_stats_serial_equals_parallel(weighted, dtype):
+    y, p = miscalibrated(150_001, dtype, seed=2)
+    w = np.random.default_rng(0).random(p.size).astype(dtype) if weighted else None
+    for edges in (np.linspace(0, 1, 11), M._percentile_edges(p, 20, float(p.min()), float(p.max()))):
+        lut, grid = K.bin_lookup_table(edges)
+        ref = 0.5 * (edges[1:] + edges[:-1])
+        one = p.dtype.type(1)
+        eps = p.dtype.type(np.finfo(p.dtype).eps)
+        for nchunks in (1, 5, 64):
+            args = (p, y, w, edges, lut, grid, ref, True, True, True, one, eps, one - eps, nchunks)
+            a = K.bin_stats_serial(*args)
+            b = K.bin_stats_parallel(*args)
+            assert_array_equal(a, b)
+        assert a[:, K.W].sum() == (p.size if w is None else a[:, K.W].sum())
+    # the public functions use the parallel kernel at this size: same as the naive reference
+    e_true, e_pred, _ = naive.calibration_curve(y, p, 11, "quantile", w)
+    got = M.calibration_curve(y, p, n_bins=11, strategy="quantile", sample_weight=w)
+    assert_allclose(got[0], e_true, atol=1e-12)
+    assert_allclose(got[1], e_pred, atol=1e-12)
+
+
+def test_result_does_not_depend_on_thread_count():
+    import numba
+
+    y, p = miscalibrated(100_000)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in range(1, before + 1):
+            numba.set_num_threads(threads)
+            results.append(M.brier_decomposition(y, p, n_bins=12))
+    finally:
+        numba.set_num_threads(before)
+    assert all(r == results[0] for r in results)
+
+
+# ---------------------------------------------------------------------------
+# Brier score and log loss
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=probabilities(weighted=True), use_weights=st.booleans())
+def test_brier_and_log_loss(data, use_weights):
+    y, p, w = data
+    w = w if use_weights else None
+    brier = M.brier_score_loss(y, p, sample_weight=w)
+    ll = M.log_loss(y, p, sample_weight=w)
+    assert math.isclose(brier, naive.brier(y, p, w), rel_tol=1e-12, abs_tol=1e-15)
+    assert math.isclose(ll, naive.log_loss(y, p, w), rel_tol=1e-12, abs_tol=1e-15)
+    assert 0 <= brier <= 1 and ll >= 0
+    classes = np.unique(np.asarray(y))
+    if p.dtype == np.float64:
+        assert math.isclose(brier, skm.brier_score_loss(y, p, sample_weight=w), rel_tol=1e-12, abs_tol=1e-15)
+        if classes.size == 2:
+            assert math.isclose(ll, skm.log_loss(y, p, sample_weight=w), rel_tol=1e-12, abs_tol=1e-15)
+    else:  # scikit-learn sums float32 in float32; fastcal in float64
+        assert math.isclose(brier, skm.brier_score_loss(y, p, sample_weight=w), rel_tol=1e-5, abs_tol=1e-6)
+        if classes.size == 2:
+            assert math.isclose(ll, skm.log_loss(y, p, sample_weight=w), rel_tol=1e-5, abs_tol=1e-6)
+
+
+def test_log_loss_clipping_like_sklearn():
+    y = np.array([1, 0, 1, 0, 1, 0])
+    p = np.array([0.0, 1.0, 1.0, 0.0, 1e-20, 1 - 1e-17])
+    for dtype in (np.float64, np.float32):
+        q = p.astype(dtype)
+        eps = np.finfo(dtype).eps
+        expected = -np.mean(np.log([eps, eps, 1 - eps, 1 - eps, eps, eps]).astype(np.float64))
+        assert math.isclose(M.log_loss(y, q), naive.log_loss(y, q), rel_tol=1e-12)
+        assert math.isclose(M.log_loss(y, q), skm.log_loss(y, q), rel_tol=1e-6)
+        assert math.isclose(M.log_loss(y, q), expected, rel_tol=1e-6)
+    assert math.isclose(M.log_loss(y, p), skm.log_loss(y, p), rel_tol=1e-12)
+    assert math.isclose(M.log_loss(y, p, normalize=False), skm.log_loss(y, p, normalize=False), rel_tol=1e-12)
+
+
+def test_losses_large_parallel():
+    y, p = miscalibrated(300_000)
+    w = np.random.default_rng(1).random(p.size)
+    for sw in (None, w):
+        ours = M.brier_score_loss(y, p, sample_weight=sw)
+        assert math.isclose(ours, skm.brier_score_loss(y, p, sample_weight=sw), rel_tol=1e-12)
+        ours = M.log_loss(y, p, sample_weight=sw)
+        assert math.isclose(ours, skm.log_loss(y, p, sample_weight=sw), rel_tol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Brier decomposition and ECE
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=probabilities(weighted="zeros"), n_bins=n_bins_st, strategy=strategy_st, use_weights=st.booleans())
+def test_brier_decomposition(data, n_bins, strategy, use_weights):
+    y, p, w = data
+    w = w if use_weights else None
+    d = M.brier_decomposition(y, p, n_bins=n_bins, strategy=strategy, sample_weight=w)
+    total = d.reliability - d.resolution + d.uncertainty + d.within_bin_variance - d.within_bin_covariance
+    assert abs(total - d.brier) <= 1e-12
+    assert math.isclose(d.brier, M.brier_score_loss(y, p, sample_weight=w), rel_tol=1e-12, abs_tol=1e-15)
+    ref = naive.brier_decomposition(y, p, n_bins, strategy, w)
+    for name, value in d._asdict().items():
+        assert math.isclose(value, ref[name], rel_tol=1e-9, abs_tol=1e-12), name
+    assert d.reliability >= 0 and d.resolution >= 0 and d.within_bin_variance >= 0
+    assert 0 <= d.uncertainty <= 0.25
+    rmsce = M.expected_calibration_error(y, p, n_bins=n_bins, strategy=strategy, norm="l2", sample_weight=w)
+    assert math.isclose(rmsce**2, d.reliability, rel_tol=1e-9, abs_tol=1e-15)
+
+
+def test_murphy_identity_when_bins_are_constant():
+    """With one prediction value per bin the extra terms vanish: BS = REL - RES + UNC."""
+    rng = np.random.default_rng(4)
+    p = rng.choice(np.linspace(0.05, 0.95, 10), 10_000)
+    y = (rng.random(p.size) < p**1.3).astype(np.int8)
+    d = M.brier_decomposition(y, p, n_bins=10)
+    assert d.within_bin_variance == pytest.approx(0, abs=1e-15)
+    assert d.within_bin_covariance == pytest.approx(0, abs=1e-15)
+    assert d.brier == pytest.approx(d.reliability - d.resolution + d.uncertainty, abs=1e-14)
+
+
+@SETTINGS
+@given(data=probabilities(weighted="zeros"), n_bins=n_bins_st, strategy=strategy_st, use_weights=st.booleans())
+def test_ece(data, n_bins, strategy, use_weights):
+    y, p, w = data
+    w = w if use_weights else None
+    values = {}
+    for norm in M.NORMS:
+        values[norm] = M.expected_calibration_error(y, p, n_bins=n_bins, strategy=strategy, norm=norm, sample_weight=w)
+        assert math.isclose(values[norm], naive.ece(y, p, n_bins, strategy, norm, w), rel_tol=1e-9, abs_tol=1e-12)
+        assert not math.isnan(values[norm])
+    assert 0 <= values["l1"] <= values["l2"] + 1e-15 <= values["max"] + 2e-15 <= 1 + 2e-15
+
+
+def test_ece_defaults_and_perfect_calibration():
+    assert M.expected_calibration_error([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.4], n_bins=2) == pytest.approx(0.275)
+    # in each bin the frequency equals the prediction
+    p = np.repeat([0.25, 0.75], 4)
+    y = np.array([1, 0, 0, 0, 1, 1, 1, 0])
+    for norm in M.NORMS:
+        assert M.expected_calibration_error(y, p, norm=norm) == pytest.approx(0, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# ROC AUC
+# ---------------------------------------------------------------------------
+@SETTINGS
+@given(data=probabilities(min_size=2, weighted=True), use_weights=st.booleans(), flip=st.booleans())
+def test_roc_auc(data, use_weights, flip):
+    y, p, w = data
+    y = np.asarray(y).astype(np.int64)
+    if y.min() == y.max():
+        y[0] = 1 - y[0]
+    w = w if use_weights else None
+    s = -p if flip else p  # scores need not be probabilities
+    auc = M.roc_auc_score(y, s, sample_weight=w)
+    assert math.isclose(auc, skm.roc_auc_score(y, s, sample_weight=w), rel_tol=1e-12, abs_tol=1e-15)
+    assert math.isclose(auc, naive.auc(y, s, w), rel_tol=1e-12, abs_tol=1e-15)
+    # invariants: reversing the scores, or the labels, gives 1 - AUC
+    assert math.isclose(M.roc_auc_score(y, -s, sample_weight=w), 1 - auc, abs_tol=1e-12)
+    assert math.isclose(M.roc_auc_score(1 - y, s, sample_weight=w), 1 - auc, abs_tol=1e-12)
+
+
+def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
+    y, p = miscalibrated(70_001, np.float32, seed=9)
+    p[::3] = np.round(p[::3], 3)  # ties, also across classes and at the range pivots
+    expected = skm.roc_auc_score(y, p)
+    assert math.isclose(M.roc_auc_score(y, p), expected, rel_tol=1e-12)
+    monkeypatch.setattr(M, "_THREADED_SORT_MIN_SIZE", 1)
+    for threads in (2, 3, 7):  # value ranges: one per thread
+        monkeypatch.setattr(M.numba, "get_num_threads", lambda: threads)
+        assert math.isclose(M.roc_auc_score(y, p), expected, rel_tol=1e-12)
+        assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), rel_tol=1e-12)
+        q = np.round(p, 1)  # heavy ties: pivots coincide
+        assert math.isclose(M.roc_auc_score(y, q), skm.roc_auc_score(y, q), rel_tol=1e-12)
+    # the kernels: serial == parallel, regions hold exactly the right values in input order
+    pivots = np.array([0.2, 0.5, 0.5000001])
+    counts = K.region_counts_serial(p, y, pivots, 5)
+    assert_array_equal(counts, K.region_counts_parallel(p, y, pivots, 5))
+    sizes = counts.sum(axis=0)
+    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    outs = []
+    for f in (K.scatter_regions_serial, K.scatter_regions_parallel):
+        offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
+        out = np.empty_like(p)
+        f(p, y, pivots, offsets, out)
+        outs.append(out)
+    assert_array_equal(outs[0], outs[1])
+    r = np.searchsorted(pivots, p, side="right")
+    for g in range(8):
+        label, rng = divmod(g, 4)
+        assert_array_equal(outs[0][start[g] : start[g] + sizes[g]], p[(y == label) & (r == rng)])
+
+
+def test_roc_auc_one_class():
+    with pytest.raises(ValueError, match="Only one class"):
+        M.roc_auc_score([1, 1, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="Only one class"):
+        M.roc_auc_score([1, 0, 1], [0.1, 0.2, 0.3], sample_weight=[1, 0, 1])
+
+
+# ---------------------------------------------------------------------------
+# bad input, input handling
+# ---------------------------------------------------------------------------
+PUBLIC = [
+    M.calibration_curve,
+    M.brier_score_loss,
+    M.log_loss,
+    M.brier_decomposition,
+    M.expected_calibration_error,
+]
+
+
+@pytest.mark.parametrize("func", PUBLIC + [M.roc_auc_score])
+def test_bad_input_names_the_argument(func):
+    y = np.array([0, 1, 1, 0])
+    p = np.array([0.1, 0.9, 0.6, 0.4])
+    name = "y_score" if func is M.roc_auc_score else "y_prob"
+    with pytest.raises(ValueError, match=f"{name} must be finite.*NaN"):
+        func(y, np.array([0.1, np.nan, 0.2, 0.3]))
+    with pytest.raises(ValueError, match=f"{name} must be finite.*infinity"):
+        func(y, np.array([0.1, np.inf, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="y_true.*y_prob|y_true.*y_score"):
+        func(y, p[:3])
+    with pytest.raises(ValueError, match="y_true"):
+        func(np.array([0, 1, 2, 0]), p)
+    with pytest.raises(ValueError, match="sample_weight"):
+        func(y, p, sample_weight=[1, -1, 1, 1])
+    with pytest.raises(ValueError, match="sample_weight"):
+        func(y, p, sample_weight=[1, 1, 1])
+    with pytest.raises(ValueError, match="y_true must have at least 1 element"):
+        func(np.empty(0), np.empty(0))
+    with pytest.raises(ValueError, match=name):
+        func(y, p.reshape(2, 2))
+    if func is not M.roc_auc_score:
+        with pytest.raises(ValueError, match="y_prob has values outside \\[0, 1\\]"):
+            func(y, np.array([0.1, 1.2, 0.2, 0.3]))
+        with pytest.raises(ValueError, match="y_prob has values outside \\[0, 1\\]"):
+            func(y, np.array([0.1, -1e-9, 0.2, 0.3]))
+    else:
+        assert M.roc_auc_score(y, p * 100 - 7) == M.roc_auc_score(y, p)
+
+
+@pytest.mark.parametrize("func", [M.calibration_curve, M.brier_decomposition, M.expected_calibration_error])
+def test_bad_parameters(func):
+    y = np.array([0, 1, 1, 0])
+    p = np.array([0.1, 0.9, 0.6, 0.4])
+    for n_bins in (0, -3, 2.5, True, "5", None):
+        with pytest.raises(ValueError, match="n_bins"):
+            func(y, p, n_bins=n_bins)
+    with pytest.raises(ValueError, match="strategy"):
+        func(y, p, strategy="kmeans")
+    if func is M.expected_calibration_error:
+        with pytest.raises(ValueError, match="norm"):
+            func(y, p, norm="l3")
+    if func is M.calibration_curve:
+        with pytest.raises(ValueError, match="return_counts"):
+            func(y, p, return_counts="yes")
+
+
+def test_input_handling():
+    y, p = miscalibrated(1000)
+    w = np.random.default_rng(0).random(1000)
+    expected = M.calibration_curve(y, p, n_bins=8, strategy="quantile", sample_weight=w)
+    ro = [a.copy() for a in (y, p, w)]
+    for a in ro:
+        a.flags.writeable = False
+    got = M.calibration_curve(*ro[:2], n_bins=8, strategy="quantile", sample_weight=ro[2])
+    assert_array_equal(got[0], expected[0])
+    # strided and column input, lists, big-endian
+    big = np.empty((2000, 2))
+    big[::2, 0] = p
+    strided = big[::2, 0]
+    got = M.calibration_curve(y.reshape(-1, 1), strided, n_bins=8, strategy="quantile", sample_weight=w)
+    assert_array_equal(got[1], expected[1])
+    got = M.calibration_curve(y.tolist(), p.astype(">f8"), n_bins=8, strategy="quantile", sample_weight=list(w))
+    assert_array_equal(got[1], expected[1])
+    # inputs are never modified
+    copies = [a.copy() for a in (y, p, w)]
+    M.calibration_curve(y, p, n_bins=8, strategy="quantile", sample_weight=w)
+    M.roc_auc_score(y, p)
+    M.roc_auc_score(y, p, sample_weight=w)
+    for a, b in zip(copies, (y, p, w)):
+        assert_array_equal(a, b)
+
+
+def test_doctests():
+    result = doctest.testmod(M, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 6 and result.failed == 0
+
+
+def test_exported():
+    for name in (
+        "calibration_curve",
+        "brier_score_loss",
+        "log_loss",
+        "brier_decomposition",
+        "expected_calibration_error",
+        "roc_auc_score",
+        "calibration_report",
+        "CalibrationReport",
+        "BrierDecomposition",
+    ):
+        assert getattr(fastcal, name) is getattr(M, name)
+
+
+# ---------------------------------------------------------------------------
+# the report
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+def test_calibration_report(weighted, strategy):
+    from fastcal.platt import calibration_slope_intercept
+
+    y, p = miscalibrated(5000, seed=7)
+    w = np.random.default_rng(2).uniform(0.5, 2, p.size) if weighted else None
+    r = M.calibration_report(y, p, sample_weight=w, n_bins=12, strategy=strategy)
+    kw = dict(sample_weight=w)
+    assert r.n == 5000 and r.n_bins == 12 and r.strategy == strategy
+    assert math.isclose(r.auc, skm.roc_auc_score(y, p, **kw), rel_tol=1e-12)
+    assert math.isclose(r.brier, skm.brier_score_loss(y, p, **kw), rel_tol=1e-12)
+    assert math.isclose(r.log_loss, skm.log_loss(y, p, **kw), rel_tol=1e-12)
+    ece_kw = dict(n_bins=12, strategy=strategy, sample_weight=w)
+    assert r.ece == M.expected_calibration_error(y, p, norm="l1", **ece_kw)
+    assert r.rmsce == M.expected_calibration_error(y, p, norm="l2", **ece_kw)
+    assert r.mce == M.expected_calibration_error(y, p, norm="max", **ece_kw)
+    d = M.brier_decomposition(y, p, n_bins=12, strategy=strategy, sample_weight=w)
+    for name in ("reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance"):
+        assert getattr(r, name) == getattr(d, name)
+    fit = calibration_slope_intercept(y, p, sample_weight=w)
+    assert r.slope == float(fit.slope) and r.intercept == float(fit.intercept)
+    assert r.calibration_in_the_large == float(fit.calibration_in_the_large)
+    # the model is over-confident: slope well below 1
+    assert 0.3 < r.slope < 0.7
+    ww = np.ones(p.size) if w is None else w
+    assert math.isclose(r.base_rate, np.average(y, weights=ww), rel_tol=1e-12)
+    assert math.isclose(r.mean_prediction, np.average(p, weights=ww), rel_tol=1e-12)
+    assert math.isclose(r.weight_sum, ww.sum(), rel_tol=1e-12)
+    curve = M.calibration_curve(y, p, n_bins=12, strategy=strategy, sample_weight=w, return_counts=True)
+    assert_array_equal(r.prob_true, curve[0])
+    assert_array_equal(r.prob_pred, curve[1])
+    assert_allclose(r.bin_weights[r.bin_weights > 0], curve[2])
+    assert r.bin_edges.shape == (13,)
+    d = r.to_dict()
+    assert json.loads(json.dumps(d))["auc"] == r.auc
+    assert set(d) >= {"n", "auc", "brier", "log_loss", "ece", "slope", "intercept", "calibration_in_the_large"}
+    text = str(r)
+    for label in ("ROC AUC", "Brier score", "log loss", "ECE", "calibration slope", "calibration-in-the-large"):
+        assert label in text
+    assert f"{r.auc:.6f}" in text and text.count("\n") > 25
+
+
+def test_calibration_report_empty_bins_and_one_class():
+    p = np.array([0.05, 0.06, 0.95, 0.97, 0.1, 0.9])
+    y = np.array([0, 1, 1, 1, 0, 0])
+    r = M.calibration_report(y, p, n_bins=10)
+    assert r.bin_weights.tolist().count(0.0) == 7
+    assert "(empty)" in str(r)
+    assert not any(isinstance(v, float) and math.isnan(v) for v in r.to_dict().values())
+    with pytest.raises(ValueError, match="both classes"):
+        M.calibration_report(np.ones(6), p)

@@ -1,0 +1,116 @@
+"""Plots: they draw what they claim, save readable PNGs, and keep matplotlib out of ``import fastcal``."""
+
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from numpy.testing import assert_allclose  # noqa: E402
+
+import fastcal  # noqa: E402
+from fastcal import plot  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _data(n=20_000, seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0, 2, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-s / 2))).astype(int)
+    return y, 1 / (1 + np.exp(-s)), 1 / (1 + np.exp(-s / 2))
+
+
+def test_import_fastcal_does_not_import_matplotlib():
+    code = "import sys, fastcal, fastcal.metrics; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reliability_diagram(tmp_path):
+    y, p, q = _data()
+    fig, (ax, hist_ax) = plot.reliability_diagram(y, {"raw": p, "recalibrated": q}, n_bins=8)
+    lines = ax.get_lines()
+    assert len(lines) == 3  # diagonal + one curve per model
+    assert_allclose(lines[0].get_xydata(), [[0, 0], [1, 1]])
+    prob_true, prob_pred = fastcal.calibration_curve(y, p, n_bins=8)
+    assert_allclose(lines[1].get_xdata(), prob_pred)
+    assert_allclose(lines[1].get_ydata(), prob_true)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    ece = fastcal.expected_calibration_error(y, p, n_bins=8)
+    assert labels[1] == f"raw (ECE {ece:.3f})" and labels[2].startswith("recalibrated (ECE ")
+    # the histogram: one outline per model, total count n each
+    assert hist_ax is not None and len(hist_ax.patches) == 2
+    assert_allclose(hist_ax.patches[0].get_data().values.sum(), len(p))
+    path = tmp_path / "reliability.png"
+    fig.savefig(path, dpi=80)
+    assert path.stat().st_size > 10_000
+
+
+def test_reliability_diagram_options():
+    y, p, _ = _data(2000)
+    fig, (ax, hist_ax) = plot.reliability_diagram(y, p, show_histogram=False, strategy="quantile", title="t")
+    assert hist_ax is None and ax.get_title() == "t" and len(ax.get_lines()) == 2
+    fig2, given = plt.subplots(1, 2)
+    fig, (ax, hist_ax) = plot.reliability_diagram(
+        y, p, ax=given[0], hist_ax=given[1], sample_weight=np.full(p.size, 2.0), hist_log=True
+    )
+    assert fig is fig2 and ax is given[0] and hist_ax is given[1]
+    assert hist_ax.get_yscale() == "log" and hist_ax.get_ylabel() == "weight"
+    assert_allclose(hist_ax.patches[0].get_data().values.sum(), 2 * len(p))
+
+
+def test_probability_histogram(tmp_path):
+    rng = np.random.default_rng(1)
+    before = rng.beta(2, 5, 5000)
+    after = before / 3
+    fig, ax = plot.probability_histogram({"before": before, "after": after}, base_rate=0.1, bins=40)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [
+        f"before (mean {before.mean():.3f})",
+        f"after (mean {after.mean():.3f})",
+        "true base rate (0.100)",
+    ]
+    vertical = [line.get_xdata()[0] for line in ax.get_lines()]
+    assert_allclose(sorted(vertical), sorted([before.mean(), after.mean(), 0.1]))
+    path = tmp_path / "hist.png"
+    fig.savefig(path, dpi=80)
+    assert path.stat().st_size > 10_000
+    # single array, density, weights, zoomed range
+    fig, ax = plot.probability_histogram(after, density=True, range=(0, 0.5), log=True, sample_weight=np.ones(5000))
+    assert ax.get_xlim() == (0, 0.5) and ax.get_yscale() == "log" and ax.get_ylabel() == "density"
+
+
+def test_plot_bad_input():
+    y, p, _ = _data(100)
+    with pytest.raises(ValueError, match="y_prob\\['m'\\] has values outside"):
+        plot.reliability_diagram(y, {"m": p * 2})
+    with pytest.raises(ValueError, match="y_prob must not be an empty mapping"):
+        plot.reliability_diagram(y, {})
+    with pytest.raises(ValueError, match="n_bins"):
+        plot.reliability_diagram(y, p, n_bins=0)
+    with pytest.raises(ValueError, match="base_rate"):
+        plot.probability_histogram(p, base_rate=1.5)
+    with pytest.raises(ValueError, match="bins"):
+        plot.probability_histogram(p, bins=0)
+    with pytest.raises(ValueError, match="range"):
+        plot.probability_histogram(p, range=(1, 0))
+    with pytest.raises(ValueError, match="probs\\['model'\\] must be finite"):
+        plot.probability_histogram(np.array([0.1, np.nan]))
+    with pytest.raises(ValueError, match="sample_weight"):
+        plot.probability_histogram(p, sample_weight=np.ones(3))
+
+
+def test_doctests():
+    result = doctest.testmod(plot)
+    assert result.attempted >= 6 and result.failed == 0
