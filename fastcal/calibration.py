@@ -50,12 +50,14 @@ def _predictions(estimator, X):
     return pred, name
 
 
-def _new_calibrator(method):
+def _new_calibrator(method, response):
     if method == "isotonic":
         return IsotonicRegression(out_of_bounds="clip")
     if method == "sigmoid":
         return PlattScaling()
-    return TemperatureScaling()
+    # predict_proba output must be probabilities (an error if rows do not sum
+    # to 1); decision values follow scikit-learn's "auto" rule.
+    return TemperatureScaling(input_type="probabilities" if response == "predict_proba" else "auto")
 
 
 class _CalibratedPair:
@@ -78,12 +80,12 @@ class _CalibratedPair:
             if len(classes) == 2:
                 pos_class_indices = pos_class_indices[1:]
             for class_idx, pred in zip(pos_class_indices, predictions.T):
-                calibrators.append(_new_calibrator(method).fit(pred, Y[:, class_idx], sample_weight))
+                calibrators.append(_new_calibrator(method, response).fit(pred, Y[:, class_idx], sample_weight))
         else:
             if len(classes) == 2 and predictions.shape[1] == 1 and response == "predict_proba":
                 predictions = np.hstack([1 - predictions, predictions])
             y_encoded = LabelEncoder().fit(classes).transform(y)
-            calibrators.append(_new_calibrator(method).fit(predictions, y_encoded, sample_weight))
+            calibrators.append(_new_calibrator(method, response).fit(predictions, y_encoded, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
     def predict_proba(self, X):

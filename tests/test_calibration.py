@@ -112,6 +112,19 @@ def test_class_missing_from_a_fold_is_a_clear_error():
         CalibratedClassifierCV(GaussianNB(), cv=KFold(3)).fit(X[order], y[order])
 
 
+class _ImproperProba(GaussianNB):
+    """A classifier whose predict_proba rows do not sum to 1."""
+
+    def predict_proba(self, X):
+        return super().predict_proba(X) * 0.9
+
+
+def test_temperature_needs_proper_probabilities():
+    X, y = data(3)
+    with pytest.raises(ValueError, match="must sum to 1"):
+        CalibratedClassifierCV(_ImproperProba(), method="temperature", cv=3).fit(X, y)
+
+
 def test_unfitted_use_is_a_clear_error():
     from sklearn.exceptions import NotFittedError
 
