@@ -359,8 +359,12 @@ def _prep_chunk(s, y, w, lo, hi, iout, fout):
 
 
 @kernel
-def _merge_prep(ibuf, fbuf):
-    """Merge the blocks: sums of counts and weights, min/max of the keys."""
+def _merge_blocks(ibuf, fbuf):
+    """Merge the per-block results of the preparation and logit passes (same layout).
+
+    Columns 0-2 of ``ibuf`` are counts (summed), 3/5 minima and 4/6 maxima of
+    order keys; the columns of ``fbuf`` are weights (summed).
+    """
     iout = np.zeros(N_PREP_INT, dtype=np.int64)
     iout[3] = _INT64_MAX
     iout[4] = _INT64_MIN
@@ -389,7 +393,7 @@ def prep_serial(s, y, w, ibuf, fbuf):
     for c in range(ibuf.shape[0]):
         lo = c * CHUNK
         _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
-    return _merge_prep(ibuf, fbuf)
+    return _merge_blocks(ibuf, fbuf)
 
 
 @parallel_kernel
@@ -399,7 +403,7 @@ def prep_parallel(s, y, w, ibuf, fbuf):
     for c in prange(ibuf.shape[0]):
         lo = c * CHUNK
         _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
-    return _merge_prep(ibuf, fbuf)
+    return _merge_blocks(ibuf, fbuf)
 
 
 def key_to_float(key):
@@ -473,34 +477,13 @@ def _logit_chunk(y, p, w, eps, lo, hi, x, iout, fout):
 
 
 @kernel
-def _merge_logit(ibuf, fbuf):
-    """Merge the blocks: sums of counts and weights, min/max of the keys."""
-    iout = np.zeros(N_LOGIT_INT, dtype=np.int64)
-    iout[3] = _INT64_MAX
-    iout[4] = _INT64_MIN
-    iout[5] = _INT64_MAX
-    iout[6] = _INT64_MIN
-    fout = np.zeros(N_LOGIT_FLOAT)
-    for c in range(ibuf.shape[0]):
-        for j in range(3):
-            iout[j] += ibuf[c, j]
-        iout[3] = min(iout[3], ibuf[c, 3])
-        iout[4] = max(iout[4], ibuf[c, 4])
-        iout[5] = min(iout[5], ibuf[c, 5])
-        iout[6] = max(iout[6], ibuf[c, 6])
-        fout[0] += fbuf[c, 0]
-        fout[1] += fbuf[c, 1]
-    return iout, fout
-
-
-@kernel
 def logit_serial(y, p, w, eps, x, ibuf, fbuf):
     """Serial logit pass: fills ``x``, returns the merged ``(iout, fout)`` of :func:`_logit_chunk`."""
     n = p.shape[0]
     for c in range(ibuf.shape[0]):
         lo = c * CHUNK
         _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
-    return _merge_logit(ibuf, fbuf)
+    return _merge_blocks(ibuf, fbuf)
 
 
 @parallel_kernel
@@ -510,7 +493,7 @@ def logit_parallel(y, p, w, eps, x, ibuf, fbuf):
     for c in prange(ibuf.shape[0]):
         lo = c * CHUNK
         _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
-    return _merge_logit(ibuf, fbuf)
+    return _merge_blocks(ibuf, fbuf)
 
 
 # ---------------------------------------------------------------------------
