@@ -16,7 +16,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import LeaveOneOut, check_cv, cross_val_predict
-from sklearn.preprocessing import LabelEncoder, label_binarize
 from sklearn.svm import LinearSVC
 from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.multiclass import check_classification_targets
@@ -50,6 +49,12 @@ def _predictions(estimator, X):
     return pred, name
 
 
+def _calibrated_columns(estimator, classes):
+    """Index in ``classes`` of each column of the estimator's predictions (only the positive class for two)."""
+    columns = np.searchsorted(classes, estimator.classes_)
+    return columns[1:] if len(classes) == 2 else columns
+
+
 def _new_calibrator(method, response):
     if method == "isotonic":
         return IsotonicRegression(out_of_bounds="clip")
@@ -70,22 +75,17 @@ class _CalibratedPair:
         self.method = method
 
     @classmethod
-    def fit(cls, estimator, predictions, y, classes, method, sample_weight, response):
+    def fit(cls, estimator, predictions, y_idx, classes, method, sample_weight, response):
+        """Fit the calibrator(s) of ``estimator`` on its ``predictions`` of rows with class indices ``y_idx``."""
         calibrators = []
         if method in ("isotonic", "sigmoid"):
-            Y = label_binarize(y, classes=classes)
-            if len(classes) == 2 and Y.shape[1] == 1:
-                Y = np.hstack([1 - Y, Y])
-            pos_class_indices = LabelEncoder().fit(classes).transform(estimator.classes_)
-            if len(classes) == 2:
-                pos_class_indices = pos_class_indices[1:]
-            for class_idx, pred in zip(pos_class_indices, predictions.T):
-                calibrators.append(_new_calibrator(method, response).fit(pred, Y[:, class_idx], sample_weight))
+            for class_idx, pred in zip(_calibrated_columns(estimator, classes), predictions.T):
+                target = (y_idx == class_idx).view(np.uint8)
+                calibrators.append(_new_calibrator(method, response).fit(pred, target, sample_weight))
         else:
             if len(classes) == 2 and predictions.shape[1] == 1 and response == "predict_proba":
                 predictions = np.hstack([1 - predictions, predictions])
-            y_encoded = LabelEncoder().fit(classes).transform(y)
-            calibrators.append(_new_calibrator(method, response).fit(predictions, y_encoded, sample_weight))
+            calibrators.append(_new_calibrator(method, response).fit(predictions, y_idx, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
     def predict_proba(self, X):
@@ -97,10 +97,8 @@ class _CalibratedPair:
             proba = np.asarray(self.calibrators[0].predict_proba(predictions), dtype=np.float64)
         else:
             proba = np.zeros((predictions.shape[0], n_classes))
-            pos_class_indices = LabelEncoder().fit(self.classes).transform(self.estimator.classes_)
-            if n_classes == 2:
-                pos_class_indices = pos_class_indices[1:]
-            for class_idx, pred, calibrator in zip(pos_class_indices, predictions.T, self.calibrators):
+            columns = _calibrated_columns(self.estimator, self.classes)
+            for class_idx, pred, calibrator in zip(columns, predictions.T, self.calibrators):
                 proba[:, class_idx] = calibrator.predict(pred)
             if n_classes == 2:
                 proba[:, 0] = 1.0 - proba[:, 1]
@@ -190,15 +188,14 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         X, y = indexable(X, y)
         y = np.asarray(y)
         estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
+        self.classes_, y_idx = np.unique(y, return_inverse=True)  # what LabelEncoder does
         self._check_params(len(self.classes_))
         ensemble = self.ensemble
         if ensemble == "auto":
             ensemble = not isinstance(estimator, FrozenEstimator)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
-        counts = np.bincount(encoder.transform(y), weights=sample_weight, minlength=len(self.classes_))
+        counts = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
         self.train_priors_ = counts / counts.sum()
 
         fit_kwargs = dict(fit_params)
@@ -216,7 +213,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
                              "splits. Please use a cross-validation generator that allows all classes to "
                              "appear in every test and train split.")
         n_folds = self.cv if isinstance(self.cv, numbers.Integral) else getattr(self.cv, "n_splits", None)
-        if n_folds and np.any(np.unique(y, return_counts=True)[1] < n_folds):
+        if n_folds and np.any(np.bincount(y_idx) < n_folds):
             raise ValueError(f"Requesting {n_folds}-fold cross-validation but provided less than {n_folds} "
                              "examples for at least one class.")
         cv = check_cv(self.cv, y, classifier=True)
@@ -228,22 +225,28 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             for i, (train, test) in enumerate(splits):
                 self._check_fold(y, train, test, i)
             self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
-                delayed(_fit_pair)(clone(estimator), X, y, train, test, self.method, self.classes_,
+                delayed(_fit_pair)(clone(estimator), X, y, y_idx, train, test, self.method, self.classes_,
                                    sample_weight, fit_kwargs)
                 for train, test in splits
             )
         else:
             this = clone(estimator)
-            response = _response(this)
-            predictions = cross_val_predict(this, X, y, cv=cv, method=response, n_jobs=self.n_jobs,
-                                            params=fit_kwargs)
-            if len(self.classes_) == 2:
-                if response == "predict_proba":
-                    predictions = predictions[:, 1]
-                predictions = predictions.reshape(-1, 1)
-            this.fit(X, y, **fit_kwargs)
+            if isinstance(this, FrozenEstimator):
+                # Fitting a frozen estimator does nothing, so its cross-validated
+                # predictions are its predictions: skip the folds.
+                this.fit(X, y, **fit_kwargs)
+                predictions, response = _predictions(this, X)
+            else:
+                response = _response(this)
+                predictions = cross_val_predict(this, X, y, cv=cv, method=response, n_jobs=self.n_jobs,
+                                                params=fit_kwargs)
+                if len(self.classes_) == 2:
+                    if response == "predict_proba":
+                        predictions = predictions[:, 1]
+                    predictions = predictions.reshape(-1, 1)
+                this.fit(X, y, **fit_kwargs)
             self.calibrated_classifiers_ = [
-                _CalibratedPair.fit(this, predictions, y, self.classes_, self.method, sample_weight, response)
+                _CalibratedPair.fit(this, predictions, y_idx, self.classes_, self.method, sample_weight, response)
             ]
         first = self.calibrated_classifiers_[0].estimator
         if hasattr(first, "n_features_in_"):
@@ -287,14 +290,14 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
-def _fit_pair(estimator, X, y, train, test, method, classes, sample_weight, fit_kwargs):
+def _fit_pair(estimator, X, y, y_idx, train, test, method, classes, sample_weight, fit_kwargs):
     kwargs = dict(fit_kwargs)
     if "sample_weight" in kwargs:
         kwargs["sample_weight"] = sample_weight[train]
     estimator.fit(_safe_indexing(X, train), y[train], **kwargs)
     predictions, response = _predictions(estimator, _safe_indexing(X, test))
     sw_test = None if sample_weight is None else sample_weight[test]
-    return _CalibratedPair.fit(estimator, predictions, y[test], classes, method, sw_test, response)
+    return _CalibratedPair.fit(estimator, predictions, y_idx[test], classes, method, sw_test, response)
 
 
 @dataclass
