@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 
 import numpy as np
+
+from ._files import AtomicTarget
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
 
@@ -185,15 +185,13 @@ def _reject_constant(token):
 def save(estimator, path):
     """Write ``estimator`` to ``path`` as a fastcal model file (atomically: temporary file, then rename)."""
     text = json.dumps(to_dict(estimator), allow_nan=False, indent=1)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".fastcal-", suffix=".json.tmp")
+    target = AtomicTarget(path, ".json")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(target.tmp, "w", encoding="utf-8") as f:
             f.write(text)
-        os.replace(tmp, path)
+        target.commit()
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        target.abort()
         raise
 
 

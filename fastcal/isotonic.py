@@ -15,7 +15,6 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.optimize import OptimizeResult
 
 from . import _isotonic_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
@@ -115,6 +114,8 @@ def isotonic_regression(y, *, weights=None, increasing=True):
         x = x[::-1]
         w = w[::-1]
         r = r[-1] - r[::-1]
+    from scipy.optimize import OptimizeResult  # imported here: scipy.optimize takes 0.3 s to import
+
     return OptimizeResult(x=x, weights=w, blocks=r)
 
 
@@ -399,7 +400,8 @@ def _pav_fit(X, labels, w, sign):
     else:
         order, split = _argsort_runs(X)
         nb = _k.pav_ordered(X, labels, _weights_or_empty(w), order, split, eps, sign, *stack)
-    return sw[:nb], swy[:nb], xf[:nb], xl[:nb]
+    # Copies: views would keep the n-sized stack arrays alive.
+    return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
 
 
 def _pool_blocks(parts):

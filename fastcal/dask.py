@@ -1,0 +1,808 @@
+r"""fastcal on Dask: the same fits, predictions and diagnostics on ``dask.array`` and ``dask.dataframe`` data.
+
+``import fastcal.dask`` needs the ``dask`` extra (dask and distributed);
+``import fastcal`` never imports it. Every function takes 1-D ``dask.array``
+arrays or ``dask.dataframe`` columns (``Series``), and also NumPy arrays for
+small arguments such as weights, and works with any Dask scheduler: the
+threaded default, or a ``distributed.Client`` connected to a
+``LocalCluster`` or to a cluster of many machines (create the client; nothing
+else changes).
+
+Fits return the classes of the single-machine API, equal to an in-memory fit
+on the same data:
+
+- :func:`fit_isotonic` returns a fitted :class:`fastcal.IsotonicRegression`:
+  exact (thresholds equal to the in-memory fit; block means to ~1e-15). The
+  data is range-partitioned by score with a shuffle between workers
+  (boundaries at quantiles of a sample), the pool-adjacent-violators kernel
+  runs inside each partition on the workers, and the client pools the
+  partitions' block summaries (a few thousand numbers each) with a final PAV
+  pass, as Spark MLlib parallelises PAV. Pooling is exact because the
+  partitions are contiguous in score order and each begins at the start of
+  one of the fit's tie groups (a boundary inside a run of scores closer than
+  the dtype's resolution is moved; see :mod:`fastcal.outofcore`).
+- :func:`fit_platt` returns a fitted :class:`fastcal.PlattScaling`: Newton
+  iterations on the client, each one reduction of the per-chunk fused
+  objective/gradient/Hessian Numba kernel over the (persisted) chunks; a, b
+  equal to the in-memory fit to ~1e-10.
+
+Predictions and prior corrections (:func:`predict`,
+:func:`correct_negative_sampling`, :func:`adjust_priors`) are lazy
+``map_blocks`` of the Numba kernels, chunk shapes preserved. The diagnostics
+(:func:`calibration_curve`, :func:`brier_score_loss`, :func:`log_loss`,
+:func:`expected_calibration_error`, :func:`brier_decomposition`) reduce
+per-chunk partial sums of the same kernel as :mod:`fastcal.metrics` and
+return the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+
+import dask
+import dask.array as da
+import numpy as np
+from dask import delayed
+
+from . import outofcore as _ooc
+
+__all__ = [
+    "adjust_priors",
+    "brier_decomposition",
+    "brier_score_loss",
+    "calibration_curve",
+    "correct_negative_sampling",
+    "expected_calibration_error",
+    "fit_isotonic",
+    "fit_platt",
+    "log_loss",
+    "predict",
+]
+
+#: Default rows per partition of the isotonic shuffle (about 150 MB of
+#: float64 scores, labels and weights with the fit's working memory).
+_PARTITION_ROWS = 1 << 23
+
+
+# ---------------------------------------------------------------------------
+# Inputs: aligned chunks of scores, labels and weights.
+# ---------------------------------------------------------------------------
+
+
+def _is_series(obj):
+    if isinstance(obj, da.Array) or not dask.is_dask_collection(obj) or not hasattr(obj, "npartitions"):
+        return False
+    import dask.dataframe as dd
+
+    if isinstance(obj, dd.DataFrame):
+        if len(obj.columns) != 1:
+            raise ValueError("a Dask DataFrame argument must have exactly one column; pass df[column].")
+        return True
+    return isinstance(obj, dd.Series)
+
+
+def _series(obj):
+    import dask.dataframe as dd
+
+    return obj[obj.columns[0]] if isinstance(obj, dd.DataFrame) else obj
+
+
+def _known_chunks(arr):
+    if any(math.isnan(c) for c in arr.chunks[0]):
+        arr = arr.compute_chunk_sizes()
+    return arr
+
+
+def _as_dask_1d(obj, name, chunks=None, allow_column=False):
+    """``obj`` as a 1-D dask array with known chunk sizes (rechunked to ``chunks`` if given)."""
+    if _is_series(obj):
+        arr = _series(obj).to_dask_array(lengths=True)
+    elif isinstance(obj, da.Array):
+        arr = obj
+    else:
+        values = np.asarray(obj)
+        arr = da.from_array(values, chunks=chunks if chunks is not None and values.ndim == 1 else "auto")
+    if arr.ndim == 2 and allow_column and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        want = "a 1-D array (or a single column)" if allow_column else "a 1-D array"
+        raise ValueError(f"{name} must be {want}, got an array of shape {arr.shape}.")
+    arr = _known_chunks(arr)
+    return arr
+
+
+def _dtype_of(obj):
+    try:
+        return np.dtype(obj.dtype)
+    except TypeError:
+        return np.dtype(np.float64)
+
+
+class _Chunks:
+    """Aligned chunks ``(x, y, w)`` as Delayed objects, and what is known of them up front."""
+
+    def __init__(self, triples, n, x_dtype, weighted):
+        self.triples = triples
+        self.n = n  # None when the lengths of dataframe partitions are not known
+        self.x_dtype = x_dtype
+        self.weighted = weighted
+
+
+def _columns(scores, y, sample_weight, score_name, y_name="y", weight_name="sample_weight"):
+    """Align scores, labels and weights chunk by chunk; lengths are checked here when known."""
+    scalar_w = isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool)
+    series = [_is_series(v) for v in (scores, y, None if scalar_w else sample_weight)]
+    if series[0] and series[1] and (sample_weight is None or scalar_w or series[2]):
+        parts = [_series(v) for v in (scores, y) + (() if sample_weight is None or scalar_w else (sample_weight,))]
+        if len({p.npartitions for p in parts}) == 1:
+            # Partitions of one DataFrame: zip them (lengths are checked per partition).
+            xs, ys = parts[0].to_delayed(), parts[1].to_delayed()
+            ws = parts[2].to_delayed() if len(parts) == 3 else [sample_weight] * len(xs)
+            return _Chunks(list(zip(xs, ys, ws)), None, _ooc._fit_dtype(_dtype_of(parts[0])),
+                           sample_weight is not None)
+    x = _as_dask_1d(scores, score_name, allow_column=True)
+    if x.shape[0] == 0:
+        raise ValueError(f"{score_name} must have at least 1 element, got 0.")
+    arrays = {score_name: x}
+    yy = _as_dask_1d(y, y_name, chunks=x.chunks)
+    arrays[y_name] = yy
+    w = None
+    if sample_weight is not None and not scalar_w:
+        w = _as_dask_1d(sample_weight, weight_name, chunks=x.chunks)
+        arrays[weight_name] = w
+    lengths = {k: v.shape[0] for k, v in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        if weight_name in lengths and lengths[weight_name] != lengths[score_name] and lengths[y_name] == lengths[
+                score_name]:
+            raise ValueError(f"{weight_name} has {lengths[weight_name]} elements, expected {lengths[score_name]} "
+                             "(one per sample).")
+        detail = ", ".join(f"{k} has {v}" for k, v in lengths.items() if k != weight_name)
+        raise ValueError(f"Inconsistent numbers of samples: {detail}.")
+    yy = yy.rechunk(x.chunks)
+    xs = x.to_delayed().ravel().tolist()
+    ys = yy.to_delayed().ravel().tolist()
+    if w is not None:
+        ws = w.rechunk(x.chunks).to_delayed().ravel().tolist()
+    else:
+        ws = [sample_weight if scalar_w else None] * len(xs)
+    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), _ooc._fit_dtype(x.dtype), sample_weight is not None)
+
+
+def _pick(pair, i):
+    return pair[i]
+
+
+def _first_pass(first, cols, *args):
+    """Run ``first(x, y, w, x_dtype, *args)`` on every chunk: it returns ``(converted chunk, facts)``.
+
+    The pairs are persisted (on the workers, with distributed): later rounds
+    start from the converted chunks without recomputing the inputs' graph.
+    Returns the persisted pairs and the facts, fetched to the client.
+    """
+    pairs = list(dask.persist(*[delayed(first)(x, y, w, cols.x_dtype, *args) for x, y, w in cols.triples]))
+    return pairs, dask.compute(*[delayed(_pick)(p, 1) for p in pairs])
+
+
+def _n_threads():
+    try:
+        from distributed import get_client
+
+        client = get_client()
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1
+    return max(1, sum(client.nthreads().values()))
+
+
+# ---------------------------------------------------------------------------
+# Isotonic regression.
+# ---------------------------------------------------------------------------
+
+
+def _isotonic_first(x, y, w, x_dtype, auto, sample_size):
+    chunk = _ooc.prepare_chunk(x, y, w, x_dtype, score_name="X")
+    return chunk, _ooc.summarize_chunk(*chunk, sample_size=sample_size, binary=auto)
+
+
+def _split(pair, bounds, drop_zero):
+    return _ooc.split_by_bounds(*pair[0], bounds, drop_zero=drop_zero)
+
+
+def _assemble(*pieces):
+    return tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
+
+
+def _assemble_head(eps, keep_zero, auto, *pieces):
+    """A partition from its pieces, with its summary (see :func:`_head`)."""
+    part = _assemble(*pieces)
+    return part, _head(part, eps, keep_zero, auto)
+
+
+def _positive(part, keep_zero):
+    x, y, w = part
+    if keep_zero and w is not None:
+        keep = w > 0
+        return x[keep], y[keep], w[keep]
+    return x, y, w
+
+
+def _head(part, eps, keep_zero, auto):
+    """Summary of a partition ``(x, y, w)``: rows, min, max, the distinct scores within
+    eps of the min and the first score beyond (entry candidates), Spearman sums."""
+    sp = _ooc.spearman_partial(part[0], part[1]) if auto else None
+    x, _, w = part
+    return (*_ooc.head_summary(x, w if keep_zero else None, eps), sp)
+
+
+def _exits(pair, eps, cands, keep_zero):
+    x = _positive(pair[0], keep_zero)[0]
+    return _ooc.chain_exits(np.sort(x), eps, cands)
+
+
+def _take_below(pair, limit, keep_zero):
+    x, y, w = _positive(pair[0], keep_zero)
+    if limit == math.inf:
+        return x, y, w
+    keep = x < x.dtype.type(limit)
+    return x[keep], y[keep], None if w is None else w[keep]
+
+
+def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
+    from .isotonic import _pav_fit
+
+    x, y, w = _positive(pair[0], keep_zero)
+    if entry > lo:
+        keep = x >= x.dtype.type(entry)
+        x, y, w = x[keep], y[keep], None if w is None else w[keep]
+    if extra:
+        x, y, w = _assemble((x, y, w), *extra)
+    return _pav_fit(x, y, w, sign)
+
+
+def _boundaries(heads, eps):
+    """The non-empty partitions in order, and whether each boundary between consecutive
+    ones is clean: a gap of at least eps, so that the next partition's first score
+    starts a tie group whatever the groups before it."""
+    live = [j for j, h in enumerate(heads) if h[0]]
+    clean = [heads[b][1] - heads[a][2] >= eps for a, b in zip(live[:-1], live[1:])]
+    return live, clean
+
+
+def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
+    """Fit :class:`fastcal.IsotonicRegression` on Dask data: exactly the in-memory fit.
+
+    Parameters
+    ----------
+    scores : dask.array.Array or dask.dataframe.Series
+        Scores (1-D, or one column), finite; float32 stays float32.
+    y : dask.array.Array, dask.dataframe.Series or array-like
+        Targets (0/1 labels for calibration), same length.
+    sample_weight : dask or NumPy array, float, or None
+        Non-negative weights; rows of weight zero are dropped, as in ``fit``.
+    n_partitions : int, optional
+        Score ranges the data is shuffled into, each fitted on one worker.
+        Default: one per 2^23 rows (at least one per worker thread, at most
+        one per input chunk).
+    **params
+        ``IsotonicRegression`` parameters (``y_min``, ``y_max``,
+        ``increasing``, ``out_of_bounds``).
+
+    Returns
+    -------
+    IsotonicRegression
+        Fitted, with the same thresholds as ``IsotonicRegression(**params).fit``
+        on the computed arrays (block means equal to ~1e-15: sums are added
+        in another order).
+
+    Notes
+    -----
+    Passes: the chunks are validated and converted (and persisted), a strided
+    sample of each (up to 4096 scores) gives the partition boundaries; each chunk is
+    split by score range and the pieces are shuffled to the partitions
+    (persisted); a small summary of each partition finds boundaries that fall
+    inside a run of scores closer than the dtype's resolution (then a second
+    small round follows the tie groups across them); each partition is fitted
+    where it lives and only its PAV blocks travel to the client. Memory: the
+    data is held once as chunks and once as partitions during the shuffle.
+
+    ``increasing="auto"`` computes Spearman's rho exactly from the range
+    partitions (average ranks of the scores; the ranks of 0/1 labels are
+    affine in the labels), so it is supported for 0/1 labels only; pass the
+    direction explicitly for other targets.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import fastcal, fastcal.dask
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.random(100_000); y = (rng.random(100_000) < x).astype(np.uint8)
+    >>> iso = fastcal.dask.fit_isotonic(da.from_array(x, chunks=25_000), da.from_array(y, chunks=25_000))
+    >>> ref = fastcal.IsotonicRegression().fit(x, y)
+    >>> bool(np.array_equal(iso.X_thresholds_, ref.X_thresholds_))
+    True
+    """
+    from .isotonic import IsotonicRegression, _pool_blocks
+
+    est = IsotonicRegression(**params)
+    est._check_params()
+    auto = est.increasing == "auto"
+    cols = _columns(scores, y, sample_weight, "X")
+    dtype = cols.x_dtype
+    eps = _ooc._resolution(dtype)
+
+    sample_size = max(64, min(_ooc._SAMPLE_PER_CHUNK, (1 << 20) // len(cols.triples)))  # 2^20 at most in all
+    conv, summaries = _first_pass(_isotonic_first, cols, auto, sample_size)
+    n = sum(s.n for s in summaries)
+    if n == 0:
+        raise ValueError("X must have at least 1 element, got 0.")
+    _ooc.check_total_weight(summaries, cols.weighted)
+    if auto:
+        _ooc.auto_needs_binary(summaries)
+    n_fit = sum(s.n_fit for s in summaries)
+    if n_partitions is None:
+        n_partitions = min(len(conv), max(_n_threads(), -(-n_fit // _PARTITION_ROWS)))
+    elif isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral) or n_partitions < 1:
+        raise ValueError(f"n_partitions must be a positive integer or None, got {n_partitions!r}.")
+    bounds = _ooc.choose_bounds(summaries, int(n_partitions), dtype)
+    n_parts = bounds.shape[0] + 1
+    keep_zero = auto and any(s.has_zero for s in summaries)
+
+    # Shuffle: every chunk is split by score range; partition j gathers the j-th pieces.
+    splits = [delayed(_split, nout=n_parts)(c, bounds, not keep_zero) for c in conv]
+    parts = list(dask.persist(*[delayed(_assemble_head)(eps, keep_zero, auto, *[s[j] for s in splits])
+                                for j in range(n_parts)]))
+    del conv, splits
+    heads = dask.compute(*[delayed(_pick)(p, 1) for p in parts])
+    if auto:
+        rho = _ooc.spearman_from_partials([h[4] for h in heads])
+        est.increasing_ = _ooc.increasing_from_rho(rho, n, stacklevel=3)
+    else:
+        est.increasing_ = bool(est.increasing)
+    sign = 1.0 if est.increasing_ else -1.0
+
+    # Tie groups across boundaries: the entry score of each partition.
+    live, clean = _boundaries(heads, eps)
+    need = [j for j, ok in zip(live[:-1], clean) if not ok]
+    exits = dict(zip(need, dask.compute(*[delayed(_exits)(parts[j], eps, heads[j][3], keep_zero) for j in need])))
+    entries = {}
+    carry = None
+    for k, j in enumerate(live):
+        _, lo, hi, cands, _ = heads[j]
+        if carry is None or lo - carry >= eps:
+            idx = 0
+        else:
+            hits = np.flatnonzero(cands - carry >= eps)
+            idx = int(hits[0]) if hits.shape[0] else None
+        entries[j] = None if idx is None else float(cands[idx])
+        if idx is None:
+            continue  # the whole partition joins the last tie group before it
+        carry = float(exits[j][idx]) if (k < len(clean) and not clean[k]) else hi
+
+    # Fit each unit (a partition from its entry on, plus the rows of the next
+    # partitions that belong to its last tie group) where it lives.
+    entered = [j for j in live if entries[j] is not None]
+    units = []
+    for a, j in enumerate(entered):
+        stop = entered[a + 1] if a + 1 < len(entered) else None
+        following = live[live.index(j) + 1: live.index(stop) if stop is not None else len(live)]
+        extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
+        if stop is not None and entries[stop] > heads[stop][1]:
+            extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, *extra))
+    blocks = dask.compute(*units)
+    del parts
+    return est._set_blocks(_pool_blocks(blocks) if len(blocks) > 1 else blocks[0])
+
+
+# ---------------------------------------------------------------------------
+# Platt scaling.
+# ---------------------------------------------------------------------------
+
+
+def _platt_first(x, y, w, x_dtype):
+    """Convert a chunk and run the Platt preparation kernel, which also finds bad values
+    (then the in-memory checks raise their errors)."""
+    s, labels, w = _ooc.convert_chunk(x, y, w, x_dtype, score_name="scores")
+    iout, fout = _ooc.platt_checked_prep(s, labels, w)
+    return (s, labels, w), (iout, fout, s.shape[0])
+
+
+def _platt_sub(pair, fraction):
+    return _ooc.platt_subsample_chunk(*pair[0], fraction)
+
+
+def _platt_pass(pair, center, scale, a, b, targets, want_loss):
+    return _ooc.platt_newton_chunk(*pair[0], center, scale, a, b, targets, want_loss)
+
+
+def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
+    """Fit :class:`fastcal.PlattScaling` on Dask data: a, b equal to the in-memory fit (to ~1e-10).
+
+    Parameters
+    ----------
+    scores : dask.array.Array or dask.dataframe.Series
+        Scores, finite.
+    y : dask.array.Array, dask.dataframe.Series or array-like
+        0/1 labels.
+    sample_weight : dask or NumPy array, float, or None
+        Non-negative weights with a positive sum.
+    max_iter, tol
+        As in :class:`fastcal.PlattScaling`.
+
+    Returns
+    -------
+    PlattScaling
+        Fitted (``a_``, ``b_``, ``n_iter_``, ``converged_``).
+
+    Notes
+    -----
+    The validated chunks are persisted (held in the workers' memory for the
+    passes). One round computes the class weights and the score range of
+    every chunk and collects a subsample (1/16 of the rows, at most 2^20, in
+    evenly spaced blocks) from which the Newton iterations start, solved on
+    the client. Each Newton iteration is then one round: every chunk's
+    objective, gradient and Hessian sums from the fused Numba kernel, added
+    on the client; the 2x2 Newton step, line search and stopping rule are
+    those of :func:`fastcal.platt_scaling` (about two to three rounds).
+    """
+    max_iter_c, tol_c = _ooc._platt_params(max_iter, tol)
+    cols = _columns(scores, y, sample_weight, "scores")
+    conv, preps = _first_pass(_platt_first, cols)
+    n = sum(p[2] for p in preps)
+    if n == 0:
+        raise ValueError("scores must have at least 1 element, got 0.")
+    if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    fraction = min(1.0 / 16, _ooc._PLATT_SUBSAMPLE_MAX / n)
+    from . import platt as _pl
+
+    sub = None
+    if n >= _pl._WARM_START_MIN:
+        subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
+        sub = tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    def run_pass(center, scale, a, b, targets, want_loss):
+        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss) for c in conv])
+        acc = np.zeros(6)
+        for s in sums:  # in chunk order: deterministic
+            acc += s
+        return acc
+
+    a, b, n_iter, converged, dec, _ = _ooc.fit_platt_passes(
+        _ooc.platt_merge_prep([(p[0], p[1]) for p in preps]), n, cols.weighted, sub, run_pass, max_iter_c, tol_c)
+    return _ooc.make_platt(a, b, n_iter, converged, dec, max_iter, tol, stacklevel=3)
+
+
+# ---------------------------------------------------------------------------
+# Predictions and prior corrections: lazy map_blocks of the Numba kernels.
+# ---------------------------------------------------------------------------
+
+
+def _predict_block(block, estimator):
+    return estimator.predict(block)
+
+
+def _predict_series(part, estimator, name):
+    import pandas as pd
+
+    return pd.Series(estimator.predict(part.to_numpy()), index=part.index, name=name)
+
+
+def _prediction_dtype(estimator, dtype):
+    from .isotonic import IsotonicRegression
+
+    if isinstance(estimator, IsotonicRegression):
+        return estimator.X_thresholds_.dtype
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def predict(estimator, scores):
+    """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``) on Dask data.
+
+    ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
+    read as 1-D) or a dask Series (partitions and index preserved). Each
+    chunk is the estimator's ``predict`` (its parallel Numba kernel) on a
+    worker; the estimator travels with the tasks (a few kB).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import fastcal, fastcal.dask
+    >>> iso = fastcal.IsotonicRegression(out_of_bounds="clip").fit([0.1, 0.4, 0.8], [0, 1, 1])
+    >>> fastcal.dask.predict(iso, da.from_array(np.array([0.25, 0.9]), chunks=1)).compute()
+    array([0.5, 1. ])
+    """
+    from ._base import NotFittedError
+
+    if not (hasattr(estimator, "predict") and (hasattr(estimator, "X_thresholds_") or hasattr(estimator, "a_"))):
+        raise NotFittedError(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
+    if _is_series(scores):
+        s = _series(scores)
+        dtype = _prediction_dtype(estimator, _dtype_of(s))
+        return s.map_partitions(_predict_series, estimator, s.name, meta=(s.name, dtype))
+    arr = _as_dask_1d(scores, "scores", allow_column=True)
+    dtype = _prediction_dtype(estimator, arr.dtype)
+    return arr.map_blocks(_predict_block, estimator, dtype=dtype)
+
+
+def _result_dtype(dtype):
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def _as_dask_any(obj):
+    if _is_series(obj):
+        return _series(obj)
+    if isinstance(obj, da.Array):
+        return obj
+    return da.from_array(np.asarray(obj))
+
+
+def _cns_block(block, rate):
+    from .prior import correct_negative_sampling as f
+
+    return f(block, rate)
+
+
+def _cns_series(part, rate):
+    import pandas as pd
+
+    return pd.Series(_cns_block(part.to_numpy(), rate), index=part.index, name=part.name)
+
+
+def correct_negative_sampling(p, rate):
+    """Lazy :func:`fastcal.correct_negative_sampling` of a dask array (any shape) or Series.
+
+    ``rate`` is checked now; the values of ``p`` when the result is computed.
+    """
+    from .prior import correct_negative_sampling as f
+
+    arr = _as_dask_any(p)
+    dtype = _result_dtype(_dtype_of(arr))
+    f(np.zeros(0, dtype=dtype), rate)  # validates the rate eagerly
+    if _is_series(arr):
+        return arr.map_partitions(_cns_series, rate, meta=(arr.name, dtype))
+    return arr.map_blocks(_cns_block, rate, dtype=dtype)
+
+
+def _adjust_block(block, train_priors, new_priors):
+    from .prior import adjust_priors as f
+
+    return f(block, train_priors, new_priors)
+
+
+def adjust_priors(proba, train_priors, new_priors):
+    """Lazy :func:`fastcal.adjust_priors` of a dask array: 1-D P(y=1 | x) or ``(n, k)`` rows.
+
+    A 2-D array is rechunked to whole rows (all k classes in one chunk); row
+    chunks are preserved. The priors are checked now.
+    """
+    from .prior import adjust_priors as f
+
+    arr = _as_dask_any(proba)
+    if _is_series(arr):
+        arr = arr.to_dask_array(lengths=True)
+    dtype = _result_dtype(arr.dtype)
+    if arr.ndim == 2:
+        k = arr.shape[1]
+        f(np.full((1, k), 1.0 / k, dtype=dtype), train_priors, new_priors)
+        arr = arr.rechunk({1: -1})
+    elif arr.ndim <= 1:
+        f(np.full(1, 0.5, dtype=dtype), train_priors, new_priors)
+    else:
+        raise ValueError(f"proba must be 1-D or 2-D, got {arr.ndim} dimensions.")
+    return arr.map_blocks(_adjust_block, train_priors, new_priors, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------
+# Diagnostics: per-chunk partial sums of fastcal.metrics' binning kernel.
+# ---------------------------------------------------------------------------
+
+_NBUCKETS = 1 << 15
+
+
+def _metric_prepare(y, p, w, pos_label):
+    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes or None)``."""
+    from . import metrics as _m
+    from ._validation import as_float_array, as_label_array, column_or_1d, is_binary
+
+    y_arr = column_or_1d(np.asarray(y), "y_true", min_size=0)
+    p_arr = column_or_1d(np.asarray(p), "y_prob", min_size=0)
+    if y_arr.shape[0] != p_arr.shape[0]:
+        raise ValueError(f"Inconsistent numbers of samples: y_true has {y_arr.shape[0]}, y_prob has {p_arr.shape[0]}.")
+    n = y_arr.shape[0]
+    lab = as_label_array(y_arr, "y_true") if y_arr.dtype.kind in "biuf" else None
+    if lab is not None and is_binary(lab):
+        npos = int(np.count_nonzero(lab))
+        classes = np.array([c for c, present in ((0, npos < n), (1, npos > 0)) if present], dtype=y_arr.dtype)
+    else:
+        classes = np.unique(y_arr)
+    labels = _m._binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
+    if p_arr.shape[0]:
+        pv, lo, hi = _m._check_probabilities(p_arr, "y_prob")
+    else:
+        pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
+    if w is not None:
+        w = _ooc.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
+    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()))
+
+
+def _metric_facts(chunk):
+    return chunk[1]
+
+
+def _metric_table(chunk, edges, flags):
+    from . import metrics as _m
+
+    (y, p, w), _ = chunk
+    nb = edges.shape[0] - 1
+    if not p.shape[0]:
+        from . import _metrics_kernels as _mk
+
+        return np.zeros((nb, _mk.NSTAT))
+    return _m._bin_stats(p, y, w, edges, **flags)
+
+
+def _buckets(p, lo, scale):
+    return np.minimum(((p.astype(np.float64) - lo) * scale).astype(np.int64), _NBUCKETS - 1)
+
+
+def _metric_hist(chunk, lo, scale):
+    p = chunk[0][1]
+    return np.bincount(_buckets(p, lo, scale), minlength=_NBUCKETS)
+
+
+def _metric_gather(chunk, lo, scale, marked):
+    p = chunk[0][1]
+    b = _buckets(p, lo, scale)
+    return [p[b == m] for m in marked]
+
+
+class _MetricData:
+    def __init__(self, y_true, y_prob, sample_weight, pos_label):
+        from . import metrics as _m
+
+        if pos_label is not None and not isinstance(pos_label, (numbers.Real, str, np.bool_)):
+            raise ValueError(f"pos_label must be None, a number, a bool or a str; got {pos_label!r}.")
+        cols = _columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
+        tasks = [delayed(_metric_prepare)(y, p, w, pos_label) for p, y, w in cols.triples]
+        self.chunks = list(dask.persist(*tasks))
+        facts = dask.compute(*[delayed(_metric_facts)(c) for c in self.chunks])
+        self.n = sum(f[0] for f in facts)
+        if self.n == 0:
+            raise ValueError("y_prob must have at least 1 element, got 0.")
+        self.lo = min(f[1] for f in facts)
+        self.hi = max(f[2] for f in facts)
+        self.dtype = np.dtype(cols.x_dtype)
+        # The in-memory label rules, applied to the set of all labels.
+        _m._binary_labels(np.unique(np.concatenate([f[3] for f in facts])), pos_label)
+        if cols.weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
+            raise ValueError("sample_weight must have a positive sum.")
+        self.weighted = cols.weighted
+
+    def edges(self, n_bins, strategy):
+        from . import metrics as _m
+
+        n_bins = _m._check_n_bins(n_bins)
+        _m.check_in(strategy, "strategy", _m.STRATEGIES)
+        if strategy == "uniform":
+            return np.linspace(0.0, 1.0, n_bins + 1)
+        return np.asarray(self._percentiles(n_bins), dtype=np.float64)
+
+    def _order_statistics(self, ranks):
+        """Exact values of the given 0-based ranks: a bucket histogram, then the marked buckets' values."""
+        lo, hi = self.lo, self.hi
+        if lo == hi:
+            return np.full(ranks.shape[0], lo, dtype=self.dtype)
+        scale = _NBUCKETS / (hi - lo)
+        counts = np.zeros(_NBUCKETS, dtype=np.int64)
+        for h in dask.compute(*[delayed(_metric_hist)(c, lo, scale) for c in self.chunks]):
+            counts += h
+        cum = np.cumsum(counts)
+        bucket_of_rank = np.searchsorted(cum, ranks, side="right")
+        marked = np.unique(bucket_of_rank)
+        got = dask.compute(*[delayed(_metric_gather)(c, lo, scale, marked.tolist()) for c in self.chunks])
+        values = np.empty(ranks.shape[0], dtype=self.dtype)
+        start = cum - counts
+        for s, b in enumerate(marked):
+            seg = np.concatenate([g[s] for g in got])
+            which = np.flatnonzero(bucket_of_rank == b)
+            local = ranks[which] - start[b]
+            seg.partition(local)
+            values[which] = seg[local]
+        return values
+
+    def _percentiles(self, n_bins):
+        """``np.percentile(p, linspace(0, 100, n_bins + 1))`` bit for bit (NumPy's linear method)."""
+        n = self.n
+        q = np.true_divide(np.linspace(0, 1, n_bins + 1) * 100, 100)
+        virtual = (n - 1) * q
+        prev = np.floor(virtual)
+        nxt = prev + 1
+        above = virtual >= n - 1
+        prev[above] = -1
+        nxt[above] = -1
+        prev = prev.astype(np.intp)
+        nxt = nxt.astype(np.intp)
+        gamma = np.asanyarray(virtual - prev, dtype=virtual.dtype)
+        prev_rank = np.where(prev < 0, n + prev, prev)
+        next_rank = np.where(nxt < 0, n + nxt, nxt)
+        ranks = np.unique(np.concatenate((prev_rank, next_rank)))
+        values = self._order_statistics(ranks)
+        a = values[np.searchsorted(ranks, prev_rank)]
+        b = values[np.searchsorted(ranks, next_rank)]
+        diff_b_a = b - a
+        result = np.add(a, diff_b_a * gamma)
+        np.subtract(b, diff_b_a * (1 - gamma), out=result, where=gamma >= 0.5, casting="unsafe", dtype=result.dtype)
+        return result
+
+    def table(self, edges, **flags):
+        tables = dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks])
+        total = np.zeros_like(tables[0])
+        for t in tables:  # chunk order: deterministic
+            total += t
+        return total
+
+
+def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uniform", sample_weight=None,
+                      return_counts=False):
+    """:func:`fastcal.calibration_curve` of Dask data: per-chunk bin sums, added on the client.
+
+    Same arguments, bins and results as the in-memory function. ``"quantile"``
+    edges are NumPy's percentiles of all of ``y_prob``, exactly: two more
+    rounds select the order statistics (a histogram of 2^15 buckets, then
+    the values of the few buckets that hold them).
+    """
+    from . import _metrics_kernels as _mk
+
+    if not isinstance(return_counts, (bool, np.bool_)):
+        raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
+    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
+    table = data.table(data.edges(n_bins, strategy))
+    weight = table[:, _mk.W]
+    nonzero = weight > 0
+    total = weight[nonzero]
+    prob_true = table[nonzero, _mk.SY] / total
+    prob_pred = table[nonzero, _mk.SP] / total
+    if not return_counts:
+        return prob_true, prob_pred
+    return prob_true, prob_pred, (total if data.weighted else total.astype(np.int64))
+
+
+def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
+    """:func:`fastcal.brier_score_loss` of Dask data (per-chunk sums)."""
+    from . import _metrics_kernels as _mk
+
+    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
+    table = data.table(np.linspace(0.0, 1.0, 2), brier=True)
+    return float(table[0, _mk.SBRIER] / table[0, _mk.W])
+
+
+def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
+    """:func:`fastcal.log_loss` of Dask data (per-chunk sums)."""
+    from . import _metrics_kernels as _mk
+
+    if not isinstance(normalize, (bool, np.bool_)):
+        raise ValueError(f"normalize must be a bool; got {normalize!r}.")
+    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
+    table = data.table(np.linspace(0.0, 1.0, 2), logloss=True)
+    total = table[0, _mk.SLOG]
+    return float(total / table[0, _mk.W]) if normalize else float(total)
+
+
+def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", sample_weight=None,
+                               pos_label=None):
+    """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
+    from . import metrics as _m
+
+    _m.check_in(norm, "norm", _m.NORMS)
+    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
+    return _m._ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
+
+
+def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
+    """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
+    from . import metrics as _m
+
+    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
+    return _m._decomposition_from_table(data.table(data.edges(n_bins, strategy), moments=True, brier=True))

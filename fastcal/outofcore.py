@@ -1,0 +1,1112 @@
+r"""Exact fits from data that does not fit in memory: ``.npy`` files and Parquet, read in chunks.
+
+:func:`fit_isotonic` and :func:`fit_platt` take 1-D arrays (``np.memmap``
+included) or paths of ``.npy`` files; :func:`fit_isotonic_parquet` and
+:func:`fit_platt_parquet` take a Parquet file and column names (pyarrow, the
+``io`` extra). They return the same fitted :class:`fastcal.IsotonicRegression`
+and :class:`fastcal.PlattScaling` as the in-memory API, equal to an in-memory
+fit of the same data, while holding only a bounded part of it in memory.
+
+Isotonic regression: partition by score, then merge
+---------------------------------------------------
+A first pass validates the data and takes an evenly strided sample of the
+scores; the sample's quantiles cut the score range into partitions of about
+``memory_budget / 64`` rows each. A second pass appends every chunk's rows to
+the temporary file of their partition (an external bucket sort). Then the
+partitions are read back one at a time, **in increasing score order**, and
+each is fitted by the pool-adjacent-violators kernel of
+:mod:`fastcal.isotonic`; the blocks of the parts are pooled into the blocks of
+the whole (:func:`fastcal.isotonic._pool_blocks`). This is exact because the
+PAV blocks of a contiguous range of scores are unions of the blocks of the
+whole fit, provided each part begins at the start of one of the fit's *tie
+groups*: scikit-learn (and fastcal) pools scores closer than the dtype's
+resolution :math:`\varepsilon` into one point, each group starting at the first
+score at least :math:`\varepsilon` above the previous group's first score. A
+partition that begins less than :math:`\varepsilon` above the previous one's
+largest score (dense float32 data: :math:`\varepsilon = 10^{-6}`) has its first
+rows, those within :math:`\varepsilon` of the previous partition's last group
+start, moved to the previous partition before that one is fitted; the moved
+rows are exactly the ones the whole fit would pool there. The same
+partition-and-merge scheme, with the partitions on Dask workers, is
+:func:`fastcal.dask.fit_isotonic`.
+
+Platt scaling: chunked passes
+-----------------------------
+Each Newton iteration of :func:`fastcal.platt_scaling` needs the objective's
+gradient and Hessian: sums over rows, which the fused Numba kernel computes
+chunk by chunk and which are added up over the chunks. One pass over the file
+per iteration (plus a few line-search passes, rarely); the iterations start
+from the solution of a subsample (at most 2^20 rows) kept in memory, so a fit
+takes about three passes.
+
+Memory
+------
+Memory use is bounded by ``memory_budget`` (bytes, default 256 MiB), not by
+the size of the data: chunks of ``chunk_rows`` rows are read (default: the
+budget / 64 bytes), and partitions are sized so that fitting one, plus the
+rows carried over, stays within the budget. Paths of ``.npy`` files are read
+with plain file reads, a chunk at a time (no memory map), so even the address
+space stays bounded; an ``np.memmap`` you pass works as well (the OS pages it
+in and out), but a map counts its whole size against an address space limit
+(``RLIMIT_AS``). What must fit in memory is the result: the PAV blocks of the
+whole fit (32 bytes each; a calibration map has thousands, but isotonic
+regression of a strictly increasing target has one per distinct score), and a
+Parquet row group. Disk: the partition files take about the size of the score,
+label and weight columns, in ``tmpdir`` (default: the system's temporary
+directory), and are removed when the fit ends, also when it fails.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._jit import PARALLEL_MIN_SIZE, kernel
+from ._validation import (
+    as_float_array,
+    as_label_array,
+    check_binary_labels,
+    check_finite,
+    is_binary,
+)
+
+__all__ = [
+    "fit_isotonic",
+    "fit_isotonic_parquet",
+    "fit_platt",
+    "fit_platt_parquet",
+    "iter_npy",
+    "iter_parquet",
+]
+
+#: Default memory budget of an out-of-core fit, in bytes.
+DEFAULT_MEMORY_BUDGET = 256 << 20
+#: Bytes of working memory per row of a partition being fitted (input columns,
+#: sort buffers, the PAV stack, rows carried over), a generous bound.
+_BYTES_PER_ROW_FIT = 64
+#: Bytes per row of a chunk being read and split (chunk, bucket ids, split copy).
+_BYTES_PER_ROW_READ = 64
+#: Scores sampled per chunk to choose the partition boundaries.
+_SAMPLE_PER_CHUNK = 4096
+#: Largest subsample kept in memory for the warm start of a Platt fit.
+_PLATT_SUBSAMPLE_MAX = 1 << 20
+
+
+# ---------------------------------------------------------------------------
+# Kernels: splitting by score range and following tie groups.
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def _bucket_of(v, padded):
+    """Number of boundaries <= ``v``; ``padded`` is the sorted boundaries padded
+    with +inf to a power-of-two length (a branch-free binary search)."""
+    pos = 0
+    step = padded.shape[0] >> 1
+    while step > 0:
+        pos += step * np.int64(padded[pos + step - 1] <= v)  # no branch to mispredict
+        step >>= 1
+    return pos
+
+
+@kernel
+def _buckets_search(x, padded, bucket):
+    """Bucket of every row by binary search (many boundaries)."""
+    for i in range(x.shape[0]):
+        bucket[i] = _bucket_of(x[i], padded)
+
+
+@kernel
+def _buckets_linear(x, bounds, bucket):
+    """Bucket of every row as the number of boundaries <= it: one vectorised pass per
+    boundary, faster than a search for a few boundaries (a search's loads depend on each other)."""
+    for i in range(x.shape[0]):
+        bucket[i] = 0
+    for k in range(bounds.shape[0]):
+        b = bounds[k]
+        for i in range(x.shape[0]):
+            bucket[i] += np.int32(x[i] >= b)
+
+
+@kernel
+def _drop_nonpositive(w, bucket, sentinel):
+    for i in range(w.shape[0]):
+        if not w[i] > 0:
+            bucket[i] = sentinel
+
+
+@kernel
+def _split_scatter(x, y, w, bucket, pos, xo, yo, wo):
+    """Copy each row to the next free slot of its bucket (stable within a bucket); rows
+    with a bucket beyond ``pos`` (the sentinel) are dropped."""
+    nb = pos.shape[0]
+    for i in range(x.shape[0]):
+        b = bucket[i]
+        if b >= nb:
+            continue
+        k = pos[b]
+        pos[b] = k + 1
+        xo[k] = x[i]
+        yo[k] = y[i]
+        if w is not None:
+            wo[k] = w[i]
+
+
+@kernel
+def _chain_exits(v, eps, starts, exits):
+    """Last tie-group start of the sorted scores ``v`` when the groups are chained from ``v[starts[c]]``.
+
+    Tie groups are built as in the PAV kernels: a score starts a new group
+    when it is at least ``eps`` above the current group's first score. For
+    each start index (a first occurrence of its value), walk the chain of
+    group starts to the end of ``v`` and store the last one in ``exits[c]``.
+    Chains that reach a group start already visited by an earlier chain
+    share its end, so walks stop there: chains from nearby starts merge after
+    a few groups and the whole costs little more than one pass.
+    """
+    n = v.shape[0]
+    mark = np.full(n, -1, dtype=np.int64)
+    for c in range(starts.shape[0]):
+        i = starts[c]
+        if mark[i] >= 0:
+            exits[c] = exits[mark[i]]
+            continue
+        mark[i] = c
+        cur = np.float64(v[i])
+        merged = -1
+        for j in range(i + 1, n):
+            vj = np.float64(v[j])
+            if vj - cur >= eps:
+                if mark[j] >= 0:
+                    merged = mark[j]
+                    break
+                mark[j] = c
+                cur = vj
+        exits[c] = cur if merged < 0 else exits[merged]
+
+
+@kernel
+def _range_of(x, w):
+    """(rows, min, max) of the scores of positive weight (all rows when ``w`` is None)."""
+    n = 0
+    lo = np.inf
+    hi = -np.inf
+    for i in range(x.shape[0]):
+        if w is not None and not w[i] > 0:
+            continue
+        v = np.float64(x[i])
+        lo = min(lo, v)
+        hi = max(hi, v)
+        n += 1
+    return n, lo, hi
+
+
+@kernel
+def _near_min(x, w, lo, eps, out):
+    """Copy the scores less than ``eps`` above ``lo`` to ``out``; return their count and the
+    smallest score beyond them (inf if none). Rows of weight <= 0 are skipped when ``w`` is given."""
+    k = 0
+    far = np.inf
+    for i in range(x.shape[0]):
+        if w is not None and not w[i] > 0:
+            continue
+        v = np.float64(x[i])
+        if v - lo < eps:
+            out[k] = x[i]
+            k += 1
+        elif v < far:
+            far = v
+    return k, far
+
+
+def head_summary(x, w, eps):
+    """``(rows, min, max, candidates)`` of a partition's scores (of positive weight when ``w`` is given).
+
+    The candidates are where the partition's first tie group can begin,
+    depending on the groups below it: the distinct scores less than ``eps``
+    above the minimum, then the first score beyond them (float64, sorted).
+    """
+    n, lo, hi = _range_of(x, w)
+    if not n:
+        return 0, math.nan, math.nan, np.empty(0)
+    buf = np.empty(n, dtype=x.dtype)  # pages beyond the few near scores are never touched
+    k, far = _near_min(x, w, lo, eps, buf)
+    cands = np.unique(buf[:k]).astype(np.float64)
+    if far != np.inf:
+        cands = np.append(cands, far)
+    return n, lo, hi, cands
+
+
+def _resolution(dtype):
+    """The tie tolerance of the PAV kernels for scores of ``dtype``, as a float64."""
+    dtype = np.dtype(dtype)
+    return float(dtype.type(np.finfo(dtype).resolution))
+
+
+def split_by_bounds(x, y, w, bounds, drop_zero=True):
+    """Rows of a chunk grouped by score range: a list of ``(x, y, w)`` per range.
+
+    Range ``j`` holds the scores ``bounds[j-1] <= x < bounds[j]`` (the first
+    range everything below ``bounds[0]``, the last everything from
+    ``bounds[-1]`` on). Rows of weight zero are left out when ``drop_zero``.
+    Order within a range is the input order.
+    """
+    nb = bounds.shape[0]
+    n = x.shape[0]
+    bucket = np.empty(n, dtype=np.int32)
+    bounds = np.ascontiguousarray(bounds, dtype=x.dtype)
+    if nb <= 32:
+        _buckets_linear(x, bounds, bucket)
+    else:
+        size = 1 << int(nb).bit_length()
+        padded = np.full(size, np.inf, dtype=x.dtype)
+        padded[:nb] = bounds
+        _buckets_search(x, padded, bucket)
+    if w is not None and drop_zero:
+        _drop_nonpositive(w, bucket, nb + 1)
+    counts = np.bincount(bucket, minlength=nb + 2)[: nb + 1]
+    starts = np.zeros(nb + 2, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    m = int(starts[-1])
+    xo = np.empty(m, dtype=x.dtype)
+    yo = np.empty(m, dtype=y.dtype)
+    wo = None if w is None else np.empty(m, dtype=w.dtype)
+    _split_scatter(x, y, w, bucket, starts[:-1].copy(), xo, yo, wo)
+    return [
+        (xo[a:b], yo[a:b], None if wo is None else wo[a:b])
+        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())
+    ]
+
+
+def chain_exits(sorted_x, eps, start_values):
+    """:func:`_chain_exits` for start *values* (first occurrences are looked up); float64 results."""
+    starts = np.searchsorted(sorted_x, np.asarray(start_values, dtype=sorted_x.dtype), side="left")
+    exits = np.empty(starts.shape[0], dtype=np.float64)
+    _chain_exits(sorted_x, eps, starts.astype(np.int64), exits)
+    return exits
+
+
+# ---------------------------------------------------------------------------
+# Chunk validation and summaries (shared with fastcal.dask).
+# ---------------------------------------------------------------------------
+
+
+def _flat(a, name):
+    arr = np.asarray(a)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array (or a single column), got an array of shape {arr.shape}.")
+    return arr
+
+
+def prepare_chunk(x, y, w, x_dtype, *, score_name="X", binary=False, offset=None):
+    """A validated chunk: contiguous scores of ``x_dtype``, labels, weights (or None).
+
+    The same checks as the in-memory ``fit``: finite scores, finite labels,
+    finite non-negative weights (a scalar weight is broadcast), equal lengths;
+    0/1 labels when ``binary``. ``offset`` (the chunk's first row) is added to
+    the error message for a length mismatch.
+    """
+    xs, labels, ws = convert_chunk(x, y, w, x_dtype, score_name=score_name, offset=offset)
+    check_finite(xs, score_name)
+    if labels.dtype.kind == "f":
+        check_finite(labels, "y")
+    if binary:
+        check_binary_labels(labels, "y")
+    return xs, labels, ws
+
+
+def convert_chunk(x, y, w, x_dtype, *, score_name="X", offset=None):
+    """:func:`prepare_chunk` without the checks of the values of scores and labels (weights are checked)."""
+    xs = as_float_array(_flat(x, score_name), score_name, dtype=x_dtype)
+    labels = as_label_array(_flat(y, "y"), "y")
+    if labels.shape[0] != xs.shape[0]:
+        where = "" if offset is None else f" in the chunk starting at row {offset}"
+        raise ValueError(
+            f"Inconsistent numbers of samples{where}: {score_name} has {xs.shape[0]}, y has {labels.shape[0]}."
+        )
+    if w is None:
+        return xs, labels, None
+    if isinstance(w, numbers.Number) and not isinstance(w, bool):
+        ws = np.full(xs.shape[0], float(w))
+    else:
+        ws = as_float_array(_flat(w, "sample_weight"), "sample_weight")
+    if ws.shape[0] != xs.shape[0]:
+        raise ValueError(f"sample_weight has {ws.shape[0]} elements, expected {xs.shape[0]} (one per sample).")
+    check_finite(ws, "sample_weight")
+    if ws.shape[0] and ws.min() < 0:
+        raise ValueError("sample_weight must be non-negative.")
+    return xs, labels, ws
+
+
+@dataclass
+class ChunkSummary:
+    """What the first pass learns from a chunk."""
+
+    n: int  # rows
+    n_fit: int  # rows of positive weight
+    weight_sum: float
+    has_zero: bool
+    binary: bool
+    sample: np.ndarray  # sorted strided sample of the scores of positive weight (float64)
+    stride: float  # rows represented by one sample value
+
+
+def summarize_chunk(x, labels, w, sample_size=_SAMPLE_PER_CHUNK, binary=True):
+    """:class:`ChunkSummary` of a validated chunk (``binary`` checks whether the labels are 0/1)."""
+    n = x.shape[0]
+    if w is not None:
+        keep = w > 0
+        has_zero = not bool(keep.all())
+        xk = x[keep] if has_zero else x
+        weight_sum = float(w.sum(dtype=np.float64))
+    else:
+        has_zero, xk, weight_sum = False, x, float(n)
+    m = xk.shape[0]
+    step = max(1, m // sample_size)
+    sample = np.sort(xk[::step]).astype(np.float64)
+    is01 = bool(is_binary(labels)) if binary else None
+    return ChunkSummary(n, m, weight_sum, has_zero, is01, sample, m / max(1, sample.shape[0]))
+
+
+def choose_bounds(summaries, n_parts, dtype):
+    """Partition boundaries (``n_parts - 1`` at most, sorted, distinct) at quantiles of the samples."""
+    samples = [s.sample for s in summaries if s.sample.shape[0]]
+    if n_parts <= 1 or not samples:
+        return np.empty(0, dtype=dtype)
+    values = np.concatenate(samples)
+    weights = np.concatenate([np.full(s.sample.shape[0], s.stride) for s in summaries if s.sample.shape[0]])
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(weights[order])
+    targets = cum[-1] * np.arange(1, n_parts) / n_parts
+    idx = np.minimum(np.searchsorted(cum, targets, side="left") + 1, values.shape[0] - 1)
+    bounds = np.unique(values[idx])
+    bounds = bounds[bounds > values[0]]  # no empty first partition
+    return bounds.astype(dtype)
+
+
+# ---------------------------------------------------------------------------
+# Spearman's rho of scores and 0/1 labels from range partitions.
+# ---------------------------------------------------------------------------
+
+
+def spearman_partial(x, labels):
+    """Sums of one score range for Spearman's rho against 0/1 labels.
+
+    Returns ``(n, n_pos, rank_sum_pos, ties)``: rows, positive rows, the sum of
+    the positives' average ranks within the range, and sum(t^3 - t) over the
+    groups of equal scores. Equal scores never straddle two ranges, so ranks
+    in the whole are these plus the number of rows in the ranges below.
+    """
+    xs = np.sort(x)
+    pos = np.sort(x[labels > 0])
+    left = np.searchsorted(xs, pos, side="left").astype(np.float64)
+    right = np.searchsorted(xs, pos, side="right").astype(np.float64)
+    rank_sum = float(((left + right + 1.0) * 0.5).sum())
+    if xs.shape[0] > 1:
+        starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1], [True])))
+        t = np.diff(starts).astype(np.float64)
+        ties = float((t * t * t - t).sum())
+    else:
+        ties = 0.0
+    return xs.shape[0], pos.shape[0], rank_sum, ties
+
+
+def spearman_from_partials(partials):
+    r"""Spearman's rho of scores and 0/1 labels from :func:`spearman_partial` of consecutive score ranges.
+
+    With average ranks :math:`r_i` of the scores (ties averaged, as
+    :func:`scipy.stats.spearmanr`), the ranks of the labels are affine in the
+    labels, so :math:`\rho` is Pearson's correlation of :math:`r` and :math:`y`:
+
+    .. math:: \rho = \frac{\sum_{y_i = 1} r_i - n_1 (n + 1)/2}
+              {\sqrt{\frac{n^3 - n - \sum_g (t_g^3 - t_g)}{12} \cdot \frac{n_1 n_0}{n}}}
+
+    NaN when the scores or the labels are constant.
+    """
+    offset = 0
+    n1 = 0
+    rank_sum = 0.0
+    ties = 0.0
+    for n_j, n1_j, r_j, t_j in partials:
+        rank_sum += r_j + offset * n1_j
+        ties += t_j
+        offset += n_j
+        n1 += n1_j
+    n = float(offset)
+    n0 = n - n1
+    sxx = (n * n * n - n - ties) / 12.0
+    syy = n1 * n0 / n if n else 0.0
+    if not (sxx > 0 and syy > 0):
+        return math.nan
+    rho = (rank_sum - n1 * (n + 1.0) / 2.0) / math.sqrt(sxx * syy)
+    return max(-1.0, min(1.0, rho))
+
+
+def increasing_from_rho(rho, n, stacklevel=3):
+    """scikit-learn's ``check_increasing`` given Spearman's rho: the direction, warning when uncertain."""
+    increasing = bool(rho >= 0)
+    if rho not in (-1.0, 1.0) and n > 3 and not math.isnan(rho):
+        F = 0.5 * math.log((1.0 + rho) / (1.0 - rho))
+        F_se = 1 / math.sqrt(n - 3)
+        if np.sign(math.tanh(F - 1.96 * F_se)) != np.sign(math.tanh(F + 1.96 * F_se)):
+            warnings.warn(
+                "Confidence interval of the Spearman correlation coefficient spans zero. "
+                "Determination of ``increasing`` may be suspect.",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+    return increasing
+
+
+def check_total_weight(summaries, weighted):
+    if weighted and not sum(s.weight_sum for s in summaries) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+
+
+def auto_needs_binary(summaries):
+    if not all(s.binary for s in summaries):
+        raise ValueError(
+            'increasing="auto" is supported on chunked and distributed data for 0/1 labels only '
+            "(Spearman's rho then needs the ranks of the scores alone); pass increasing=True or False."
+        )
+
+
+# ---------------------------------------------------------------------------
+# Readers.
+# ---------------------------------------------------------------------------
+
+
+def _npy_header(f):
+    """(shape, fortran_order, dtype) of the open .npy file ``f``, positioned at the data."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(f)
+    return np.lib.format._read_array_header(f, version)  # (3, 0)
+
+
+def npy_info(path):
+    """Shape and dtype of the array in a .npy file, without reading it."""
+    with open(path, "rb") as f:
+        shape, fortran, dtype = _npy_header(f)
+    return shape, dtype, fortran
+
+
+def iter_npy(path, chunk_rows, *, column=None):
+    """Chunks of ``chunk_rows`` rows of the array in the .npy file ``path``, read with plain reads.
+
+    ``column``: for a 2-D array the column index, for a structured array the
+    field name; None for a 1-D array. Each chunk is a new contiguous array.
+    """
+    with open(path, "rb") as f:
+        shape, fortran, dtype = _npy_header(f)
+        if dtype.hasobject:
+            raise ValueError(f"{path}: arrays of Python objects cannot be read")
+        if len(shape) not in (1, 2):
+            raise ValueError(f"{path}: expected a 1-D or 2-D array, got shape {shape}")
+        if fortran and len(shape) == 2 and shape[1] > 1:
+            raise ValueError(f"{path}: Fortran-ordered 2-D arrays are not supported; save it in C order")
+        n = shape[0]
+        width = shape[1] if len(shape) == 2 else 1
+        row_bytes = dtype.itemsize * width
+        start = f.tell()
+        for lo in range(0, n, chunk_rows):
+            m = min(chunk_rows, n - lo)
+            f.seek(start + lo * row_bytes)
+            buf = np.empty(m * width, dtype=dtype)
+            got = f.readinto(memoryview(buf).cast("B"))
+            if got != m * row_bytes:
+                raise ValueError(f"{path}: file is truncated (expected {n} rows)")
+            buf = buf.reshape(m, width) if len(shape) == 2 else buf
+            if column is None:
+                yield buf
+            elif dtype.names is not None:
+                yield np.ascontiguousarray(buf[column])
+            else:
+                yield np.ascontiguousarray(buf[:, column])
+
+
+def iter_parquet(path, columns, chunk_rows):
+    """Chunks (dicts of column name to ndarray) of a Parquet file, one row group at a time.
+
+    Needs pyarrow (the ``io`` extra). Null values raise ``ValueError`` naming
+    the column and the row.
+    """
+    pq = _pyarrow_parquet()
+    pf = pq.ParquetFile(path)
+    names = pf.schema_arrow.names
+    for c in columns:
+        if c not in names:
+            raise KeyError(c)
+    offset = 0
+    for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(columns)):
+        out = {}
+        for c in columns:
+            col = batch.column(batch.schema.get_field_index(c))
+            if col.null_count:
+                row = offset + int(np.flatnonzero(np.asarray(col.is_null()))[0])
+                raise ValueError(f"{path}: column {c!r}, row {row + 1}: missing value")
+            out[c] = col.to_numpy(zero_copy_only=False)
+        offset += batch.num_rows
+        yield out
+
+
+def parquet_rows(path):
+    return _pyarrow_parquet().ParquetFile(path).metadata.num_rows
+
+
+def _pyarrow_parquet():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError('Parquet files need pyarrow; install it with pip install "fastcal[io]".') from exc
+    return pq
+
+
+class _Columns:
+    """Scores, labels and weights read in chunks, any number of times.
+
+    ``factory()`` returns an iterator of ``(x, y, w)`` raw chunks (w may be
+    None); ``n`` is the number of rows and ``x_dtype`` the dtype the scores
+    are fitted in (float32 and float64 kept, anything else float64).
+    """
+
+    def __init__(self, factory, n, x_dtype, weighted, chunk_rows=1 << 20):
+        self.factory = factory
+        self.n = n
+        self.chunk_rows = chunk_rows
+        self.x_dtype = np.dtype(x_dtype)
+        self.weighted = weighted
+
+    def chunks(self, *, score_name="X", binary=False, validate=True):
+        """Chunks ``(x, labels, w)``, converted; validated unless ``validate`` is False (a later pass)."""
+        offset = 0
+        check = prepare_chunk if validate else convert_chunk
+        kw = dict(binary=binary) if validate else {}
+        for x, y, w in self.factory():
+            chunk = check(x, y, w, self.x_dtype, score_name=score_name, offset=offset, **kw)
+            offset += chunk[0].shape[0]
+            yield chunk
+        if offset != self.n:
+            raise ValueError(f"expected {self.n} rows, read {offset}")
+
+
+def _fit_dtype(dtype):
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
+
+
+def _array_source(scores, y, sample_weight, chunk_rows, score_name):
+    """:class:`_Columns` over arrays or paths of .npy files."""
+    parts = {}
+    n_of = {}
+    for name, value in ((score_name, scores), ("y", y), ("sample_weight", sample_weight)):
+        if value is None:
+            continue
+        if isinstance(value, numbers.Number) and name == "sample_weight":
+            parts[name] = value
+            continue
+        if isinstance(value, (str, os.PathLike)):
+            path = os.fspath(value)
+            shape, dtype, _ = npy_info(path)
+            if len(shape) == 2 and shape[1] == 1:
+                shape = shape[:1]
+            if len(shape) != 1:
+                raise ValueError(f"{name} must be a 1-D array (or a single column), got an array of shape {shape}.")
+            parts[name] = ("npy", path, dtype)
+            n_of[name] = shape[0]
+        else:
+            arr = _flat(value, name)
+            parts[name] = ("array", arr, arr.dtype)
+            n_of[name] = arr.shape[0]
+    if len(set(n_of.values())) > 1:
+        detail = ", ".join(f"{k} has {v}" for k, v in n_of.items())
+        raise ValueError(f"Inconsistent numbers of samples: {detail}.")
+    n = n_of[score_name]
+    if n == 0:
+        raise ValueError(f"{score_name} must have at least 1 element, got 0.")
+
+    def stream(spec):
+        if not isinstance(spec, tuple):
+            while True:
+                yield spec
+        kind, obj, _ = spec
+        if kind == "npy":
+            yield from iter_npy(obj, chunk_rows, column=0 if len(npy_info(obj)[0]) == 2 else None)
+        else:
+            for lo in range(0, n, chunk_rows):
+                yield obj[lo : lo + chunk_rows]
+
+    def factory():
+        xs = stream(parts[score_name])
+        ys = stream(parts["y"])
+        ws = stream(parts["sample_weight"]) if "sample_weight" in parts else None
+        for x in xs:
+            yield x, next(ys), (None if ws is None else next(ws))
+
+    return _Columns(factory, n, _fit_dtype(parts[score_name][2]), "sample_weight" in parts, chunk_rows)
+
+
+def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
+    pq = _pyarrow_parquet()
+    pf = pq.ParquetFile(path)
+    schema = pf.schema_arrow
+    cols = [c for c in (score_col, label_col, weight_col) if c is not None]
+    for c in cols:
+        if c not in schema.names:
+            raise ValueError(f"{path}: no column {c!r} (columns: {', '.join(schema.names)})")
+    x_type = schema.field(score_col).type
+    try:
+        x_dtype = np.dtype(x_type.to_pandas_dtype())
+    except (NotImplementedError, TypeError):
+        x_dtype = np.dtype(np.float64)
+
+    def factory():
+        for batch in iter_parquet(path, cols, chunk_rows):
+            yield batch[score_col], batch[label_col], (None if weight_col is None else batch[weight_col])
+
+    return _Columns(factory, pf.metadata.num_rows, _fit_dtype(x_dtype), weight_col is not None, chunk_rows)
+
+
+# ---------------------------------------------------------------------------
+# Isotonic regression, out of core.
+# ---------------------------------------------------------------------------
+
+
+def _budget_rows(memory_budget, chunk_rows):
+    if memory_budget is None:
+        memory_budget = DEFAULT_MEMORY_BUDGET
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, numbers.Integral) or memory_budget < 1 << 20:
+        raise ValueError(f"memory_budget must be an integer number of bytes >= 2**20, got {memory_budget!r}.")
+    if chunk_rows is None:
+        chunk_rows = max(1 << 12, memory_budget // _BYTES_PER_ROW_READ)
+    elif isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral) or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
+    part_rows = max(1 << 12, memory_budget // _BYTES_PER_ROW_FIT)
+    return int(chunk_rows), int(part_rows)
+
+
+class _PartitionFiles:
+    """Append-only files, one set (x, y[, w]) per partition, in a temporary directory."""
+
+    def __init__(self, n_parts, dtypes, tmpdir):
+        self.dir = tempfile.mkdtemp(prefix="fastcal-partitions-", dir=tmpdir)
+        self.n_parts = n_parts
+        self.dtypes = dtypes  # (x, y, w or None)
+        self.rows = np.zeros(n_parts, dtype=np.int64)
+
+    def _path(self, j, k):
+        return os.path.join(self.dir, f"part{j:06d}.{k}")
+
+    def append(self, j, arrays):
+        m = arrays[0].shape[0]
+        if not m:
+            return
+        for k, a in enumerate(arrays):
+            if a is None:
+                continue
+            with open(self._path(j, k), "ab") as f:
+                a.tofile(f)
+        self.rows[j] += m
+
+    def read(self, j, *, delete=True):
+        if not self.rows[j]:
+            return None
+        out = []
+        for k, dtype in enumerate(self.dtypes):
+            if dtype is None:
+                out.append(None)
+                continue
+            path = self._path(j, k)
+            out.append(np.fromfile(path, dtype=dtype))
+            if delete:
+                os.unlink(path)
+        return tuple(out)
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _fit_blocks(part, sign):
+    """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive)."""
+    from .isotonic import _pav_fit
+
+    return tuple(a.copy() for a in _pav_fit(part[0], part[1], part[2], sign))
+
+
+def _concat(a, b):
+    return tuple(None if p is None else np.concatenate((p, q)) for p, q in zip(a, b))
+
+
+def _select(part, mask):
+    return tuple(None if p is None else p[mask] for p in part)
+
+
+def _fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
+    from .isotonic import IsotonicRegression, _pool_blocks
+
+    est = IsotonicRegression(**params)
+    est._check_params()
+    auto = est.increasing == "auto"
+    dtype = src.x_dtype
+    eps = _resolution(dtype)
+
+    # Pass 1: validate, sample, count. About 64 sampled scores per partition
+    # place the boundaries well enough (a partition is at most ~2x its target).
+    n_chunks = max(1, -(-src.n // src.chunk_rows))
+    per_chunk = int(min(_SAMPLE_PER_CHUNK, max(16, -(-64 * -(-src.n // part_rows) // n_chunks))))
+    summaries = [summarize_chunk(*c, sample_size=per_chunk, binary=auto) for c in src.chunks(score_name=score_name)]
+    check_total_weight(summaries, src.weighted)
+    n_fit = sum(s.n_fit for s in summaries)
+    if auto:
+        auto_needs_binary(summaries)
+    n_parts = max(1, -(-n_fit // part_rows))
+    bounds = choose_bounds(summaries, n_parts, dtype)
+    keep_zero = auto and any(s.has_zero for s in summaries)
+
+    # Pass 2: append every chunk's rows to its partition's file.
+    label_dtype = None
+    files = None
+    try:
+        for x, labels, w in src.chunks(score_name=score_name, validate=False):
+            if files is None:
+                label_dtype = labels.dtype
+                files = _PartitionFiles(bounds.shape[0] + 1, (dtype, label_dtype, None if w is None else w.dtype),
+                                        tmpdir)
+            for j, piece in enumerate(split_by_bounds(x, labels, w, bounds, drop_zero=not keep_zero)):
+                files.append(j, piece)
+
+        # Direction: Spearman's rho over all rows, from the partitions (ranges of scores).
+        if auto:
+            partials = []
+            for j in range(files.n_parts):
+                part = files.read(j, delete=False)
+                if part is not None:
+                    partials.append(spearman_partial(part[0], part[1]))
+                del part
+            est.increasing_ = increasing_from_rho(spearman_from_partials(partials), src.n, stacklevel=4)
+        else:
+            est.increasing_ = bool(est.increasing)
+        sign = 1.0 if est.increasing_ else -1.0
+
+        # Pass 3: fit the partitions in score order, carrying tie groups over boundaries.
+        blocks = []
+        pending = None  # rows of the current unit, which begins at a tie-group start
+        pending_max = -np.inf
+        for j in range(files.n_parts):
+            part = files.read(j)
+            if part is None:
+                continue
+            if keep_zero and part[2] is not None:
+                part = _select(part, part[2] > 0)
+                if not part[0].shape[0]:
+                    continue
+            lo = float(part[0].min())
+            if pending is None:
+                pending, pending_max = part, float(part[0].max())
+                continue
+            if lo - pending_max >= eps:
+                blocks.append(_fit_blocks(pending, sign))
+                pending, pending_max = part, float(part[0].max())
+                continue
+            # The boundary falls inside a chain of close scores: the rows of this
+            # partition closer than eps to the pending unit's last group start join it.
+            last = chain_exits(np.sort(pending[0]), eps, [pending[0].min()])[0]
+            head = (part[0].astype(np.float64) - last) < eps
+            pending = _concat(pending, _select(part, head))
+            rest = _select(part, ~head)
+            pending_max = max(pending_max, float(part[0].max()))
+            if rest[0].shape[0]:
+                blocks.append(_fit_blocks(pending, sign))
+                pending, pending_max = rest, float(rest[0].max())
+        blocks.append(_fit_blocks(pending, sign))
+    finally:
+        if files is not None:
+            files.cleanup()
+    return est._set_blocks(_pool_blocks(blocks) if len(blocks) > 1 else blocks[0])
+
+
+def fit_isotonic(scores, y, sample_weight=None, *, memory_budget=None, chunk_rows=None, tmpdir=None, **params):
+    """Fit :class:`fastcal.IsotonicRegression` on data read in chunks: equal to the in-memory fit.
+
+    Parameters
+    ----------
+    scores, y : array-like or path
+        1-D arrays (an ``np.memmap`` from ``np.load(path, mmap_mode="r")``
+        is read chunk by chunk) or paths of ``.npy`` files (read with plain
+        file reads, no map). Scores finite; labels finite (0/1 labels for
+        calibration).
+    sample_weight : array-like, path, float or None
+        Non-negative weights, as in ``IsotonicRegression.fit``.
+    memory_budget : int, optional
+        Bytes of memory the fit may use for data (default 256 MiB): sets the
+        chunk and partition sizes.
+    chunk_rows : int, optional
+        Rows per chunk read (default ``memory_budget // 64``).
+    tmpdir : str, optional
+        Directory for the partition files (default: the system's).
+    **params
+        ``IsotonicRegression`` parameters: ``y_min``, ``y_max``,
+        ``increasing`` (True, False, or "auto" with 0/1 labels),
+        ``out_of_bounds``.
+
+    Returns
+    -------
+    IsotonicRegression
+        Fitted; thresholds equal to an in-memory fit of the same data (the
+        block means may differ in the last bits: sums are added in a
+        different order).
+
+    Notes
+    -----
+    Three passes over the data (validation and sampling; partitioning into
+    temporary files; fitting the partitions in score order), plus one read of
+    the partitions with ``increasing="auto"``, which computes Spearman's rho
+    exactly from the partitions. See the module docstring for why the merge
+    of the partitions' fits is exact.
+
+    Examples
+    --------
+    >>> import numpy as np, os, tempfile
+    >>> from fastcal import outofcore
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.random(10_000); y = (rng.random(10_000) < x).astype(np.uint8)
+    >>> d = tempfile.mkdtemp()
+    >>> np.save(os.path.join(d, "x.npy"), x); np.save(os.path.join(d, "y.npy"), y)
+    >>> iso = outofcore.fit_isotonic(os.path.join(d, "x.npy"), os.path.join(d, "y.npy"), chunk_rows=1000)
+    >>> from fastcal import IsotonicRegression
+    >>> bool(np.array_equal(iso.X_thresholds_, IsotonicRegression().fit(x, y).X_thresholds_))
+    True
+    """
+    chunk_rows, part_rows = _budget_rows(memory_budget, chunk_rows)
+    src = _array_source(scores, y, sample_weight, chunk_rows, "X")
+    return _fit_isotonic_source(src, params, tmpdir, part_rows)
+
+
+def fit_isotonic_parquet(path, score_col, label_col, weight_col=None, *, memory_budget=None, chunk_rows=None,
+                         tmpdir=None, **params):
+    """:func:`fit_isotonic` on columns of a Parquet file (pyarrow, the ``io`` extra).
+
+    The file is read one batch of ``chunk_rows`` rows at a time; pyarrow
+    decodes a row group at a time, so a row group (10^6 rows in files written
+    by pyarrow's defaults) must fit in memory. Null values raise
+    ``ValueError`` naming the column and the row.
+    """
+    chunk_rows, part_rows = _budget_rows(memory_budget, chunk_rows)
+    src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)
+    return _fit_isotonic_source(src, params, tmpdir, part_rows)
+
+
+# ---------------------------------------------------------------------------
+# Platt scaling, in passes over chunks (shared with fastcal.dask).
+# ---------------------------------------------------------------------------
+
+
+def platt_prep_chunk(s, y, w):
+    """The Platt preparation sums of one validated chunk: ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``)."""
+    from . import _platt_kernels as _pk
+
+    n = s.shape[0]
+    nc = _pk.n_chunks(n)
+    run = _pk.prep_parallel if n >= PARALLEL_MIN_SIZE else _pk.prep_serial
+    iout, fout = run(s, y, w, np.empty((nc, _pk.N_PREP_INT), dtype=np.int64), np.empty((nc, _pk.N_PREP_FLOAT)))
+    return np.asarray(iout), np.asarray(fout)
+
+
+def platt_checked_prep(s, y, w):
+    """:func:`platt_prep_chunk`, raising the in-memory fit's errors for the bad values it counts."""
+    iout, fout = platt_prep_chunk(s, y, w)
+    if iout[0]:
+        check_finite(s, "scores")
+    if iout[1]:
+        check_binary_labels(y, "y")
+    return iout, fout
+
+
+def platt_merge_prep(parts):
+    """Merge :func:`platt_prep_chunk` results of all chunks (in order)."""
+    iouts = np.array([p[0] for p in parts], dtype=np.int64)
+    fouts = np.array([p[1] for p in parts], dtype=np.float64)
+    iout = np.array([
+        iouts[:, 0].sum(), iouts[:, 1].sum(), iouts[:, 2].sum(),
+        iouts[:, 3].min(), iouts[:, 4].max(), iouts[:, 5].min(), iouts[:, 6].max(),
+    ], dtype=np.int64)
+    fout = np.zeros(2)
+    for f in fouts:  # in order
+        fout += f
+    return iout, fout
+
+
+def platt_subsample_chunk(s, y, w, fraction):
+    """About ``fraction`` of a chunk's rows, in evenly spaced contiguous blocks (as ``platt._Problem.subsample``)."""
+    n = s.shape[0]
+    m = int(round(n * fraction))
+    if m <= 0:
+        return s[:0], y[:0], None if w is None else w[:0]
+    length = min(4096, max(64, m // 256), n)
+    n_blocks = max(1, m // length)
+    starts = np.linspace(0, n - length, n_blocks).astype(np.int64)
+
+    def take(arr):
+        return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
+
+    return take(s), take(y), take(w)
+
+
+def platt_newton_chunk(s, y, w, center, scale, a, b, targets, want_loss):
+    """The fused objective/gradient/Hessian sums (6 floats) of one chunk at (a, b)."""
+    from . import _platt_kernels as _pk
+
+    n = s.shape[0]
+    run = _pk.newton_pass_parallel if n >= PARALLEL_MIN_SIZE else _pk.newton_pass_serial
+    tpos, tnpos, tneg, tnneg = targets
+    return np.asarray(run(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                          True if want_loss else None, np.empty((_pk.n_chunks(n), _pk.N_STATS))))
+
+
+class _PassProblem:
+    """Duck-typed ``platt._Problem`` whose sums come from ``run_pass`` (chunks of a file, Dask partitions)."""
+
+    def __init__(self, run_pass, center, scale, xmax, targets, total_weight, n):
+        self.run_pass = run_pass
+        self.center = center
+        self.scale = scale
+        self.xmax = xmax
+        self.targets = targets
+        self.total_weight = total_weight
+        self.n = n
+        self.n_passes = 0
+
+    def stats(self, a, b, want_loss=False):
+        self.n_passes += 1
+        return tuple(float(v) for v in self.run_pass(self.center, self.scale, a, b, self.targets, want_loss))
+
+    def to_internal(self, a, b):
+        return a / self.scale, b + a * self.center
+
+    def to_public(self, a, b):
+        a_pub = a * self.scale
+        return a_pub, b - a_pub * self.center
+
+
+def fit_platt_passes(prep, n, weighted, subsample, run_pass, max_iter, tol):
+    """Platt's fit from merged preparation sums and a function computing one pass over all rows.
+
+    The same steps as ``fastcal.platt._fit_platt`` (degenerate cases, Platt's
+    targets and start, centring and scaling, Newton with the same stopping
+    rule), with every pass over the data done by ``run_pass(center, scale,
+    a, b, targets, want_loss)``. ``subsample`` (arrays ``(s, y, w)`` in
+    memory, or None) gives the warm start, solved in memory.
+    Returns ``(a, b, n_iter, converged, decrement, passes)``.
+    """
+    from . import _platt_kernels as _pk
+    from . import platt as _pl
+
+    iout, (wpos, wneg) = prep
+    npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
+    if not weighted:
+        wpos, wneg = float(npos), float(n - npos)
+    total = _pl._check_total_weight(float(wpos), float(wneg))
+    lo, hi = _pk.key_to_float(lo), _pk.key_to_float(hi)
+    targets = ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0), 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
+    b0 = math.log((wneg + 1.0) / (wpos + 1.0))
+    if wpos == 0.0 or wneg == 0.0:
+        return 0.0, b0, 0, True, 0.0, 0
+    if lo == hi:
+        mean_t = wpos * targets[0] + wneg * targets[2]
+        mean_1mt = wpos * targets[1] + wneg * targets[3]
+        return 0.0, math.log(mean_1mt / mean_t), 0, True, 0.0, 0
+    center, scale, xmax = _pl._center_and_scale(_pk.key_to_float(lo_all), _pk.key_to_float(hi_all))
+    prob = _PassProblem(run_pass, center, scale, xmax, targets, total, n)
+    a, b = prob.to_internal(0.0, b0)
+    if subsample is not None and n >= _pl._WARM_START_MIN:
+        s_sub, y_sub, w_sub = subsample
+        sub_total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
+        if s_sub.shape[0] and sub_total > 0:
+            sub = _pl._Problem(s_sub, y_sub, w_sub, center, scale, xmax, targets, sub_total)
+            sa, sb, _, ok, _ = _pl._solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, False)
+            if ok and math.isfinite(sa) and math.isfinite(sb):
+                a, b = sa, sb
+    a, b, n_iter, converged, st = _pl._newton(prob, a, b, tol, max_iter, False)
+    lam2 = _pl._direction(st, total, xmax, False)[2]
+    return (*prob.to_public(a, b), n_iter, converged, lam2 / total, prob.n_passes)
+
+
+def make_platt(a, b, n_iter, converged, decrement, max_iter, tol, stacklevel=3):
+    """A fitted :class:`fastcal.PlattScaling` with the result of :func:`fit_platt_passes`."""
+    from .platt import ConvergenceWarning, PlattScaling
+
+    if not converged:
+        warnings.warn(
+            f"PlattScaling did not converge in {max_iter} Newton iterations (Newton "
+            f"decrement per unit weight {decrement:.3g} > tol={tol:g}). Increase max_iter or tol.",
+            ConvergenceWarning,
+            stacklevel=stacklevel,
+        )
+    est = PlattScaling(max_iter=max_iter, tol=None if tol is None else tol)
+    est.a_, est.b_, est.n_iter_, est.converged_ = float(a), float(b), int(n_iter), bool(converged)
+    return est
+
+
+def _platt_params(max_iter, tol):
+    from . import platt as _pl
+
+    return _pl._check_max_iter(max_iter), _pl._check_tol(tol)
+
+
+def _fit_platt_source(src, max_iter, tol):
+    max_iter_c, tol_c = _platt_params(max_iter, tol)
+    fraction = min(1.0 / 16, _PLATT_SUBSAMPLE_MAX / src.n)
+    preps, subs = [], []
+    for s, y, w in src.chunks(score_name="scores", validate=False):
+        preps.append(platt_checked_prep(s, y, w))
+        subs.append(platt_subsample_chunk(s, y, w, fraction))
+    sub = tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+    if src.weighted:
+        total = sum(float(p[1].sum()) for p in preps)
+        if not total > 0:
+            raise ValueError("sample_weight must have a positive sum.")
+
+    def run_pass(center, scale, a, b, targets, want_loss):
+        acc = np.zeros(6)
+        for s, y, w in src.chunks(score_name="scores", validate=False):
+            acc += platt_newton_chunk(s, y, w, center, scale, a, b, targets, want_loss)
+        return acc
+
+    a, b, n_iter, converged, dec, _ = fit_platt_passes(
+        platt_merge_prep(preps), src.n, src.weighted, sub, run_pass, max_iter_c, tol_c)
+    return make_platt(a, b, n_iter, converged, dec, max_iter, tol, stacklevel=4)
+
+
+def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None, memory_budget=None, chunk_rows=None):
+    """Fit :class:`fastcal.PlattScaling` on data read in chunks: equal to the in-memory fit (to ~1e-10).
+
+    ``scores``, ``y``, ``sample_weight`` as in :func:`fit_isotonic` (arrays,
+    memory maps or ``.npy`` paths); ``max_iter`` and ``tol`` as in
+    :class:`fastcal.PlattScaling`. One pass validates the data, computes the
+    class weights and score range and keeps a subsample (at most 2^20 rows,
+    evenly spaced blocks) from which the Newton iterations start; each Newton
+    iteration is then one pass over the chunks with the fused
+    objective/gradient/Hessian kernel: about three passes in all.
+    """
+    chunk_rows, _ = _budget_rows(memory_budget, chunk_rows)
+    src = _array_source(scores, y, sample_weight, chunk_rows, "scores")
+    return _fit_platt_source(src, max_iter, tol)
+
+
+def fit_platt_parquet(path, score_col, label_col, weight_col=None, *, max_iter=100, tol=None, memory_budget=None,
+                      chunk_rows=None):
+    """:func:`fit_platt` on columns of a Parquet file (pyarrow, the ``io`` extra)."""
+    chunk_rows, _ = _budget_rows(memory_budget, chunk_rows)
+    src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)
+    return _fit_platt_source(src, max_iter, tol)

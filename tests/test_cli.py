@@ -1,0 +1,373 @@
+"""The fastcal command line, driven as a user would: ``python -m fastcal`` on real files of each format.
+
+Fitted models are compared with the library's in-memory fits on the same
+columns, outputs with ``predict`` on the same scores. Finer-grained cases
+(error messages, options) call ``fastcal.cli.main`` in-process, which runs
+exactly the same code without paying for a new interpreter each time.
+"""
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import fastcal
+from fastcal import IsotonicRegression, _persist
+from fastcal.cli import main
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+N = 5000
+
+
+def run(*args, stdin=None, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "fastcal", *map(str, args)], input=stdin, capture_output=True,
+                          cwd=cwd, env=env, timeout=120)
+
+
+def one_line_error(out, *fragments):
+    err = out.stderr.decode() if isinstance(out.stderr, bytes) else out.stderr
+    lines = [ln for ln in err.splitlines() if ln.startswith("fastcal: error:")]
+    assert len(lines) == 1, err
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    score = np.round(rng.random(N), 6)  # round-trips through CSV text exactly
+    label = (rng.random(N) < score ** 2).astype(np.int64)
+    weight = np.round(rng.uniform(0.5, 2.0, N), 3)
+    return score, label, weight
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, data):
+    score, label, weight = data
+    d = tmp_path_factory.mktemp("cli")
+    ident = np.arange(N)
+    with open(d / "data.csv", "w") as f:
+        f.write("id,score,label,weight\n")
+        f.writelines(f"{i},{s!r},{y},{w!r}\n" for i, s, y, w in zip(ident, score.tolist(), label, weight.tolist()))
+    pq.write_table(pa.table({"id": ident, "score": score, "label": label, "weight": weight}), d / "data.parquet",
+                   row_group_size=1500)
+    rec = np.zeros(N, dtype=[("score", "f8"), ("label", "i8"), ("weight", "f8")])
+    rec["score"], rec["label"], rec["weight"] = score, label, weight
+    np.save(d / "data.npy", rec)
+    np.save(d / "matrix.npy", np.column_stack([score, label, weight]))
+    np.savez(d / "data.npz", score=score, label=label, weight=weight)
+    return d
+
+
+def reference(data, weighted=False, **params):
+    score, label, weight = data
+    params.setdefault("out_of_bounds", "clip")
+    return IsotonicRegression(**params).fit(score, label, sample_weight=weight if weighted else None)
+
+
+def assert_model_equal(path, ref):
+    model = fastcal.load(path)
+    assert type(model) is type(ref)
+    assert_array_equal(model.X_thresholds_, ref.X_thresholds_)
+    assert_allclose(model.y_thresholds_, ref.y_thresholds_, rtol=0, atol=1e-12)
+    assert model.get_params() == ref.get_params()
+
+
+# ---------------------------------------------------------------------------
+# End to end, by subprocess: every input and output format, stdin and stdout.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "cols"), [
+    ("data.csv", ["score", "label", "weight"]),
+    ("data.parquet", ["score", "label", "weight"]),
+    ("matrix.npy", ["0", "1", "2"]),
+    ("data.npz", ["score", "label", "weight"]),
+])
+def test_fit_reads_every_format(files, data, tmp_path, name, cols):
+    out = run("fit", "--method", "isotonic", "--score-col", cols[0], "--label-col", cols[1],
+              "--weight-col", cols[2], files / name, "-o", tmp_path / "model.json")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == b"" and out.stderr == b""  # no progress bar when stderr is not a terminal
+    assert_model_equal(tmp_path / "model.json", reference(data, weighted=True))
+    assert list(tmp_path.iterdir()) == [tmp_path / "model.json"]  # no temporary files left
+
+
+@pytest.fixture(scope="module")
+def model(files, data):
+    path = files / "model.json"
+    reference(data).save(path)
+    return path
+
+
+@pytest.mark.parametrize(("src", "dst"), [
+    ("data.csv", "out.parquet"), ("data.parquet", "out.csv"), ("data.npz", "out.npy"), ("data.npy", "out.npz"),
+])
+def test_apply_writes_every_format(files, data, model, tmp_path, src, dst):
+    out = run("apply", model, files / src, "-o", tmp_path / dst, "--score-col", "score")
+    assert out.returncode == 0, out.stderr
+    want = reference(data).predict(data[0])
+    target = tmp_path / dst
+    if dst.endswith(".parquet"):
+        t = pq.read_table(target)
+        assert t.column_names == ["id", "score", "label", "weight", "calibrated"]
+        assert_array_equal(t.column("calibrated").to_numpy(), want)
+        assert_array_equal(t.column("id").to_numpy(), np.arange(N))
+    elif dst.endswith(".csv"):
+        lines = target.read_text().splitlines()
+        assert lines[0].replace('"', "") == "id,score,label,weight,calibrated"
+        got = np.array([float(ln.split(",")[-1]) for ln in lines[1:]])
+        assert_array_equal(got, want)
+    elif dst.endswith(".npy"):
+        assert_array_equal(np.load(target), want)
+    else:
+        z = np.load(target)
+        assert sorted(z.files) == ["calibrated", "label", "score", "weight"]
+        assert_array_equal(z["calibrated"], want)
+    assert os.stat(target).st_mode & 0o777 == 0o666 & ~_umask()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [dst]
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_stdin_and_stdout_csv(files, data, tmp_path):
+    text = (files / "data.csv").read_bytes()
+    out = run("fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "-",
+              "-o", tmp_path / "m.json", stdin=text)
+    assert out.returncode == 0, out.stderr
+    assert_model_equal(tmp_path / "m.json", reference(data))
+    out = run("apply", tmp_path / "m.json", "-", "-o", "-", "--prior-rate", "0.5", stdin=text)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.decode().splitlines()
+    assert len(lines) == N + 1
+    got = np.array([float(ln.split(",")[-1]) for ln in lines[1:]])
+    assert_allclose(got, fastcal.correct_negative_sampling(reference(data).predict(data[0]), 0.5), rtol=1e-15)
+
+
+def test_report_json_and_html(files, data, tmp_path):
+    score, label, _ = data
+    out = run("report", files / "data.parquet", "--score-col", "score", "--label-col", "label",
+              "-o", tmp_path / "report.json")
+    assert out.returncode == 0, out.stderr
+    assert b"Calibration report" in out.stdout  # the table, on stdout
+    doc = json.loads((tmp_path / "report.json").read_text())
+    want = fastcal.calibration_report(label, score)
+    assert doc["report"]["brier"] == pytest.approx(want.brier, rel=1e-12)
+    assert doc["report"]["ece"] == pytest.approx(want.ece, rel=1e-12)
+    assert doc["report"]["prob_true"] == pytest.approx(list(want.prob_true), rel=1e-12)
+
+
+def test_report_html_and_png(files, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(files / "data.npz"), "--score-col", "score", "--label-col", "label", "-q",
+                 "--n-bins", "8", "--strategy", "quantile", "-o", str(tmp_path / "report.html")]) == 0
+    assert capsys.readouterr().out == ""
+    html = (tmp_path / "report.html").read_text()
+    assert "Calibration report (8 quantile bins)" in html and "data:image/png;base64," in html
+    assert main(["report", str(files / "data.npy"), "--score-col", "score", "--label-col", "label",
+                 "--weight-col", "weight", "-o", str(tmp_path / "report.png")]) == 0
+    assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "total weight" in capsys.readouterr().out
+
+
+def test_exit_codes_and_one_line_errors(files, model, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("score,label\n0.1,0\n0.2,1\nnan,1\n0.4,0\n")
+    out = run("fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", bad,
+              "-o", tmp_path / "m.json")
+    assert out.returncode == 1
+    one_line_error(out, "bad.csv", "column 'score'", "row 3", "not finite")
+    out = run("fit", "--method", "isotonic", "--score-col", "nope", "--label-col", "label", files / "data.csv",
+              "-o", tmp_path / "m.json")
+    assert out.returncode == 2
+    one_line_error(out, "data.csv", "no column 'nope'")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_failed_apply_leaves_no_output(files, tmp_path, model):
+    # A bad value in the third batch: two batches were already written to the temporary file.
+    score = np.random.default_rng(1).random(3000)
+    score[2500] = np.inf
+    pq.write_table(pa.table({"score": score}), tmp_path / "in.parquet")
+    out = run("apply", model, tmp_path / "in.parquet", "-o", tmp_path / "out.parquet", "--batch-rows", "1000")
+    assert out.returncode == 1
+    one_line_error(out, "in.parquet", "column 'score'", "row 2501", "not finite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+def test_progress_on_a_terminal(files, tmp_path):
+    args = [sys.executable, "-m", "fastcal", "fit", "--method", "isotonic", "--score-col", "score",
+            "--label-col", "label", str(files / "data.parquet"), "-o", str(tmp_path / "m.json"), "--batch-rows", "1000"]
+    leader, follower = pty.openpty()
+    proc = subprocess.run(args, stderr=follower, stdout=subprocess.PIPE, timeout=120)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    err = b"".join(chunks).decode()
+    assert proc.returncode == 0, err
+    assert proc.stdout == b""  # progress never goes to stdout
+    assert "reading" in err and "100.0%" in err and f"{N:,}/{N:,} rows" in err
+    assert "fitting isotonic" in err
+
+
+def test_quiet_silences_progress(files, tmp_path, capsys, monkeypatch):
+    argv = ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+            str(files / "data.parquet"), "-o", str(tmp_path / "m.json"), "--batch-rows", "1000"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(argv) == 0
+    assert "100.0%" in capsys.readouterr().err
+
+
+def test_demo_subcommand(capsys):
+    pytest.importorskip("sklearn")
+    assert main(["demo", "--n", "20000"]) == 0
+    assert "knots as scikit-learn: yes" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------
+# In-process: options, methods and messages.
+# ---------------------------------------------------------------------------
+
+
+def test_out_of_core_fit_equals_in_memory(files, data, tmp_path, capsys):
+    for name in ("data.parquet", "data.csv", "data.npz"):
+        target = tmp_path / f"{name}.json"
+        assert main(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                     "--weight-col", "weight", "--memory-budget", "1M", "--batch-rows", "700",
+                     "--increasing", "auto", str(files / name), "-o", str(target)]) == 0
+        assert_model_equal(target, reference(data, weighted=True, increasing="auto"))
+
+
+def test_csv_without_pyarrow(files, data, tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    assert main(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                 str(files / "data.csv"), "-o", str(tmp_path / "m.json")]) == 0
+    assert_model_equal(tmp_path / "m.json", reference(data))
+    assert main(["apply", str(tmp_path / "m.json"), str(files / "data.csv"), "-o", str(tmp_path / "o.csv")]) == 0
+    lines = (tmp_path / "o.csv").read_text().splitlines()
+    assert lines[0] == "id,score,label,weight,calibrated"
+    assert_array_equal([float(ln.split(",")[-1]) for ln in lines[1:]], reference(data).predict(data[0]))
+    assert main(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                 str(files / "data.parquet"), "-o", str(tmp_path / "m.json")]) == 2  # Parquet needs pyarrow
+
+
+def test_sigmoid_and_temperature(files, data, tmp_path, capsys):
+    score, label, weight = data
+    status = main(["fit", "--method", "sigmoid", "--score-col", "score", "--label-col", "label",
+                   "--weight-col", "weight", str(files / "data.parquet"), "-o", str(tmp_path / "s.json")])
+    if "PlattScaling" in _persist._REGISTRY:
+        assert status == 0
+        m = fastcal.load(tmp_path / "s.json")
+        ref = fastcal.PlattScaling().fit(score, label, sample_weight=weight)
+        assert (m.a_, m.b_) == pytest.approx((ref.a_, ref.b_), rel=1e-12)
+    else:  # model files for Platt scaling are not available yet: a clean data error, no file
+        assert status == 1
+        assert "PlattScaling cannot be saved" in capsys.readouterr().err
+        assert not (tmp_path / "s.json").exists()
+    temperature = pytest.importorskip("fastcal.temperature")
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(3000, 3)) * 3
+    y = np.argmax(logits + rng.gumbel(size=logits.shape) * 2, axis=1)
+    np.savez(tmp_path / "mc.npz", a=logits[:, 0], b=logits[:, 1], c=logits[:, 2], y=y)
+    assert main(["fit", "--method", "temperature", "--score-col", "a,b,c", "--label-col", "y",
+                 str(tmp_path / "mc.npz"), "-o", str(tmp_path / "t.json")]) == 0
+    ref = temperature.TemperatureScaling().fit(logits, y)
+    m = fastcal.load(tmp_path / "t.json")
+    assert m.beta_ == pytest.approx(ref.beta_, rel=1e-12)
+    assert main(["apply", str(tmp_path / "t.json"), str(tmp_path / "mc.npz"), "--score-col", "a",
+                 "--score-col", "b", "--score-col", "c", "-o", str(tmp_path / "mc_out.npz")]) == 0
+    z = np.load(tmp_path / "mc_out.npz")
+    want = ref.predict_proba(logits)
+    for j in range(3):
+        assert_allclose(z[f"calibrated_{j}"], want[:, j], rtol=1e-12)
+
+
+def test_apply_with_priors_and_defaults(files, data, model, tmp_path):
+    score = data[0]
+    np.save(tmp_path / "s.npy", score)
+    # A 1-D .npy has one column, used without --score-col.
+    assert main(["apply", str(model), str(tmp_path / "s.npy"), "-o", str(tmp_path / "o.npy"),
+                 "--priors", "0.5", "0.1"]) == 0
+    want = fastcal.adjust_priors(reference(data).predict(score), 0.5, 0.1)
+    assert_array_equal(np.load(tmp_path / "o.npy"), want)
+
+
+def test_fit_structured_npy_in_process(files, data, tmp_path):
+    assert main(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                 "--weight-col", "weight", str(files / "data.npy"), "-o", str(tmp_path / "m.json")]) == 0
+    assert_model_equal(tmp_path / "m.json", reference(data, weighted=True))
+
+
+@pytest.mark.parametrize(("argv", "status", "fragments"), [
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{d}/data.txt", "-o", "{t}/m.json"],
+     2, ["unknown input format '.txt'"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{d}/missing.csv", "-o",
+      "{t}/m.json"], 2, ["missing.csv: no such file"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{d}/data.csv", "-o",
+      "{t}/m.txt"], 2, ["must be .json"]),
+    (["fit", "--method", "sigmoid", "--score-col", "score", "--label-col", "weight", "{d}/data.csv", "-o",
+      "{t}/m.json"], 1, ["data.csv: column 'weight', row 1", "is not 0 or 1"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--weight-col", "id",
+      "{t}/negw.csv", "-o", "{t}/m.json"], 1, ["negw.csv: column 'id', row 2", "negative"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{t}/text.csv", "-o",
+      "{t}/m.json"], 1, ["text.csv: column 'score', row 2: 'oops' is not a number"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{t}/ragged.csv", "-o",
+      "{t}/m.json"], 1, ["ragged.csv: row 2: expected 2 fields, got 3"]),
+    (["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{t}/null.parquet", "-o",
+      "{t}/m.json"], 1, ["null.parquet: column 'score', row 2: missing value"]),
+    (["apply", "{t}/notamodel.json", "{d}/data.csv", "-o", "{t}/o.csv"], 1, ["notamodel.json", "invalid fastcal model"]),
+    (["apply", "{d}/model.json", "{d}/matrix.npy", "-o", "{t}/o.csv"], 2, ["matrix.npy", "--score-col"]),
+    (["apply", "{d}/model.json", "{d}/data.csv", "-o", "{t}/o.csv", "--score-col", "score", "--output-col", "id"],
+     2, ["already has a column 'id'"]),
+    (["apply", "{d}/model.json", "{d}/data.csv", "-o", "{t}/o.xlsx", "--score-col", "score"], 2,
+     ["unknown output format"]),
+    (["report", "{d}/data.csv", "--score-col", "weight", "--label-col", "label", "-o", "{t}/r.json"], 1,
+     ["column 'weight', row 1", "not a probability"]),
+    (["report", "{d}/data.csv", "--score-col", "score", "--label-col", "label", "-o", "{t}/r.pdf"], 2,
+     ["must be .png, .html or .json"]),
+])
+def test_error_messages(files, model, tmp_path, capsys, argv, status, fragments):
+    (tmp_path / "negw.csv").write_text("score,label,id\n0.1,0,1\n0.2,1,-1\n")
+    (tmp_path / "text.csv").write_text("score,label\n0.1,0\noops,1\n")
+    (tmp_path / "ragged.csv").write_text("score,label\n0.1,0\n0.2,1,3\n")
+    (tmp_path / "notamodel.json").write_text('{"format": "something else"}')
+    pq.write_table(pa.table({"score": pa.array([0.1, None]), "label": [0, 1]}), tmp_path / "null.parquet")
+    before = set(tmp_path.iterdir())
+    argv = [a.format(d=files, t=tmp_path) for a in argv]
+    assert main(argv) == status
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("fastcal: error:")]
+    assert len(lines) == 1, err
+    for f in fragments:
+        assert f in lines[0]
+    assert set(tmp_path.iterdir()) == before  # no output, no temporary file
+
+
+def test_usage_errors_exit_2(capsys):
+    for argv in (["fit", "--method", "magic", "x.csv", "-o", "m.json"], ["fit", "--bogus"], ["nope"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        assert "fastcal: error:" in capsys.readouterr().err
+    assert main([]) == 2
