@@ -87,7 +87,14 @@ def calibrate(n):
     print(f"a = {res.a:.8f}, b = {res.b:.8f} in {res.n_iter} Newton passes "
           f"(scikit-learn's L-BFGS: a = {sk_sig.a_:.8f}, b = {sk_sig.b_:.8f})")
     p_platt = fastcal.PlattScaling().fit(p_train, y_train).predict(p_test)
-    return y_test, {"model as is": p_test, "isotonic": p_iso, "Platt": p_platt}, same
+    # Platt fits a sigmoid of its input. Here the truth is sigmoid(logit(p) / 2): a
+    # sigmoid of the model's logit, not of p, so on logit(p) Platt is exact.
+    logit = lambda p: np.log(p) - np.log1p(-p)  # noqa: E731
+    p_platt_logit = fastcal.PlattScaling().fit(logit(p_train), y_train).predict(logit(p_test))
+    print("Platt on p is misspecified for this model (the truth is a sigmoid of logit(p)); "
+          "on logit(p) it is exact, see below")
+    probs = {"model as is": p_test, "isotonic": p_iso, "Platt on p": p_platt, "Platt on logit": p_platt_logit}
+    return y_test, probs, same
 
 
 def diagnose(y, probs):
@@ -114,9 +121,9 @@ def diagnose(y, probs):
     keys = [("AUC", "auc"), ("Brier score", "brier"), ("log loss", "log_loss"), ("ECE (10 bins)", "ece"),
             ("max calibration error", "mce"), ("calibration slope", "slope"), ("calibration intercept", "intercept"),
             ("calibration-in-the-large", "calibration_in_the_large"), ("mean prediction", "mean_prediction")]
-    print(f"{'':28s}" + "".join(f"{name:>15s}" for name in reports))
+    print(f"{'':26s}" + "".join(f"{name:>15s}" for name in reports))
     for label, key in keys:
-        print(f"{label:28s}" + "".join(f"{getattr(r, key):15.5f}" for r in reports.values()))
+        print(f"{label:26s}" + "".join(f"{getattr(r, key):15.5f}" for r in reports.values()))
     print(f"observed rate: {reports['model as is'].base_rate:.5f}. A calibrated model has slope 1, intercept 0.")
     print(f"calibration_report (curve, Brier + decomposition, log loss, ECE, AUC, slope/intercept): {t:.3f}s; "
           f"scikit-learn's curve, Brier, log loss and AUC alone: {t_sk:.3f}s ({t_sk / t:.1f}x)")
