@@ -714,27 +714,9 @@ class _MetricData:
 
     def _percentiles(self, n_bins):
         """``np.percentile(p, linspace(0, 100, n_bins + 1))`` bit for bit (NumPy's linear method)."""
-        n = self.n
-        q = np.true_divide(np.linspace(0, 1, n_bins + 1) * 100, 100)
-        virtual = (n - 1) * q
-        prev = np.floor(virtual)
-        nxt = prev + 1
-        above = virtual >= n - 1
-        prev[above] = -1
-        nxt[above] = -1
-        prev = prev.astype(np.intp)
-        nxt = nxt.astype(np.intp)
-        gamma = np.asanyarray(virtual - prev, dtype=virtual.dtype)
-        prev_rank = np.where(prev < 0, n + prev, prev)
-        next_rank = np.where(nxt < 0, n + nxt, nxt)
-        ranks = np.unique(np.concatenate((prev_rank, next_rank)))
-        values = self._order_statistics(ranks)
-        a = values[np.searchsorted(ranks, prev_rank)]
-        b = values[np.searchsorted(ranks, next_rank)]
-        diff_b_a = b - a
-        result = np.add(a, diff_b_a * gamma)
-        np.subtract(b, diff_b_a * (1 - gamma), out=result, where=gamma >= 0.5, casting="unsafe", dtype=result.dtype)
-        return result
+        from .metrics import percentiles_from_order_statistics
+
+        return percentiles_from_order_statistics(self.n, n_bins, self._order_statistics)
 
     def table(self, edges, **flags):
         tables = dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks])

@@ -233,14 +233,20 @@ def _order_statistics(x, ranks, lo, hi):
 
 
 def _percentile_edges(x, n_bins, lo, hi):
-    """``np.percentile(x, np.linspace(0, 1, n_bins + 1) * 100)``, bit for bit, by selection.
+    """``np.percentile(x, np.linspace(0, 1, n_bins + 1) * 100)``, bit for bit, by selection."""
+    return percentiles_from_order_statistics(x.shape[0], n_bins, lambda ranks: _order_statistics(x, ranks, lo, hi))
 
-    NumPy's "linear" method: virtual index ``(n - 1) * q``, neighbours
-    ``floor`` and ``floor + 1`` (both the last element at the top), and
-    ``_lerp``: ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` where
-    ``g >= 0.5``, with ``b - a`` in the dtype of ``x``.
+
+def percentiles_from_order_statistics(n, n_bins, order_statistics):
+    """NumPy's "linear" percentiles at ``linspace(0, 100, n_bins + 1)`` of ``n`` values, bit for bit.
+
+    ``order_statistics(ranks)`` returns the values of the given (sorted,
+    unique) ranks: by selection in memory, or from Dask chunks. NumPy's
+    method: virtual index ``(n - 1) * q``, neighbours ``floor`` and
+    ``floor + 1`` (both the last element at the top), and ``_lerp``:
+    ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` where ``g >= 0.5``,
+    with ``b - a`` in the dtype of the values.
     """
-    n = x.shape[0]
     q = np.true_divide(np.linspace(0, 1, n_bins + 1) * 100, 100)
     virtual = (n - 1) * q
     prev = np.floor(virtual)
@@ -257,7 +263,7 @@ def _percentile_edges(x, n_bins, lo, hi):
     prev_rank = np.where(prev < 0, n + prev, prev)
     next_rank = np.where(nxt < 0, n + nxt, nxt)
     ranks = np.unique(np.concatenate((prev_rank, next_rank)))
-    values = _order_statistics(x, ranks, lo, hi)
+    values = order_statistics(ranks)
     a = values[np.searchsorted(ranks, prev_rank)]
     b = values[np.searchsorted(ranks, next_rank)]
     diff_b_a = b - a
