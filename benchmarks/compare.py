@@ -79,9 +79,14 @@ def render(rows):
     return "\n".join(lines)
 
 
+#: Table order: the subjects in the order the README presents them; any others after.
+ORDER = ["isotonic", "platt", "prior", "metrics", "calibration", "dask"]
+
+
 def collect(quick=False, only=None):
     rows = []
-    names = sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("compare_"))
+    names = sorted((m.name for m in pkgutil.iter_modules(benchmarks.__path__) if m.name.startswith("compare_")),
+                   key=lambda name: (ORDER.index(name[8:]) if name[8:] in ORDER else len(ORDER), name))
     for name in names:
         subject = name.removeprefix("compare_")
         if only and subject not in only:

@@ -157,3 +157,19 @@ def test_nested_evaluation_is_less_optimistic_than_in_sample():
     assert set(report.to_dict()) == {"before", "after", "folds"}
     # Honest calibration helps the forest's held-out log loss.
     assert report.after.log_loss < report.before.log_loss
+
+
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic", "temperature"])
+def test_the_meta_estimators_calibrators_are_saveable(tmp_path, method):
+    X, y = data(3)
+    model = CalibratedClassifierCV(GaussianNB(), method=method, cv=3).fit(X, y)
+    pair = model.calibrated_classifiers_[0]
+    predictions = pair.estimator.predict_proba(X)
+    for i, calibrator in enumerate(pair.calibrators):
+        path = tmp_path / f"calibrator{i}.json"
+        calibrator.save(path)
+        loaded = fastcal.load(path)
+        column = predictions if method == "temperature" else predictions[:, i]
+        before = calibrator.predict_proba(column) if method == "temperature" else calibrator.predict(column)
+        after = loaded.predict_proba(column) if method == "temperature" else loaded.predict(column)
+        assert_array_equal(after, before)
