@@ -1017,15 +1017,9 @@ def fit_platt_passes(prep, n, weighted, subsample, run_pass, max_iter, tol):
     if not weighted:
         wpos, wneg = float(npos), float(n - npos)
     total = _pl._check_total_weight(float(wpos), float(wneg))
-    lo, hi = _pk.key_to_float(lo), _pk.key_to_float(hi)
-    targets = ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0), 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
-    b0 = math.log((wneg + 1.0) / (wpos + 1.0))
-    if wpos == 0.0 or wneg == 0.0:
-        return 0.0, b0, 0, True, 0.0, 0
-    if lo == hi:
-        mean_t = wpos * targets[0] + wneg * targets[2]
-        mean_1mt = wpos * targets[1] + wneg * targets[3]
-        return 0.0, math.log(mean_1mt / mean_t), 0, True, 0.0, 0
+    targets, b0, solved = _pl._start(float(wpos), float(wneg), _pk.key_to_float(lo) == _pk.key_to_float(hi))
+    if solved is not None:
+        return (*solved, 0, True, 0.0, 0)
     center, scale, xmax = _pl._center_and_scale(_pk.key_to_float(lo_all), _pk.key_to_float(hi_all))
     prob = _PassProblem(run_pass, center, scale, xmax, targets, total, n)
     a, b = prob.to_internal(0.0, b0)

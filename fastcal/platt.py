@@ -335,6 +335,29 @@ def _check_total_weight(wpos, wneg):
 # ---------------------------------------------------------------------------
 
 
+def _start(wpos, wneg, constant_scores):
+    """Platt's targets and start, or the exact solution of degenerate data.
+
+    Returns ``(targets, b0, solved)``: the smoothed targets
+    ``(t+, 1 - t+, t-, 1 - t-)``, the start ``b0 = log((N- + 1) / (N+ + 1))``
+    (Platt 1999), and ``(a, b)`` when the optimum is known without solving
+    (else None): with one class every target is the same t and p = t
+    everywhere, i.e. a = 0 and b0; with constant scores F depends on a*s + b
+    only, so a is not identified: a = 0 and the b with p equal to the
+    weighted mean target.
+    """
+    targets = ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0),
+               1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
+    b0 = math.log((wneg + 1.0) / (wpos + 1.0))
+    if wpos == 0.0 or wneg == 0.0:
+        return targets, b0, (0.0, b0)
+    if constant_scores:
+        mean_t = wpos * targets[0] + wneg * targets[2]
+        mean_1mt = wpos * targets[1] + wneg * targets[3]
+        return targets, b0, (0.0, math.log(mean_1mt / mean_t))
+    return targets, b0, None
+
+
 def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     """Validated arrays in, (a, b, n_iter, converged, decrement per unit weight) out."""
     n = s.shape[0]
@@ -350,22 +373,9 @@ def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     if w is None:
         wpos, wneg = float(npos), float(n - npos)
     total = _check_total_weight(wpos, wneg)
-    lo, hi = _k.key_to_float(lo), _k.key_to_float(hi)
-
-    # Platt (1999): smoothed targets and the start b = log((N- + 1) / (N+ + 1)).
-    targets = ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0),
-               1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
-    b0 = math.log((wneg + 1.0) / (wpos + 1.0))
-    if wpos == 0.0 or wneg == 0.0:
-        # One class: every target is the same t, and p = t everywhere,
-        # i.e. a = 0 and the start b0, is the exact optimum.
-        return 0.0, b0, 0, True, 0.0
-    if lo == hi:
-        # Constant scores: F depends on a*s + b only, so a is not identified;
-        # take a = 0 and the b with p equal to the weighted mean target.
-        mean_t = wpos * targets[0] + wneg * targets[2]
-        mean_1mt = wpos * targets[1] + wneg * targets[3]
-        return 0.0, math.log(mean_1mt / mean_t), 0, True, 0.0
+    targets, b0, solved = _start(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
+    if solved is not None:
+        return (*solved, 0, True, 0.0)
 
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
     center, scale, xmax = _center_and_scale(_k.key_to_float(lo_all), _k.key_to_float(hi_all))
