@@ -41,3 +41,17 @@ def test_platt_model_file_round_trip(tmp_path):
     assert type(loaded) is fastcal.PlattScaling
     assert (loaded.a_, loaded.b_) == (cal.a_, cal.b_)
     assert_array_equal(loaded.predict(s), cal.predict(s))
+
+
+def test_thread_settings_are_not_changed():
+    import numba
+
+    before = numba.get_num_threads()
+    rng = np.random.default_rng(1)
+    p = rng.random(200_000)
+    y = (rng.random(200_000) < p).astype(np.uint8)
+    fastcal.IsotonicRegression().fit(p, y).predict(p)
+    fastcal.platt_scaling(p, y)
+    fastcal.calibration_report(y, p)
+    fastcal.correct_negative_sampling(p, 0.5)
+    assert numba.get_num_threads() == before
