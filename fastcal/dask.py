@@ -735,20 +735,12 @@ def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uni
     rounds select the order statistics (a histogram of 2^15 buckets, then
     the values of the few buckets that hold them).
     """
-    from . import _metrics_kernels as _mk
+    from .metrics import curve_from_table
 
     if not isinstance(return_counts, (bool, np.bool_)):
         raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    table = data.table(data.edges(n_bins, strategy))
-    weight = table[:, _mk.W]
-    nonzero = weight > 0
-    total = weight[nonzero]
-    prob_true = table[nonzero, _mk.SY] / total
-    prob_pred = table[nonzero, _mk.SP] / total
-    if not return_counts:
-        return prob_true, prob_pred
-    return prob_true, prob_pred, (total if data.weighted else total.astype(np.int64))
+    return curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
 
 
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):

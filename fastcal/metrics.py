@@ -384,6 +384,11 @@ def calibration_curve(
     if not isinstance(return_counts, (bool, np.bool_)):
         raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
+    return curve_from_table(table, w is not None, return_counts)
+
+
+def curve_from_table(table, weighted, return_counts):
+    """``calibration_curve``'s result from a bin table: non-empty bins only, counts as int64 unless weighted."""
     weight = table[:, _k.W]
     nonzero = weight > 0
     total = weight[nonzero]
@@ -391,8 +396,7 @@ def calibration_curve(
     prob_pred = table[nonzero, _k.SP] / total
     if not return_counts:
         return prob_true, prob_pred
-    counts = total.astype(np.int64) if w is None else total
-    return prob_true, prob_pred, counts
+    return prob_true, prob_pred, (total if weighted else total.astype(np.int64))
 
 
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
