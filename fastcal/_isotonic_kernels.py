@@ -224,16 +224,15 @@ def push_blocks(sw, swy, xf, xl, top, start, stop):
 
 
 @kernel
-def pav_ordered(x, y, w, order, split, eps, sign, sw, swy, xf, xl):
-    """Weighted isotonic fit of ``y`` on ``x``, visiting ``x`` in sorted order.
+def pav_ordered(x, y, w, split, eps, sign, sw, swy, xf, xl):
+    """Weighted isotonic fit of ``y`` on ``x`` made of two sorted runs.
 
-    ``order[:split]`` and ``order[split:]`` are index runs, each sorting the
-    scores it indexes; the pass merges them. An empty ``order`` means ``x`` is
-    sorted already, an empty ``w`` unit weights. Ties are pooled into weighted
-    means as in :func:`pav_binary`; returns the number of blocks.
+    ``x[:split]`` and ``x[split:]`` are each sorted (``split = n``: one run),
+    with ``y`` and ``w`` in the same order; the pass merges the runs with
+    sequential reads only. An empty ``w`` means unit weights. Ties are pooled
+    into weighted means as in :func:`pav_binary`; returns the number of blocks.
     """
     n = x.shape[0]
-    use_order = order.shape[0] > 0
     weighted = w.shape[0] > 0
     ia = 0
     ib = split
@@ -242,18 +241,13 @@ def pav_ordered(x, y, w, order, split, eps, sign, sw, swy, xf, xl):
     sum_w = 0.0
     sum_wy = 0.0
     for i in range(n):
-        if use_order:
-            a = np.float64(x[order[ia]]) if ia < split else np.inf
-            b = np.float64(x[order[ib]]) if ib < n else np.inf
-            if a <= b:
-                k = order[ia]
-                ia += 1
-            else:
-                k = order[ib]
-                ib += 1
-        else:
-            k = i
-        v = np.float64(x[k])
+        a = np.float64(x[ia]) if ia < split else np.inf
+        b = np.float64(x[ib]) if ib < n else np.inf
+        from_a = a <= b
+        k = ia if from_a else ib
+        ia += np.int64(from_a)
+        ib += np.int64(not from_a)
+        v = a if from_a else b
         wk = np.float64(w[k]) if weighted else 1.0
         if i == 0:
             cur = v
@@ -265,6 +259,29 @@ def pav_ordered(x, y, w, order, split, eps, sign, sw, swy, xf, xl):
         sum_w += wk
         sum_wy += np.float64(y[k]) * wk
     return push_group(sw, swy, xf, xl, top, sum_w, sum_wy, sign, cur)
+
+
+@kernel
+def _gather_row(x, y, w, order, xs, ys, ws, i):
+    k = order[i]
+    xs[i] = x[k]
+    ys[i] = y[k]
+    if ws.shape[0] > 0:
+        ws[i] = w[k]
+
+
+@kernel
+def gather_serial(x, y, w, order, xs, ys, ws):
+    """``xs, ys, ws = x[order], y[order], w[order]`` in one pass (``ws`` empty: no weights)."""
+    for i in range(order.shape[0]):
+        _gather_row(x, y, w, order, xs, ys, ws, i)
+
+
+@parallel_kernel
+def gather_parallel(x, y, w, order, xs, ys, ws):
+    """Parallel twin of :func:`gather_serial`: random reads, so both cores' memory requests overlap."""
+    for i in prange(order.shape[0]):
+        _gather_row(x, y, w, order, xs, ys, ws, i)
 
 
 @kernel

@@ -33,7 +33,6 @@ from ._validation import (
 
 __all__ = ["IsotonicRegression", "isotonic_regression"]
 
-_EMPTY_INDEX = np.empty(0, dtype=np.int64)
 #: Sorting in two threads pays from about this many scores on.
 _THREADED_SORT_MIN_SIZE = 1 << 18
 
@@ -394,12 +393,14 @@ def _pav_fit(X, labels, w, sign):
     xl = np.empty(n, dtype=X.dtype)
     stack = (sw, swy, xf, xl)
     if _k.is_sorted(X):
-        nb = _k.pav_ordered(X, labels, _weights_or_empty(w), _EMPTY_INDEX, 0, eps, sign, *stack)
+        nb = _k.pav_ordered(X, labels, _weights_or_empty(w), n, eps, sign, *stack)
     elif w is None and is_binary(labels):
         nb = _pav_binary(*_sorted_class_runs(X, labels), eps, sign, stack)
     else:
         order, split = _argsort_runs(X)
-        nb = _k.pav_ordered(X, labels, _weights_or_empty(w), order, split, eps, sign, *stack)
+        xs, ys, ws = _gather(X, labels, _weights_or_empty(w), order)
+        del order
+        nb = _k.pav_ordered(xs, ys, ws, split, eps, sign, *stack)
     # Copies: views would keep the n-sized stack arrays alive.
     return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
 
@@ -417,6 +418,16 @@ def _pool_blocks(parts):
     sw, swy, xf, xl = (np.concatenate(arrays) for arrays in zip(*parts))
     nb = _k.push_blocks(sw, swy, xf, xl, 0, 0, sw.shape[0])
     return sw[:nb], swy[:nb], xf[:nb], xl[:nb]
+
+
+def _gather(X, labels, w, order):
+    """``X``, ``labels`` and ``w`` (empty: no weights) reordered by ``order``, in one pass."""
+    xs = np.empty_like(X)
+    ys = np.empty_like(labels)
+    ws = np.empty_like(w)
+    run = _k.gather_parallel if X.shape[0] >= PARALLEL_MIN_SIZE else _k.gather_serial
+    run(X, labels, w, order, xs, ys, ws)
+    return xs, ys, ws
 
 
 def _weights_or_empty(w):
@@ -503,8 +514,8 @@ def _range_cut(runs, eps, tries=64):
 def _argsort_runs(X):
     """``(order, split)``: ``order[:split]`` and ``order[split:]`` each sort the scores they index.
 
-    The two halves of ``X`` are argsorted in two threads;
-    :func:`~fastcal._isotonic_kernels.pav_ordered` merges the two runs.
+    The two halves of ``X`` are argsorted in two threads; after a gather,
+    :func:`~fastcal._isotonic_kernels.pav_ordered` merges the two sorted runs.
     """
     n = X.shape[0]
     if n < _THREADED_SORT_MIN_SIZE:
