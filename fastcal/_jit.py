@@ -6,6 +6,10 @@ dtypes). ``cache=True`` writes the machine code next to the sources (or to
 ``NUMBA_CACHE_DIR``), so only the first process on a machine pays for
 compilation; later processes load it in milliseconds.
 
+Kernels call only helpers of their own module: Numba decides whether a
+cached function is stale from its own source file alone, so machine code that
+inlined a helper from another file would survive an edit of that file.
+
 Why not eager, explicit signatures? Numba compiles every listed signature when
 the module is imported, so ``import fastcal`` would cost the compile time of
 every kernel of every subject, even for a user who needs one. The wrappers are
