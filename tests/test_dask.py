@@ -15,9 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
-distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402 - the dask extra is a test dependency: a missing one fails, never skips
+import dask.array as da  # noqa: E402
+import dask.dataframe as dd  # noqa: E402
+import distributed  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import fastcal  # noqa: E402
 import fastcal.dask as fd  # noqa: E402
@@ -87,8 +89,6 @@ def test_fit_isotonic_equals_in_memory(client, dtype, weights, increasing):
 
 
 def test_fit_isotonic_dataframe_columns(client):
-    dd = pytest.importorskip("dask.dataframe")
-    pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(1)
     n = 30_000
     df = pd.DataFrame({"score": np.round(rng.random(n), 3), "label": rng.integers(0, 2, n),
@@ -240,8 +240,6 @@ def test_predict_and_prior_corrections_are_lazy_and_equal(client):
 
 
 def test_predict_dataframe_series(client):
-    dd = pytest.importorskip("dask.dataframe")
-    pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(7)
     df = pd.DataFrame({"p": rng.random(10_000)})
     df["y"] = (rng.random(10_000) < df["p"]).astype(int)
