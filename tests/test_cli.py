@@ -238,9 +238,11 @@ def test_quiet_silences_progress(files, tmp_path, capsys, monkeypatch):
     assert "100.0%" in capsys.readouterr().err
 
 
-def test_demo_subcommand(capsys):
-    assert main(["demo", "--n", "20000"]) == 0
+def test_demo_subcommand(capsys, tmp_path):
+    # Pictures into a temporary folder: the README's own come from a full `make demo`.
+    assert main(["demo", "--n", "20000", "--images", str(tmp_path)]) == 0
     assert "knots as scikit-learn: yes" in capsys.readouterr().out
+    assert (tmp_path / "reliability.png").exists()
 
 
 # ---------------------------------------------------------------------------
