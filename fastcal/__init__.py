@@ -9,6 +9,8 @@ and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 """
 
 from ._base import ConvergenceWarning, NotFittedError
+from ._jit import NoCacheWarning
+from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
@@ -63,6 +65,7 @@ __all__ = [
     "ConvergenceWarning",
     "CrossValCalibrationReport",
     "IsotonicRegression",
+    "NoCacheWarning",
     "NotFittedError",
     "PlattResult",
     "PlattScaling",
@@ -79,10 +82,12 @@ __all__ = [
     "cross_val_calibration_report",
     "estimate_priors_em",
     "expected_calibration_error",
+    "get_num_threads",
     "isotonic_regression",
     "load",
     "log_loss",
     "negative_sampling_logit_offset",
     "platt_scaling",
     "roc_auc_score",
+    "set_num_threads",
 ]

@@ -8,16 +8,28 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 
 __all__ = ["AtomicTarget"]
 
 
-def _default_permissions(path):
-    """Give ``path`` the permissions of a newly created file (``mkstemp`` creates them private)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)
+def _create_unique(directory, prefix, suffix):
+    """Create a new empty file ``directory/prefix<random>suffix``; return its path.
+
+    Created with mode ``0o666`` less the process umask, as ``open(path, "w")``
+    would, so the final file has the permissions the user expects, without
+    reading or changing the umask (process-wide state other threads rely on).
+    """
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        path = os.path.join(directory, f"{prefix}{secrets.token_hex(6)}{suffix}")
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return path
+    raise FileExistsError(f"no unused temporary name in {directory}")
 
 
 class AtomicTarget:
@@ -30,12 +42,10 @@ class AtomicTarget:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise FileNotFoundError(f"{path}: directory {directory} does not exist")
-        fd, self.tmp = tempfile.mkstemp(dir=directory, prefix=".fastcal-", suffix=suffix + ".tmp")
-        os.close(fd)
+        self.tmp = _create_unique(directory, ".fastcal-", suffix + ".tmp")
         self.path = path
 
     def commit(self):
-        _default_permissions(self.tmp)
         os.replace(self.tmp, self.path)
 
     def abort(self):

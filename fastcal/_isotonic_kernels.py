@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel, parallel_kernel, prange
+from ._jit import kernel
 
 # --------------------------------------------------------------------------
 # Pool adjacent violators
@@ -271,16 +271,12 @@ def _gather_row(x, y, w, order, xs, ys, ws, i):
 
 
 @kernel
-def gather_serial(x, y, w, order, xs, ys, ws):
-    """``xs, ys, ws = x[order], y[order], w[order]`` in one pass (``ws`` empty: no weights)."""
-    for i in range(order.shape[0]):
-        _gather_row(x, y, w, order, xs, ys, ws, i)
+def gather(x, y, w, order, xs, ys, ws, lo, hi):
+    """``xs, ys, ws = x[order], y[order], w[order]`` for rows ``lo .. hi - 1`` (``ws`` empty: no weights).
 
-
-@parallel_kernel
-def gather_parallel(x, y, w, order, xs, ys, ws):
-    """Parallel twin of :func:`gather_serial`: random reads, so both cores' memory requests overlap."""
-    for i in prange(order.shape[0]):
+    Random reads: run on ranges in several threads, the cores' memory requests overlap.
+    """
+    for i in range(lo, hi):
         _gather_row(x, y, w, order, xs, ys, ws, i)
 
 
@@ -402,12 +398,7 @@ def predict_one(t, xs, ys, table, scale, clip):
 
 
 @kernel
-def predict_serial(T, xs, ys, table, scale, clip, out):
-    for i in range(T.shape[0]):
-        out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)
-
-
-@parallel_kernel
-def predict_parallel(T, xs, ys, table, scale, clip, out):
-    for i in prange(T.shape[0]):
+def predict(T, xs, ys, table, scale, clip, out, lo, hi):
+    """``out[i]``: the fitted function at ``T[i]``, for ``i`` in ``lo .. hi - 1``."""
+    for i in range(lo, hi):
         out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)

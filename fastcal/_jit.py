@@ -16,6 +16,16 @@ every kernel of every subject, even for a user who needs one. The wrappers are
 the only callers of the kernels and fix their argument types, so lazy
 dispatch compiles exactly the variants that a program uses.
 
+Kernels are serial. Parallelism comes from :mod:`fastcal._parallel`, which
+runs a kernel on ranges of its input from fastcal's own threads; Numba's
+``parallel=True`` and its process-wide threading layer are never used (see
+that module for why).
+
+Where no cache can be written (a read-only install with an unwritable home
+and no ``NUMBA_CACHE_DIR``), Numba refuses ``cache=True`` when the kernel is
+defined. :func:`kernel` then compiles in memory instead, and
+:class:`NoCacheWarning` says so once per process.
+
 Options:
 
 - ``nogil=True``: kernels release the GIL, so threads can run them side by side.
@@ -27,46 +37,53 @@ Options:
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 
 __all__ = [
     "FASTMATH",
-    "PARALLEL_MIN_SIZE",
+    "NoCacheWarning",
     "kernel",
-    "parallel_kernel",
-    "prange",
 ]
-
-prange = numba.prange
 
 #: Fast-math flags kernels may opt in to: reassociation and contraction for
 #: vectorised reductions; never ``nnan``/``ninf``, which would let LLVM assume
 #: that NaN and infinity never occur and silently corrupt results.
 FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
 
-#: Below this many elements the serial variant of a kernel is used: a parallel
-#: launch costs tens of microseconds, which a short loop does not win back.
-#: Measured with ``python -m benchmarks.threshold``.
-PARALLEL_MIN_SIZE = 1 << 15
+_OPTIONS = dict(nogil=True, error_model="numpy")
 
-_OPTIONS = dict(cache=True, nogil=True, error_model="numpy")
+
+class NoCacheWarning(UserWarning):
+    """fastcal found nowhere to cache compiled code, and compiles in memory in every process."""
+
+
+_warned_no_cache = False
+
+
+def _compile(func, fastmath):
+    global _warned_no_cache
+    options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else False)
+    try:
+        return numba.njit(cache=True, **options)(func)
+    except RuntimeError as exc:
+        if "no locator available" not in str(exc):
+            raise
+    if not _warned_no_cache:
+        _warned_no_cache = True
+        warnings.warn(
+            "fastcal cannot cache its compiled kernels: neither its install folder nor the user's "
+            "cache folder is writable. Each new process compiles them again (seconds on first use). "
+            "Set NUMBA_CACHE_DIR to a writable folder to avoid this.",
+            NoCacheWarning,
+            stacklevel=4,
+        )
+    return numba.njit(cache=False, **options)(func)
 
 
 def kernel(func=None, *, fastmath=False):
-    """Compile ``func`` as a serial fastcal kernel (``@kernel`` or ``@kernel(fastmath=True)``)."""
-    options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else False)
+    """Compile ``func`` as a fastcal kernel (``@kernel`` or ``@kernel(fastmath=True)``): serial, ``nogil``, cached."""
     if func is None:
-        return lambda f: numba.njit(**options)(f)
-    return numba.njit(**options)(func)
-
-
-def parallel_kernel(func=None, *, fastmath=False):
-    """Compile ``func`` as a multi-threaded kernel: its ``prange`` loops run on Numba's thread pool.
-
-    A parallel kernel has a serial twin with the same loop body (``range``
-    instead of ``prange``); tests check that both give the same result.
-    """
-    options = dict(_OPTIONS, parallel=True, fastmath=set(FASTMATH) if fastmath else False)
-    if func is None:
-        return lambda f: numba.njit(**options)(f)
-    return numba.njit(**options)(func)
+        return lambda f: _compile(f, fastmath)
+    return _compile(func, fastmath)

@@ -7,18 +7,20 @@ non-negative weights) and never check.
 Determinism. Every reduction splits the rows into ``nchunks`` contiguous
 chunks whose bounds depend only on ``n`` and ``nchunks`` (chosen by the
 wrapper from the problem size, never from the thread count). Each chunk
-accumulates into its own partial buffer; the buffers are merged serially in
-chunk order. The serial twin runs the same chunks with ``range`` instead of
-``prange``, so both give bit-identical results on any number of threads.
+accumulates into its own slice of a partial buffer allocated by the wrapper,
+and a kernel call handles the chunks ``c`` in ``[lo, hi)``, so
+:func:`fastcal._parallel.parallel_for` can run ranges of chunks on separate
+threads. The partials are merged serially in chunk order, so the results are
+bit-identical on any number of threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel, parallel_kernel, prange
+from ._jit import kernel
 
-# Columns of the per-bin statistics table returned by ``bin_stats_*``.
+# Columns of the per-bin statistics table returned by ``bin_stats``.
 # Sums are weighted (weight 1 without sample_weight) and in float64.
 W = 0  # total weight (the count, without weights)
 SY = 1  # sum of w * y                      (positives)
@@ -117,7 +119,8 @@ def _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, cli
 
 
 @kernel
-def _merge_partials(part):
+def merge_partials(part):
+    """Sum of ``part`` over its first axis, in order."""
     out = np.zeros(part.shape[1:])
     for c in range(part.shape[0]):
         for k in range(part.shape[1]):
@@ -127,8 +130,11 @@ def _merge_partials(part):
 
 
 @kernel
-def bin_stats_serial(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, nchunks):
-    """Per-bin weighted sums (columns ``W, SY, SP, SD, SDD, SDY, SBRIER, SLOG``) in one pass.
+def bin_stats(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, part, lo, hi):
+    """Per-bin weighted sums (columns ``W, SY, SP, SD, SDD, SDY, SBRIER, SLOG``) of chunks ``[lo, hi)``, in one pass.
+
+    ``part``: zeros of shape ``(nchunks, nb, NSTAT)``; chunk ``c`` adds its
+    sums into ``part[c]`` (merge them with :func:`merge_partials`).
 
     ``p``: probabilities in [0, 1]; ``y``: labels (nonzero = positive); ``w``:
     weights or None; ``edges``: ``nb + 1`` non-decreasing float64 bin edges;
@@ -140,33 +146,19 @@ def bin_stats_serial(p, y, w, edges, lut, grid, ref, moments, brier, logloss, on
     the dtype of ``p`` for the log loss.
     """
     n = p.shape[0]
-    nb = edges.shape[0] - 1
-    part = np.zeros((nchunks, nb, NSTAT))
-    for c in range(nchunks):
+    nchunks = part.shape[0]
+    for c in range(lo, hi):
         _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi,
                    _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
-    return _merge_partials(part)
-
-
-@parallel_kernel
-def bin_stats_parallel(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, nchunks):
-    """Parallel twin of :func:`bin_stats_serial`: one chunk per task, partials merged in chunk order."""
-    n = p.shape[0]
-    nb = edges.shape[0] - 1
-    part = np.zeros((nchunks, nb, NSTAT))
-    for c in prange(nchunks):
-        _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi,
-                   _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
-    return _merge_partials(part)
 
 
 # --------------------------------------------------------------------------
 # selection of order statistics without a sort: bucket histogram + gather
 # --------------------------------------------------------------------------
 @kernel
-def _bucket(x, lo, scale, nbuckets):
-    """Bucket of ``x``: floor((x - lo) * scale) clipped to [0, nbuckets - 1]; non-decreasing in x."""
-    b = int((np.float64(x) - lo) * scale)
+def _bucket(x, xmin, scale, nbuckets):
+    """Bucket of ``x``: floor((x - xmin) * scale) clipped to [0, nbuckets - 1]; non-decreasing in x."""
+    b = int((np.float64(x) - xmin) * scale)
     if b > nbuckets - 1:
         b = nbuckets - 1
     elif b < 0:
@@ -175,45 +167,34 @@ def _bucket(x, lo, scale, nbuckets):
 
 
 @kernel
-def _hist_chunk(x, lo, scale, start, stop, hist):
+def _hist_chunk(x, xmin, scale, start, stop, hist):
     nbuckets = hist.shape[0]
     for i in range(start, stop):
-        hist[_bucket(x[i], lo, scale, nbuckets)] += 1
+        hist[_bucket(x[i], xmin, scale, nbuckets)] += 1
 
 
 @kernel
-def bucket_hist_serial(x, lo, scale, nbuckets, nchunks):
-    """Per-chunk counts of the buckets of ``x`` (shape ``(nchunks, nbuckets)``, int64)."""
+def bucket_hist(x, xmin, scale, hist, lo, hi):
+    """Per-chunk counts of the buckets of ``x`` into ``hist[c]`` (zeros, ``(nchunks, nbuckets)``), chunks ``[lo, hi)``."""
     n = x.shape[0]
-    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
-    for c in range(nchunks):
-        _hist_chunk(x, lo, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
-    return hist
-
-
-@parallel_kernel
-def bucket_hist_parallel(x, lo, scale, nbuckets, nchunks):
-    """Parallel twin of :func:`bucket_hist_serial`."""
-    n = x.shape[0]
-    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
-    for c in prange(nchunks):
-        _hist_chunk(x, lo, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
-    return hist
+    nchunks = hist.shape[0]
+    for c in range(lo, hi):
+        _hist_chunk(x, xmin, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
 
 
 @kernel
-def _gather_chunk(x, lo, scale, slot, start, stop, pos, out):
+def _gather_chunk(x, xmin, scale, slot, start, stop, pos, out):
     nbuckets = slot.shape[0]
     for i in range(start, stop):
-        s = slot[_bucket(x[i], lo, scale, nbuckets)]
+        s = slot[_bucket(x[i], xmin, scale, nbuckets)]
         if s >= 0:
             out[pos[s]] = x[i]
             pos[s] += 1
 
 
 @kernel
-def gather_buckets_serial(x, lo, scale, slot, pos, out):
-    """Copy the values of the marked buckets (``slot[b] >= 0``) into ``out``.
+def gather_buckets(x, xmin, scale, slot, pos, out, lo, hi):
+    """Copy the values of the marked buckets (``slot[b] >= 0``) of chunks ``[lo, hi)`` into ``out``.
 
     ``pos[c, s]`` is where chunk ``c`` writes its first value of marked
     bucket ``s`` (exclusive prefix sums of the histogram), so chunks never
@@ -221,17 +202,8 @@ def gather_buckets_serial(x, lo, scale, slot, pos, out):
     """
     n = x.shape[0]
     nchunks = pos.shape[0]
-    for c in range(nchunks):
-        _gather_chunk(x, lo, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
-
-
-@parallel_kernel
-def gather_buckets_parallel(x, lo, scale, slot, pos, out):
-    """Parallel twin of :func:`gather_buckets_serial`."""
-    n = x.shape[0]
-    nchunks = pos.shape[0]
-    for c in prange(nchunks):
-        _gather_chunk(x, lo, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
+    for c in range(lo, hi):
+        _gather_chunk(x, xmin, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
 
 
 # --------------------------------------------------------------------------
@@ -265,8 +237,8 @@ def _region_count_chunk(x, y, pivots, start, stop, counts):
 
 
 @kernel
-def region_counts_serial(x, y, pivots, nchunks):
-    """Per-chunk sizes of the regions ``(label, value range)`` (shape ``(nchunks, 2 * R)``, int64).
+def region_counts(x, y, pivots, counts, lo, hi):
+    """Per-chunk sizes of the regions ``(label, value range)`` into ``counts[c]`` (``(nchunks, 2 * R)``), chunks ``[lo, hi)``.
 
     Value range ``r`` of ``x`` is the number of ``pivots`` (sorted) that are
     ``<= x``, so equal values share a range and every value of range ``r``
@@ -274,20 +246,9 @@ def region_counts_serial(x, y, pivots, nchunks):
     negatives of range ``r``, region ``R + r`` the positives.
     """
     n = x.shape[0]
-    counts = np.zeros((nchunks, 2 * (pivots.shape[0] + 1)), dtype=np.int64)
-    for c in range(nchunks):
+    nchunks = counts.shape[0]
+    for c in range(lo, hi):
         _region_count_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), counts[c])
-    return counts
-
-
-@parallel_kernel
-def region_counts_parallel(x, y, pivots, nchunks):
-    """Parallel twin of :func:`region_counts_serial`."""
-    n = x.shape[0]
-    counts = np.zeros((nchunks, 2 * (pivots.shape[0] + 1)), dtype=np.int64)
-    for c in prange(nchunks):
-        _region_count_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), counts[c])
-    return counts
 
 
 @kernel
@@ -304,24 +265,15 @@ def _scatter_chunk(x, y, pivots, start, stop, offsets, out):
 
 
 @kernel
-def scatter_regions_serial(x, y, pivots, offsets, out):
-    """Copy ``x`` into ``out`` grouped by region (see :func:`region_counts_serial`), input order kept.
+def scatter_regions(x, y, pivots, offsets, out, lo, hi):
+    """Copy chunks ``[lo, hi)`` of ``x`` into ``out`` grouped by region (see :func:`region_counts`), input order kept.
 
     ``offsets[c, g]``: where chunk ``c`` writes its first value of region
     ``g`` (exclusive prefix sums of the counts); advanced in place.
     """
     n = x.shape[0]
     nchunks = offsets.shape[0]
-    for c in range(nchunks):
-        _scatter_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), offsets[c], out)
-
-
-@parallel_kernel
-def scatter_regions_parallel(x, y, pivots, offsets, out):
-    """Parallel twin of :func:`scatter_regions_serial`."""
-    n = x.shape[0]
-    nchunks = offsets.shape[0]
-    for c in prange(nchunks):
+    for c in range(lo, hi):
         _scatter_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), offsets[c], out)
 
 

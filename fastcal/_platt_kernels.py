@@ -30,11 +30,11 @@ what lets the sums vectorise.
 
 Reductions are *chunked*: rows are cut into blocks of :data:`CHUNK`, each
 block accumulates its partial sums in float64 into its own row of a
-``(n_chunks, k)`` buffer, and the rows are merged in order. Block boundaries do
-not depend on the number of threads, so the serial and the parallel twin of a
-kernel (thin ``range``/``prange`` loops around the same ``@kernel`` helper)
-return the same sums bit for bit, and blocked summation is more accurate than
-one running sum.
+``(n_chunks, k)`` buffer, and the rows are merged in order. A pass kernel
+takes a range ``lo, hi`` of blocks, so :func:`fastcal._parallel.parallel_for`
+can run ranges of blocks on separate threads. Block boundaries do not depend
+on the number of threads, so the sums are the same bit for bit on any number
+of threads, and blocked summation is more accurate than one running sum.
 
 Optional work is switched at compile time with ``None``: ``w=None`` (unit
 weights) and ``want_loss=None`` (no objective) are pruned by Numba's dead-branch
@@ -45,12 +45,13 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-from ._jit import kernel, parallel_kernel, prange
+from ._jit import kernel
+from ._parallel import parallel_for
 
 #: Rows per block of the chunked reductions. Large enough that a block's
-#: bookkeeping is noise, small enough that a 2-thread ``prange`` balances.
+#: bookkeeping is noise, small enough that ranges of blocks balance across threads.
 CHUNK = 1 << 14
 
 #: Sums returned by the fused Newton pass: objective, gradient (a, b),
@@ -76,26 +77,41 @@ def n_chunks(m):
 # ---------------------------------------------------------------------------
 
 
-@intrinsic
-def _int64_bits_as_float64(typingctx, bits):
-    """Reinterpret the 64 bits of an int64 as a float64 (an LLVM bitcast)."""
-    sig = types.float64(types.int64)
+def _int64_bits_as_float64(bits):
+    """Reinterpret the 64 bits of an int64 as a float64 (an LLVM bitcast when compiled)."""
+    return np.array(bits, dtype=np.int64).view(np.float64)[()]
 
+
+def _float64_bits_as_int64(x):
+    """Reinterpret the 64 bits of a float64 as an int64 (an LLVM bitcast when compiled)."""
+    return np.array(x, dtype=np.float64).view(np.int64)[()]
+
+
+# The Python bodies above run with NUMBA_DISABLE_JIT=1; compiled code uses these bitcasts.
+@intrinsic
+def _bitcast_int64_float64(typingctx, bits):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.float64))
 
-    return sig, codegen
+    return types.float64(types.int64), codegen
 
 
 @intrinsic
-def _float64_bits_as_int64(typingctx, x):
-    """Reinterpret the 64 bits of a float64 as an int64 (an LLVM bitcast)."""
-    sig = types.int64(types.float64)
-
+def _bitcast_float64_int64(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], context.get_value_type(types.int64))
 
-    return sig, codegen
+    return types.int64(types.float64), codegen
+
+
+@overload(_int64_bits_as_float64)
+def _int64_bits_as_float64_jit(bits):
+    return lambda bits: _bitcast_int64_float64(bits)
+
+
+@overload(_float64_bits_as_int64)
+def _float64_bits_as_int64_jit(x):
+    return lambda x: _bitcast_float64_int64(x)
 
 
 _LOG2E = 1.4426950408889634
@@ -254,7 +270,7 @@ def _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_l
 
 
 @kernel
-def _merge_sums(buf):
+def merge_sums(buf):
     """Column sums of ``buf`` taken block by block, in order (deterministic)."""
     k = buf.shape[1]
     total = np.zeros(k)
@@ -265,28 +281,16 @@ def _merge_sums(buf):
 
 
 @kernel
-def newton_pass_serial(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf):
-    """Serial fused pass over all rows; returns the :data:`N_STATS` sums.
+def newton_pass(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf, lo, hi):
+    """Fused pass over the blocks ``[lo, hi)``: block ``c`` writes its :data:`N_STATS` sums into ``buf[c]``.
 
-    ``buf`` is a scratch array of shape ``(n_chunks(len(s)), N_STATS)``.
+    ``buf`` has shape ``(n_chunks(len(s)), N_STATS)``; :func:`merge_sums` gives the totals.
     """
     n = s.shape[0]
-    for c in range(buf.shape[0]):
-        lo = c * CHUNK
+    for c in range(lo, hi):
+        start = c * CHUNK
         _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss,
-                      lo, min(lo + CHUNK, n), buf[c])
-    return _merge_sums(buf)
-
-
-@parallel_kernel
-def newton_pass_parallel(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf):
-    """Parallel twin of :func:`newton_pass_serial` (same blocks, same sums, bit for bit)."""
-    n = s.shape[0]
-    for c in prange(buf.shape[0]):
-        lo = c * CHUNK
-        _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss,
-                      lo, min(lo + CHUNK, n), buf[c])
-    return _merge_sums(buf)
+                      start, min(start + CHUNK, n), buf[c])
 
 
 # ---------------------------------------------------------------------------
@@ -359,7 +363,7 @@ def _prep_chunk(s, y, w, lo, hi, iout, fout):
 
 
 @kernel
-def _merge_blocks(ibuf, fbuf):
+def merge_blocks(ibuf, fbuf):
     """Merge the per-block results of the preparation and logit passes (same layout).
 
     Columns 0-2 of ``ibuf`` are counts (summed), 3/5 minima and 4/6 maxima of
@@ -384,26 +388,16 @@ def _merge_blocks(ibuf, fbuf):
 
 
 @kernel
-def prep_serial(s, y, w, ibuf, fbuf):
-    """Serial preparation pass; returns the merged ``(iout, fout)`` of :func:`_prep_chunk`.
+def prep(s, y, w, ibuf, fbuf, lo, hi):
+    """Preparation pass over the blocks ``[lo, hi)``: the results of :func:`_prep_chunk` into ``ibuf[c], fbuf[c]``.
 
-    ``ibuf`` is int64 of shape ``(n_chunks, N_PREP_INT)``, ``fbuf`` float64 ``(n_chunks, N_PREP_FLOAT)``.
+    ``ibuf`` is int64 of shape ``(n_chunks, N_PREP_INT)``, ``fbuf`` float64
+    ``(n_chunks, N_PREP_FLOAT)``; :func:`merge_blocks` merges them.
     """
     n = s.shape[0]
-    for c in range(ibuf.shape[0]):
-        lo = c * CHUNK
-        _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
-    return _merge_blocks(ibuf, fbuf)
-
-
-@parallel_kernel
-def prep_parallel(s, y, w, ibuf, fbuf):
-    """Parallel twin of :func:`prep_serial`."""
-    n = s.shape[0]
-    for c in prange(ibuf.shape[0]):
-        lo = c * CHUNK
-        _prep_chunk(s, y, w, lo, min(lo + CHUNK, n), ibuf[c], fbuf[c])
-    return _merge_blocks(ibuf, fbuf)
+    for c in range(lo, hi):
+        start = c * CHUNK
+        _prep_chunk(s, y, w, start, min(start + CHUNK, n), ibuf[c], fbuf[c])
 
 
 def key_to_float(key):
@@ -477,34 +471,17 @@ def _logit_chunk(y, p, w, eps, lo, hi, x, iout, fout):
 
 
 @kernel
-def logit_serial(y, p, w, eps, x, ibuf, fbuf):
-    """Serial logit pass: fills ``x``, returns the merged ``(iout, fout)`` of :func:`_logit_chunk`."""
+def logit(y, p, w, eps, x, ibuf, fbuf, lo, hi):
+    """Logit pass over the blocks ``[lo, hi)``: fills ``x``, and the results of :func:`_logit_chunk` into ``ibuf[c], fbuf[c]``."""
     n = p.shape[0]
-    for c in range(ibuf.shape[0]):
-        lo = c * CHUNK
-        _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
-    return _merge_blocks(ibuf, fbuf)
-
-
-@parallel_kernel
-def logit_parallel(y, p, w, eps, x, ibuf, fbuf):
-    """Parallel twin of :func:`logit_serial`."""
-    n = p.shape[0]
-    for c in prange(ibuf.shape[0]):
-        lo = c * CHUNK
-        _logit_chunk(y, p, w, eps, lo, min(lo + CHUNK, n), x, ibuf[c], fbuf[c])
-    return _merge_blocks(ibuf, fbuf)
+    for c in range(lo, hi):
+        start = c * CHUNK
+        _logit_chunk(y, p, w, eps, start, min(start + CHUNK, n), x, ibuf[c], fbuf[c])
 
 
 # ---------------------------------------------------------------------------
 # Prediction: p = 1 / (1 + exp(a*s + b)).
 # ---------------------------------------------------------------------------
-
-
-@kernel
-def n_chunks_jit(m):
-    """:func:`n_chunks` for use inside kernels."""
-    return max(1, (m + CHUNK - 1) // CHUNK)
 
 
 @kernel
@@ -522,17 +499,50 @@ def _predict_chunk(s, a, b, out, lo, hi):
 
 
 @kernel
-def predict_serial(s, a, b, out):
-    """Fill ``out`` with Platt probabilities of ``s``; returns the number of non-finite scores."""
-    return _predict_chunk(s, a, b, out, 0, s.shape[0])
+def predict(s, a, b, out, lo, hi):
+    """Fill ``out[lo:hi]`` with Platt probabilities of ``s[lo:hi]``; returns the number of non-finite scores."""
+    return _predict_chunk(s, a, b, out, lo, hi)
 
 
-@parallel_kernel
-def predict_parallel(s, a, b, out):
-    """Parallel twin of :func:`predict_serial`."""
+# ---------------------------------------------------------------------------
+# Drivers (plain Python): each pass run on ranges of blocks by
+# fastcal._parallel, merged in block order. The layers above call these.
+# ---------------------------------------------------------------------------
+
+
+def run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf=None):
+    """The :data:`N_STATS` sums of :func:`newton_pass` over all rows at (a, b).
+
+    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``buf`` an optional scratch
+    array of shape ``(n_chunks(len(s)), N_STATS)``, reused across iterations.
+    """
     n = s.shape[0]
-    bad = 0
-    for c in prange(n_chunks_jit(n)):
-        lo = c * CHUNK
-        bad += _predict_chunk(s, a, b, out, lo, min(lo + CHUNK, n))
-    return bad
+    if buf is None:
+        buf = np.empty((n_chunks(n), N_STATS))
+    tpos, tnpos, tneg, tnneg = targets
+    parallel_for(newton_pass, buf.shape[0], s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                 True if want_loss else None, buf, rows=n)
+    return merge_sums(buf)
+
+
+def run_prep(s, y, w):
+    """The merged ``(iout, fout)`` of :func:`prep` over all rows."""
+    nc = n_chunks(s.shape[0])
+    ibuf = np.empty((nc, N_PREP_INT), dtype=np.int64)
+    fbuf = np.empty((nc, N_PREP_FLOAT))
+    parallel_for(prep, nc, s, y, w, ibuf, fbuf, rows=s.shape[0])
+    return merge_blocks(ibuf, fbuf)
+
+
+def run_logit(y, p, w, eps, x):
+    """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`logit`."""
+    nc = n_chunks(p.shape[0])
+    ibuf = np.empty((nc, N_LOGIT_INT), dtype=np.int64)
+    fbuf = np.empty((nc, N_LOGIT_FLOAT))
+    parallel_for(logit, nc, y, p, w, eps, x, ibuf, fbuf, rows=p.shape[0])
+    return merge_blocks(ibuf, fbuf)
+
+
+def run_predict(s, a, b, out):
+    """Fill ``out`` with the Platt probabilities of ``s``; the number of non-finite scores."""
+    return sum(parallel_for(predict, s.shape[0], s, a, b, out))

@@ -7,32 +7,25 @@ that are NaN or outside [0, 1], rows whose sum is not 1) in the same pass, so
 that validation costs no extra pass over the data; the public wrapper raises
 afterwards.
 
-Every loop exists twice, a serial ``range`` version and a parallel ``prange``
-version, both calling the same ``@kernel`` helper for the per-element (or
-per-row) work, so their bodies cannot drift apart. Reductions over rows of a
-matrix are accumulated per fixed-size chunk of rows (``EM_CHUNK`` rows, the
-same in both variants) and merged in chunk order afterwards, so serial and
-parallel results are bitwise identical and do not depend on the thread count.
+Each public kernel works on a range ``lo, hi`` of items (rows, groups of 4
+rows, or chunks of ``EM_CHUNK`` rows) and is run on contiguous ranges by
+:func:`fastcal._parallel.parallel_for`. Reductions over rows of a matrix are
+accumulated per fixed-size chunk of rows and merged in chunk order afterwards,
+so results are bitwise identical whatever the number of threads.
 """
 
 from __future__ import annotations
 
-from ._jit import kernel, parallel_kernel, prange
+from ._jit import kernel
 
 __all__ = [
     "EM_CHUNK",
-    "binary_down_parallel",
-    "binary_down_serial",
-    "binary_copy_parallel",
-    "binary_copy_serial",
-    "binary_em_parallel",
-    "binary_em_serial",
-    "binary_up_parallel",
-    "binary_up_serial",
-    "multi_adjust_parallel",
-    "multi_adjust_serial",
-    "multi_em_parallel",
-    "multi_em_serial",
+    "binary_down",
+    "binary_copy",
+    "binary_em",
+    "binary_up",
+    "multi_adjust",
+    "multi_em",
 ]
 
 #: Rows per partial sum in the EM reductions (fixed, so results do not depend
@@ -76,21 +69,10 @@ def _outside_unit(x, zero, one):
 
 
 @kernel
-def binary_down_serial(src, dst, cm1, zero, one):
-    """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1); returns the number of invalid src[i]."""
+def binary_down(src, dst, cm1, zero, one, lo, hi):
+    """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1), i in [lo, hi); returns the number of invalid src[i]."""
     bad = 0
-    for i in range(src.shape[0]):
-        x = src[i]
-        bad += _outside_unit(x, zero, one)
-        dst[i] = _binary_down(x, cm1, one)
-    return bad
-
-
-@parallel_kernel
-def binary_down_parallel(src, dst, cm1, zero, one):
-    """Parallel twin of :func:`binary_down_serial`."""
-    bad = 0
-    for i in prange(src.shape[0]):
+    for i in range(lo, hi):
         x = src[i]
         bad += _outside_unit(x, zero, one)
         dst[i] = _binary_down(x, cm1, one)
@@ -98,21 +80,10 @@ def binary_down_parallel(src, dst, cm1, zero, one):
 
 
 @kernel
-def binary_up_serial(src, dst, c, omc, zero, one):
-    """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c); returns the number of invalid src[i]."""
+def binary_up(src, dst, c, omc, zero, one, lo, hi):
+    """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c), i in [lo, hi); returns the number of invalid src[i]."""
     bad = 0
-    for i in range(src.shape[0]):
-        x = src[i]
-        bad += _outside_unit(x, zero, one)
-        dst[i] = _binary_up(x, c, omc, one)
-    return bad
-
-
-@parallel_kernel
-def binary_up_parallel(src, dst, c, omc, zero, one):
-    """Parallel twin of :func:`binary_up_serial`."""
-    bad = 0
-    for i in prange(src.shape[0]):
+    for i in range(lo, hi):
         x = src[i]
         bad += _outside_unit(x, zero, one)
         dst[i] = _binary_up(x, c, omc, one)
@@ -120,21 +91,10 @@ def binary_up_parallel(src, dst, c, omc, zero, one):
 
 
 @kernel
-def binary_copy_serial(src, dst, zero, one):
-    """The identity (c = 1): dst[i] = src[i] exactly; returns the number of invalid src[i]."""
+def binary_copy(src, dst, zero, one, lo, hi):
+    """The identity (c = 1): dst[i] = src[i] exactly, i in [lo, hi); returns the number of invalid src[i]."""
     bad = 0
-    for i in range(src.shape[0]):
-        x = src[i]
-        bad += _outside_unit(x, zero, one)
-        dst[i] = x
-    return bad
-
-
-@parallel_kernel
-def binary_copy_parallel(src, dst, zero, one):
-    """Parallel twin of :func:`binary_copy_serial`."""
-    bad = 0
-    for i in prange(src.shape[0]):
+    for i in range(lo, hi):
         x = src[i]
         bad += _outside_unit(x, zero, one)
         dst[i] = x
@@ -227,42 +187,27 @@ def _multi_rows4(src, dst, i, w, tol):
 
 
 @kernel
-def multi_adjust_serial(src, dst, w, tol):
-    """Renormalised reweighting of the rows of ``src`` into ``dst`` (may be ``src``).
+def multi_adjust(src, dst, w, tol, lo, hi):
+    """Renormalised reweighting of the rows of ``src`` into ``dst`` (may be ``src``), by groups of 4 rows.
 
-    Returns (number of groups of rows holding a value outside [0, 1] or NaN,
-    number of rows whose sum is not within ``tol`` of 1).
+    Group ``g`` (of ``ceil(n / 4)``) is rows ``[4g, 4g + 4)``; this does the
+    groups in [lo, hi). Returns (number of groups of rows holding a value
+    outside [0, 1] or NaN, number of rows whose sum is not within ``tol`` of 1).
     """
     n = src.shape[0]
-    n4 = n // 4
     bad_values = 0
     bad_rows = 0
-    for g in range(n4):
-        bv, br = _multi_rows4(src, dst, 4 * g, w, tol)
-        bad_values += bv
-        bad_rows += br
-    for i in range(4 * n4, n):
-        bv, br = _multi_row(src, dst, i, w, tol)
-        bad_values += bv
-        bad_rows += br
-    return bad_values, bad_rows
-
-
-@parallel_kernel
-def multi_adjust_parallel(src, dst, w, tol):
-    """Parallel twin of :func:`multi_adjust_serial`."""
-    n = src.shape[0]
-    n4 = n // 4
-    bad_values = 0
-    bad_rows = 0
-    for g in prange(n4):
-        bv, br = _multi_rows4(src, dst, 4 * g, w, tol)
-        bad_values += bv
-        bad_rows += br
-    for i in range(4 * n4, n):
-        bv, br = _multi_row(src, dst, i, w, tol)
-        bad_values += bv
-        bad_rows += br
+    for g in range(lo, hi):
+        i = 4 * g
+        if i + 4 <= n:
+            bv, br = _multi_rows4(src, dst, i, w, tol)
+            bad_values += bv
+            bad_rows += br
+        else:
+            for r in range(i, n):
+                bv, br = _multi_row(src, dst, r, w, tol)
+                bad_values += bv
+                bad_rows += br
     return bad_values, bad_rows
 
 
@@ -338,26 +283,14 @@ def _multi_em_chunk(p, w, c, partial, tol, check):
 
 
 @kernel
-def multi_em_serial(p, w, partial, tol, check):
-    """Column sums of the E-step posteriors, per chunk of rows, into ``partial``.
+def multi_em(p, w, partial, tol, check, lo, hi):
+    """Column sums of the E-step posteriors into ``partial[c]``, for the chunks ``c`` of rows in [lo, hi).
 
     Returns (bad values, bad rows), counted only if ``check``.
     """
     bad_values = 0
     bad_rows = 0
-    for c in range(partial.shape[0]):
-        bv, br = _multi_em_chunk(p, w, c, partial, tol, check)
-        bad_values += bv
-        bad_rows += br
-    return bad_values, bad_rows
-
-
-@parallel_kernel
-def multi_em_parallel(p, w, partial, tol, check):
-    """Parallel twin of :func:`multi_em_serial`."""
-    bad_values = 0
-    bad_rows = 0
-    for c in prange(partial.shape[0]):
+    for c in range(lo, hi):
         bv, br = _multi_em_chunk(p, w, c, partial, tol, check)
         bad_values += bv
         bad_rows += br
@@ -385,18 +318,9 @@ def _binary_em_chunk(p, w0, w1, c, partial, check):
 
 
 @kernel
-def binary_em_serial(p, w0, w1, partial, check):
-    """Sums of the E-step P(y=1 | x), per chunk, into ``partial``; returns the number of invalid p if ``check``."""
+def binary_em(p, w0, w1, partial, check, lo, hi):
+    """Sums of the E-step P(y=1 | x) into ``partial[c]``, for the chunks ``c`` in [lo, hi); returns the number of invalid p if ``check``."""
     bad = 0
-    for c in range(partial.shape[0]):
-        bad += _binary_em_chunk(p, w0, w1, c, partial, check)
-    return bad
-
-
-@parallel_kernel
-def binary_em_parallel(p, w0, w1, partial, check):
-    """Parallel twin of :func:`binary_em_serial`."""
-    bad = 0
-    for c in prange(partial.shape[0]):
+    for c in range(lo, hi):
         bad += _binary_em_chunk(p, w0, w1, c, partial, check)
     return bad

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._jit import kernel, parallel_kernel, prange
+from ._jit import kernel
 
 
 @kernel
@@ -40,34 +40,34 @@ def row_terms(logits, i, label, beta):
     return math.log(s0) - beta * d_label, mean - d_label, var
 
 
+#: Rows per chunk of the loss/gradient/curvature reduction. Chunk bounds depend
+#: only on the number of rows, so the sums do not depend on the thread count.
+CHUNK = 1 << 12
+
+
+def n_chunks(n):
+    """Number of :data:`CHUNK`-row chunks covering ``n`` rows (at least one)."""
+    return max(1, -(-n // CHUNK))
+
+
 @kernel
-def loss_grad_hess_serial(logits, labels, weights, beta):
+def loss_grad_hess_chunks(logits, labels, weights, beta, out, lo, hi):
+    """Sums of loss, gradient and curvature of chunks ``lo .. hi - 1`` into rows of ``out`` (``(n_chunks, 3)``)."""
+    n = logits.shape[0]
     weighted = weights.shape[0] > 0
-    loss = 0.0
-    grad = 0.0
-    hess = 0.0
-    for i in range(logits.shape[0]):
-        w = weights[i] if weighted else 1.0
-        f, g, h = row_terms(logits, i, labels[i], beta)
-        loss += w * f
-        grad += w * g
-        hess += w * h
-    return loss, grad, hess
-
-
-@parallel_kernel
-def loss_grad_hess_parallel(logits, labels, weights, beta):
-    weighted = weights.shape[0] > 0
-    loss = 0.0
-    grad = 0.0
-    hess = 0.0
-    for i in prange(logits.shape[0]):
-        w = weights[i] if weighted else 1.0
-        f, g, h = row_terms(logits, i, labels[i], beta)
-        loss += w * f
-        grad += w * g
-        hess += w * h
-    return loss, grad, hess
+    for c in range(lo, hi):
+        loss = 0.0
+        grad = 0.0
+        hess = 0.0
+        for i in range(c * CHUNK, min((c + 1) * CHUNK, n)):
+            w = weights[i] if weighted else 1.0
+            f, g, h = row_terms(logits, i, labels[i], beta)
+            loss += w * f
+            grad += w * g
+            hess += w * h
+        out[c, 0] = loss
+        out[c, 1] = grad
+        out[c, 2] = hess
 
 
 @kernel
@@ -86,12 +86,7 @@ def softmax_row(logits, i, beta, out):
 
 
 @kernel
-def softmax_serial(logits, beta, out):
-    for i in range(logits.shape[0]):
-        softmax_row(logits, i, beta, out)
-
-
-@parallel_kernel
-def softmax_parallel(logits, beta, out):
-    for i in prange(logits.shape[0]):
+def softmax(logits, beta, out, lo, hi):
+    """``out[i] = softmax(beta * logits[i])`` for rows ``lo .. hi - 1``."""
+    for i in range(lo, hi):
         softmax_row(logits, i, beta, out)

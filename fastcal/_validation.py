@@ -13,7 +13,8 @@ import numbers
 
 import numpy as np
 
-from ._jit import PARALLEL_MIN_SIZE, kernel, parallel_kernel, prange
+from ._jit import kernel
+from ._parallel import parallel_for
 
 __all__ = [
     "as_float_array",
@@ -79,18 +80,9 @@ def as_float_array(x, name, *, dtype=None):
 
 
 @kernel
-def _count_nonfinite_serial(x):
+def _count_nonfinite(x, lo, hi):
     bad = 0
-    for i in range(x.shape[0]):
-        if not np.isfinite(x[i]):
-            bad += 1
-    return bad
-
-
-@parallel_kernel
-def _count_nonfinite_parallel(x):
-    bad = 0
-    for i in prange(x.shape[0]):
+    for i in range(lo, hi):
         if not np.isfinite(x[i]):
             bad += 1
     return bad
@@ -99,8 +91,7 @@ def _count_nonfinite_parallel(x):
 def check_finite(arr, name):
     """Raise ``ValueError`` if the contiguous float array ``arr`` holds NaN or infinity."""
     flat = arr.reshape(-1)
-    count = _count_nonfinite_parallel if flat.shape[0] >= PARALLEL_MIN_SIZE else _count_nonfinite_serial
-    if count(flat):
+    if sum(parallel_for(_count_nonfinite, flat.shape[0], flat)):
         what = "NaN" if np.isnan(flat).any() else "infinity"
         raise ValueError(f"{name} must be finite, but contains {what}.")
     return arr
@@ -174,18 +165,9 @@ def as_label_array(y, name):
 
 
 @kernel
-def _count_nonbinary_serial(y):
+def _count_nonbinary(y, lo, hi):
     bad = 0
-    for i in range(y.shape[0]):
-        if y[i] != 0 and y[i] != 1:
-            bad += 1
-    return bad
-
-
-@parallel_kernel
-def _count_nonbinary_parallel(y):
-    bad = 0
-    for i in prange(y.shape[0]):
+    for i in range(lo, hi):
         if y[i] != 0 and y[i] != 1:
             bad += 1
     return bad
@@ -193,8 +175,7 @@ def _count_nonbinary_parallel(y):
 
 def is_binary(y):
     """True if every value of the contiguous 1-D label array ``y`` is 0 or 1."""
-    count = _count_nonbinary_parallel if y.shape[0] >= PARALLEL_MIN_SIZE else _count_nonbinary_serial
-    return count(y) == 0
+    return sum(parallel_for(_count_nonbinary, y.shape[0], y)) == 0
 
 
 def check_binary_labels(y, name="y"):

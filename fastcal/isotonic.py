@@ -12,14 +12,13 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import _isotonic_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
 from ._persist import register
-from ._jit import PARALLEL_MIN_SIZE
+from ._parallel import parallel_for, run
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -332,8 +331,7 @@ class IsotonicRegression(BaseCalibrator):
             self._build_lookup()
         table, scale = self._lookup
         out = np.empty(n, dtype=T.dtype)
-        run = _k.predict_parallel if n >= PARALLEL_MIN_SIZE else _k.predict_serial
-        run(T, xs, ys, table, scale, self.out_of_bounds == "clip", out)
+        parallel_for(_k.predict, n, T, xs, ys, table, scale, self.out_of_bounds == "clip", out)
         return out
 
     def transform(self, T):
@@ -425,8 +423,7 @@ def _gather(X, labels, w, order):
     xs = np.empty_like(X)
     ys = np.empty_like(labels)
     ws = np.empty_like(w)
-    run = _k.gather_parallel if X.shape[0] >= PARALLEL_MIN_SIZE else _k.gather_serial
-    run(X, labels, w, order, xs, ys, ws)
+    parallel_for(_k.gather, X.shape[0], X, labels, w, order, xs, ys, ws)
     return xs, ys, ws
 
 
@@ -455,12 +452,13 @@ def _sorted_class_runs(X, labels):
         return big, big[:0], small, big_label
     cut = n // 2
     first, second = big[:cut], big[cut:]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        job = pool.submit(first.sort)
-        second.sort()
-        small.sort()
-        job.result()
+    run([(first.sort, ()), (_sort_each, (second, small))])
     return first, second, small, big_label
+
+
+def _sort_each(*arrays):
+    for a in arrays:
+        a.sort()
 
 
 def _pav_binary(big_a, big_b, small, big_label, eps, sign, stack):
@@ -481,10 +479,8 @@ def _pav_binary(big_a, big_b, small, big_label, eps, sign, stack):
     upper = [r[c:] for r, c in zip(runs, cuts)]
     offset = sum(cuts)
     upper_stack = [a[offset:] for a in stack]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        job = pool.submit(_k.pav_binary, *upper, big_label, eps, sign, *upper_stack)
-        top = _k.pav_binary(*lower, big_label, eps, sign, *stack)
-        nb_upper = job.result()
+    top, nb_upper = run([(_k.pav_binary, (*lower, big_label, eps, sign, *stack)),
+                         (_k.pav_binary, (*upper, big_label, eps, sign, *upper_stack))])
     return _k.push_blocks(*stack, top, offset, offset + nb_upper)
 
 
@@ -522,11 +518,9 @@ def _argsort_runs(X):
         return np.argsort(X), n
     split = n // 2
     order = np.empty(n, dtype=np.int64)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        job = pool.submit(np.argsort, X[:split])
-        order[split:] = np.argsort(X[split:])
-        order[split:] += split
-        order[:split] = job.result()
+    lower, upper = run([(np.argsort, (X[:split],)), (np.argsort, (X[split:],))])
+    order[:split] = lower
+    np.add(upper, split, out=order[split:])
     return order, split
 
 
@@ -534,9 +528,10 @@ def _spearman_increasing(X, y):
     """scikit-learn's ``check_increasing``: the sign of Spearman's rho, with its warning."""
     from scipy.stats import spearmanr
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # constant input: rho is NaN, decreasing, as in scikit-learn
-        rho, _ = spearmanr(X, y)
+    if X.shape[0] < 2 or np.all(X == X[0]) or np.all(y == y[0]):
+        rho = math.nan  # constant input: decreasing, as in scikit-learn (without SciPy's warning)
+    else:
+        rho = float(spearmanr(X, y)[0])
     increasing = bool(rho >= 0)
     if rho not in (-1.0, 1.0) and X.shape[0] > 3 and not math.isnan(rho):
         F = 0.5 * math.log((1.0 + rho) / (1.0 - rho))

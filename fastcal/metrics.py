@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from . import _metrics_kernels as _k
-from ._jit import PARALLEL_MIN_SIZE
+from ._parallel import get_num_threads, parallel_for, run
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -202,11 +200,9 @@ def _order_statistics(x, ranks, lo, hi):
         # small input, or a range too narrow to scale (hi - lo subnormal)
         part = np.partition(x, ranks)
         return part[ranks]
-    # Integer counts are exact in any chunking: a few chunks per thread keep
-    # the per-chunk histograms small.
-    nchunks = max(1, min(n // _CHUNK_ROWS, 2 * numba.get_num_threads()))
-    parallel = n >= PARALLEL_MIN_SIZE
-    hist = (_k.bucket_hist_parallel if parallel else _k.bucket_hist_serial)(x, lo, scale, nbuckets, nchunks)
+    nchunks = _n_chunks(n, 8 * nbuckets)  # at most 16 histograms (4 MB)
+    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
+    parallel_for(_k.bucket_hist, nchunks, x, lo, scale, hist, rows=n)
     counts = hist.sum(axis=0)
     cum = np.cumsum(counts)
     bucket_of_rank = np.searchsorted(cum, ranks, side="right")
@@ -220,7 +216,7 @@ def _order_statistics(x, ranks, lo, hi):
     pos = region_start[None, :] + np.cumsum(per_chunk, axis=0) - per_chunk
     pos = np.ascontiguousarray(pos, dtype=np.int64)
     out = np.empty(int(sizes.sum()), dtype=x.dtype)
-    (_k.gather_buckets_parallel if parallel else _k.gather_buckets_serial)(x, lo, scale, slot, pos, out)
+    parallel_for(_k.gather_buckets, nchunks, x, lo, scale, slot, pos, out, rows=n)
     values = np.empty(ranks.shape[0], dtype=x.dtype)
     bucket_start = cum - counts
     for s, b in enumerate(marked):
@@ -280,7 +276,7 @@ def _bin_edges(p, n_bins, strategy, lo, hi):
 
 
 def _bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
-    """The per-bin table ``(n_bins, NSTAT)`` of :func:`fastcal._metrics_kernels.bin_stats_serial`."""
+    """The per-bin table ``(n_bins, NSTAT)`` of :func:`fastcal._metrics_kernels.bin_stats`."""
     n = p.shape[0]
     nb = edges.shape[0] - 1
     ref = 0.5 * (edges[:-1] + edges[1:])
@@ -289,9 +285,10 @@ def _bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
     clip_lo = dt(np.finfo(p.dtype).eps)
     clip_hi = one - clip_lo
     lut, grid = _k.bin_lookup_table(edges)
-    nchunks = _n_chunks(n, nb * _k.NSTAT)
-    f = _k.bin_stats_parallel if n >= PARALLEL_MIN_SIZE else _k.bin_stats_serial
-    return f(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, nchunks)
+    part = np.zeros((_n_chunks(n, nb * _k.NSTAT), nb, _k.NSTAT))
+    parallel_for(_k.bin_stats, part.shape[0], p, y, w, edges, lut, grid, ref, moments, brier, logloss, one,
+                 clip_lo, clip_hi, part, rows=n)
+    return _k.merge_partials(part)
 
 
 def _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, **flags):
@@ -660,12 +657,12 @@ def _auc_unweighted(x, y):
     sweep. Exact: integer counts, one division at the end.
     """
     n = x.shape[0]
-    n_ranges = 1 if n < _THREADED_SORT_MIN_SIZE else max(2, numba.get_num_threads())
+    n_ranges = 1 if n < _THREADED_SORT_MIN_SIZE else max(2, get_num_threads())
     pivots = _auc_pivots(x, n_ranges)
     n_ranges = pivots.shape[0] + 1
-    nchunks = _n_chunks(n)
-    parallel = n >= PARALLEL_MIN_SIZE
-    counts = (_k.region_counts_parallel if parallel else _k.region_counts_serial)(x, y, pivots, nchunks)
+    nchunks = _n_chunks(n, 2 * n_ranges)
+    counts = np.zeros((nchunks, 2 * n_ranges), dtype=np.int64)
+    parallel_for(_k.region_counts, nchunks, x, y, pivots, counts, rows=n)
     sizes = counts.sum(axis=0)
     n_neg = int(sizes[:n_ranges].sum())
     n_pos = n - n_neg
@@ -674,7 +671,7 @@ def _auc_unweighted(x, y):
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts, dtype=np.int64)
     buf = np.empty(n, dtype=x.dtype)
-    (_k.scatter_regions_parallel if parallel else _k.scatter_regions_serial)(x, y, pivots, offsets, buf)
+    parallel_for(_k.scatter_regions, nchunks, x, y, pivots, offsets, buf, rows=n)
 
     def count_range(r):
         neg = buf[start[r] : start[r] + sizes[r]]
@@ -683,11 +680,7 @@ def _auc_unweighted(x, y):
         pos.sort()
         return int(_k.mann_whitney_twice(pos, neg))
 
-    if n_ranges == 1:
-        u2 = count_range(0)
-    else:
-        with ThreadPoolExecutor(max_workers=min(n_ranges, numba.get_num_threads())) as pool:
-            u2 = sum(pool.map(count_range, range(n_ranges)))
+    u2 = sum(run([(count_range, (r,)) for r in range(n_ranges)]))
     neg_below = np.concatenate(([0], np.cumsum(sizes[:n_ranges])[:-1]))
     u2 += 2 * sum(int(sizes[n_ranges + r]) * int(neg_below[r]) for r in range(n_ranges))
     return float(u2) / (2.0 * n_pos * n_neg)

@@ -68,7 +68,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._jit import PARALLEL_MIN_SIZE, kernel
+from ._jit import kernel
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -916,10 +916,7 @@ def platt_prep_chunk(s, y, w):
     """The Platt preparation sums of one validated chunk: ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``)."""
     from . import _platt_kernels as _pk
 
-    n = s.shape[0]
-    nc = _pk.n_chunks(n)
-    run = _pk.prep_parallel if n >= PARALLEL_MIN_SIZE else _pk.prep_serial
-    iout, fout = run(s, y, w, np.empty((nc, _pk.N_PREP_INT), dtype=np.int64), np.empty((nc, _pk.N_PREP_FLOAT)))
+    iout, fout = _pk.run_prep(s, y, w)
     return np.asarray(iout), np.asarray(fout)
 
 
@@ -967,11 +964,7 @@ def platt_newton_chunk(s, y, w, center, scale, a, b, targets, want_loss):
     """The fused objective/gradient/Hessian sums (6 floats) of one chunk at (a, b)."""
     from . import _platt_kernels as _pk
 
-    n = s.shape[0]
-    run = _pk.newton_pass_parallel if n >= PARALLEL_MIN_SIZE else _pk.newton_pass_serial
-    tpos, tnpos, tneg, tnneg = targets
-    return np.asarray(run(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
-                          True if want_loss else None, np.empty((_pk.n_chunks(n), _pk.N_STATS))))
+    return np.asarray(_pk.run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss))
 
 
 class _PassProblem:

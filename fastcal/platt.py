@@ -27,7 +27,6 @@ import numpy as np
 from . import _platt_kernels as _k
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
 from ._persist import register
-from ._jit import PARALLEL_MIN_SIZE
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -145,10 +144,8 @@ class _Problem:
 
     def stats(self, a, b, want_loss=False):
         """(F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2) at (a, b); F only if ``want_loss`` (else 0)."""
-        run = _k.newton_pass_parallel if self.n >= PARALLEL_MIN_SIZE else _k.newton_pass_serial
-        tpos, tnpos, tneg, tnneg = self.targets
-        return run(self.s, self.y, self.w, self.center, self.scale, a, b, tpos, tnpos, tneg, tnneg,
-                   True if want_loss else None, self.buf)
+        return _k.run_newton_pass(self.s, self.y, self.w, self.center, self.scale, a, b, self.targets, want_loss,
+                                  self.buf)
 
     def to_internal(self, a, b):
         """(a, b) of z = a*s + b to the solver's (a', b')."""
@@ -361,11 +358,7 @@ def _start(wpos, wneg, constant_scores):
 def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     """Validated arrays in, (a, b, n_iter, converged, decrement per unit weight) out."""
     n = s.shape[0]
-    nc = _k.n_chunks(n)
-    prep = _k.prep_parallel if n >= PARALLEL_MIN_SIZE else _k.prep_serial
-    (bad_s, bad_y, npos, lo, hi, lo_all, hi_all), (wpos, wneg) = prep(
-        s, y, w, np.empty((nc, _k.N_PREP_INT), dtype=np.int64), np.empty((nc, _k.N_PREP_FLOAT))
-    )
+    (bad_s, bad_y, npos, lo, hi, lo_all, hi_all), (wpos, wneg) = _k.run_prep(s, y, w)
     if bad_s:
         check_finite(s, "scores")
     if bad_y:
@@ -515,8 +508,7 @@ def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
 def _predict(scores, a, b):
     s = as_float_array(column_or_1d(scores, "scores", min_size=0), "scores")
     out = np.empty(s.shape[0], dtype=s.dtype)
-    run = _k.predict_parallel if s.shape[0] >= PARALLEL_MIN_SIZE else _k.predict_serial
-    if run(s, float(a), float(b), out):
+    if _k.run_predict(s, float(a), float(b), out):
         check_finite(s, "scores")
     return out
 
@@ -681,11 +673,7 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
     eps = float(np.finfo(pv.dtype).eps)
 
     x = np.empty(n)
-    nc = _k.n_chunks(n)
-    run = _k.logit_parallel if n >= PARALLEL_MIN_SIZE else _k.logit_serial
-    (bad_p, bad_y, npos, *keys), (wpos, wneg) = run(
-        yv, pv, w, eps, x, np.empty((nc, _k.N_LOGIT_INT), dtype=np.int64), np.empty((nc, _k.N_LOGIT_FLOAT))
-    )
+    (bad_p, bad_y, npos, *keys), (wpos, wneg) = _k.run_logit(yv, pv, w, eps, x)
     if bad_p:
         check_finite(pv, "p")
         raise ValueError("p must contain probabilities in [0, 1].")

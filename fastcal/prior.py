@@ -27,7 +27,7 @@ as a chain of monotone operations, so no two scores ever swap. With k > 2 classe
 p(i \mid x) / p(j \mid x)`, so every ranking by a pairwise likelihood ratio is
 unchanged.
 
-The kernels are Numba loops (parallel above ``PARALLEL_MIN_SIZE`` elements)
+The kernels are Numba loops (run on fastcal's threads above ``_parallel.PARALLEL_MIN_SIZE`` rows)
 that read the input once and write the output once; the checks of the input
 (NaN, values outside [0, 1], row sums) are counted in the same pass, and the
 error is raised after it.
@@ -45,7 +45,7 @@ import numpy as np
 
 from . import _prior_kernels as _k
 from ._base import ConvergenceWarning
-from ._jit import PARALLEL_MIN_SIZE
+from ._parallel import parallel_for
 from ._validation import check_numeric
 
 __all__ = [
@@ -294,21 +294,24 @@ def _run_binary(src, dst, c, cm1):
     s, d = _flat(src), _flat(dst)
     dtype = s.dtype
     zero, one = dtype.type(0), dtype.type(1)
-    parallel = s.shape[0] >= PARALLEL_MIN_SIZE
+    n = s.shape[0]
     if c == 1.0:
-        run = _k.binary_copy_parallel if parallel else _k.binary_copy_serial
-        return run(s, d, zero, one)
+        return sum(parallel_for(_k.binary_copy, n, s, d, zero, one))
     if c > 1.0:
-        run = _k.binary_down_parallel if parallel else _k.binary_down_serial
-        return run(s, d, _positive_in(cm1, dtype), zero, one)
+        return sum(parallel_for(_k.binary_down, n, s, d, _positive_in(cm1, dtype), zero, one))
     c_d = _positive_in(c, dtype)
-    run = _k.binary_up_parallel if parallel else _k.binary_up_serial
-    return run(s, d, c_d, one - c_d, zero, one)
+    return sum(parallel_for(_k.binary_up, n, s, d, c_d, one - c_d, zero, one))
+
+
+def _sum_pairs(pairs):
+    """Element-wise sum of the ``(bad values, bad rows)`` counts of a kernel's ranges."""
+    return tuple(int(sum(column)) for column in zip(*pairs))
 
 
 def _run_multi(src, dst, w):
-    run = _k.multi_adjust_parallel if src.size >= PARALLEL_MIN_SIZE else _k.multi_adjust_serial
-    return run(src, dst, w, SUM_TOL)
+    """Reweight and renormalise the rows of ``src`` into ``dst``; returns (bad values, bad rows)."""
+    groups = -(-src.shape[0] // 4)
+    return _sum_pairs(parallel_for(_k.multi_adjust, groups, src, dst, w, SUM_TOL, rows=src.size))
 
 
 # ---------------------------------------------------------------------------
@@ -667,25 +670,25 @@ def estimate_priors_em(proba, train_priors, *, max_iter=1000, tol=1e-8):
     src = np.ascontiguousarray(arr, dtype=dtype)
 
     n_chunks = -(-n // _k.EM_CHUNK)
-    parallel = n_chunks > 1 and src.size >= PARALLEL_MIN_SIZE
     pi = train.copy()
     converged = False
     n_iter = 0
     if binary:
         partial = np.empty(n_chunks)
-        em = _k.binary_em_parallel if parallel else _k.binary_em_serial
     else:
         partial = np.empty((n_chunks, k))
-        em = _k.multi_em_parallel if parallel else _k.multi_em_serial
     while n_iter < max_iter:
         n_iter += 1
         w = _class_weights(pi, train)
         if binary:
-            bad_values, bad_rows = em(src, w[0], w[1], partial, n_iter == 1), 0
+            bad_values = sum(parallel_for(_k.binary_em, n_chunks, src, w[0], w[1], partial, n_iter == 1, rows=n))
+            bad_rows = 0
             pos = min(max(math.fsum(partial.tolist()) / n, 0.0), 1.0)
             new = np.array([1.0 - pos, pos])
         else:
-            bad_values, bad_rows = em(src, w, partial, SUM_TOL, n_iter == 1)
+            bad_values, bad_rows = _sum_pairs(
+                parallel_for(_k.multi_em, n_chunks, src, w, partial, SUM_TOL, n_iter == 1, rows=src.size)
+            )
             new = partial.sum(axis=0) / n
             new /= new.sum()
         if bad_values:

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _temperature_kernels as _k
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
-from ._jit import PARALLEL_MIN_SIZE
+from ._parallel import parallel_for
 from ._persist import register
 from ._validation import (
     as_float_array,
@@ -183,8 +183,7 @@ class TemperatureScaling(BaseCalibrator):
                              f"found {labels.min()} .. {labels.max()}.")
         w = check_sample_weight(sample_weight, n)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        run = _k.loss_grad_hess_parallel if n * k >= PARALLEL_MIN_SIZE else _k.loss_grad_hess_serial
-        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: run(z, labels, w, b),
+        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: _loss_grad_hess(z, labels, w, b),
                                                             self.max_iter, self.tol)
         if not self.converged_:
             warnings.warn(f"TemperatureScaling did not converge in {self.max_iter} iterations.",
@@ -205,8 +204,7 @@ class TemperatureScaling(BaseCalibrator):
         if z.shape[1] != self.n_classes_:
             raise ValueError(f"X has {z.shape[1]} classes (columns); the model was fitted on {self.n_classes_}.")
         out = np.empty(z.shape, dtype=z.dtype)
-        run = _k.softmax_parallel if z.size >= PARALLEL_MIN_SIZE else _k.softmax_serial
-        run(z, self.beta_, out)
+        parallel_for(_k.softmax, z.shape[0], z, self.beta_, out, rows=z.size)
         return out
 
     def predict(self, X):
@@ -220,6 +218,14 @@ class TemperatureScaling(BaseCalibrator):
             raise ValueError("invalid fastcal model: beta_ is outside [e^-10, e^10]")
         if self.n_classes_ < 2:
             raise ValueError("invalid fastcal model: n_classes_ must be at least 2")
+
+
+def _loss_grad_hess(z, labels, w, beta):
+    """Weighted sums of the loss, its derivative and its curvature in ``beta``: one pass, chunked."""
+    n, k = z.shape
+    sums = np.empty((_k.n_chunks(n), 3))
+    parallel_for(_k.loss_grad_hess_chunks, sums.shape[0], z, labels, w, beta, sums, rows=n * k)
+    return tuple(math.fsum(sums[:, j]) for j in range(3))
 
 
 def _newton(loss_grad_hess, max_iter, tol):

@@ -23,15 +23,59 @@ def platt_targets(y, w=None):
     return t, np.log((nneg + 1.0) / (npos + 1.0))
 
 
-def platt_objective(a, b, s, y, w=None):
-    """F(a, b) = sum_i w_i [log(1 + exp(z_i)) - (1 - t_i) z_i], z = a s + b, summed with math.fsum."""
+def _split(x):
+    # Veltkamp's split: x = hi + lo exactly, each with at most 26 significant bits.
+    c = 134217729.0 * x  # 2**27 + 1
+    hi = c - (c - x)
+    return hi, x - hi
+
+
+def affine(a, s, b):
+    """z = a * s + b rounded once (to within an ulp of z), by error-free transformations.
+
+    ``a * s`` rounded to float64 loses up to half an ulp of ``a * s``, which is
+    far more than an ulp of ``z`` when ``a * s`` and ``b`` nearly cancel (scores
+    shifted by 1e6). Dekker's exact product and Knuth's exact sum keep it.
+    Where the split overflows (|a s| > ~1e300) the plain expression is used.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = a * s
+        ah, al = _split(np.float64(a))
+        sh, sl = _split(s)
+        e = ((ah * sh - p) + ah * sl + al * sh) + al * sl  # a * s = p + e exactly
+        total = p + b
+        bv = total - p
+        err = (p - (total - bv)) + (b - bv)  # p + b = total + err exactly
+        z = total + (err + e)
+    plain = a * s + b
+    return np.where(np.isfinite(z), z, plain)
+
+
+def platt_objective_and_error(a, b, s, y, w=None):
+    """``(F, bound)``: F(a, b) = sum_i w_i [log(1 + exp(z_i)) - (1 - t_i) z_i] and a bound on its error.
+
+    z_i is rounded once (:func:`affine`) and the terms are summed exactly
+    (``math.fsum``), so what remains is the rounding of each term: z_i within
+    half an ulp, ``logaddexp`` within a few ulp, one product and one
+    difference. Each is at most a few ``eps`` of |log(1 + exp(z_i))| + |z_i|;
+    ``bound`` is 8 eps times their weighted sum.
+    """
     import math
 
     s = np.asarray(s, dtype=np.float64)
+    ww = _weights(s, w)
     t, _ = platt_targets(y, w)
-    z = a * s + b
-    terms = _weights(s, w) * (np.logaddexp(0.0, z) - (1.0 - t) * z)
-    return math.fsum(terms)
+    z = affine(a, s, b)
+    soft = np.logaddexp(0.0, z)
+    terms = ww * (soft - (1.0 - t) * z)
+    bound = 8 * np.finfo(np.float64).eps * math.fsum(ww * (soft + np.abs(z)))
+    return math.fsum(terms), bound
+
+
+def platt_objective(a, b, s, y, w=None):
+    """F(a, b) = sum_i w_i [log(1 + exp(z_i)) - (1 - t_i) z_i], z = a s + b (see :func:`platt_objective_and_error`)."""
+    return platt_objective_and_error(a, b, s, y, w)[0]
 
 
 def platt_gradient_hessian(a, b, s, y, w=None, loss=True):

@@ -19,6 +19,7 @@ from fastcal import isotonic as isotonic_module
 
 from . import naive_isotonic as naive
 from .strategies import scores_and_labels
+from .threads import in_pieces, serial_and_parallel
 
 HYPO = settings(max_examples=60, deadline=None)
 
@@ -337,7 +338,7 @@ def test_lookup_table_edge_ranges(xs, n_cells):
     T = T[np.isfinite(T)]
     table, scale = kernels.build_lookup(xs, n_cells)
     out = np.empty_like(T)
-    kernels.predict_serial(T, xs, ys, table, scale, True, out)
+    kernels.predict(T, xs, ys, table, scale, True, out, 0, T.shape[0])
     expected = naive.interpolate(xs, ys, T, out_of_bounds="clip")
     assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
 
@@ -350,11 +351,13 @@ def test_parallel_prediction_equals_serial():
     T = rng.random(100_000) * 1.2 - 0.1
     table, scale = iso._lookup
     args = (T, iso.X_thresholds_, iso.y_thresholds_, table, scale, False)
-    serial, parallel = np.empty_like(T), np.empty_like(T)
-    kernels.predict_serial(*args, serial)
-    kernels.predict_parallel(*args, parallel)
-    assert_array_equal(serial, parallel)
-    assert_array_equal(iso.predict(T), parallel)
+    whole, pieces = np.empty_like(T), np.empty_like(T)
+    kernels.predict(*args, whole, 0, T.shape[0])
+    in_pieces(kernels.predict, T.shape[0], *args, pieces)
+    assert_array_equal(whole, pieces)
+    serial, parallel = serial_and_parallel(iso.predict, T)
+    assert_array_equal(serial, whole)
+    assert_array_equal(parallel, whole)
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from fastcal import metrics as M
 
 from . import naive_metrics as naive
 from .strategies import probabilities
+from .threads import MANY, in_pieces, num_threads, serial_and_parallel
 
 SETTINGS = settings(max_examples=60, deadline=None)
 
@@ -238,13 +239,16 @@ def test_percentile_edges_bitwise_large(dtype, kind):
     assert_array_equal(p, x)  # input untouched
 
 
-def test_order_statistics_serial_equals_parallel():
+def test_order_statistics_whole_equals_pieces():
     rng = np.random.default_rng(5)
     x = rng.random(200_000) ** 3
     lo, hi = float(x.min()), float(x.max())
     scale = M._NBUCKETS / (hi - lo)
-    h_s = K.bucket_hist_serial(x, lo, scale, M._NBUCKETS, 7)
-    h_p = K.bucket_hist_parallel(x, lo, scale, M._NBUCKETS, 7)
+    nchunks = 7
+    h_s = np.zeros((nchunks, M._NBUCKETS), dtype=np.int64)
+    h_p = np.zeros((nchunks, M._NBUCKETS), dtype=np.int64)
+    K.bucket_hist(x, lo, scale, h_s, 0, nchunks)
+    in_pieces(K.bucket_hist, nchunks, x, lo, scale, h_p)
     assert_array_equal(h_s, h_p)
     assert h_s.sum() == x.size
     slot = np.full(M._NBUCKETS, -1, dtype=np.int64)
@@ -254,11 +258,14 @@ def test_order_statistics_serial_equals_parallel():
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     pos = start[None, :] + np.cumsum(h_s[:, marked], axis=0) - h_s[:, marked]
     outs = []
-    for f in (K.gather_buckets_serial, K.gather_buckets_parallel):
+    for run in (lambda *a: K.gather_buckets(*a, 0, nchunks), lambda *a: in_pieces(K.gather_buckets, nchunks, *a)):
         out = np.empty(sizes.sum())
-        f(x, lo, scale, slot, np.ascontiguousarray(pos), out)
+        run(x, lo, scale, slot, np.ascontiguousarray(pos), out)
         outs.append(out)
     assert_array_equal(outs[0], outs[1])
+    serial, parallel = serial_and_parallel(M._order_statistics, x, np.array([0, 5, 100_000, 199_999]), lo, hi)
+    assert_array_equal(serial, np.sort(x)[[0, 5, 100_000, 199_999]])
+    assert_array_equal(parallel, serial)
     b = np.minimum(((x - lo) * scale).astype(np.int64), M._NBUCKETS - 1)
     assert_array_equal(np.sort(outs[0]), np.sort(x[np.isin(b, marked)]))
 
@@ -268,7 +275,7 @@ def test_order_statistics_serial_equals_parallel():
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_bin_stats_serial_equals_parallel(weighted, dtype):
+def test_bin_stats_whole_equals_pieces(weighted, dtype):
     y, p = miscalibrated(150_001, dtype, seed=2)
     w = np.random.default_rng(0).random(p.size).astype(dtype) if weighted else None
     for edges in (np.linspace(0, 1, 11), M._percentile_edges(p, 20, float(p.min()), float(p.max()))):
@@ -277,10 +284,15 @@ def test_bin_stats_serial_equals_parallel(weighted, dtype):
         one = p.dtype.type(1)
         eps = p.dtype.type(np.finfo(p.dtype).eps)
         for nchunks in (1, 5, 64):
-            args = (p, y, w, edges, lut, grid, ref, True, True, True, one, eps, one - eps, nchunks)
-            a = K.bin_stats_serial(*args)
-            b = K.bin_stats_parallel(*args)
+            args = (p, y, w, edges, lut, grid, ref, True, True, True, one, eps, one - eps)
+            part_a, part_b = (np.zeros((nchunks, edges.size - 1, K.NSTAT)) for _ in range(2))
+            K.bin_stats(*args, part_a, 0, nchunks)
+            in_pieces(K.bin_stats, nchunks, *args, part_b)
+            a, b = K.merge_partials(part_a), K.merge_partials(part_b)
             assert_array_equal(a, b)
+        flags = dict(moments=True, brier=True, logloss=True)
+        serial, parallel = serial_and_parallel(M._bin_stats, p, y, w, edges, **flags)
+        assert_array_equal(serial, parallel)
         assert a[:, K.W].sum() == (p.size if w is None else a[:, K.W].sum())
     # the public functions use the parallel kernel at this size: same as the naive reference
     e_true, e_pred, _ = naive.calibration_curve(y, p, 11, "quantile", w)
@@ -290,17 +302,17 @@ def test_bin_stats_serial_equals_parallel(weighted, dtype):
 
 
 def test_result_does_not_depend_on_thread_count():
-    import numba
-
-    y, p = miscalibrated(100_000)
-    before = numba.get_num_threads()
+    y, p = miscalibrated(300_000)
+    w = np.random.default_rng(3).random(p.size)
     results = []
-    try:
-        for threads in range(1, before + 1):
-            numba.set_num_threads(threads)
-            results.append(M.brier_decomposition(y, p, n_bins=12))
-    finally:
-        numba.set_num_threads(before)
+    for threads in (1, 2, 3, MANY):
+        with num_threads(threads):
+            results.append((
+                M.brier_decomposition(y, p, n_bins=12),
+                M.calibration_report(y, p, sample_weight=w).to_dict(),
+                M.roc_auc_score(y, p),
+                M.expected_calibration_error(y, p, strategy="quantile"),
+            ))
     assert all(r == results[0] for r in results)
 
 
@@ -432,23 +444,25 @@ def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
     expected = skm.roc_auc_score(y, p)
     assert math.isclose(M.roc_auc_score(y, p), expected, rel_tol=1e-12)
     monkeypatch.setattr(M, "_THREADED_SORT_MIN_SIZE", 1)
-    for threads in (2, 3, 7):  # value ranges: one per thread
-        monkeypatch.setattr(M.numba, "get_num_threads", lambda: threads)
+    for threads in (2, 3, MANY):  # value ranges: one per thread
+        monkeypatch.setattr(M, "get_num_threads", lambda: threads)
         assert math.isclose(M.roc_auc_score(y, p), expected, rel_tol=1e-12)
         assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), rel_tol=1e-12)
         q = np.round(p, 1)  # heavy ties: pivots coincide
         assert math.isclose(M.roc_auc_score(y, q), skm.roc_auc_score(y, q), rel_tol=1e-12)
-    # the kernels: serial == parallel, regions hold exactly the right values in input order
+    # the kernels: whole == pieces, regions hold exactly the right values in input order
     pivots = np.array([0.2, 0.5, 0.5000001])
-    counts = K.region_counts_serial(p, y, pivots, 5)
-    assert_array_equal(counts, K.region_counts_parallel(p, y, pivots, 5))
+    counts, counts2 = (np.zeros((5, 8), dtype=np.int64) for _ in range(2))
+    K.region_counts(p, y, pivots, counts, 0, 5)
+    in_pieces(K.region_counts, 5, p, y, pivots, counts2)
+    assert_array_equal(counts, counts2)
     sizes = counts.sum(axis=0)
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     outs = []
-    for f in (K.scatter_regions_serial, K.scatter_regions_parallel):
+    for run in (lambda *a: K.scatter_regions(*a, 0, 5), lambda *a: in_pieces(K.scatter_regions, 5, *a)):
         offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
         out = np.empty_like(p)
-        f(p, y, pivots, offsets, out)
+        run(p, y, pivots, offsets, out)
         outs.append(out)
     assert_array_equal(outs[0], outs[1])
     r = np.searchsorted(pivots, p, side="right")

@@ -21,6 +21,7 @@ from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult
 
 from . import naive_platt as naive
 from .strategies import scores_and_labels
+from .threads import in_pieces, serial_and_parallel
 
 HYPO = settings(max_examples=60, deadline=None)
 
@@ -43,10 +44,12 @@ def overconfident(n, seed=0, dtype=np.float64, slope=0.5, shift=0.0):
     return s.astype(dtype), y
 
 
-def not_worse(f_ours, f_peer):
-    # The objectives are summed with math.fsum; what remains is the rounding
-    # of the individual terms.
-    return f_ours <= f_peer + 1e-13 * abs(f_peer) + 1e-300
+def not_worse(ours, peer, s, y, w=None):
+    """Platt's objective at the parameters ``ours = (a, b)`` is at most that at ``peer``, within the
+    error of evaluating the two (:func:`naive_platt.platt_objective_and_error`)."""
+    f_ours, e_ours = naive.platt_objective_and_error(*ours, s, y, w)
+    f_peer, e_peer = naive.platt_objective_and_error(*peer, s, y, w)
+    return f_ours <= f_peer + e_ours + e_peer
 
 
 def normalised_gradient(a, b, s, y, w=None):
@@ -105,15 +108,34 @@ def test_log_normal_within_two_ulp():
     assert _apply(kernels.log_normal, np.array([1.0]))[0] == 0.0
 
 
-def _pass(run, s, y, w, a, b, loss, center=0.0, scale=1.0):
+def _pass(s, y, w, a, b, loss, center=0.0, scale=1.0, pieces=False):
+    """The fused pass's sums, from one call on all blocks, or from :func:`in_pieces`."""
     buf = np.empty((kernels.n_chunks(len(s)), kernels.N_STATS))
-    return run(s, y, w, center, scale, a, b, 0.9, 0.1, 0.2, 0.8, True if loss else None, buf)
+    args = (s, y, w, center, scale, a, b, 0.9, 0.1, 0.2, 0.8, True if loss else None, buf)
+    if pieces:
+        in_pieces(kernels.newton_pass, buf.shape[0], *args)
+    else:
+        kernels.newton_pass(*args, 0, buf.shape[0])
+    return kernels.merge_sums(buf)
+
+
+def summation_bound(n, abs_sum, term_ulps=10):
+    """Worst-case error of the kernels' blocked float64 sum of ``n`` terms whose magnitudes sum to ``abs_sum``.
+
+    Each block of ``CHUNK`` terms is summed in some order (the order of the
+    vectorised partial sums depends on the CPU's vector width), then the
+    blocks in order: at most ``(CHUNK - 1) + (blocks - 1)`` roundings touch a
+    term, each of relative size ``eps`` (Higham, *Accuracy and Stability of
+    Numerical Algorithms*, 4.2), on top of each term's own error of a few ulp.
+    """
+    depth = min(n, kernels.CHUNK) + kernels.n_chunks(n) + term_ulps
+    return depth * np.finfo(np.float64).eps * abs_sum
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("label_dtype", [np.uint8, np.int64, np.float64])
-def test_fused_pass_matches_naive_and_parallel_equals_serial(dtype, weighted, label_dtype):
+def test_fused_pass_matches_naive_and_pieces_equal_whole(dtype, weighted, label_dtype):
     rng = np.random.default_rng(2)
     n = 3 * kernels.CHUNK + 123
     s = rng.normal(0, 3, n).astype(dtype)
@@ -121,10 +143,10 @@ def test_fused_pass_matches_naive_and_parallel_equals_serial(dtype, weighted, la
     w = rng.uniform(0, 2, n).astype(dtype) if weighted else None
     t = np.where(y > 0, 0.9, 0.2)
     for a, b in [(-0.7, 0.3), (5.0, -40.0), (0.0, 0.0)]:
-        serial = _pass(kernels.newton_pass_serial, s, y, w, a, b, True)
-        parallel = _pass(kernels.newton_pass_parallel, s, y, w, a, b, True)
+        serial = _pass(s, y, w, a, b, True)
+        parallel = _pass(s, y, w, a, b, True, pieces=True)
         assert_array_equal(serial, parallel)
-        no_loss = _pass(kernels.newton_pass_parallel, s, y, w, a, b, False)
+        no_loss = _pass(s, y, w, a, b, False, pieces=True)
         assert no_loss[0] == 0.0
         assert_array_equal(no_loss[1:], parallel[1:])
         # Naive sums with the same targets.
@@ -137,20 +159,21 @@ def test_fused_pass_matches_naive_and_parallel_equals_serial(dtype, weighted, la
                np.sum(v * s64 * s64), np.sum(v * s64), np.sum(v)]
         scale = [np.sum(ww * (np.logaddexp(0, z) + np.abs((1 - t) * z))), np.sum(np.abs(r * s64)), np.sum(np.abs(r)),
                  ref[3], ref[4], ref[5]]
-        assert np.all(np.abs(serial - ref) <= 1e-13 * np.abs(scale) + 1e-300)
+        assert np.all(np.abs(serial - ref) <= summation_bound(n, np.abs(scale)) + 1e-300)
 
 
 def test_fused_pass_centre_and_scale():
     rng = np.random.default_rng(3)
     s = rng.normal(1e6, 3, 5000)
     y = (rng.random(5000) < 0.5).astype(np.uint8)
-    got = _pass(kernels.newton_pass_serial, s, y, None, -0.25, 0.1, True, center=1e6, scale=0.125)
+    got = _pass(s, y, None, -0.25, 0.1, True, center=1e6, scale=0.125)
     x = (s - 1e6) * 0.125
     z = -0.25 * x + 0.1
     p = 1 / (1 + np.exp(z))
     t = np.where(y > 0, 0.9, 0.2)
-    assert_allclose(got[1], np.sum((t - p) * x), rtol=1e-12)
-    assert_allclose(got[3], np.sum(p * (1 - p) * x * x), rtol=1e-12)
+    ga, haa = (t - p) * x, p * (1 - p) * x * x
+    assert abs(got[1] - np.sum(ga)) <= summation_bound(s.size, np.sum(np.abs(ga)))
+    assert abs(got[3] - np.sum(haa)) <= summation_bound(s.size, np.sum(haa))
 
 
 def test_one_sided_precision_of_t_minus_p():
@@ -159,7 +182,8 @@ def test_one_sided_precision_of_t_minus_p():
     y = np.array([0, 1], dtype=np.uint8)
     buf = np.empty((1, kernels.N_STATS))
     tiny = 1e-20
-    st_ = kernels.newton_pass_serial(s, y, None, 0.0, 1.0, 1.0, 0.0, 1.0 - tiny, tiny, tiny, 1.0 - tiny, True, buf)
+    kernels.newton_pass(s, y, None, 0.0, 1.0, 1.0, 0.0, 1.0 - tiny, tiny, tiny, 1.0 - tiny, True, buf, 0, 1)
+    st_ = kernels.merge_sums(buf)
     # Row 0: t = tiny, p = e^-40/(1+e^-40); row 1: 1 - t = tiny, 1 - p = e^-40/(1+e^-40).
     e = math.exp(-40) / (1 + math.exp(-40))
     assert_allclose(st_[2], (tiny - e) + (e - tiny), atol=1e-30)
@@ -168,7 +192,7 @@ def test_one_sided_precision_of_t_minus_p():
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_prep_and_logit_passes_parallel_equal_serial(weighted):
+def test_prep_and_logit_passes_pieces_equal_whole(weighted):
     rng = np.random.default_rng(4)
     n = 2 * kernels.CHUNK + 7
     s = rng.normal(0, 1, n)
@@ -176,10 +200,15 @@ def test_prep_and_logit_passes_parallel_equal_serial(weighted):
     w = rng.uniform(0, 1, n) if weighted else None
     nc = kernels.n_chunks(n)
 
-    def prep(run):
-        return run(s, y, w, np.empty((nc, kernels.N_PREP_INT), np.int64), np.empty((nc, kernels.N_PREP_FLOAT)))
+    def prep(pieces):
+        ibuf, fbuf = np.empty((nc, kernels.N_PREP_INT), np.int64), np.empty((nc, kernels.N_PREP_FLOAT))
+        if pieces:
+            in_pieces(kernels.prep, nc, s, y, w, ibuf, fbuf)
+        else:
+            kernels.prep(s, y, w, ibuf, fbuf, 0, nc)
+        return kernels.merge_blocks(ibuf, fbuf)
 
-    (i1, f1), (i2, f2) = prep(kernels.prep_serial), prep(kernels.prep_parallel)
+    (i1, f1), (i2, f2) = prep(False), prep(True)
     assert_array_equal(i1, i2)
     assert_array_equal(f1, f2)
     assert kernels.key_to_float(i1[5]) == s.min() and kernels.key_to_float(i1[6]) == s.max()
@@ -189,9 +218,11 @@ def test_prep_and_logit_passes_parallel_equal_serial(weighted):
     p = 1 / (1 + np.exp(-s))
     x1, x2 = np.empty(n), np.empty(n)
     args = (np.empty((nc, kernels.N_LOGIT_INT), np.int64), np.empty((nc, kernels.N_LOGIT_FLOAT)))
-    (j1, g1) = kernels.logit_serial(y, p, w, 2.2e-16, x1, *args)
+    kernels.logit(y, p, w, 2.2e-16, x1, *args, 0, nc)
+    (j1, g1) = kernels.merge_blocks(*args)
     args = (np.empty((nc, kernels.N_LOGIT_INT), np.int64), np.empty((nc, kernels.N_LOGIT_FLOAT)))
-    (j2, g2) = kernels.logit_parallel(y, p, w, 2.2e-16, x2, *args)
+    in_pieces(kernels.logit, nc, y, p, w, 2.2e-16, x2, *args)
+    (j2, g2) = kernels.merge_blocks(*args)
     assert_array_equal(x1, x2)
     assert_array_equal(j1, j2)
     assert_array_equal(g1, g2)
@@ -226,7 +257,7 @@ def test_matches_sklearn_sigmoid_calibration(n, seed):
     a_sk, b_sk = sk_sigmoid(s, y)
     assert res.converged
     assert_allclose([res.a, res.b], [a_sk, b_sk], rtol=1e-5)
-    assert not_worse(naive.platt_objective(res.a, res.b, s, y), naive.platt_objective(a_sk, b_sk, s, y))
+    assert not_worse((res.a, res.b), (a_sk, b_sk), s, y)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -237,7 +268,7 @@ def test_weighted_matches_sklearn_and_repeated_rows(seed):
     res = platt_scaling(s, y, sample_weight=w)
     a_sk, b_sk = sk_sigmoid(s, y, w)
     assert_allclose([res.a, res.b], [a_sk, b_sk], rtol=1e-5)
-    assert not_worse(naive.platt_objective(res.a, res.b, s, y, w), naive.platt_objective(a_sk, b_sk, s, y, w))
+    assert not_worse((res.a, res.b), (a_sk, b_sk), s, y, w)
     rep = platt_scaling(np.repeat(s, w.astype(int)), np.repeat(y, w.astype(int)))
     assert_allclose([res.a, res.b], [rep.a, rep.b], rtol=1e-10)
 
@@ -272,12 +303,10 @@ def test_optimal_on_random_data(weighted, data):
     s, y, w = data.draw(scores_and_labels(min_size=1, max_size=300, weighted=weighted))
     res = platt_scaling(s, y, sample_weight=w)
     assert res.converged and math.isfinite(res.a) and math.isfinite(res.b)
-    ours = naive.platt_objective(res.a, res.b, s, y, w)
-    a_ref, b_ref = naive.platt_fit_scipy(s, y, w)
-    assert not_worse(ours, naive.platt_objective(a_ref, b_ref, s, y, w))
+    ours = (res.a, res.b)
+    assert not_worse(ours, naive.platt_fit_scipy(s, y, w), s, y, w)
     if s.size > 1:
-        a_sk, b_sk = sk_sigmoid(s, y, w)
-        assert not_worse(ours, naive.platt_objective(a_sk, b_sk, s, y, w))
+        assert not_worse(ours, sk_sigmoid(s, y, w), s, y, w)
     assert max(normalised_gradient(res.a, res.b, s, y, w)) < 1e-7
 
 
@@ -394,7 +423,7 @@ def test_shifted_scores_are_well_conditioned():
     assert_allclose(r.a, base.a, rtol=1e-8)
     assert_allclose(r.b + r.a * 1e6, base.b, atol=1e-5)
     a_sk, b_sk = sk_sigmoid(s + 1e6, y)
-    assert not_worse(naive.platt_objective(r.a, r.b, s + 1e6, y), naive.platt_objective(a_sk, b_sk, s + 1e6, y))
+    assert not_worse((r.a, r.b), (a_sk, b_sk), s + 1e6, y)
 
 
 def test_float32_extremes():
@@ -424,7 +453,7 @@ def test_constant_scores():
     assert r.a == 0.0 and r.converged
     assert_allclose(1 / (1 + math.exp(r.b)), mean_t, rtol=1e-15)
     a_sk, b_sk = sk_sigmoid(s, y)
-    assert not_worse(naive.platt_objective(r.a, r.b, s, y), naive.platt_objective(a_sk, b_sk, s, y))
+    assert not_worse((r.a, r.b), (a_sk, b_sk), s, y)
     # Rows of weight 0 do not count.
     r0 = platt_scaling(np.append(s, -100.0), np.append(y, 0), sample_weight=np.append(np.ones(7), 0.0))
     assert (r0.a, r0.b) == (r.a, r.b)
@@ -446,7 +475,7 @@ def test_separable_scores_give_a_finite_optimum():
     assert r.converged and math.isfinite(r.a) and r.a < -5
     assert max(normalised_gradient(r.a, r.b, s, y)) < 1e-9
     a_sk, b_sk = sk_sigmoid(s, y)
-    assert not_worse(naive.platt_objective(r.a, r.b, s, y), naive.platt_objective(a_sk, b_sk, s, y))
+    assert not_worse((r.a, r.b), (a_sk, b_sk), s, y)
     # Far apart: the same, scaled.
     r2 = platt_scaling(np.where(y > 0, s + 1e3, s - 1e3), y)
     assert r2.converged and math.isfinite(r2.a)
@@ -582,7 +611,10 @@ def test_predict_dtype_layouts_and_parallel():
     p32 = cal.predict(s.astype(np.float32))
     assert p32.dtype == np.float32
     assert_allclose(p32, naive.platt_predict(cal.a_, cal.b_, s.astype(np.float32)), rtol=1e-6)
-    assert_array_equal(cal.predict(s[:100]), p64[:100])  # serial == parallel
+    assert_array_equal(cal.predict(s[:100]), p64[:100])  # one range == many
+    serial, parallel = serial_and_parallel(cal.predict, s)
+    assert_array_equal(serial, p64)
+    assert_array_equal(parallel, p64)
     assert cal.predict(np.arange(3)).dtype == np.float64
     assert cal.predict(np.empty(0)).shape == (0,)
     assert_array_equal(cal.predict(s[:, None][:50]), p64[:50])

@@ -25,10 +25,11 @@ from sklearn.metrics import roc_auc_score
 import fastcal
 from fastcal import _prior_kernels as K
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset
-from fastcal._jit import PARALLEL_MIN_SIZE
+from fastcal._parallel import PARALLEL_MIN_SIZE
 from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult
 
 from .naive_prior import naive_adjust_priors, naive_correct_negative_sampling, naive_estimate_priors_em
+from .threads import in_pieces, serial_and_parallel
 
 DTYPES = [np.float32, np.float64]
 RTOL = {np.float32: 2e-6, np.float64: 4e-15}
@@ -267,20 +268,25 @@ def test_adjust_priors_in_place_allocates_nothing():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_serial_equals_parallel_binary(dtype):
+def test_whole_equals_pieces_binary(dtype):
     p = _probs(PARALLEL_MIN_SIZE * 3 + 11, dtype, seed=7)
     p[5] = np.nan
     p[9] = 1.5
+    n = p.shape[0]
     d1, d2 = np.empty_like(p), np.empty_like(p)
     c, z, o = dtype(30.0), dtype(0), dtype(1)
-    assert K.binary_down_serial(p, d1, c, z, o) == K.binary_down_parallel(p, d2, c, z, o) == 2
+    assert K.binary_down(p, d1, c, z, o, 0, n) == sum(in_pieces(K.binary_down, n, p, d2, c, z, o)) == 2
     np.testing.assert_array_equal(d1, d2)
     c = dtype(0.03)
-    assert K.binary_up_serial(p, d1, c, o - c, z, o) == K.binary_up_parallel(p, d2, c, o - c, z, o) == 2
+    assert K.binary_up(p, d1, c, o - c, z, o, 0, n) == sum(in_pieces(K.binary_up, n, p, d2, c, o - c, z, o)) == 2
     np.testing.assert_array_equal(d1, d2)
-    assert K.binary_copy_serial(p, d1, z, o) == K.binary_copy_parallel(p, d2, z, o) == 2
+    assert K.binary_copy(p, d1, z, o, 0, n) == sum(in_pieces(K.binary_copy, n, p, d2, z, o)) == 2
     np.testing.assert_array_equal(d1, p)
     np.testing.assert_array_equal(d2, p)
+    q = _probs(PARALLEL_MIN_SIZE * 3 + 11, dtype, seed=8)
+    for new, train in ((0.3, 0.1), (0.1, 0.3), (0.2, 0.2)):  # c < 1, c > 1, c = 1
+        serial, parallel = serial_and_parallel(adjust_priors, q, new, train)
+        np.testing.assert_array_equal(serial, parallel)
 
 
 @pytest.mark.parametrize("bad", [np.nan, -0.1, 1.0000001, np.inf, -np.inf])
@@ -493,16 +499,20 @@ def test_adjust_out_in_place_and_layouts(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_serial_equals_parallel_multi(dtype):
+def test_whole_equals_pieces_multi(dtype):
     proba = _dirichlet_rows(PARALLEL_MIN_SIZE + 7, 6, seed=14, dtype=dtype)
     proba[3, 2] = np.nan
     proba[10] *= 1.01  # one bad row
     w = np.array([1.0, 0.5, 0.25, 0.125, 1e-3, 0.9])
     d1, d2 = np.empty_like(proba), np.empty_like(proba)
-    r1 = K.multi_adjust_serial(proba, d1, w, SUM_TOL)
-    r2 = K.multi_adjust_parallel(proba, d2, w, SUM_TOL)
+    groups = -(-proba.shape[0] // 4)
+    r1 = K.multi_adjust(proba, d1, w, SUM_TOL, 0, groups)
+    r2 = tuple(map(sum, zip(*in_pieces(K.multi_adjust, groups, proba, d2, w, SUM_TOL))))
     assert r1 == r2 and r1[0] == 1 and r1[1] == 2  # the NaN row also fails its sum check
     np.testing.assert_array_equal(d1, d2)
+    good = _dirichlet_rows(PARALLEL_MIN_SIZE + 7, 6, seed=15, dtype=dtype)
+    serial, parallel = serial_and_parallel(adjust_priors, good, [0.1, 0.2, 0.3, 0.2, 0.1, 0.1], [1 / 6] * 6)
+    np.testing.assert_array_equal(serial, parallel)
 
 
 def test_adjust_bad_input():
@@ -690,22 +700,30 @@ def test_em_binary_matches_multiclass_and_naive():
     np.testing.assert_allclose(res32.priors, res1.priors, atol=1e-6)
 
 
-def test_em_serial_equals_parallel():
+def test_em_whole_equals_pieces():
     post, _ = _gaussian_prior_shift(3 * K.EM_CHUNK + 17, [0.3, 0.3, 0.4], [1 / 3] * 3, seed=4)
     n_chunks = -(-post.shape[0] // K.EM_CHUNK)
     w = np.array([1.0, 0.7, 0.2])
+
+    def counts(results):
+        return tuple(map(sum, zip(*results)))
+
     a, b = np.empty((n_chunks, 3)), np.empty((n_chunks, 3))
-    assert K.multi_em_serial(post, w, a, SUM_TOL, True) == K.multi_em_parallel(post, w, b, SUM_TOL, True) == (0, 0)
+    assert K.multi_em(post, w, a, SUM_TOL, True, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b, SUM_TOL, True)) == (0, 0)
     a2, b2 = np.empty_like(a), np.empty_like(a)
-    assert K.multi_em_serial(post, w, a2, SUM_TOL, False) == K.multi_em_parallel(post, w, b2, SUM_TOL, False) == (0, 0)
+    assert K.multi_em(post, w, a2, SUM_TOL, False, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b2, SUM_TOL, False)) == (0, 0)
     np.testing.assert_array_equal(a2, b2)
-    np.testing.assert_allclose(a2, a, rtol=1e-13)  # same sums, other order (four rows at a time)
+    # Same sums in another order (four rows at a time): each of the ~EM_CHUNK terms
+    # of a chunk's sum is rounded once more or less, so they differ by ~EM_CHUNK ulp.
+    np.testing.assert_allclose(a2, a, rtol=K.EM_CHUNK * np.finfo(np.float64).eps)
     np.testing.assert_array_equal(a, b)
     p = post[:, 0].copy()
     a1, b1 = np.empty(n_chunks), np.empty(n_chunks)
     p[5] = np.nan
-    assert K.binary_em_serial(p, 0.3, 1.0, a1, True) == K.binary_em_parallel(p, 0.3, 1.0, b1, True) == 1
-    assert K.binary_em_serial(p, 0.3, 1.0, a1, False) == 0
+    assert K.binary_em(p, 0.3, 1.0, a1, True, 0, n_chunks) == sum(in_pieces(K.binary_em, n_chunks, p, 0.3, 1.0, b1, True)) == 1
+    assert K.binary_em(p, 0.3, 1.0, a1, False, 0, n_chunks) == 0
     np.testing.assert_array_equal(a1, b1)
     want = (post * w) / (post * w).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(a.sum(axis=0), want.sum(axis=0), rtol=1e-12)
@@ -722,7 +740,7 @@ def test_em_results_do_not_depend_on_parallel_threshold():
     for _ in range(3):
         w = pi / 0.5
         w = w / w.max()
-        K.multi_em_serial(post, w, part, SUM_TOL, True)
+        K.multi_em(post, w, part, SUM_TOL, True, 0, n_chunks)
         pi = part.sum(axis=0) / post.shape[0]
         pi /= pi.sum()
     np.testing.assert_allclose(res.priors, pi, rtol=1e-14)

@@ -11,7 +11,9 @@ from sklearn.calibration import _TemperatureScaling
 
 import fastcal
 from fastcal import TemperatureScaling
-from fastcal import _temperature_kernels as kernels
+from fastcal.temperature import _loss_grad_hess
+
+from .threads import serial_and_parallel
 
 
 def make_logits(n, k, sharpness, seed):
@@ -50,7 +52,7 @@ def test_matches_sklearn_and_naive(n, k, sharpness, seed, weighted):
     assert_allclose(ours.beta_, theirs.beta_, rtol=1e-5)
     assert_allclose(ours.beta_, naive_beta(z, y, w), rtol=1e-5)
     # Gradient ~ 0 at the optimum (unless the optimum is at a bound).
-    _, g, h = kernels.loss_grad_hess_serial(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
+    _, g, h = _loss_grad_hess(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
     if np.exp(-10) * 1.001 < ours.beta_ < np.exp(10) * 0.999:
         assert abs(g) <= 1e-8 * max(1.0, h * ours.beta_)
 
@@ -94,12 +96,13 @@ def test_float32_kept_and_parallel_equals_serial():
     ts = TemperatureScaling().fit(z32, y)
     assert ts.predict_proba(z32).dtype == np.float32
     assert_allclose(ts.beta_, TemperatureScaling().fit(z, y).beta_, rtol=1e-5)
-    args = (z, y.astype(np.int64), np.empty(0), 0.7)
-    assert_allclose(kernels.loss_grad_hess_serial(*args), kernels.loss_grad_hess_parallel(*args), rtol=1e-12)
-    out_s, out_p = np.empty_like(z), np.empty_like(z)
-    kernels.softmax_serial(z, 0.7, out_s)
-    kernels.softmax_parallel(z, 0.7, out_p)
-    assert_array_equal(out_s, out_p)
+    labels = y.astype(np.int64)
+    for zz in (z, z32):
+        for w in (np.empty(0), np.random.default_rng(5).random(z.shape[0])):
+            serial, parallel = serial_and_parallel(_loss_grad_hess, zz, labels, w, 0.7)
+            assert serial == parallel
+        serial, parallel = serial_and_parallel(ts.predict_proba, zz)
+        assert_array_equal(serial, parallel)
 
 
 def test_optimum_at_the_bound():

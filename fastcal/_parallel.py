@@ -1,0 +1,212 @@
+"""fastcal's worker threads: how kernels run in parallel without Numba's threading layer.
+
+Every kernel is compiled serial and ``nogil`` (:mod:`fastcal._jit`); a kernel
+that can run in parallel takes a half-open range ``lo, hi`` of items (rows, or
+fixed-size chunks of rows) as its last two arguments. :func:`parallel_for`
+cuts ``[0, n)`` into contiguous ranges and runs the kernel on them, one range
+per thread, from a small pool of daemon threads owned by this module. The
+serial path is the same call on the whole range, so the two agree bit for bit
+whenever the kernel's result does not depend on where the ranges are cut:
+elementwise maps, and reductions into per-chunk partial sums whose chunk
+bounds depend on the problem size alone, merged in chunk order.
+
+Why not ``numba.njit(parallel=True)``? Its ``prange`` loops run on Numba's
+threading layer, which is one per process and chosen once for every Numba user
+in it: GNU OpenMP kills forked children (``fork() called from a process
+already using GNU OpenMP``), ``workqueue`` aborts when two threads enter it at
+once, and ``tbb`` loads only where the dynamic loader can find ``libtbb``.
+fastcal never launches that layer, so it cannot break, or choose, the threading
+of the program it runs in.
+
+Guarantees, each tested in a subprocess:
+
+- **fork**: the pool is dropped in a forked child (``os.register_at_fork``)
+  and started anew on first use there.
+- **threads**: any number of threads may call in at once; each call waits for
+  its own ranges only. A call from inside a worker runs serially, so nested
+  calls cannot deadlock.
+- **interpreter shutdown**: when threads can no longer be started (at
+  finalisation) the ranges run serially in the calling thread.
+- **thread count**: :func:`get_num_threads` threads at most: the calling
+  thread's :func:`set_num_threads` setting, else ``NUMBA_NUM_THREADS``
+  (Numba's default: the CPUs this process may run on). Numba's own
+  ``numba.set_num_threads`` is not read: reading it would launch Numba's
+  threading layer.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+
+import numba
+
+__all__ = [
+    "PARALLEL_MIN_SIZE",
+    "get_num_threads",
+    "parallel_for",
+    "run",
+    "set_num_threads",
+    "split",
+]
+
+#: Below this many rows a call runs in the calling thread: waking a worker
+#: costs tens of microseconds, which a short loop does not win back.
+#: Measured with ``python -m benchmarks.threshold``.
+PARALLEL_MIN_SIZE = 1 << 16
+
+_local = threading.local()
+
+
+def get_num_threads():
+    """Threads fastcal uses for a call from this thread (:func:`set_num_threads`, else ``NUMBA_NUM_THREADS``)."""
+    n = getattr(_local, "num_threads", None)
+    return n if n is not None else max(1, int(numba.config.NUMBA_NUM_THREADS))
+
+
+def set_num_threads(n):
+    """Use at most ``n`` threads for fastcal calls made from the calling thread; ``None`` restores the default.
+
+    The setting belongs to the calling thread alone, as ``numba.set_num_threads``'s
+    does; nothing process-wide changes. Results do not depend on it.
+    """
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive integer or None, got {n!r}")
+    _local.num_threads = n
+
+
+def split(n, parts):
+    """Bounds ``b`` (length ``parts + 1``) of ``parts`` contiguous, balanced ranges of ``[0, n)``."""
+    return [(i * n) // parts for i in range(parts + 1)]
+
+
+class _Batch:
+    """The calls of one :func:`run`, taken one at a time by whichever threads run it."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.results = [None] * len(calls)
+        self.errors = []
+        self.next = 0
+        self.remaining = len(calls)
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def drain(self):
+        """Take and run calls until none is left (a helper that starts late finds none and returns)."""
+        while True:
+            with self.lock:
+                i = self.next
+                if i == len(self.calls):
+                    return
+                self.next = i + 1
+            func, args = self.calls[i]
+            try:
+                self.results[i] = func(*args)
+            except BaseException as exc:  # re-raised in the calling thread
+                with self.lock:
+                    self.errors.append((i, exc))
+            with self.lock:
+                self.remaining -= 1
+                if self.remaining == 0:
+                    self.done.set()
+
+
+class _Pool:
+    """Daemon threads taking tasks from one queue; grows to the largest number of workers asked for."""
+
+    def __init__(self):
+        self.queue = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.size = 0
+
+    def ensure(self, size):
+        """Start workers until there are ``size``; return how many there are (fewer if threads cannot start)."""
+        with self.lock:
+            while self.size < size:
+                t = threading.Thread(target=_work, args=(self.queue,), name=f"fastcal-{self.size}", daemon=True)
+                try:
+                    t.start()
+                except RuntimeError:  # interpreter shutting down, or the process is out of threads
+                    break
+                self.size += 1
+            return self.size
+
+
+def _work(tasks):
+    _local.in_worker = True
+    while True:
+        tasks.get()()  # a _Batch.drain: never raises
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool():
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = _Pool()
+    return _pool
+
+
+def _after_fork_in_child():
+    # The parent's workers do not exist in the child: start afresh.
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _threads_for(parts):
+    """How many threads may run ``parts`` ranges from the calling thread (1: run them here)."""
+    if parts <= 1 or getattr(_local, "in_worker", False) or sys.is_finalizing():
+        return 1
+    return min(parts, get_num_threads())
+
+
+def run(calls):
+    """Run ``calls`` (a list of ``(func, args)``) on up to :func:`get_num_threads` threads; return their results in order.
+
+    The calling thread takes part; each thread takes the next call not yet
+    taken, so at most ``get_num_threads()`` calls of this batch run at once
+    however many workers the pool has. If calls raise, the exception of the
+    first of them is re-raised once every call has finished (they may share
+    output buffers).
+    """
+    threads = _threads_for(len(calls))
+    helpers = _get_pool().ensure(threads - 1) if threads > 1 else 0
+    if helpers == 0:
+        return [func(*args) for func, args in calls]
+    batch = _Batch(calls)
+    for _ in range(min(helpers, threads - 1)):
+        _get_pool().queue.put(batch.drain)
+    batch.drain()
+    batch.done.wait()
+    if batch.errors:
+        raise min(batch.errors, key=lambda e: e[0])[1]
+    return batch.results
+
+
+def parallel_for(kernel, n, *args, rows=None):
+    """Call ``kernel(*args, lo, hi)`` on contiguous ranges covering ``[0, n)``; return the results in order.
+
+    ``n`` counts the kernel's items (rows, or fixed-size chunks); ``rows`` is
+    the work they stand for (default ``n``). Under :data:`PARALLEL_MIN_SIZE`
+    rows, or with one thread, this is the single call ``kernel(*args, 0, n)``.
+    Otherwise the range is cut into one piece per thread.
+    """
+    rows = n if rows is None else rows
+    parts = min(n, get_num_threads(), max(1, rows // (PARALLEL_MIN_SIZE // 2)))
+    if rows < PARALLEL_MIN_SIZE or _threads_for(parts) == 1:
+        return [kernel(*args, 0, n)]
+    bounds = split(n, parts)
+    return run([(kernel, (*args, bounds[i], bounds[i + 1])) for i in range(parts)])

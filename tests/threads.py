@@ -1,0 +1,41 @@
+"""Run a call with a given number of fastcal threads, to check that results do not depend on it."""
+
+import contextlib
+
+from fastcal import _parallel
+
+#: More threads than this machine may have cores: every parallel call is cut into this many ranges.
+MANY = 7
+
+
+@contextlib.contextmanager
+def num_threads(n):
+    """fastcal calls from this thread use ``n`` threads inside the block."""
+    before = getattr(_parallel._local, "num_threads", None)
+    _parallel.set_num_threads(n)
+    try:
+        yield
+    finally:
+        _parallel.set_num_threads(before)
+
+
+def serial_and_parallel(func, *args, **kwargs):
+    """``func(*args, **kwargs)`` with one thread and with :data:`MANY` threads."""
+    with num_threads(1):
+        serial = func(*args, **kwargs)
+    with num_threads(MANY):
+        parallel = func(*args, **kwargs)
+    return serial, parallel
+
+
+def in_pieces(kernel, n, *args, parts=MANY):
+    """``kernel(*args, lo, hi)`` on ``parts`` uneven ranges covering ``[0, n)``, last range first; the results in range order.
+
+    A kernel whose result does not depend on where its range is cut gives the
+    same output as ``kernel(*args, 0, n)``; running the ranges backwards also
+    catches a range that reads what an earlier one wrote.
+    """
+    bounds = sorted({0, n, *(((i * i + 1) * n) // (parts * parts) for i in range(1, parts))})
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    results = [kernel(*args, lo, hi) for lo, hi in reversed(ranges)]
+    return results[::-1]
