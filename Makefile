@@ -20,9 +20,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## test: the whole suite (unit, property, peer-comparison and benchmark smoke tests)
+## test: the whole suite (unit, property, peer-comparison and benchmark smoke tests) with every
+## core; again on one thread (results must not depend on it); a subset with the JIT disabled
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
 ## demo: the main job on 10^7 rows, with timings against scikit-learn and plots in demo_output/
 demo: $(STAMP)

@@ -276,7 +276,9 @@ def gather(x, y, w, order, xs, ys, ws, lo, hi):
 
     Random reads: run on ranges in several threads, the cores' memory requests overlap.
     """
-    for i in range(lo, hi):
+    order, xs, ys = order[lo:hi], xs[lo:hi], ys[lo:hi]  # indices from 0: no wraparound check
+    ws = ws[lo:hi] if ws.shape[0] > 0 else ws
+    for i in range(order.shape[0]):
         _gather_row(x, y, w, order, xs, ys, ws, i)
 
 
@@ -400,5 +402,6 @@ def predict_one(t, xs, ys, table, scale, clip):
 @kernel
 def predict(T, xs, ys, table, scale, clip, out, lo, hi):
     """``out[i]``: the fitted function at ``T[i]``, for ``i`` in ``lo .. hi - 1``."""
-    for i in range(lo, hi):
+    T, out = T[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
+    for i in range(T.shape[0]):
         out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)

@@ -71,33 +71,36 @@ def _outside_unit(x, zero, one):
 @kernel
 def binary_down(src, dst, cm1, zero, one, lo, hi):
     """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1), i in [lo, hi); returns the number of invalid src[i]."""
+    s, d = src[lo:hi], dst[lo:hi]  # indices from 0: no wraparound check, the loop vectorises
     bad = 0
-    for i in range(lo, hi):
-        x = src[i]
+    for i in range(s.shape[0]):
+        x = s[i]
         bad += _outside_unit(x, zero, one)
-        dst[i] = _binary_down(x, cm1, one)
+        d[i] = _binary_down(x, cm1, one)
     return bad
 
 
 @kernel
 def binary_up(src, dst, c, omc, zero, one, lo, hi):
     """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c), i in [lo, hi); returns the number of invalid src[i]."""
+    s, d = src[lo:hi], dst[lo:hi]
     bad = 0
-    for i in range(lo, hi):
-        x = src[i]
+    for i in range(s.shape[0]):
+        x = s[i]
         bad += _outside_unit(x, zero, one)
-        dst[i] = _binary_up(x, c, omc, one)
+        d[i] = _binary_up(x, c, omc, one)
     return bad
 
 
 @kernel
 def binary_copy(src, dst, zero, one, lo, hi):
     """The identity (c = 1): dst[i] = src[i] exactly, i in [lo, hi); returns the number of invalid src[i]."""
+    s, d = src[lo:hi], dst[lo:hi]
     bad = 0
-    for i in range(lo, hi):
-        x = src[i]
+    for i in range(s.shape[0]):
+        x = s[i]
         bad += _outside_unit(x, zero, one)
-        dst[i] = x
+        d[i] = x
     return bad
 
 

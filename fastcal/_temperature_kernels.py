@@ -56,12 +56,16 @@ def loss_grad_hess_chunks(logits, labels, weights, beta, out, lo, hi):
     n = logits.shape[0]
     weighted = weights.shape[0] > 0
     for c in range(lo, hi):
+        start = c * CHUNK
+        stop = min(start + CHUNK, n)
+        z = logits[start:stop]  # indices from 0: no wraparound check
+        t = labels[start:stop]
         loss = 0.0
         grad = 0.0
         hess = 0.0
-        for i in range(c * CHUNK, min((c + 1) * CHUNK, n)):
-            w = weights[i] if weighted else 1.0
-            f, g, h = row_terms(logits, i, labels[i], beta)
+        for i in range(z.shape[0]):
+            w = weights[start + i] if weighted else 1.0
+            f, g, h = row_terms(z, i, t[i], beta)
             loss += w * f
             grad += w * g
             hess += w * h
@@ -88,5 +92,6 @@ def softmax_row(logits, i, beta, out):
 @kernel
 def softmax(logits, beta, out, lo, hi):
     """``out[i] = softmax(beta * logits[i])`` for rows ``lo .. hi - 1``."""
-    for i in range(lo, hi):
-        softmax_row(logits, i, beta, out)
+    z, o = logits[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
+    for i in range(z.shape[0]):
+        softmax_row(z, i, beta, o)

@@ -81,8 +81,9 @@ def as_float_array(x, name, *, dtype=None):
 
 @kernel
 def _count_nonfinite(x, lo, hi):
+    x = x[lo:hi]  # indices from 0: no wraparound check, the loop vectorises
     bad = 0
-    for i in range(lo, hi):
+    for i in range(x.shape[0]):
         if not np.isfinite(x[i]):
             bad += 1
     return bad
@@ -166,8 +167,9 @@ def as_label_array(y, name):
 
 @kernel
 def _count_nonbinary(y, lo, hi):
+    y = y[lo:hi]
     bad = 0
-    for i in range(lo, hi):
+    for i in range(y.shape[0]):
         if y[i] != 0 and y[i] != 1:
             bad += 1
     return bad

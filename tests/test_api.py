@@ -4,11 +4,14 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from numpy.testing import assert_array_equal
 
 import fastcal
 import fastcal.platt
 import fastcal.prior
+
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (make test)
 
 
 def test_every_public_name_resolves():
@@ -43,15 +46,24 @@ def test_platt_model_file_round_trip(tmp_path):
     assert_array_equal(loaded.predict(s), cal.predict(s))
 
 
-def test_thread_settings_are_not_changed():
+def test_num_threads_setting_is_per_thread_and_checked():
+    import threading
+
     import numba
 
-    before = numba.get_num_threads()
-    rng = np.random.default_rng(1)
-    p = rng.random(200_000)
-    y = (rng.random(200_000) < p).astype(np.uint8)
-    fastcal.IsotonicRegression().fit(p, y).predict(p)
-    fastcal.platt_scaling(p, y)
-    fastcal.calibration_report(y, p)
-    fastcal.correct_negative_sampling(p, 0.5)
-    assert numba.get_num_threads() == before
+    default = fastcal.get_num_threads()
+    assert default == max(1, numba.config.NUMBA_NUM_THREADS)
+    seen = []
+    try:
+        fastcal.set_num_threads(3)
+        assert fastcal.get_num_threads() == 3
+        t = threading.Thread(target=lambda: seen.append(fastcal.get_num_threads()))
+        t.start()
+        t.join()
+        assert seen == [default]  # another thread keeps the default
+    finally:
+        fastcal.set_num_threads(None)
+    assert fastcal.get_num_threads() == default
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="^n must be a positive integer or None"):
+            fastcal.set_num_threads(bad)

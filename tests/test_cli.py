@@ -136,9 +136,20 @@ def test_apply_writes_every_format(files, data, model, tmp_path, src, dst):
 
 
 def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """The process umask, read without changing it (Linux); else by a file this process creates."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "probe")
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o777))
+        return 0o777 & ~os.stat(path).st_mode
 
 
 def test_stdin_and_stdout_csv(files, data, tmp_path):

@@ -10,6 +10,8 @@ from numpy.testing import assert_array_equal
 import fastcal
 from fastcal import IsotonicRegression, NotFittedError
 
+pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (make test)
+
 
 def fitted_isotonic(dtype=np.float64, **params):
     rng = np.random.default_rng(0)
