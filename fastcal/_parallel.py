@@ -53,9 +53,11 @@ __all__ = [
 ]
 
 #: Below this many rows a call runs in the calling thread: waking a worker
-#: costs tens of microseconds, which a short loop does not win back.
-#: Measured with ``python -m benchmarks.threshold``.
-PARALLEL_MIN_SIZE = 1 << 16
+#: costs 10-20 microseconds, which a short loop does not win back. Measured
+#: with ``python -m benchmarks.threshold`` (2 vCPUs): a second thread starts
+#: to pay between 2^18 rows (Platt prediction, an exp per row) and 2^21
+#: (memory-bound passes such as the finiteness check).
+PARALLEL_MIN_SIZE = 1 << 18
 
 _local = threading.local()
 

@@ -80,7 +80,7 @@ def as_float_array(x, name, *, dtype=None):
 
 
 @kernel
-def _count_nonfinite(x, lo, hi):
+def count_nonfinite(x, lo, hi):
     x = x[lo:hi]  # indices from 0: no wraparound check, the loop vectorises
     bad = 0
     for i in range(x.shape[0]):
@@ -92,7 +92,7 @@ def _count_nonfinite(x, lo, hi):
 def check_finite(arr, name):
     """Raise ``ValueError`` if the contiguous float array ``arr`` holds NaN or infinity."""
     flat = arr.reshape(-1)
-    if sum(parallel_for(_count_nonfinite, flat.shape[0], flat)):
+    if sum(parallel_for(count_nonfinite, flat.shape[0], flat)):
         what = "NaN" if np.isnan(flat).any() else "infinity"
         raise ValueError(f"{name} must be finite, but contains {what}.")
     return arr

@@ -18,7 +18,7 @@ import fastcal
 
 #: Above fastcal's parallel threshold (``fastcal._parallel.PARALLEL_MIN_SIZE``), so every
 #: parallel kernel is cut into ranges when more than one thread is allowed.
-N = 1 << 18
+N = 1 << 19
 
 
 def data(n=N, seed=0):

@@ -152,7 +152,7 @@ def test_dask_schedulers():
         import fastcal, fastcal.dask
         from tests import host_workload as h
 
-        s, p, y, w, *_ = h.data(1 << 18, seed=3)
+        s, p, y, w, *_ = h.data(1 << 19, seed=3)
         P, Y = da.from_array(p, chunks=1 << 15), da.from_array(y, chunks=1 << 15)
         reference = fastcal.IsotonicRegression().fit(p, y).predict(p)
 
@@ -293,8 +293,8 @@ def test_works_at_interpreter_shutdown():
         import fastcal
 
         rng = np.random.default_rng(0)
-        p = rng.random(1 << 18)
-        y = (rng.random(1 << 18) < p).astype(np.uint8)
+        p = rng.random(1 << 19)
+        y = (rng.random(1 << 19) < p).astype(np.uint8)
         reference = fastcal.calibration_report(y, p).to_dict()
 
         def work(tag):

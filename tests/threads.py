@@ -19,12 +19,23 @@ def num_threads(n):
         _parallel.set_num_threads(before)
 
 
+#: The parallel threshold while :func:`serial_and_parallel` runs its parallel call, so that
+#: test-sized inputs are cut into ranges too.
+SMALL_THRESHOLD = 1 << 10
+
+
 def serial_and_parallel(func, *args, **kwargs):
-    """``func(*args, **kwargs)`` with one thread and with :data:`MANY` threads."""
+    """``func(*args, **kwargs)`` with one thread, and with :data:`MANY` threads above a threshold of
+    :data:`SMALL_THRESHOLD` rows (instead of ``PARALLEL_MIN_SIZE``)."""
     with num_threads(1):
         serial = func(*args, **kwargs)
-    with num_threads(MANY):
-        parallel = func(*args, **kwargs)
+    before = _parallel.PARALLEL_MIN_SIZE
+    _parallel.PARALLEL_MIN_SIZE = SMALL_THRESHOLD
+    try:
+        with num_threads(MANY):
+            parallel = func(*args, **kwargs)
+    finally:
+        _parallel.PARALLEL_MIN_SIZE = before
     return serial, parallel
 
 
