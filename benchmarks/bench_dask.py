@@ -33,7 +33,7 @@ def client():
     if not _CLIENT:
         from distributed import Client, LocalCluster
 
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                silence_logs=40)
         _CLIENT.append(Client(cluster))
         atexit.register(lambda: (_CLIENT[0].close(), cluster.close()))

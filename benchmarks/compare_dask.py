@@ -29,7 +29,7 @@ def _cluster(quick):
         return None, None
     from distributed import Client, LocalCluster
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                            silence_logs=40)
     return cluster, Client(cluster)
 

@@ -10,19 +10,10 @@ from __future__ import annotations
 
 import inspect
 
+from . import _persist
+from ._errors import ConvergenceWarning, NotFittedError
+
 __all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
-
-
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a calibrator is used before ``fit``.
-
-    Like scikit-learn's exception of the same name, it is both a ``ValueError``
-    and an ``AttributeError``.
-    """
-
-
-class ConvergenceWarning(UserWarning):
-    """An iterative fit (Newton, EM) stopped at ``max_iter`` before meeting its tolerance."""
 
 
 def check_is_fitted(estimator, attribute):
@@ -80,15 +71,11 @@ class BaseCalibrator:
 
     def to_dict(self):
         """The fitted calibrator as a JSON-ready dict of numbers and names (no code)."""
-        from . import _persist
-
         return _persist.to_dict(self)
 
     @classmethod
     def from_dict(cls, data):
         """Rebuild a fitted calibrator from :meth:`to_dict` output; ``ValueError`` if it is not valid."""
-        from . import _persist
-
         estimator = _persist.from_dict(data)
         if not isinstance(estimator, cls):
             raise ValueError(f"invalid fastcal model: holds a {type(estimator).__name__}, not a {cls.__name__}")
@@ -96,8 +83,6 @@ class BaseCalibrator:
 
     def save(self, path):
         """Write the fitted calibrator to ``path`` as a fastcal JSON model file; read it with ``fastcal.load``."""
-        from . import _persist
-
         _persist.save(self, path)
 
     def _check_loaded_state(self):

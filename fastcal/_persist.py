@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ._errors import NotFittedError
 from ._files import AtomicTarget
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
@@ -30,7 +31,7 @@ FORMAT = "fastcal"
 VERSION = 1
 
 #: Persistable classes by name; each declares ``_state_schema``: fitted
-#: attribute -> "array" | "float" | "int" | "bool" | "str" | "float_or_none" | "model_list".
+#: attribute -> "array" | "float" | "int" | "bool".
 _REGISTRY: dict[str, type] = {}
 _ARRAY_DTYPES = ("float32", "float64", "int64")
 
@@ -49,16 +50,10 @@ def _encode(value, kind, name):
         return {"dtype": arr.dtype.name, "shape": list(arr.shape), "data": arr.ravel().tolist()}
     if kind == "float":
         return float(value)
-    if kind == "float_or_none":
-        return None if value is None else float(value)
     if kind == "int":
         return int(value)
     if kind == "bool":
         return bool(value)
-    if kind == "str":
-        return str(value)
-    if kind == "model_list":
-        return [to_dict(m) for m in value]
     raise AssertionError(kind)
 
 
@@ -87,9 +82,7 @@ def _decode(value, kind, where):
         if not all(math.isfinite(v) for v in data):
             _bad(where, "contains NaN or infinity")
         return np.array(data, dtype=dtype).reshape(shape)
-    if kind in ("float", "float_or_none"):
-        if value is None and kind == "float_or_none":
-            return None
+    if kind == "float":
         if not _is_number(value) or not math.isfinite(value):
             _bad(where, f"must be a finite number, got {value!r}")
         return float(value)
@@ -101,14 +94,6 @@ def _decode(value, kind, where):
         if not isinstance(value, bool):
             _bad(where, f"must be true or false, got {value!r}")
         return value
-    if kind == "str":
-        if not isinstance(value, str):
-            _bad(where, f"must be a string, got {value!r}")
-        return value
-    if kind == "model_list":
-        if not isinstance(value, list):
-            _bad(where, "must be a list of models")
-        return [from_dict(v) for v in value]
     raise AssertionError(kind)
 
 
@@ -132,8 +117,6 @@ def to_dict(estimator):
         raise TypeError(f"{cls.__name__} cannot be saved as a fastcal model")
     missing = [name for name in cls._state_schema if not hasattr(estimator, name)]
     if missing:
-        from ._base import NotFittedError
-
         raise NotFittedError(f"This {cls.__name__} instance is not fitted yet; fit it before saving it.")
     params = {}
     for name, value in estimator.get_params().items():

@@ -664,14 +664,6 @@ def _check_weights(w, path, column):
         raise DataError(f"{path}: column {column!r}: the weights must have a positive sum")
 
 
-def _temperature_class():
-    try:
-        from .temperature import TemperatureScaling
-    except ImportError:
-        return None
-    return TemperatureScaling
-
-
 def _estimator(args):
     import fastcal
 
@@ -680,10 +672,7 @@ def _estimator(args):
                                           y_min=args.y_min, y_max=args.y_max)
     if args.method == "sigmoid":
         return fastcal.PlattScaling(max_iter=args.max_iter)
-    cls = _temperature_class()
-    if cls is None:
-        raise UsageError("--method temperature is not available in this version of fastcal")
-    return cls()
+    return fastcal.TemperatureScaling()
 
 
 def cmd_fit(args, progress_enabled, timings):

@@ -47,6 +47,7 @@ import numpy as np
 from dask import delayed
 
 from . import outofcore as _ooc
+from ._errors import NotFittedError
 
 __all__ = [
     "adjust_priors",
@@ -513,8 +514,6 @@ def predict(estimator, scores):
     >>> fastcal.dask.predict(iso, da.from_array(np.array([0.25, 0.9]), chunks=1)).compute()
     array([0.5, 1. ])
     """
-    from ._base import NotFittedError
-
     if not (hasattr(estimator, "predict") and (hasattr(estimator, "X_thresholds_") or hasattr(estimator, "a_"))):
         raise NotFittedError(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
     if _is_series(scores):

@@ -561,10 +561,6 @@ def iter_parquet(path, columns, chunk_rows):
         yield out
 
 
-def parquet_rows(path):
-    return _pyarrow_parquet().ParquetFile(path).metadata.num_rows
-
-
 def _pyarrow_parquet():
     try:
         import pyarrow.parquet as pq

@@ -44,7 +44,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import _prior_kernels as _k
-from ._base import ConvergenceWarning
+from ._errors import ConvergenceWarning
 from ._parallel import parallel_for
 from ._validation import check_numeric
 

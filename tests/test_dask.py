@@ -34,7 +34,7 @@ EPS = np.finfo(np.float64).eps
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
+                                       dashboard_address=":0", silence_logs=40)
     c = distributed.Client(cluster)
     try:
         assert len(c.scheduler_info()["workers"]) == 2

@@ -168,7 +168,7 @@ def test_dask_schedulers():
             with dask.config.set(scheduler=scheduler):
                 results[scheduler] = fits()
         from distributed import Client, LocalCluster
-        with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
+        with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=":0") as cluster:
             with Client(cluster):
                 results["distributed"] = fits()
         base = results["synchronous"]

@@ -1,6 +1,5 @@
 """Platt scaling and the calibration slope: against scikit-learn, statsmodels, SciPy, a naive reference and the invariants."""
 
-import doctest
 import math
 import pickle
 import tracemalloc
@@ -528,7 +527,11 @@ def test_tolerance_controls_accuracy():
     s, y = overconfident(5000, 19)
     exact = platt_scaling(s, y, tol=1e-14)
     loose = platt_scaling(s, y, tol=1e-4)
-    assert loose.n_iter <= exact.n_iter
+    looser = platt_scaling(s, y, tol=1e-2)
+    # A looser tolerance stops earlier, further from the optimum, but within it.
+    assert looser.n_iter < loose.n_iter < exact.n_iter
+    err = [max(abs(r.a - exact.a) / abs(exact.a), abs(r.b - exact.b) / abs(exact.b)) for r in (loose, looser)]
+    assert 0 < err[0] < err[1] < 1e-1
     assert_allclose([loose.a, loose.b], [exact.a, exact.b], rtol=1e-3)
 
 
@@ -648,11 +651,6 @@ def test_estimator_conventions():
 def test_fastcal_namespace():
     for name in ["platt_scaling", "PlattScaling", "PlattResult", "calibration_slope_intercept", "SlopeInterceptResult"]:
         assert getattr(fastcal, name) is getattr(platt_module, name)
-
-
-def test_docstring_examples():
-    failures, tried = doctest.testmod(platt_module, optionflags=doctest.ELLIPSIS)
-    assert tried >= 3 and failures == 0
 
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import subprocess
 import sys
 
@@ -111,6 +110,3 @@ def test_plot_bad_input():
         plot.probability_histogram(p, sample_weight=np.ones(3))
 
 
-def test_doctests():
-    result = doctest.testmod(plot)
-    assert result.attempted >= 6 and result.failed == 0
