@@ -723,6 +723,7 @@ def cmd_fit(args, progress_enabled, timings):
 
 
 def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
+    from . import _partition
     from . import outofcore as oc
 
     path = _display(args.input)
@@ -760,7 +761,7 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     if n_rows is None:  # CSV: count the rows first
         n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
-    src = oc._Columns(factory, n_rows, oc._fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
+    src = oc._Columns(factory, n_rows, _partition.fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
     try:
         if args.method == "isotonic":

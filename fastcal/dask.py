@@ -46,6 +46,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
+from . import _partition
 from . import outofcore as _ooc
 from ._errors import NotFittedError
 
@@ -141,7 +142,7 @@ def _columns(scores, y, sample_weight, score_name, y_name="y", weight_name="samp
             # Partitions of one DataFrame: zip them (lengths are checked per partition).
             xs, ys = parts[0].to_delayed(), parts[1].to_delayed()
             ws = parts[2].to_delayed() if len(parts) == 3 else [sample_weight] * len(xs)
-            return _Chunks(list(zip(xs, ys, ws)), None, _ooc._fit_dtype(_dtype_of(parts[0])),
+            return _Chunks(list(zip(xs, ys, ws)), None, _partition.fit_dtype(_dtype_of(parts[0])),
                            sample_weight is not None)
     x = _as_dask_1d(scores, score_name, allow_column=True)
     if x.shape[0] == 0:
@@ -168,7 +169,7 @@ def _columns(scores, y, sample_weight, score_name, y_name="y", weight_name="samp
         ws = w.rechunk(x.chunks).to_delayed().ravel().tolist()
     else:
         ws = [sample_weight if scalar_w else None] * len(xs)
-    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), _ooc._fit_dtype(x.dtype), sample_weight is not None)
+    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), _partition.fit_dtype(x.dtype), sample_weight is not None)
 
 
 def _pick(pair, i):
@@ -202,12 +203,12 @@ def _n_threads():
 
 
 def _isotonic_first(x, y, w, x_dtype, auto, sample_size):
-    chunk = _ooc.prepare_chunk(x, y, w, x_dtype, score_name="X")
-    return chunk, _ooc.summarize_chunk(*chunk, sample_size=sample_size, binary=auto)
+    chunk = _partition.prepare_chunk(x, y, w, x_dtype, score_name="X")
+    return chunk, _partition.summarize_chunk(*chunk, sample_size=sample_size, binary=auto)
 
 
 def _split(pair, bounds, drop_zero):
-    return _ooc.split_by_bounds(*pair[0], bounds, drop_zero=drop_zero)
+    return _partition.split_by_bounds(*pair[0], bounds, drop_zero=drop_zero)
 
 
 def _assemble(*pieces):
@@ -231,14 +232,14 @@ def _positive(part, keep_zero):
 def _head(part, eps, keep_zero, auto):
     """Summary of a partition ``(x, y, w)``: rows, min, max, the distinct scores within
     eps of the min and the first score beyond (entry candidates), Spearman sums."""
-    sp = _ooc.spearman_partial(part[0], part[1]) if auto else None
+    sp = _partition.spearman_partial(part[0], part[1]) if auto else None
     x, _, w = part
-    return (*_ooc.head_summary(x, w if keep_zero else None, eps), sp)
+    return (*_partition.head_summary(x, w if keep_zero else None, eps), sp)
 
 
 def _exits(pair, eps, cands, keep_zero):
     x = _positive(pair[0], keep_zero)[0]
-    return _ooc.chain_exits(np.sort(x), eps, cands)
+    return _partition.chain_exits(np.sort(x), eps, cands)
 
 
 def _take_below(pair, limit, keep_zero):
@@ -330,22 +331,22 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     auto = est.increasing == "auto"
     cols = _columns(scores, y, sample_weight, "X")
     dtype = cols.x_dtype
-    eps = _ooc._resolution(dtype)
+    eps = _partition.resolution(dtype)
 
-    sample_size = max(64, min(_ooc._SAMPLE_PER_CHUNK, (1 << 20) // len(cols.triples)))  # 2^20 at most in all
+    sample_size = max(64, min(_partition.SAMPLE_PER_CHUNK, (1 << 20) // len(cols.triples)))  # 2^20 at most in all
     conv, summaries = _first_pass(_isotonic_first, cols, auto, sample_size)
     n = sum(s.n for s in summaries)
     if n == 0:
         raise ValueError("X must have at least 1 element, got 0.")
-    _ooc.check_total_weight(summaries, cols.weighted)
+    _partition.check_total_weight(summaries, cols.weighted)
     if auto:
-        _ooc.auto_needs_binary(summaries)
+        _partition.auto_needs_binary(summaries)
     n_fit = sum(s.n_fit for s in summaries)
     if n_partitions is None:
         n_partitions = min(len(conv), max(_n_threads(), -(-n_fit // _PARTITION_ROWS)))
     elif isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral) or n_partitions < 1:
         raise ValueError(f"n_partitions must be a positive integer or None, got {n_partitions!r}.")
-    bounds = _ooc.choose_bounds(summaries, int(n_partitions), dtype)
+    bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
     n_parts = bounds.shape[0] + 1
     keep_zero = auto and any(s.has_zero for s in summaries)
 
@@ -356,8 +357,8 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     del conv, splits
     heads = dask.compute(*[delayed(_pick)(p, 1) for p in parts])
     if auto:
-        rho = _ooc.spearman_from_partials([h[4] for h in heads])
-        est.increasing_ = _ooc.increasing_from_rho(rho, n, stacklevel=3)
+        rho = _partition.spearman_from_partials([h[4] for h in heads])
+        est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=3)
     else:
         est.increasing_ = bool(est.increasing)
     sign = 1.0 if est.increasing_ else -1.0
@@ -404,7 +405,7 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
 def _platt_first(x, y, w, x_dtype):
     """Convert a chunk and run the Platt preparation kernel, which also finds bad values
     (then the in-memory checks raise their errors)."""
-    s, labels, w = _ooc.convert_chunk(x, y, w, x_dtype, score_name="scores")
+    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
     iout, fout = _ooc.platt_checked_prep(s, labels, w)
     return (s, labels, w), (iout, fout, s.shape[0])
 
@@ -622,7 +623,7 @@ def _metric_prepare(y, p, w, pos_label):
     else:
         pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
     if w is not None:
-        w = _ooc.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
+        w = _partition.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
     return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()))
 
 

@@ -64,18 +64,27 @@ import os
 import shutil
 import tempfile
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
-from ._jit import kernel
-from ._validation import (
-    as_float_array,
-    as_label_array,
-    check_binary_labels,
-    check_finite,
-    is_binary,
+from ._partition import (
+    SAMPLE_PER_CHUNK,
+    auto_needs_binary,
+    chain_exits,
+    check_total_weight,
+    choose_bounds,
+    convert_chunk,
+    fit_dtype,
+    flat_column,
+    increasing_from_rho,
+    prepare_chunk,
+    resolution,
+    spearman_from_partials,
+    spearman_partial,
+    split_by_bounds,
+    summarize_chunk,
 )
+from ._validation import check_binary_labels, check_finite
 
 __all__ = [
     "fit_isotonic",
@@ -93,391 +102,8 @@ DEFAULT_MEMORY_BUDGET = 256 << 20
 _BYTES_PER_ROW_FIT = 64
 #: Bytes per row of a chunk being read and split (chunk, bucket ids, split copy).
 _BYTES_PER_ROW_READ = 64
-#: Scores sampled per chunk to choose the partition boundaries.
-_SAMPLE_PER_CHUNK = 4096
 #: Largest subsample kept in memory for the warm start of a Platt fit.
 _PLATT_SUBSAMPLE_MAX = 1 << 20
-
-
-# ---------------------------------------------------------------------------
-# Kernels: splitting by score range and following tie groups.
-# ---------------------------------------------------------------------------
-
-
-@kernel
-def _bucket_of(v, padded):
-    """Number of boundaries <= ``v``; ``padded`` is the sorted boundaries padded
-    with +inf to a power-of-two length (a branch-free binary search)."""
-    pos = 0
-    step = padded.shape[0] >> 1
-    while step > 0:
-        pos += step * np.int64(padded[pos + step - 1] <= v)  # no branch to mispredict
-        step >>= 1
-    return pos
-
-
-@kernel
-def _buckets_search(x, padded, bucket):
-    """Bucket of every row by binary search (many boundaries)."""
-    for i in range(x.shape[0]):
-        bucket[i] = _bucket_of(x[i], padded)
-
-
-@kernel
-def _buckets_linear(x, bounds, bucket):
-    """Bucket of every row as the number of boundaries <= it: one vectorised pass per
-    boundary, faster than a search for a few boundaries (a search's loads depend on each other)."""
-    for i in range(x.shape[0]):
-        bucket[i] = 0
-    for k in range(bounds.shape[0]):
-        b = bounds[k]
-        for i in range(x.shape[0]):
-            bucket[i] += np.int32(x[i] >= b)
-
-
-@kernel
-def _drop_nonpositive(w, bucket, sentinel):
-    for i in range(w.shape[0]):
-        if not w[i] > 0:
-            bucket[i] = sentinel
-
-
-@kernel
-def _split_scatter(x, y, w, bucket, pos, xo, yo, wo):
-    """Copy each row to the next free slot of its bucket (stable within a bucket); rows
-    with a bucket beyond ``pos`` (the sentinel) are dropped."""
-    nb = pos.shape[0]
-    for i in range(x.shape[0]):
-        b = bucket[i]
-        if b >= nb:
-            continue
-        k = pos[b]
-        pos[b] = k + 1
-        xo[k] = x[i]
-        yo[k] = y[i]
-        if w is not None:
-            wo[k] = w[i]
-
-
-@kernel
-def _chain_exits(v, eps, starts, exits):
-    """Last tie-group start of the sorted scores ``v`` when the groups are chained from ``v[starts[c]]``.
-
-    Tie groups are built as in the PAV kernels: a score starts a new group
-    when it is at least ``eps`` above the current group's first score. For
-    each start index (a first occurrence of its value), walk the chain of
-    group starts to the end of ``v`` and store the last one in ``exits[c]``.
-    Chains that reach a group start already visited by an earlier chain
-    share its end, so walks stop there: chains from nearby starts merge after
-    a few groups and the whole costs little more than one pass.
-    """
-    n = v.shape[0]
-    mark = np.full(n, -1, dtype=np.int64)
-    for c in range(starts.shape[0]):
-        i = starts[c]
-        if mark[i] >= 0:
-            exits[c] = exits[mark[i]]
-            continue
-        mark[i] = c
-        cur = np.float64(v[i])
-        merged = -1
-        for j in range(i + 1, n):
-            vj = np.float64(v[j])
-            if vj - cur >= eps:
-                if mark[j] >= 0:
-                    merged = mark[j]
-                    break
-                mark[j] = c
-                cur = vj
-        exits[c] = cur if merged < 0 else exits[merged]
-
-
-@kernel
-def _range_of(x, w):
-    """(rows, min, max) of the scores of positive weight (all rows when ``w`` is None)."""
-    n = 0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(x.shape[0]):
-        if w is not None and not w[i] > 0:
-            continue
-        v = np.float64(x[i])
-        lo = min(lo, v)
-        hi = max(hi, v)
-        n += 1
-    return n, lo, hi
-
-
-@kernel
-def _near_min(x, w, lo, eps, out):
-    """Copy the scores less than ``eps`` above ``lo`` to ``out``; return their count and the
-    smallest score beyond them (inf if none). Rows of weight <= 0 are skipped when ``w`` is given."""
-    k = 0
-    far = np.inf
-    for i in range(x.shape[0]):
-        if w is not None and not w[i] > 0:
-            continue
-        v = np.float64(x[i])
-        if v - lo < eps:
-            out[k] = x[i]
-            k += 1
-        elif v < far:
-            far = v
-    return k, far
-
-
-def head_summary(x, w, eps):
-    """``(rows, min, max, candidates)`` of a partition's scores (of positive weight when ``w`` is given).
-
-    The candidates are where the partition's first tie group can begin,
-    depending on the groups below it: the distinct scores less than ``eps``
-    above the minimum, then the first score beyond them (float64, sorted).
-    """
-    n, lo, hi = _range_of(x, w)
-    if not n:
-        return 0, math.nan, math.nan, np.empty(0)
-    buf = np.empty(n, dtype=x.dtype)  # pages beyond the few near scores are never touched
-    k, far = _near_min(x, w, lo, eps, buf)
-    cands = np.unique(buf[:k]).astype(np.float64)
-    if far != np.inf:
-        cands = np.append(cands, far)
-    return n, lo, hi, cands
-
-
-def _resolution(dtype):
-    """The tie tolerance of the PAV kernels for scores of ``dtype``, as a float64."""
-    dtype = np.dtype(dtype)
-    return float(dtype.type(np.finfo(dtype).resolution))
-
-
-def split_by_bounds(x, y, w, bounds, drop_zero=True):
-    """Rows of a chunk grouped by score range: a list of ``(x, y, w)`` per range.
-
-    Range ``j`` holds the scores ``bounds[j-1] <= x < bounds[j]`` (the first
-    range everything below ``bounds[0]``, the last everything from
-    ``bounds[-1]`` on). Rows of weight zero are left out when ``drop_zero``.
-    Order within a range is the input order.
-    """
-    nb = bounds.shape[0]
-    n = x.shape[0]
-    bucket = np.empty(n, dtype=np.int32)
-    bounds = np.ascontiguousarray(bounds, dtype=x.dtype)
-    if nb <= 32:
-        _buckets_linear(x, bounds, bucket)
-    else:
-        size = 1 << int(nb).bit_length()
-        padded = np.full(size, np.inf, dtype=x.dtype)
-        padded[:nb] = bounds
-        _buckets_search(x, padded, bucket)
-    if w is not None and drop_zero:
-        _drop_nonpositive(w, bucket, nb + 1)
-    counts = np.bincount(bucket, minlength=nb + 2)[: nb + 1]
-    starts = np.zeros(nb + 2, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    m = int(starts[-1])
-    xo = np.empty(m, dtype=x.dtype)
-    yo = np.empty(m, dtype=y.dtype)
-    wo = None if w is None else np.empty(m, dtype=w.dtype)
-    _split_scatter(x, y, w, bucket, starts[:-1].copy(), xo, yo, wo)
-    return [
-        (xo[a:b], yo[a:b], None if wo is None else wo[a:b])
-        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())
-    ]
-
-
-def chain_exits(sorted_x, eps, start_values):
-    """:func:`_chain_exits` for start *values* (first occurrences are looked up); float64 results."""
-    starts = np.searchsorted(sorted_x, np.asarray(start_values, dtype=sorted_x.dtype), side="left")
-    exits = np.empty(starts.shape[0], dtype=np.float64)
-    _chain_exits(sorted_x, eps, starts.astype(np.int64), exits)
-    return exits
-
-
-# ---------------------------------------------------------------------------
-# Chunk validation and summaries (shared with fastcal.dask).
-# ---------------------------------------------------------------------------
-
-
-def _flat(a, name):
-    arr = np.asarray(a)
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        arr = arr[:, 0]
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array (or a single column), got an array of shape {arr.shape}.")
-    return arr
-
-
-def prepare_chunk(x, y, w, x_dtype, *, score_name="X", binary=False, offset=None):
-    """A validated chunk: contiguous scores of ``x_dtype``, labels, weights (or None).
-
-    The same checks as the in-memory ``fit``: finite scores, finite labels,
-    finite non-negative weights (a scalar weight is broadcast), equal lengths;
-    0/1 labels when ``binary``. ``offset`` (the chunk's first row) is added to
-    the error message for a length mismatch.
-    """
-    xs, labels, ws = convert_chunk(x, y, w, x_dtype, score_name=score_name, offset=offset)
-    check_finite(xs, score_name)
-    if labels.dtype.kind == "f":
-        check_finite(labels, "y")
-    if binary:
-        check_binary_labels(labels, "y")
-    return xs, labels, ws
-
-
-def convert_chunk(x, y, w, x_dtype, *, score_name="X", offset=None):
-    """:func:`prepare_chunk` without the checks of the values of scores and labels (weights are checked)."""
-    xs = as_float_array(_flat(x, score_name), score_name, dtype=x_dtype)
-    labels = as_label_array(_flat(y, "y"), "y")
-    if labels.shape[0] != xs.shape[0]:
-        where = "" if offset is None else f" in the chunk starting at row {offset}"
-        raise ValueError(
-            f"Inconsistent numbers of samples{where}: {score_name} has {xs.shape[0]}, y has {labels.shape[0]}."
-        )
-    if w is None:
-        return xs, labels, None
-    if isinstance(w, numbers.Number) and not isinstance(w, bool):
-        ws = np.full(xs.shape[0], float(w))
-    else:
-        ws = as_float_array(_flat(w, "sample_weight"), "sample_weight")
-    if ws.shape[0] != xs.shape[0]:
-        raise ValueError(f"sample_weight has {ws.shape[0]} elements, expected {xs.shape[0]} (one per sample).")
-    check_finite(ws, "sample_weight")
-    if ws.shape[0] and ws.min() < 0:
-        raise ValueError("sample_weight must be non-negative.")
-    return xs, labels, ws
-
-
-@dataclass
-class ChunkSummary:
-    """What the first pass learns from a chunk."""
-
-    n: int  # rows
-    n_fit: int  # rows of positive weight
-    weight_sum: float
-    has_zero: bool
-    binary: bool
-    sample: np.ndarray  # sorted strided sample of the scores of positive weight (float64)
-    stride: float  # rows represented by one sample value
-
-
-def summarize_chunk(x, labels, w, sample_size=_SAMPLE_PER_CHUNK, binary=True):
-    """:class:`ChunkSummary` of a validated chunk (``binary`` checks whether the labels are 0/1)."""
-    n = x.shape[0]
-    if w is not None:
-        keep = w > 0
-        has_zero = not bool(keep.all())
-        xk = x[keep] if has_zero else x
-        weight_sum = float(w.sum(dtype=np.float64))
-    else:
-        has_zero, xk, weight_sum = False, x, float(n)
-    m = xk.shape[0]
-    step = max(1, m // sample_size)
-    sample = np.sort(xk[::step]).astype(np.float64)
-    is01 = bool(is_binary(labels)) if binary else None
-    return ChunkSummary(n, m, weight_sum, has_zero, is01, sample, m / max(1, sample.shape[0]))
-
-
-def choose_bounds(summaries, n_parts, dtype):
-    """Partition boundaries (``n_parts - 1`` at most, sorted, distinct) at quantiles of the samples."""
-    samples = [s.sample for s in summaries if s.sample.shape[0]]
-    if n_parts <= 1 or not samples:
-        return np.empty(0, dtype=dtype)
-    values = np.concatenate(samples)
-    weights = np.concatenate([np.full(s.sample.shape[0], s.stride) for s in summaries if s.sample.shape[0]])
-    order = np.argsort(values, kind="stable")
-    values, cum = values[order], np.cumsum(weights[order])
-    targets = cum[-1] * np.arange(1, n_parts) / n_parts
-    idx = np.minimum(np.searchsorted(cum, targets, side="left") + 1, values.shape[0] - 1)
-    bounds = np.unique(values[idx])
-    bounds = bounds[bounds > values[0]]  # no empty first partition
-    return bounds.astype(dtype)
-
-
-# ---------------------------------------------------------------------------
-# Spearman's rho of scores and 0/1 labels from range partitions.
-# ---------------------------------------------------------------------------
-
-
-def spearman_partial(x, labels):
-    """Sums of one score range for Spearman's rho against 0/1 labels.
-
-    Returns ``(n, n_pos, rank_sum_pos, ties)``: rows, positive rows, the sum of
-    the positives' average ranks within the range, and sum(t^3 - t) over the
-    groups of equal scores. Equal scores never straddle two ranges, so ranks
-    in the whole are these plus the number of rows in the ranges below.
-    """
-    xs = np.sort(x)
-    pos = np.sort(x[labels > 0])
-    left = np.searchsorted(xs, pos, side="left").astype(np.float64)
-    right = np.searchsorted(xs, pos, side="right").astype(np.float64)
-    rank_sum = float(((left + right + 1.0) * 0.5).sum())
-    if xs.shape[0] > 1:
-        starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1], [True])))
-        t = np.diff(starts).astype(np.float64)
-        ties = float((t * t * t - t).sum())
-    else:
-        ties = 0.0
-    return xs.shape[0], pos.shape[0], rank_sum, ties
-
-
-def spearman_from_partials(partials):
-    r"""Spearman's rho of scores and 0/1 labels from :func:`spearman_partial` of consecutive score ranges.
-
-    With average ranks :math:`r_i` of the scores (ties averaged, as
-    :func:`scipy.stats.spearmanr`), the ranks of the labels are affine in the
-    labels, so :math:`\rho` is Pearson's correlation of :math:`r` and :math:`y`:
-
-    .. math:: \rho = \frac{\sum_{y_i = 1} r_i - n_1 (n + 1)/2}
-              {\sqrt{\frac{n^3 - n - \sum_g (t_g^3 - t_g)}{12} \cdot \frac{n_1 n_0}{n}}}
-
-    NaN when the scores or the labels are constant.
-    """
-    offset = 0
-    n1 = 0
-    rank_sum = 0.0
-    ties = 0.0
-    for n_j, n1_j, r_j, t_j in partials:
-        rank_sum += r_j + offset * n1_j
-        ties += t_j
-        offset += n_j
-        n1 += n1_j
-    n = float(offset)
-    n0 = n - n1
-    sxx = (n * n * n - n - ties) / 12.0
-    syy = n1 * n0 / n if n else 0.0
-    if not (sxx > 0 and syy > 0):
-        return math.nan
-    rho = (rank_sum - n1 * (n + 1.0) / 2.0) / math.sqrt(sxx * syy)
-    return max(-1.0, min(1.0, rho))
-
-
-def increasing_from_rho(rho, n, stacklevel=3):
-    """scikit-learn's ``check_increasing`` given Spearman's rho: the direction, warning when uncertain."""
-    increasing = bool(rho >= 0)
-    if rho not in (-1.0, 1.0) and n > 3 and not math.isnan(rho):
-        F = 0.5 * math.log((1.0 + rho) / (1.0 - rho))
-        F_se = 1 / math.sqrt(n - 3)
-        if np.sign(math.tanh(F - 1.96 * F_se)) != np.sign(math.tanh(F + 1.96 * F_se)):
-            warnings.warn(
-                "Confidence interval of the Spearman correlation coefficient spans zero. "
-                "Determination of ``increasing`` may be suspect.",
-                UserWarning,
-                stacklevel=stacklevel,
-            )
-    return increasing
-
-
-def check_total_weight(summaries, weighted):
-    if weighted and not sum(s.weight_sum for s in summaries) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-
-
-def auto_needs_binary(summaries):
-    if not all(s.binary for s in summaries):
-        raise ValueError(
-            'increasing="auto" is supported on chunked and distributed data for 0/1 labels only '
-            "(Spearman's rho then needs the ranks of the scores alone); pass increasing=True or False."
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -597,11 +223,6 @@ class _Columns:
             raise ValueError(f"expected {self.n} rows, read {offset}")
 
 
-def _fit_dtype(dtype):
-    dtype = np.dtype(dtype)
-    return dtype if dtype in (np.float32, np.float64) else np.dtype(np.float64)
-
-
 def _array_source(scores, y, sample_weight, chunk_rows, score_name):
     """:class:`_Columns` over arrays or paths of .npy files."""
     parts = {}
@@ -622,7 +243,7 @@ def _array_source(scores, y, sample_weight, chunk_rows, score_name):
             parts[name] = ("npy", path, dtype)
             n_of[name] = shape[0]
         else:
-            arr = _flat(value, name)
+            arr = flat_column(value, name)
             parts[name] = ("array", arr, arr.dtype)
             n_of[name] = arr.shape[0]
     if len(set(n_of.values())) > 1:
@@ -650,7 +271,7 @@ def _array_source(scores, y, sample_weight, chunk_rows, score_name):
         for x in xs:
             yield x, next(ys), (None if ws is None else next(ws))
 
-    return _Columns(factory, n, _fit_dtype(parts[score_name][2]), "sample_weight" in parts, chunk_rows)
+    return _Columns(factory, n, fit_dtype(parts[score_name][2]), "sample_weight" in parts, chunk_rows)
 
 
 def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
@@ -671,7 +292,7 @@ def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
         for batch in iter_parquet(path, cols, chunk_rows):
             yield batch[score_col], batch[label_col], (None if weight_col is None else batch[weight_col])
 
-    return _Columns(factory, pf.metadata.num_rows, _fit_dtype(x_dtype), weight_col is not None, chunk_rows)
+    return _Columns(factory, pf.metadata.num_rows, fit_dtype(x_dtype), weight_col is not None, chunk_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -755,12 +376,12 @@ def _fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     est._check_params()
     auto = est.increasing == "auto"
     dtype = src.x_dtype
-    eps = _resolution(dtype)
+    eps = resolution(dtype)
 
     # Pass 1: validate, sample, count. About 64 sampled scores per partition
     # place the boundaries well enough (a partition is at most ~2x its target).
     n_chunks = max(1, -(-src.n // src.chunk_rows))
-    per_chunk = int(min(_SAMPLE_PER_CHUNK, max(16, -(-64 * -(-src.n // part_rows) // n_chunks))))
+    per_chunk = int(min(SAMPLE_PER_CHUNK, max(16, -(-64 * -(-src.n // part_rows) // n_chunks))))
     summaries = [summarize_chunk(*c, sample_size=per_chunk, binary=auto) for c in src.chunks(score_name=score_name)]
     check_total_weight(summaries, src.weighted)
     n_fit = sum(s.n_fit for s in summaries)

@@ -6,7 +6,6 @@ import warnings
 import numpy as np
 import pytest
 import scipy.optimize
-import sklearn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal

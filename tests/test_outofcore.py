@@ -81,7 +81,7 @@ def assert_same_fit(got, ref, atol=1e-10, rtol=0.0):
 @settings(max_examples=60, deadline=None)
 def test_chain_exits_match_naive(seed, dtype, n):
     rng = np.random.default_rng(seed)
-    eps = oc._resolution(dtype)
+    eps = oc.resolution(dtype)
     # Scores on a lattice finer than eps, with ties: long chains of close scores.
     step = eps * rng.choice([0.3, 0.5, 0.7, 1.0, 1.5])
     x = np.sort((1.0 + rng.integers(0, max(2, n // 2), n) * step).astype(dtype))
@@ -158,7 +158,7 @@ def test_isotonic_boundaries_inside_tie_chains(kind, weights, monkeypatch):
     if kind == "dense_float32":
         x = (rng.random(n) * 0.01).astype(np.float32)
     elif kind == "lattice_float64":
-        x = 1.0 + rng.integers(0, 3000, n) * (0.4 * oc._resolution(np.float64))
+        x = 1.0 + rng.integers(0, 3000, n) * (0.4 * oc.resolution(np.float64))
     else:
         x = np.round(rng.random(n), 3)
     y = (rng.random(n) < 0.5).astype(np.uint8)
