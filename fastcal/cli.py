@@ -728,7 +728,7 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
 
     path = _display(args.input)
     numeric = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
-    chunk_rows, part_rows = oc._budget_rows(args.memory_budget, None)
+    chunk_rows, part_rows = oc.budget_rows(args.memory_budget, None)
     reader.batch_rows = min(reader.batch_rows, chunk_rows)
     n_rows = reader.n_rows
     passes = {"n": 0}
@@ -761,15 +761,15 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     if n_rows is None:  # CSV: count the rows first
         n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
-    src = oc._Columns(factory, n_rows, _partition.fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
+    src = oc.Columns(factory, n_rows, _partition.fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
     try:
         if args.method == "isotonic":
             params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
                           y_max=args.y_max)
-            est = oc._fit_isotonic_source(src, params, None, part_rows)
+            est = oc.fit_isotonic_source(src, params, None, part_rows)
         else:
-            est = oc._fit_platt_source(src, args.max_iter, None)
+            est = oc.fit_platt_source(src, args.max_iter, None)
     except ValueError as exc:
         raise DataError(f"{path}: {exc}") from None
     timings["fit (out of core, incl. reading)"] = time.perf_counter() - t0

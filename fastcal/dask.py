@@ -448,7 +448,7 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    max_iter_c, tol_c = _ooc._platt_params(max_iter, tol)
+    max_iter_c, tol_c = _ooc.platt_params(max_iter, tol)
     cols = _columns(scores, y, sample_weight, "scores")
     conv, preps = _first_pass(_platt_first, cols)
     n = sum(p[2] for p in preps)
@@ -456,7 +456,7 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
         raise ValueError("scores must have at least 1 element, got 0.")
     if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
-    fraction = min(1.0 / 16, _ooc._PLATT_SUBSAMPLE_MAX / n)
+    fraction = min(1.0 / 16, _ooc.PLATT_SUBSAMPLE_MAX / n)
     from . import platt as _pl
 
     sub = None

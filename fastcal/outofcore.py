@@ -103,7 +103,7 @@ _BYTES_PER_ROW_FIT = 64
 #: Bytes per row of a chunk being read and split (chunk, bucket ids, split copy).
 _BYTES_PER_ROW_READ = 64
 #: Largest subsample kept in memory for the warm start of a Platt fit.
-_PLATT_SUBSAMPLE_MAX = 1 << 20
+PLATT_SUBSAMPLE_MAX = 1 << 20
 
 
 # ---------------------------------------------------------------------------
@@ -195,7 +195,7 @@ def _pyarrow_parquet():
     return pq
 
 
-class _Columns:
+class Columns:
     """Scores, labels and weights read in chunks, any number of times.
 
     ``factory()`` returns an iterator of ``(x, y, w)`` raw chunks (w may be
@@ -224,7 +224,7 @@ class _Columns:
 
 
 def _array_source(scores, y, sample_weight, chunk_rows, score_name):
-    """:class:`_Columns` over arrays or paths of .npy files."""
+    """:class:`Columns` over arrays or paths of .npy files."""
     parts = {}
     n_of = {}
     for name, value in ((score_name, scores), ("y", y), ("sample_weight", sample_weight)):
@@ -271,7 +271,7 @@ def _array_source(scores, y, sample_weight, chunk_rows, score_name):
         for x in xs:
             yield x, next(ys), (None if ws is None else next(ws))
 
-    return _Columns(factory, n, fit_dtype(parts[score_name][2]), "sample_weight" in parts, chunk_rows)
+    return Columns(factory, n, fit_dtype(parts[score_name][2]), "sample_weight" in parts, chunk_rows)
 
 
 def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
@@ -292,7 +292,7 @@ def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
         for batch in iter_parquet(path, cols, chunk_rows):
             yield batch[score_col], batch[label_col], (None if weight_col is None else batch[weight_col])
 
-    return _Columns(factory, pf.metadata.num_rows, fit_dtype(x_dtype), weight_col is not None, chunk_rows)
+    return Columns(factory, pf.metadata.num_rows, fit_dtype(x_dtype), weight_col is not None, chunk_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -300,7 +300,11 @@ def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
 # ---------------------------------------------------------------------------
 
 
-def _budget_rows(memory_budget, chunk_rows):
+def budget_rows(memory_budget, chunk_rows):
+    """``(chunk_rows, part_rows)``: rows read per chunk and rows per partition for ``memory_budget`` bytes.
+
+    Validates both arguments (``None``: the defaults); used by the CLI too.
+    """
     if memory_budget is None:
         memory_budget = DEFAULT_MEMORY_BUDGET
     if isinstance(memory_budget, bool) or not isinstance(memory_budget, numbers.Integral) or memory_budget < 1 << 20:
@@ -369,7 +373,8 @@ def _select(part, mask):
     return tuple(None if p is None else p[mask] for p in part)
 
 
-def _fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
+def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
+    """The exact out-of-core isotonic fit of a :class:`Columns` source (the CLI's entry point too)."""
     from .isotonic import IsotonicRegression, _pool_blocks
 
     est = IsotonicRegression(**params)
@@ -505,9 +510,9 @@ def fit_isotonic(scores, y, sample_weight=None, *, memory_budget=None, chunk_row
     >>> bool(np.array_equal(iso.X_thresholds_, IsotonicRegression().fit(x, y).X_thresholds_))
     True
     """
-    chunk_rows, part_rows = _budget_rows(memory_budget, chunk_rows)
+    chunk_rows, part_rows = budget_rows(memory_budget, chunk_rows)
     src = _array_source(scores, y, sample_weight, chunk_rows, "X")
-    return _fit_isotonic_source(src, params, tmpdir, part_rows)
+    return fit_isotonic_source(src, params, tmpdir, part_rows)
 
 
 def fit_isotonic_parquet(path, score_col, label_col, weight_col=None, *, memory_budget=None, chunk_rows=None,
@@ -519,9 +524,9 @@ def fit_isotonic_parquet(path, score_col, label_col, weight_col=None, *, memory_
     by pyarrow's defaults) must fit in memory. Null values raise
     ``ValueError`` naming the column and the row.
     """
-    chunk_rows, part_rows = _budget_rows(memory_budget, chunk_rows)
+    chunk_rows, part_rows = budget_rows(memory_budget, chunk_rows)
     src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)
-    return _fit_isotonic_source(src, params, tmpdir, part_rows)
+    return fit_isotonic_source(src, params, tmpdir, part_rows)
 
 
 # ---------------------------------------------------------------------------
@@ -662,15 +667,17 @@ def make_platt(a, b, n_iter, converged, decrement, max_iter, tol, stacklevel=3):
     return est
 
 
-def _platt_params(max_iter, tol):
+def platt_params(max_iter, tol):
+    """``max_iter`` and ``tol`` checked as :func:`fastcal.platt_scaling` checks them."""
     from . import platt as _pl
 
     return _pl._check_max_iter(max_iter), _pl._check_tol(tol)
 
 
-def _fit_platt_source(src, max_iter, tol):
-    max_iter_c, tol_c = _platt_params(max_iter, tol)
-    fraction = min(1.0 / 16, _PLATT_SUBSAMPLE_MAX / src.n)
+def fit_platt_source(src, max_iter, tol):
+    """Platt scaling of a :class:`Columns` source in passes over its chunks (the CLI's entry point too)."""
+    max_iter_c, tol_c = platt_params(max_iter, tol)
+    fraction = min(1.0 / 16, PLATT_SUBSAMPLE_MAX / src.n)
     preps, subs = [], []
     for s, y, w in src.chunks(score_name="scores", validate=False):
         preps.append(platt_checked_prep(s, y, w))
@@ -703,14 +710,14 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None, memory_b
     iteration is then one pass over the chunks with the fused
     objective/gradient/Hessian kernel: about three passes in all.
     """
-    chunk_rows, _ = _budget_rows(memory_budget, chunk_rows)
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = _array_source(scores, y, sample_weight, chunk_rows, "scores")
-    return _fit_platt_source(src, max_iter, tol)
+    return fit_platt_source(src, max_iter, tol)
 
 
 def fit_platt_parquet(path, score_col, label_col, weight_col=None, *, max_iter=100, tol=None, memory_budget=None,
                       chunk_rows=None):
     """:func:`fit_platt` on columns of a Parquet file (pyarrow, the ``io`` extra)."""
-    chunk_rows, _ = _budget_rows(memory_budget, chunk_rows)
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)
-    return _fit_platt_source(src, max_iter, tol)
+    return fit_platt_source(src, max_iter, tol)

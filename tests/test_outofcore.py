@@ -61,7 +61,7 @@ def naive_split(x, bounds):
 def fit_chunked(x, y, w=None, *, part_rows=64, chunk_rows=97, **params):
     """The out-of-core isotonic fit with tiny chunks and partitions (many boundaries)."""
     src = oc._array_source(x, y, w, chunk_rows, "X")
-    return oc._fit_isotonic_source(src, params, None, part_rows)
+    return oc.fit_isotonic_source(src, params, None, part_rows)
 
 
 def assert_same_fit(got, ref, atol=1e-10, rtol=0.0):
@@ -230,12 +230,12 @@ def test_isotonic_partition_files_are_removed(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     src = oc._array_source(x, y, None, 1000, "X")
-    oc._fit_isotonic_source(src, {}, str(work), 500)
+    oc.fit_isotonic_source(src, {}, str(work), 500)
     assert list(work.iterdir()) == []
     x_bad = x.copy()
     x_bad[15_000] = np.nan  # found in the first pass: nothing written
     with pytest.raises(ValueError, match="X must be finite"):
-        oc._fit_isotonic_source(oc._array_source(x_bad, y, None, 1000, "X"), {}, str(work), 500)
+        oc.fit_isotonic_source(oc._array_source(x_bad, y, None, 1000, "X"), {}, str(work), 500)
     assert list(work.iterdir()) == []
 
 
