@@ -49,6 +49,7 @@ from dask import delayed
 from . import _partition
 from . import outofcore as _ooc
 from ._errors import NotFittedError
+from ._validation import check_in
 
 __all__ = [
     "adjust_priors",
@@ -251,7 +252,7 @@ def _take_below(pair, limit, keep_zero):
 
 
 def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
-    from .isotonic import _pav_fit
+    from .isotonic import pav_fit
 
     x, y, w = _positive(pair[0], keep_zero)
     if entry > lo:
@@ -259,7 +260,7 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return _pav_fit(x, y, w, sign)
+    return pav_fit(x, y, w, sign)
 
 
 def _boundaries(heads, eps):
@@ -324,10 +325,9 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     >>> bool(np.array_equal(iso.X_thresholds_, ref.X_thresholds_))
     True
     """
-    from .isotonic import IsotonicRegression, _pool_blocks
+    from .isotonic import new_estimator, set_fitted_blocks
 
-    est = IsotonicRegression(**params)
-    est._check_params()
+    est = new_estimator(params)
     auto = est.increasing == "auto"
     cols = _columns(scores, y, sample_weight, "X")
     dtype = cols.x_dtype
@@ -394,7 +394,7 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
         units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, *extra))
     blocks = dask.compute(*units)
     del parts
-    return est._set_blocks(_pool_blocks(blocks) if len(blocks) > 1 else blocks[0])
+    return set_fitted_blocks(est, blocks)
 
 
 # ---------------------------------------------------------------------------
@@ -460,7 +460,7 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
     from . import platt as _pl
 
     sub = None
-    if n >= _pl._WARM_START_MIN:
+    if n >= _pl.WARM_START_MIN:
         subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
         sub = tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
@@ -617,9 +617,9 @@ def _metric_prepare(y, p, w, pos_label):
         classes = np.array([c for c, present in ((0, npos < n), (1, npos > 0)) if present], dtype=y_arr.dtype)
     else:
         classes = np.unique(y_arr)
-    labels = _m._binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
+    labels = _m.binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
     if p_arr.shape[0]:
-        pv, lo, hi = _m._check_probabilities(p_arr, "y_prob")
+        pv, lo, hi = _m.check_probabilities(p_arr, "y_prob")
     else:
         pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
     if w is not None:
@@ -640,7 +640,7 @@ def _metric_table(chunk, edges, flags):
         from . import _metrics_kernels as _mk
 
         return np.zeros((nb, _mk.NSTAT))
-    return _m._bin_stats(p, y, w, edges, **flags)
+    return _m.bin_stats(p, y, w, edges, **flags)
 
 
 def _buckets(p, lo, scale):
@@ -675,7 +675,7 @@ class _MetricData:
         self.hi = max(f[2] for f in facts)
         self.dtype = np.dtype(cols.x_dtype)
         # The in-memory label rules, applied to the set of all labels.
-        _m._binary_labels(np.unique(np.concatenate([f[3] for f in facts])), pos_label)
+        _m.binary_labels(np.unique(np.concatenate([f[3] for f in facts])), pos_label)
         if cols.weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
             raise ValueError("sample_weight must have a positive sum.")
         self.weighted = cols.weighted
@@ -683,8 +683,8 @@ class _MetricData:
     def edges(self, n_bins, strategy):
         from . import metrics as _m
 
-        n_bins = _m._check_n_bins(n_bins)
-        _m.check_in(strategy, "strategy", _m.STRATEGIES)
+        n_bins = _m.check_n_bins(n_bins)
+        check_in(strategy, "strategy", _m.STRATEGIES)
         if strategy == "uniform":
             return np.linspace(0.0, 1.0, n_bins + 1)
         return np.asarray(self._percentiles(n_bins), dtype=np.float64)
@@ -769,9 +769,9 @@ def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform",
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
     from . import metrics as _m
 
-    _m.check_in(norm, "norm", _m.NORMS)
+    check_in(norm, "norm", _m.NORMS)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _m._ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
+    return _m.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 
 
 def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
@@ -779,4 +779,4 @@ def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample
     from . import metrics as _m
 
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _m._decomposition_from_table(data.table(data.edges(n_bins, strategy), moments=True, brier=True))
+    return _m.decomposition_from_table(data.table(data.edges(n_bins, strategy), moments=True, brier=True))

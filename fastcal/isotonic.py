@@ -252,13 +252,13 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             X, labels, w = X[keep], labels[keep], w[keep]
 
-        return self._set_blocks(_pav_fit(X, labels, w, 1.0 if self.increasing_ else -1.0))
+        return self._set_blocks(pav_fit(X, labels, w, 1.0 if self.increasing_ else -1.0))
 
     def _set_blocks(self, blocks):
-        """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`_pav_fit`).
+        """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
 
         Fits of data that is split by score range (threads, Dask partitions,
-        chunks of a file) end here too, after :func:`_pool_blocks`.
+        chunks of a file) end here too, after :func:`pool_blocks`.
         """
         sw, swy, xf, xl = blocks
         vals = swy / sw
@@ -374,7 +374,7 @@ def _lookup_cells(n_thresholds):
     return 1 << min(16, max(4, int(16 * n_thresholds - 1).bit_length()))
 
 
-def _pav_fit(X, labels, w, sign):
+def pav_fit(X, labels, w, sign):
     """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
@@ -403,10 +403,26 @@ def _pav_fit(X, labels, w, sign):
     return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
 
 
-def _pool_blocks(parts):
+def new_estimator(params):
+    """``IsotonicRegression(**params)`` with its parameters checked, for fits that build it from PAV blocks
+    (:mod:`fastcal.outofcore`, :mod:`fastcal.dask`) instead of calling ``fit``."""
+    est = IsotonicRegression(**params)
+    est._check_params()
+    return est
+
+
+def set_fitted_blocks(est, parts):
+    """Fit ``est`` (``increasing_`` set) from the PAV blocks of data parts adjacent in score order.
+
+    ``parts`` as for :func:`pool_blocks` (one part is taken as it is); returns ``est``.
+    """
+    return est._set_blocks(pool_blocks(parts) if len(parts) > 1 else parts[0])
+
+
+def pool_blocks(parts):
     """Pool the PAV blocks of parts of the data that are adjacent in score order.
 
-    ``parts`` are block tuples ``(sw, swy, xf, xl)`` from :func:`_pav_fit`, in
+    ``parts`` are block tuples ``(sw, swy, xf, xl)`` from :func:`pav_fit`, in
     increasing score order, with the same ``sign``; a part's lowest score must
     start a tie group (be at least the dtype's resolution above the previous
     part's highest score). Pooling adjacent violators over the parts' blocks

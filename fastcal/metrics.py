@@ -97,7 +97,7 @@ def _value_range(x, name):
     return lo, hi
 
 
-def _check_probabilities(y_prob, name="y_prob"):
+def check_probabilities(y_prob, name="y_prob"):
     """``y_prob`` as a contiguous float32/float64 1-D array in [0, 1]; returns ``(p, min, max)``."""
     p = as_float_array(column_or_1d(y_prob, name), name)
     lo, hi = _value_range(p, name)
@@ -119,7 +119,7 @@ def _same_label(a, b):
         return False
 
 
-def _binary_labels(y_true, pos_label, name="y_true"):
+def binary_labels(y_true, pos_label, name="y_true"):
     """Labels as a contiguous array whose nonzero entries are the positives.
 
     {0, 1} labels of any numeric/boolean dtype are returned without a copy
@@ -156,7 +156,7 @@ def _binary_labels(y_true, pos_label, name="y_true"):
     return np.ascontiguousarray(arr == pos_label).view(np.uint8)
 
 
-def _check_n_bins(n_bins, name="n_bins"):
+def check_n_bins(n_bins, name="n_bins"):
     if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, numbers.Integral):
         raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}.")
     if n_bins < 1:
@@ -169,9 +169,9 @@ def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_
     y_arr = column_or_1d(y_true, "y_true")
     p_arr = column_or_1d(y_prob, score_name)
     check_consistent_length(y_true=y_arr, **{score_name: p_arr})
-    y = _binary_labels(y_arr, pos_label)
+    y = binary_labels(y_arr, pos_label)
     if prob:
-        p, lo, hi = _check_probabilities(p_arr, score_name)
+        p, lo, hi = check_probabilities(p_arr, score_name)
     else:
         p = _check_scores(p_arr, score_name)
         lo = hi = None
@@ -275,7 +275,7 @@ def _bin_edges(p, n_bins, strategy, lo, hi):
     return np.linspace(0.0, 1.0, n_bins + 1)
 
 
-def _bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
+def bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
     """The per-bin table ``(n_bins, NSTAT)`` of :func:`fastcal._metrics_kernels.bin_stats`."""
     n = p.shape[0]
     nb = edges.shape[0] - 1
@@ -292,11 +292,11 @@ def _bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
 
 
 def _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, **flags):
-    n_bins = _check_n_bins(n_bins)
+    n_bins = check_n_bins(n_bins)
     check_in(strategy, "strategy", STRATEGIES)
     y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label)
     edges = _bin_edges(p, n_bins, strategy, lo, hi)
-    return _bin_stats(p, y, w, edges, **flags), edges, (y, p, w)
+    return bin_stats(p, y, w, edges, **flags), edges, (y, p, w)
 
 
 # ---------------------------------------------------------------------------
@@ -492,7 +492,7 @@ class BrierDecomposition(NamedTuple):
     within_bin_covariance: float
 
 
-def _decomposition_from_table(table):
+def decomposition_from_table(table):
     weight = table[:, _k.W]
     nz = weight > 0
     t = table[nz]
@@ -570,10 +570,10 @@ def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample
     (0.1145, 0.1145)
     """
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True, brier=True)
-    return _decomposition_from_table(table)
+    return decomposition_from_table(table)
 
 
-def _ece_from_table(table):
+def ece_from_table(table):
     weight = table[:, _k.W]
     nz = weight > 0
     wk = weight[nz]
@@ -634,7 +634,7 @@ def expected_calibration_error(
     """
     check_in(norm, "norm", NORMS)
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
-    return _ece_from_table(table)[norm]
+    return ece_from_table(table)[norm]
 
 
 def _auc_pivots(x, n_ranges):
@@ -901,18 +901,18 @@ def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strateg
     """
     from .platt import calibration_slope_intercept
 
-    n_bins = _check_n_bins(n_bins)
+    n_bins = check_n_bins(n_bins)
     check_in(strategy, "strategy", STRATEGIES)
     y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label)
     edges = _bin_edges(p, n_bins, strategy, lo, hi)
-    table = _bin_stats(p, y, w, edges, moments=True, brier=True, logloss=True)
+    table = bin_stats(p, y, w, edges, moments=True, brier=True, logloss=True)
     weight = table[:, _k.W]
     total = float(weight.sum())
     positives = float(table[:, _k.SY].sum())
     if not (0 < positives < total):
         raise ValueError("calibration_report needs both classes in y_true (with positive weight).")
-    decomposition = _decomposition_from_table(table)
-    ece = _ece_from_table(table)
+    decomposition = decomposition_from_table(table)
+    ece = ece_from_table(table)
     auc = _auc(y, p, w)
     slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
     optional = {}

@@ -16,7 +16,7 @@ the temporary file of their partition (an external bucket sort). Then the
 partitions are read back one at a time, **in increasing score order**, and
 each is fitted by the pool-adjacent-violators kernel of
 :mod:`fastcal.isotonic`; the blocks of the parts are pooled into the blocks of
-the whole (:func:`fastcal.isotonic._pool_blocks`). This is exact because the
+the whole (:func:`fastcal.isotonic.pool_blocks`). This is exact because the
 PAV blocks of a contiguous range of scores are unions of the blocks of the
 whole fit, provided each part begins at the start of one of the fit's *tie
 groups*: scikit-learn (and fastcal) pools scores closer than the dtype's
@@ -360,9 +360,9 @@ class _PartitionFiles:
 
 def _fit_blocks(part, sign):
     """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive)."""
-    from .isotonic import _pav_fit
+    from .isotonic import pav_fit
 
-    return tuple(a.copy() for a in _pav_fit(part[0], part[1], part[2], sign))
+    return tuple(a.copy() for a in pav_fit(part[0], part[1], part[2], sign))
 
 
 def _concat(a, b):
@@ -375,10 +375,9 @@ def _select(part, mask):
 
 def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     """The exact out-of-core isotonic fit of a :class:`Columns` source (the CLI's entry point too)."""
-    from .isotonic import IsotonicRegression, _pool_blocks
+    from .isotonic import new_estimator, set_fitted_blocks
 
-    est = IsotonicRegression(**params)
-    est._check_params()
+    est = new_estimator(params)
     auto = est.increasing == "auto"
     dtype = src.x_dtype
     eps = resolution(dtype)
@@ -455,7 +454,7 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     finally:
         if files is not None:
             files.cleanup()
-    return est._set_blocks(_pool_blocks(blocks) if len(blocks) > 1 else blocks[0])
+    return set_fitted_blocks(est, blocks)
 
 
 def fit_isotonic(scores, y, sample_weight=None, *, memory_budget=None, chunk_rows=None, tmpdir=None, **params):
@@ -631,23 +630,23 @@ def fit_platt_passes(prep, n, weighted, subsample, run_pass, max_iter, tol):
     npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
     if not weighted:
         wpos, wneg = float(npos), float(n - npos)
-    total = _pl._check_total_weight(float(wpos), float(wneg))
-    targets, b0, solved = _pl._start(float(wpos), float(wneg), _pk.key_to_float(lo) == _pk.key_to_float(hi))
+    total = _pl.check_total_weight(float(wpos), float(wneg))
+    targets, b0, solved = _pl.starting_point(float(wpos), float(wneg), _pk.key_to_float(lo) == _pk.key_to_float(hi))
     if solved is not None:
         return (*solved, 0, True, 0.0, 0)
-    center, scale, xmax = _pl._center_and_scale(_pk.key_to_float(lo_all), _pk.key_to_float(hi_all))
+    center, scale, xmax = _pl.center_and_scale(_pk.key_to_float(lo_all), _pk.key_to_float(hi_all))
     prob = _PassProblem(run_pass, center, scale, xmax, targets, total, n)
     a, b = prob.to_internal(0.0, b0)
-    if subsample is not None and n >= _pl._WARM_START_MIN:
+    if subsample is not None and n >= _pl.WARM_START_MIN:
         s_sub, y_sub, w_sub = subsample
         sub_total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
         if s_sub.shape[0] and sub_total > 0:
-            sub = _pl._Problem(s_sub, y_sub, w_sub, center, scale, xmax, targets, sub_total)
-            sa, sb, _, ok, _ = _pl._solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, False)
+            sub = _pl.Problem(s_sub, y_sub, w_sub, center, scale, xmax, targets, sub_total)
+            sa, sb, _, ok, _ = _pl.solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, False)
             if ok and math.isfinite(sa) and math.isfinite(sb):
                 a, b = sa, sb
-    a, b, n_iter, converged, st = _pl._newton(prob, a, b, tol, max_iter, False)
-    lam2 = _pl._direction(st, total, xmax, False)[2]
+    a, b, n_iter, converged, st = _pl.newton(prob, a, b, tol, max_iter, False)
+    lam2 = _pl.newton_direction(st, total, xmax, False)[2]
     return (*prob.to_public(a, b), n_iter, converged, lam2 / total, prob.n_passes)
 
 
@@ -671,7 +670,7 @@ def platt_params(max_iter, tol):
     """``max_iter`` and ``tol`` checked as :func:`fastcal.platt_scaling` checks them."""
     from . import platt as _pl
 
-    return _pl._check_max_iter(max_iter), _pl._check_tol(tol)
+    return _pl.check_max_iter(max_iter), _pl.check_tol(tol)
 
 
 def fit_platt_source(src, max_iter, tol):

@@ -56,7 +56,7 @@ _SAFE_STEP = math.log(2.0 * (1.0 - _ARMIJO))
 #: Relative ridge added to the diagonal of the Hessian.
 _RIDGE = 1e-12
 #: Warm start from a subsample from this many rows on.
-_WARM_START_MIN = 1 << 18
+WARM_START_MIN = 1 << 18
 #: The warm-start subsample has 1/_SUBSAMPLE_FACTOR of the rows.
 _SUBSAMPLE_FACTOR = 16
 #: 97.5% quantile of the standard normal (Wald 95% intervals).
@@ -122,7 +122,7 @@ class SlopeInterceptResult:
 # ---------------------------------------------------------------------------
 
 
-class _Problem:
+class Problem:
     """Data and constants of one logistic fit: rows (s, y, w) and the targets.
 
     The solver works in centred and scaled coordinates, z = a' x + b' with
@@ -170,10 +170,10 @@ class _Problem:
         total = float(w.sum(dtype=np.float64)) if w is not None else float(n_blocks * length)
         if not total > 0.0:
             return None
-        return _Problem(take(self.s), take(self.y), w, self.center, self.scale, self.xmax, self.targets, total)
+        return Problem(take(self.s), take(self.y), w, self.center, self.scale, self.xmax, self.targets, total)
 
 
-def _direction(st, total_weight, xmax, fix_a):
+def newton_direction(st, total_weight, xmax, fix_a):
     """Newton direction (da, db), decrement lam2 = -g.d, and M = max_i |dz_i| bound."""
     _, ga, gb, haa, hab, hbb = st
     if fix_a:
@@ -229,13 +229,13 @@ def _line_search(prob, a, b, da, db, lam2, M):
         t *= 0.5
 
 
-def _newton(prob, a, b, tol, max_iter, fix_a):
+def newton(prob, a, b, tol, max_iter, fix_a):
     """Damped Newton from (a, b); returns (a, b, n_iter, converged, stats at the last evaluated point)."""
     W = prob.total_weight
     st = prob.stats(a, b)
     n_iter = 0
     while True:
-        da, db, lam2, M = _direction(st, W, prob.xmax, fix_a)
+        da, db, lam2, M = newton_direction(st, W, prob.xmax, fix_a)
         if not (math.isfinite(lam2) and math.isfinite(M)):
             return a, b, n_iter, False, st
         if lam2 <= tol * W:
@@ -252,8 +252,8 @@ def _newton(prob, a, b, tol, max_iter, fix_a):
         n_iter += 1
 
 
-def _solve(prob, a, b, tol, max_iter, fix_a, warm_start=True):
-    """:func:`_newton`, started on big inputs from the solution on a subsample.
+def solve(prob, a, b, tol, max_iter, fix_a, warm_start=True):
+    """:func:`newton`, started on big inputs from the solution on a subsample.
 
     The subsample (1/16 of the rows in evenly spaced contiguous blocks, same
     targets) is itself solved this way, recursively, to a tolerance matched to
@@ -261,16 +261,16 @@ def _solve(prob, a, b, tol, max_iter, fix_a, warm_start=True):
     from any start; a start within sampling error of it needs about two passes
     over the full data instead of five or six.
     """
-    if warm_start and prob.n >= _WARM_START_MIN:
+    if warm_start and prob.n >= WARM_START_MIN:
         sub = prob.subsample(_SUBSAMPLE_FACTOR)
         if sub is not None:
-            sa, sb, _, ok, _ = _solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, fix_a)
+            sa, sb, _, ok, _ = solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, fix_a)
             if ok and math.isfinite(sa) and math.isfinite(sb):
                 a, b = sa, sb
-    return _newton(prob, a, b, tol, max_iter, fix_a)
+    return newton(prob, a, b, tol, max_iter, fix_a)
 
 
-def _center_and_scale(lo, hi):
+def center_and_scale(lo, hi):
     """Centre (lo + hi) / 2 and a power of two ``scale`` with (hi - lo) / 2 * scale in [0.5, 1)
     (computed without overflow; the exponent is clamped so that ``scale`` stays finite),
     and the bound on |x| = |s - centre| * scale for lo <= s <= hi."""
@@ -289,7 +289,8 @@ def _center_and_scale(lo, hi):
 # ---------------------------------------------------------------------------
 
 
-def _check_max_iter(max_iter):
+def check_max_iter(max_iter):
+    """``max_iter`` as an int, or a ``ValueError`` naming it."""
     if (
         isinstance(max_iter, (bool, np.bool_))
         or not isinstance(max_iter, numbers.Integral)
@@ -299,7 +300,8 @@ def _check_max_iter(max_iter):
     return int(max_iter)
 
 
-def _check_tol(tol):
+def check_tol(tol):
+    """``tol`` as a float (``None``: :data:`DEFAULT_TOL`), or a ``ValueError`` naming it."""
     if tol is None:
         return DEFAULT_TOL
     if (
@@ -320,7 +322,8 @@ def _check_arrays(values, values_name, y, sample_weight):
     return values, y, w
 
 
-def _check_total_weight(wpos, wneg):
+def check_total_weight(wpos, wneg):
+    """The total weight ``wpos + wneg``, or a ``ValueError`` if it is not finite and positive."""
     total = wpos + wneg
     if not math.isfinite(total):
         raise ValueError("sample_weight: the total weight overflows float64.")
@@ -332,7 +335,7 @@ def _check_total_weight(wpos, wneg):
 # ---------------------------------------------------------------------------
 
 
-def _start(wpos, wneg, constant_scores):
+def starting_point(wpos, wneg, constant_scores):
     """Platt's targets and start, or the exact solution of degenerate data.
 
     Returns ``(targets, b0, solved)``: the smoothed targets
@@ -365,16 +368,16 @@ def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
         check_binary_labels(y, "y")
     if w is None:
         wpos, wneg = float(npos), float(n - npos)
-    total = _check_total_weight(wpos, wneg)
-    targets, b0, solved = _start(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
+    total = check_total_weight(wpos, wneg)
+    targets, b0, solved = starting_point(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
     if solved is not None:
         return (*solved, 0, True, 0.0)
 
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
-    center, scale, xmax = _center_and_scale(_k.key_to_float(lo_all), _k.key_to_float(hi_all))
-    prob = _Problem(s, y, w, center, scale, xmax, targets, total)
-    a, b, n_iter, converged, st = _solve(prob, *prob.to_internal(0.0, b0), tol, max_iter, False, warm_start)
-    lam2 = _direction(st, total, prob.xmax, False)[2]
+    center, scale, xmax = center_and_scale(_k.key_to_float(lo_all), _k.key_to_float(hi_all))
+    prob = Problem(s, y, w, center, scale, xmax, targets, total)
+    a, b, n_iter, converged, st = solve(prob, *prob.to_internal(0.0, b0), tol, max_iter, False, warm_start)
+    lam2 = newton_direction(st, total, prob.xmax, False)[2]
     return (*prob.to_public(a, b), n_iter, converged, lam2 / total)
 
 
@@ -491,8 +494,8 @@ def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
     (True, True)
     """
     s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-    max_iter = _check_max_iter(max_iter)
-    tol = _check_tol(tol)
+    max_iter = check_max_iter(max_iter)
+    tol = check_tol(tol)
     a, b, n_iter, converged, decrement = _fit_platt(s, yv, w, max_iter, tol)
     if not converged:
         warnings.warn(
@@ -558,14 +561,14 @@ class PlattScaling(BaseCalibrator):
         self.tol = tol
 
     def _check_loaded_state(self):
-        _check_max_iter(self.max_iter)
-        _check_tol(self.tol)
+        check_max_iter(self.max_iter)
+        check_tol(self.tol)
 
     def fit(self, scores, y, sample_weight=None):
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-        max_iter = _check_max_iter(self.max_iter)
-        tol = _check_tol(self.tol)
+        max_iter = check_max_iter(self.max_iter)
+        tol = check_tol(self.tol)
         a, b, n_iter, converged, decrement = _fit_platt(s, yv, w, max_iter, tol)
         if not converged:
             warnings.warn(
@@ -681,7 +684,7 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
         check_binary_labels(yv, "y")
     if w is None:
         wpos, wneg = float(npos), float(n - npos)
-    total = _check_total_weight(wpos, wneg)
+    total = check_total_weight(wpos, wneg)
     lo_pos, hi_pos, lo_neg, hi_neg = (_k.key_to_float(k) for k in keys)
     if wpos == 0.0 or wneg == 0.0:
         raise ValueError(
@@ -699,12 +702,12 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
     # logit P(y=1) = alpha + beta x is Platt's model with hard targets and
     # a = -beta, b = -alpha. The logits of the rows of weight 0, which may lie
     # outside [lo, hi], are bounded by 37 in magnitude and cannot overflow.
-    center, scale, xmax = _center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
-    prob = _Problem(x, yv, w, center, scale, xmax, (1.0, 0.0, 0.0, 1.0), total)
+    center, scale, xmax = center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
+    prob = Problem(x, yv, w, center, scale, xmax, (1.0, 0.0, 0.0, 1.0), total)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
     start = prob.to_internal(-1.0, 0.0)
-    a, b, n_iter, ok, _ = _solve(prob, *start, tol, max_iter, False)
+    a, b, n_iter, ok, _ = solve(prob, *start, tol, max_iter, False)
     # Covariance of (a', b') is the inverse Hessian at the optimum; (beta, alpha)
     # = (-a, -b) = J (a', b') + const with J = [[-scale, 0], [scale*center, -1]].
     _, _, _, haa, hab, hbb = prob.stats(a, b)
@@ -716,7 +719,7 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
     slope, intercept = -a_pub, -b_pub
     slope_se, intercept_se = math.sqrt(cov[0, 0]), math.sqrt(cov[1, 1])
 
-    _, b_citl, _, ok_citl, _ = _solve(prob, *start, tol, max_iter, True)
+    _, b_citl, _, ok_citl, _ = solve(prob, *start, tol, max_iter, True)
     b_citl = prob.to_public(start[0], b_citl)[1]
     converged = bool(ok and ok_citl)
     if not converged:

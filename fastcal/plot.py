@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .metrics import _check_probabilities, calibration_curve, expected_calibration_error
+from .metrics import check_probabilities, calibration_curve, expected_calibration_error
 
 __all__ = ["probability_histogram", "reliability_diagram"]
 
@@ -35,7 +35,7 @@ def _as_named(probs, name):
         items = list(probs.items())
     else:
         items = [("model", probs)]
-    return [(str(label), _check_probabilities(p, f"{name}[{label!r}]")[0]) for label, p in items]
+    return [(str(label), check_probabilities(p, f"{name}[{label!r}]")[0]) for label, p in items]
 
 
 def reliability_diagram(

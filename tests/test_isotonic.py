@@ -484,10 +484,10 @@ def test_pooling_blocks_of_score_ranges_equals_whole_fit(increasing):
     parts = []
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         m = (x >= lo) & (x < hi)
-        parts.append(isotonic_module._pav_fit(x[m], y[m], w[m], sign))
+        parts.append(isotonic_module.pav_fit(x[m], y[m], w[m], sign))
     pooled = IsotonicRegression(increasing=increasing)
     pooled.increasing_ = increasing
-    pooled._set_blocks(isotonic_module._pool_blocks(parts))
+    pooled._set_blocks(isotonic_module.pool_blocks(parts))
     whole = IsotonicRegression(increasing=increasing).fit(x, y, sample_weight=w)
     assert_array_equal(pooled.X_thresholds_, whole.X_thresholds_)
     # weighted means of 0/1 labels over <= n rows (terms of one sign), summed in other groupings

@@ -309,7 +309,7 @@ def test_bin_stats_whole_equals_pieces(weighted, dtype):
             a, b = K.merge_partials(part_a), K.merge_partials(part_b)
             assert_array_equal(a, b)
         flags = dict(moments=True, brier=True, logloss=True)
-        serial, parallel = serial_and_parallel(M._bin_stats, p, y, w, edges, **flags)
+        serial, parallel = serial_and_parallel(M.bin_stats, p, y, w, edges, **flags)
         assert_array_equal(serial, parallel)
         assert a[:, K.W].sum() == (p.size if w is None else a[:, K.W].sum())
     # the public functions use the parallel kernel at this size: same as the naive reference

@@ -334,7 +334,7 @@ def test_float32_is_not_copied_to_float64():
 
 
 def test_warm_start_does_not_change_the_answer():
-    n = platt_module._WARM_START_MIN + 12_345
+    n = platt_module.WARM_START_MIN + 12_345
     s, y = overconfident(n, 5, shift=0.3)
     w = np.random.default_rng(5).uniform(0, 2, n)
     for weights in (None, w):
@@ -751,7 +751,7 @@ def test_perfectly_calibrated_predictions():
 
 
 def test_slope_intercept_big_input_warm_start():
-    y, p = clinical(platt_module._WARM_START_MIN + 999, 7)
+    y, p = clinical(platt_module.WARM_START_MIN + 999, 7)
     r = calibration_slope_intercept(y, p)
     theta, cov = naive.slope_intercept_irls(y, p)
     assert r.converged and r.n_iter <= 4
