@@ -185,12 +185,13 @@ def run(calls):
     output buffers).
     """
     threads = _threads_for(len(calls))
-    helpers = _get_pool().ensure(threads - 1) if threads > 1 else 0
+    pool = _get_pool() if threads > 1 else None
+    helpers = min(pool.ensure(threads - 1), threads - 1) if pool is not None else 0
     if helpers == 0:
         return [func(*args) for func, args in calls]
     batch = _Batch(calls)
-    for _ in range(min(helpers, threads - 1)):
-        _get_pool().queue.put(batch.drain)
+    for _ in range(helpers):
+        pool.queue.put(batch.drain)
     batch.drain()
     batch.done.wait()
     if batch.errors:
