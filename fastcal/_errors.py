@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "NotFittedError"]
+__all__ = ["ConvergenceWarning", "NotFittedError", "warn_not_converged"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -15,3 +15,22 @@ class NotFittedError(ValueError, AttributeError):
 
 class ConvergenceWarning(UserWarning):
     """An iterative fit (Newton, EM) stopped at ``max_iter`` before meeting its tolerance."""
+
+
+def warn_not_converged(what, max_iter, steps="iterations", criterion=None, stacklevel=2):
+    """Warn that ``what`` stopped at ``max_iter`` before meeting its tolerance: every iterative fit's one wording.
+
+    ``"<what> did not converge in <max_iter> <steps> (<criterion>); the result
+    may be inaccurate. Increase max_iter or tol."`` ``criterion`` states the
+    stopping rule's last value against ``tol``; ``stacklevel`` is counted from
+    the caller of this function.
+    """
+    import warnings
+
+    detail = f" ({criterion})" if criterion else ""
+    warnings.warn(
+        f"{what} did not converge in {max_iter} {steps}{detail}; the result may be inaccurate. "
+        "Increase max_iter or tol.",
+        ConvergenceWarning,
+        stacklevel=stacklevel + 1,
+    )

@@ -47,7 +47,6 @@ import numpy as np
 from dask import delayed
 
 from . import _partition
-from . import outofcore as _ooc
 from ._errors import NotFittedError
 from ._validation import check_in
 
@@ -403,19 +402,25 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
 
 
 def _platt_first(x, y, w, x_dtype):
-    """Convert a chunk and run the Platt preparation kernel, which also finds bad values
+    """Convert a chunk and run the Platt preparation pass, which also finds bad values
     (then the in-memory checks raise their errors)."""
+    from . import platt
+
     s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
-    iout, fout = _ooc.platt_checked_prep(s, labels, w)
+    iout, fout = platt.prepare(s, labels, w)
     return (s, labels, w), (iout, fout, s.shape[0])
 
 
 def _platt_sub(pair, fraction):
-    return _ooc.platt_subsample_chunk(*pair[0], fraction)
+    from . import platt
+
+    return platt.subsample(*pair[0], fraction)
 
 
 def _platt_pass(pair, center, scale, a, b, targets, want_loss):
-    return _ooc.platt_newton_chunk(*pair[0], center, scale, a, b, targets, want_loss)
+    from . import platt
+
+    return platt.array_pass(*pair[0])(center, scale, a, b, targets, want_loss)
 
 
 def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
@@ -448,7 +453,9 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    max_iter_c, tol_c = _ooc.platt_params(max_iter, tol)
+    from . import platt
+
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(scores, y, sample_weight, "scores")
     conv, preps = _first_pass(_platt_first, cols)
     n = sum(p[2] for p in preps)
@@ -456,13 +463,10 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
         raise ValueError("scores must have at least 1 element, got 0.")
     if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
-    fraction = min(1.0 / 16, _ooc.PLATT_SUBSAMPLE_MAX / n)
-    from . import platt as _pl
 
-    sub = None
-    if n >= _pl.WARM_START_MIN:
+    def rows(fraction):
         subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
-        sub = tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(center, scale, a, b, targets, want_loss):
         sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss) for c in conv])
@@ -471,9 +475,9 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
             acc += s
         return acc
 
-    a, b, n_iter, converged, dec, _ = _ooc.fit_platt_passes(
-        _ooc.platt_merge_prep([(p[0], p[1]) for p in preps]), n, cols.weighted, sub, run_pass, max_iter_c, tol_c)
-    return _ooc.make_platt(a, b, n_iter, converged, dec, max_iter, tol, stacklevel=3)
+    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps]), n, cols.weighted, run_pass, rows,
+                           max_iter_c, tol_c)
+    return platt.fitted_estimator(fit, max_iter, tol)
 
 
 # ---------------------------------------------------------------------------

@@ -58,12 +58,10 @@ directory), and are removed when the fit ends, also when it fails.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import shutil
 import tempfile
-import warnings
 
 import numpy as np
 
@@ -84,7 +82,6 @@ from ._partition import (
     split_by_bounds,
     summarize_chunk,
 )
-from ._validation import check_binary_labels, check_finite
 
 __all__ = [
     "fit_isotonic",
@@ -102,8 +99,6 @@ DEFAULT_MEMORY_BUDGET = 256 << 20
 _BYTES_PER_ROW_FIT = 64
 #: Bytes per row of a chunk being read and split (chunk, bucket ids, split copy).
 _BYTES_PER_ROW_READ = 64
-#: Largest subsample kept in memory for the warm start of a Platt fit.
-PLATT_SUBSAMPLE_MAX = 1 << 20
 
 
 # ---------------------------------------------------------------------------
@@ -529,173 +524,38 @@ def fit_isotonic_parquet(path, score_col, label_col, weight_col=None, *, memory_
 
 
 # ---------------------------------------------------------------------------
-# Platt scaling, in passes over chunks (shared with fastcal.dask).
+# Platt scaling, in passes over chunks.
 # ---------------------------------------------------------------------------
 
 
-def platt_prep_chunk(s, y, w):
-    """The Platt preparation sums of one validated chunk: ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``)."""
-    from . import _platt_kernels as _pk
-
-    iout, fout = _pk.run_prep(s, y, w)
-    return np.asarray(iout), np.asarray(fout)
-
-
-def platt_checked_prep(s, y, w):
-    """:func:`platt_prep_chunk`, raising the in-memory fit's errors for the bad values it counts."""
-    iout, fout = platt_prep_chunk(s, y, w)
-    if iout[0]:
-        check_finite(s, "scores")
-    if iout[1]:
-        check_binary_labels(y, "y")
-    return iout, fout
-
-
-def platt_merge_prep(parts):
-    """Merge :func:`platt_prep_chunk` results of all chunks (in order)."""
-    iouts = np.array([p[0] for p in parts], dtype=np.int64)
-    fouts = np.array([p[1] for p in parts], dtype=np.float64)
-    iout = np.array([
-        iouts[:, 0].sum(), iouts[:, 1].sum(), iouts[:, 2].sum(),
-        iouts[:, 3].min(), iouts[:, 4].max(), iouts[:, 5].min(), iouts[:, 6].max(),
-    ], dtype=np.int64)
-    fout = np.zeros(2)
-    for f in fouts:  # in order
-        fout += f
-    return iout, fout
-
-
-def platt_subsample_chunk(s, y, w, fraction):
-    """About ``fraction`` of a chunk's rows, in evenly spaced contiguous blocks (as ``platt._Problem.subsample``)."""
-    n = s.shape[0]
-    m = int(round(n * fraction))
-    if m <= 0:
-        return s[:0], y[:0], None if w is None else w[:0]
-    length = min(4096, max(64, m // 256), n)
-    n_blocks = max(1, m // length)
-    starts = np.linspace(0, n - length, n_blocks).astype(np.int64)
-
-    def take(arr):
-        return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
-
-    return take(s), take(y), take(w)
-
-
-def platt_newton_chunk(s, y, w, center, scale, a, b, targets, want_loss):
-    """The fused objective/gradient/Hessian sums (6 floats) of one chunk at (a, b)."""
-    from . import _platt_kernels as _pk
-
-    return np.asarray(_pk.run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss))
-
-
-class _PassProblem:
-    """Duck-typed ``platt._Problem`` whose sums come from ``run_pass`` (chunks of a file, Dask partitions)."""
-
-    def __init__(self, run_pass, center, scale, xmax, targets, total_weight, n):
-        self.run_pass = run_pass
-        self.center = center
-        self.scale = scale
-        self.xmax = xmax
-        self.targets = targets
-        self.total_weight = total_weight
-        self.n = n
-        self.n_passes = 0
-
-    def stats(self, a, b, want_loss=False):
-        self.n_passes += 1
-        return tuple(float(v) for v in self.run_pass(self.center, self.scale, a, b, self.targets, want_loss))
-
-    def to_internal(self, a, b):
-        return a / self.scale, b + a * self.center
-
-    def to_public(self, a, b):
-        a_pub = a * self.scale
-        return a_pub, b - a_pub * self.center
-
-
-def fit_platt_passes(prep, n, weighted, subsample, run_pass, max_iter, tol):
-    """Platt's fit from merged preparation sums and a function computing one pass over all rows.
-
-    The same steps as ``fastcal.platt._fit_platt`` (degenerate cases, Platt's
-    targets and start, centring and scaling, Newton with the same stopping
-    rule), with every pass over the data done by ``run_pass(center, scale,
-    a, b, targets, want_loss)``. ``subsample`` (arrays ``(s, y, w)`` in
-    memory, or None) gives the warm start, solved in memory.
-    Returns ``(a, b, n_iter, converged, decrement, passes)``.
-    """
-    from . import _platt_kernels as _pk
-    from . import platt as _pl
-
-    iout, (wpos, wneg) = prep
-    npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
-    if not weighted:
-        wpos, wneg = float(npos), float(n - npos)
-    total = _pl.check_total_weight(float(wpos), float(wneg))
-    targets, b0, solved = _pl.starting_point(float(wpos), float(wneg), _pk.key_to_float(lo) == _pk.key_to_float(hi))
-    if solved is not None:
-        return (*solved, 0, True, 0.0, 0)
-    center, scale, xmax = _pl.center_and_scale(_pk.key_to_float(lo_all), _pk.key_to_float(hi_all))
-    prob = _PassProblem(run_pass, center, scale, xmax, targets, total, n)
-    a, b = prob.to_internal(0.0, b0)
-    if subsample is not None and n >= _pl.WARM_START_MIN:
-        s_sub, y_sub, w_sub = subsample
-        sub_total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
-        if s_sub.shape[0] and sub_total > 0:
-            sub = _pl.Problem(s_sub, y_sub, w_sub, center, scale, xmax, targets, sub_total)
-            sa, sb, _, ok, _ = _pl.solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, False)
-            if ok and math.isfinite(sa) and math.isfinite(sb):
-                a, b = sa, sb
-    a, b, n_iter, converged, st = _pl.newton(prob, a, b, tol, max_iter, False)
-    lam2 = _pl.newton_direction(st, total, xmax, False)[2]
-    return (*prob.to_public(a, b), n_iter, converged, lam2 / total, prob.n_passes)
-
-
-def make_platt(a, b, n_iter, converged, decrement, max_iter, tol, stacklevel=3):
-    """A fitted :class:`fastcal.PlattScaling` with the result of :func:`fit_platt_passes`."""
-    from .platt import ConvergenceWarning, PlattScaling
-
-    if not converged:
-        warnings.warn(
-            f"PlattScaling did not converge in {max_iter} Newton iterations (Newton "
-            f"decrement per unit weight {decrement:.3g} > tol={tol:g}). Increase max_iter or tol.",
-            ConvergenceWarning,
-            stacklevel=stacklevel,
-        )
-    est = PlattScaling(max_iter=max_iter, tol=None if tol is None else tol)
-    est.a_, est.b_, est.n_iter_, est.converged_ = float(a), float(b), int(n_iter), bool(converged)
-    return est
-
-
-def platt_params(max_iter, tol):
-    """``max_iter`` and ``tol`` checked as :func:`fastcal.platt_scaling` checks them."""
-    from . import platt as _pl
-
-    return _pl.check_max_iter(max_iter), _pl.check_tol(tol)
-
-
 def fit_platt_source(src, max_iter, tol):
-    """Platt scaling of a :class:`Columns` source in passes over its chunks (the CLI's entry point too)."""
-    max_iter_c, tol_c = platt_params(max_iter, tol)
-    fraction = min(1.0 / 16, PLATT_SUBSAMPLE_MAX / src.n)
+    """Platt scaling of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
+
+    :func:`fastcal.platt.fit_passes` with one pass over the chunks per call;
+    the first pass also keeps the warm-start subsample.
+    """
+    from . import platt
+
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    fraction = platt.subsample_fraction(src.n)
     preps, subs = [], []
     for s, y, w in src.chunks(score_name="scores", validate=False):
-        preps.append(platt_checked_prep(s, y, w))
-        subs.append(platt_subsample_chunk(s, y, w, fraction))
-    sub = tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-    if src.weighted:
-        total = sum(float(p[1].sum()) for p in preps)
-        if not total > 0:
-            raise ValueError("sample_weight must have a positive sum.")
+        preps.append(platt.prepare(s, y, w))
+        subs.append(platt.subsample(s, y, w, fraction))
+    if src.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
 
     def run_pass(center, scale, a, b, targets, want_loss):
         acc = np.zeros(6)
         for s, y, w in src.chunks(score_name="scores", validate=False):
-            acc += platt_newton_chunk(s, y, w, center, scale, a, b, targets, want_loss)
+            acc += platt.array_pass(s, y, w)(center, scale, a, b, targets, want_loss)
         return acc
 
-    a, b, n_iter, converged, dec, _ = fit_platt_passes(
-        platt_merge_prep(preps), src.n, src.weighted, sub, run_pass, max_iter_c, tol_c)
-    return make_platt(a, b, n_iter, converged, dec, max_iter, tol, stacklevel=4)
+    def rows(_):
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    fit = platt.fit_passes(platt.merge_prepared(preps), src.n, src.weighted, run_pass, rows, max_iter_c, tol_c)
+    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
 
 
 def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None, memory_budget=None, chunk_rows=None):

@@ -7,25 +7,29 @@ sigmoid calibration (``sklearn.calibration._SigmoidCalibration``);
 is the logistic recalibration logit P(y = 1) = alpha + beta * logit(p) used to
 validate clinical prediction models (Cox 1958; Van Calster et al. 2016).
 
-Both are fitted by the same solver: Newton's method on two parameters with a
+Both are fitted by the one Newton driver of :mod:`fastcal._newton`: a
 closed-form 2x2 solve, a tiny ridge and a line search whose sufficient
 decrease is certified without evaluating the objective where possible, over
 one fused parallel pass per iteration (objective, gradient and Hessian
 together, float64 accumulators). On big inputs it starts from the solution of
 a subsample, which changes the number of passes, not the answer.
+:func:`fit_passes` is that fit for any source of passes: arrays in memory
+here, file chunks in :mod:`fastcal.outofcore`, partitions in :mod:`fastcal.dask`.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from . import _newton
 from . import _platt_kernels as _k
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
+from ._errors import warn_not_converged
 from ._persist import register
 from ._validation import (
     as_float_array,
@@ -48,17 +52,12 @@ __all__ = [
 
 #: Default stopping tolerance on the Newton decrement per unit weight.
 DEFAULT_TOL = 1e-10
-#: Armijo's sufficient-decrease constant (as in libsvm).
-_ARMIJO = 1e-4
-#: A step whose largest change of a linear predictor, max_i |dz_i|, is at most
-#: this is certified to satisfy Armijo's condition (see ``_line_search``).
-_SAFE_STEP = math.log(2.0 * (1.0 - _ARMIJO))
-#: Relative ridge added to the diagonal of the Hessian.
-_RIDGE = 1e-12
 #: Warm start from a subsample from this many rows on.
 WARM_START_MIN = 1 << 18
-#: The warm-start subsample has 1/_SUBSAMPLE_FACTOR of the rows.
+#: The warm-start subsample has 1/_SUBSAMPLE_FACTOR of the rows ...
 _SUBSAMPLE_FACTOR = 16
+#: ... and at most this many (it is solved in memory, also for out-of-core and Dask fits).
+SUBSAMPLE_MAX = 1 << 20
 #: 97.5% quantile of the standard normal (Wald 95% intervals).
 _Z975 = 1.959963984540054
 
@@ -118,34 +117,40 @@ class SlopeInterceptResult:
 
 
 # ---------------------------------------------------------------------------
-# The solver.
+# Platt's model for the Newton driver (fastcal._newton), from any source of passes.
 # ---------------------------------------------------------------------------
 
 
-class Problem:
-    """Data and constants of one logistic fit: rows (s, y, w) and the targets.
+class PlattObjective:
+    r"""Platt's objective F(a, b) in the solver's coordinates, for :func:`fastcal._newton.solve`.
 
     The solver works in centred and scaled coordinates, z = a' x + b' with
     x = (s - center) * scale, ``scale`` a power of two chosen so that |x| <= 1;
-    ``xmax`` bounds |x| over the rows of positive weight.
+    ``xmax`` bounds |x| over the rows of positive weight. The sums come from
+    ``run_pass(center, scale, a', b', targets, want_loss)``: the 6 sums of
+    :func:`fastcal._platt_kernels.run_newton_pass` over all rows, wherever
+    they are (arrays, file chunks, Dask partitions). ``subsample`` is a
+    callable returning the objective on a subsample, or None.
     """
 
-    def __init__(self, s, y, w, center, scale, xmax, targets, total_weight):
-        self.s = s
-        self.y = y
-        self.w = w
+    k = 2
+
+    def __init__(self, run_pass, n, center, scale, xmax, targets, total_weight, subsample=None):
+        self.run_pass = run_pass
+        self.n = n
         self.center = center
         self.scale = scale
-        self.xmax = xmax
+        self.bounds = (xmax, 1.0)
         self.targets = targets  # (t+, 1 - t+, t-, 1 - t-)
         self.total_weight = total_weight
-        self.n = s.shape[0]
-        self.buf = np.empty((_k.n_chunks(self.n), _k.N_STATS))
+        self._subsample = subsample
 
-    def stats(self, a, b, want_loss=False):
-        """(F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2) at (a, b); F only if ``want_loss`` (else 0)."""
-        return _k.run_newton_pass(self.s, self.y, self.w, self.center, self.scale, a, b, self.targets, want_loss,
-                                  self.buf)
+    def stats(self, theta, want_loss=False):
+        """(F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2) at ``theta``; F only if ``want_loss`` (else 0)."""
+        return self.run_pass(self.center, self.scale, theta[0], theta[1], self.targets, want_loss)
+
+    def subsample(self):
+        return None if self._subsample is None else self._subsample()
 
     def to_internal(self, a, b):
         """(a, b) of z = a*s + b to the solver's (a', b')."""
@@ -156,118 +161,56 @@ class Problem:
         a_pub = a * self.scale
         return a_pub, b - a_pub * self.center
 
-    def subsample(self, factor):
-        """The same problem on about n / factor rows: evenly spaced contiguous blocks (or None)."""
-        m = self.n // factor
-        length = min(4096, max(64, m // 256))
-        n_blocks = max(1, m // length)
-        starts = np.linspace(0, self.n - length, n_blocks).astype(np.int64)
 
-        def take(arr):
-            return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
+def subsample_fraction(n):
+    """The share of rows in the warm-start subsample of an n-row fit: 1/16, at most :data:`SUBSAMPLE_MAX` rows."""
+    return min(1.0 / _SUBSAMPLE_FACTOR, SUBSAMPLE_MAX / max(n, 1))
 
-        w = take(self.w)
-        total = float(w.sum(dtype=np.float64)) if w is not None else float(n_blocks * length)
+
+def subsample(s, y, w, fraction):
+    """About ``fraction`` of the rows ``(s, y, w)``: evenly spaced contiguous blocks of 64 to 4096 rows.
+
+    Contiguous blocks read memory sequentially; spreading them over the whole
+    input keeps the subsample representative of sorted or clustered data.
+    """
+    n = s.shape[0]
+    m = int(round(n * fraction))
+    if m <= 0:
+        return s[:0], y[:0], None if w is None else w[:0]
+    length = min(4096, max(64, m // 256), n)
+    n_blocks = max(1, m // length)
+    starts = np.linspace(0, n - length, n_blocks).astype(np.int64)
+
+    def take(arr):
+        return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
+
+    return take(s), take(y), take(w)
+
+
+def array_pass(s, y, w):
+    """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls."""
+    buf = np.empty((_k.n_chunks(s.shape[0]), _k.N_STATS))
+
+    def run_pass(center, scale, a, b, targets, want_loss):
+        return _k.run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf)
+
+    return run_pass
+
+
+def array_objective(s, y, w, center, scale, xmax, targets, total_weight, warm_start=True):
+    """:class:`PlattObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
+    n = s.shape[0]
+
+    def sub():
+        if not warm_start or n < WARM_START_MIN:
+            return None
+        s_sub, y_sub, w_sub = subsample(s, y, w, subsample_fraction(n))
+        total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
         if not total > 0.0:
             return None
-        return Problem(take(self.s), take(self.y), w, self.center, self.scale, self.xmax, self.targets, total)
+        return array_objective(s_sub, y_sub, w_sub, center, scale, xmax, targets, total)
 
-
-def newton_direction(st, total_weight, xmax, fix_a):
-    """Newton direction (da, db), decrement lam2 = -g.d, and M = max_i |dz_i| bound."""
-    _, ga, gb, haa, hab, hbb = st
-    if fix_a:
-        h = hbb * (1.0 + _RIDGE)
-        if not (h > 0.0 and math.isfinite(h)):
-            h = 0.25 * total_weight
-        da, db = 0.0, -gb / h
-    else:
-        A = haa * (1.0 + _RIDGE)
-        C = hbb * (1.0 + _RIDGE)
-        det = A * C - hab * hab
-        if A > 0.0 and C > 0.0 and det > 0.0 and math.isfinite(det):
-            da = -(C * ga - hab * gb) / det
-            db = -(A * gb - hab * ga) / det
-        else:
-            # Singular or non-finite curvature: a gradient step with the
-            # Hessian's trace (or its global bound) as step length.
-            L = haa + hbb
-            if not (L > 0.0 and math.isfinite(L)):
-                L = 0.25 * total_weight * (1.0 + xmax * xmax)
-            da, db = -ga / L, -gb / L
-    lam2 = -(ga * da + gb * db)
-    return da, db, lam2, abs(da) * xmax + abs(db)
-
-
-def _line_search(prob, a, b, da, db, lam2, M):
-    r"""Backtracking from the full step until Armijo's condition holds.
-
-    Along x + t*d the second derivative of F is
-    phi''(t) = sum_i w_i p_i (1 - p_i) dz_i^2, and since
-    |d log(p (1 - p)) / dz| = |1 - 2p| <= 1, phi''(t) <= phi''(0) exp(t M) with
-    M >= max_i |dz_i|. With phi'(0) = -lam2 and phi''(0) <= lam2 this gives
-    F(x + t d) <= F(x) - t lam2 + t^2 lam2 exp(t M) / 2, so Armijo's condition
-    F(x + t d) <= F(x) - sigma t lam2 holds whenever t exp(t M) / 2 <= 1 - sigma:
-    such steps are taken without evaluating F. Otherwise the trial point's
-    gradient is tried first (by convexity F(x + t d) <= F(x) + t g(x + t d).d),
-    and only then is the objective itself evaluated.
-    """
-    f0 = None
-    t = 1.0
-    while True:
-        at, bt = a + t * da, b + t * db
-        if t * M < 1.0 and 0.5 * t * math.exp(t * M) <= 1.0 - _ARMIJO:
-            return at, bt, prob.stats(at, bt)
-        st = prob.stats(at, bt, want_loss=f0 is not None)
-        if st[1] * da + st[2] * db <= -_ARMIJO * lam2:
-            return at, bt, st
-        if f0 is None:
-            f0 = prob.stats(a, b, want_loss=True)[0]
-            st = prob.stats(at, bt, want_loss=True)
-        if st[0] <= f0 - _ARMIJO * t * lam2:
-            return at, bt, st
-        t *= 0.5
-
-
-def newton(prob, a, b, tol, max_iter, fix_a):
-    """Damped Newton from (a, b); returns (a, b, n_iter, converged, stats at the last evaluated point)."""
-    W = prob.total_weight
-    st = prob.stats(a, b)
-    n_iter = 0
-    while True:
-        da, db, lam2, M = newton_direction(st, W, prob.xmax, fix_a)
-        if not (math.isfinite(lam2) and math.isfinite(M)):
-            return a, b, n_iter, False, st
-        if lam2 <= tol * W:
-            # Converged. The last Newton step is certified to decrease F and,
-            # Newton converging quadratically, takes the error from about
-            # sqrt(tol) to about tol: apply it without another pass.
-            if n_iter < max_iter and 0.0 < lam2 and M <= _SAFE_STEP:
-                a, b = a + da, b + db
-                n_iter += 1
-            return a, b, n_iter, True, st
-        if n_iter >= max_iter:
-            return a, b, n_iter, False, st
-        a, b, st = _line_search(prob, a, b, da, db, lam2, M)
-        n_iter += 1
-
-
-def solve(prob, a, b, tol, max_iter, fix_a, warm_start=True):
-    """:func:`newton`, started on big inputs from the solution on a subsample.
-
-    The subsample (1/16 of the rows in evenly spaced contiguous blocks, same
-    targets) is itself solved this way, recursively, to a tolerance matched to
-    its sampling error. Newton's method converges to the same unique optimum
-    from any start; a start within sampling error of it needs about two passes
-    over the full data instead of five or six.
-    """
-    if warm_start and prob.n >= WARM_START_MIN:
-        sub = prob.subsample(_SUBSAMPLE_FACTOR)
-        if sub is not None:
-            sa, sb, _, ok, _ = solve(sub, a, b, max(tol, 1e-3 / sub.n), max_iter, fix_a)
-            if ok and math.isfinite(sa) and math.isfinite(sb):
-                a, b = sa, sb
-    return newton(prob, a, b, tol, max_iter, fix_a)
+    return PlattObjective(array_pass(s, y, w), n, center, scale, xmax, targets, total_weight, sub)
 
 
 def center_and_scale(lo, hi):
@@ -358,27 +301,98 @@ def starting_point(wpos, wneg, constant_scores):
     return targets, b0, None
 
 
-def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
-    """Validated arrays in, (a, b, n_iter, converged, decrement per unit weight) out."""
-    n = s.shape[0]
-    (bad_s, bad_y, npos, lo, hi, lo_all, hi_all), (wpos, wneg) = _k.run_prep(s, y, w)
-    if bad_s:
+def prepare(s, y, w):
+    """The preparation sums of validated rows, ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``).
+
+    Raises the in-memory fit's errors for the non-finite scores or non-binary
+    labels it counts. One call per array, file chunk or Dask partition;
+    :func:`merge_prepared` adds them up.
+    """
+    iout, fout = _k.run_prep(s, y, w)
+    if iout[0]:
         check_finite(s, "scores")
-    if bad_y:
+    if iout[1]:
         check_binary_labels(y, "y")
-    if w is None:
+    return np.asarray(iout), np.asarray(fout)
+
+
+def merge_prepared(parts):
+    """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order."""
+    return _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
+                           np.array([p[1] for p in parts], dtype=np.float64))
+
+
+class PlattFit(NamedTuple):
+    """What :func:`fit_passes` returns: the parameters and how the solver got there."""
+
+    a: float
+    b: float
+    n_iter: int
+    converged: bool
+    #: Newton decrement per unit weight at the last point evaluated.
+    decrement: float
+    #: Passes over the full data.
+    n_passes: int
+
+
+def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
+    """Platt scaling of rows that a caller can pass over: the fit of every backend.
+
+    ``prepared`` is the merged :func:`prepare` of all ``n`` rows, ``run_pass``
+    one pass over them (see :class:`PlattObjective`), and
+    ``subsample_rows(fraction)`` returns about that share of the rows in
+    memory as ``(s, y, w)`` (see :func:`subsample`); it is called only for a
+    warm start (n >= :data:`WARM_START_MIN`), or it is None. Handles the
+    degenerate cases, Platt's targets and start, centring and scaling, and
+    runs :func:`fastcal._newton.solve`. Returns a :class:`PlattFit`.
+    """
+    iout, (wpos, wneg) = prepared
+    npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
+    if not weighted:
         wpos, wneg = float(npos), float(n - npos)
-    total = check_total_weight(wpos, wneg)
-    targets, b0, solved = starting_point(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
+    total = check_total_weight(float(wpos), float(wneg))
+    targets, b0, solved = starting_point(float(wpos), float(wneg), _k.key_to_float(lo) == _k.key_to_float(hi))
     if solved is not None:
-        return (*solved, 0, True, 0.0)
+        return PlattFit(*solved, 0, True, 0.0, 0)
 
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
     center, scale, xmax = center_and_scale(_k.key_to_float(lo_all), _k.key_to_float(hi_all))
-    prob = Problem(s, y, w, center, scale, xmax, targets, total)
-    a, b, n_iter, converged, st = solve(prob, *prob.to_internal(0.0, b0), tol, max_iter, False, warm_start)
-    lam2 = newton_direction(st, total, prob.xmax, False)[2]
-    return (*prob.to_public(a, b), n_iter, converged, lam2 / total)
+
+    def sub():
+        if subsample_rows is None or n < WARM_START_MIN:
+            return None
+        s, y, w = subsample_rows(subsample_fraction(n))
+        total_sub = float(w.sum(dtype=np.float64)) if w is not None else float(s.shape[0])
+        if not (s.shape[0] and total_sub > 0.0):
+            return None
+        return array_objective(s, y, w, center, scale, xmax, targets, total_sub)
+
+    obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
+    res = _newton.solve(obj, obj.to_internal(0.0, b0), tol, max_iter)
+    return PlattFit(*obj.to_public(*res.theta), res.n_iter, res.converged, res.decrement, res.n_passes)
+
+
+def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
+    """Validated arrays in, a :class:`PlattFit` out."""
+    rows = (lambda fraction: subsample(s, y, w, fraction)) if warm_start else None
+    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol)
+
+
+def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
+    """The ConvergenceWarning of a Platt fit that stopped at ``max_iter``; ``stacklevel`` from the caller."""
+    if not fit.converged:
+        warn_not_converged("Platt scaling", max_iter, "Newton iterations",
+                           f"Newton decrement per unit weight {fit.decrement:.3g} > tol={tol:g}",
+                           stacklevel=stacklevel + 1)
+
+
+def fitted_estimator(fit, max_iter, tol, stacklevel=2):
+    """A fitted :class:`PlattScaling` (parameters ``max_iter``, ``tol``) from a :class:`PlattFit`,
+    warning if it did not converge; ``stacklevel`` from the caller."""
+    warn_if_not_converged(fit, max_iter, check_tol(tol), stacklevel + 1)
+    est = PlattScaling(max_iter=max_iter, tol=tol)
+    est.a_, est.b_, est.n_iter_, est.converged_ = float(fit.a), float(fit.b), int(fit.n_iter), bool(fit.converged)
+    return est
 
 
 def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
@@ -496,16 +510,9 @@ def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
     s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
     max_iter = check_max_iter(max_iter)
     tol = check_tol(tol)
-    a, b, n_iter, converged, decrement = _fit_platt(s, yv, w, max_iter, tol)
-    if not converged:
-        warnings.warn(
-            f"Platt scaling did not converge in {max_iter} Newton iterations (Newton "
-            f"decrement per unit weight {decrement:.3g} > tol={tol:g}); the result may be "
-            "inaccurate. Increase max_iter or tol.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
-    return PlattResult(float(a), float(b), int(n_iter), bool(converged))
+    fit = _fit_platt(s, yv, w, max_iter, tol)
+    warn_if_not_converged(fit, max_iter, tol)
+    return PlattResult(float(fit.a), float(fit.b), int(fit.n_iter), bool(fit.converged))
 
 
 def _predict(scores, a, b):
@@ -569,18 +576,12 @@ class PlattScaling(BaseCalibrator):
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
         max_iter = check_max_iter(self.max_iter)
         tol = check_tol(self.tol)
-        a, b, n_iter, converged, decrement = _fit_platt(s, yv, w, max_iter, tol)
-        if not converged:
-            warnings.warn(
-                f"PlattScaling did not converge in {max_iter} Newton iterations (Newton "
-                f"decrement per unit weight {decrement:.3g} > tol={tol:g}). Increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        self.a_ = float(a)
-        self.b_ = float(b)
-        self.n_iter_ = int(n_iter)
-        self.converged_ = bool(converged)
+        fit = _fit_platt(s, yv, w, max_iter, tol)
+        warn_if_not_converged(fit, max_iter, tol)
+        self.a_ = float(fit.a)
+        self.b_ = float(fit.b)
+        self.n_iter_ = int(fit.n_iter)
+        self.converged_ = bool(fit.converged)
         return self
 
     def predict(self, scores):
@@ -703,32 +704,29 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
     # a = -beta, b = -alpha. The logits of the rows of weight 0, which may lie
     # outside [lo, hi], are bounded by 37 in magnitude and cannot overflow.
     center, scale, xmax = center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
-    prob = Problem(x, yv, w, center, scale, xmax, (1.0, 0.0, 0.0, 1.0), total)
+    obj = array_objective(x, yv, w, center, scale, xmax, (1.0, 0.0, 0.0, 1.0), total)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
-    start = prob.to_internal(-1.0, 0.0)
-    a, b, n_iter, ok, _ = solve(prob, *start, tol, max_iter, False)
+    start = obj.to_internal(-1.0, 0.0)
+    res = _newton.solve(obj, start, tol, max_iter)
     # Covariance of (a', b') is the inverse Hessian at the optimum; (beta, alpha)
     # = (-a, -b) = J (a', b') + const with J = [[-scale, 0], [scale*center, -1]].
-    _, _, _, haa, hab, hbb = prob.stats(a, b)
+    _, _, _, haa, hab, hbb = obj.stats(res.theta)
     det = haa * hbb - hab * hab
     cov = np.array([[hbb, -hab], [-hab, haa]]) / det if det > 0 else np.full((2, 2), np.nan)
     jac = np.array([[-scale, 0.0], [scale * center, -1.0]])
     cov = jac @ cov @ jac.T
-    a_pub, b_pub = prob.to_public(a, b)
+    a_pub, b_pub = obj.to_public(*res.theta)
     slope, intercept = -a_pub, -b_pub
     slope_se, intercept_se = math.sqrt(cov[0, 0]), math.sqrt(cov[1, 1])
 
-    _, b_citl, _, ok_citl, _ = solve(prob, *start, tol, max_iter, True)
-    b_citl = prob.to_public(start[0], b_citl)[1]
-    converged = bool(ok and ok_citl)
+    # Calibration in the large: a' stays at the start (beta = 1), only b' moves.
+    citl = _newton.solve(obj, start, tol, max_iter, free=(1,))
+    b_citl = obj.to_public(*citl.theta)[1]
+    converged = bool(res.converged and citl.converged)
     if not converged:
-        warnings.warn(
-            f"calibration_slope_intercept did not converge in {max_iter} Newton iterations; "
-            "the result may be inaccurate.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        warn_not_converged("calibration_slope_intercept", max_iter, "Newton iterations")
+    n_iter = res.n_iter
     return SlopeInterceptResult(
         slope=float(slope),
         intercept=float(intercept),

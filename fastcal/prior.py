@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from . import _prior_kernels as _k
-from ._errors import ConvergenceWarning
+from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._validation import check_numeric
 
@@ -710,10 +709,6 @@ def estimate_priors_em(proba, train_priors, *, max_iter=1000, tol=1e-8):
     else:
         _run_multi(src, out, _class_weights(pi, train))
     if not converged:
-        warnings.warn(
-            f"estimate_priors_em did not converge in {max_iter} iterations (last change of the priors {delta:.3g} "
-            f"> tol={tol:g}); increase max_iter or tol.",
-            ConvergenceWarning,
-            stacklevel=2,
-        )
+        warn_not_converged("estimate_priors_em", max_iter, "EM iterations",
+                           f"last change of the priors {delta:.3g} > tol={tol:g}")
     return PriorEMResult(priors=pi, proba=out, n_iter=n_iter, converged=converged)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 
 from . import _temperature_kernels as _k
-from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
+from ._base import BaseCalibrator, check_is_fitted
+from ._errors import warn_not_converged
 from ._parallel import parallel_for
 from ._persist import register
 from ._validation import (
@@ -186,8 +186,7 @@ class TemperatureScaling(BaseCalibrator):
         self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: _loss_grad_hess(z, labels, w, b),
                                                             self.max_iter, self.tol)
         if not self.converged_:
-            warnings.warn(f"TemperatureScaling did not converge in {self.max_iter} iterations.",
-                          ConvergenceWarning, stacklevel=2)
+            warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations")
         self.n_classes_ = k
         return self
 

@@ -1,5 +1,6 @@
 """The public surface: names, lazy optional imports, shared warning class, model files of every calibrator."""
 
+import re
 import subprocess
 import sys
 
@@ -32,6 +33,35 @@ def test_one_convergence_warning_class():
     assert fastcal.platt.ConvergenceWarning is fastcal.ConvergenceWarning
     assert fastcal.prior.ConvergenceWarning is fastcal.ConvergenceWarning
     assert issubclass(fastcal.ConvergenceWarning, UserWarning)
+
+
+def _not_converging_fits():
+    """Every iterative public fit, stopped after one iteration."""
+    import fastcal.outofcore
+
+    rng = np.random.default_rng(1)
+    s = rng.normal(0, 3, 4000)
+    y = (rng.random(4000) < 1 / (1 + np.exp(-s / 2))).astype(np.uint8)
+    z = np.stack([s, -s, 0.5 * s], axis=1)
+    post = np.stack([1 / (1 + np.exp(-s)), 1 / (1 + np.exp(s))], axis=1)
+    return {
+        "platt_scaling": lambda: fastcal.platt_scaling(s, y, max_iter=1),
+        "PlattScaling": lambda: fastcal.PlattScaling(max_iter=1).fit(s, y),
+        "outofcore.fit_platt": lambda: fastcal.outofcore.fit_platt(s, y, max_iter=1),
+        "TemperatureScaling": lambda: fastcal.TemperatureScaling(max_iter=1).fit(z, y),
+        "estimate_priors_em": lambda: fastcal.estimate_priors_em(post, [0.9, 0.1], max_iter=1),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_not_converging_fits()))
+def test_one_non_convergence_warning(name):
+    # One wording, and the warning points at the caller's line.
+    with pytest.warns(fastcal.ConvergenceWarning) as record:
+        _not_converging_fits()[name]()
+    (w,) = record
+    assert re.fullmatch(r"[\w. ]+ did not converge in 1 (Newton|EM) iterations( \(.+ > tol=\S+\))?; "
+                        r"the result may be inaccurate\. Increase max_iter or tol\.", str(w.message)), str(w.message)
+    assert w.filename == __file__
 
 
 def test_platt_model_file_round_trip(tmp_path):

@@ -14,6 +14,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import fastcal
 from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, platt_scaling
+from fastcal import _newton
 from fastcal import _platt_kernels as kernels
 from fastcal import platt as platt_module
 from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult
@@ -338,11 +339,11 @@ def test_warm_start_does_not_change_the_answer():
     s, y = overconfident(n, 5, shift=0.3)
     w = np.random.default_rng(5).uniform(0, 2, n)
     for weights in (None, w):
-        a, b, n_iter, ok, dec = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
-        a0, b0, n_iter0, ok0, _ = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
+        a, b, n_iter, ok, dec, passes = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
+        a0, b0, n_iter0, ok0, _, passes0 = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
         assert ok and ok0
         assert_allclose([a, b], [a0, b0], rtol=1e-12)
-        assert n_iter < n_iter0  # fewer passes over the full data
+        assert n_iter < n_iter0 and passes < passes0  # fewer passes over the full data
         res = platt_scaling(s, y, sample_weight=weights)
         assert (res.a, res.b) == (a, b)
 
@@ -363,14 +364,14 @@ def test_line_search_decreases_the_objective_monotonically(monkeypatch):
     s = np.concatenate([rng.normal(1e3 - 1, 0.3, 300), rng.normal(1e3 + 1, 0.3, 300)])
     y = np.repeat([0, 1], 300).astype(np.uint8)
     seen = []
-    original = platt_module._line_search
+    original = _newton._line_search
 
-    def spy(prob, a, b, *args):
-        out = original(prob, a, b, *args)
-        seen.append((prob.to_public(a, b), prob.to_public(out[0], out[1])))
+    def spy(obj, theta, *args):
+        out = original(obj, theta, *args)
+        seen.append((obj.objective.to_public(*theta), obj.objective.to_public(*out[0])))
         return out
 
-    monkeypatch.setattr(platt_module, "_line_search", spy)
+    monkeypatch.setattr(_newton, "_line_search", spy)
     res = platt_scaling(s, y)
     assert res.converged and len(seen) >= 3
     for before, after in seen:

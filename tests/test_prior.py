@@ -759,7 +759,7 @@ def test_em_results_do_not_depend_on_parallel_threshold():
 
 def test_em_non_convergence_warns():
     post, _ = _gaussian_prior_shift(5_000, [0.7, 0.2, 0.1], [1 / 3] * 3, seed=6)
-    with pytest.warns(ConvergenceWarning, match="did not converge in 2 iterations"):
+    with pytest.warns(ConvergenceWarning, match="did not converge in 2 EM iterations"):
         res = estimate_priors_em(post, [1 / 3] * 3, max_iter=2)
     assert not res.converged and res.n_iter == 2
     with warnings.catch_warnings():

@@ -163,6 +163,6 @@ def test_predict_errors():
 
 def test_non_convergence_warns():
     z, y = make_logits(500, 3, 0.5, 6)
-    with pytest.warns(fastcal.ConvergenceWarning, match="did not converge in 1 iterations"):
+    with pytest.warns(fastcal.ConvergenceWarning, match="did not converge in 1 Newton iterations"):
         ts = TemperatureScaling(max_iter=1).fit(z, y)
     assert not ts.converged_
