@@ -10,9 +10,11 @@ PAV kernel and pooling the blocks. This module holds what they share:
   :func:`choose_bounds` picks partition boundaries;
 - :func:`split_by_bounds`, which groups a chunk's rows by partition;
 - tie groups across boundaries: :func:`head_summary` (where a partition's
-  first tie group can begin) and :func:`chain_exits` (where a chain of tie
-  groups started at a given score ends), with the tie tolerance
-  :func:`resolution` of the PAV kernels;
+  first tie group can begin; :func:`merge_heads` builds it from pieces),
+  :func:`chain_exits` (where a chain of tie groups started at a given score
+  ends) and :func:`tie_entries`, the walk over the partitions that says where
+  each fitted unit begins, with the tie tolerance :func:`resolution` of the
+  PAV kernels;
 - the direction for ``increasing="auto"``: Spearman's rho from per-partition
   partial sums (:func:`spearman_partial`, :func:`spearman_from_partials`,
   :func:`increasing_from_rho`).
@@ -113,6 +115,61 @@ def chain_exits(sorted_x, eps, start_values):
     exits = np.empty(starts.shape[0], dtype=np.float64)
     _k.chain_exits(sorted_x, eps, starts.astype(np.int64), exits)
     return exits
+
+
+def merge_heads(heads, eps):
+    """The :func:`head_summary` of a partition from those of the pieces it is made of.
+
+    Candidates merge exactly: a score less than ``eps`` above the partition's
+    minimum is less than ``eps`` above its own piece's minimum, so it is among
+    that piece's candidates; the partition's first score beyond them is its
+    piece's first score beyond, or one of that piece's near scores.
+    """
+    live = [h for h in heads if h[0]]
+    if not live:
+        return 0, math.nan, math.nan, np.empty(0)
+    lo = min(h[1] for h in live)
+    values = np.unique(np.concatenate([h[3] for h in live]))
+    near = values - lo < eps
+    cands = values[near]
+    if not near.all():
+        cands = np.append(cands, values[~near][0])
+    return sum(h[0] for h in live), lo, max(h[2] for h in live), cands
+
+
+def tie_entries(heads, eps, exits_of):
+    """Walk the partitions in score order; yield ``(j, entry)`` for each non-empty one.
+
+    A partition's rows from ``entry`` on begin a *unit*, fitted on its own;
+    its rows below ``entry`` belong to the last tie group of the unit before
+    (``entry`` None: the whole partition does). ``heads`` are the
+    :func:`head_summary` of every partition, in order. Entering a partition
+    at one of its candidates, its tie groups chain to a last group start:
+    ``exits_of(j)`` returns those (see :func:`chain_exits`) for the
+    candidates of partition ``j``, and is called, right after ``(j, entry)``
+    is consumed, only where the gap to the next non-empty partition is below
+    ``eps`` (elsewhere the next partition starts a group whatever came before).
+    """
+    unclean = set(unclean_boundaries(heads, eps))
+    carry = None
+    for j in (j for j, h in enumerate(heads) if h[0]):
+        _, lo, hi, cands = heads[j][:4]
+        if carry is None or lo - carry >= eps:
+            idx = 0
+        else:
+            hits = np.flatnonzero(cands - carry >= eps)
+            if not hits.shape[0]:
+                yield j, None
+                continue
+            idx = int(hits[0])
+        yield j, float(cands[idx])
+        carry = float(exits_of(j)[idx]) if j in unclean else hi
+
+
+def unclean_boundaries(heads, eps):
+    """The partitions for which :func:`tie_entries` will call ``exits_of`` (at most)."""
+    live = [j for j, h in enumerate(heads) if h[0]]
+    return [a for a, b in zip(live[:-1], live[1:]) if heads[b][1] - heads[a][2] < eps]
 
 
 # ---------------------------------------------------------------------------

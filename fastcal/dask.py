@@ -262,15 +262,6 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
     return pav_fit(x, y, w, sign)
 
 
-def _boundaries(heads, eps):
-    """The non-empty partitions in order, and whether each boundary between consecutive
-    ones is clean: a gap of at least eps, so that the next partition's first score
-    starts a tie group whatever the groups before it."""
-    live = [j for j, h in enumerate(heads) if h[0]]
-    clean = [heads[b][1] - heads[a][2] >= eps for a, b in zip(live[:-1], live[1:])]
-    return live, clean
-
-
 def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     """Fit :class:`fastcal.IsotonicRegression` on Dask data: exactly the in-memory fit.
 
@@ -363,22 +354,10 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     sign = 1.0 if est.increasing_ else -1.0
 
     # Tie groups across boundaries: the entry score of each partition.
-    live, clean = _boundaries(heads, eps)
-    need = [j for j, ok in zip(live[:-1], clean) if not ok]
+    need = _partition.unclean_boundaries(heads, eps)
     exits = dict(zip(need, dask.compute(*[delayed(_exits)(parts[j], eps, heads[j][3], keep_zero) for j in need])))
-    entries = {}
-    carry = None
-    for k, j in enumerate(live):
-        _, lo, hi, cands, _ = heads[j]
-        if carry is None or lo - carry >= eps:
-            idx = 0
-        else:
-            hits = np.flatnonzero(cands - carry >= eps)
-            idx = int(hits[0]) if hits.shape[0] else None
-        entries[j] = None if idx is None else float(cands[idx])
-        if idx is None:
-            continue  # the whole partition joins the last tie group before it
-        carry = float(exits[j][idx]) if (k < len(clean) and not clean[k]) else hi
+    entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
+    live = list(entries)
 
     # Fit each unit (a partition from its entry on, plus the rows of the next
     # partitions that belong to its last tie group) where it lives.

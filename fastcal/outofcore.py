@@ -74,13 +74,16 @@ from ._partition import (
     convert_chunk,
     fit_dtype,
     flat_column,
+    head_summary,
     increasing_from_rho,
+    merge_heads,
     prepare_chunk,
     resolution,
     spearman_from_partials,
     spearman_partial,
     split_by_bounds,
     summarize_chunk,
+    tie_entries,
 )
 
 __all__ = [
@@ -390,17 +393,19 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     bounds = choose_bounds(summaries, n_parts, dtype)
     keep_zero = auto and any(s.has_zero for s in summaries)
 
-    # Pass 2: append every chunk's rows to its partition's file.
-    label_dtype = None
+    # Pass 2: append every chunk's rows to its partition's file; summarise the heads of the pieces.
     files = None
+    pieces = [[] for _ in range(bounds.shape[0] + 1)]
     try:
         for x, labels, w in src.chunks(score_name=score_name, validate=False):
             if files is None:
-                label_dtype = labels.dtype
-                files = _PartitionFiles(bounds.shape[0] + 1, (dtype, label_dtype, None if w is None else w.dtype),
+                files = _PartitionFiles(bounds.shape[0] + 1, (dtype, labels.dtype, None if w is None else w.dtype),
                                         tmpdir)
             for j, piece in enumerate(split_by_bounds(x, labels, w, bounds, drop_zero=not keep_zero)):
                 files.append(j, piece)
+                if piece[0].shape[0]:
+                    pieces[j].append(head_summary(piece[0], piece[2] if keep_zero else None, eps))
+        heads = [merge_heads(p, eps) for p in pieces]
 
         # Direction: Spearman's rho over all rows, from the partitions (ranges of scores).
         if auto:
@@ -415,36 +420,30 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
             est.increasing_ = bool(est.increasing)
         sign = 1.0 if est.increasing_ else -1.0
 
-        # Pass 3: fit the partitions in score order, carrying tie groups over boundaries.
+        # Pass 3: fit the units in score order (see _partition.tie_entries); a
+        # partition's rows below its entry join the unit before.
         blocks = []
-        pending = None  # rows of the current unit, which begins at a tie-group start
-        pending_max = -np.inf
-        for j in range(files.n_parts):
+        pending = None
+        part = None
+
+        def exits_of(j):
+            return chain_exits(np.sort(part[0]), eps, heads[j][3])
+
+        for j, entry in tie_entries(heads, eps, exits_of):
             part = files.read(j)
-            if part is None:
-                continue
             if keep_zero and part[2] is not None:
                 part = _select(part, part[2] > 0)
-                if not part[0].shape[0]:
-                    continue
-            lo = float(part[0].min())
-            if pending is None:
-                pending, pending_max = part, float(part[0].max())
+            if entry is None:
+                pending = _concat(pending, part)
                 continue
-            if lo - pending_max >= eps:
+            rest = part
+            if pending is not None:
+                if entry > heads[j][1]:
+                    below = part[0] < part[0].dtype.type(entry)
+                    pending = _concat(pending, _select(part, below))
+                    rest = _select(part, ~below)
                 blocks.append(_fit_blocks(pending, sign))
-                pending, pending_max = part, float(part[0].max())
-                continue
-            # The boundary falls inside a chain of close scores: the rows of this
-            # partition closer than eps to the pending unit's last group start join it.
-            last = chain_exits(np.sort(pending[0]), eps, [pending[0].min()])[0]
-            head = (part[0].astype(np.float64) - last) < eps
-            pending = _concat(pending, _select(part, head))
-            rest = _select(part, ~head)
-            pending_max = max(pending_max, float(part[0].max()))
-            if rest[0].shape[0]:
-                blocks.append(_fit_blocks(pending, sign))
-                pending, pending_max = rest, float(rest[0].max())
+            pending = rest
         blocks.append(_fit_blocks(pending, sign))
     finally:
         if files is not None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastcal import IsotonicRegression, PlattScaling
+from fastcal import _partition
 from fastcal import outofcore as oc
 
 from .strategies import scores_and_labels
@@ -89,6 +90,26 @@ def test_chain_exits_match_naive(seed, dtype, n):
     got = oc.chain_exits(x, eps, starts)
     want = [naive_chain_exit(x, eps, s) for s in starts]
     assert_array_equal(got, want)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from([np.float32, np.float64]), st.integers(0, 300),
+       st.integers(1, 6), st.booleans())
+@settings(max_examples=80, deadline=None)
+def test_heads_merge_from_pieces(seed, dtype, n, n_pieces, weighted):
+    # The head of a partition summarised piece by piece (out of core) equals the head of the whole (Dask).
+    rng = np.random.default_rng(seed)
+    eps = _partition.resolution(dtype)
+    x = (1.0 + rng.integers(0, max(2, n // 3), n) * eps * rng.choice([0.3, 0.7, 1.5])).astype(dtype)
+    w = rng.choice([0.0, 0.5, 2.0], n) if weighted else None
+    cuts = np.sort(rng.integers(0, n + 1, n_pieces - 1))
+    pieces = [_partition.head_summary(xp, None if w is None else wp, eps)
+              for xp, wp in zip(np.split(x, cuts), np.split(w if weighted else x, cuts))]
+    got = _partition.merge_heads(pieces, eps)
+    want = _partition.head_summary(x, w, eps)
+    assert got[0] == want[0]
+    if want[0]:
+        assert got[1:3] == want[1:3]
+        assert_array_equal(got[3], want[3])
 
 
 @given(st.integers(0, 2**32 - 1), st.sampled_from([np.float32, np.float64]), st.sampled_from([0, 1, 2, 9, 33, 60]),
