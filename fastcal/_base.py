@@ -12,6 +12,7 @@ import inspect
 
 from . import _persist
 from ._errors import ConvergenceWarning, NotFittedError
+from ._params import check_all
 
 __all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
 
@@ -86,7 +87,17 @@ class BaseCalibrator:
         _persist.save(self, path)
 
     def _check_loaded_state(self):
-        """Check the fitted attributes set from a model file; raise ``ValueError`` if inconsistent."""
+        """Check the parameters and fitted attributes set from a model file; raise ``ValueError`` if inconsistent."""
+        self._validate_params()
+
+    # -- parameters ------------------------------------------------------------
+
+    #: What each constructor parameter accepts (see :mod:`fastcal._params`).
+    _parameter_constraints: dict = {}
+
+    def _validate_params(self):
+        """The constructor parameters, checked against ``_parameter_constraints`` and normalised (a dict)."""
+        return check_all(self._parameter_constraints, self.get_params())
 
     def __sklearn_tags__(self):
         # Called only by scikit-learn itself (pipelines, clone, checks), so

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "NotFittedError", "warn_not_converged"]
+__all__ = ["ConvergenceWarning", "InvalidParameterError", "NotFittedError", "warn_not_converged"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -10,6 +10,14 @@ class NotFittedError(ValueError, AttributeError):
 
     Like scikit-learn's exception of the same name, it is both a ``ValueError``
     and an ``AttributeError``.
+    """
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """A parameter has a value or type its function does not accept (see :mod:`fastcal._params`).
+
+    Both a ``ValueError`` and a ``TypeError``, as scikit-learn's exception of
+    the same name, so that code catching either works.
     """
 
 

@@ -43,6 +43,8 @@ import threading
 
 import numba
 
+from ._params import Integer, check
+
 __all__ = [
     "PARALLEL_MIN_SIZE",
     "get_num_threads",
@@ -74,10 +76,7 @@ def set_num_threads(n):
     The setting belongs to the calling thread alone, as ``numba.set_num_threads``'s
     does; nothing process-wide changes. Results do not depend on it.
     """
-    if n is not None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be a positive integer or None, got {n!r}")
-    _local.num_threads = n
+    _local.num_threads = check("n", n, [Integer(1), None])
 
 
 def split(n, parts):

@@ -13,6 +13,8 @@ import numbers
 
 import numpy as np
 
+from ._params import Options, check
+
 from ._jit import kernel
 from ._parallel import parallel_for
 
@@ -107,17 +109,8 @@ def check_consistent_length(**arrays):
 
 
 def check_in(value, name, allowed):
-    """Raise ``ValueError`` unless ``value`` is one of ``allowed``."""
-    if isinstance(value, (bool, np.bool_)) and not any(isinstance(a, bool) for a in allowed):
-        ok = False
-    else:
-        try:
-            ok = any(value is a or (type(value) is type(a) and value == a) for a in allowed)
-        except Exception:  # noqa: BLE001 - uncomparable values are simply not allowed
-            ok = False
-    if not ok:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}.")
-    return value
+    """``value`` if it is one of ``allowed`` (see :class:`fastcal._params.Options`), else the parameter error."""
+    return check(name, value, [Options(*allowed)])
 
 
 def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True):

@@ -21,6 +21,7 @@ from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._params import Boolean, Options, check_all
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
@@ -164,10 +165,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self.prior_correction = prior_correction
 
     def _check_params(self, n_classes):
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {self.method!r}.")
-        if not (self.ensemble == "auto" or isinstance(self.ensemble, (bool, np.bool_))):
-            raise ValueError(f"ensemble must be True, False or 'auto'; got {self.ensemble!r}.")
+        check_all({"method": [Options(*METHODS)], "ensemble": [Boolean(), Options("auto")]}, self.get_params())
         pc = self.prior_correction
         if pc is None:
             return

@@ -10,13 +10,14 @@ scores, which fastcal does without an argsort when the labels are binary.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
 
 from . import _isotonic_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
+from ._errors import InvalidParameterError
+from ._params import Boolean, Options, Real, check
 from ._persist import register
 from ._parallel import parallel_for, run
 from ._validation import (
@@ -24,7 +25,6 @@ from ._validation import (
     as_label_array,
     check_consistent_length,
     check_finite,
-    check_in,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -87,7 +87,7 @@ def isotonic_regression(y, *, weights=None, increasing=True):
     yarr = np.atleast_1d(np.asarray(y))
     if yarr.ndim != 1:
         raise ValueError("Input arrays y and w must have one dimension of equal length.")
-    increasing = _check_bool(increasing, "increasing")
+    increasing = check("increasing", increasing, [Boolean()])
     order = slice(None) if increasing else slice(None, None, -1)
     x = as_float_array(yarr, "y", dtype=np.float64)[order].copy()
     if x.shape[0] == 0:
@@ -115,12 +115,6 @@ def isotonic_regression(y, *, weights=None, increasing=True):
     from scipy.optimize import OptimizeResult  # imported here: scipy.optimize takes 0.3 s to import
 
     return OptimizeResult(x=x, weights=w, blocks=r)
-
-
-def _check_bool(value, name):
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    raise ValueError(f"{name} must be True or False; got {value!r}.")
 
 
 @register
@@ -203,19 +197,19 @@ class IsotonicRegression(BaseCalibrator):
 
     # -- fitting -----------------------------------------------------------
 
-    def _check_params(self):
-        check_in(self.out_of_bounds, "out_of_bounds", ("nan", "clip", "raise"))
-        check_in(self.increasing, "increasing", (True, False, "auto"))
-        for name in ("y_min", "y_max"):
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise TypeError(f"{name} must be a real number or None; got {value!r}.")
-            if math.isnan(value):
-                raise ValueError(f"{name} must not be NaN.")
+    _parameter_constraints = {
+        "y_min": [Real(finite=False), None],
+        "y_max": [Real(finite=False), None],
+        "increasing": [Boolean(), Options("auto")],
+        "out_of_bounds": [Options("nan", "clip", "raise")],
+    }
+
+    def _validate_params(self):
+        params = super()._validate_params()
         if self.y_min is not None and self.y_max is not None and self.y_min > self.y_max:
-            raise ValueError(f"y_min must not exceed y_max; got y_min={self.y_min!r} > y_max={self.y_max!r}.")
+            raise InvalidParameterError(
+                f"y_min must not exceed y_max; got y_min={self.y_min!r} > y_max={self.y_max!r}.")
+        return params
 
     def fit(self, X, y, sample_weight=None):
         """Fit the isotonic model.
@@ -233,7 +227,7 @@ class IsotonicRegression(BaseCalibrator):
         -------
         self : IsotonicRegression
         """
-        self._check_params()
+        self._validate_params()
         X = as_float_array(column_or_1d(X, "X"), "X")
         check_finite(X, "X")
         y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
@@ -276,7 +270,7 @@ class IsotonicRegression(BaseCalibrator):
         return self
 
     def _check_loaded_state(self):
-        self._check_params()
+        super()._check_loaded_state()
         xs, ys = self.X_thresholds_, self.y_thresholds_
         if xs.ndim != 1 or ys.ndim != 1 or xs.shape[0] != ys.shape[0] or xs.shape[0] == 0:
             raise ValueError("invalid fastcal model: X_thresholds_ and y_thresholds_ must be 1-D, non-empty, "
@@ -310,7 +304,7 @@ class IsotonicRegression(BaseCalibrator):
         y_pred : ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "X_thresholds_")
-        check_in(self.out_of_bounds, "out_of_bounds", ("nan", "clip", "raise"))
+        check("out_of_bounds", self.out_of_bounds, self._parameter_constraints["out_of_bounds"])
         xs, ys = self.X_thresholds_, self.y_thresholds_
         T = as_float_array(column_or_1d(T, "T", min_size=0), "T", dtype=xs.dtype)
         check_finite(T, "T")
@@ -407,7 +401,7 @@ def new_estimator(params):
     """``IsotonicRegression(**params)`` with its parameters checked, for fits that build it from PAV blocks
     (:mod:`fastcal.outofcore`, :mod:`fastcal.dask`) instead of calling ``fit``."""
     est = IsotonicRegression(**params)
-    est._check_params()
+    est._validate_params()
     return est
 
 

@@ -20,7 +20,6 @@ here, file chunks in :mod:`fastcal.outofcore`, partitions in :mod:`fastcal.dask`
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -30,6 +29,7 @@ from . import _newton
 from . import _platt_kernels as _k
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
 from ._errors import warn_not_converged
+from ._params import Integer, Real, check
 from ._persist import register
 from ._validation import (
     as_float_array,
@@ -232,28 +232,19 @@ def center_and_scale(lo, hi):
 # ---------------------------------------------------------------------------
 
 
+#: What Platt scaling's parameters accept (see :mod:`fastcal._params`).
+PARAMETERS = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True), None]}
+
+
 def check_max_iter(max_iter):
-    """``max_iter`` as an int, or a ``ValueError`` naming it."""
-    if (
-        isinstance(max_iter, (bool, np.bool_))
-        or not isinstance(max_iter, numbers.Integral)
-        or max_iter < 1
-    ):
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
-    return int(max_iter)
+    """``max_iter`` as an int, or the parameter error."""
+    return check("max_iter", max_iter, PARAMETERS["max_iter"])
 
 
 def check_tol(tol):
-    """``tol`` as a float (``None``: :data:`DEFAULT_TOL`), or a ``ValueError`` naming it."""
-    if tol is None:
-        return DEFAULT_TOL
-    if (
-        isinstance(tol, (bool, np.bool_))
-        or not isinstance(tol, numbers.Real)
-        or not (0.0 < float(tol) < math.inf)
-    ):
-        raise ValueError(f"tol must be a positive finite number or None, got {tol!r}.")
-    return float(tol)
+    """``tol`` as a float (``None``: :data:`DEFAULT_TOL`), or the parameter error."""
+    tol = check("tol", tol, PARAMETERS["tol"])
+    return DEFAULT_TOL if tol is None else tol
 
 
 def _check_arrays(values, values_name, y, sample_weight):
@@ -562,20 +553,16 @@ class PlattScaling(BaseCalibrator):
     """
 
     _state_schema = {"a_": "float", "b_": "float", "n_iter_": "int", "converged_": "bool"}
+    _parameter_constraints = PARAMETERS
 
     def __init__(self, max_iter=100, tol=None):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_loaded_state(self):
-        check_max_iter(self.max_iter)
-        check_tol(self.tol)
-
     def fit(self, scores, y, sample_weight=None):
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
+        max_iter, tol = check_max_iter(self.max_iter), check_tol(self.tol)
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-        max_iter = check_max_iter(self.max_iter)
-        tol = check_tol(self.tol)
         fit = _fit_platt(s, yv, w, max_iter, tol)
         warn_if_not_converged(fit, max_iter, tol)
         self.a_ = float(fit.a)

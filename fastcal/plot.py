@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ._params import Integer, Real, check
 from .metrics import check_probabilities, calibration_curve, expected_calibration_error
 
 __all__ = ["probability_histogram", "reliability_diagram"]
@@ -222,12 +223,8 @@ def probability_histogram(
     'before (mean 0.276)'
     """
     sets = _as_named(probs, "probs")
-    if base_rate is not None:
-        base_rate = float(base_rate)
-        if not 0.0 <= base_rate <= 1.0:
-            raise ValueError(f"base_rate must be in [0, 1]; got {base_rate!r}.")
-    if isinstance(bins, (bool, np.bool_)) or not isinstance(bins, (int, np.integer)) or bins < 1:
-        raise ValueError(f"bins must be an integer >= 1; got {bins!r}.")
+    base_rate = check("base_rate", base_rate, [Real(0, 1), None])
+    bins = check("bins", bins, [Integer(1)])
     lo, hi = (float(v) for v in range)
     if not lo < hi:
         raise ValueError(f"range must be (low, high) with low < high; got {range!r}.")

@@ -45,6 +45,7 @@ import numpy as np
 from . import _prior_kernels as _k
 from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
+from ._params import Integer, Real, check
 from ._validation import check_numeric
 
 __all__ = [
@@ -559,14 +560,7 @@ def adjust_priors(proba, train_priors, new_priors, *, out=None):
 
 
 def _check_em_params(max_iter, tol):
-    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, numbers.Integral):
-        raise TypeError(f"max_iter must be an integer, got {type(max_iter).__name__}.")
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}.")
-    t = _real_scalar(tol, "tol")
-    if not (t > 0 and math.isfinite(t)):
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}.")
-    return int(max_iter), t
+    return check("max_iter", max_iter, [Integer(1)]), check("tol", tol, [Real(0, open_low=True)])
 
 
 def estimate_priors_em(proba, train_priors, *, max_iter=1000, tol=1e-8):

@@ -17,7 +17,6 @@ converges quickly; each iteration is one fused parallel pass over the
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -25,13 +24,13 @@ from . import _temperature_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
 from ._errors import warn_not_converged
 from ._parallel import parallel_for
+from ._params import Integer, Options, Real, check
 from ._persist import register
 from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
     check_finite,
-    check_in,
     check_sample_weight,
     column_or_1d,
 )
@@ -148,12 +147,11 @@ class TemperatureScaling(BaseCalibrator):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_params(self):
-        check_in(self.input_type, "input_type", ("auto", "logits", "probabilities"))
-        if not isinstance(self.max_iter, numbers.Integral) or isinstance(self.max_iter, bool) or self.max_iter < 1:
-            raise ValueError(f"max_iter must be an integer >= 1; got {self.max_iter!r}.")
-        if not isinstance(self.tol, numbers.Real) or not (self.tol > 0 and math.isfinite(self.tol)):
-            raise ValueError(f"tol must be a positive number; got {self.tol!r}.")
+    _parameter_constraints = {
+        "input_type": [Options("auto", "logits", "probabilities")],
+        "max_iter": [Integer(1)],
+        "tol": [Real(0, open_low=True)],
+    }
 
     def fit(self, X, y, sample_weight=None):
         """Fit the inverse temperature.
@@ -167,7 +165,7 @@ class TemperatureScaling(BaseCalibrator):
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights.
         """
-        self._check_params()
+        self._validate_params()
         z = _as_logits(X, self.input_type)
         n, k = z.shape
         labels = column_or_1d(y, "y", allow_column=False, min_size=0)
@@ -198,7 +196,7 @@ class TemperatureScaling(BaseCalibrator):
     def predict_proba(self, X):
         """Calibrated probabilities ``softmax(beta_ * logits)``, shape (n_samples, n_classes)."""
         check_is_fitted(self, "beta_")
-        check_in(self.input_type, "input_type", ("auto", "logits", "probabilities"))
+        check("input_type", self.input_type, self._parameter_constraints["input_type"])
         z = _as_logits(X, self.input_type)
         if z.shape[1] != self.n_classes_:
             raise ValueError(f"X has {z.shape[1]} classes (columns); the model was fitted on {self.n_classes_}.")
@@ -211,7 +209,7 @@ class TemperatureScaling(BaseCalibrator):
         return self.predict_proba(X)
 
     def _check_loaded_state(self):
-        self._check_params()
+        super()._check_loaded_state()
         lo, hi = (math.exp(b) for b in _LOG_BETA_BOUNDS)
         if not (lo * (1 - 1e-12) <= self.beta_ <= hi * (1 + 1e-12)):
             raise ValueError("invalid fastcal model: beta_ is outside [e^-10, e^10]")

@@ -95,5 +95,5 @@ def test_num_threads_setting_is_per_thread_and_checked():
         fastcal.set_num_threads(None)
     assert fastcal.get_num_threads() == default
     for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="^n must be a positive integer or None"):
+        with pytest.raises(ValueError, match="^n must be an integer >= 1 or None; got"):
             fastcal.set_num_threads(bad)

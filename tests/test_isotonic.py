@@ -435,11 +435,11 @@ def test_inputs_not_modified():
         ({}, [1.0, 2.0], [0, 1], [1.0], ValueError, "sample_weight has 1 elements"),
         ({}, [1.0, 2.0], [0, 1], [1.0, np.nan], ValueError, "sample_weight must be finite"),
         ({}, ["a", "b"], [0, 1], None, TypeError, "X must be a numeric"),
-        (dict(out_of_bounds="wrap"), [1.0, 2.0], [0, 1], None, ValueError, "out_of_bounds must be one of"),
-        (dict(increasing="up"), [1.0, 2.0], [0, 1], None, ValueError, "increasing must be one of"),
-        (dict(increasing=1), [1.0, 2.0], [0, 1], None, ValueError, "increasing must be one of"),
+        (dict(out_of_bounds="wrap"), [1.0, 2.0], [0, 1], None, ValueError, "out_of_bounds must be 'nan', 'clip' or 'raise'"),
+        (dict(increasing="up"), [1.0, 2.0], [0, 1], None, ValueError, "increasing must be True, False or 'auto'"),
+        (dict(increasing=1), [1.0, 2.0], [0, 1], None, ValueError, "increasing must be True, False or 'auto'"),
         (dict(y_min=1.0, y_max=0.0), [1.0, 2.0], [0, 1], None, ValueError, "y_min must not exceed y_max"),
-        (dict(y_min=np.nan), [1.0, 2.0], [0, 1], None, ValueError, "y_min must not be NaN"),
+        (dict(y_min=np.nan), [1.0, 2.0], [0, 1], None, ValueError, r"y_min must be a real number \(not NaN\) or None"),
         (dict(y_max="1"), [1.0, 2.0], [0, 1], None, TypeError, "y_max must be a real number"),
     ],
 )
@@ -458,7 +458,7 @@ def test_predict_errors():
     with pytest.raises(ValueError, match="T must be a 1-D array"):
         iso.predict(np.ones((2, 2)))
     iso.out_of_bounds = "bogus"
-    with pytest.raises(ValueError, match="out_of_bounds must be one of"):
+    with pytest.raises(ValueError, match="out_of_bounds must be 'nan', 'clip' or 'raise'"):
         iso.predict([1.0])
     assert_array_equal(IsotonicRegression().fit([1.0, 2.0], [0, 1]).predict([]), np.empty(0))
 

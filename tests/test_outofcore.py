@@ -273,7 +273,7 @@ def test_isotonic_errors():
         oc.fit_isotonic(x, np.where(x > 0.9, np.inf, y))
     with pytest.raises(ValueError, match='increasing="auto" .* 0/1 labels only'):
         oc.fit_isotonic(x, y * 3, increasing="auto")
-    with pytest.raises(ValueError, match="out_of_bounds must be one of"):
+    with pytest.raises(ValueError, match="out_of_bounds must be 'nan', 'clip' or 'raise'"):
         oc.fit_isotonic(x, y, out_of_bounds="wrap")
     with pytest.raises(ValueError, match="memory_budget must be"):
         oc.fit_isotonic(x, y, memory_budget=1000)

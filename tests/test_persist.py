@@ -77,7 +77,7 @@ def _delete(path):
         (_delete(["state"]), "missing fields"),
         (_set(["extra"], 1), "unexpected fields"),
         (_delete(["state", "X_min_"]), "must have exactly the fields"),
-        (_set(["params", "out_of_bounds"], "explode"), "out_of_bounds must be one of"),
+        (_set(["params", "out_of_bounds"], "explode"), "out_of_bounds must be 'nan', 'clip' or 'raise'"),
         (_set(["params", "evil"], 1), "params must be exactly"),
         (_set(["state", "X_min_"], "0"), "must be a finite number"),
         (_set(["state", "increasing_"], 1), "must be true or false"),

@@ -795,13 +795,13 @@ def test_em_vanishing_class():
 def test_em_bad_input():
     post = _dirichlet_rows(100, 3)
     tr = [0.2, 0.3, 0.5]
-    with pytest.raises(ValueError, match="^max_iter must be >= 1"):
+    with pytest.raises(ValueError, match="^max_iter must be an integer >= 1; got"):
         estimate_priors_em(post, tr, max_iter=0)
     with pytest.raises(TypeError, match="^max_iter must be an integer"):
         estimate_priors_em(post, tr, max_iter=10.5)
-    with pytest.raises(ValueError, match="^tol must be a positive"):
+    with pytest.raises(ValueError, match="^tol must be a real number > 0 and finite; got"):
         estimate_priors_em(post, tr, tol=0)
-    with pytest.raises(ValueError, match="^tol must be a positive"):
+    with pytest.raises(ValueError, match="^tol must be a real number > 0 and finite; got"):
         estimate_priors_em(post, tr, tol=np.nan)
     with pytest.raises(ValueError, match="^proba must have at least one row"):
         estimate_priors_em(np.empty((0, 3)), tr)

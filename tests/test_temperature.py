@@ -140,7 +140,7 @@ def test_round_trip(tmp_path):
         ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 1, 1], "Inconsistent numbers"),
         ({}, np.zeros((2, 2, 2)), [0, 1], "1-D or 2-D"),
         ({}, [[0.0, 1.0], [1.0, 0.0]], [0, 1], None),
-        (dict(input_type="softmax"), [[0.0, 1.0]], [0], "input_type must be one of"),
+        (dict(input_type="softmax"), [[0.0, 1.0]], [0], "input_type must be 'auto', 'logits' or 'probabilities'"),
         (dict(max_iter=0), [[0.0, 1.0]], [0], "max_iter"),
     ],
 )
