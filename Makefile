@@ -20,9 +20,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## test: the whole suite (unit, property, peer-comparison and benchmark smoke tests) with every
-## core; again on one thread (results must not depend on it); a subset with the JIT disabled
+## test: the import contracts in pyproject.toml (the layers); the whole suite (unit, property,
+## peer-comparison and benchmark smoke tests) with every core; again on one thread (results must
+## not depend on it); a subset with the JIT disabled
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
@@ -41,5 +43,5 @@ asv: $(STAMP)
 	$(BIN)/asv run --python=same --quick --show-stderr
 
 clean:
-	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output
+	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output .import_linter_cache .grimp_cache
 	find . -name __pycache__ -prune -exec rm -rf {} +

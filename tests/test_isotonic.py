@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
-import fastcal
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal import _isotonic_kernels as kernels
 from fastcal import isotonic as isotonic_module
@@ -461,15 +460,6 @@ def test_predict_errors():
     with pytest.raises(ValueError, match="out_of_bounds must be 'nan', 'clip' or 'raise'"):
         iso.predict([1.0])
     assert_array_equal(IsotonicRegression().fit([1.0, 2.0], [0, 1]).predict([]), np.empty(0))
-
-
-def test_sklearn_is_not_imported_by_fastcal():
-    import subprocess
-    import sys
-
-    code = "import sys, fastcal; assert 'sklearn' not in sys.modules and 'matplotlib' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True)
-    assert fastcal.IsotonicRegression is IsotonicRegression
 
 
 @pytest.mark.parametrize("increasing", [True, False])

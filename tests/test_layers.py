@@ -1,0 +1,311 @@
+"""The architecture as tests, next to the import-linter contracts in pyproject.toml (``lint-imports``).
+
+These read fastcal's sources (``ast``) or import them in a fresh interpreter,
+so they run under plain pytest too:
+
+- no fastcal module uses another module's private names (``from .isotonic
+  import _pav`` or ``isotonic._pav``); private *modules* (``_partition``) are
+  how the layers are named and may be imported. ``tests/`` is not checked:
+  a test may reach into the module it tests.
+- kernels (``_<subject>_kernels.py``) import only ``_jit``, numba, numpy and
+  math, the rule ``lint-imports`` checks for fastcal's own modules, here for
+  third-party ones too; and the kernel contract lists every kernel module.
+- importing fastcal or any of its modules, except the integrations that exist
+  to use an optional dependency, leaves every optional dependency unimported.
+
+Each checker, and each import-linter contract, is also fed a synthetic
+violation, to show that it can fail.
+"""
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = ROOT / "fastcal"
+
+OPTIONAL = ("sklearn", "dask", "distributed", "matplotlib", "pyarrow", "pandas")
+
+#: Modules that import an optional dependency when they are imported: they exist to use it.
+IMPORTS_OPTIONAL = {
+    "fastcal.calibration": "scikit-learn's estimator API",
+    "fastcal.dask": "dask.array and dask.delayed",
+}
+
+#: Modules that do something when imported, other than defining names.
+SCRIPTS = {"fastcal.__main__": "runs the command line"}
+
+#: Kernel imports of fastcal modules other than _jit, each with its reason (also in pyproject.toml).
+KERNEL_EXCEPTIONS = {
+    ("fastcal._platt_kernels", "fastcal._parallel"):
+        "run_newton_pass, run_prep, run_logit and run_predict are plain-Python drivers that run the "
+        "kernels on fastcal's threads; they belong in platt.py",
+}
+
+KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
+
+
+def _modules():
+    """``{dotted name: (path, is_package)}`` for every module under fastcal/, from the file tree."""
+    found = {}
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+MODULES = _modules()
+KERNELS = sorted(m for m in MODULES if m.count(".") == 1
+                 and m.rsplit(".", 1)[1].startswith("_") and m.endswith("_kernels"))
+
+
+def _is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _resolve(module, is_package, node):
+    """The absolute name of the module an ``ImportFrom`` node imports from."""
+    if not node.level:
+        return node.module
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    parts = parts[:len(parts) - node.level + 1]
+    return ".".join(parts + ([node.module] if node.module else []))
+
+
+def private_name_uses(source, module, is_package=False, modules=MODULES):
+    """Where ``source``, the text of fastcal module ``module``, uses another fastcal module's private names.
+
+    Two forms are found: ``from fastcal.x import _name`` (absolute or relative),
+    and ``m._name`` where ``m`` is bound, anywhere in the file, to a fastcal
+    module (``import fastcal.x as m``, ``from . import x as m``, or a chain
+    ``fastcal.x._name``). Importing a module is not using a private name, even
+    if the module's own name starts with ``_``. Dunder names are public.
+    Attributes of other objects (``estimator._state``) are not looked at.
+    """
+    tree = ast.parse(source)
+    found = []
+    bound = {}  # local name -> the fastcal module it names
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "fastcal":
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound["fastcal"] = "fastcal"
+        elif isinstance(node, ast.ImportFrom):
+            origin = _resolve(module, is_package, node)
+            if origin.split(".")[0] != "fastcal":
+                continue
+            for alias in node.names:
+                if f"{origin}.{alias.name}" in modules:
+                    bound[alias.asname or alias.name] = f"{origin}.{alias.name}"
+                elif _is_private(alias.name) and origin != module:
+                    found.append(f"{module}:{node.lineno}: from {origin} import {alias.name}")
+
+    def module_of(expr):
+        if isinstance(expr, ast.Name):
+            return bound.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            owner = module_of(expr.value)
+            if owner and f"{owner}.{expr.attr}" in modules:
+                return f"{owner}.{expr.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            owner = module_of(node.value)
+            if owner and owner != module and f"{owner}.{node.attr}" not in modules:
+                found.append(f"{module}:{node.lineno}: {owner}.{node.attr}")
+    return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
+
+
+def kernel_imports(source, module):
+    """Every ``(line, imported module)`` of kernel module ``module``, at any depth, by absolute name."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            origin = _resolve(module, False, node)
+            if origin == "fastcal":  # from . import _jit
+                found += [(node.lineno, f"fastcal.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, origin))
+    return found
+
+
+def kernel_violations(source, module):
+    """Imports of kernel module ``module`` other than _jit, numba, numpy and math (and the known exceptions)."""
+    bad = []
+    for line, name in kernel_imports(source, module):
+        if name.split(".")[0] == "fastcal":
+            if name != "fastcal._jit" and (module, name) not in KERNEL_EXCEPTIONS:
+                bad.append(f"{module}:{line}: imports {name}")
+        elif name.split(".")[0] not in KERNEL_EXTERNALS:
+            bad.append(f"{module}:{line}: imports {name}")
+    return bad
+
+
+_PROBE = """
+import importlib, json, sys
+report = []
+for name in {modules!r}:
+    importlib.import_module(name)
+    report.append([name, sorted(m for m in {optional!r} if m in sys.modules)])
+print(json.dumps(report))
+"""
+
+
+def optional_dependencies_after_import(modules):
+    """Import ``modules`` in turn in a fresh interpreter; ``[module, [optional dependencies loaded by then]]`` each."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(modules=list(modules), optional=OPTIONAL)],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------
+# The package as it is
+# ---------------------------------------------------------------------------
+
+
+def test_the_module_list_is_the_package():
+    assert "fastcal" in MODULES and "fastcal._jit" in MODULES and "fastcal.isotonic" in MODULES
+    assert "fastcal._isotonic_kernels" in KERNELS and "fastcal._jit" not in KERNELS
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = []
+    for name, (path, is_package) in MODULES.items():
+        found += private_name_uses(path.read_text(encoding="utf-8"), name, is_package)
+    assert not found, "private names used across modules:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("module", KERNELS)
+def test_kernels_import_only_jit_numba_numpy_math(module):
+    path, _ = MODULES[module]
+    assert kernel_violations(path.read_text(encoding="utf-8"), module) == []
+
+
+def test_every_kernel_exception_is_still_needed():
+    for module, imported in KERNEL_EXCEPTIONS:
+        path, _ = MODULES[module]
+        assert imported in {name for _, name in kernel_imports(path.read_text(encoding="utf-8"), module)}, \
+            f"{module} no longer imports {imported}: drop the exception here and in pyproject.toml"
+
+
+def test_kernel_contract_lists_every_kernel_module():
+    # import-linter has no wildcard for "_*_kernels": the contract names them, and this keeps the list whole.
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c["name"].startswith("Kernels")]
+    assert sorted(contract["source_modules"]) == KERNELS
+
+
+@pytest.mark.nojit  # also with NUMBA_DISABLE_JIT=1 (make test)
+def test_importing_the_core_leaves_optional_dependencies_out():
+    modules = ["fastcal"] + [m for m in MODULES if m not in IMPORTS_OPTIONAL and m not in SCRIPTS]
+    report = optional_dependencies_after_import(modules)
+    assert [m for m, _ in report] == modules
+    loaded = [(m, deps) for m, deps in report if deps]
+    # The first module after which one is loaded is the one that imported it.
+    assert not loaded, f"importing {loaded[0][0]} imports {', '.join(loaded[0][1])}"
+
+
+# ---------------------------------------------------------------------------
+# The checkers can fail
+# ---------------------------------------------------------------------------
+
+
+def test_private_name_checker_flags_synthetic_violations():
+    source = """
+from .isotonic import _pav, pav_fit
+from fastcal.metrics import _bin_counts as bins
+from . import platt as pl, _partition
+import fastcal.outofcore
+import fastcal.prior as pr
+
+def f(est):
+    pl._solve(1)
+    fastcal.outofcore._budget()
+    fastcal._partition._split()
+    pr.__doc__, pr.adjust_priors, _partition.bounds, est._check_loaded_state()
+    return fastcal.__version__, fastcal._LAZY
+"""
+    assert private_name_uses(source, "fastcal.dask") == [
+        "fastcal.dask:2: from fastcal.isotonic import _pav",
+        "fastcal.dask:3: from fastcal.metrics import _bin_counts",
+        "fastcal.dask:9: fastcal.platt._solve",
+        "fastcal.dask:10: fastcal.outofcore._budget",
+        "fastcal.dask:11: fastcal._partition._split",
+        "fastcal.dask:13: fastcal._LAZY",
+    ]
+    # A package's own relative imports resolve inside it; a module's own private names are its own.
+    assert private_name_uses("from .cli import _run", "fastcal", is_package=True) == \
+        ["fastcal:1: from fastcal.cli import _run"]
+    assert private_name_uses("from .dask import _x\nfrom . import dask\ndask._y", "fastcal.dask") == []
+
+
+def test_kernel_checker_flags_synthetic_violations():
+    source = """
+import math
+import numpy as np
+from numba.extending import overload
+from ._jit import kernel
+from . import _jit
+
+def f():
+    import scipy.special
+    from ._parallel import parallel_for
+    from .isotonic import pav_fit
+    from . import _validation
+"""
+    assert kernel_violations(source, "fastcal._prior_kernels") == [
+        "fastcal._prior_kernels:9: imports scipy.special",
+        "fastcal._prior_kernels:10: imports fastcal._parallel",
+        "fastcal._prior_kernels:11: imports fastcal.isotonic",
+        "fastcal._prior_kernels:12: imports fastcal._validation",
+    ]
+    assert kernel_violations("from ._parallel import parallel_for", "fastcal._platt_kernels") == []
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")
+def test_import_probe_sees_an_optional_dependency():
+    report = optional_dependencies_after_import(["fastcal", "fastcal.calibration"])
+    assert report[0] == ["fastcal", []]
+    assert "sklearn" in report[1][1]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("importlinter") is None, reason="needs import-linter")
+def test_contracts_catch_synthetic_violations(tmp_path):
+    shutil.copytree(PACKAGE_DIR, tmp_path / "fastcal", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    for name, text in [
+        ("_prior_kernels.py", "from . import _validation"),            # a kernel importing the engine
+        ("isotonic.py", "def _up():\n    from . import cli"),          # a calibrator importing a front-end
+        ("prior.py", "def _show():\n    import matplotlib"),           # an optional dependency in the core
+    ]:
+        with open(tmp_path / "fastcal" / name, "a", encoding="utf-8") as f:
+            f.write(f"\n\n{text}\n")
+    (tmp_path / "fastcal" / "_unplaced.py").write_text("")              # a module with no layer
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"COLUMNS": "250", "NO_COLOR": "1"}
+    out = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()",
+                          "--no-cache", "--config", str(ROOT / "pyproject.toml")],
+                         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert out.returncode != 0
+    for expected in ["Contracts: 0 kept, 3 broken.",
+                     "fastcal.isotonic is not allowed to import fastcal.cli",
+                     "fastcal._prior_kernels is not allowed to import fastcal._validation",
+                     "- fastcal._unplaced",
+                     "fastcal.prior -> matplotlib"]:
+        assert expected in out.stdout, out.stdout[-3000:]
