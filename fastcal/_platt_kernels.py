@@ -48,7 +48,6 @@ from numba.core import types
 from numba.extending import intrinsic, overload
 
 from ._jit import kernel
-from ._parallel import parallel_for
 
 #: Rows per block of the chunked reductions. Large enough that a block's
 #: bookkeeping is noise, small enough that ranges of blocks balance across threads.
@@ -502,47 +501,3 @@ def _predict_chunk(s, a, b, out, lo, hi):
 def predict(s, a, b, out, lo, hi):
     """Fill ``out[lo:hi]`` with Platt probabilities of ``s[lo:hi]``; returns the number of non-finite scores."""
     return _predict_chunk(s, a, b, out, lo, hi)
-
-
-# ---------------------------------------------------------------------------
-# Drivers (plain Python): each pass run on ranges of blocks by
-# fastcal._parallel, merged in block order. The layers above call these.
-# ---------------------------------------------------------------------------
-
-
-def run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf=None):
-    """The :data:`N_STATS` sums of :func:`newton_pass` over all rows at (a, b).
-
-    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``buf`` an optional scratch
-    array of shape ``(n_chunks(len(s)), N_STATS)``, reused across iterations.
-    """
-    n = s.shape[0]
-    if buf is None:
-        buf = np.empty((n_chunks(n), N_STATS))
-    tpos, tnpos, tneg, tnneg = targets
-    parallel_for(newton_pass, buf.shape[0], s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
-                 True if want_loss else None, buf, rows=n)
-    return merge_sums(buf)
-
-
-def run_prep(s, y, w):
-    """The merged ``(iout, fout)`` of :func:`prep` over all rows."""
-    nc = n_chunks(s.shape[0])
-    ibuf = np.empty((nc, N_PREP_INT), dtype=np.int64)
-    fbuf = np.empty((nc, N_PREP_FLOAT))
-    parallel_for(prep, nc, s, y, w, ibuf, fbuf, rows=s.shape[0])
-    return merge_blocks(ibuf, fbuf)
-
-
-def run_logit(y, p, w, eps, x):
-    """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`logit`."""
-    nc = n_chunks(p.shape[0])
-    ibuf = np.empty((nc, N_LOGIT_INT), dtype=np.int64)
-    fbuf = np.empty((nc, N_LOGIT_FLOAT))
-    parallel_for(logit, nc, y, p, w, eps, x, ibuf, fbuf, rows=p.shape[0])
-    return merge_blocks(ibuf, fbuf)
-
-
-def run_predict(s, a, b, out):
-    """Fill ``out`` with the Platt probabilities of ``s``; the number of non-finite scores."""
-    return sum(parallel_for(predict, s.shape[0], s, a, b, out))

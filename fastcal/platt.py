@@ -29,6 +29,7 @@ from . import _newton
 from . import _platt_kernels as _k
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
 from ._errors import warn_not_converged
+from ._parallel import parallel_for
 from ._params import Integer, Real, check
 from ._persist import register
 from ._validation import (
@@ -117,6 +118,50 @@ class SlopeInterceptResult:
 
 
 # ---------------------------------------------------------------------------
+# The kernels' passes over arrays in memory: ranges of blocks on fastcal's
+# threads (fastcal._parallel), merged in block order.
+# ---------------------------------------------------------------------------
+
+
+def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf=None):
+    """The :data:`fastcal._platt_kernels.N_STATS` sums of :func:`fastcal._platt_kernels.newton_pass` over all rows at (a, b).
+
+    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``buf`` an optional scratch
+    array of shape ``(n_chunks(len(s)), N_STATS)``, reused across iterations.
+    """
+    n = s.shape[0]
+    if buf is None:
+        buf = np.empty((_k.n_chunks(n), _k.N_STATS))
+    tpos, tnpos, tneg, tnneg = targets
+    parallel_for(_k.newton_pass, buf.shape[0], s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                 True if want_loss else None, buf, rows=n)
+    return _k.merge_sums(buf)
+
+
+def _run_prep(s, y, w):
+    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows."""
+    nc = _k.n_chunks(s.shape[0])
+    ibuf = np.empty((nc, _k.N_PREP_INT), dtype=np.int64)
+    fbuf = np.empty((nc, _k.N_PREP_FLOAT))
+    parallel_for(_k.prep, nc, s, y, w, ibuf, fbuf, rows=s.shape[0])
+    return _k.merge_blocks(ibuf, fbuf)
+
+
+def _run_logit(y, p, w, eps, x):
+    """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.logit`."""
+    nc = _k.n_chunks(p.shape[0])
+    ibuf = np.empty((nc, _k.N_LOGIT_INT), dtype=np.int64)
+    fbuf = np.empty((nc, _k.N_LOGIT_FLOAT))
+    parallel_for(_k.logit, nc, y, p, w, eps, x, ibuf, fbuf, rows=p.shape[0])
+    return _k.merge_blocks(ibuf, fbuf)
+
+
+def _run_predict(s, a, b, out):
+    """Fill ``out`` with the Platt probabilities of ``s``; the number of non-finite scores."""
+    return sum(parallel_for(_k.predict, s.shape[0], s, a, b, out))
+
+
+# ---------------------------------------------------------------------------
 # Platt's model for the Newton driver (fastcal._newton), from any source of passes.
 # ---------------------------------------------------------------------------
 
@@ -128,7 +173,7 @@ class PlattObjective:
     x = (s - center) * scale, ``scale`` a power of two chosen so that |x| <= 1;
     ``xmax`` bounds |x| over the rows of positive weight. The sums come from
     ``run_pass(center, scale, a', b', targets, want_loss)``: the 6 sums of
-    :func:`fastcal._platt_kernels.run_newton_pass` over all rows, wherever
+    :func:`_run_newton_pass` over all rows, wherever
     they are (arrays, file chunks, Dask partitions). ``subsample`` is a
     callable returning the objective on a subsample, or None.
     """
@@ -192,7 +237,7 @@ def array_pass(s, y, w):
     buf = np.empty((_k.n_chunks(s.shape[0]), _k.N_STATS))
 
     def run_pass(center, scale, a, b, targets, want_loss):
-        return _k.run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf)
+        return _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf)
 
     return run_pass
 
@@ -299,7 +344,7 @@ def prepare(s, y, w):
     labels it counts. One call per array, file chunk or Dask partition;
     :func:`merge_prepared` adds them up.
     """
-    iout, fout = _k.run_prep(s, y, w)
+    iout, fout = _run_prep(s, y, w)
     if iout[0]:
         check_finite(s, "scores")
     if iout[1]:
@@ -509,7 +554,7 @@ def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
 def _predict(scores, a, b):
     s = as_float_array(column_or_1d(scores, "scores", min_size=0), "scores")
     out = np.empty(s.shape[0], dtype=s.dtype)
-    if _k.run_predict(s, float(a), float(b), out):
+    if _run_predict(s, float(a), float(b), out):
         check_finite(s, "scores")
     return out
 
@@ -664,7 +709,7 @@ def calibration_slope_intercept(y, p, *, sample_weight=None):
     eps = float(np.finfo(pv.dtype).eps)
 
     x = np.empty(n)
-    (bad_p, bad_y, npos, *keys), (wpos, wneg) = _k.run_logit(yv, pv, w, eps, x)
+    (bad_p, bad_y, npos, *keys), (wpos, wneg) = _run_logit(yv, pv, w, eps, x)
     if bad_p:
         check_finite(pv, "p")
         raise ValueError("p must contain probabilities in [0, 1].")

@@ -18,7 +18,6 @@ violation, to show that it can fail.
 """
 
 import ast
-import importlib.util
 import json
 import os
 import shutil
@@ -42,13 +41,6 @@ IMPORTS_OPTIONAL = {
 
 #: Modules that do something when imported, other than defining names.
 SCRIPTS = {"fastcal.__main__": "runs the command line"}
-
-#: Kernel imports of fastcal modules other than _jit, each with its reason (also in pyproject.toml).
-KERNEL_EXCEPTIONS = {
-    ("fastcal._platt_kernels", "fastcal._parallel"):
-        "run_newton_pass, run_prep, run_logit and run_predict are plain-Python drivers that run the "
-        "kernels on fastcal's threads; they belong in platt.py",
-}
 
 KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
 
@@ -145,11 +137,11 @@ def kernel_imports(source, module):
 
 
 def kernel_violations(source, module):
-    """Imports of kernel module ``module`` other than _jit, numba, numpy and math (and the known exceptions)."""
+    """Imports of kernel module ``module`` other than _jit, numba, numpy and math."""
     bad = []
     for line, name in kernel_imports(source, module):
         if name.split(".")[0] == "fastcal":
-            if name != "fastcal._jit" and (module, name) not in KERNEL_EXCEPTIONS:
+            if name != "fastcal._jit":
                 bad.append(f"{module}:{line}: imports {name}")
         elif name.split(".")[0] not in KERNEL_EXTERNALS:
             bad.append(f"{module}:{line}: imports {name}")
@@ -196,13 +188,6 @@ def test_no_module_uses_another_modules_private_names():
 def test_kernels_import_only_jit_numba_numpy_math(module):
     path, _ = MODULES[module]
     assert kernel_violations(path.read_text(encoding="utf-8"), module) == []
-
-
-def test_every_kernel_exception_is_still_needed():
-    for module, imported in KERNEL_EXCEPTIONS:
-        path, _ = MODULES[module]
-        assert imported in {name for _, name in kernel_imports(path.read_text(encoding="utf-8"), module)}, \
-            f"{module} no longer imports {imported}: drop the exception here and in pyproject.toml"
 
 
 def test_kernel_contract_lists_every_kernel_module():
@@ -277,17 +262,14 @@ def f():
         "fastcal._prior_kernels:11: imports fastcal.isotonic",
         "fastcal._prior_kernels:12: imports fastcal._validation",
     ]
-    assert kernel_violations("from ._parallel import parallel_for", "fastcal._platt_kernels") == []
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None, reason="needs scikit-learn")
 def test_import_probe_sees_an_optional_dependency():
     report = optional_dependencies_after_import(["fastcal", "fastcal.calibration"])
     assert report[0] == ["fastcal", []]
     assert "sklearn" in report[1][1]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("importlinter") is None, reason="needs import-linter")
 def test_contracts_catch_synthetic_violations(tmp_path):
     shutil.copytree(PACKAGE_DIR, tmp_path / "fastcal", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
     for name, text in [
