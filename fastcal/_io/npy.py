@@ -6,6 +6,8 @@ Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
 from .base import DataError, Reader, Writer, new_target
@@ -18,7 +20,25 @@ def _npy_header(f):
         return np.lib.format.read_array_header_1_0(f)
     if version == (2, 0):
         return np.lib.format.read_array_header_2_0(f)
-    return np.lib.format._read_array_header(f, version)  # (3, 0)
+    if version == (3, 0):
+        return _header_3_0(f)
+    raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+
+
+def _header_3_0(f):
+    """The header of a version 3.0 file: version 2.0's, in UTF-8 rather than latin-1.
+
+    NumPy reads only versions 1.0 and 2.0 publicly; the header (a Python
+    literal) goes to its 2.0 reader with non-ASCII characters escaped, which
+    is the same literal.
+    """
+    size = f.read(4)
+    length = int.from_bytes(size, "little")
+    text = f.read(length)
+    if len(size) != 4 or len(text) != length:
+        raise ValueError("EOF while reading the array header")
+    text = text.decode("utf-8").encode("ascii", "backslashreplace")
+    return np.lib.format.read_array_header_2_0(io.BytesIO(len(text).to_bytes(4, "little") + text))
 
 
 def npy_info(path):
