@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ._errors import NotFittedError
-from ._files import AtomicTarget
+from ._io import AtomicTarget
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
 

@@ -65,6 +65,7 @@ import tempfile
 
 import numpy as np
 
+from ._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
 from ._partition import (
     SAMPLE_PER_CHUNK,
     auto_needs_binary,
@@ -105,92 +106,8 @@ _BYTES_PER_ROW_READ = 64
 
 
 # ---------------------------------------------------------------------------
-# Readers.
+# Sources: the chunk readers are fastcal._io's (iter_npy, iter_parquet).
 # ---------------------------------------------------------------------------
-
-
-def _npy_header(f):
-    """(shape, fortran_order, dtype) of the open .npy file ``f``, positioned at the data."""
-    version = np.lib.format.read_magic(f)
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(f)
-    return np.lib.format._read_array_header(f, version)  # (3, 0)
-
-
-def npy_info(path):
-    """Shape and dtype of the array in a .npy file, without reading it."""
-    with open(path, "rb") as f:
-        shape, fortran, dtype = _npy_header(f)
-    return shape, dtype, fortran
-
-
-def iter_npy(path, chunk_rows, *, column=None):
-    """Chunks of ``chunk_rows`` rows of the array in the .npy file ``path``, read with plain reads.
-
-    ``column``: for a 2-D array the column index, for a structured array the
-    field name; None for a 1-D array. Each chunk is a new contiguous array.
-    """
-    with open(path, "rb") as f:
-        shape, fortran, dtype = _npy_header(f)
-        if dtype.hasobject:
-            raise ValueError(f"{path}: arrays of Python objects cannot be read")
-        if len(shape) not in (1, 2):
-            raise ValueError(f"{path}: expected a 1-D or 2-D array, got shape {shape}")
-        if fortran and len(shape) == 2 and shape[1] > 1:
-            raise ValueError(f"{path}: Fortran-ordered 2-D arrays are not supported; save it in C order")
-        n = shape[0]
-        width = shape[1] if len(shape) == 2 else 1
-        row_bytes = dtype.itemsize * width
-        start = f.tell()
-        for lo in range(0, n, chunk_rows):
-            m = min(chunk_rows, n - lo)
-            f.seek(start + lo * row_bytes)
-            buf = np.empty(m * width, dtype=dtype)
-            got = f.readinto(memoryview(buf).cast("B"))
-            if got != m * row_bytes:
-                raise ValueError(f"{path}: file is truncated (expected {n} rows)")
-            buf = buf.reshape(m, width) if len(shape) == 2 else buf
-            if column is None:
-                yield buf
-            elif dtype.names is not None:
-                yield np.ascontiguousarray(buf[column])
-            else:
-                yield np.ascontiguousarray(buf[:, column])
-
-
-def iter_parquet(path, columns, chunk_rows):
-    """Chunks (dicts of column name to ndarray) of a Parquet file, one row group at a time.
-
-    Needs pyarrow (the ``io`` extra). Null values raise ``ValueError`` naming
-    the column and the row.
-    """
-    pq = _pyarrow_parquet()
-    pf = pq.ParquetFile(path)
-    names = pf.schema_arrow.names
-    for c in columns:
-        if c not in names:
-            raise KeyError(c)
-    offset = 0
-    for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(columns)):
-        out = {}
-        for c in columns:
-            col = batch.column(batch.schema.get_field_index(c))
-            if col.null_count:
-                row = offset + int(np.flatnonzero(np.asarray(col.is_null()))[0])
-                raise ValueError(f"{path}: column {c!r}, row {row + 1}: missing value")
-            out[c] = col.to_numpy(zero_copy_only=False)
-        offset += batch.num_rows
-        yield out
-
-
-def _pyarrow_parquet():
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError('Parquet files need pyarrow; install it with pip install "fastcal[io]".') from exc
-    return pq
 
 
 class Columns:
@@ -273,7 +190,7 @@ def _array_source(scores, y, sample_weight, chunk_rows, score_name):
 
 
 def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
-    pq = _pyarrow_parquet()
+    pq = pyarrow_parquet()
     pf = pq.ParquetFile(path)
     schema = pf.schema_arrow
     cols = [c for c in (score_col, label_col, weight_col) if c is not None]

@@ -249,6 +249,21 @@ def test_quiet_silences_progress(files, tmp_path, capsys, monkeypatch):
     assert "100.0%" in capsys.readouterr().err
 
 
+def test_entry_points(tmp_path):
+    # python -m fastcal, python -m fastcal.cli and the console script (fastcal.cli:main) run one CLI.
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="fastcal")
+    assert script.value == "fastcal.cli:main" and script.load() is main
+    for module in ("fastcal", "fastcal.cli"):
+        out = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, timeout=120)
+        assert (out.returncode, out.stdout.decode()) == (0, f"fastcal {fastcal.__version__}\n"), out.stderr
+        out = subprocess.run([sys.executable, "-m", module, "report", str(tmp_path / "none.csv"), "--score-col", "s",
+                              "--label-col", "y", "-o", str(tmp_path / "r.json")], capture_output=True, timeout=120)
+        assert out.returncode == 2  # the exit status passes through
+        one_line_error(out, "none.csv: no such file")
+
+
 def test_demo_subcommand(monkeypatch):
     # The demo itself runs end to end in test_demo.py; here: the subcommand hands it every argument.
     from fastcal import demo

@@ -291,6 +291,19 @@ def test_truncated_npy_file(tmp_path):
         oc.fit_isotonic(tmp_path / "short.npy", np.zeros(1000))
 
 
+def test_chunk_readers_stay_public(tmp_path):
+    # They live in fastcal._io (tested in test_io.py), shared with the CLI; outofcore keeps them public.
+    from fastcal import _io
+
+    assert {"iter_npy", "iter_parquet"} <= set(oc.__all__)
+    assert (oc.iter_npy, oc.iter_parquet, oc.npy_info) == (_io.iter_npy, _io.iter_parquet, _io.npy_info)
+    rec = np.zeros(10, dtype=[("s", "f4"), ("y", "u1")])
+    rec["s"] = np.arange(10)
+    np.save(tmp_path / "r.npy", rec)
+    assert oc.npy_info(tmp_path / "r.npy") == ((10,), rec.dtype, False)
+    assert [c.tolist() for c in oc.iter_npy(tmp_path / "r.npy", 4, column="s")] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
 # ---------------------------------------------------------------------------
 # Platt: chunked passes, equal to the in-memory fit.
 # ---------------------------------------------------------------------------

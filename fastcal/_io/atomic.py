@@ -35,7 +35,25 @@ def _create_unique(directory, prefix, suffix):
 class AtomicTarget:
     """A temporary path ``tmp`` next to ``path``; :meth:`commit` renames it over ``path``, :meth:`abort` removes it.
 
-    Raises ``FileNotFoundError`` if the target's directory does not exist.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write in the end.
+    suffix : str, optional
+        Ending of the temporary file's name (before ``.tmp``), e.g. ``".csv"``.
+
+    Attributes
+    ----------
+    tmp : str
+        The temporary file, created empty (``O_EXCL``, mode ``0o666`` less the
+        umask) in the target's directory: write the content there.
+    path : str or os.PathLike
+        The target.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the target's directory does not exist.
     """
 
     def __init__(self, path, suffix=""):
@@ -46,8 +64,10 @@ class AtomicTarget:
         self.path = path
 
     def commit(self):
+        """Rename the complete temporary file over the target (atomically, on one file system)."""
         os.replace(self.tmp, self.path)
 
     def abort(self):
+        """Remove the temporary file, if it is still there; the target is left as it was."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.tmp)

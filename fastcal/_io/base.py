@@ -1,0 +1,244 @@
+"""What the formats share: the two errors, the reader and writer interfaces, checks of numeric columns.
+
+A *batch* is a dict of column name to 1-D ndarray, all of one length, in the
+file's column order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numpy as np
+
+from .atomic import AtomicTarget
+
+#: Rows per batch read or written, unless the caller sets ``Reader.batch_rows``.
+BATCH_ROWS = 1 << 20
+
+
+class UsageError(Exception):
+    """The caller asked for what is not there: a format, file, directory or column (the CLI's exit status 2)."""
+
+
+class DataError(Exception):
+    """A file's content is bad: not numbers, missing values, NaN, not the format it claims (exit status 1).
+
+    The message names the file, and the column and row (1-based) where it applies.
+    """
+
+
+def display_name(path):
+    """``path`` as messages show it: ``<stdin>`` for ``-``."""
+    return "<stdin>" if path == "-" else path
+
+
+def optional_pyarrow():
+    """pyarrow, or None when it is not installed (or disabled, for tests, by ``FASTCAL_CLI_NO_PYARROW=1``).
+
+    Imports it only when called: ``import fastcal`` never loads pyarrow.
+    """
+    if os.environ.get("FASTCAL_CLI_NO_PYARROW") == "1":
+        return None
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return None
+    return pyarrow
+
+
+def check_numeric_column(values, path, column, offset, *, what="a number"):
+    """``values`` as an ndarray of numbers, all finite.
+
+    Parameters
+    ----------
+    values : array-like
+        One column of a batch.
+    path : str
+        The file, for messages.
+    column : str
+        The column's name, for messages.
+    offset : int
+        Rows of the file before this batch: row numbers in messages count from ``offset + 1``.
+    what : str, optional
+        What a value must be, for the message about one that is not a number.
+
+    Returns
+    -------
+    ndarray
+        ``values`` (bool, integer or float dtype; unchanged).
+
+    Raises
+    ------
+    DataError
+        Naming the first value that is not a number, or not finite.
+    """
+    arr = np.asarray(values)
+    if arr.dtype == object or arr.dtype.kind not in "biuf":
+        bad = 0
+        for i, v in enumerate(arr.tolist()):
+            try:
+                float(v)
+            except (TypeError, ValueError):
+                bad = i
+                break
+        raise DataError(f"{path}: column {column!r}, row {offset + bad + 1}: {arr[bad]!r} is not {what}")
+    if arr.dtype.kind == "f":
+        finite = np.isfinite(arr)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: {arr[i]} is not finite")
+    return arr
+
+
+def arrow_to_numpy(batch, path, not_null, offset, error=DataError):
+    """A pyarrow ``RecordBatch`` as a batch (dict of column name to ndarray, in the record batch's order).
+
+    ``error`` (an exception class) names ``path``, the column and the row
+    (counting from ``offset + 1``) of the first null value in a column of
+    ``not_null``; nulls elsewhere become None or NaN, as pyarrow converts them.
+    """
+    out = {}
+    for name, col in zip(batch.schema.names, batch.columns):
+        if name in not_null and col.null_count:
+            row = offset + int(np.flatnonzero(np.asarray(col.is_null()))[0]) + 1
+            raise error(f"{display_name(path)}: column {name!r}, row {row}: missing value")
+        out[name] = col.to_numpy(zero_copy_only=False)
+    return out
+
+
+def record_batch(batch):
+    """A batch (dict of column name to ndarray) as a pyarrow ``RecordBatch``."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array(v) for v in batch.values()], names=list(batch))
+
+
+def new_target(path, suffix):
+    """:class:`~fastcal._io.atomic.AtomicTarget` for ``path``, a missing directory raising :class:`UsageError`."""
+    try:
+        return AtomicTarget(path, suffix)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+
+
+class Reader:
+    """The columns of one input file, read in batches; made by :func:`fastcal._io.open_input`.
+
+    Attributes
+    ----------
+    path : str
+        The file (``-``: stdin).
+    names : list of str
+        Its columns, in order.
+    n_rows : int or None
+        Its number of rows, None if unknown before reading (CSV, ``.npz``).
+    batch_rows : int
+        Rows per batch (about, for CSV read by pyarrow); may be changed before reading.
+    """
+
+    names: list
+    n_rows = None
+    batch_rows = BATCH_ROWS
+
+    def require(self, columns):
+        """Raise :class:`UsageError`, listing the file's columns, unless it has every one of ``columns``."""
+        for c in columns:
+            if c not in self.names:
+                shown = ", ".join(map(str, self.names[:20])) + (", ..." if len(self.names) > 20 else "")
+                raise UsageError(f"{display_name(self.path)}: no column {c!r} (columns: {shown})")
+
+    def batches(self, columns=None, numeric=()):
+        """Yield the file's rows as batches, from the start (each call reads the file again).
+
+        Parameters
+        ----------
+        columns : list of str, optional
+            The columns to read (default: all); batches keep the file's column order.
+        numeric : collection of str
+            Columns that must hold numbers: read as numbers where the format
+            has text (CSV), and a missing value there raises :class:`DataError`.
+            Non-finite values are left to :func:`check_numeric_column`.
+
+        Yields
+        ------
+        dict of str to ndarray
+        """
+        raise NotImplementedError
+
+
+class Writer:
+    """An output file written batch by batch to a temporary file; made by :func:`fastcal._io.open_output`.
+
+    Nothing appears at the target until :meth:`commit`; :meth:`abort` (after
+    any failure) removes the temporary file, so no partial file is ever left
+    (stdout excepted).
+    """
+
+    target = None  # an AtomicTarget; None for stdout
+
+    def write(self, batch):
+        """Append the rows of ``batch`` (the same columns every time)."""
+        raise NotImplementedError
+
+    def commit(self):
+        """Finish the file and move it into place."""
+        self._close()
+        if self.target is not None:
+            self.target.commit()
+
+    def abort(self):
+        """Drop what was written; never raises for the writer's own state."""
+        with contextlib.suppress(Exception):
+            self._close()
+        if self.target is not None:
+            self.target.abort()
+
+    def _close(self):
+        """Flush and close the temporary file (subclasses)."""
+
+
+def read_columns(reader, columns, numeric, progress):
+    """The whole ``columns`` of ``reader`` as arrays, numeric ones checked by :func:`check_numeric_column`.
+
+    Parameters
+    ----------
+    reader : Reader
+    columns : list of str
+    numeric : collection of str
+        Columns of numbers (a subset of ``columns``).
+    progress : object
+        Told ``update(rows)`` after each batch and ``close()`` at the end
+        (e.g. :class:`fastcal.cli.progress.Progress`).
+
+    Returns
+    -------
+    dict of str to ndarray
+        With a known row count, batches are copied straight into arrays of
+        the full length (promoted if a later batch needs a wider dtype).
+    """
+    parts = {c: [] for c in columns}
+    out = {}
+    n = reader.n_rows
+    offset = 0
+    for batch in reader.batches(columns, numeric):
+        m = len(next(iter(batch.values()))) if batch else 0
+        for c in columns:
+            values = batch[c]
+            if c in numeric:
+                values = check_numeric_column(values, display_name(reader.path), c, offset)
+            if n is None or values.dtype == object:
+                parts[c].append(values)
+                continue
+            if c not in out:
+                out[c] = np.empty(n, dtype=values.dtype)
+            elif out[c].dtype != values.dtype:
+                out[c] = out[c].astype(np.result_type(out[c].dtype, values.dtype))
+            out[c][offset: offset + m] = values
+        offset += m
+        progress.update(m)
+    progress.close()
+    for c, v in parts.items():
+        if c not in out:
+            out[c] = (np.concatenate(v) if len(v) != 1 else v[0]) if v else np.empty(0)
+    return out

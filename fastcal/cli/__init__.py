@@ -1,0 +1,194 @@
+"""The ``fastcal`` command line: fit a calibrator on a file, apply it to another, report, demo.
+
+::
+
+    fastcal fit --method isotonic|sigmoid|temperature --score-col COL --label-col COL
+                [--weight-col COL] INPUT -o model.json
+    fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
+    fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
+    fastcal demo [--n ROWS]
+
+Files are read and written by extension: ``.csv``, ``.parquet`` (pyarrow,
+the ``io`` extra), ``.npy`` and ``.npz``; ``-`` is CSV on stdin or stdout.
+Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
+``1``, ... for the columns of a 2-D array (``0`` for a 1-D one); columns of a
+``.npz`` file are its 1-D arrays.
+
+Progress bars go to stderr, only when it is a terminal (``--quiet``
+silences them). Exit status: 0 on success, 2 on bad usage (unknown option
+or format, missing file or column), 1 on bad data (values that are not
+numbers, missing values, NaN, labels that are not 0/1, an invalid model
+file), with a one-line ``fastcal: error: ...`` naming the file, the column and
+the row where it applies. Outputs are written to a temporary file in the
+target's directory and renamed when complete, so a failure never leaves a
+partial output file (stdout excepted).
+
+Layout: this module parses the arguments and runs a command; the commands
+are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
+:mod:`fastcal.demo`), each a function ``cmd_NAME(args, progress_enabled,
+timings)`` that raises :class:`~fastcal._io.UsageError` or
+:class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
+phase; :mod:`.options` has the option types, :mod:`.checks` the label and
+weight checks, :mod:`.progress` the progress bar. Files are read and written
+by :mod:`fastcal._io`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._io import BATCH_ROWS, DataError, UsageError
+from .apply import cmd_apply
+from .fit import cmd_fit
+from .options import bool_arg, memory_arg, positive_int
+from .report import cmd_report
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_DATA = 1
+EXIT_USAGE = 2
+
+
+def cmd_demo(args, progress_enabled, timings):
+    """Run the fastcal demo with ``args.demo_args`` (a command, as the others)."""
+    from .. import demo
+
+    demo.main(args.demo_args)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"fastcal: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser():
+    """The ``fastcal`` argument parser: a sub-parser per command, whose ``func`` default is the command."""
+    from .. import __version__
+
+    parser = _Parser(prog="fastcal", description="Fast, exact probability calibration from the command line.")
+    parser.add_argument("--version", action="version", version=f"fastcal {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def common(p):
+        p.add_argument("-q", "--quiet", action="store_true", help="no progress bars (and no report table)")
+        p.add_argument("--timings", action="store_true", help="print the time of each phase on stderr")
+        p.add_argument("--batch-rows", type=positive_int, default=BATCH_ROWS, metavar="N",
+                       help=f"rows per batch read and written (default {BATCH_ROWS})")
+        p.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+
+    fit = sub.add_parser("fit", help="fit a calibrator and save it as a JSON model file")
+    fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
+    fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    fit.add_argument("--method", required=True, choices=("isotonic", "sigmoid", "temperature"))
+    fit.add_argument("--score-col", action="append", metavar="COL",
+                     help="column of scores (temperature: one per class, repeated or comma-separated)")
+    fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
+    fit.add_argument("--weight-col", metavar="COL", help="column of sample weights")
+    fit.add_argument("--increasing", type=bool_arg, default=True, metavar="true|false|auto",
+                     help="isotonic: direction (default true)")
+    fit.add_argument("--out-of-bounds", choices=("nan", "clip", "raise"), default="clip",
+                     help="isotonic: prediction outside the fitted range (default clip)")
+    fit.add_argument("--y-min", type=float, default=None, help="isotonic: lower bound of the fit")
+    fit.add_argument("--y-max", type=float, default=None, help="isotonic: upper bound of the fit")
+    fit.add_argument("--max-iter", type=positive_int, default=100, help="sigmoid: Newton iterations (default 100)")
+    fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
+                     help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
+                          "than memory (isotonic, sigmoid)")
+    common(fit)
+    fit.set_defaults(func=cmd_fit)
+
+    app = sub.add_parser("apply", help="apply a model file to a data file")
+    app.add_argument("model", metavar="MODEL.json")
+    app.add_argument("input", metavar="INPUT")
+    app.add_argument("-o", "--output", required=True, metavar="OUTPUT",
+                     help="output file: the input's columns plus the calibrated probabilities "
+                          "(.npy: the probabilities only); - for CSV on stdout")
+    app.add_argument("--score-col", action="append", metavar="COL",
+                     help="column of scores (default: the only column, or 'score')")
+    app.add_argument("--output-col", default="calibrated", metavar="NAME",
+                     help="name of the new column (default calibrated; NAME_j per class for temperature)")
+    prior = app.add_mutually_exclusive_group()
+    prior.add_argument("--prior-rate", type=float, metavar="R",
+                       help="then undo negative undersampling at rate R (fastcal.correct_negative_sampling)")
+    prior.add_argument("--priors", nargs=2, metavar=("TRAIN", "NEW"),
+                       help="then adapt to new class priors (fastcal.adjust_priors): positive-class priors, "
+                            "or comma-separated per-class priors")
+    common(app)
+    app.set_defaults(func=cmd_apply)
+
+    rep = sub.add_parser("report", help="calibration diagnostics and reliability diagram")
+    rep.add_argument("input", metavar="INPUT")
+    rep.add_argument("-o", "--output", required=True, metavar="REPORT",
+                     help="report.png (reliability diagram), report.html (table and diagram) or report.json")
+    rep.add_argument("--score-col", required=True, metavar="COL", help="column of predicted probabilities")
+    rep.add_argument("--label-col", required=True, metavar="COL", help="column of 0/1 labels")
+    rep.add_argument("--weight-col", metavar="COL")
+    rep.add_argument("--n-bins", type=positive_int, default=10)
+    rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform")
+    common(rep)
+    rep.set_defaults(func=cmd_report)
+
+    demo = sub.add_parser("demo", help="the fastcal demo (what make demo runs)", add_help=False)
+    demo.add_argument("demo_args", nargs=argparse.REMAINDER)
+    demo.set_defaults(func=cmd_demo, quiet=False, timings=False, traceback=False)
+    return parser
+
+
+def main(argv=None):
+    """Run the ``fastcal`` command line; returns the exit status (0 ok, 1 bad data, 2 bad usage).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        0 on success, 1 for bad data, 2 for bad usage, 130 when interrupted.
+        A bad option exits through ``SystemExit(2)`` (argparse).
+    """
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["demo"]:
+        # Everything after "demo" is the demo's own (argparse's REMAINDER does not take options).
+        args = argparse.Namespace(command="demo", func=cmd_demo, demo_args=argv[1:], quiet=False, timings=False,
+                                  traceback=False)
+    else:
+        args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    progress_enabled = not args.quiet and sys.stderr.isatty()
+    timings = {}
+    try:
+        args.func(args, progress_enabled, timings)
+    except UsageError as exc:
+        _error(exc)
+        return EXIT_USAGE
+    except DataError as exc:
+        _error(exc)
+        return EXIT_DATA
+    except KeyboardInterrupt:
+        sys.stderr.write("\nfastcal: interrupted\n")
+        return 130
+    except (ValueError, OSError, MemoryError) as exc:
+        if args.traceback:
+            raise
+        _error(f"{type(exc).__name__}: {exc}")
+        return EXIT_DATA
+    if args.timings and timings:
+        total = sum(timings.values())
+        parts = ", ".join(f"{k} {v:.3f}s ({100 * v / total:.0f}%)" for k, v in timings.items())
+        sys.stderr.write(f"fastcal: timings: {parts}\n")
+    return EXIT_OK
+
+
+def _error(message):
+    text = " ".join(str(message).split())  # one line
+    sys.stderr.write(f"fastcal: error: {text}\n")
+

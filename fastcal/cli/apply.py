@@ -1,0 +1,95 @@
+"""``fastcal apply``: apply a model file to a data file, batch by batch.
+
+The output has the input's columns plus the calibrated probabilities (a
+``.npy`` output: the probabilities only), written atomically by a
+:class:`fastcal._io.Writer`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, open_output
+from .options import columns_arg, parse_priors
+from .progress import Progress
+
+
+def cmd_apply(args, progress_enabled, timings):
+    """Write the input with calibrated probabilities to ``args.output`` (a command: see :func:`fastcal.cli.main`)."""
+    import fastcal
+
+    if args.prior_rate is not None and args.priors is not None:
+        raise UsageError("give --prior-rate or --priors, not both")
+    if not os.path.isfile(args.model):
+        raise UsageError(f"{args.model}: no such file")
+    try:
+        est = fastcal.load(args.model)
+    except ValueError as exc:
+        raise DataError(f"{args.model}: {exc}") from None
+    priors = parse_priors(args.priors) if args.priors is not None else None
+    reader = open_input(args.input, args.batch_rows)
+    path = display_name(args.input)
+    score_cols = columns_arg(args.score_col)
+    if not score_cols:
+        if len(reader.names) == 1:
+            score_cols = list(reader.names)
+        elif "score" in reader.names:
+            score_cols = ["score"]
+        else:
+            raise UsageError(f"{path}: say which column holds the scores with --score-col")
+    reader.require(score_cols)
+    multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
+    if multiclass:
+        k = est.n_classes_
+        out_cols = [f"{args.output_col}_{j}" for j in range(k)]
+    else:
+        if len(score_cols) > 1:
+            raise UsageError(f"a {type(est).__name__} model takes one --score-col, got {len(score_cols)}")
+        out_cols = [args.output_col]
+    clash = [c for c in out_cols if c in reader.names]
+    if clash:
+        raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
+    writer = open_output(args.output, out_cols)
+    progress = Progress(f"calibrating {path}", reader.n_rows, progress_enabled)
+    t_read = t_compute = t_write = 0.0
+    ok = False
+    try:
+        offset = 0
+        t0 = time.perf_counter()
+        for batch in reader.batches(None, score_cols):
+            t1 = time.perf_counter()
+            t_read += t1 - t0
+            cols = [check_numeric_column(batch[c], path, c, offset) for c in score_cols]
+            X = cols[0] if len(cols) == 1 else np.column_stack(cols)
+            try:
+                p = est.predict_proba(X) if multiclass else est.predict(X)
+                if args.prior_rate is not None:
+                    p = fastcal.correct_negative_sampling(p, args.prior_rate)
+                if priors is not None:
+                    p = fastcal.adjust_priors(p, priors[0], priors[1])
+            except ValueError as exc:
+                raise DataError(f"{path}: rows {offset + 1}..{offset + len(cols[0])}: {exc}") from None
+            if multiclass:
+                for j, c in enumerate(out_cols):
+                    batch[c] = np.ascontiguousarray(p[:, j])
+            else:
+                batch[out_cols[0]] = p
+            t2 = time.perf_counter()
+            t_compute += t2 - t1
+            writer.write(batch)
+            t0 = time.perf_counter()
+            t_write += t0 - t2
+            offset += len(cols[0])
+            progress.update(len(cols[0]))
+        progress.close()
+        t0 = time.perf_counter()
+        writer.commit()
+        t_write += time.perf_counter() - t0
+        ok = True
+    finally:
+        if not ok:
+            writer.abort()
+    timings.update(read=t_read, compute=t_compute, write=t_write)

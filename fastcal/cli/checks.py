@@ -1,0 +1,50 @@
+"""Checks of label and weight columns, raising :class:`~fastcal._io.DataError` that names the file, column and row."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._io import DataError
+
+
+def check_labels(y, path, column, method, n_classes=None, offset=0):
+    """0/1 labels for sigmoid (and for report), class indices for temperature; DataError naming the row.
+
+    Parameters
+    ----------
+    y : ndarray
+        Numeric labels (checked by :func:`fastcal._io.check_numeric_column`).
+    path, column : str
+        For the message.
+    method : {"isotonic", "sigmoid", "temperature", "binary"}
+        Isotonic regression takes any labels.
+    n_classes : int, optional
+        For temperature.
+    offset : int, optional
+        Rows of the file before ``y`` (``y`` a batch): rows in messages count from ``offset + 1``.
+    """
+    if method in ("sigmoid", "binary"):
+        bad = (y != 0) & (y != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i]!r} is not 0 or 1")
+    elif method == "temperature":
+        bad = (y != np.round(y)) | (y < 0) | (y >= n_classes)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i]!r} is not a class index "
+                            f"in 0 .. {n_classes - 1}")
+
+
+def check_weights(w, path, column, offset=0, *, positive_sum=True):
+    """Sample weights: non-negative and, with ``positive_sum``, of positive sum; DataError naming the row.
+
+    ``offset`` as in :func:`check_labels`; a batch of a larger file is checked
+    with ``positive_sum=False`` (the fit checks the total).
+    """
+    bad = w < 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: weight {w[i]!r} is negative")
+    if positive_sum and not w.sum() > 0:
+        raise DataError(f"{path}: column {column!r}: the weights must have a positive sum")

@@ -1,0 +1,121 @@
+"""``fastcal fit``: fit a calibrator on columns of a file and save it as a JSON model file.
+
+In memory by default; with ``--memory-budget``, out of core by the engine of
+:mod:`fastcal.outofcore` (isotonic and sigmoid), in passes over the file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, read_columns
+from .checks import check_labels, check_weights
+from .options import columns_arg
+from .progress import Progress
+
+
+def _estimator(args):
+    import fastcal
+
+    if args.method == "isotonic":
+        return fastcal.IsotonicRegression(increasing=args.increasing, out_of_bounds=args.out_of_bounds,
+                                          y_min=args.y_min, y_max=args.y_max)
+    if args.method == "sigmoid":
+        return fastcal.PlattScaling(max_iter=args.max_iter)
+    return fastcal.TemperatureScaling()
+
+
+def cmd_fit(args, progress_enabled, timings):
+    """Fit the calibrator ``args`` ask for and save it (a command: see :func:`fastcal.cli.main`)."""
+    score_cols = columns_arg(args.score_col)
+    if not score_cols:
+        raise UsageError("fit needs --score-col")
+    if len(score_cols) > 1 and args.method != "temperature":
+        raise UsageError(f"--method {args.method} takes one --score-col, got {len(score_cols)}")
+    est = _estimator(args)
+    out_fmt = os.path.splitext(args.output)[1].lower()
+    if out_fmt != ".json":
+        raise UsageError(f"{args.output}: the model file must be .json")
+    reader = open_input(args.input, args.batch_rows)
+    cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
+    reader.require(cols)
+    path = display_name(args.input)
+    if args.memory_budget is not None:
+        if args.method == "temperature":
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic and sigmoid only")
+        est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
+    else:
+        t0 = time.perf_counter()
+        data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
+        timings["read"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        y = data[args.label_col]
+        n_classes = len(score_cols) if len(score_cols) > 1 else 2
+        check_labels(y, path, args.label_col, args.method, n_classes)
+        w = data[args.weight_col] if args.weight_col else None
+        if w is not None:
+            check_weights(w, path, args.weight_col)
+        X = data[score_cols[0]] if len(score_cols) == 1 else np.column_stack([data[c] for c in score_cols])
+        timings["validate"] = time.perf_counter() - t0
+        Progress("", enabled=progress_enabled).status(f"fitting {args.method} on {len(y):,} rows")
+        t0 = time.perf_counter()
+        try:
+            est.fit(X, y, sample_weight=w)
+        except ValueError as exc:
+            raise DataError(f"{path}: {exc}") from None
+        timings["fit"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    try:
+        est.save(args.output)
+    except TypeError as exc:
+        raise DataError(f"{args.output}: {exc}") from None
+    timings["write"] = time.perf_counter() - t0
+
+
+def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
+    from .. import outofcore
+    from .._partition import fit_dtype
+
+    path = display_name(args.input)
+    numeric = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    chunk_rows, part_rows = outofcore.budget_rows(args.memory_budget, None)
+    reader.batch_rows = min(reader.batch_rows, chunk_rows)
+    n_rows = reader.n_rows
+    passes = {"n": 0}
+
+    def factory():
+        passes["n"] += 1
+        progress = Progress(f"pass {passes['n']} over {path}", n_rows, progress_enabled)
+        offset = 0
+        for batch in reader.batches(numeric, numeric):
+            x = check_numeric_column(batch[score_col], path, score_col, offset)
+            y = check_numeric_column(batch[args.label_col], path, args.label_col, offset)
+            check_labels(y, path, args.label_col, args.method, offset=offset)
+            w = None
+            if args.weight_col:
+                w = check_numeric_column(batch[args.weight_col], path, args.weight_col, offset)
+                check_weights(w, path, args.weight_col, offset, positive_sum=False)
+            offset += x.shape[0]
+            progress.update(x.shape[0])
+            yield x, y, w
+        progress.close()
+
+    if n_rows is None:  # CSV: count the rows first
+        n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
+    first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
+    src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
+    t0 = time.perf_counter()
+    try:
+        if args.method == "isotonic":
+            params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
+                          y_max=args.y_max)
+            est = outofcore.fit_isotonic_source(src, params, None, part_rows)
+        else:
+            est = outofcore.fit_platt_source(src, args.max_iter, None)
+    except ValueError as exc:
+        raise DataError(f"{path}: {exc}") from None
+    timings["fit (out of core, incl. reading)"] = time.perf_counter() - t0
+    return est

@@ -1,0 +1,122 @@
+"""``fastcal report``: calibration diagnostics of a column of probabilities, as .json, .html or .png."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from .._io import DataError, UsageError, display_name, new_target, open_input, read_columns
+from .checks import check_labels, check_weights
+from .progress import Progress
+
+
+def _report_html(report, png_bytes, source):
+    import base64
+    import html
+
+    img = ""
+    if png_bytes is not None:
+        img = f'<img alt="reliability diagram" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">'
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fastcal calibration report</title>"
+        "<style>body{font-family:sans-serif;margin:2em} pre{font-size:14px}</style></head><body>\n"
+        f"<h1>Calibration report</h1><p>{html.escape(source)}</p>\n<pre>{html.escape(str(report))}</pre>\n"
+        f"{img}\n</body></html>\n"
+    )
+
+
+def _reliability_png(y, p, w, n_bins, strategy):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..plot import reliability_diagram
+
+    fig, _ = reliability_diagram(y, p, n_bins=n_bins, strategy=strategy, sample_weight=w)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=100)
+    finally:
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _json_ready(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    return value
+
+
+def cmd_report(args, progress_enabled, timings):
+    """Write the report on ``args.input`` and print its table (a command: see :func:`fastcal.cli.main`)."""
+    import fastcal
+
+    kind = os.path.splitext(args.output)[1].lower()
+    if kind not in (".png", ".html", ".json"):
+        raise UsageError(f"{args.output}: the report must be .png, .html or .json")
+    if kind in (".png",):
+        try:
+            importlib.import_module("matplotlib")
+        except ImportError:
+            raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
+    reader = open_input(args.input, args.batch_rows)
+    cols = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    reader.require(cols)
+    path = display_name(args.input)
+    t0 = time.perf_counter()
+    data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
+    timings["read"] = time.perf_counter() - t0
+    p, y = data[args.score_col], data[args.label_col]
+    bad = (p < 0) | (p > 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{path}: column {args.score_col!r}, row {i + 1}: {p[i]!r} is not a probability in [0, 1]")
+    check_labels(y, path, args.label_col, "binary")
+    w = data[args.weight_col] if args.weight_col else None
+    if w is not None:
+        check_weights(w, path, args.weight_col)
+    t0 = time.perf_counter()
+    try:
+        report = fastcal.calibration_report(y, p, sample_weight=w, n_bins=args.n_bins, strategy=args.strategy)
+    except ValueError as exc:
+        raise DataError(f"{path}: {exc}") from None
+    timings["compute"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    target = new_target(args.output, kind)
+    try:
+        if kind == ".json":
+            doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col,
+                   "report": _json_ready(report.to_dict())}
+            with open(target.tmp, "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1, allow_nan=False)
+        else:
+            png = None
+            try:
+                png = _reliability_png(y, p, w, args.n_bins, args.strategy)
+            except ImportError:
+                if kind == ".png":
+                    raise
+            if kind == ".png":
+                with open(target.tmp, "wb") as f:
+                    f.write(png)
+            else:
+                with open(target.tmp, "w", encoding="utf-8") as f:
+                    f.write(_report_html(report, png, f"{path}: {args.score_col} against {args.label_col}"))
+        target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    timings["write"] = time.perf_counter() - t0
+    if not args.quiet:
+        print(report)
