@@ -40,7 +40,7 @@ IMPORTS_OPTIONAL = {
 }
 
 #: Modules that do something when imported, other than defining names.
-SCRIPTS = {"fastcal.__main__": "runs the command line"}
+SCRIPTS = {"fastcal.__main__": "runs the command line", "fastcal.cli.__main__": "runs the command line"}
 
 KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
 
