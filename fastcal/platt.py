@@ -32,6 +32,7 @@ from ._errors import warn_not_converged
 from ._parallel import parallel_for
 from ._params import Integer, Real, check
 from ._persist import register
+from ._results import Result
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -63,8 +64,8 @@ SUBSAMPLE_MAX = 1 << 20
 _Z975 = 1.959963984540054
 
 
-@dataclass(frozen=True)
-class PlattResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class PlattResult(Result):
     """Result of :func:`platt_scaling`.
 
     Attributes
@@ -84,8 +85,8 @@ class PlattResult:
     converged: bool
 
 
-@dataclass(frozen=True)
-class SlopeInterceptResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class SlopeInterceptResult(Result):
     """Result of :func:`calibration_slope_intercept`.
 
     Attributes

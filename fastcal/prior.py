@@ -46,6 +46,7 @@ from . import _prior_kernels as _k
 from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Integer, Real, check
+from ._results import Result
 from ._validation import check_numeric
 
 __all__ = [
@@ -71,8 +72,8 @@ _FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _TINY64 = np.finfo(np.float64).tiny
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class PriorEMResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class PriorEMResult(Result):
     """Result of :func:`estimate_priors_em`.
 
     Attributes
@@ -94,12 +95,6 @@ class PriorEMResult:
     n_iter: int
     converged: bool
 
-    def __repr__(self):
-        priors = np.array2string(self.priors, precision=6, separator=", ")
-        return (
-            f"PriorEMResult(priors={priors}, proba=<array {self.proba.shape} {self.proba.dtype}>, "
-            f"n_iter={self.n_iter}, converged={self.converged})"
-        )
 
 
 # ---------------------------------------------------------------------------
