@@ -8,7 +8,7 @@ meta-estimator (:class:`CalibratedClassifierCV`), the plots (``fastcal.plot``)
 and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 """
 
-from ._errors import ConvergenceWarning, NotFittedError
+from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
 from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
@@ -64,6 +64,7 @@ __all__ = [
     "CalibrationReport",
     "ConvergenceWarning",
     "CrossValCalibrationReport",
+    "InvalidParameterError",
     "IsotonicRegression",
     "NoCacheWarning",
     "NotFittedError",

@@ -46,6 +46,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
+from . import _binning
 from . import _partition
 from ._errors import NotFittedError
 from ._validation import check_in
@@ -578,14 +579,12 @@ def adjust_priors(proba, train_priors, new_priors):
 
 
 # ---------------------------------------------------------------------------
-# Diagnostics: per-chunk partial sums of fastcal.metrics' binning kernel.
+# Diagnostics: fastcal.metrics' binning engine (fastcal._binning) on every chunk, results merged in chunk order.
 # ---------------------------------------------------------------------------
 
-_NBUCKETS = 1 << 15
 
-
-def _metric_prepare(y, p, w, pos_label):
-    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes or None)``."""
+def _metric_first(p, y, w, x_dtype, pos_label):
+    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None)``."""
     from . import metrics as _m
     from ._validation import as_float_array, as_label_array, column_or_1d, is_binary
 
@@ -610,47 +609,29 @@ def _metric_prepare(y, p, w, pos_label):
     return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()))
 
 
-def _metric_facts(chunk):
-    return chunk[1]
-
-
 def _metric_table(chunk, edges, flags):
-    from . import metrics as _m
-
-    (y, p, w), _ = chunk
-    nb = edges.shape[0] - 1
-    if not p.shape[0]:
-        from . import _metrics_kernels as _mk
-
-        return np.zeros((nb, _mk.NSTAT))
-    return _m.bin_stats(p, y, w, edges, **flags)
+    y, p, w = chunk[0]
+    return _binning.bin_stats(p, y, w, edges, **flags)
 
 
-def _buckets(p, lo, scale):
-    return np.minimum(((p.astype(np.float64) - lo) * scale).astype(np.int64), _NBUCKETS - 1)
-
-
-def _metric_hist(chunk, lo, scale):
-    p = chunk[0][1]
-    return np.bincount(_buckets(p, lo, scale), minlength=_NBUCKETS)
+def _metric_counts(chunk, lo, scale):
+    return _binning.bucket_histograms(chunk[0][1], lo, scale).sum(axis=0)
 
 
 def _metric_gather(chunk, lo, scale, marked):
-    p = chunk[0][1]
-    b = _buckets(p, lo, scale)
-    return [p[b == m] for m in marked]
+    return _binning.gather_buckets(chunk[0][1], lo, scale, marked)[0]
 
 
 class _MetricData:
+    """Validated metrics chunks (persisted) and what the client knows of all of them."""
+
     def __init__(self, y_true, y_prob, sample_weight, pos_label):
         from . import metrics as _m
 
         if pos_label is not None and not isinstance(pos_label, (numbers.Real, str, np.bool_)):
             raise ValueError(f"pos_label must be None, a number, a bool or a str; got {pos_label!r}.")
         cols = _columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
-        tasks = [delayed(_metric_prepare)(y, p, w, pos_label) for p, y, w in cols.triples]
-        self.chunks = list(dask.persist(*tasks))
-        facts = dask.compute(*[delayed(_metric_facts)(c) for c in self.chunks])
+        self.chunks, facts = _first_pass(_metric_first, cols, pos_label)
         self.n = sum(f[0] for f in facts)
         if self.n == 0:
             raise ValueError("y_prob must have at least 1 element, got 0.")
@@ -664,49 +645,25 @@ class _MetricData:
         self.weighted = cols.weighted
 
     def edges(self, n_bins, strategy):
-        from . import metrics as _m
-
-        n_bins = _m.check_n_bins(n_bins)
-        check_in(strategy, "strategy", _m.STRATEGIES)
-        if strategy == "uniform":
-            return np.linspace(0.0, 1.0, n_bins + 1)
-        return np.asarray(self._percentiles(n_bins), dtype=np.float64)
+        n_bins = _binning.check_binning(n_bins, strategy)
+        return _binning.bin_edges(n_bins, strategy, self.n, self._order_statistics)
 
     def _order_statistics(self, ranks):
-        """Exact values of the given 0-based ranks: a bucket histogram, then the marked buckets' values."""
-        lo, hi = self.lo, self.hi
-        if lo == hi:
-            return np.full(ranks.shape[0], lo, dtype=self.dtype)
-        scale = _NBUCKETS / (hi - lo)
-        counts = np.zeros(_NBUCKETS, dtype=np.int64)
-        for h in dask.compute(*[delayed(_metric_hist)(c, lo, scale) for c in self.chunks]):
-            counts += h
-        cum = np.cumsum(counts)
-        bucket_of_rank = np.searchsorted(cum, ranks, side="right")
-        marked = np.unique(bucket_of_rank)
-        got = dask.compute(*[delayed(_metric_gather)(c, lo, scale, marked.tolist()) for c in self.chunks])
-        values = np.empty(ranks.shape[0], dtype=self.dtype)
-        start = cum - counts
-        for s, b in enumerate(marked):
-            seg = np.concatenate([g[s] for g in got])
-            which = np.flatnonzero(bucket_of_rank == b)
-            local = ranks[which] - start[b]
-            seg.partition(local)
-            values[which] = seg[local]
-        return values
+        """Exact values of the given ranks: the chunks' bucket counts, added; the chunks' values of the marked buckets."""
+        lo = self.lo
 
-    def _percentiles(self, n_bins):
-        """``np.percentile(p, linspace(0, 100, n_bins + 1))`` bit for bit (NumPy's linear method)."""
-        from .metrics import percentiles_from_order_statistics
+        def count(scale):
+            return sum(dask.compute(*[delayed(_metric_counts)(c, lo, scale) for c in self.chunks]))
 
-        return percentiles_from_order_statistics(self.n, n_bins, self._order_statistics)
+        def gather(scale, marked):
+            pieces = dask.compute(*[delayed(_metric_gather)(c, lo, scale, marked) for c in self.chunks])
+            return _binning.gather_buckets(np.concatenate(pieces), lo, scale, marked)
+
+        return _binning.select_order_statistics(ranks, lo, self.hi, self.dtype, count, gather)
 
     def table(self, edges, **flags):
-        tables = dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks])
-        total = np.zeros_like(tables[0])
-        for t in tables:  # chunk order: deterministic
-            total += t
-        return total
+        """The bin table of all the rows: the chunks' tables, added in chunk order."""
+        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks]))
 
 
 def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uniform", sample_weight=None,
@@ -718,48 +675,39 @@ def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uni
     rounds select the order statistics (a histogram of 2^15 buckets, then
     the values of the few buckets that hold them).
     """
-    from .metrics import curve_from_table
-
     if not isinstance(return_counts, (bool, np.bool_)):
         raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
+    return _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
 
 
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
     """:func:`fastcal.brier_score_loss` of Dask data (per-chunk sums)."""
-    from . import _metrics_kernels as _mk
-
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    table = data.table(np.linspace(0.0, 1.0, 2), brier=True)
-    return float(table[0, _mk.SBRIER] / table[0, _mk.W])
+    return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
 
 
 def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
     """:func:`fastcal.log_loss` of Dask data (per-chunk sums)."""
-    from . import _metrics_kernels as _mk
-
     if not isinstance(normalize, (bool, np.bool_)):
         raise ValueError(f"normalize must be a bool; got {normalize!r}.")
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    table = data.table(np.linspace(0.0, 1.0, 2), logloss=True)
-    total = table[0, _mk.SLOG]
-    return float(total / table[0, _mk.W]) if normalize else float(total)
+    table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
+    return _binning.column_mean(table, _binning.SLOG) if normalize else float(table[:, _binning.SLOG].sum())
 
 
 def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", sample_weight=None,
                                pos_label=None):
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
-    from . import metrics as _m
-
-    check_in(norm, "norm", _m.NORMS)
+    check_in(norm, "norm", _binning.NORMS)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _m.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
+    return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 
 
 def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
     """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
-    from . import metrics as _m
+    from .metrics import BrierDecomposition
 
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _m.decomposition_from_table(data.table(data.edges(n_bins, strategy), moments=True, brier=True))
+    table = data.table(data.edges(n_bins, strategy), moments=True, brier=True)
+    return BrierDecomposition(*_binning.brier_terms_from_table(table))

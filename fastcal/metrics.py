@@ -1,11 +1,11 @@
 r"""Calibration diagnostics: reliability curves, Brier score and its decomposition, ECE, AUC.
 
 Every binned quantity comes from one parallel pass over the data
-(:mod:`fastcal._metrics_kernels`): each row is put in its bin and the bin's
-weight, positives, sum of predictions (and, where asked for, centred moments,
-squared errors and log losses) are accumulated in per-chunk buffers that are
-merged in a fixed order, so the result does not depend on the number of
-threads.
+(:func:`fastcal._binning.bin_stats`): each row is put in its bin and the
+bin's weight, positives, sum of predictions (and, where asked for, centred
+moments, squared errors and log losses) are accumulated in per-chunk buffers
+that are merged in a fixed order, so the result does not depend on the number
+of threads. The AUC is in :mod:`fastcal._auc`.
 
 Binning follows :func:`sklearn.calibration.calibration_curve` exactly: the
 ``n_bins + 1`` edges are ``np.linspace(0, 1, n_bins + 1)`` ("uniform") or
@@ -31,8 +31,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _metrics_kernels as _k
-from ._parallel import get_num_threads, parallel_for, run
+from ._auc import roc_auc
+from ._binning import (
+    NORMS,
+    SBRIER,
+    SLOG,
+    SP,
+    SY,
+    W,
+    bin_edges,
+    bin_stats,
+    brier_terms_from_table,
+    check_binning,
+    column_mean,
+    curve_from_table,
+    ece_from_table,
+    order_statistics,
+)
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -55,31 +70,10 @@ __all__ = [
     "roc_auc_score",
 ]
 
-STRATEGIES = ("uniform", "quantile")
-NORMS = ("l1", "l2", "max")
-
-#: Rows per chunk of the deterministic chunked reductions, and the most chunks.
-_CHUNK_ROWS = 1 << 16
-_MAX_CHUNKS = 64
-#: Cap on the float64 partial buffers of one reduction (elements): 32 MB.
-_PARTIAL_BUDGET = 1 << 22
-#: Quantile edges: below this size a plain ``np.partition`` of a copy is used.
-_SELECT_MIN_SIZE = 1 << 16
-_NBUCKETS = 1 << 15
-#: Sorting for the AUC is done in two threads above this size.
-_THREADED_SORT_MIN_SIZE = 1 << 17
-
 
 # ---------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------
-def _n_chunks(n, floats_per_chunk=1):
-    """Number of chunks of a reduction over ``n`` rows: a function of the sizes only."""
-    by_rows = n // _CHUNK_ROWS
-    by_memory = _PARTIAL_BUDGET // max(1, floats_per_chunk)
-    return int(max(1, min(_MAX_CHUNKS, by_rows, by_memory)))
-
-
 def _value_range(x, name):
     """``(min, max)`` of the float array ``x``; ``ValueError`` naming ``name`` if it holds NaN or infinity.
 
@@ -156,14 +150,6 @@ def binary_labels(y_true, pos_label, name="y_true"):
     return np.ascontiguousarray(arr == pos_label).view(np.uint8)
 
 
-def check_n_bins(n_bins, name="n_bins"):
-    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}.")
-    if n_bins < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {n_bins!r}.")
-    return int(n_bins)
-
-
 def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_name="y_prob"):
     """Validated ``(y, p, w, lo, hi)``: labels (nonzero = positive), predictions, weights or None."""
     y_arr = column_or_1d(y_true, "y_true")
@@ -179,123 +165,11 @@ def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_
     return y, p, w, lo, hi
 
 
-# ---------------------------------------------------------------------------
-# bin edges
-# ---------------------------------------------------------------------------
-def _order_statistics(x, ranks, lo, hi):
-    """Values of rank ``ranks`` (sorted, unique, 0-based) in ascending ``x``, without sorting ``x``.
-
-    A parallel pass counts the values in ``_NBUCKETS`` equal-width buckets
-    between ``lo = min(x)`` and ``hi = max(x)`` (the bucket is a
-    non-decreasing function of the value, so bucket order is value order);
-    a second pass copies out only the buckets that hold a wanted rank, and
-    ``np.partition`` selects inside them. O(n) work; the values are exact.
-    """
-    n = x.shape[0]
-    if lo == hi:
-        return np.full(ranks.shape[0], x[0], dtype=x.dtype)
-    nbuckets = _NBUCKETS
-    scale = nbuckets / (hi - lo)
-    if n < _SELECT_MIN_SIZE or not math.isfinite(scale):
-        # small input, or a range too narrow to scale (hi - lo subnormal)
-        part = np.partition(x, ranks)
-        return part[ranks]
-    nchunks = _n_chunks(n, 8 * nbuckets)  # at most 16 histograms (4 MB)
-    hist = np.zeros((nchunks, nbuckets), dtype=np.int64)
-    parallel_for(_k.bucket_hist, nchunks, x, lo, scale, hist, rows=n)
-    counts = hist.sum(axis=0)
-    cum = np.cumsum(counts)
-    bucket_of_rank = np.searchsorted(cum, ranks, side="right")
-    marked = np.unique(bucket_of_rank)
-    sizes = counts[marked]
-    region_start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    slot = np.full(nbuckets, -1, dtype=np.int64)
-    slot[marked] = np.arange(marked.shape[0])
-    # where chunk c writes its first value of marked bucket s
-    per_chunk = hist[:, marked]
-    pos = region_start[None, :] + np.cumsum(per_chunk, axis=0) - per_chunk
-    pos = np.ascontiguousarray(pos, dtype=np.int64)
-    out = np.empty(int(sizes.sum()), dtype=x.dtype)
-    parallel_for(_k.gather_buckets, nchunks, x, lo, scale, slot, pos, out, rows=n)
-    values = np.empty(ranks.shape[0], dtype=x.dtype)
-    bucket_start = cum - counts
-    for s, b in enumerate(marked):
-        seg = out[region_start[s] : region_start[s] + sizes[s]]
-        which = np.nonzero(bucket_of_rank == b)[0]
-        local = ranks[which] - bucket_start[b]
-        seg.partition(local)
-        values[which] = seg[local]
-    return values
-
-
-def _percentile_edges(x, n_bins, lo, hi):
-    """``np.percentile(x, np.linspace(0, 1, n_bins + 1) * 100)``, bit for bit, by selection."""
-    return percentiles_from_order_statistics(x.shape[0], n_bins, lambda ranks: _order_statistics(x, ranks, lo, hi))
-
-
-def percentiles_from_order_statistics(n, n_bins, order_statistics):
-    """NumPy's "linear" percentiles at ``linspace(0, 100, n_bins + 1)`` of ``n`` values, bit for bit.
-
-    ``order_statistics(ranks)`` returns the values of the given (sorted,
-    unique) ranks: by selection in memory, or from Dask chunks. NumPy's
-    method: virtual index ``(n - 1) * q``, neighbours ``floor`` and
-    ``floor + 1`` (both the last element at the top), and ``_lerp``:
-    ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` where ``g >= 0.5``,
-    with ``b - a`` in the dtype of the values.
-    """
-    q = np.true_divide(np.linspace(0, 1, n_bins + 1) * 100, 100)
-    virtual = (n - 1) * q
-    prev = np.floor(virtual)
-    nxt = prev + 1
-    above = virtual >= n - 1
-    prev[above] = -1
-    nxt[above] = -1
-    below = virtual < 0
-    prev[below] = 0
-    nxt[below] = 0
-    prev = prev.astype(np.intp)
-    nxt = nxt.astype(np.intp)
-    gamma = np.asanyarray(virtual - prev, dtype=virtual.dtype)
-    prev_rank = np.where(prev < 0, n + prev, prev)
-    next_rank = np.where(nxt < 0, n + nxt, nxt)
-    ranks = np.unique(np.concatenate((prev_rank, next_rank)))
-    values = order_statistics(ranks)
-    a = values[np.searchsorted(ranks, prev_rank)]
-    b = values[np.searchsorted(ranks, next_rank)]
-    diff_b_a = b - a
-    result = np.add(a, diff_b_a * gamma)
-    np.subtract(b, diff_b_a * (1 - gamma), out=result, where=gamma >= 0.5, casting="unsafe", dtype=result.dtype)
-    return result
-
-
-def _bin_edges(p, n_bins, strategy, lo, hi):
-    """The ``n_bins + 1`` float64 bin edges, as scikit-learn's ``calibration_curve`` computes them."""
-    if strategy == "quantile":
-        return np.asarray(_percentile_edges(p, n_bins, lo, hi), dtype=np.float64)
-    return np.linspace(0.0, 1.0, n_bins + 1)
-
-
-def bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
-    """The per-bin table ``(n_bins, NSTAT)`` of :func:`fastcal._metrics_kernels.bin_stats`."""
-    n = p.shape[0]
-    nb = edges.shape[0] - 1
-    ref = 0.5 * (edges[:-1] + edges[1:])
-    dt = p.dtype.type
-    one = dt(1)
-    clip_lo = dt(np.finfo(p.dtype).eps)
-    clip_hi = one - clip_lo
-    lut, grid = _k.bin_lookup_table(edges)
-    part = np.zeros((_n_chunks(n, nb * _k.NSTAT), nb, _k.NSTAT))
-    parallel_for(_k.bin_stats, part.shape[0], p, y, w, edges, lut, grid, ref, moments, brier, logloss, one,
-                 clip_lo, clip_hi, part, rows=n)
-    return _k.merge_partials(part)
-
-
 def _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, **flags):
-    n_bins = check_n_bins(n_bins)
-    check_in(strategy, "strategy", STRATEGIES)
+    """Validated input, binned: ``(table, edges, (y, p, w))`` (see :func:`fastcal._binning.bin_stats`)."""
+    n_bins = check_binning(n_bins, strategy)
     y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label)
-    edges = _bin_edges(p, n_bins, strategy, lo, hi)
+    edges = bin_edges(n_bins, strategy, p.shape[0], lambda ranks: order_statistics(p, ranks, lo, hi))
     return bin_stats(p, y, w, edges, **flags), edges, (y, p, w)
 
 
@@ -384,18 +258,6 @@ def calibration_curve(
     return curve_from_table(table, w is not None, return_counts)
 
 
-def curve_from_table(table, weighted, return_counts):
-    """``calibration_curve``'s result from a bin table: non-empty bins only, counts as int64 unless weighted."""
-    weight = table[:, _k.W]
-    nonzero = weight > 0
-    total = weight[nonzero]
-    prob_true = table[nonzero, _k.SY] / total
-    prob_pred = table[nonzero, _k.SP] / total
-    if not return_counts:
-        return prob_true, prob_pred
-    return prob_true, prob_pred, (total if weighted else total.astype(np.int64))
-
-
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
     r"""Brier score of binary probabilistic predictions (mean squared error of the probabilities).
 
@@ -432,7 +294,7 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
     0.0375
     """
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, 1, "uniform", brier=True)
-    return float(table[0, _k.SBRIER] / table[0, _k.W])
+    return column_mean(table, SBRIER)
 
 
 def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
@@ -476,8 +338,7 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
     if not isinstance(normalize, (bool, np.bool_)):
         raise ValueError(f"normalize must be a bool; got {normalize!r}.")
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, 1, "uniform", logloss=True)
-    total = table[0, _k.SLOG]
-    return float(total / table[0, _k.W]) if normalize else float(total)
+    return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
 
 
 class BrierDecomposition(NamedTuple):
@@ -490,25 +351,6 @@ class BrierDecomposition(NamedTuple):
     uncertainty: float
     within_bin_variance: float
     within_bin_covariance: float
-
-
-def decomposition_from_table(table):
-    weight = table[:, _k.W]
-    nz = weight > 0
-    t = table[nz]
-    wk = t[:, _k.W]
-    total = wk.sum()
-    base_rate = t[:, _k.SY].sum() / total
-    obs = t[:, _k.SY] / wk
-    pred = t[:, _k.SP] / wk
-    mean_d = t[:, _k.SD] / wk
-    reliability = float(np.sum(wk * (pred - obs) ** 2) / total)
-    resolution = float(np.sum(wk * (obs - base_rate) ** 2) / total)
-    uncertainty = float(base_rate * (1.0 - base_rate))
-    wbv = float(np.sum(np.maximum(t[:, _k.SDD] - mean_d * t[:, _k.SD], 0.0)) / total)
-    wbc = float(2.0 * np.sum(t[:, _k.SDY] - mean_d * t[:, _k.SY]) / total)
-    brier = float(t[:, _k.SBRIER].sum() / total)
-    return BrierDecomposition(brier, reliability, resolution, uncertainty, wbv, wbc)
 
 
 def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
@@ -570,20 +412,7 @@ def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample
     (0.1145, 0.1145)
     """
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True, brier=True)
-    return decomposition_from_table(table)
-
-
-def ece_from_table(table):
-    weight = table[:, _k.W]
-    nz = weight > 0
-    wk = weight[nz]
-    mass = wk / wk.sum()
-    gap = np.abs(table[nz, _k.SY] / wk - table[nz, _k.SP] / wk)
-    return {
-        "l1": float(np.sum(mass * gap)),
-        "l2": float(math.sqrt(np.sum(mass * gap * gap))),
-        "max": float(gap.max()),
-    }
+    return BrierDecomposition(*brier_terms_from_table(table))
 
 
 def expected_calibration_error(
@@ -637,67 +466,6 @@ def expected_calibration_error(
     return ece_from_table(table)[norm]
 
 
-def _auc_pivots(x, n_ranges):
-    """Up to ``n_ranges - 1`` sorted pivots splitting ``x`` into value ranges of similar size (from a sample)."""
-    if n_ranges <= 1:
-        return np.empty(0, dtype=np.float64)
-    step = max(1, x.shape[0] // (1 << 16))
-    sample = np.asarray(x[::step], dtype=np.float64)
-    return np.unique(np.quantile(sample, np.arange(1, n_ranges) / n_ranges))
-
-
-def _auc_unweighted(x, y):
-    """AUC from the Mann-Whitney count: value ranges x labels, each sorted and merged on its own.
-
-    The scores are scattered (one counting pass, one branch-free copy) into
-    regions by label and by value range (ranges split at sample quantiles,
-    ties never split); pairs in different ranges are counted from the region
-    sizes, pairs in the same range by sorting its two classes (NumPy's sort,
-    which releases the GIL, so ranges run on parallel threads) and one merge
-    sweep. Exact: integer counts, one division at the end.
-    """
-    n = x.shape[0]
-    n_ranges = 1 if n < _THREADED_SORT_MIN_SIZE else max(2, get_num_threads())
-    pivots = _auc_pivots(x, n_ranges)
-    n_ranges = pivots.shape[0] + 1
-    nchunks = _n_chunks(n, 2 * n_ranges)
-    counts = np.zeros((nchunks, 2 * n_ranges), dtype=np.int64)
-    parallel_for(_k.region_counts, nchunks, x, y, pivots, counts, rows=n)
-    sizes = counts.sum(axis=0)
-    n_neg = int(sizes[:n_ranges].sum())
-    n_pos = n - n_neg
-    if n_pos == 0 or n_neg == 0:
-        raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
-    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts, dtype=np.int64)
-    buf = np.empty(n, dtype=x.dtype)
-    parallel_for(_k.scatter_regions, nchunks, x, y, pivots, offsets, buf, rows=n)
-
-    def count_range(r):
-        neg = buf[start[r] : start[r] + sizes[r]]
-        pos = buf[start[n_ranges + r] : start[n_ranges + r] + sizes[n_ranges + r]]
-        neg.sort()
-        pos.sort()
-        return int(_k.mann_whitney_twice(pos, neg))
-
-    u2 = sum(run([(count_range, (r,)) for r in range(n_ranges)]))
-    neg_below = np.concatenate(([0], np.cumsum(sizes[:n_ranges])[:-1]))
-    u2 += 2 * sum(int(sizes[n_ranges + r]) * int(neg_below[r]) for r in range(n_ranges))
-    return float(u2) / (2.0 * n_pos * n_neg)
-
-
-def _auc(y, x, w):
-    if w is None:
-        return _auc_unweighted(x, y)
-    order = np.argsort(x)
-    u, w_pos, w_neg = _k.weighted_auc_sorted(x, y, w, order)
-    if not (w_pos > 0 and w_neg > 0):
-        raise ValueError(
-            "Only one class present in y_true (with positive weight). ROC AUC score is not defined in that case."
-        )
-    return float(u / (w_pos * w_neg))
-
-
 def roc_auc_score(y_true, y_score, *, sample_weight=None, pos_label=None):
     r"""Area under the ROC curve of a binary problem, ties counted half.
 
@@ -740,7 +508,7 @@ def roc_auc_score(y_true, y_score, *, sample_weight=None, pos_label=None):
     0.75
     """
     y, x, w, _, _ = _check_inputs(y_true, y_score, sample_weight, pos_label, prob=False, score_name="y_score")
-    return _auc(y, x, w)
+    return roc_auc(y, x, w)
 
 
 # ---------------------------------------------------------------------------
@@ -901,19 +669,17 @@ def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strateg
     """
     from .platt import calibration_slope_intercept
 
-    n_bins = check_n_bins(n_bins)
-    check_in(strategy, "strategy", STRATEGIES)
-    y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label)
-    edges = _bin_edges(p, n_bins, strategy, lo, hi)
-    table = bin_stats(p, y, w, edges, moments=True, brier=True, logloss=True)
-    weight = table[:, _k.W]
+    table, edges, (y, p, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True,
+                                      brier=True, logloss=True)
+    weight = table[:, W]
     total = float(weight.sum())
-    positives = float(table[:, _k.SY].sum())
+    positives = float(table[:, SY].sum())
     if not (0 < positives < total):
         raise ValueError("calibration_report needs both classes in y_true (with positive weight).")
-    decomposition = decomposition_from_table(table)
+    decomposition = BrierDecomposition(*brier_terms_from_table(table))
     ece = ece_from_table(table)
-    auc = _auc(y, p, w)
+    prob_true, prob_pred = curve_from_table(table, w is not None, False)
+    auc = roc_auc(y, p, w)
     slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
     optional = {}
     for name, attr in (
@@ -933,15 +699,14 @@ def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strateg
         else:
             value = float(value)
         optional[name] = value
-    nz = weight > 0
     return CalibrationReport(
         n=int(p.shape[0]),
         weight_sum=total,
         base_rate=positives / total,
-        mean_prediction=float(table[:, _k.SP].sum() / total),
+        mean_prediction=column_mean(table, SP),
         auc=auc,
         brier=decomposition.brier,
-        log_loss=float(table[:, _k.SLOG].sum() / total),
+        log_loss=column_mean(table, SLOG),
         ece=ece["l1"],
         rmsce=ece["l2"],
         mce=ece["max"],
@@ -953,11 +718,11 @@ def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strateg
         slope=float(slope_fit.slope),
         intercept=float(slope_fit.intercept),
         calibration_in_the_large=float(slope_fit.calibration_in_the_large),
-        n_bins=n_bins,
+        n_bins=edges.shape[0] - 1,
         strategy=strategy,
         bin_edges=edges,
         bin_weights=weight.copy(),
-        prob_true=table[nz, _k.SY] / weight[nz],
-        prob_pred=table[nz, _k.SP] / weight[nz],
+        prob_true=prob_true,
+        prob_pred=prob_pred,
         **optional,
     )

@@ -26,7 +26,7 @@ import fastcal  # noqa: E402
 import fastcal.dask as fd  # noqa: E402
 from fastcal import IsotonicRegression, PlattScaling  # noqa: E402
 
-from .strategies import scores_and_labels  # noqa: E402
+from .strategies import probabilities, scores_and_labels  # noqa: E402
 
 EPS = np.finfo(np.float64).eps
 
@@ -299,6 +299,43 @@ def test_diagnostics_label_rules(client):
         fd.brier_score_loss(*_chunked(y2, p, chunks=250))
     with pytest.raises(ValueError, match="outside \\[0, 1\\]"):
         fd.brier_score_loss(Y, P * 2)
+
+
+@given(probabilities(max_size=400, weighted="zeros"), st.booleans(), st.integers(1, 25),
+       st.lists(st.integers(0, 400), max_size=6))
+@settings(max_examples=40, deadline=None)
+def test_diagnostics_quantile_bins_exact_sync(data, use_weights, n_bins, cuts):
+    """Quantile edges from the chunks' bucket counts and gathers: the in-memory bins exactly, empty chunks too."""
+    y, p, w = data
+    w = w if use_weights else None
+    bounds = sorted({0, len(p), *(c for c in cuts if c <= len(p))})
+    chunks = (tuple(np.diff(bounds)),)
+    Y, P, W = (None if a is None else da.from_array(a, chunks=chunks) for a in (y, p, w))
+    with dask.config.set(scheduler="sync"):
+        got = fd.calibration_curve(Y, P, n_bins=n_bins, strategy="quantile", sample_weight=W, return_counts=True)
+        ece = fd.expected_calibration_error(Y, P, n_bins=n_bins, strategy="quantile", sample_weight=W, norm="max")
+    want = fastcal.calibration_curve(y, p, n_bins=n_bins, strategy="quantile", sample_weight=w, return_counts=True)
+    if w is None:  # the same bins: the same counts
+        assert_array_equal(got[2], want[2])
+    else:
+        assert_array_equal(got[2] > 0, want[2] > 0)
+    n = len(p)  # sums of <= n terms in another grouping
+    for a, b in zip(got, want):
+        assert_allclose(a, b, rtol=4 * n * EPS, atol=4 * n * EPS)
+    assert ece == pytest.approx(fastcal.expected_calibration_error(y, p, n_bins=n_bins, strategy="quantile",
+                                                                   sample_weight=w, norm="max"), abs=8 * n * EPS)
+
+
+def test_diagnostics_quantile_narrow_and_constant_sync():
+    """A range too narrow to scale to the buckets (subnormal), and constant scores, on several chunks."""
+    rng = np.random.default_rng(4)
+    y = (rng.random(5000) < 0.4).astype(np.uint8)
+    for p in (rng.choice(np.array([0.0, 5e-324, 1e-323]), 5000), np.full(5000, 0.25)):
+        with dask.config.set(scheduler="sync"):
+            got = fd.calibration_curve(*_chunked(y, p, chunks=700), n_bins=6, strategy="quantile", return_counts=True)
+        want = fastcal.calibration_curve(y, p, n_bins=6, strategy="quantile", return_counts=True)
+        for a, b in zip(got, want):
+            assert_array_equal(a, b)
 
 
 def test_import_fastcal_does_not_import_dask():

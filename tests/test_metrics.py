@@ -14,12 +14,13 @@ from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve as sk_calibration_curve
 
 import fastcal
-from fastcal import _metrics_kernels as K
+from fastcal import _auc as A
+from fastcal import _auc_kernels as AK
 from fastcal import metrics as M
 
 from . import naive_metrics as naive
 from .strategies import probabilities
-from .threads import MANY, in_pieces, num_threads, serial_and_parallel
+from .threads import MANY, in_pieces, num_threads
 
 SETTINGS = settings(max_examples=60, deadline=None)
 EPS = np.finfo(np.float64).eps
@@ -152,18 +153,6 @@ def test_values_on_and_next_to_edges():
             assert_array_equal(counts, expected[expected > 0])
 
 
-def test_bin_lookup_table_falls_back_to_search():
-    """A coarse lookup grid forces the binary search between table bounds; same bins."""
-    rng = np.random.default_rng(0)
-    p = np.sort(rng.random(5000))
-    for n_bins in (2, 9, 64):
-        e = np.sort(np.concatenate([[0.0], rng.random(n_bins - 1), [1.0]]))
-        for grid in (1, 2, 8, None):
-            lut, g = K.bin_lookup_table(e, grid)
-            ids = np.array([K._bin_of(x, e, lut, g) for x in p[::10]])
-            assert_array_equal(ids, np.searchsorted(e[1:-1], p[::10]))
-
-
 def test_empty_bins_dropped_not_nan():
     p = np.array([0.05, 0.06, 0.95, 0.97])
     y = np.array([0, 0, 1, 1])
@@ -216,107 +205,19 @@ def test_labels_like_sklearn():
 
 
 # ---------------------------------------------------------------------------
-# quantile edges: bit-identical to np.percentile, by selection
-# ---------------------------------------------------------------------------
-@SETTINGS
-@given(data=probabilities(max_size=3000), n_bins=st.integers(1, 40), small=st.booleans())
-def test_percentile_edges_bitwise(data, n_bins, small):
-    _, p, _ = data
-    old = M._SELECT_MIN_SIZE
-    if small:  # force the bucket-selection path on small arrays
-        M._SELECT_MIN_SIZE = 1
-    try:
-        got = M._percentile_edges(p, n_bins, float(p.min()), float(p.max()))
-    finally:
-        M._SELECT_MIN_SIZE = old
-    expected = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
-    assert got.dtype == expected.dtype
-    assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("kind", ["spread", "ties", "concentrated", "adjacent", "subnormal"])
-def test_percentile_edges_bitwise_large(dtype, kind):
-    rng = np.random.default_rng(11)
-    n = 300_001
-    if kind == "spread":
-        _, p = miscalibrated(n, dtype)
-    elif kind == "ties":
-        p = rng.choice(rng.random(30), n).astype(dtype)
-    elif kind == "concentrated":  # almost everything in one bucket, plus an outlier
-        p = (0.5 + rng.random(n) * 1e-9).astype(dtype)
-        p[7] = 1.0
-    elif kind == "adjacent":  # two neighbouring floats
-        p = np.where(rng.random(n) < 0.3, dtype(0.5), np.nextafter(dtype(0.5), dtype(1)))
-    else:  # a subnormal range: hi - lo cannot be scaled to the buckets
-        p = rng.choice(np.array([0.0, 5e-324, 1e-323]), n).astype(np.float64)
-    x = p.copy()
-    for n_bins in (1, 2, 10, 37, 1000):
-        expected = np.percentile(p, np.linspace(0, 1, n_bins + 1) * 100)
-        assert_array_equal(M._percentile_edges(p, n_bins, float(p.min()), float(p.max())), expected)
-    assert_array_equal(p, x)  # input untouched
-
-
-def test_order_statistics_whole_equals_pieces():
-    rng = np.random.default_rng(5)
-    x = rng.random(200_000) ** 3
-    lo, hi = float(x.min()), float(x.max())
-    scale = M._NBUCKETS / (hi - lo)
-    nchunks = 7
-    h_s = np.zeros((nchunks, M._NBUCKETS), dtype=np.int64)
-    h_p = np.zeros((nchunks, M._NBUCKETS), dtype=np.int64)
-    K.bucket_hist(x, lo, scale, h_s, 0, nchunks)
-    in_pieces(K.bucket_hist, nchunks, x, lo, scale, h_p)
-    assert_array_equal(h_s, h_p)
-    assert h_s.sum() == x.size
-    slot = np.full(M._NBUCKETS, -1, dtype=np.int64)
-    marked = np.array([0, 3, 500, M._NBUCKETS - 1])
-    slot[marked] = np.arange(4)
-    sizes = h_s[:, marked].sum(axis=0)
-    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    pos = start[None, :] + np.cumsum(h_s[:, marked], axis=0) - h_s[:, marked]
-    outs = []
-    for run in (lambda *a: K.gather_buckets(*a, 0, nchunks), lambda *a: in_pieces(K.gather_buckets, nchunks, *a)):
-        out = np.empty(sizes.sum())
-        run(x, lo, scale, slot, np.ascontiguousarray(pos), out)
-        outs.append(out)
-    assert_array_equal(outs[0], outs[1])
-    serial, parallel = serial_and_parallel(M._order_statistics, x, np.array([0, 5, 100_000, 199_999]), lo, hi)
-    assert_array_equal(serial, np.sort(x)[[0, 5, 100_000, 199_999]])
-    assert_array_equal(parallel, serial)
-    b = np.minimum(((x - lo) * scale).astype(np.int64), M._NBUCKETS - 1)
-    assert_array_equal(np.sort(outs[0]), np.sort(x[np.isin(b, marked)]))
-
-
-# ---------------------------------------------------------------------------
-# one pass: serial and parallel identical
+# large inputs: the parallel paths, on any number of threads
 # ---------------------------------------------------------------------------
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_bin_stats_whole_equals_pieces(weighted, dtype):
+def test_calibration_curve_large_quantile(weighted, dtype):
+    """At this size the edges come from bucket selection and the table from the parallel kernel."""
     y, p = miscalibrated(150_001, dtype, seed=2)
     w = np.random.default_rng(0).random(p.size).astype(dtype) if weighted else None
-    for edges in (np.linspace(0, 1, 11), M._percentile_edges(p, 20, float(p.min()), float(p.max()))):
-        lut, grid = K.bin_lookup_table(edges)
-        ref = 0.5 * (edges[1:] + edges[:-1])
-        one = p.dtype.type(1)
-        eps = p.dtype.type(np.finfo(p.dtype).eps)
-        for nchunks in (1, 5, 64):
-            args = (p, y, w, edges, lut, grid, ref, True, True, True, one, eps, one - eps)
-            part_a, part_b = (np.zeros((nchunks, edges.size - 1, K.NSTAT)) for _ in range(2))
-            K.bin_stats(*args, part_a, 0, nchunks)
-            in_pieces(K.bin_stats, nchunks, *args, part_b)
-            a, b = K.merge_partials(part_a), K.merge_partials(part_b)
-            assert_array_equal(a, b)
-        flags = dict(moments=True, brier=True, logloss=True)
-        serial, parallel = serial_and_parallel(M.bin_stats, p, y, w, edges, **flags)
-        assert_array_equal(serial, parallel)
-        assert a[:, K.W].sum() == (p.size if w is None else a[:, K.W].sum())
-    # the public functions use the parallel kernel at this size: same as the naive reference
-    e_true, e_pred, _ = naive.calibration_curve(y, p, 11, "quantile", w)
-    got = M.calibration_curve(y, p, n_bins=11, strategy="quantile", sample_weight=w)
+    e_true, e_pred, e_counts = naive.calibration_curve(y, p, 11, "quantile", w)
+    got = M.calibration_curve(y, p, n_bins=11, strategy="quantile", sample_weight=w, return_counts=True)
     assert_allclose(got[0], e_true, atol=sum_rtol(p.size))  # means in [0, 1] of up to n rows
     assert_allclose(got[1], e_pred, atol=sum_rtol(p.size))
+    assert_allclose(got[2], e_counts, rtol=sum_rtol(p.size))
 
 
 def test_result_does_not_depend_on_thread_count():
@@ -468,9 +369,9 @@ def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
     expected = skm.roc_auc_score(y, p)
     tol = dict(rel_tol=0, abs_tol=auc_atol(y.size))
     assert math.isclose(M.roc_auc_score(y, p), expected, **tol)
-    monkeypatch.setattr(M, "_THREADED_SORT_MIN_SIZE", 1)
+    monkeypatch.setattr(A, "THREADED_SORT_MIN_SIZE", 1)
     for threads in (2, 3, MANY):  # value ranges: one per thread
-        monkeypatch.setattr(M, "get_num_threads", lambda: threads)
+        monkeypatch.setattr(A, "get_num_threads", lambda: threads)
         assert math.isclose(M.roc_auc_score(y, p), expected, **tol)
         assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), **tol)
         q = np.round(p, 1)  # heavy ties: pivots coincide
@@ -478,13 +379,13 @@ def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
     # the kernels: whole == pieces, regions hold exactly the right values in input order
     pivots = np.array([0.2, 0.5, 0.5000001])
     counts, counts2 = (np.zeros((5, 8), dtype=np.int64) for _ in range(2))
-    K.region_counts(p, y, pivots, counts, 0, 5)
-    in_pieces(K.region_counts, 5, p, y, pivots, counts2)
+    AK.region_counts(p, y, pivots, counts, 0, 5)
+    in_pieces(AK.region_counts, 5, p, y, pivots, counts2)
     assert_array_equal(counts, counts2)
     sizes = counts.sum(axis=0)
     start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     outs = []
-    for run in (lambda *a: K.scatter_regions(*a, 0, 5), lambda *a: in_pieces(K.scatter_regions, 5, *a)):
+    for run in (lambda *a: AK.scatter_regions(*a, 0, 5), lambda *a: in_pieces(AK.scatter_regions, 5, *a)):
         offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
         out = np.empty_like(p)
         run(p, y, pivots, offsets, out)
