@@ -27,6 +27,8 @@ __all__ = ["Result"]
 
 
 def _plain(value):
+    if isinstance(value, Result):
+        return value.to_dict()
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

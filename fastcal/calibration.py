@@ -22,6 +22,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._params import Boolean, Options, check_all
+from ._results import Result
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
@@ -298,8 +299,8 @@ def _fit_pair(estimator, X, y, y_idx, train, test, method, classes, sample_weigh
     return _CalibratedPair.fit(estimator, predictions, y_idx[test], classes, method, sw_test, response)
 
 
-@dataclass
-class CrossValCalibrationReport:
+@dataclass(frozen=True, eq=False, repr=False)
+class CrossValCalibrationReport(Result):
     """Result of :func:`cross_val_calibration_report`.
 
     ``folds`` holds one dict per outer fold with the ``before`` and ``after``
@@ -311,13 +312,6 @@ class CrossValCalibrationReport:
     before: object
     after: object
     folds: list = field(default_factory=list)
-
-    def to_dict(self):
-        return {
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "folds": [{k: v.to_dict() for k, v in fold.items()} for fold in self.folds],
-        }
 
     def __str__(self):
         b, a = self.before.to_dict(), self.after.to_dict()

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, field, fields
-from typing import NamedTuple
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._auc import roc_auc
+from ._results import Result
 from ._binning import (
     NORMS,
     SBRIER,
@@ -341,7 +341,8 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
     return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
 
 
-class BrierDecomposition(NamedTuple):
+@dataclass(frozen=True, eq=False, repr=False)
+class BrierDecomposition(Result):
     """Terms of the Brier score: ``brier == reliability - resolution + uncertainty
     + within_bin_variance - within_bin_covariance`` (up to rounding)."""
 
@@ -537,8 +538,8 @@ _REPORT_ROWS = (
 )
 
 
-@dataclass(frozen=True, eq=False)
-class CalibrationReport:
+@dataclass(frozen=True, eq=False, repr=False)
+class CalibrationReport(Result):
     """All of fastcal's diagnostics of one set of predictions (see :func:`calibration_report`).
 
     Scalars are Python floats/ints; ``bin_edges`` has ``n_bins + 1`` entries,
@@ -580,18 +581,6 @@ class CalibrationReport:
     slope_ci: tuple | None = None
     intercept_ci: tuple | None = None
     slope_converged: bool | None = None
-
-    def to_dict(self):
-        """The report as a dict of plain Python values (arrays become lists)."""
-        out = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, np.ndarray):
-                value = value.tolist()
-            elif isinstance(value, tuple):
-                value = list(value)
-            out[f.name] = value
-        return out
 
     def __str__(self):
         title = f"Calibration report ({self.n_bins} {self.strategy} bins)"

@@ -1,5 +1,7 @@
 """The public surface: names, lazy optional imports, shared warning class, model files of every calibrator."""
 
+import json
+import pickle
 import re
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from numpy.testing import assert_array_equal
 import fastcal
 import fastcal.platt
 import fastcal.prior
+from fastcal._results import Result
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (make test)
 
@@ -62,6 +65,43 @@ def test_one_non_convergence_warning(name):
     assert re.fullmatch(r"[\w. ]+ did not converge in 1 (Newton|EM) iterations( \(.+ > tol=\S+\))?; "
                         r"the result may be inaccurate\. Increase max_iter or tol\.", str(w.message)), str(w.message)
     assert w.filename == __file__
+
+
+def _results():
+    """One result object of every public function that returns one, built twice the same way."""
+    rng = np.random.default_rng(2)
+    s = rng.normal(0, 2, 3000)
+    y = (rng.random(3000) < 1 / (1 + np.exp(-s / 2))).astype(np.uint8)
+    p = 1 / (1 + np.exp(-s))
+    post = np.stack([1 - p, p], axis=1)
+    return {
+        "PlattResult": lambda: fastcal.platt_scaling(s, y),
+        "SlopeInterceptResult": lambda: fastcal.calibration_slope_intercept(y, p),
+        "PriorEMResult": lambda: fastcal.estimate_priors_em(post, [0.5, 0.5]),
+        "BrierDecomposition": lambda: fastcal.brier_decomposition(y, p),
+        "CalibrationReport": lambda: fastcal.calibration_report(y, p),
+    }
+
+
+def test_every_result_class_is_listed():
+    listed = {name for name in fastcal.__all__ if name.endswith(("Result", "Report", "Decomposition"))}
+    assert listed == set(_results()) | {"CrossValCalibrationReport"}
+    assert all(issubclass(getattr(fastcal, name), Result) for name in listed)
+
+
+@pytest.mark.parametrize("name", sorted(_results()))
+def test_one_result_convention(name):
+    make = _results()[name]
+    res = make()
+    assert type(res).__name__ == name and isinstance(res, Result)
+    plain = res.to_dict()
+    assert json.loads(json.dumps(plain)) == plain  # plain Python values only
+    assert res == make() and res == pickle.loads(pickle.dumps(res))
+    assert repr(res).startswith(f"{name}(") and "array(" not in repr(res)
+    with pytest.raises(TypeError):
+        iter(res)  # attribute access only: no tuple unpacking
+    with pytest.raises(AttributeError):
+        res.extra = 1
 
 
 def test_platt_model_file_round_trip(tmp_path):

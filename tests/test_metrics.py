@@ -299,7 +299,7 @@ def test_brier_decomposition(data, n_bins, strategy, use_weights):
     assert abs(total - d.brier) <= 6 * term_atol
     assert math.isclose(d.brier, M.brier_score_loss(y, p, sample_weight=w), rel_tol=1e-12, abs_tol=1e-15)
     ref = naive.brier_decomposition(y, p, n_bins, strategy, w)
-    for name, value in d._asdict().items():
+    for name, value in d.to_dict().items():
         assert math.isclose(value, ref[name], rel_tol=1e-9, abs_tol=2 * term_atol), name
     assert d.reliability >= 0 and d.resolution >= 0 and d.within_bin_variance >= 0
     assert 0 <= d.uncertainty <= 0.25
