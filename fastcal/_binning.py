@@ -42,7 +42,7 @@ import numpy as np
 from . import _binning_kernels as _k
 from ._binning_kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
 from ._parallel import parallel_for
-from ._validation import check_in
+from ._params import Boolean, InstanceOf, Integer, Options, check_all
 
 __all__ = [
     "NBUCKETS",
@@ -94,15 +94,25 @@ SELECT_MIN_SIZE = 1 << 16
 # ---------------------------------------------------------------------------
 # parameters, chunks
 # ---------------------------------------------------------------------------
-def check_binning(n_bins, strategy):
-    """``n_bins`` as an int, after checking that it is an integer >= 1 and ``strategy`` one of :data:`STRATEGIES`.
+#: What the diagnostics' parameters accept (see :mod:`fastcal._params`): metrics and Dask check them with it.
+PARAMETERS = {
+    "n_bins": [Integer(1)],
+    "strategy": [Options(*STRATEGIES)],
+    "norm": [Options(*NORMS)],
+    "return_counts": [Boolean()],
+    "normalize": [Boolean()],
+    "pos_label": [None, InstanceOf((numbers.Real, str, np.bool_), "a number, a bool or a str")],
+}
 
-    Raises ``ValueError`` naming the bad argument.
-    """
-    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
-        raise ValueError(f"n_bins must be an integer >= 1; got {n_bins!r}.")
-    check_in(strategy, "strategy", STRATEGIES)
-    return int(n_bins)
+
+def check_params(**values):
+    """The diagnostics' parameters given by name, checked against :data:`PARAMETERS` (a dict of normalised values)."""
+    return check_all({name: PARAMETERS[name] for name in values}, values)
+
+
+def check_binning(n_bins, strategy):
+    """``n_bins`` as an int, after checking it and ``strategy`` against :data:`PARAMETERS`."""
+    return check_params(n_bins=n_bins, strategy=strategy)["n_bins"]
 
 
 def n_chunks(n, floats_per_chunk=1):

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._errors import InvalidParameterError
 
-__all__ = ["Boolean", "Integer", "InvalidParameterError", "Options", "Real", "check", "check_all"]
+__all__ = ["Boolean", "InstanceOf", "Integer", "InvalidParameterError", "Options", "Real", "check", "check_all"]
 
 
 class Integer:
@@ -119,6 +119,22 @@ class Options:
 
     def phrases(self):
         return [repr(v) for v in self.values]
+
+
+class InstanceOf:
+    """An instance of one of ``types``, described in words as ``description``."""
+
+    def __init__(self, types, description):
+        self.types, self.description = types, description
+
+    def accepts(self, value):
+        return isinstance(value, self.types)
+
+    def normalize(self, value):
+        return value
+
+    def phrases(self):
+        return [self.description]
 
 
 def _describe(allowed):

@@ -49,7 +49,7 @@ from dask import delayed
 from . import _binning
 from . import _partition
 from ._errors import NotFittedError
-from ._validation import check_in
+from ._params import Integer, check
 
 __all__ = [
     "adjust_priors",
@@ -318,6 +318,7 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     """
     from .isotonic import new_estimator, set_fitted_blocks
 
+    n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     est = new_estimator(params)
     auto = est.increasing == "auto"
     cols = _columns(scores, y, sample_weight, "X")
@@ -335,8 +336,6 @@ def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
     n_fit = sum(s.n_fit for s in summaries)
     if n_partitions is None:
         n_partitions = min(len(conv), max(_n_threads(), -(-n_fit // _PARTITION_ROWS)))
-    elif isinstance(n_partitions, bool) or not isinstance(n_partitions, numbers.Integral) or n_partitions < 1:
-        raise ValueError(f"n_partitions must be a positive integer or None, got {n_partitions!r}.")
     bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
     n_parts = bounds.shape[0] + 1
     keep_zero = auto and any(s.has_zero for s in summaries)
@@ -628,8 +627,7 @@ class _MetricData:
     def __init__(self, y_true, y_prob, sample_weight, pos_label):
         from . import metrics as _m
 
-        if pos_label is not None and not isinstance(pos_label, (numbers.Real, str, np.bool_)):
-            raise ValueError(f"pos_label must be None, a number, a bool or a str; got {pos_label!r}.")
+        _binning.check_params(pos_label=pos_label)
         cols = _columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
         self.chunks, facts = _first_pass(_metric_first, cols, pos_label)
         self.n = sum(f[0] for f in facts)
@@ -675,8 +673,7 @@ def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uni
     rounds select the order statistics (a histogram of 2^15 buckets, then
     the values of the few buckets that hold them).
     """
-    if not isinstance(return_counts, (bool, np.bool_)):
-        raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
+    _binning.check_params(return_counts=return_counts)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
 
@@ -689,8 +686,7 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
 
 def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
     """:func:`fastcal.log_loss` of Dask data (per-chunk sums)."""
-    if not isinstance(normalize, (bool, np.bool_)):
-        raise ValueError(f"normalize must be a bool; got {normalize!r}.")
+    _binning.check_params(normalize=normalize)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
     return _binning.column_mean(table, _binning.SLOG) if normalize else float(table[:, _binning.SLOG].sum())
@@ -699,7 +695,7 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
 def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", sample_weight=None,
                                pos_label=None):
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
-    check_in(norm, "norm", _binning.NORMS)
+    _binning.check_params(norm=norm)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 

@@ -25,15 +25,12 @@ order of the labels.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._auc import roc_auc
-from ._results import Result
 from ._binning import (
-    NORMS,
     SBRIER,
     SLOG,
     SP,
@@ -43,16 +40,17 @@ from ._binning import (
     bin_stats,
     brier_terms_from_table,
     check_binning,
+    check_params,
     column_mean,
     curve_from_table,
     ece_from_table,
     order_statistics,
 )
+from ._results import Result
 from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
-    check_in,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -120,8 +118,7 @@ def binary_labels(y_true, pos_label, name="y_true"):
     (one parallel check, no sort); everything else goes through
     ``np.unique`` (a sort) with scikit-learn's ``calibration_curve`` rules.
     """
-    if pos_label is not None and not isinstance(pos_label, (numbers.Real, str, np.bool_)):
-        raise ValueError(f"pos_label must be None, a number, a bool or a str; got {pos_label!r}.")
+    check_params(pos_label=pos_label)
     arr = column_or_1d(y_true, name)
     if arr.dtype.kind in "biuf":
         lab = as_label_array(arr, name)
@@ -252,8 +249,7 @@ def calibration_curve(
     >>> counts
     array([3, 2, 4])
     """
-    if not isinstance(return_counts, (bool, np.bool_)):
-        raise ValueError(f"return_counts must be a bool; got {return_counts!r}.")
+    check_params(return_counts=return_counts)
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
     return curve_from_table(table, w is not None, return_counts)
 
@@ -335,8 +331,7 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
     >>> round(log_loss([0, 1, 1, 0], [0.1, 0.9, 0.8, 0.3]), 6)
     0.197635
     """
-    if not isinstance(normalize, (bool, np.bool_)):
-        raise ValueError(f"normalize must be a bool; got {normalize!r}.")
+    check_params(normalize=normalize)
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, 1, "uniform", logloss=True)
     return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
 
@@ -462,7 +457,7 @@ def expected_calibration_error(
     >>> expected_calibration_error([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.4], n_bins=2)
     0.275
     """
-    check_in(norm, "norm", NORMS)
+    check_params(norm=norm)
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
     return ece_from_table(table)[norm]
 

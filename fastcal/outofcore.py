@@ -66,6 +66,7 @@ import tempfile
 import numpy as np
 
 from ._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
+from ._params import Integer, check
 from ._partition import (
     SAMPLE_PER_CHUNK,
     auto_needs_binary,
@@ -220,14 +221,12 @@ def budget_rows(memory_budget, chunk_rows):
 
     Validates both arguments (``None``: the defaults); used by the CLI too.
     """
+    memory_budget = check("memory_budget", memory_budget, [Integer(1 << 20), None])
+    chunk_rows = check("chunk_rows", chunk_rows, [Integer(1), None])
     if memory_budget is None:
         memory_budget = DEFAULT_MEMORY_BUDGET
-    if isinstance(memory_budget, bool) or not isinstance(memory_budget, numbers.Integral) or memory_budget < 1 << 20:
-        raise ValueError(f"memory_budget must be an integer number of bytes >= 2**20, got {memory_budget!r}.")
     if chunk_rows is None:
         chunk_rows = max(1 << 12, memory_budget // _BYTES_PER_ROW_READ)
-    elif isinstance(chunk_rows, bool) or not isinstance(chunk_rows, numbers.Integral) or chunk_rows < 1:
-        raise ValueError(f"chunk_rows must be a positive integer, got {chunk_rows!r}.")
     part_rows = max(1 << 12, memory_budget // _BYTES_PER_ROW_FIT)
     return int(chunk_rows), int(part_rows)
 

@@ -83,3 +83,40 @@ def test_functions_use_the_same_wording():
         fastcal.isotonic_regression([1.0, 2.0], increasing="yes")
     with pytest.raises(InvalidParameterError, match=r"^n must be an integer >= 1 or None; got 0.$"):
         fastcal.set_num_threads(0)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda y, p: fastcal.calibration_curve(y, p, n_bins=0), "n_bins must be an integer >= 1; got 0."),
+        (lambda y, p: fastcal.calibration_curve(y, p, strategy="median"),
+         "strategy must be 'uniform' or 'quantile'; got 'median'."),
+        (lambda y, p: fastcal.calibration_curve(y, p, return_counts=1), "return_counts must be True or False; got 1."),
+        (lambda y, p: fastcal.expected_calibration_error(y, p, norm="l3"),
+         "norm must be 'l1', 'l2' or 'max'; got 'l3'."),
+        (lambda y, p: fastcal.log_loss(y, p, normalize="yes"), "normalize must be True or False; got 'yes'."),
+        (lambda y, p: fastcal.brier_score_loss(y, p, pos_label=[1]),
+         "pos_label must be None or a number, a bool or a str; got [1]."),
+    ],
+)
+def test_diagnostics_parameters(call, message):
+    y, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.8, 0.6, 0.3])
+    with pytest.raises(InvalidParameterError) as info:
+        call(y, p)
+    assert str(info.value) == message
+
+
+def test_scale_parameters():
+    import fastcal.outofcore
+
+    with pytest.raises(InvalidParameterError, match=r"^memory_budget must be an integer >= 1048576 or None; got 10.$"):
+        fastcal.outofcore.fit_platt(np.ones(4), np.array([0, 1, 0, 1]), memory_budget=10)
+    with pytest.raises(InvalidParameterError, match=r"^chunk_rows must be an integer >= 1 or None; got 0.$"):
+        fastcal.outofcore.fit_platt(np.ones(4), np.array([0, 1, 0, 1]), chunk_rows=0)
+    import dask.array as da
+
+    import fastcal.dask
+
+    x = da.from_array(np.arange(4.0), chunks=2)
+    with pytest.raises(InvalidParameterError, match=r"^n_partitions must be an integer >= 1 or None; got 0.$"):
+        fastcal.dask.fit_isotonic(x, x, n_partitions=0)
