@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 
 from . import _persist
-from ._errors import ConvergenceWarning, NotFittedError
+from ._errors import ConvergenceWarning, NotFittedError, not_fitted
 from ._params import check_all
 
 __all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
@@ -20,7 +20,7 @@ __all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_f
 def check_is_fitted(estimator, attribute):
     """Raise :class:`NotFittedError` unless ``estimator`` has the fitted ``attribute``."""
     if not hasattr(estimator, attribute):
-        raise NotFittedError(
+        raise not_fitted(
             f"This {type(estimator).__name__} instance is not fitted yet. "
             "Call 'fit' with appropriate arguments before using this estimator."
         )

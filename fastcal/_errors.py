@@ -1,16 +1,42 @@
-"""fastcal's exception and warning classes, in a module that imports nothing, so every layer can use them."""
+"""fastcal's exception and warning classes, in a module that imports nothing from fastcal, so every layer can use them."""
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "InvalidParameterError", "NotFittedError", "warn_not_converged"]
+import functools
+import sys
+
+__all__ = ["ConvergenceWarning", "InvalidParameterError", "NotFittedError", "not_fitted", "warn_not_converged"]
 
 
 class NotFittedError(ValueError, AttributeError):
     """Raised when a calibrator is used before ``fit``.
 
     Like scikit-learn's exception of the same name, it is both a ``ValueError``
-    and an ``AttributeError``.
+    and an ``AttributeError``; when scikit-learn is loaded, what fastcal
+    raises is also an ``sklearn.exceptions.NotFittedError`` (see :func:`not_fitted`).
     """
+
+
+@functools.cache
+def _not_fitted_class(sklearn_class):
+    return type("NotFittedError", (NotFittedError, sklearn_class),
+                {"__module__": __name__, "__qualname__": "NotFittedError", "__doc__": NotFittedError.__doc__})
+
+
+def not_fitted(message):
+    """The :class:`NotFittedError` to raise, with ``message``.
+
+    When scikit-learn is loaded (by the caller: fastcal never imports it for
+    this), the exception is also an instance of
+    ``sklearn.exceptions.NotFittedError``, so that code written for
+    scikit-learn's estimators catches it. ``except`` matches the class
+    hierarchy, not ``isinstance`` hooks, hence a subclass of both, made once.
+    """
+    if "sklearn" not in sys.modules:
+        return NotFittedError(message)
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    return _not_fitted_class(SklearnNotFittedError)(message)
 
 
 class InvalidParameterError(ValueError, TypeError):

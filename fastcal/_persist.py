@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ._errors import NotFittedError
+from ._errors import not_fitted
 from ._io import AtomicTarget
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
@@ -117,7 +117,7 @@ def to_dict(estimator):
         raise TypeError(f"{cls.__name__} cannot be saved as a fastcal model")
     missing = [name for name in cls._state_schema if not hasattr(estimator, name)]
     if missing:
-        raise NotFittedError(f"This {cls.__name__} instance is not fitted yet; fit it before saving it.")
+        raise not_fitted(f"This {cls.__name__} instance is not fitted yet; fit it before saving it.")
     params = {}
     for name, value in estimator.get_params().items():
         if isinstance(value, (np.ndarray, tuple)):

@@ -19,7 +19,8 @@ from sklearn.model_selection import LeaveOneOut, check_cv, cross_val_predict
 from sklearn.svm import LinearSVC
 from sklearn.utils import _safe_indexing, indexable
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._params import Boolean, Options, check_all
 from ._results import Result
@@ -183,9 +184,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
     def fit(self, X, y, sample_weight=None, **fit_params):
         """Fit the classifier(s) and their calibrators."""
-        check_classification_targets(y)
         X, y = indexable(X, y)
-        y = np.asarray(y)
+        y = column_or_1d(y, warn=True)  # (n, 1): a DataConversionWarning, then flattened, as scikit-learn
+        check_classification_targets(y)
         estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
         self.classes_, y_idx = np.unique(y, return_inverse=True)  # what LabelEncoder does
         self._check_params(len(self.classes_))
@@ -221,8 +222,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             from joblib import Parallel, delayed
 
             splits = list(cv.split(X, y))
-            for i, (train, test) in enumerate(splits):
-                self._check_fold(y, train, test, i)
+            if self.method == "temperature":
+                for i, (train, test) in enumerate(splits):
+                    self._check_fold(y, train, test, i)
             self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
                 delayed(_fit_pair)(clone(estimator), X, y, y_idx, train, test, self.method, self.classes_,
                                    sample_weight, fit_kwargs)
@@ -255,13 +257,24 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         return self
 
     def _check_fold(self, y, train, test, i):
+        # One-vs-rest calibrators give a class a fold never saw probability 0, as
+        # scikit-learn does; a multinomial temperature needs every class (where
+        # scikit-learn fails with a broadcasting error).
         for part, idx in (("training", train), ("calibration", test)):
             missing = np.setdiff1d(self.classes_, np.unique(y[idx]))
             if missing.size:
                 raise ValueError(
-                    f"class {missing[0]!r} is missing from the {part} part of fold {i}: every class must "
-                    "appear in every fold. Use fewer folds or stratified splits (an integer cv)."
+                    f"method='temperature' needs every class in every fold, but class {missing[0].item()!r} is "
+                    f"missing from the {part} part of fold {i}. Use fewer folds or stratified splits (an integer "
+                    "cv), or method='sigmoid' or 'isotonic'."
                 )
+
+    def __sklearn_tags__(self):
+        # Sparse input works exactly when the wrapped classifier takes it, as in scikit-learn.
+        tags = super().__sklearn_tags__()
+        estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
+        tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
+        return tags
 
     def predict_proba(self, X):
         """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""
@@ -286,14 +299,25 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
     def predict(self, X):
         """The class with the highest calibrated probability."""
+        check_is_fitted(self, "calibrated_classifiers_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
+def _fold_params(params, n_samples, indices):
+    """Fit parameters for one fold: those with one value per sample cut to the fold's rows
+    (as scikit-learn does), the others passed as they are."""
+    out = {}
+    for name, value in params.items():
+        if hasattr(value, "__len__") and not isinstance(value, (str, bytes, dict)) and np.ndim(value) > 0 \
+                and len(value) == n_samples:
+            out[name] = _safe_indexing(value, indices)
+        else:
+            out[name] = value
+    return out
+
+
 def _fit_pair(estimator, X, y, y_idx, train, test, method, classes, sample_weight, fit_kwargs):
-    kwargs = dict(fit_kwargs)
-    if "sample_weight" in kwargs:
-        kwargs["sample_weight"] = sample_weight[train]
-    estimator.fit(_safe_indexing(X, train), y[train], **kwargs)
+    estimator.fit(_safe_indexing(X, train), y[train], **_fold_params(fit_kwargs, len(y), train))
     predictions, response = _predictions(estimator, _safe_indexing(X, test))
     sw_test = None if sample_weight is None else sample_weight[test]
     return _CalibratedPair.fit(estimator, predictions, y_idx[test], classes, method, sw_test, response)

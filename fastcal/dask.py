@@ -48,7 +48,7 @@ from dask import delayed
 
 from . import _binning
 from . import _partition
-from ._errors import NotFittedError
+from ._errors import not_fitted
 from ._params import Integer, check
 
 __all__ = [
@@ -499,7 +499,7 @@ def predict(estimator, scores):
     array([0.5, 1. ])
     """
     if not (hasattr(estimator, "predict") and (hasattr(estimator, "X_thresholds_") or hasattr(estimator, "a_"))):
-        raise NotFittedError(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
+        raise not_fitted(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
     if _is_series(scores):
         s = _series(scores)
         dtype = _prediction_dtype(estimator, _dtype_of(s))

@@ -137,3 +137,24 @@ def test_num_threads_setting_is_per_thread_and_checked():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="^n must be an integer >= 1 or None; got"):
             fastcal.set_num_threads(bad)
+
+
+def test_not_fitted_error_is_sklearns_when_sklearn_is_loaded():
+    # Code written for scikit-learn catches fastcal's NotFittedError; import fastcal still loads no scikit-learn.
+    code = """
+import sys
+import fastcal
+try:
+    fastcal.PlattScaling().predict([0.0])
+except fastcal.NotFittedError as e:
+    assert "sklearn" not in sys.modules and isinstance(e, (ValueError, AttributeError))
+import sklearn.exceptions
+for est in (fastcal.IsotonicRegression(), fastcal.PlattScaling(), fastcal.TemperatureScaling()):
+    try:
+        est.predict([0.0]) if not isinstance(est, fastcal.TemperatureScaling) else est.predict_proba([[0.0, 1.0]])
+    except sklearn.exceptions.NotFittedError as e:
+        assert isinstance(e, fastcal.NotFittedError) and type(e).__name__ == "NotFittedError"
+    else:
+        raise AssertionError("not raised")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)

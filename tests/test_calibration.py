@@ -105,11 +105,60 @@ def test_bad_parameters(kwargs, match):
         CalibratedClassifierCV(GaussianNB(), **kwargs).fit(X, y)
 
 
-def test_class_missing_from_a_fold_is_a_clear_error():
+@pytest.mark.parametrize("method", ["sigmoid", "isotonic"])
+@pytest.mark.parametrize("name", ["GaussianNB", "LogisticRegression"])
+def test_class_missing_from_a_fold_as_sklearn(method, name):
+    # Unshuffled KFold on sorted labels: each fold's training part lacks a class. scikit-learn
+    # fits anyway (a class a fold never saw gets probability 0 there); so does fastcal, equally.
     X, y = data(3, n=90)
-    order = np.argsort(y, kind="stable")  # unshuffled KFold: each class confined to one fold
-    with pytest.raises(ValueError, match="missing from the training part of fold 0"):
-        CalibratedClassifierCV(GaussianNB(), cv=KFold(3)).fit(X[order], y[order])
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    est = GaussianNB() if name == "GaussianNB" else LogisticRegression()
+    ours = CalibratedClassifierCV(est, method=method, cv=KFold(3)).fit(X, y)
+    ref = SkCalibratedClassifierCV(est, method=method, cv=KFold(3)).fit(X, y)
+    assert_allclose(ours.predict_proba(X), ref.predict_proba(X), atol=TOL[method])
+    assert_allclose(ours.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_class_missing_from_a_fold_with_temperature_is_a_clear_error():
+    X, y = data(3, n=90)
+    order = np.argsort(y, kind="stable")
+    with pytest.raises(ValueError, match="method='temperature' needs every class in every fold, but class 0 is "
+                                         "missing from the training part of fold 0"):
+        CalibratedClassifierCV(GaussianNB(), method="temperature", cv=KFold(3)).fit(X[order], y[order])
+
+
+class _RecordsFitParams(GaussianNB):
+    """A classifier that keeps the per-sample fit parameter it was given (without checking its length)."""
+
+    def fit(self, X, y, sample_weight=None, tag=None, scale=1.0):
+        self.tag_ = None if tag is None else np.asarray(tag)
+        self.scale_ = scale
+        return super().fit(X, y, sample_weight)
+
+
+@pytest.mark.parametrize("ensemble", [True, False])
+def test_per_sample_fit_params_are_cut_to_each_fold(ensemble):
+    X, y = data(2, n=120)
+    tag = np.arange(len(y))
+    model = CalibratedClassifierCV(_RecordsFitParams(), cv=KFold(3), ensemble=ensemble).fit(
+        X, y, tag=tag, scale=2.0, sample_weight=np.ones(len(y)))
+    for i, (train, _) in enumerate(KFold(3).split(X, y)):
+        if ensemble:
+            pair = model.calibrated_classifiers_[i]
+            assert_array_equal(pair.estimator.tag_, train)  # the fold's own rows, in order
+            assert pair.estimator.scale_ == 2.0  # not one value per sample: passed as it is
+    if not ensemble:
+        assert_array_equal(model.calibrated_classifiers_[0].estimator.tag_, tag)
+
+
+def test_predict_before_fit_is_not_fitted_error():
+    from sklearn.exceptions import NotFittedError
+
+    model = CalibratedClassifierCV(GaussianNB())
+    for method in (model.predict, model.predict_proba):
+        with pytest.raises(NotFittedError):
+            method(np.zeros((2, 8)))
 
 
 class _ImproperProba(GaussianNB):
@@ -173,3 +222,21 @@ def test_the_meta_estimators_calibrators_are_saveable(tmp_path, method):
         before = calibrator.predict_proba(column) if method == "temperature" else calibrator.predict(column)
         after = loaded.predict_proba(column) if method == "temperature" else loaded.predict(column)
         assert_array_equal(after, before)
+
+
+def test_y_as_one_column_warns_and_is_flattened_as_sklearn():
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y = data(2, n=120)
+    with pytest.warns(DataConversionWarning):
+        ours = CalibratedClassifierCV(GaussianNB()).fit(X, y.reshape(-1, 1))
+    assert_allclose(ours.predict_proba(X), CalibratedClassifierCV(GaussianNB()).fit(X, y).predict_proba(X))
+
+
+def test_sparse_tag_follows_the_wrapped_estimator():
+    from sklearn.utils import get_tags
+
+    for est in (LogisticRegression(), GaussianNB(), None):
+        want = get_tags(SkCalibratedClassifierCV(est)).input_tags.sparse
+        assert get_tags(CalibratedClassifierCV(est)).input_tags.sparse == want
+    assert get_tags(CalibratedClassifierCV(LogisticRegression())).input_tags.sparse  # one that takes sparse X
