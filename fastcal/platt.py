@@ -406,7 +406,13 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
 
     obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     res = _newton.solve(obj, obj.to_internal(0.0, b0), tol, max_iter)
-    return PlattFit(*obj.to_public(*res.theta), res.n_iter, res.converged, res.decrement, res.n_passes)
+    a, b = obj.to_public(*res.theta)
+    if res.converged and not (math.isfinite(a) and math.isfinite(b)):
+        # The optimum exists in the solver's coordinates, but a = a' * scale does not fit in a float64.
+        raise ValueError(
+            f"scores: the fitted sigmoid's slope overflows float64 (scores span only "
+            f"{_k.key_to_float(hi_all) - _k.key_to_float(lo_all):.3g}); multiply the scores by a constant first.")
+    return PlattFit(a, b, res.n_iter, res.converged, res.decrement, res.n_passes)
 
 
 def _fit_platt(s, y, w, max_iter, tol, warm_start=True):

@@ -246,6 +246,15 @@ def _newton(loss_grad_hess, max_iter, tol):
     tested = set()
     for it in range(1, max_iter + 1):
         _, g, h = loss_grad_hess(beta)
+        if not (math.isfinite(g) and math.isfinite(h)):
+            # beta * X overflowed: the minimiser lies below beta.
+            if beta <= bounds[0]:
+                raise ValueError("X: the logits are too large in magnitude: beta * X overflows float64 even at "
+                                 "the smallest inverse temperature, e^-10.")
+            hi = beta
+            last_step = 0.0
+            beta = max(bounds[0], math.sqrt(beta * lo)) if lo > 0 else bounds[0]
+            continue
         if g > 0:
             hi = beta
         elif g < 0:

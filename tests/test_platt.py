@@ -844,3 +844,20 @@ def test_slope_intercept_random(seed, n, weighted, dtype):
     assert r.converged
     assert_allclose([r.intercept, r.slope], theta, rtol=1e-7, atol=1e-9)
     assert_allclose([r.intercept_se, r.slope_se], np.sqrt(np.diag(cov)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [1e-310, 1e-320])
+def test_slope_that_overflows_is_an_error_not_converged_infinity(factor):
+    # The optimum's slope is about 1 / factor: not a float64. An error, never a=-inf labelled converged.
+    rng = np.random.default_rng(31)
+    s = rng.normal(size=1000)
+    y = (rng.random(1000) < 1 / (1 + np.exp(-2 * s))).astype(np.uint8)
+    with pytest.raises(ValueError, match="^scores: the fitted sigmoid's slope overflows float64"):
+        platt_scaling(s * factor, y)
+    with pytest.raises(ValueError, match="^scores: the fitted sigmoid's slope overflows float64"):
+        PlattScaling().fit(s * factor, y)
+    # Just inside the range: finite, and the scaled answer of the unscaled fit.
+    ref = platt_scaling(s, y)
+    res = platt_scaling(s * 1e-300, y)
+    assert res.converged and math.isfinite(res.a)
+    assert_allclose([res.a * 1e-300, res.b], [ref.a, ref.b], rtol=1e-9)

@@ -166,3 +166,15 @@ def test_non_convergence_warns():
     with pytest.warns(fastcal.ConvergenceWarning, match="did not converge in 1 Newton iterations"):
         ts = TemperatureScaling(max_iter=1).fit(z, y)
     assert not ts.converged_
+
+
+def test_logits_too_large_are_an_error_not_a_converged_start():
+    # beta * X overflows: never the start value labelled converged.
+    rng = np.random.default_rng(9)
+    S = rng.uniform(-1, 1, (500, 3))
+    y = rng.integers(0, 3, 500)
+    with pytest.raises(ValueError, match="^X: the logits are too large in magnitude"):
+        TemperatureScaling().fit(S * 1e308, y)
+    # Large but workable logits: the minimiser on [e^-10, e^10] is the lower bound, as in scikit-learn.
+    ts = TemperatureScaling().fit(S * 1e200, y)
+    assert ts.converged_ and ts.beta_ == pytest.approx(np.exp(-10.0), rel=1e-12)
