@@ -8,6 +8,8 @@ meta-estimator (:class:`CalibratedClassifierCV`), the plots (``fastcal.plot``)
 and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
 from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
@@ -40,6 +42,9 @@ from .prior import (
 )
 from .temperature import TemperatureScaling
 
+if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
+    from .calibration import CalibratedClassifierCV, CrossValCalibrationReport, cross_val_calibration_report
+
 __version__ = "0.1.0"
 
 #: Names that live in modules importing optional dependencies; loaded on first access.
@@ -50,7 +55,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 

@@ -9,6 +9,8 @@ searches work, and pickling needs nothing more than the instance dict.
 from __future__ import annotations
 
 import inspect
+import os
+from typing import Any, ClassVar, Self
 
 from . import _persist
 from ._errors import ConvergenceWarning, NotFittedError, not_fitted
@@ -17,7 +19,7 @@ from ._params import check_all
 __all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
 
 
-def check_is_fitted(estimator, attribute):
+def check_is_fitted(estimator: object, attribute: str) -> None:
     """Raise :class:`NotFittedError` unless ``estimator`` has the fitted ``attribute``."""
     if not hasattr(estimator, attribute):
         raise not_fitted(
@@ -38,11 +40,11 @@ class BaseCalibrator:
             if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
         )
 
-    def get_params(self, deep=True):
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Return the constructor parameters as a dict (``deep`` is accepted for scikit-learn)."""
         return {name: getattr(self, name) for name in self._get_param_names()}
 
-    def set_params(self, **params):
+    def set_params(self, **params: Any) -> Self:
         """Set constructor parameters; unknown names raise ``ValueError``."""
         valid = self._get_param_names()
         for name, value in params.items():
@@ -53,7 +55,7 @@ class BaseCalibrator:
             setattr(self, name, value)
         return self
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         defaults = {
             p.name: p.default for p in inspect.signature(type(self).__init__).parameters.values()
         }
@@ -68,21 +70,21 @@ class BaseCalibrator:
 
     #: Fitted attributes saved in a model file, with their kinds; subclasses
     #: that can be saved declare theirs and are registered with ``_persist.register``.
-    _state_schema: dict = {}
+    _state_schema: ClassVar[dict[str, str]] = {}
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The fitted calibrator as a JSON-ready dict of numbers and names (no code)."""
         return _persist.to_dict(self)
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls, data: dict[str, Any]) -> Self:
         """Rebuild a fitted calibrator from :meth:`to_dict` output; ``ValueError`` if it is not valid."""
         estimator = _persist.from_dict(data)
         if not isinstance(estimator, cls):
             raise ValueError(f"invalid fastcal model: holds a {type(estimator).__name__}, not a {cls.__name__}")
         return estimator
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the fitted calibrator to ``path`` as a fastcal JSON model file; read it with ``fastcal.load``."""
         _persist.save(self, path)
 
@@ -93,7 +95,7 @@ class BaseCalibrator:
     # -- parameters ------------------------------------------------------------
 
     #: What each constructor parameter accepts (see :mod:`fastcal._params`).
-    _parameter_constraints: dict = {}
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
     def _validate_params(self):
         """The constructor parameters, checked against ``_parameter_constraints`` and normalised (a dict)."""

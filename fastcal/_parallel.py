@@ -64,13 +64,13 @@ PARALLEL_MIN_SIZE = 1 << 18
 _local = threading.local()
 
 
-def get_num_threads():
+def get_num_threads() -> int:
     """Threads fastcal uses for a call from this thread (:func:`set_num_threads`, else ``NUMBA_NUM_THREADS``)."""
     n = getattr(_local, "num_threads", None)
-    return n if n is not None else max(1, int(numba.config.NUMBA_NUM_THREADS))
+    return n if n is not None else max(1, int(numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
 
 
-def set_num_threads(n):
+def set_num_threads(n: int | None) -> None:
     """Use at most ``n`` threads for fastcal calls made from the calling thread; ``None`` restores the default.
 
     The setting belongs to the calling thread alone, as ``numba.set_num_threads``'s

@@ -19,11 +19,18 @@ from __future__ import annotations
 
 import json
 import math
+import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ._errors import not_fitted
 from ._io import AtomicTarget
+
+if TYPE_CHECKING:  # typing only: the calibrators' modules import this one
+    from .isotonic import IsotonicRegression
+    from .platt import PlattScaling
+    from .temperature import TemperatureScaling
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
 
@@ -189,7 +196,7 @@ def loads(text):
     return from_dict(data)
 
 
-def load(path):
+def load(path: str | os.PathLike[str]) -> IsotonicRegression | PlattScaling | TemperatureScaling:
     """Load a fitted calibrator saved with ``save``. Raises ``ValueError`` for anything but a valid model file."""
     with open(path, "rb") as f:
         raw = f.read()

@@ -20,6 +20,7 @@ named quantities, with
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -53,18 +54,18 @@ class Result:
     """Base of fastcal's result objects (see the module docstring); subclasses are
     ``@dataclasses.dataclass(frozen=True, eq=False, repr=False)``."""
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """The fields as a dict of plain Python values (arrays and tuples become lists)."""
         return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shown = (f"{f.name}={_short(getattr(self, f.name))}" for f in dataclasses.fields(self) if f.repr)
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return self.to_dict() == other.to_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((type(self), *(getattr(self, f.name) for f in dataclasses.fields(self))))

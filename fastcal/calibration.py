@@ -11,6 +11,7 @@ import numbers
 import warnings
 from dataclasses import dataclass, field
 from inspect import signature
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
@@ -27,6 +28,18 @@ from ._results import Result
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import TypeAlias
+
+    from numpy.typing import ArrayLike, NDArray
+    from sklearn.model_selection import BaseCrossValidator, BaseShuffleSplit
+
+    from .metrics import CalibrationReport
+
+    #: What ``cv`` accepts, as in scikit-learn: a number of folds, a splitter, or (train, test) index pairs.
+    CV: TypeAlias = int | BaseCrossValidator | BaseShuffleSplit | Iterable[tuple[ArrayLike, ArrayLike]] | None
 
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
@@ -71,7 +84,7 @@ def _new_calibrator(method, response):
 class _CalibratedPair:
     """A fitted classifier and its fitted calibrator(s); predicts calibrated probabilities."""
 
-    def __init__(self, estimator, calibrators, *, classes, method):
+    def __init__(self, estimator: Any, calibrators: list[Any], *, classes: NDArray[Any], method: str) -> None:
         self.estimator = estimator
         self.calibrators = calibrators
         self.classes = classes
@@ -91,7 +104,7 @@ class _CalibratedPair:
             calibrators.append(_new_calibrator(method, response).fit(predictions, y_idx, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
         predictions, response = _predictions(self.estimator, X)
         n_classes = len(self.classes)
         if self.method == "temperature":
@@ -157,8 +170,22 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         Class frequencies (weighted) of ``y`` in ``fit``, used by ``prior_correction``.
     """
 
-    def __init__(self, estimator=None, *, method="sigmoid", cv=None, n_jobs=None, ensemble="auto",
-                 prior_correction=None):
+    classes_: NDArray[Any]
+    calibrated_classifiers_: list[_CalibratedPair]
+    train_priors_: NDArray[np.float64]
+    n_features_in_: int
+    feature_names_in_: NDArray[np.object_]
+
+    def __init__(
+        self,
+        estimator: Any = None,
+        *,
+        method: Literal["sigmoid", "isotonic", "temperature"] = "sigmoid",
+        cv: CV = None,
+        n_jobs: int | None = None,
+        ensemble: bool | Literal["auto"] = "auto",
+        prior_correction: float | ArrayLike | None = None,
+    ) -> None:
         self.estimator = estimator
         self.method = method
         self.cv = cv
@@ -182,7 +209,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         if priors.shape != (n_classes,):
             raise ValueError(f"prior_correction must be a rate or {n_classes} class priors; got shape {priors.shape}.")
 
-    def fit(self, X, y, sample_weight=None, **fit_params):
+    def fit(self, X: Any, y: ArrayLike, sample_weight: ArrayLike | None = None, **fit_params: Any) -> Self:
         """Fit the classifier(s) and their calibrators."""
         X, y = indexable(X, y)
         y = column_or_1d(y, warn=True)  # (n, 1): a DataConversionWarning, then flattened, as scikit-learn
@@ -212,7 +239,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             raise ValueError("LeaveOneOut cross-validation does not allow all classes to be present in test "
                              "splits. Please use a cross-validation generator that allows all classes to "
                              "appear in every test and train split.")
-        n_folds = self.cv if isinstance(self.cv, numbers.Integral) else getattr(self.cv, "n_splits", None)
+        n_folds = int(self.cv) if isinstance(self.cv, numbers.Integral) else getattr(self.cv, "n_splits", None)
         if n_folds and np.any(np.bincount(y_idx) < n_folds):
             raise ValueError(f"Requesting {n_folds}-fold cross-validation but provided less than {n_folds} "
                              "examples for at least one class.")
@@ -276,14 +303,14 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
         return tags
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""
         check_is_fitted(self, "calibrated_classifiers_")
-        proba = None
-        for pair in self.calibrated_classifiers_:
-            p = pair.predict_proba(X)
-            proba = p if proba is None else proba + p
-        proba /= len(self.calibrated_classifiers_)
+        pairs = self.calibrated_classifiers_
+        proba = pairs[0].predict_proba(X)
+        for pair in pairs[1:]:
+            proba = proba + pair.predict_proba(X)
+        proba /= len(pairs)
         return self._correct_priors(proba)
 
     def _correct_priors(self, proba):
@@ -297,7 +324,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             return np.column_stack([1.0 - positive, positive])
         return adjust_priors(np.ascontiguousarray(proba), self.train_priors_, np.asarray(pc, dtype=np.float64))
 
-    def predict(self, X):
+    def predict(self, X: Any) -> NDArray[Any]:
         """The class with the highest calibrated probability."""
         check_is_fitted(self, "calibrated_classifiers_")
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
@@ -333,11 +360,11 @@ class CrossValCalibrationReport(Result):
     pooled (every row is predicted once, by the model that never saw it).
     """
 
-    before: object
-    after: object
-    folds: list = field(default_factory=list)
+    before: CalibrationReport
+    after: CalibrationReport
+    folds: list[dict[str, CalibrationReport]] = field(default_factory=list)
 
-    def __str__(self):
+    def __str__(self) -> str:
         b, a = self.before.to_dict(), self.after.to_dict()
         keys = [k for k in ("n", "auc", "brier", "log_loss", "ece", "slope", "intercept",
                             "calibration_in_the_large") if k in b]
@@ -352,8 +379,17 @@ def _fmt(v):
     return f"{v:,}" if isinstance(v, (int, np.integer)) else f"{v:.5f}"
 
 
-def cross_val_calibration_report(estimator, X, y, *, method="isotonic", cv=5, inner_cv=5, prior_correction=None,
-                                 n_bins=10):
+def cross_val_calibration_report(
+    estimator: Any,
+    X: Any,
+    y: ArrayLike,
+    *,
+    method: Literal["sigmoid", "isotonic", "temperature"] = "isotonic",
+    cv: CV = 5,
+    inner_cv: CV = 5,
+    prior_correction: float | ArrayLike | None = None,
+    n_bins: int = 10,
+) -> CrossValCalibrationReport:
     """Evaluate a model plus its calibration by nested cross-validation (binary problems).
 
     Each outer fold is held out untouched; on the rest, the model and its

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING, Literal, Self, TypedDict
 
 import numpy as np
 
@@ -30,13 +31,30 @@ from ._validation import (
     is_binary,
 )
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+    from scipy.optimize import OptimizeResult
+
 __all__ = ["IsotonicRegression", "isotonic_regression"]
+
+#: What ``IsotonicRegression(out_of_bounds=...)`` accepts.
+OutOfBounds = Literal["nan", "clip", "raise"]
+
+
+class IsotonicParams(TypedDict, total=False):
+    """The constructor parameters of :class:`IsotonicRegression`, for ``**params`` of fits that build one
+    (:func:`fastcal.outofcore.fit_isotonic`, :func:`fastcal.dask.fit_isotonic`)."""
+
+    y_min: float | None
+    y_max: float | None
+    increasing: bool | Literal["auto"]
+    out_of_bounds: OutOfBounds
 
 #: Sorting in two threads pays from about this many scores on.
 _THREADED_SORT_MIN_SIZE = 1 << 18
 
 
-def isotonic_regression(y, *, weights=None, increasing=True):
+def isotonic_regression(y: ArrayLike, *, weights: ArrayLike | None = None, increasing: bool = True) -> OptimizeResult:
     r"""Nonparametric isotonic regression, a drop-in for :func:`scipy.optimize.isotonic_regression`.
 
     Finds the monotone sequence :math:`x` closest to ``y`` in weighted least
@@ -181,6 +199,12 @@ class IsotonicRegression(BaseCalibrator):
     array([0.16666667, 0.33333333, 1.        ])
     """
 
+    X_thresholds_: NDArray[np.floating]
+    y_thresholds_: NDArray[np.floating]
+    X_min_: np.floating
+    X_max_: np.floating
+    increasing_: bool
+
     _state_schema = {
         "X_thresholds_": "array",
         "y_thresholds_": "array",
@@ -189,7 +213,14 @@ class IsotonicRegression(BaseCalibrator):
         "increasing_": "bool",
     }
 
-    def __init__(self, *, y_min=None, y_max=None, increasing=True, out_of_bounds="nan"):
+    def __init__(
+        self,
+        *,
+        y_min: float | None = None,
+        y_max: float | None = None,
+        increasing: bool | Literal["auto"] = True,
+        out_of_bounds: OutOfBounds = "nan",
+    ) -> None:
         self.y_min = y_min
         self.y_max = y_max
         self.increasing = increasing
@@ -211,7 +242,7 @@ class IsotonicRegression(BaseCalibrator):
                 f"y_min must not exceed y_max; got y_min={self.y_min!r} > y_max={self.y_max!r}.")
         return params
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit the isotonic model.
 
         Parameters
@@ -228,25 +259,25 @@ class IsotonicRegression(BaseCalibrator):
         self : IsotonicRegression
         """
         self._validate_params()
-        X = as_float_array(column_or_1d(X, "X"), "X")
-        check_finite(X, "X")
+        x = as_float_array(column_or_1d(X, "X"), "X")
+        check_finite(x, "X")
         y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
-        check_consistent_length(X=X, y=y_arr)
+        check_consistent_length(X=x, y=y_arr)
         labels = as_label_array(y_arr, "y")
         if labels.dtype.kind == "f":
             check_finite(labels, "y")
-        n = X.shape[0]
+        n = x.shape[0]
         w = check_sample_weight(sample_weight, n)
 
         if self.increasing == "auto":
-            self.increasing_ = _spearman_increasing(X, labels)
+            self.increasing_ = _spearman_increasing(x, labels)
         else:
             self.increasing_ = bool(self.increasing)
         if w is not None and w.min() == 0:
             keep = w > 0
-            X, labels, w = X[keep], labels[keep], w[keep]
+            x, labels, w = x[keep], labels[keep], w[keep]
 
-        return self._set_blocks(pav_fit(X, labels, w, 1.0 if self.increasing_ else -1.0))
+        return self._set_blocks(pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0))
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
@@ -290,7 +321,7 @@ class IsotonicRegression(BaseCalibrator):
 
     # -- prediction ----------------------------------------------------------
 
-    def predict(self, T):
+    def predict(self, T: ArrayLike) -> NDArray[np.floating]:
         """Predict by linear interpolation between the thresholds.
 
         Parameters
@@ -306,13 +337,13 @@ class IsotonicRegression(BaseCalibrator):
         check_is_fitted(self, "X_thresholds_")
         check("out_of_bounds", self.out_of_bounds, self._parameter_constraints["out_of_bounds"])
         xs, ys = self.X_thresholds_, self.y_thresholds_
-        T = as_float_array(column_or_1d(T, "T", min_size=0), "T", dtype=xs.dtype)
-        check_finite(T, "T")
-        n = T.shape[0]
+        t = as_float_array(column_or_1d(T, "T", min_size=0), "T", dtype=xs.dtype)
+        check_finite(t, "T")
+        n = t.shape[0]
         if xs.shape[0] == 1:
-            return np.full(n, ys[0], dtype=T.dtype)
+            return np.full(n, ys[0], dtype=t.dtype)
         if self.out_of_bounds == "raise" and n:
-            lo, hi = T.min(), T.max()
+            lo, hi = t.min(), t.max()
             if lo < self.X_min_:
                 raise ValueError(
                     f"A value ({lo!r}) in T is below the interpolation range's minimum value ({self.X_min_!r})."
@@ -324,19 +355,21 @@ class IsotonicRegression(BaseCalibrator):
         if getattr(self, "_lookup", None) is None:
             self._build_lookup()
         table, scale = self._lookup
-        out = np.empty(n, dtype=T.dtype)
-        parallel_for(_k.predict, n, T, xs, ys, table, scale, self.out_of_bounds == "clip", out)
+        out = np.empty(n, dtype=t.dtype)
+        parallel_for(_k.predict, n, t, xs, ys, table, scale, self.out_of_bounds == "clip", out)
         return out
 
-    def transform(self, T):
+    def transform(self, T: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict` (the transformer interface)."""
         return self.predict(T)
 
-    def fit_transform(self, X, y, sample_weight=None):
+    def fit_transform(
+        self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None
+    ) -> NDArray[np.floating]:
         """Fit, then predict on ``X``."""
         return self.fit(X, y, sample_weight=sample_weight).predict(X)
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: ArrayLike | None = None) -> NDArray[np.object_]:
         """Output feature names, ``["isotonicregression0"]`` as in scikit-learn."""
         check_is_fitted(self, "X_thresholds_")
         return np.asarray([f"{type(self).__name__.lower()}0"], dtype=object)

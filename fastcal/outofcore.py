@@ -62,6 +62,7 @@ import numbers
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING, Unpack
 
 import numpy as np
 
@@ -87,6 +88,15 @@ from ._partition import (
     summarize_chunk,
     tie_entries,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from .isotonic import IsotonicParams, IsotonicRegression
+    from .platt import PlattScaling
+
+    #: A 1-D array (a memory map included) or the path of a ``.npy`` file.
+    ArrayOrPath = ArrayLike | str | os.PathLike[str]
 
 __all__ = [
     "fit_isotonic",
@@ -367,7 +377,16 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     return set_fitted_blocks(est, blocks)
 
 
-def fit_isotonic(scores, y, sample_weight=None, *, memory_budget=None, chunk_rows=None, tmpdir=None, **params):
+def fit_isotonic(
+    scores: ArrayOrPath,
+    y: ArrayOrPath,
+    sample_weight: ArrayOrPath | float | None = None,
+    *,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+    tmpdir: str | os.PathLike[str] | None = None,
+    **params: Unpack[IsotonicParams],
+) -> IsotonicRegression:
     """Fit :class:`fastcal.IsotonicRegression` on data read in chunks: equal to the in-memory fit.
 
     Parameters
@@ -424,8 +443,17 @@ def fit_isotonic(scores, y, sample_weight=None, *, memory_budget=None, chunk_row
     return fit_isotonic_source(src, params, tmpdir, part_rows)
 
 
-def fit_isotonic_parquet(path, score_col, label_col, weight_col=None, *, memory_budget=None, chunk_rows=None,
-                         tmpdir=None, **params):
+def fit_isotonic_parquet(
+    path: str | os.PathLike[str],
+    score_col: str,
+    label_col: str,
+    weight_col: str | None = None,
+    *,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+    tmpdir: str | os.PathLike[str] | None = None,
+    **params: Unpack[IsotonicParams],
+) -> IsotonicRegression:
     """:func:`fit_isotonic` on columns of a Parquet file (pyarrow, the ``io`` extra).
 
     The file is read one batch of ``chunk_rows`` rows at a time; pyarrow
@@ -473,7 +501,16 @@ def fit_platt_source(src, max_iter, tol):
     return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
 
 
-def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None, memory_budget=None, chunk_rows=None):
+def fit_platt(
+    scores: ArrayOrPath,
+    y: ArrayOrPath,
+    sample_weight: ArrayOrPath | float | None = None,
+    *,
+    max_iter: int = 100,
+    tol: float | None = None,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> PlattScaling:
     """Fit :class:`fastcal.PlattScaling` on data read in chunks: equal to the in-memory fit (to ~1e-10).
 
     ``scores``, ``y``, ``sample_weight`` as in :func:`fit_isotonic` (arrays,
@@ -489,8 +526,17 @@ def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None, memory_b
     return fit_platt_source(src, max_iter, tol)
 
 
-def fit_platt_parquet(path, score_col, label_col, weight_col=None, *, max_iter=100, tol=None, memory_budget=None,
-                      chunk_rows=None):
+def fit_platt_parquet(
+    path: str | os.PathLike[str],
+    score_col: str,
+    label_col: str,
+    weight_col: str | None = None,
+    *,
+    max_iter: int = 100,
+    tol: float | None = None,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> PlattScaling:
     """:func:`fit_platt` on columns of a Parquet file (pyarrow, the ``io`` extra)."""
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)

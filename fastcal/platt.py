@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "ConvergenceWarning",
@@ -111,8 +114,8 @@ class SlopeInterceptResult(Result):
     intercept: float
     slope_se: float
     intercept_se: float
-    slope_ci: tuple
-    intercept_ci: tuple
+    slope_ci: tuple[float, float]
+    intercept_ci: tuple[float, float]
     calibration_in_the_large: float
     n_iter: int
     converged: bool
@@ -279,7 +282,7 @@ def center_and_scale(lo, hi):
 
 
 #: What Platt scaling's parameters accept (see :mod:`fastcal._params`).
-PARAMETERS = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True), None]}
+PARAMETERS: dict[str, list[Any]] = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True), None]}
 
 
 def check_max_iter(max_iter):
@@ -438,7 +441,14 @@ def fitted_estimator(fit, max_iter, tol, stacklevel=2):
     return est
 
 
-def platt_scaling(scores, y, *, sample_weight=None, max_iter=100, tol=None):
+def platt_scaling(
+    scores: ArrayLike,
+    y: ArrayLike,
+    *,
+    sample_weight: ArrayLike | float | None = None,
+    max_iter: int = 100,
+    tol: float | None = None,
+) -> PlattResult:
     r"""Fit Platt's sigmoid p = 1 / (1 + exp(a*s + b)) to scores and binary labels.
 
     Minimises the cross-entropy against Platt's smoothed targets,
@@ -604,14 +614,19 @@ class PlattScaling(BaseCalibrator):
     (True, dtype('float64'))
     """
 
+    a_: float
+    b_: float
+    n_iter_: int
+    converged_: bool
+
     _state_schema = {"a_": "float", "b_": "float", "n_iter_": "int", "converged_": "bool"}
     _parameter_constraints = PARAMETERS
 
-    def __init__(self, max_iter=100, tol=None):
+    def __init__(self, max_iter: int = 100, tol: float | None = None) -> None:
         self.max_iter = max_iter
         self.tol = tol
 
-    def fit(self, scores, y, sample_weight=None):
+    def fit(self, scores: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
         max_iter, tol = check_max_iter(self.max_iter), check_tol(self.tol)
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
@@ -623,7 +638,7 @@ class PlattScaling(BaseCalibrator):
         self.converged_ = bool(fit.converged)
         return self
 
-    def predict(self, scores):
+    def predict(self, scores: ArrayLike) -> NDArray[np.floating]:
         """Calibrated probabilities 1 / (1 + exp(a_ * s + b_)), in the dtype of ``scores``
         (float32 stays float32; anything else gives float64)."""
         check_is_fitted(self, "a_")
@@ -635,7 +650,9 @@ class PlattScaling(BaseCalibrator):
 # ---------------------------------------------------------------------------
 
 
-def calibration_slope_intercept(y, p, *, sample_weight=None):
+def calibration_slope_intercept(
+    y: ArrayLike, p: ArrayLike, *, sample_weight: ArrayLike | float | None = None
+) -> SlopeInterceptResult:
     r"""Calibration slope and intercept: the logistic recalibration of predicted probabilities.
 
     Fits by maximum likelihood

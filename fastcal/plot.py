@@ -9,11 +9,17 @@ imports it. The functions draw on given axes or create a new figure through
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
 from ._params import Integer, Real, check
 from .metrics import check_probabilities, calibration_curve, expected_calibration_error
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure, SubFigure
+    from numpy.typing import ArrayLike
 
 __all__ = ["probability_histogram", "reliability_diagram"]
 
@@ -39,22 +45,56 @@ def _as_named(probs, name):
     return [(str(label), check_probabilities(p, f"{name}[{label!r}]")[0]) for label, p in items]
 
 
+@overload
 def reliability_diagram(
-    y_true,
-    y_prob,
+    y_true: ArrayLike,
+    y_prob: ArrayLike | Mapping[str, ArrayLike],
     *,
-    n_bins=10,
-    strategy="uniform",
-    sample_weight=None,
-    pos_label=None,
-    ax=None,
-    hist_ax=None,
-    show_histogram=True,
-    hist_bins=50,
-    hist_log=False,
-    title=None,
-    figsize=(6.0, 7.0),
-):
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    ax: None = None,
+    hist_ax: Axes | None = None,
+    show_histogram: bool = True,
+    hist_bins: int = 50,
+    hist_log: bool = False,
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 7.0),
+) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
+@overload
+def reliability_diagram(
+    y_true: ArrayLike,
+    y_prob: ArrayLike | Mapping[str, ArrayLike],
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    ax: Axes,
+    hist_ax: Axes | None = None,
+    show_histogram: bool = True,
+    hist_bins: int = 50,
+    hist_log: bool = False,
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 7.0),
+) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
+def reliability_diagram(
+    y_true: ArrayLike,
+    y_prob: ArrayLike | Mapping[str, ArrayLike],
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    ax: Axes | None = None,
+    hist_ax: Axes | None = None,
+    show_histogram: bool = True,
+    hist_bins: int = 50,
+    hist_log: bool = False,
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 7.0),
+) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]:
     """Reliability diagram: observed frequency against mean prediction, per bin, for one or more models.
 
     The upper panel shows the diagonal of perfect calibration and, for each
@@ -161,19 +201,47 @@ def reliability_diagram(
     return fig, (ax, hist_ax)
 
 
+@overload
 def probability_histogram(
-    probs,
+    probs: ArrayLike | Mapping[str, ArrayLike],
     *,
-    base_rate=None,
-    bins=50,
-    range=(0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
-    sample_weight=None,
-    density=False,
-    log=False,
-    ax=None,
-    title=None,
-    figsize=(7.0, 4.0),
-):
+    base_rate: float | None = None,
+    bins: int = 50,
+    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
+    sample_weight: ArrayLike | None = None,
+    density: bool = False,
+    log: bool = False,
+    ax: None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (7.0, 4.0),
+) -> tuple[Figure, Axes]: ...
+@overload
+def probability_histogram(
+    probs: ArrayLike | Mapping[str, ArrayLike],
+    *,
+    base_rate: float | None = None,
+    bins: int = 50,
+    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
+    sample_weight: ArrayLike | None = None,
+    density: bool = False,
+    log: bool = False,
+    ax: Axes,
+    title: str | None = None,
+    figsize: tuple[float, float] = (7.0, 4.0),
+) -> tuple[Figure | SubFigure, Axes]: ...
+def probability_histogram(
+    probs: ArrayLike | Mapping[str, ArrayLike],
+    *,
+    base_rate: float | None = None,
+    bins: int = 50,
+    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
+    sample_weight: ArrayLike | None = None,
+    density: bool = False,
+    log: bool = False,
+    ax: Axes | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (7.0, 4.0),
+) -> tuple[Figure | SubFigure, Axes]:
     """Distributions of predicted probabilities, e.g. before and after a correction, against the base rate.
 
     Each distribution is drawn as an outlined histogram with a dotted

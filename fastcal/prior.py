@@ -39,6 +39,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from ._parallel import parallel_for
 from ._params import Integer, Real, check
 from ._results import Result
 from ._validation import check_numeric
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "ConvergenceWarning",
@@ -90,8 +94,8 @@ class PriorEMResult(Result):
         Whether the change of every prior in the last iteration was ``<= tol``.
     """
 
-    priors: np.ndarray
-    proba: np.ndarray
+    priors: NDArray[np.float64]
+    proba: NDArray[np.floating]
     n_iter: int
     converged: bool
 
@@ -314,7 +318,17 @@ def _run_multi(src, dst, w):
 # ---------------------------------------------------------------------------
 
 
-def correct_negative_sampling(p, rate, *, out=None):
+@overload
+def correct_negative_sampling(p: float | np.integer[Any], rate: float, *, out: None = None) -> np.float64: ...
+@overload
+def correct_negative_sampling(p: np.floating[Any], rate: float, *, out: None = None) -> np.floating[Any]: ...
+@overload
+def correct_negative_sampling(
+    p: ArrayLike, rate: float, *, out: NDArray[np.floating] | None = None
+) -> NDArray[np.floating]: ...
+def correct_negative_sampling(
+    p: ArrayLike, rate: float, *, out: NDArray[np.floating] | None = None
+) -> NDArray[np.floating] | np.floating[Any]:
     r"""Undo random undersampling of the negative class.
 
     A model trained on all positives and a fraction ``rate`` of the negatives
@@ -407,7 +421,7 @@ def correct_negative_sampling(p, rate, *, out=None):
     return result
 
 
-def negative_sampling_logit_offset(rate):
+def negative_sampling_logit_offset(rate: float) -> float:
     r"""The bias shift :math:`\log r` that undoes negative undersampling in a logistic model.
 
     A model :math:`p' = \operatorname{sigmoid}(f(x) + b)` trained on all
@@ -446,7 +460,29 @@ def negative_sampling_logit_offset(rate):
     return math.log(_check_rate(rate))
 
 
-def adjust_priors(proba, train_priors, new_priors, *, out=None):
+@overload
+def adjust_priors(
+    proba: float | np.integer[Any], train_priors: float | ArrayLike, new_priors: float | ArrayLike, *, out: None = None
+) -> np.float64: ...
+@overload
+def adjust_priors(
+    proba: np.floating[Any], train_priors: float | ArrayLike, new_priors: float | ArrayLike, *, out: None = None
+) -> np.floating[Any]: ...
+@overload
+def adjust_priors(
+    proba: ArrayLike,
+    train_priors: float | ArrayLike,
+    new_priors: float | ArrayLike,
+    *,
+    out: NDArray[np.floating] | None = None,
+) -> NDArray[np.floating]: ...
+def adjust_priors(
+    proba: ArrayLike,
+    train_priors: float | ArrayLike,
+    new_priors: float | ArrayLike,
+    *,
+    out: NDArray[np.floating] | None = None,
+) -> NDArray[np.floating] | np.floating[Any]:
     r"""Adapt predicted probabilities to new class priors (Saerens, Latinne & Decaestecker 2002).
 
     If only the class priors change between training and deployment (the
@@ -558,7 +594,9 @@ def _check_em_params(max_iter, tol):
     return check("max_iter", max_iter, [Integer(1)]), check("tol", tol, [Real(0, open_low=True)])
 
 
-def estimate_priors_em(proba, train_priors, *, max_iter=1000, tol=1e-8):
+def estimate_priors_em(
+    proba: ArrayLike, train_priors: float | ArrayLike, *, max_iter: int = 1000, tol: float = 1e-8
+) -> PriorEMResult:
     r"""Estimate unknown new class priors by EM and adjust the probabilities to them.
 
     The procedure of Saerens, Latinne & Decaestecker (2002): starting from

@@ -17,6 +17,7 @@ converges quickly; each iteration is one fused parallel pass over the
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Literal, Self
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["TemperatureScaling"]
 
@@ -140,9 +144,20 @@ class TemperatureScaling(BaseCalibrator):
     2.232
     """
 
+    beta_: float
+    n_classes_: int
+    n_iter_: int
+    converged_: bool
+
     _state_schema = {"beta_": "float", "n_classes_": "int", "n_iter_": "int", "converged_": "bool"}
 
-    def __init__(self, *, input_type="auto", max_iter=100, tol=1e-12):
+    def __init__(
+        self,
+        *,
+        input_type: Literal["auto", "logits", "probabilities"] = "auto",
+        max_iter: int = 100,
+        tol: float = 1e-12,
+    ) -> None:
         self.input_type = input_type
         self.max_iter = max_iter
         self.tol = tol
@@ -153,7 +168,7 @@ class TemperatureScaling(BaseCalibrator):
         "tol": [Real(0, open_low=True)],
     }
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit the inverse temperature.
 
         Parameters
@@ -189,11 +204,11 @@ class TemperatureScaling(BaseCalibrator):
         return self
 
     @property
-    def temperature_(self):
+    def temperature_(self) -> float:
         check_is_fitted(self, "beta_")
         return 1.0 / self.beta_
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
         """Calibrated probabilities ``softmax(beta_ * logits)``, shape (n_samples, n_classes)."""
         check_is_fitted(self, "beta_")
         check("input_type", self.input_type, self._parameter_constraints["input_type"])
@@ -204,7 +219,7 @@ class TemperatureScaling(BaseCalibrator):
         parallel_for(_k.softmax, z.shape[0], z, self.beta_, out, rows=z.size)
         return out
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict_proba` (scikit-learn's calibrators predict probabilities)."""
         return self.predict_proba(X)
 

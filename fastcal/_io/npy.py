@@ -7,10 +7,17 @@ Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
 from __future__ import annotations
 
 import io
+import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import DataError, Reader, Writer, new_target
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from numpy.typing import NDArray
 
 
 def _npy_header(f):
@@ -59,7 +66,9 @@ def npy_info(path):
     return shape, dtype, fortran
 
 
-def iter_npy(path, chunk_rows, *, column=None):
+def iter_npy(
+    path: str | os.PathLike[str], chunk_rows: int, *, column: int | str | None = None
+) -> Iterator[NDArray[Any]]:
     """Chunks of ``chunk_rows`` rows of the array in the .npy file ``path``, read with plain reads.
 
     ``column``: for a 2-D array the column index, for a structured array the
@@ -99,7 +108,7 @@ def iter_npy(path, chunk_rows, *, column=None):
             m = min(chunk_rows, n - lo)
             f.seek(start + lo * row_bytes)
             buf = np.empty(m * width, dtype=dtype)
-            got = f.readinto(memoryview(buf).cast("B"))
+            got = f.readinto(memoryview(buf).cast("B"))  # type: ignore[arg-type]  # a buffer (stubs: >= 3.12)
             if got != m * row_bytes:
                 raise ValueError(f"{path}: file is truncated (expected {n} rows)")
             buf = buf.reshape(m, width) if len(shape) == 2 else buf
@@ -108,7 +117,7 @@ def iter_npy(path, chunk_rows, *, column=None):
             elif dtype.names is not None:
                 yield np.ascontiguousarray(buf[column])
             else:
-                yield np.ascontiguousarray(buf[:, column])
+                yield np.ascontiguousarray(buf[:, column])  # type: ignore[index]  # an int here
 
 
 class NpyReader(Reader):

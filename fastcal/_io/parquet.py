@@ -6,7 +6,15 @@ batches of fewer rows are cut from it.
 
 from __future__ import annotations
 
+import os
+from typing import TYPE_CHECKING, Any
+
 from .base import DataError, Reader, Writer, arrow_to_numpy, new_target, record_batch
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from numpy.typing import NDArray
 
 
 def pyarrow_parquet():
@@ -18,7 +26,9 @@ def pyarrow_parquet():
     return pq
 
 
-def iter_parquet(path, columns, chunk_rows):
+def iter_parquet(
+    path: str | os.PathLike[str], columns: Sequence[str], chunk_rows: int
+) -> Iterator[dict[str, NDArray[Any]]]:
     """Chunks (dicts of column name to ndarray) of a Parquet file, one row group at a time.
 
     Needs pyarrow (the ``io`` extra). Null values raise ``ValueError`` naming
