@@ -70,8 +70,13 @@ def _outside_unit(x, zero, one):
 
 @kernel
 def binary_down(src, dst, cm1, zero, one, lo, hi):
-    """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1), i in [lo, hi); returns the number of invalid src[i]."""
-    s, d = src[lo:hi], dst[lo:hi]  # indices from 0: no wraparound check, the loop vectorises
+    """dst[i] = src[i] / (1 + cm1 (1 - src[i])) (c = 1 + cm1 >= 1), i in [lo, hi); returns the number of invalid src[i].
+
+    ``dst=None`` writes into ``src``: one array, so the loop vectorises without
+    the runtime overlap check that sends an aliased ``dst is src`` to the scalar loop.
+    """
+    s = src[lo:hi]  # indices from 0: no wraparound check, the loop vectorises
+    d = s if dst is None else dst[lo:hi]
     bad = 0
     for i in range(s.shape[0]):
         x = s[i]
@@ -82,8 +87,11 @@ def binary_down(src, dst, cm1, zero, one, lo, hi):
 
 @kernel
 def binary_up(src, dst, c, omc, zero, one, lo, hi):
-    """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c), i in [lo, hi); returns the number of invalid src[i]."""
-    s, d = src[lo:hi], dst[lo:hi]
+    """dst[i] = 1 / (c / src[i] + omc) (c < 1, omc = 1 - c), i in [lo, hi); returns the number of invalid src[i].
+
+    ``dst=None`` writes into ``src`` (see :func:`binary_down`)."""
+    s = src[lo:hi]
+    d = s if dst is None else dst[lo:hi]
     bad = 0
     for i in range(s.shape[0]):
         x = s[i]
@@ -94,8 +102,11 @@ def binary_up(src, dst, c, omc, zero, one, lo, hi):
 
 @kernel
 def binary_copy(src, dst, zero, one, lo, hi):
-    """The identity (c = 1): dst[i] = src[i] exactly, i in [lo, hi); returns the number of invalid src[i]."""
-    s, d = src[lo:hi], dst[lo:hi]
+    """The identity (c = 1): dst[i] = src[i] exactly, i in [lo, hi); returns the number of invalid src[i].
+
+    ``dst=None`` writes into ``src`` (see :func:`binary_down`)."""
+    s = src[lo:hi]
+    d = s if dst is None else dst[lo:hi]
     bad = 0
     for i in range(s.shape[0]):
         x = s[i]

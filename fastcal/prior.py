@@ -291,6 +291,8 @@ def _run_binary(src, dst, c, cm1):
     input's dtype and kept positive and finite.
     """
     s, d = _flat(src), _flat(dst)
+    if s.__array_interface__["data"][0] == d.__array_interface__["data"][0]:
+        d = None  # in place: the kernels' one-array form (see _prior_kernels.binary_down)
     dtype = s.dtype
     zero, one = dtype.type(0), dtype.type(1)
     n = s.shape[0]
