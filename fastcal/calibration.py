@@ -222,6 +222,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             ensemble = not isinstance(estimator, FrozenEstimator)
         if sample_weight is not None:
             sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if not sample_weight.sum() > 0:
+                raise ValueError("sample_weight: the weights sum to zero (or are not finite); at least one must be "
+                                 "positive.")
         counts = np.bincount(y_idx, weights=sample_weight, minlength=len(self.classes_))
         self.train_priors_ = counts / counts.sum()
 

@@ -638,6 +638,13 @@ class PlattScaling(BaseCalibrator):
         self.converged_ = bool(fit.converged)
         return self
 
+    def __sklearn_tags__(self):
+        # 1-D scores in, as IsotonicRegression: scikit-learn's checks test it for that.
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True
+        tags.input_tags.two_d_array = False
+        return tags
+
     def predict(self, scores: ArrayLike) -> NDArray[np.floating]:
         """Calibrated probabilities 1 / (1 + exp(a_ * s + b_)), in the dtype of ``scores``
         (float32 stays float32; anything else gives float64)."""
