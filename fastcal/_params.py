@@ -61,7 +61,10 @@ class Real:
     def accepts(self, value):
         if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
             return False
-        v = float(value)
+        try:
+            v = float(value)
+        except OverflowError:  # an integer beyond float64's range
+            return False
         if math.isnan(v) or (self.finite and not math.isfinite(v)):
             return False
         if self.low is not None and (v <= self.low if self.open_low else v < self.low):

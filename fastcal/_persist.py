@@ -72,6 +72,18 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _finite(v):
+    """Whether the JSON number ``v`` is a finite float64 (an integer literal beyond float64's range is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _is_int64(v):
+    return isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63)
+
+
 def _decode(value, kind, where):
     if kind == "array":
         if not isinstance(value, dict) or set(value) != {"dtype", "shape", "data"}:
@@ -86,16 +98,18 @@ def _decode(value, kind, where):
             _bad(where, "has data that is not a list of numbers")
         if math.prod(shape) != len(data):
             _bad(where, f"has {len(data)} values for shape {tuple(shape)}")
-        if not all(math.isfinite(v) for v in data):
-            _bad(where, "contains NaN or infinity")
+        if not all(_finite(v) for v in data):
+            _bad(where, "contains NaN, infinity or a number beyond float64's range")
+        if dtype == "int64" and not all(_is_int64(v) for v in data):
+            _bad(where, "has int64 data that is not all integers in int64's range")
         return np.array(data, dtype=dtype).reshape(shape)
     if kind == "float":
-        if not _is_number(value) or not math.isfinite(value):
+        if not _is_number(value) or not _finite(value):
             _bad(where, f"must be a finite number, got {value!r}")
         return float(value)
     if kind == "int":
-        if not isinstance(value, int) or isinstance(value, bool):
-            _bad(where, f"must be an integer, got {value!r}")
+        if not _is_int64(value):
+            _bad(where, f"must be an integer in int64's range, got {value!r}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):
@@ -109,8 +123,8 @@ def _check_param(value, where):
     if value is None or isinstance(value, (bool, str)):
         return value
     if _is_number(value):
-        if not math.isfinite(value):
-            _bad(where, "must be finite")
+        if not _finite(value):
+            _bad(where, "must be a finite number within float64's range")
         return value
     if isinstance(value, list):
         return [_check_param(v, f"{where}[{i}]") for i, v in enumerate(value)]

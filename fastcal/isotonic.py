@@ -312,6 +312,15 @@ class IsotonicRegression(BaseCalibrator):
             raise ValueError("invalid fastcal model: X_thresholds_ must be strictly increasing")
         if not (self.X_min_ <= xs[0] and xs[-1] <= self.X_max_):
             raise ValueError("invalid fastcal model: X_min_ and X_max_ must enclose X_thresholds_")
+        steps = np.diff(ys)
+        if np.any(steps < 0 if self.increasing_ else steps > 0):
+            order = "non-decreasing" if self.increasing_ else "non-increasing"
+            raise ValueError(f"invalid fastcal model: y_thresholds_ must be {order} "
+                             f"(increasing_ is {str(self.increasing_).lower()})")
+        lo = -np.inf if self.y_min is None else self.y_min
+        hi = np.inf if self.y_max is None else self.y_max
+        if np.any((ys < lo) | (ys > hi)):
+            raise ValueError("invalid fastcal model: y_thresholds_ must lie within [y_min, y_max]")
         self.X_min_, self.X_max_ = xs.dtype.type(self.X_min_), xs.dtype.type(self.X_max_)
         self._build_lookup()
 

@@ -392,7 +392,8 @@ def test_error_messages(files, model, tmp_path, capsys, argv, status, fragments)
 
 
 def test_usage_errors_exit_2(capsys):
-    for argv in (["fit", "--method", "magic", "x.csv", "-o", "m.json"], ["fit", "--bogus"], ["nope"]):
+    for argv in (["fit", "--method", "magic", "x.csv", "-o", "m.json"], ["fit", "--bogus"], ["nope"],
+                 *(["fit", "x.csv", "-o", "m.json", "--memory-budget", size] for size in ("infG", "nan", "-inf", "1e999M"))):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2

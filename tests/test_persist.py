@@ -87,6 +87,12 @@ def _delete(path):
         (_set(["state", "X_thresholds_", "shape"], [3]), "values for shape"),
         (_set(["state", "y_thresholds_", "data"], [0.5]), "values for shape"),
         (_set(["params", "y_min"], [[{}]]), "unsupported type"),
+        (_set(["params", "y_min"], "0"), r"y_min must be a real number \(not NaN\) or None; got '0'"),
+        (_set(["params", "y_min"], 10**400), "within float64's range"),
+        (_set(["state", "X_min_"], -(10**400)), "must be a finite number"),
+        (_set(["state", "X_max_"], 10**400), "must be a finite number"),
+        (_set(["state", "X_thresholds_"], {"dtype": "float64", "shape": [1], "data": [10**400]}),
+         "beyond float64's range"),
     ],
 )
 def test_invalid_model_dicts_raise_value_error(change, match):
@@ -99,6 +105,28 @@ def test_inconsistent_thresholds_raise_value_error():
     xs = data["state"]["X_thresholds_"]["data"]
     xs[0], xs[1] = xs[1], xs[0]
     with pytest.raises(ValueError, match="strictly increasing"):
+        fastcal._persist.from_dict(data)
+
+
+def test_fitted_values_must_agree_with_the_direction_and_bounds():
+    data = corrupt(lambda d: None)
+    ys = data["state"]["y_thresholds_"]["data"]
+    assert ys != sorted(ys, reverse=True)  # a non-constant increasing fit
+    data["state"]["y_thresholds_"]["data"] = ys[::-1]
+    with pytest.raises(ValueError, match=r"y_thresholds_ must be non-decreasing \(increasing_ is true\)"):
+        fastcal._persist.from_dict(data)
+    data["state"]["increasing_"] = False
+    fastcal._persist.from_dict(data)  # consistent again: a decreasing fit
+    data = corrupt(lambda d: None)
+    data["params"]["y_max"] = min(data["state"]["y_thresholds_"]["data"]) / 2
+    with pytest.raises(ValueError, match=r"within \[y_min, y_max\]"):
+        fastcal._persist.from_dict(data)
+
+
+def test_int64_state_out_of_range():
+    data = fastcal.PlattScaling().fit([0.0, 1.0, 2.0, 3.0], [0, 1, 0, 1]).to_dict()
+    data["state"]["n_iter_"] = 1 << 70
+    with pytest.raises(ValueError, match="n_iter_' must be an integer in int64's range"):
         fastcal._persist.from_dict(data)
 
 

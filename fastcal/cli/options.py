@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from .._io import UsageError
 
@@ -47,6 +48,8 @@ def memory_arg(text):
         value = float(t[: len(t) - len(unit)]) * units[unit]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size such as 512M or 2G, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite size such as 512M or 2G, got {text!r}")
     if value < 1 << 20:
         raise argparse.ArgumentTypeError(f"the memory budget must be at least 1M, got {text!r}")
     return int(value)
