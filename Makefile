@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo bench asv clean
+.PHONY: all venv test demo bench bench-kernels asv clean
 
 all: test
 
@@ -36,6 +36,11 @@ demo: $(STAMP)
 ## bench: side-by-side timings against the peers; rewrites the README's table
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.compare --write-readme
+
+## bench-kernels: the kernel micro-benchmarks (pytest-benchmark), JSON in benchmarks/results/
+bench-kernels: $(STAMP)
+	mkdir -p benchmarks/results
+	$(BIN)/python -m pytest -q benchmarks/test_kernels.py --benchmark-enable --benchmark-json=benchmarks/results/kernels.json
 
 ## asv: the asv suite against the working tree, in this environment
 asv: $(STAMP)
