@@ -399,3 +399,20 @@ def test_usage_errors_exit_2(capsys):
         assert exc.value.code == 2
         assert "fastcal: error:" in capsys.readouterr().err
     assert main([]) == 2
+
+
+def test_bad_values_are_printed_as_plain_numbers():
+    # Messages show 2.0, not np.float64(2.0).
+    from fastcal._io import DataError
+    from fastcal.cli.checks import check_labels, check_weights
+
+    cases = [
+        (lambda: check_labels(np.array([0.0, 2.0]), "d.csv", "y", "sigmoid"), "row 2: label 2.0 is not 0 or 1"),
+        (lambda: check_labels(np.array([1, 7], dtype=np.int64), "d.csv", "y", "temperature", n_classes=3),
+         "row 2: label 7 is not a class index in 0 .. 2"),
+        (lambda: check_weights(np.array([1.0, -0.5], dtype=np.float32), "d.csv", "w"), "row 2: weight -0.5 is negative"),
+    ]
+    for call, message in cases:
+        with pytest.raises(DataError) as info:
+            call()
+        assert message in str(info.value) and "np." not in str(info.value)

@@ -27,13 +27,13 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i]!r} is not 0 or 1")
+            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i].item()!r} is not 0 or 1")
     elif method == "temperature":
         bad = (y != np.round(y)) | (y < 0) | (y >= n_classes)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i]!r} is not a class index "
-                            f"in 0 .. {n_classes - 1}")
+            raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i].item()!r} is not a "
+                            f"class index in 0 .. {n_classes - 1}")
 
 
 def check_weights(w, path, column, offset=0, *, positive_sum=True):
@@ -45,6 +45,6 @@ def check_weights(w, path, column, offset=0, *, positive_sum=True):
     bad = w < 0
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: weight {w[i]!r} is negative")
+        raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: weight {w[i].item()!r} is negative")
     if positive_sum and not w.sum() > 0:
         raise DataError(f"{path}: column {column!r}: the weights must have a positive sum")
