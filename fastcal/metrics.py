@@ -875,6 +875,9 @@ def roc_auc_score(y_true, y_score, *, average="macro", sample_weight=None, max_f
 def _multiclass_roc_auc(y_true, y_score, sample_weight, labels, average, max_fpr, multi_class):
     """:func:`roc_auc_score` of an (n, k > 2) ``y_score``: scikit-learn's checks, then one-vs-rest or one-vs-one."""
     k = y_score.shape[1]
+    if np.ndim(y_true) == 2 and np.shape(y_true)[1] > 1:
+        raise ValueError(f"y_true has shape {np.shape(y_true)}: multilabel indicator targets are not supported; pass "
+                         "the class of each sample (a multiclass target) or score each column as a binary problem.")
     if max_fpr is not None and max_fpr != 1:
         raise InvalidParameterError(f"max_fpr must be None or 1 for a multiclass ROC AUC (y_score has {k} columns): "
                                     f"the partial AUC is for binary targets only; got {max_fpr!r}.")

@@ -838,6 +838,14 @@ def test_multiclass_errors_like_sklearn(func, kwargs, y, P, message):
         getattr(M, func)(y, P, **kwargs)
 
 
+def test_multilabel_targets_are_refused():
+    """scikit-learn scores a multilabel indicator y_true column by column; fastcal does not (yet), and says so."""
+    indicator = (MATRIX_P > 0.25).astype(int)
+    assert 0 < skm.roc_auc_score(indicator, MATRIX_P) <= 1
+    with pytest.raises(ValueError, match="multilabel indicator targets are not supported"):
+        M.roc_auc_score(indicator, MATRIX_P)
+
+
 def test_multiclass_warnings_like_sklearn():
     with pytest.warns(UserWarning, match="y_proba values do not sum to one: 8 of 8 rows"):
         got = M.log_loss(MATRIX_Y, MATRIX_P * 0.9)
