@@ -554,7 +554,7 @@ def brier_score_loss(y_true, y_proba=None, *, sample_weight=None, pos_label=None
     >>> round(brier_score_loss([0, 1, 1, 0], [0.1, 0.9, 0.8, 0.3]), 6)
     0.0375
     >>> round(brier_score_loss(["eggs", "ham", "spam"], [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.2, 0.2, 0.6]]), 6)
-    0.146
+    0.146667
     """
     y_proba, name = _proba_argument("brier_score_loss", y_proba, y_prob)
     scale_by_half = check_params(scale_by_half=scale_by_half, pos_label=pos_label)["scale_by_half"]
@@ -859,7 +859,7 @@ def roc_auc_score(y_true, y_score, *, average="macro", sample_weight=None, max_f
     0.75
     >>> roc_auc_score([0, 1, 2, 2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7], [0.3, 0.4, 0.3]],
     ...               multi_class="ovo")
-    0.9166666666666666
+    0.9583333333333334
     """
     max_fpr = check_params(average=average, max_fpr=max_fpr, multi_class=multi_class, pos_label=pos_label)["max_fpr"]
     arr = np.asarray(y_score)

@@ -63,7 +63,7 @@ def run(n=N, seed=0, *, extras=False):
     out["auc"] = np.array([fastcal.roc_auc_score(y, p), fastcal.roc_auc_score(y, p, sample_weight=w)])
     out["ece"] = np.array([fastcal.expected_calibration_error(y, p, strategy=st) for st in ("uniform", "quantile")])
     out["curve"] = np.concatenate(fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile"))
-    out["brier_decomposition"] = np.array(tuple(fastcal.brier_decomposition(y, p, sample_weight=w)))
+    out["brier_decomposition"] = np.array(list(fastcal.brier_decomposition(y, p, sample_weight=w).to_dict().values()))
     out["losses"] = np.array([fastcal.brier_score_loss(y, p), fastcal.log_loss(y, p, sample_weight=w)])
     if extras:
         import io
