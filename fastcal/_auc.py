@@ -86,7 +86,8 @@ def roc_auc(y, x, w, max_fpr=None):
     r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
-    argsort and one sweep over tied groups. With ``max_fpr`` in (0, 1), the
+    argsort and one sweep over tied groups. With ``max_fpr`` in (0, 1) (see
+    :func:`_partial`), the
     partial area :math:`A_m` under the ROC curve for false-positive rates in
     :math:`[0, m]` (tied scores joined by straight segments, the one that
     crosses :math:`m` interpolated), standardised as McClish (1989):
@@ -104,17 +105,28 @@ def roc_auc(y, x, w, max_fpr=None):
     return float(u / (w_pos * w_neg))
 
 
-def _partial(y, x, w, max_fpr):
-    positive = y != 0
+def _sorted_with_weights(x, w):
+    """``x`` sorted (a new array), and ``w`` in the same order (None stays None)."""
     if w is None:
-        w_pos = float(np.count_nonzero(positive))
-        w_neg = float(x.shape[0]) - w_pos
+        return np.sort(x), None
+    order = np.argsort(x)
+    return x[order], w[order]
+
+
+def _partial(y, x, w, max_fpr):
+    """The McClish-standardised partial AUC: the classes' scores sorted apart (on two threads), then swept from the
+    top down to ``max_fpr`` (:func:`fastcal._auc_kernels.partial_area`)."""
+    positive = y != 0
+    classes = [(x[positive], None if w is None else w[positive]), (x[~positive], None if w is None else w[~positive])]
+    if x.shape[0] < THREADED_SORT_MIN_SIZE:
+        (pos, w_pos), (neg, w_neg) = [_sorted_with_weights(*c) for c in classes]
     else:
-        w_pos = float(w[positive].sum(dtype=np.float64))
-        w_neg = float(w[~positive].sum(dtype=np.float64))
-    if not (w_pos > 0 and w_neg > 0):
+        (pos, w_pos), (neg, w_neg) = run([(_sorted_with_weights, c) for c in classes])
+    total_pos = float(pos.shape[0]) if w is None else float(w_pos.sum(dtype=np.float64))
+    total_neg = float(neg.shape[0]) if w is None else float(w_neg.sum(dtype=np.float64))
+    if not (total_pos > 0 and total_neg > 0):
         raise _one_class(w is not None)
-    area = _k.partial_area_sorted(x, y, w, np.argsort(x), max_fpr * w_neg) / (w_pos * w_neg)
+    area = _k.partial_area(pos, w_pos, neg, w_neg, max_fpr * total_neg) / (total_pos * total_neg)
     min_area = 0.5 * max_fpr**2
     return float(0.5 * (1 + (area - min_area) / (max_fpr - min_area)))
 

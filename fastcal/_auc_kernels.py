@@ -128,27 +128,6 @@ def mann_whitney_twice(pos, neg):
 # weighted: one sweep over the ascending order, tied groups at once
 # --------------------------------------------------------------------------
 @kernel
-def _tied_group(x, y, w, order, i, stop, step):
-    """The run of equal scores from ``order[i]``, walking by ``step`` (+1 or -1) up to ``stop`` (excluded):
-    ``(g_pos, g_neg, j)``, the weights of its positives and negatives and the first index past it."""
-    v = x[order[i]]
-    g_pos = 0.0
-    g_neg = 0.0
-    j = i
-    while j != stop and x[order[j]] == v:
-        idx = order[j]
-        if w is None:
-            wi = 1.0
-        else:
-            wi = np.float64(w[idx])
-        positive = y[idx] != 0
-        g_pos += wi * positive  # branch-free: labels are unpredictable
-        g_neg += wi * (1 - positive)
-        j += step
-    return g_pos, g_neg, j
-
-
-@kernel
 def weighted_auc_sorted(x, y, w, order):
     """ROC AUC from the ascending order ``order`` of ``x``; ties count half.
 
@@ -162,30 +141,66 @@ def weighted_auc_sorted(x, y, w, order):
     w_neg = 0.0
     i = 0
     while i < n:
-        g_pos, g_neg, i = _tied_group(x, y, w, order, i, n, 1)
+        v = x[order[i]]
+        g_pos = 0.0
+        g_neg = 0.0
+        j = i
+        while j < n and x[order[j]] == v:
+            idx = order[j]
+            if w is None:
+                wi = 1.0
+            else:
+                wi = np.float64(w[idx])
+            if y[idx] != 0:
+                g_pos += wi
+            else:
+                g_neg += wi
+            j += 1
         u += g_pos * (w_neg + 0.5 * g_neg)
         w_pos += g_pos
         w_neg += g_neg
+        i = j
     return u, w_pos, w_neg
 
 
+# --------------------------------------------------------------------------
+# partial AUC: the ROC curve from the top, the two classes sorted apart
+# --------------------------------------------------------------------------
 @kernel
-def partial_area_sorted(x, y, w, order, fp_limit):
-    """Area under the unnormalised ROC curve up to ``fp_limit`` false positives, from the ascending order ``order`` of ``x``.
+def _group_weight(values, weights, i, v):
+    """The weight of the run of ``v`` ending at ``values[i]`` (ascending ``values``; ``weights`` None: a count)
+    and the index just below the run."""
+    g = 0.0
+    while i >= 0 and values[i] == v:
+        g += 1.0 if weights is None else np.float64(weights[i])
+        i -= 1
+    return g, i
 
-    The curve joins the points (false-positive weight, true-positive weight)
-    of every threshold, from the highest score down; a tied group of
-    ``g_pos`` positives and ``g_neg`` negatives is one straight segment.
-    Returns the area under it for abscissae in ``[0, fp_limit]``
-    (interpolated inside the segment that crosses ``fp_limit``). ``w`` may be
-    None (unit weights).
+
+@kernel
+def partial_area(pos, w_pos, neg, w_neg, fp_limit):
+    """Area under the unnormalised ROC curve up to ``fp_limit`` false-positive weight, from the highest score down.
+
+    ``pos``, ``neg``: the scores of the positives and of the negatives, each
+    sorted ascending; ``w_pos``, ``w_neg``: their weights, or None (unit
+    weights). The curve joins the points (false-positive weight,
+    true-positive weight) of every threshold; the positives ``g_pos`` and
+    negatives ``g_neg`` of one score make one straight segment. Returns the
+    area under it for abscissae in ``[0, fp_limit]`` (the segment that
+    crosses ``fp_limit`` interpolated), reading only the scores above it.
     """
     area = 0.0
     tp = 0.0
     fp = 0.0
-    i = order.shape[0] - 1
-    while i >= 0:
-        g_pos, g_neg, i = _tied_group(x, y, w, order, i, -1, -1)
+    i = pos.shape[0] - 1
+    j = neg.shape[0] - 1
+    while i >= 0 or j >= 0:
+        if j < 0 or (i >= 0 and pos[i] > neg[j]):
+            v = pos[i]
+        else:
+            v = neg[j]
+        g_pos, i = _group_weight(pos, w_pos, i, v)
+        g_neg, j = _group_weight(neg, w_neg, j, v)
         if fp + g_neg > fp_limit:
             dx = fp_limit - fp
             return area + dx * (tp + 0.5 * g_pos * dx / g_neg)

@@ -804,8 +804,9 @@ def roc_auc_score(y_true, y_score, *, average="macro", sample_weight=None, max_f
     sweep; a multiclass matrix is copied once, grouped by class, each
     group of each column sorted, and every pair of groups counted in one
     merge sweep (one-vs-rest and one-vs-one alike). With weights, one argsort
-    and one sweep over tied groups, per class. The partial AUC sorts with
-    one argsort.
+    and one sweep over tied groups, per class. The partial AUC sorts the
+    scores of the two classes apart (on two threads; argsorts with weights)
+    and sweeps them from the top down to ``max_fpr``.
 
     Parameters
     ----------

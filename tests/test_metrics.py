@@ -721,6 +721,20 @@ def test_partial_roc_auc_cases():
             M.roc_auc_score(y, perfect, max_fpr=bad)
 
 
+def test_partial_roc_auc_sorts_on_threads(monkeypatch):
+    """Above THREADED_SORT_MIN_SIZE the two classes are sorted on two threads: the same sorted arrays, the same bits."""
+    y, p = miscalibrated(20_001, seed=4)
+    p[::4] = np.round(p[::4], 3)  # ties across the classes
+    w = np.random.default_rng(4).uniform(0.5, 2, p.size)
+    serial = [M.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)]
+    monkeypatch.setattr(A, "THREADED_SORT_MIN_SIZE", 1)
+    with num_threads(2):
+        assert [M.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)] == serial
+    atol = auc_atol(p.size) / (2 * (0.3 - 0.3**2 / 2))
+    assert_allclose(serial, [skm.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)], rtol=0,
+                    atol=atol)
+
+
 def test_binary_label_rules_like_sklearn():
     """log_loss and roc_auc_score score the greater of two labels, as scikit-learn; brier_score_loss guesses none."""
     p = np.array([0.1, 0.6, 0.8, 0.3, 0.9, 0.4])
