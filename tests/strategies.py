@@ -86,20 +86,19 @@ def class_labels(kind, k, rng):
 
 
 @st.composite
-def class_probabilities(draw, min_size=1, max_size=300, min_classes=2, max_classes=6, normalised=None):
+def class_probabilities(draw, min_size=1, max_size=300, min_classes=2, max_classes=6, normalised=False):
     """``(y, P, w, labels)``: an (n, k) matrix of class probabilities, labels, weights or None, and the
     ``labels`` argument (None, or every class in sorted order; always given when ``y`` lacks a class).
 
     Rows are softmaxes of Gaussian logits (of several scales), repeated rows (ties), one-hot and near one-hot
-    rows (exact 0 and 1), or rows summing to 0.9 instead of 1 (when ``normalised`` is not True); labels are
-    drawn from the rows (so that scores carry information) or uniformly.
+    rows (exact 0 and 1), or, unless ``normalised``, rows summing to 0.9 instead of 1; labels are drawn from
+    the rows (so that scores carry information) or uniformly.
     """
     n = draw(st.integers(min_size, max_size))
     k = draw(st.integers(min_classes, max_classes))
     dtype = draw(DTYPES)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    kinds = ["softmax", "ties", "extremes"] + ([] if normalised else ["unnormalised"])
-    kind = draw(st.sampled_from(kinds if normalised is not False else ["unnormalised"]))
+    kind = draw(st.sampled_from(["softmax", "ties", "extremes"] + ([] if normalised else ["unnormalised"])))
     logits = rng.normal(size=(n, k)) * draw(st.sampled_from([0.1, 1.0, 5.0, 40.0]))
     if kind == "ties":
         logits = np.round(logits[rng.integers(0, max(1, min(n, 4)), n)], 1)
