@@ -2,8 +2,10 @@
 
 ``rows(quick=False)`` yields :class:`benchmarks._harness.Row` objects for the
 README table (JIT warmed, best of N); ``python -m benchmarks.compare_metrics``
-prints them. The full :func:`fastcal.calibration_report` on 10^8 rows runs in
-a subprocess of its own (fresh memory, peak RSS measured).
+prints them. The binary rows use 10^7 scores; the multiclass rows (log loss,
+Brier score, one-vs-rest and one-vs-one AUC of an (n, 10) probability matrix)
+10^6 rows. The full :func:`fastcal.calibration_report` on 10^8 rows runs in a
+subprocess of its own (fresh memory, peak RSS measured).
 """
 
 from __future__ import annotations
@@ -70,6 +72,19 @@ def rows(quick=False):
 
     p, y = miscalibrated_scores(n, "float64", seed=2)
     warm = slice(0, min(n, 1 << 18))
+    fastcal.roc_auc_score(y[warm], p[warm], max_fpr=0.1)
+    ours = best_of(lambda: fastcal.roc_auc_score(y, p, max_fpr=0.1), repeat)
+    theirs = best_of(lambda: metrics.roc_auc_score(y, p, max_fpr=0.1), peer_repeat)
+    yield Row(SUBJECT, "`roc_auc_score`, `max_fpr=0.1` (McClish partial AUC), float64", n, ours,
+              {"scikit-learn": theirs})
+    two = np.stack([1 - p, p], axis=1)
+    fastcal.log_loss(y[warm], two[warm])
+    ours = best_of(lambda: fastcal.log_loss(y, two), repeat)
+    theirs = best_of(lambda: metrics.log_loss(y, two), peer_repeat)
+    yield Row(SUBJECT, "`log_loss`, (n, 2) probabilities, float64", n, ours, {"scikit-learn": theirs})
+
+    yield from _multiclass_rows(metrics, 10**4 if quick else 10**6, repeat, peer_repeat)
+
     fastcal.expected_calibration_error(y[warm], p[warm])
     ours = best_of(lambda: fastcal.expected_calibration_error(y, p), repeat)
     theirs = best_of(lambda: _numpy_ece(y, p), peer_repeat)
@@ -83,6 +98,45 @@ def rows(quick=False):
 
     if not quick:
         yield _big_report_row()
+
+
+def class_probabilities(n, k, seed=0):
+    """An over-confident model's (n, k) probabilities (float64 softmax of Gaussian logits) and labels drawn from
+    the calibrated ones (the softmax of half the logits), as int64 in 0 .. k - 1."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(0.0, 2.0, (n, k))
+
+    def softmax(z):
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    cum = np.cumsum(softmax(logits / 2), axis=1)
+    y = np.minimum((rng.random((n, 1)) > cum).sum(axis=1), k - 1)
+    return softmax(logits), y
+
+
+def _multiclass_rows(metrics, n, repeat, peer_repeat, k=10):
+    import fastcal
+
+    P, y = class_probabilities(n, k, seed=3)
+    w = np.random.default_rng(4).uniform(0.5, 2.0, n)
+    warm = slice(0, min(n, 1 << 16))
+    for name, task, kwargs in (
+        ("log_loss", "`log_loss`", {}),
+        ("brier_score_loss", "`brier_score_loss`", {}),
+        ("roc_auc_score", '`roc_auc_score`, `multi_class="ovr"` (macro)', dict(multi_class="ovr")),
+        ("roc_auc_score", '`roc_auc_score`, `multi_class="ovo"` (macro)', dict(multi_class="ovo")),
+        ("roc_auc_score", '`roc_auc_score`, `multi_class="ovr"`, `average="micro"`',
+         dict(multi_class="ovr", average="micro")),
+        ("roc_auc_score", '`roc_auc_score`, `multi_class="ovr"`, `average="weighted"`, sample weights',
+         dict(multi_class="ovr", average="weighted", sample_weight=w)),
+    ):
+        ours_f, theirs_f = getattr(fastcal, name), getattr(metrics, name)
+        warm_kwargs = {key: (v[warm] if key == "sample_weight" else v) for key, v in kwargs.items()}
+        ours_f(y[warm], P[warm], **warm_kwargs)
+        ours = best_of(lambda: ours_f(y, P, **kwargs), repeat)
+        theirs = best_of(lambda: theirs_f(y, P, **kwargs), peer_repeat)
+        yield Row(SUBJECT, f"{task}, (n, {k}) probabilities, float64", n, ours, {"scikit-learn": theirs})
 
 
 _BIG_REPORT = r"""

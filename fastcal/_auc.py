@@ -3,11 +3,17 @@ r"""The ROC AUC behind :func:`fastcal.metrics.roc_auc_score` and the report: the
 .. math:: \mathrm{AUC} = \frac{\sum_{i:y_i=1}\sum_{j:y_j=0} w_i w_j
           \left([s_i > s_j] + \tfrac12 [s_i = s_j]\right)}{\sum_{i:y_i=1} w_i \sum_{j:y_j=0} w_j}
 
-Internal API: :func:`roc_auc` (validated input), :data:`THREADED_SORT_MIN_SIZE`.
+Internal API: :func:`roc_auc` (validated binary input, optionally the
+McClish-standardised partial AUC), :func:`class_mann_whitney` (the counts of
+every class against every other on every column of an (n, k) score matrix:
+one-vs-rest and one-vs-one AUCs without weights), :func:`ovr_weighted` (each
+class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`.
 The kernels are in :mod:`fastcal._auc_kernels`.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -15,7 +21,10 @@ from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
 from ._parallel import get_num_threads, parallel_for, run
 
-__all__ = ["THREADED_SORT_MIN_SIZE", "roc_auc"]
+__all__ = ["THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
+
+#: Above this many classes the groups of one column are sorted by one task, not one task each.
+_TASK_PER_GROUP_MAX_CLASSES = 16
 
 #: Without weights, the sorting is split over value ranges on parallel threads above this size.
 THREADED_SORT_MIN_SIZE = 1 << 17
@@ -51,7 +60,7 @@ def _unweighted(x, y):
     n_neg = int(sizes[:n_ranges].sum())
     n_pos = n - n_neg
     if n_pos == 0 or n_neg == 0:
-        raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
+        raise _one_class(False)
     buf = np.empty(n, dtype=x.dtype)
     parallel_for(_k.scatter_regions, nchunks, x, y, pivots, offsets, buf, rows=n)
 
@@ -68,19 +77,120 @@ def _unweighted(x, y):
     return float(u2) / (2.0 * n_pos * n_neg)
 
 
-def roc_auc(y, x, w):
-    """The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
+def _one_class(weighted):
+    what = " (with positive weight)" if weighted else ""
+    return ValueError(f"Only one class present in y_true{what}. ROC AUC score is not defined in that case.")
+
+
+def roc_auc(y, x, w, max_fpr=None):
+    r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
-    argsort and one sweep over tied groups. ``ValueError`` if a class is
+    argsort and one sweep over tied groups. With ``max_fpr`` in (0, 1) (see
+    :func:`_partial`), the
+    partial area :math:`A_m` under the ROC curve for false-positive rates in
+    :math:`[0, m]` (tied scores joined by straight segments, the one that
+    crosses :math:`m` interpolated), standardised as McClish (1989):
+    :math:`\tfrac12\left(1 + \frac{A_m - m^2/2}{m - m^2/2}\right)`, 0.5 for
+    a useless and 1 for a perfect ranking. ``ValueError`` if a class is
     missing (or has no weight).
     """
+    if max_fpr is not None and max_fpr != 1:
+        return _partial(y, x, w, max_fpr)
     if w is None:
         return _unweighted(x, y)
-    order = np.argsort(x)
-    u, w_pos, w_neg = _k.weighted_auc_sorted(x, y, w, order)
+    u, w_pos, w_neg = _k.weighted_auc_sorted(x, y, w, np.argsort(x))
     if not (w_pos > 0 and w_neg > 0):
-        raise ValueError(
-            "Only one class present in y_true (with positive weight). ROC AUC score is not defined in that case."
-        )
+        raise _one_class(True)
     return float(u / (w_pos * w_neg))
+
+
+def _sorted_with_weights(x, w):
+    """``x`` sorted (a new array), and ``w`` in the same order (None stays None)."""
+    if w is None:
+        return np.sort(x), None
+    order = np.argsort(x)
+    return x[order], w[order]
+
+
+def _partial(y, x, w, max_fpr):
+    """The McClish-standardised partial AUC: the classes' scores sorted apart (on two threads), then swept from the
+    top down to ``max_fpr`` (:func:`fastcal._auc_kernels.partial_area`)."""
+    positive = y != 0
+    classes = [(x[positive], None if w is None else w[positive]), (x[~positive], None if w is None else w[~positive])]
+    if x.shape[0] < THREADED_SORT_MIN_SIZE:
+        (pos, w_pos), (neg, w_neg) = [_sorted_with_weights(*c) for c in classes]
+    else:
+        (pos, w_pos), (neg, w_neg) = run([(_sorted_with_weights, c) for c in classes])
+    total_pos = float(pos.shape[0]) if w is None else float(w_pos.sum(dtype=np.float64))
+    total_neg = float(neg.shape[0]) if w is None else float(w_neg.sum(dtype=np.float64))
+    if not (total_pos > 0 and total_neg > 0):
+        raise _one_class(w is not None)
+    area = _k.partial_area(pos, w_pos, neg, w_neg, max_fpr * total_neg) / (total_pos * total_neg)
+    min_area = 0.5 * max_fpr**2
+    return float(0.5 * (1 + (area - min_area) / (max_fpr - min_area)))
+
+
+def class_mann_whitney(P, codes, k):
+    """Twice the Mann-Whitney U of every class against every other, each on its own column of ``P``, exactly.
+
+    The rows of ``P`` (n, k) are copied column by column into groups by
+    class (one counting pass, one scatter), each group of each column is
+    sorted (NumPy's sort, on parallel threads) and every pair of groups of a
+    column is counted in one merge sweep
+    (:func:`fastcal._auc_kernels.mann_whitney_twice`). U counts add up over
+    disjoint negatives, so class ``a`` against the rest is
+    ``u2[a].sum()`` and against class ``b`` alone is ``u2[a, b]``.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, k), float32 or float64, C-contiguous
+        Finite scores; column ``a`` scores class ``a``.
+    codes : ndarray of int
+        The class of each row, in ``[0, k)``.
+
+    Returns
+    -------
+    u2 : ndarray of shape (k, k), int64
+        ``u2[a, b]``: twice the U of the scores of column ``a`` of class
+        ``a`` (positives) against those of class ``b`` (negatives); ties count
+        1, correct pairs 2. The diagonal is 0.
+    sizes : ndarray of shape (k,), int64
+        The number of rows of each class.
+    """
+    n = P.shape[0]
+    nchunks = n_chunks(n, k)
+    counts = np.zeros((nchunks, k), dtype=np.int64)
+    parallel_for(_k.class_counts, nchunks, codes, counts, rows=n)
+    sizes, starts, offsets = chunk_offsets(counts)
+    columns = np.empty((k, n), dtype=P.dtype)
+    parallel_for(_k.scatter_by_class, nchunks, P, codes, offsets, columns, rows=n * k)
+
+    def sort_groups(j, groups):
+        for g in groups:
+            columns[j, starts[g] : starts[g] + sizes[g]].sort()
+
+    if k <= _TASK_PER_GROUP_MAX_CLASSES:
+        tasks = [(sort_groups, (j, (g,))) for g in np.argsort(-sizes, kind="stable") for j in range(k)]
+    else:
+        tasks = [(sort_groups, (j, range(k))) for j in range(k)]
+    run(tasks)
+    u2 = np.zeros((k, k), dtype=np.int64)
+    run([(_k.class_pair_counts, (columns[a], starts, sizes, a, u2[a])) for a in range(k)])
+    return u2, sizes
+
+
+def ovr_weighted(P, codes, k, w):
+    """The weighted AUC of each class against the rest: column ``a`` of ``P`` scores rows of class ``a`` as positives.
+
+    One argsort and one sweep per class (:func:`roc_auc`'s weighted path),
+    classes on parallel threads. Returns an array of k floats, NaN for a
+    class that has no weight, or all of it.
+    """
+
+    def one(a):
+        x = np.ascontiguousarray(P[:, a])
+        u, w_pos, w_neg = _k.weighted_auc_sorted(x, (codes == a).view(np.uint8), w, np.argsort(x))
+        return u / (w_pos * w_neg) if w_pos > 0 and w_neg > 0 else math.nan
+
+    return np.array(run([(one, (a,)) for a in range(k)]), dtype=np.float64)

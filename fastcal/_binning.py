@@ -5,6 +5,8 @@ decomposition, log loss) is read off one table of per-bin weighted sums
 (:func:`bin_stats`), over the bins of scikit-learn's ``calibration_curve``
 (:func:`bin_edges`). "quantile" edges are NumPy's percentiles, computed from
 exact order statistics selected without a sort (:func:`select_order_statistics`).
+The multiclass log loss and Brier score of an (n, k) probability matrix are
+sums over its rows (:func:`class_rows`).
 
 Each step takes the data one array at a time and returns something that
 merges in a fixed order: bin tables are added up in chunk order
@@ -15,7 +17,8 @@ delayed calls and the merge of the chunks' results.
 
 Internal API:
 
-- parameters: :data:`STRATEGIES`, :data:`NORMS`, :func:`check_binning`;
+- parameters: :data:`PARAMETERS`, :func:`check_params`, :data:`STRATEGIES`,
+  :data:`NORMS`, :data:`AVERAGES`, :data:`MULTI_CLASS`, :func:`check_binning`;
 - deterministic chunked reductions: :func:`n_chunks` (how many fixed chunks),
   :func:`chunk_offsets` (where each chunk writes grouped values);
 - order statistics: :data:`NBUCKETS`, :func:`bucket_histograms`,
@@ -27,7 +30,9 @@ Internal API:
   :data:`SDD`, :data:`SDY`, :data:`SBRIER`, :data:`SLOG` (:data:`NSTAT` of
   them), :func:`bin_stats`, :func:`merge_tables`;
 - what a table gives: :func:`column_mean`, :func:`curve_from_table`,
-  :func:`ece_from_table`, :func:`brier_terms_from_table`.
+  :func:`ece_from_table`, :func:`brier_terms_from_table`;
+- probability matrices: :func:`class_rows` and its columns :data:`RW`,
+  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`.
 
 The kernels are in :mod:`fastcal._binning_kernels`.
 """
@@ -40,14 +45,22 @@ import numbers
 import numpy as np
 
 from . import _binning_kernels as _k
-from ._binning_kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
+from ._binning_kernels import NROW, NSTAT, RBRIER, RLOG, ROFF, RW, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
 from ._parallel import parallel_for
-from ._params import Boolean, InstanceOf, Integer, Options, check_all
+from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
+    "AVERAGES",
+    "MULTI_CLASS",
     "NBUCKETS",
     "NORMS",
+    "NROW",
     "NSTAT",
+    "PARAMETERS",
+    "RBRIER",
+    "RLOG",
+    "ROFF",
+    "RW",
     "SBRIER",
     "SD",
     "SDD",
@@ -63,7 +76,9 @@ __all__ = [
     "brier_terms_from_table",
     "bucket_histograms",
     "check_binning",
+    "check_params",
     "chunk_offsets",
+    "class_rows",
     "column_mean",
     "curve_from_table",
     "ece_from_table",
@@ -79,6 +94,10 @@ __all__ = [
 STRATEGIES = ("uniform", "quantile")
 #: Norms of the binned calibration error (see :func:`ece_from_table`).
 NORMS = ("l1", "l2", "max")
+#: Averages of a ROC AUC over classes that scikit-learn's ``roc_auc_score`` accepts (None too).
+AVERAGES = ("micro", "macro", "samples", "weighted")
+#: Multiclass schemes of the ROC AUC.
+MULTI_CLASS = ("raise", "ovr", "ovo")
 
 #: Rows per chunk of the deterministic chunked reductions, and the most chunks.
 _CHUNK_ROWS = 1 << 16
@@ -102,6 +121,10 @@ PARAMETERS = {
     "return_counts": [Boolean()],
     "normalize": [Boolean()],
     "pos_label": [None, InstanceOf((numbers.Real, str, np.bool_), "a number, a bool or a str")],
+    "scale_by_half": [Boolean(), Options("auto")],
+    "average": [Options(*AVERAGES), None],
+    "multi_class": [Options(*MULTI_CLASS)],
+    "max_fpr": [Real(0, 1, open_low=True), None],
 }
 
 
@@ -385,6 +408,45 @@ def bin_stats(p, y, w, edges, *, moments=False, brier=False, logloss=False):
 def merge_tables(tables):
     """The sum of bin tables (a sequence of them, or an array ``(nchunks, n_bins, NSTAT)``), added in order."""
     return _k.merge_partials(np.asarray(tables, dtype=np.float64))
+
+
+# ---------------------------------------------------------------------------
+# probability matrices
+# ---------------------------------------------------------------------------
+def class_rows(P, codes, w, *, atol, rtol=0.0, logloss=False, brier=False):
+    r"""Sums over the rows of an (n, k) probability matrix, in one parallel pass.
+
+    With :math:`c_i` the column of row :math:`i`'s true class, weights
+    :math:`w_i` (1 without ``w``) and float64 arithmetic: :data:`RW`
+    :math:`\sum_i w_i`; with ``logloss``, :data:`RLOG` :math:`-\sum_i w_i
+    \log q_i`, :math:`q_i = P_{i c_i}` clipped to :math:`[\epsilon, 1 -
+    \epsilon]` in the dtype of ``P`` (scikit-learn's clipping); with
+    ``brier``, :data:`RBRIER` :math:`\sum_i w_i \sum_j (P_{ij} - [j =
+    c_i])^2`; and :data:`ROFF`, the number of rows whose sum :math:`s_i`
+    has :math:`|s_i - 1| > \mathrm{atol} + \mathrm{rtol}\,|s_i|`.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, k), float32 or float64
+        Finite, C-contiguous.
+    codes : ndarray of int, or None
+        Column of each row's true class, in ``[0, k)``; None counts the rows
+        off 1 only (``RW`` is then 0).
+    w : ndarray or None
+        Non-negative weights.
+
+    Returns
+    -------
+    ndarray of shape (NROW,), float64
+        Per-chunk sums added in chunk order: the same on any number of threads.
+    """
+    n, k = P.shape
+    part = np.zeros((n_chunks(n, NROW), NROW))
+    clip_lo = P.dtype.type(np.finfo(P.dtype).eps)
+    clip_hi = P.dtype.type(1) - clip_lo
+    parallel_for(_k.class_rows, part.shape[0], P, codes, w, logloss, brier, clip_lo, clip_hi, float(atol), float(rtol),
+                 part, rows=n * k)
+    return merge_tables(part[:, None, :])[0]
 
 
 # ---------------------------------------------------------------------------

@@ -678,14 +678,36 @@ def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uni
     return _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
 
 
+def _binary_only(func, y_prob):
+    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: the Dask losses are binary only."""
+    shape = getattr(y_prob, "shape", None)
+    if shape is None and not dask.is_dask_collection(y_prob):
+        shape = np.shape(y_prob)
+    if shape is not None and len(shape) == 2 and shape[1] != 1:
+        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
+                         f"class, got shape {shape}; for an (n, k) matrix of class probabilities use fastcal.{func} "
+                         "in memory.")
+
+
 def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
-    """:func:`fastcal.brier_score_loss` of Dask data (per-chunk sums)."""
+    """:func:`fastcal.brier_score_loss` of binary Dask data (per-chunk sums).
+
+    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
+    the labels {0, 1}, {-1, 1} or any two with ``pos_label``.
+    """
+    _binary_only("brier_score_loss", y_prob)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
 
 
 def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
-    """:func:`fastcal.log_loss` of Dask data (per-chunk sums)."""
+    """:func:`fastcal.log_loss` of binary Dask data (per-chunk sums).
+
+    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
+    the labels {0, 1}, {-1, 1} or any two with ``pos_label`` (the in-memory
+    function also takes the greater of two other labels as positive).
+    """
+    _binary_only("log_loss", y_prob)
     _binning.check_params(normalize=normalize)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)

@@ -1,11 +1,13 @@
-r"""Calibration diagnostics: reliability curves, Brier score and its decomposition, ECE, AUC.
+r"""Calibration diagnostics: reliability curves, Brier score and its decomposition, ECE, log loss, AUC.
 
 Every binned quantity comes from one parallel pass over the data
 (:func:`fastcal._binning.bin_stats`): each row is put in its bin and the
 bin's weight, positives, sum of predictions (and, where asked for, centred
 moments, squared errors and log losses) are accumulated in per-chunk buffers
 that are merged in a fixed order, so the result does not depend on the number
-of threads. The AUC is in :mod:`fastcal._auc`.
+of threads. The log loss and Brier score of an (n, k) probability matrix are
+one such pass over its rows (:func:`fastcal._binning.class_rows`). The AUC is
+in :mod:`fastcal._auc`.
 
 Binning follows :func:`sklearn.calibration.calibration_curve` exactly: the
 ``n_bins + 1`` edges are ``np.linspace(0, 1, n_bins + 1)`` ("uniform") or
@@ -16,21 +18,31 @@ computed from selected order statistics (bucket histogram + selection, no
 full sort), with NumPy's "linear" interpolation formula reproduced operation
 by operation, so they are bit-identical to ``np.percentile``'s.
 
-Labels: ``y_true`` in {0, 1} (any numeric or boolean dtype) is used as is;
-{-1, 1} counts 1 as positive; any other pair of labels needs ``pos_label``.
-Unlike some scikit-learn metrics, no positive label is ever guessed from the
-order of the labels.
+Labels of binary predictions: ``y_true`` in {0, 1} (any numeric or boolean
+dtype) is used as is; {-1, 1} counts 1 as positive; any other pair of labels
+needs ``pos_label``, except in :func:`log_loss` and :func:`roc_auc_score`,
+whose 1-D predictions are, as in scikit-learn, those of the greater of the
+two labels. No positive label is guessed elsewhere (scikit-learn's
+``brier_score_loss`` falls back on the greater of two numeric labels).
+The columns of an (n, k) matrix are the classes in sorted order, those of
+``labels`` or of ``y_true``, as scikit-learn's ``LabelBinarizer`` orders them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._auc import roc_auc
+from ._auc import class_mann_whitney, ovr_weighted, roc_auc
 from ._binning import (
+    RBRIER,
+    RLOG,
+    ROFF,
+    RW,
     SBRIER,
     SLOG,
     SP,
@@ -41,11 +53,13 @@ from ._binning import (
     brier_terms_from_table,
     check_binning,
     check_params,
+    class_rows,
     column_mean,
     curve_from_table,
     ece_from_table,
     order_statistics,
 )
+from ._errors import InvalidParameterError
 from ._results import Result
 from ._validation import (
     as_float_array,
@@ -89,12 +103,18 @@ def _value_range(x, name):
     return lo, hi
 
 
+def _check_range(x, name):
+    """``(min, max)`` of the float array ``x`` (any shape); ``ValueError`` naming ``name`` unless finite and in [0, 1]."""
+    lo, hi = _value_range(x.reshape(-1), name)
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
+    return lo, hi
+
+
 def check_probabilities(y_prob, name="y_prob"):
     """``y_prob`` as a contiguous float32/float64 1-D array in [0, 1]; returns ``(p, min, max)``."""
     p = as_float_array(column_or_1d(y_prob, name), name)
-    lo, hi = _value_range(p, name)
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
+    lo, hi = _check_range(p, name)
     return p, lo, hi
 
 
@@ -111,12 +131,23 @@ def _same_label(a, b):
         return False
 
 
-def binary_labels(y_true, pos_label, name="y_true"):
+def _shown(values):
+    """Up to five values, as the braces of an error message show them."""
+    values = np.asarray(values).tolist()
+    return ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
+
+
+def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None):
     """Labels as a contiguous array whose nonzero entries are the positives.
 
     {0, 1} labels of any numeric/boolean dtype are returned without a copy
     (one parallel check, no sort); everything else goes through
-    ``np.unique`` (a sort) with scikit-learn's ``calibration_curve`` rules.
+    ``np.unique`` (a sort) with scikit-learn's ``calibration_curve`` rules:
+    without ``pos_label``, {0, 1} and {-1, 1} count 1 as positive and other
+    labels are an error, unless ``greater`` (the rule of scikit-learn's
+    ``log_loss`` and ``roc_auc_score``, whose 1-D scores belong to the
+    greater of two labels), where the greater of two labels is positive.
+    ``many`` ends the message for more than two labels.
     """
     check_params(pos_label=pos_label)
     arr = column_or_1d(y_true, name)
@@ -130,29 +161,31 @@ def binary_labels(y_true, pos_label, name="y_true"):
     classes = np.unique(arr)
     if classes.dtype.kind == "f" and np.isnan(classes).any():
         raise ValueError(f"{name} must not contain NaN.")
-    shown = ", ".join(repr(c) for c in classes[:5].tolist()) + (", ..." if classes.size > 5 else "")
     if classes.size > 2:
         raise ValueError(
-            f"{name} must hold binary labels; only binary classification is supported, "
-            f"found {classes.size} labels: {{{shown}}}."
+            f"{name} must hold binary labels; {many or 'only binary classification is supported'}, "
+            f"found {classes.size} labels: {{{_shown(classes)}}}."
         )
     if pos_label is None:
         ok = classes.dtype.kind in "biuf" and set(classes.tolist()) <= {0, 1} or set(classes.tolist()) <= {-1, 1}
+        if greater and not ok and classes.size == 2:
+            return np.ascontiguousarray(arr == classes[1]).view(np.uint8)
         if classes.dtype.kind in "OUS" or not ok:
             raise ValueError(
-                f"{name} takes values in {{{shown}}} and pos_label is not specified: either make "
+                f"{name} takes values in {{{_shown(classes)}}} and pos_label is not specified: either make "
                 f"{name} take values in {{0, 1}} or {{-1, 1}} or pass pos_label explicitly."
             )
         pos_label = 1
     return np.ascontiguousarray(arr == pos_label).view(np.uint8)
 
 
-def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_name="y_prob"):
+def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_name="y_prob", greater=False,
+                  many=None):
     """Validated ``(y, p, w, lo, hi)``: labels (nonzero = positive), predictions, weights or None."""
     y_arr = column_or_1d(y_true, "y_true")
     p_arr = column_or_1d(y_prob, score_name)
     check_consistent_length(y_true=y_arr, **{score_name: p_arr})
-    y = binary_labels(y_arr, pos_label)
+    y = binary_labels(y_arr, pos_label, greater=greater, many=many)
     if prob:
         p, lo, hi = check_probabilities(p_arr, score_name)
     else:
@@ -162,12 +195,219 @@ def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_
     return y, p, w, lo, hi
 
 
-def _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, **flags):
+def _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, *, score_name="y_prob", greater=False,
+            **flags):
     """Validated input, binned: ``(table, edges, (y, p, w))`` (see :func:`fastcal._binning.bin_stats`)."""
     n_bins = check_binning(n_bins, strategy)
-    y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label)
+    y, p, w, lo, hi = _check_inputs(y_true, y_prob, sample_weight, pos_label, score_name=score_name, greater=greater,
+                                    many=f"{score_name} is 1-D: pass the (n_samples, n_classes) matrix of their "
+                                    "probabilities" if greater else None)
     edges = bin_edges(n_bins, strategy, p.shape[0], lambda ranks: order_statistics(p, ranks, lo, hi))
     return bin_stats(p, y, w, edges, **flags), edges, (y, p, w)
+
+
+# ---------------------------------------------------------------------------
+# scikit-learn's drop-ins: argument names, class labels, (n, k) matrices
+# ---------------------------------------------------------------------------
+def _proba_argument(func, y_proba, y_prob, y_pred="deprecated"):
+    """``(values, name)`` of the predicted probabilities, passed as ``y_proba`` (scikit-learn's name), ``y_prob``
+    (fastcal's) or ``y_pred`` (scikit-learn's name before 1.9, deprecated there: a ``FutureWarning``)."""
+    given = {name: v for name, v in (("y_proba", y_proba), ("y_prob", y_prob)) if v is not None}
+    if not (isinstance(y_pred, str) and y_pred == "deprecated"):
+        if given:
+            raise InvalidParameterError(f"{func}() got y_pred and {next(iter(given))}; y_pred is the deprecated "
+                                        "name of y_proba: pass y_proba only.")
+        warnings.warn("y_pred was renamed y_proba in scikit-learn 1.9 and will be removed in 1.11; pass y_proba.",
+                      FutureWarning, stacklevel=3)
+        given = {"y_pred": y_pred}
+    if len(given) > 1:
+        raise InvalidParameterError(f"{func}() got y_proba and y_prob, two names of one argument (scikit-learn's "
+                                    "and fastcal's); pass one of them.")
+    if not given:
+        raise TypeError(f"{func}() missing required argument: 'y_proba'")
+    name, values = given.popitem()
+    return values, name
+
+
+def _is_matrix(x):
+    """True if the array ``x`` has the shape (n, k) of a matrix of class probabilities or scores, k >= 2."""
+    return x.ndim == 2 and x.shape[1] > 1
+
+
+def _as_integers(y):
+    """``y`` as an integer array if every label is an integer (no copy for integer dtypes; bool as uint8), else None."""
+    kind = y.dtype.kind
+    if kind == "b":
+        return np.ascontiguousarray(y).view(np.uint8)
+    if kind in "iu":
+        return y
+    if kind == "f":
+        with np.errstate(invalid="ignore", over="ignore"):
+            yi = y.astype(np.int64)
+        if np.array_equal(yi, y):  # NaN, infinity and fractions compare unequal
+            return yi
+    return None
+
+
+def _not_in_labels(missing):
+    return ValueError(f"y_true contains labels not in labels: {{{_shown(missing)}}}.")
+
+
+def _class_codes(y, classes=None):
+    """``(codes, classes)``: every label of ``y`` as its index in ``classes`` (sorted, unique), by default the
+    sorted labels of ``y``.
+
+    Integer labels spanning no more values than there are samples (or 2^16)
+    are counted (``np.bincount``, no sort) and, when they are ``0 .. k - 1``,
+    used as their own codes without a copy; other labels go through
+    ``np.unique`` or ``np.searchsorted``. ``ValueError`` for NaN labels and
+    for labels not in ``classes``.
+    """
+    yi = _as_integers(y)
+    if yi is not None and yi.shape[0]:
+        lo, hi = int(yi.min()), int(yi.max())
+        span = hi - lo + 1
+        ci = None if classes is None else _as_integers(classes)
+        if span <= max(yi.shape[0], 1 << 16) and (classes is None or ci is not None):
+            shifted = yi if lo == 0 else np.subtract(yi, lo, dtype=np.int64)
+            present = np.flatnonzero(np.bincount(shifted, minlength=span))
+            if classes is None:
+                found = (present + lo).astype(y.dtype)
+                if present.shape[0] == span:
+                    return shifted, found
+                lut = np.zeros(span, dtype=np.int64)
+                lut[present] = np.arange(present.shape[0])
+                return lut[shifted], found
+            lut = np.full(span, -1, dtype=np.int64)
+            inside = (ci >= lo) & (ci <= hi)
+            lut[ci[inside] - lo] = np.flatnonzero(inside)
+            missing = present[lut[present] < 0]
+            if missing.shape[0]:
+                raise _not_in_labels((missing + lo).astype(y.dtype))
+            if ci[0] == lo and ci[-1] - lo + 1 == ci.shape[0]:  # classes lo, lo + 1, ...: codes y - lo
+                return shifted, classes
+            return lut[shifted], classes
+    if classes is None:
+        try:
+            classes, codes = np.unique(y, return_inverse=True)
+        except TypeError:
+            raise ValueError("y_true mixes labels of types that cannot be sorted.") from None
+        if classes.dtype.kind == "f" and np.isnan(classes).any():
+            raise ValueError("y_true must not contain NaN.")
+        return codes.reshape(-1), classes
+    try:
+        codes = np.searchsorted(classes, y)
+        found = np.asarray(classes[np.minimum(codes, classes.shape[0] - 1)] == y)
+    except TypeError:
+        found = np.zeros(0, dtype=bool)
+    if found.shape != y.shape or not found.all():
+        missing = y if found.shape != y.shape else y[~found]
+        try:
+            missing = np.unique(missing)
+        except TypeError:
+            pass
+        raise _not_in_labels(missing)
+    return codes, classes
+
+
+def _check_labels(labels, k, score_name, *, ordered, stacklevel):
+    """The ``labels`` argument as sorted unique classes, one per column of the (n, k) ``score_name``.
+
+    Unsorted labels raise if ``ordered`` (scikit-learn's ``roc_auc_score``),
+    else warn that the columns are taken in sorted order (its ``log_loss``
+    and ``brier_score_loss``); ``stacklevel`` is counted from the caller.
+    """
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.shape[0] == 0:
+        raise ValueError(f"labels must be a non-empty 1-D array-like of class labels, got shape {lab.shape}.")
+    try:
+        classes = np.unique(lab)
+    except TypeError:
+        raise ValueError("labels mixes labels of types that cannot be sorted.") from None
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError("labels must not contain NaN.")
+    if classes.shape[0] != lab.shape[0]:
+        raise ValueError(f"labels must not repeat a label; got {{{_shown(lab)}}}.")
+    if not np.array_equal(classes, lab):
+        message = (f"labels are not sorted: the columns of {score_name} are the classes in sorted order, "
+                   f"{{{_shown(classes)}}}")
+        if ordered:
+            raise ValueError(message + "; pass labels sorted.")
+        warnings.warn(message + ".", UserWarning, stacklevel=stacklevel + 1)
+    if classes.shape[0] < 2:
+        raise ValueError(f"labels must hold at least two labels, got {{{_shown(classes)}}}.")
+    if classes.shape[0] != k:
+        raise ValueError(f"labels has {classes.shape[0]} labels but {score_name} has {k} columns: one column per "
+                         "label, in sorted order.")
+    return classes
+
+
+def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba, stacklevel):
+    """Validated ``(codes, classes, P, w)`` of an (n, k) matrix: the column of each row's class, the classes of the
+    columns (``labels`` sorted, or those of ``y_true``), the matrix (C-contiguous float32/float64, finite) and the
+    weights or None.
+
+    ``proba``: the probabilities of scikit-learn's ``log_loss`` and
+    ``brier_score_loss`` (values in [0, 1]; unsorted ``labels`` warn), else
+    the scores of its ``roc_auc_score`` (unsorted ``labels`` raise).
+    ``stacklevel`` is counted from the caller.
+    """
+    P = as_float_array(y_matrix, score_name)
+    y = column_or_1d(y_true, "y_true")
+    check_consistent_length(y_true=y, **{score_name: P})
+    if proba:
+        _check_range(P, score_name)
+    else:
+        _value_range(P.reshape(-1), score_name)
+    k = P.shape[1]
+    classes = None if labels is None else _check_labels(labels, k, score_name, ordered=not proba,
+                                                        stacklevel=stacklevel + 1)
+    codes, classes = _class_codes(y, classes)
+    if labels is None:
+        if classes.shape[0] == 1:
+            raise ValueError(f"y_true contains only one label ({_shown(classes)}): pass labels, the classes of the "
+                             f"{k} columns of {score_name}.")
+        if classes.shape[0] != k:
+            raise ValueError(f"y_true has {classes.shape[0]} classes ({{{_shown(classes)}}}) but {score_name} has "
+                             f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
+    return codes, classes, P, check_sample_weight(sample_weight, P.shape[0])
+
+
+def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklevel, **flags):
+    """:func:`fastcal._binning.class_rows` of a validated probability matrix; warns, as scikit-learn 1.9, if rows do
+    not sum to 1 (within ``sqrt(eps) + 1e-8``). ``stacklevel`` is counted from the caller."""
+    codes, _, P, w = _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, proba=True,
+                                   stacklevel=stacklevel + 1)
+    sums = class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
+    if sums[ROFF]:
+        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {P.shape[0]} rows. Make sure "
+                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+    return sums
+
+
+def _equal(a, b):
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - uncomparable labels are different
+        return False
+
+
+def _binary_codes(y_true, labels, pos_label, score_name, *, stacklevel):
+    """The labels of a 1-D ``score_name`` as 0/1 codes, given ``labels``: two of them, the greater (or
+    ``pos_label``) positive. ``stacklevel`` is counted from the caller."""
+    lab = np.asarray(labels)
+    if lab.shape != (2,):
+        raise ValueError(f"labels must hold the two labels of a 1-D {score_name} (the probability of the greater), "
+                         f"got {{{_shown(lab.reshape(-1))}}}; for more classes pass the (n_samples, n_classes) matrix "
+                         "of their probabilities.")
+    classes = _check_labels(lab, 2, score_name, ordered=False, stacklevel=stacklevel + 1)
+    check_params(pos_label=pos_label)
+    codes, _ = _class_codes(column_or_1d(y_true, "y_true"), classes)
+    if pos_label is None or _equal(pos_label, classes[1]):
+        return codes
+    if _equal(pos_label, classes[0]):
+        return np.ascontiguousarray(codes == 0).view(np.uint8)
+    raise ValueError(f"pos_label={pos_label!r} is not one of labels {{{_shown(classes)}}}.")
 
 
 # ---------------------------------------------------------------------------
@@ -254,25 +494,50 @@ def calibration_curve(
     return curve_from_table(table, w is not None, return_counts)
 
 
-def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
-    r"""Brier score of binary probabilistic predictions (mean squared error of the probabilities).
+def brier_score_loss(y_true, y_proba=None, *, sample_weight=None, pos_label=None, labels=None, scale_by_half="auto",
+                     y_prob=None):
+    r"""Brier score: the mean squared error of probabilistic predictions, binary or multiclass.
 
-    .. math:: \mathrm{BS} = \frac{\sum_i w_i (p_i - y_i)^2}{\sum_i w_i}
+    With :math:`k` classes, :math:`y_{ic} = 1` if sample :math:`i` is of
+    class :math:`c` (else 0) and :math:`P_{ic}` its predicted probability:
 
-    Equal to :func:`sklearn.metrics.brier_score_loss` for 1-D binary input
-    (to 1e-12 for float64; for float32 input fastcal accumulates in float64,
-    scikit-learn in float32). One parallel pass.
+    .. math::
+
+        \mathrm{BS} = \frac{\sum_i w_i \sum_{c=1}^{k} (P_{ic} - y_{ic})^2}{\sum_i w_i} \in [0, 2],
+        \qquad \text{binary: } \tfrac12 \mathrm{BS} = \frac{\sum_i w_i (p_i - y_i)^2}{\sum_i w_i} \in [0, 1].
+
+    A drop-in for :func:`sklearn.metrics.brier_score_loss` (scikit-learn
+    1.9's arguments and results, to a few ``n * eps`` relative; float32 input
+    is summed in float64 here, in float32 there). Binary 1-D input is one
+    parallel pass of the binning engine; an (n, k) matrix is one parallel
+    pass over its rows.
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True binary labels (see :func:`calibration_curve`).
-    y_prob : array-like of shape (n_samples,)
-        Predicted probabilities of the positive class, in [0, 1].
+        True labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities, in [0, 1]. 1-D (or one column): of the
+        positive class, with ``y_true`` binary (labels {0, 1} or {-1, 1}, or
+        any two with ``pos_label``). (n, k): of each class, the columns in
+        the sorted order of ``labels`` (or of the labels of ``y_true``); a
+        warning if rows do not sum to 1 (within ``sqrt(eps) + 1e-8``), as
+        scikit-learn.
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative weights with a positive sum.
     pos_label : int, float, bool or str, default=None
-        The positive label, required unless labels are {0, 1} or {-1, 1}.
+        The positive label of a 1-D ``y_proba``, required unless labels are
+        {0, 1} or {-1, 1} (scikit-learn then takes the greater label for
+        numbers; fastcal does not guess). Unused with a matrix.
+    labels : array-like of shape (n_classes,), default=None
+        The classes of the columns of an (n, k) ``y_proba`` (a warning if not
+        sorted: the columns are taken in sorted order); needed when
+        ``y_true`` lacks some. Unused with a 1-D ``y_proba``.
+    scale_by_half : bool or "auto", default="auto"
+        Halve the score; "auto" halves it for 1-D and two-column ``y_proba``
+        (the binary Brier score in [0, 1]), not for three or more columns.
+    y_prob : array-like, default=None
+        ``y_proba`` under fastcal's earlier name (pass one of the two).
 
     Returns
     -------
@@ -288,38 +553,73 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
     >>> from fastcal import brier_score_loss
     >>> round(brier_score_loss([0, 1, 1, 0], [0.1, 0.9, 0.8, 0.3]), 6)
     0.0375
+    >>> round(brier_score_loss(["eggs", "ham", "spam"], [[0.8, 0.1, 0.1], [0.2, 0.7, 0.1], [0.2, 0.2, 0.6]]), 6)
+    0.146667
     """
-    table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, 1, "uniform", brier=True)
-    return column_mean(table, SBRIER)
+    y_proba, name = _proba_argument("brier_score_loss", y_proba, y_prob)
+    scale_by_half = check_params(scale_by_half=scale_by_half, pos_label=pos_label)["scale_by_half"]
+    arr = np.asarray(y_proba)
+    if _is_matrix(arr):
+        sums = _class_sums(y_true, arr, sample_weight, labels, name, brier=True, stacklevel=2)
+        score = float(sums[RBRIER] / sums[RW])
+        half = arr.shape[1] < 3 if scale_by_half == "auto" else scale_by_half
+        return 0.5 * score if half else score
+    table, _, _ = _binned(y_true, arr, sample_weight, pos_label, 1, "uniform", score_name=name, brier=True)
+    score = column_mean(table, SBRIER)
+    return 2.0 * score if scale_by_half is False else score
 
 
-def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
-    r"""Logistic loss (cross-entropy) of binary probabilistic predictions.
+def log_loss(y_true, y_proba=None, *, normalize=True, sample_weight=None, labels=None, pos_label=None, y_prob=None,
+             y_pred="deprecated"):
+    r"""Logistic loss (cross-entropy) of probabilistic predictions, binary or multiclass.
+
+    With :math:`c_i` the class of sample :math:`i` and :math:`q_i` its
+    predicted probability :math:`P_{i c_i}` (binary: :math:`p_i` or
+    :math:`1 - p_i`) clipped to :math:`[\epsilon, 1 - \epsilon]`:
 
     .. math::
 
-        \mathrm{LL} = -\frac{\sum_i w_i \left[y_i \log q_i^{(1)} + (1-y_i)\log q_i^{(0)}\right]}{\sum_i w_i},
-        \quad q^{(1)} = \mathrm{clip}(p, \epsilon, 1-\epsilon),\ q^{(0)} = \mathrm{clip}(1-p, \epsilon, 1-\epsilon)
+        \mathrm{LL} = -\frac{\sum_i w_i \log q_i}{\sum_i w_i}, \qquad
+        q_i = \mathrm{clip}(P_{i c_i}, \epsilon, 1 - \epsilon).
 
-    Clipping is scikit-learn 1.9's: ``eps = np.finfo(y_prob.dtype).eps``
-    (2.2e-16 for float64, 1.2e-7 for float32) and ``1 - p`` and the clip are
-    computed in the dtype of ``y_prob``; so a prediction of exactly 0 or 1
-    costs at most ``-log(eps)`` (36.04 for float64). The logarithms and the
-    sum are float64. Equal to :func:`sklearn.metrics.log_loss` to 1e-12 for
-    float64 input; unlike it, ``y_true`` may hold a single class.
+    A drop-in for :func:`sklearn.metrics.log_loss` (scikit-learn 1.9's
+    arguments and results, to a few ``n * eps`` relative). Clipping is
+    scikit-learn 1.9's: ``eps = np.finfo(y_proba.dtype).eps`` (2.2e-16 for
+    float64, 1.2e-7 for float32), ``1 - p`` and the clip computed in the
+    dtype of ``y_proba``; so a prediction of exactly 0 or 1 costs at most
+    ``-log(eps)`` (36.04 for float64). The logarithms and the sums are
+    float64 (scikit-learn's are in the dtype of ``y_proba``). Binary 1-D
+    input is one parallel pass of the binning engine; an (n, k) matrix is one
+    parallel pass over its rows, one logarithm per row.
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True binary labels (see :func:`calibration_curve`).
-    y_prob : array-like of shape (n_samples,)
-        Predicted probabilities of the positive class, in [0, 1].
-    sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weights with a positive sum.
-    pos_label : int, float, bool or str, default=None
-        The positive label, required unless labels are {0, 1} or {-1, 1}.
+        True labels.
+    y_proba : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities, in [0, 1]. 1-D (or one column): of the
+        positive class, the greater of two labels unless ``pos_label`` says
+        otherwise ({0, 1} and {-1, 1}: 1); unlike scikit-learn, ``y_true``
+        may then hold one class, if its labels are in {0, 1} or {-1, 1}.
+        (n, k): of each class, the columns in the sorted order of ``labels``
+        (or of the labels of ``y_true``); a warning if rows do not sum to 1
+        (within ``sqrt(eps) + 1e-8``), as scikit-learn.
     normalize : bool, default=True
         Return the (weighted) mean loss; if False, the (weighted) sum.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights with a positive sum.
+    labels : array-like, default=None
+        The classes: of the columns of an (n, k) ``y_proba`` (a warning if
+        not sorted: the columns are taken in sorted order), or the two
+        classes of a 1-D one; needed when ``y_true`` lacks some.
+    pos_label : int, float, bool or str, default=None
+        The positive label of a 1-D ``y_proba`` (fastcal's; scikit-learn has
+        none). Unused with a matrix.
+    y_prob : array-like, default=None
+        ``y_proba`` under fastcal's earlier name (pass one of the two).
+    y_pred : array-like, default="deprecated"
+        ``y_proba`` under scikit-learn's name before 1.9: accepted with
+        scikit-learn's ``FutureWarning``.
 
     Returns
     -------
@@ -330,9 +630,19 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
     >>> from fastcal import log_loss
     >>> round(log_loss([0, 1, 1, 0], [0.1, 0.9, 0.8, 0.3]), 6)
     0.197635
+    >>> round(log_loss(["spam", "ham", "ham", "spam"], [[.1, .9], [.9, .1], [.8, .2], [.35, .65]]), 6)
+    0.216162
     """
-    check_params(normalize=normalize)
-    table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, 1, "uniform", logloss=True)
+    y_proba, name = _proba_argument("log_loss", y_proba, y_prob, y_pred)
+    check_params(normalize=normalize, pos_label=pos_label)
+    arr = np.asarray(y_proba)
+    if _is_matrix(arr):
+        sums = _class_sums(y_true, arr, sample_weight, labels, name, logloss=True, stacklevel=2)
+        return float(sums[RLOG] / sums[RW]) if normalize else float(sums[RLOG])
+    if labels is not None:
+        y_true, pos_label = _binary_codes(y_true, labels, pos_label, name, stacklevel=2), None
+    table, _, _ = _binned(y_true, arr, sample_weight, pos_label, 1, "uniform", score_name=name, greater=True,
+                          logloss=True)
     return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
 
 
@@ -462,49 +772,170 @@ def expected_calibration_error(
     return ece_from_table(table)[norm]
 
 
-def roc_auc_score(y_true, y_score, *, sample_weight=None, pos_label=None):
-    r"""Area under the ROC curve of a binary problem, ties counted half.
+def roc_auc_score(y_true, y_score, *, average="macro", sample_weight=None, max_fpr=None, multi_class="raise",
+                  labels=None, pos_label=None):
+    r"""Area under the ROC curve, ties counted half: binary, partial (``max_fpr``), or multiclass one-vs-rest and one-vs-one.
+
+    Binary: the Mann-Whitney statistic
 
     .. math:: \mathrm{AUC} = \frac{\sum_{i:y_i=1}\sum_{j:y_j=0} w_i w_j
-              \left([s_i > s_j] + \tfrac12 [s_i = s_j]\right)}{\sum_{i:y_i=1} w_i \sum_{j:y_j=0} w_j}
+              \left([s_i > s_j] + \tfrac12 [s_i = s_j]\right)}{\sum_{i:y_i=1} w_i \sum_{j:y_j=0} w_j},
 
-    the Mann-Whitney statistic, equal to the trapezoidal area under the ROC
-    curve and to :func:`sklearn.metrics.roc_auc_score` (binary case, to
-    1e-12). O(n log n): without weights, the scores are split by label and
-    value range, each range's two classes are sorted by value (ranges on
-    parallel threads) and counted in one merge sweep with exact integer
-    arithmetic; with weights, one argsort and one sweep over tied groups.
+    equal to the trapezoidal area under the ROC curve. With ``max_fpr``
+    :math:`= m < 1`, the area :math:`A_m` under the curve for false-positive
+    rates in :math:`[0, m]`, standardised as McClish (1989):
+    :math:`\tfrac12\left(1 + \frac{A_m - m^2/2}{m - m^2/2}\right)`.
+    Multiclass, from an (n, k) matrix of class probabilities: one-vs-rest
+    ("ovr"), :math:`\mathrm{AUC}_c` of column :math:`c` with class :math:`c`
+    positive and every other class negative, averaged over classes
+    ("macro"), weighted by class weight ("weighted"), or the AUC of all
+    :math:`n k` (indicator, probability) pairs at once ("micro"); one-vs-one
+    ("ovo", Hand and Till 2001), over the pairs of classes present
+    :math:`(a, b)`, :math:`\tfrac12(\mathrm{AUC}_{a|b} + \mathrm{AUC}_{b|a})`
+    with :math:`\mathrm{AUC}_{a|b}` column :math:`a` on the samples of
+    :math:`a` (positive) and :math:`b`, averaged ("macro") or weighted by
+    the share of samples in :math:`a` or :math:`b` ("weighted").
+
+    A drop-in for :func:`sklearn.metrics.roc_auc_score` on binary and
+    multiclass targets (scikit-learn 1.9's arguments and results, to a few
+    ``n * eps``). O(n log n). Without weights the counts are exact integers:
+    binary scores are split by label and value range, each range's two
+    classes sorted (ranges on parallel threads) and counted in one merge
+    sweep; a multiclass matrix is copied once, grouped by class, each
+    group of each column sorted, and every pair of groups counted in one
+    merge sweep (one-vs-rest and one-vs-one alike). With weights, one argsort
+    and one sweep over tied groups, per class. The partial AUC sorts the
+    scores of the two classes apart (on two threads; argsorts with weights)
+    and sweeps them from the top down to ``max_fpr``.
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True binary labels (see :func:`calibration_curve`); both classes
-        must be present.
-    y_score : array-like of shape (n_samples,)
-        Scores (any finite real values; higher means more likely positive).
+        True labels. With 1-D ``y_score``, binary: the greater of two labels
+        is positive unless ``pos_label`` says otherwise, as scikit-learn;
+        both classes must be present.
+    y_score : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Binary: scores of the positive class (any finite real values; higher
+        means more likely positive). Multiclass: probabilities of the
+        classes, rows summing to 1 (as ``np.allclose``), columns in the
+        sorted order of ``labels`` (or of the labels of ``y_true``).
+    average : {"macro", "weighted", "micro", "samples"} or None, default="macro"
+        Multiclass averaging: "ovr" takes "macro", "weighted", "micro" or
+        None (the k per-class AUCs, an array); "ovo" takes "macro" or
+        "weighted". Ignored for binary targets ("samples" too, as
+        scikit-learn, which uses it for multilabel targets only).
     sample_weight : array-like of shape (n_samples,), default=None
-        Non-negative weights.
+        Non-negative weights; not with ``multi_class="ovo"`` (as scikit-learn).
+    max_fpr : float in (0, 1], default=None
+        Binary only: the McClish-standardised partial AUC over false-positive
+        rates up to ``max_fpr``; None or 1 give the full AUC.
+    multi_class : {"raise", "ovr", "ovo"}, default="raise"
+        How to score an (n, k) ``y_score`` with ``k > 2``; "raise" refuses
+        it, as scikit-learn.
+    labels : array-like of shape (n_classes,), default=None
+        Multiclass only: the classes of the columns of ``y_score``, sorted
+        and unique; needed when ``y_true`` lacks some.
     pos_label : int, float, bool or str, default=None
-        The positive label, required unless labels are {0, 1} or {-1, 1}.
+        Binary only: the positive label (fastcal's; scikit-learn has none).
 
     Returns
     -------
-    float
+    float, or ndarray of shape (n_classes,) with ``multi_class="ovr", average=None``
 
     References
     ----------
     Hanley, J. A. and McNeil, B. J. (1982). The meaning and use of the area
     under a receiver operating characteristic (ROC) curve. Radiology 143(1),
     29-36.
+    McClish, D. K. (1989). Analyzing a portion of the ROC curve. Medical
+    Decision Making 9(3), 190-195.
+    Hand, D. J. and Till, R. J. (2001). A simple generalisation of the area
+    under the ROC curve for multiple class classification problems. Machine
+    Learning 45(2), 171-186.
 
     Examples
     --------
     >>> from fastcal import roc_auc_score
     >>> roc_auc_score([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
+    >>> roc_auc_score([0, 1, 2, 2], [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7], [0.3, 0.4, 0.3]],
+    ...               multi_class="ovo")
+    0.9583333333333334
     """
-    y, x, w, _, _ = _check_inputs(y_true, y_score, sample_weight, pos_label, prob=False, score_name="y_score")
-    return roc_auc(y, x, w)
+    max_fpr = check_params(average=average, max_fpr=max_fpr, multi_class=multi_class, pos_label=pos_label)["max_fpr"]
+    arr = np.asarray(y_score)
+    if arr.ndim == 2 and arr.shape[1] > 2:
+        return _multiclass_roc_auc(y_true, arr, sample_weight, labels, average, max_fpr, multi_class)
+    many = ("a multiclass ROC AUC needs y_score of shape (n_samples, n_classes), the probabilities of the classes, "
+            "and multi_class='ovr' or 'ovo'")
+    y, x, w, _, _ = _check_inputs(y_true, arr, sample_weight, pos_label, prob=False, score_name="y_score",
+                                  greater=True, many=many)
+    return roc_auc(y, x, w, max_fpr)
+
+
+def _multiclass_roc_auc(y_true, y_score, sample_weight, labels, average, max_fpr, multi_class):
+    """:func:`roc_auc_score` of an (n, k > 2) ``y_score``: scikit-learn's checks, then one-vs-rest or one-vs-one."""
+    k = y_score.shape[1]
+    if np.ndim(y_true) == 2 and np.shape(y_true)[1] > 1:
+        raise ValueError(f"y_true has shape {np.shape(y_true)}: multilabel indicator targets are not supported; pass "
+                         "the class of each sample (a multiclass target) or score each column as a binary problem.")
+    if max_fpr is not None and max_fpr != 1:
+        raise InvalidParameterError(f"max_fpr must be None or 1 for a multiclass ROC AUC (y_score has {k} columns): "
+                                    f"the partial AUC is for binary targets only; got {max_fpr!r}.")
+    if multi_class == "raise":
+        raise InvalidParameterError(f"multi_class must be 'ovr' or 'ovo' for a multiclass ROC AUC (y_score has {k} "
+                                    "columns); got 'raise'.")
+    if average not in (("micro", "macro", "weighted", None) if multi_class == "ovr" else ("macro", "weighted")):
+        allowed = "'micro', 'macro', 'weighted' or None" if multi_class == "ovr" else "'macro' or 'weighted'"
+        raise InvalidParameterError(f"average must be {allowed} for a multiclass ROC AUC with "
+                                    f"multi_class={multi_class!r}; got {average!r}.")
+    if multi_class == "ovo" and sample_weight is not None:
+        raise InvalidParameterError("sample_weight must be None with multi_class='ovo': the one-vs-one AUC of "
+                                    "scikit-learn takes no weights.")
+    codes, classes, P, w = _class_matrix(y_true, y_score, sample_weight, labels, "y_score", proba=False, stacklevel=3)
+    n = P.shape[0]
+    off = class_rows(P, None, None, atol=1e-8, rtol=1e-5)[ROFF]
+    if off:
+        raise ValueError(f"y_score must hold probabilities for a multiclass ROC AUC, rows summing to 1, but "
+                         f"{int(off)} of {n} rows do not.")
+    if average == "micro":
+        indicator = np.zeros((n, k), dtype=np.uint8)
+        indicator[np.arange(n), codes] = 1
+        return roc_auc(indicator.reshape(-1), P.reshape(-1), None if w is None else np.repeat(w, k))
+    if multi_class == "ovo":
+        return _ovo(*class_mann_whitney(P, codes, k), classes, average)
+    if w is None:
+        u2, sizes = class_mann_whitney(P, codes, k)
+        support = sizes.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            scores = u2.sum(axis=1) / (2.0 * support * (n - support))
+    else:
+        scores = ovr_weighted(P, codes, k, w)
+        support = np.bincount(codes, weights=w, minlength=k)
+    if average == "weighted":
+        scores[support == 0] = 0.0  # as scikit-learn: a class without weight has no say
+    undefined = np.isnan(scores)
+    if undefined.any():
+        raise ValueError(f"ROC AUC of class {{{_shown(classes[undefined])}}} against the rest is not defined: y_true "
+                         "has no sample of it, or only samples of it (with positive weight).")
+    if average is None:
+        return scores
+    return float(np.average(scores, weights=support if average == "weighted" else None))
+
+
+def _ovo(u2, sizes, classes, average):
+    """Hand and Till's one-vs-one AUC from :func:`fastcal._auc.class_mann_whitney`, over the pairs of classes present."""
+    present = np.flatnonzero(sizes)
+    if present.shape[0] < 2:
+        raise ValueError(f"y_true has one class ({_shown(classes[present])}): the one-vs-one ROC AUC needs two.")
+    pairs = list(itertools.combinations(present.tolist(), 2))
+    scores = np.empty(len(pairs))
+    prevalence = np.empty(len(pairs))
+    for i, (a, b) in enumerate(pairs):
+        pairs_ab = 2.0 * sizes[a] * sizes[b]
+        scores[i] = (u2[a, b] / pairs_ab + u2[b, a] / pairs_ab) / 2
+        prevalence[i] = (sizes[a] + sizes[b]) / sizes.sum()
+    return float(np.average(scores, weights=prevalence if average == "weighted" else None))
 
 
 # ---------------------------------------------------------------------------

@@ -114,3 +114,55 @@ def auc(y, s, w=None):
     wp, wn = w[y], w[~y]
     gt = (sp[:, None] > sn[None, :]) + 0.5 * (sp[:, None] == sn[None, :])
     return np.sum(wp[:, None] * wn[None, :] * gt) / (wp.sum() * wn.sum())
+
+
+def class_losses(codes, P, w=None):
+    """Multiclass ``(log loss, Brier score)`` from the definitions: one-hot targets, every column, float64."""
+    Pf = P.astype(np.float64)
+    T = np.eye(P.shape[1])[codes]
+    eps = np.finfo(P.dtype).eps
+    q = np.clip(P, eps, 1 - eps).astype(np.float64)
+    w = _weights(codes, w)
+    log_loss = -np.sum(w * np.sum(T * np.log(q), axis=1)) / w.sum()
+    brier = np.sum(w * np.sum((Pf - T) ** 2, axis=1)) / w.sum()
+    return log_loss, brier
+
+
+def ovr_auc(codes, P, w=None):
+    """One-vs-rest AUC of each class: column c, class c positive, pairwise (see :func:`auc`); NaN if undefined."""
+    out = []
+    for c in range(P.shape[1]):
+        y = codes == c
+        out.append(auc(y, P[:, c], w) if 0 < y.sum() < len(y) else np.nan)
+    return np.array(out)
+
+
+def ovo_auc(codes, P, average="macro"):
+    """Hand and Till's one-vs-one AUC over the pairs of classes present, pairwise (see :func:`auc`)."""
+    present = np.unique(codes)
+    scores, prevalence = [], []
+    for i, a in enumerate(present):
+        for b in present[i + 1:]:
+            m = (codes == a) | (codes == b)
+            scores.append((auc(codes[m] == a, P[m, a]) + auc(codes[m] == b, P[m, b])) / 2)
+            prevalence.append(m.mean())
+    return np.average(scores, weights=prevalence if average == "weighted" else None)
+
+
+def partial_auc(y, s, w, max_fpr):
+    """McClish-standardised partial AUC from the ROC curve drawn point by point (thresholds descending)."""
+    y = np.asarray(y) != 0
+    w = _weights(s, w)
+    thresholds = np.unique(s)[::-1]
+    tpr = [0.0] + [w[y & (s >= t)].sum() / w[y].sum() for t in thresholds]
+    fpr = [0.0] + [w[~y & (s >= t)].sum() / w[~y].sum() for t in thresholds]
+    area = 0.0
+    for (x0, y0), (x1, y1) in zip(zip(fpr, tpr), zip(fpr[1:], tpr[1:])):
+        if x0 >= max_fpr:
+            break
+        if x1 > max_fpr:
+            y1 = y0 + (y1 - y0) * (max_fpr - x0) / (x1 - x0)
+            x1 = max_fpr
+        area += (x1 - x0) * (y0 + y1) / 2
+    lo = max_fpr**2 / 2
+    return 0.5 * (1 + (area - lo) / (max_fpr - lo))

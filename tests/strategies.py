@@ -65,3 +65,59 @@ def probabilities(draw, min_size=1, max_size=400, weighted=False):
             w[rng.random(n) < 0.3] = 0.0
             w[0] = 1.0
     return y, p, w
+
+
+#: Label sets of k classes, in sorted order: what ``class_probabilities`` names the classes with.
+LABEL_KINDS = ("range", "gapped", "wide", "strings", "floats")
+
+
+def class_labels(kind, k, rng):
+    """``k`` sorted, distinct labels: 0..k-1, gapped or negative integers, integers wider apart than any
+    sample count, strings, or integral floats."""
+    if kind == "range":
+        return np.arange(k)
+    if kind == "gapped":
+        return np.sort(rng.choice(np.arange(-40, 40), k, replace=False))
+    if kind == "wide":
+        return np.arange(k, dtype=np.int64) * 10**9 - 7
+    if kind == "strings":
+        return np.array(sorted(rng.choice(["ant", "bee", "cat", "dog", "eel", "fox", "gnu", "hen"], k, replace=False)))
+    return np.arange(k, dtype=np.float64) * 2.0 - 1.0
+
+
+@st.composite
+def class_probabilities(draw, min_size=1, max_size=300, min_classes=2, max_classes=6, normalised=False):
+    """``(y, P, w, labels)``: an (n, k) matrix of class probabilities, labels, weights or None, and the
+    ``labels`` argument (None, or every class in sorted order; always given when ``y`` lacks a class).
+
+    Rows are softmaxes of Gaussian logits (of several scales), repeated rows (ties), one-hot and near one-hot
+    rows (exact 0 and 1), or, unless ``normalised``, rows summing to 0.9 instead of 1; labels are drawn from
+    the rows (so that scores carry information) or uniformly.
+    """
+    n = draw(st.integers(min_size, max_size))
+    k = draw(st.integers(min_classes, max_classes))
+    dtype = draw(DTYPES)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(["softmax", "ties", "extremes"] + ([] if normalised else ["unnormalised"])))
+    logits = rng.normal(size=(n, k)) * draw(st.sampled_from([0.1, 1.0, 5.0, 40.0]))
+    if kind == "ties":
+        logits = np.round(logits[rng.integers(0, max(1, min(n, 4)), n)], 1)
+    P = np.exp(logits - logits.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    if kind == "extremes":
+        hot = np.eye(k)[rng.integers(0, k, n)]
+        P = np.where(rng.random((n, 1)) < 0.5, hot, 0.9 * hot + 0.1 / k)
+    if kind == "unnormalised":
+        P *= 0.9
+    P = P.astype(dtype)
+    if draw(st.booleans()):
+        cum = np.cumsum(P.astype(np.float64), axis=1)
+        codes = np.minimum((rng.random((n, 1)) * cum[:, -1:] > cum).sum(axis=1), k - 1)
+    else:
+        codes = rng.integers(0, k, n)
+    classes = class_labels(draw(st.sampled_from(LABEL_KINDS)), k, rng)
+    y = classes[codes]
+    all_present = np.unique(codes).size == k
+    labels = None if all_present and draw(st.booleans()) else classes.tolist()
+    w = rng.uniform(0.1, 3.0, n) if draw(st.booleans()) else None
+    return y, P, w, labels

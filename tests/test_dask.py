@@ -8,6 +8,7 @@ test drives the partition-and-merge logic through many tiny partitions on the
 synchronous scheduler, where it is fast.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -300,6 +301,18 @@ def test_diagnostics_label_rules(client):
         fd.brier_score_loss(*_chunked(y2, p, chunks=250))
     with pytest.raises(ValueError, match="outside \\[0, 1\\]"):
         fd.brier_score_loss(Y, P * 2)
+
+
+def test_diagnostics_are_binary_only():
+    """The Dask losses take 1-D probabilities; an (n, k) matrix is refused up front, with the in-memory way out."""
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), 100)
+    y = rng.integers(0, 3, 100)
+    for func in (fd.log_loss, fd.brier_score_loss):
+        for probs in (da.from_array(P, chunks=(25, 3)), P, P.tolist(), dd.from_pandas(pd.DataFrame(P), npartitions=2)):
+            with pytest.raises(ValueError, match=rf"fastcal.dask.{func.__name__} is binary only.*fastcal.{func.__name__}"):
+                func(da.from_array(y, chunks=25), probs)
+        assert math.isfinite(getattr(fastcal, func.__name__)(y, P))  # in memory, the multiclass loss
 
 
 @given(probabilities(max_size=400, weighted="zeros"), st.booleans(), st.integers(1, 25),

@@ -20,7 +20,7 @@ from fastcal import _auc_kernels as AK
 from fastcal import metrics as M
 
 from . import naive_metrics as naive
-from .strategies import probabilities
+from .strategies import LABEL_KINDS, class_labels, class_probabilities, probabilities
 from .threads import MANY, in_pieces, num_threads
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -53,6 +53,14 @@ def miscalibrated(n, dtype=np.float64, seed=0):
     s = rng.normal(0.0, 2.0, n)
     y = (rng.random(n) < 1 / (1 + np.exp(-s / 2))).astype(np.uint8)
     return y, (1 / (1 + np.exp(-s))).astype(dtype)
+
+
+def both_classes(y):
+    """0/1 labels as int64, the first flipped if they hold one class only."""
+    y = np.asarray(y).astype(np.int64)
+    if y.min() == y.max():
+        y[0] = 1 - y[0]
+    return y
 
 
 n_bins_st = st.integers(1, 25)
@@ -351,9 +359,7 @@ def test_ece_defaults_and_perfect_calibration():
 @given(data=probabilities(min_size=2, weighted=True), use_weights=st.booleans(), flip=st.booleans())
 def test_roc_auc(data, use_weights, flip):
     y, p, w = data
-    y = np.asarray(y).astype(np.int64)
-    if y.min() == y.max():
-        y[0] = 1 - y[0]
+    y = both_classes(y)
     w = w if use_weights else None
     s = -p if flip else p  # scores need not be probabilities
     auc = M.roc_auc_score(y, s, sample_weight=w)
@@ -421,7 +427,8 @@ PUBLIC = [
 def test_bad_input_names_the_argument(func):
     y = np.array([0, 1, 1, 0])
     p = np.array([0.1, 0.9, 0.6, 0.4])
-    name = "y_score" if func is M.roc_auc_score else "y_prob"
+    # scikit-learn's names: y_proba for the drop-in losses, y_prob for calibration_curve and fastcal's own
+    name = {M.roc_auc_score: "y_score", M.brier_score_loss: "y_proba", M.log_loss: "y_proba"}.get(func, "y_prob")
     with pytest.raises(ValueError, match=f"{name} must be finite.*NaN"):
         func(y, np.array([0.1, np.nan, 0.2, 0.3]))
     with pytest.raises(ValueError, match=f"{name} must be finite.*infinity"):
@@ -439,9 +446,9 @@ def test_bad_input_names_the_argument(func):
     with pytest.raises(ValueError, match=name):
         func(y, p.reshape(2, 2))
     if func is not M.roc_auc_score:
-        with pytest.raises(ValueError, match="y_prob has values outside \\[0, 1\\]"):
+        with pytest.raises(ValueError, match=f"{name} has values outside \\[0, 1\\]"):
             func(y, np.array([0.1, 1.2, 0.2, 0.3]))
-        with pytest.raises(ValueError, match="y_prob has values outside \\[0, 1\\]"):
+        with pytest.raises(ValueError, match=f"{name} has values outside \\[0, 1\\]"):
             func(y, np.array([0.1, -1e-9, 0.2, 0.3]))
     else:
         assert M.roc_auc_score(y, p * 100 - 7) == M.roc_auc_score(y, p)
@@ -560,3 +567,432 @@ def test_calibration_report_empty_bins_and_one_class():
     assert not any(isinstance(v, float) and math.isnan(v) for v in r.to_dict().values())
     with pytest.raises(ValueError, match="both classes"):
         M.calibration_report(np.ones(6), p)
+
+
+
+# ---------------------------------------------------------------------------
+# scikit-learn's drop-ins: (n, k) matrices, labels, argument names
+# ---------------------------------------------------------------------------
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def loss_rtol(n, k, dtype):
+    """Relative difference from scikit-learn of a loss summed over n rows of k terms each (all of one sign).
+
+    fastcal sums in float64, scikit-learn in the dtype of the probabilities, its logarithms and squares each within
+    an eps of the dtype: two evaluations of a sum of n rows of k terms (or of a ratio of two sums) differ by at most
+    4 (n + k) eps of the coarser dtype (recursive summation, as :func:`sum_rtol`).
+    """
+    return 4 * (n + k) * (EPS if dtype == np.float64 else EPS32)
+
+
+def outcome(func, *args, **kwargs):
+    """``(result or the exception's type, messages of the warnings other than deprecations)``."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = func(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            result = type(e)
+    return result, [str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)]
+
+
+def class_codes(y, labels):
+    """The column of each label: its rank among the sorted classes (``labels``, else those of ``y``)."""
+    return np.searchsorted(np.unique(np.asarray(y if labels is None else labels)), y)
+
+
+def sums_to_one_warning(messages):
+    return any("sum to one" in m for m in messages)
+
+
+@SETTINGS
+@given(data=class_probabilities(), normalize=st.booleans(), scale_by_half=st.sampled_from(["auto", True, False]))
+def test_multiclass_losses_equal_sklearn(data, normalize, scale_by_half):
+    y, P, w, labels = data
+    n, k = P.shape
+    codes = class_codes(y, labels)
+    naive_log, naive_brier = naive.class_losses(codes, P, w)
+    total = n if w is None else w.sum()
+    half = scale_by_half is True or (scale_by_half == "auto" and k < 3)
+    for ours, theirs, kw, reference in (
+        (M.log_loss, skm.log_loss, dict(normalize=normalize), naive_log * (1 if normalize else total)),
+        (M.brier_score_loss, skm.brier_score_loss, dict(scale_by_half=scale_by_half),
+         naive_brier / 2 if half else naive_brier),
+    ):
+        expected, sk_warnings = outcome(theirs, y, P, sample_weight=w, labels=labels, **kw)
+        got, our_warnings = outcome(ours, y, P, sample_weight=w, labels=labels, **kw)
+        assert isinstance(expected, float) and isinstance(got, float), (expected, got)
+        assert math.isclose(got, expected, rel_tol=loss_rtol(n, k, P.dtype)), ours
+        assert math.isclose(got, reference, rel_tol=sum_rtol(n * k)), ours
+        # the same warning for rows that do not sum to 1 (the strategy's rows are off by 0.1 or by rounding only)
+        assert sums_to_one_warning(our_warnings) == sums_to_one_warning(sk_warnings), (our_warnings, sk_warnings)
+        assert all("sum to one" in m for m in our_warnings), our_warnings
+
+
+@SETTINGS
+@given(data=probabilities(weighted=True), use_weights=st.booleans())
+def test_two_column_matrix_is_the_binary_problem(data, use_weights):
+    """[1 - p, p] scores as the 1-D p, like scikit-learn's.
+
+    The log losses have the same terms (1 - p is computed alike); the Brier score of the matrix also squares
+    fl(1 - p) - (1 - y), whose rounding (half an eps of the dtype) moves a row's term d^2 by at most eps |d| <= eps.
+    """
+    y, p, w = data
+    w = w if use_weights else None
+    two = np.stack([1 - p, p], axis=1)
+    n = len(p)
+    rtol = loss_rtol(n, 2, p.dtype)
+    for ours, theirs, atol in ((M.log_loss, skm.log_loss, 0.0),
+                               (M.brier_score_loss, skm.brier_score_loss, float(np.finfo(p.dtype).eps))):
+        got = ours(y, two, sample_weight=w, labels=[0, 1])
+        assert math.isclose(got, ours(y, p, sample_weight=w), rel_tol=sum_rtol(2 * n), abs_tol=atol)
+        assert math.isclose(got, theirs(y, two, sample_weight=w, labels=[0, 1]), rel_tol=rtol)
+    # a 1-D binary problem is the two-column one: 2 Brier scores when not halved (scikit-learn squares fl(1 - p))
+    assert math.isclose(M.brier_score_loss(y, p, sample_weight=w, scale_by_half=False),
+                        skm.brier_score_loss(y, p, sample_weight=w, scale_by_half=False), rel_tol=rtol,
+                        abs_tol=float(np.finfo(p.dtype).eps))
+    assert math.isclose(M.brier_score_loss(y, p, sample_weight=w, scale_by_half=True),
+                        M.brier_score_loss(y, p, sample_weight=w), rel_tol=0)
+
+
+AVERAGE_ST = st.sampled_from(["macro", "weighted", "micro", "samples", None])
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=class_probabilities(min_classes=3, normalised=True), multi_class=st.sampled_from(["ovr", "ovo"]),
+       average=AVERAGE_ST)
+def test_multiclass_roc_auc_equals_sklearn(data, multi_class, average):
+    """Every (multi_class, average) pair, weighted or not: scikit-learn's value, or an error where it has one.
+
+    Deliberate differences: an AUC that is not defined (a class absent from y_true, or all of it) raises here where
+    scikit-learn returns NaN with a warning; average=None with "ovo" raises InvalidParameterError (a ValueError)
+    where scikit-learn raises NotImplementedError.
+    """
+    y, P, w, labels = data
+    n, k = P.shape
+    kw = dict(multi_class=multi_class, average=average, sample_weight=w, labels=labels)
+    expected, _ = outcome(skm.roc_auc_score, y, P, **kw)
+    got, our_warnings = outcome(M.roc_auc_score, y, P, **kw)
+    assert our_warnings == []
+    if isinstance(expected, type) or np.isnan(expected).any():
+        assert isinstance(got, type) and issubclass(got, ValueError), (expected, got)
+        return
+    assert not isinstance(got, type), (expected, got)
+    assert np.shape(got) == np.shape(expected) and (average is None) == isinstance(got, np.ndarray)
+    assert_allclose(got, expected, rtol=0, atol=auc_atol(n * k))  # averages of AUCs of up to n k scores
+    codes = class_codes(y, labels)
+    if multi_class == "ovo":
+        assert math.isclose(got, naive.ovo_auc(codes, P, average), rel_tol=0, abs_tol=auc_atol(n * k))
+    elif average is None:
+        assert_allclose(got, naive.ovr_auc(codes, P, w), rtol=0, atol=auc_atol(n))
+
+
+@SETTINGS
+@given(data=probabilities(min_size=2, weighted=True), use_weights=st.booleans(),
+       max_fpr=st.sampled_from([1e-3, 0.1, 0.2, 0.25, 0.5, 0.9, 1.0]) | st.floats(1e-3, 1.0))
+def test_partial_roc_auc_equals_sklearn(data, use_weights, max_fpr):
+    y, p, w = data
+    y = both_classes(y)
+    w = w if use_weights else None
+    got = M.roc_auc_score(y, p, sample_weight=w, max_fpr=max_fpr)
+    # The area is sums of <= n terms within auc_atol(n) of each other; McClish's scale multiplies by 1 / (2 (m - m^2/2)).
+    atol = auc_atol(len(y)) / (2 * (max_fpr - max_fpr**2 / 2))
+    assert math.isclose(got, skm.roc_auc_score(y, p, sample_weight=w, max_fpr=max_fpr), rel_tol=0, abs_tol=atol)
+    assert math.isclose(got, naive.partial_auc(y, p, w, max_fpr), rel_tol=0, abs_tol=atol)
+    assert 0 <= got <= 1 + atol
+    if max_fpr == 1:
+        assert got == M.roc_auc_score(y, p, sample_weight=w)
+
+
+def test_partial_roc_auc_cases():
+    y = np.array([0, 0, 1, 1, 0, 1])
+    perfect = np.array([0.1, 0.2, 0.8, 0.9, 0.3, 0.7])
+    for m in (0.01, 1 / 3, 0.5, 0.99):
+        assert M.roc_auc_score(y, perfect, max_fpr=m) == pytest.approx(1.0, abs=1e-15)
+        assert M.roc_auc_score(y, -perfect, max_fpr=m) == pytest.approx(skm.roc_auc_score(y, -perfect, max_fpr=m))
+        assert M.roc_auc_score(y, np.ones(6), max_fpr=m) == pytest.approx(0.5, abs=1e-15)  # no discrimination
+    with pytest.raises(ValueError, match="Only one class"):
+        M.roc_auc_score([1, 1, 1], [0.1, 0.2, 0.3], max_fpr=0.5)
+    for bad in (0, -0.1, 1.5, "0.5", True, math.nan):
+        with pytest.raises(fastcal.InvalidParameterError, match=r"^max_fpr must be a real number in \(0, 1\] or None"):
+            M.roc_auc_score(y, perfect, max_fpr=bad)
+
+
+def test_partial_roc_auc_sorts_on_threads(monkeypatch):
+    """Above THREADED_SORT_MIN_SIZE the two classes are sorted on two threads: the same sorted arrays, the same bits."""
+    y, p = miscalibrated(20_001, seed=4)
+    p[::4] = np.round(p[::4], 3)  # ties across the classes
+    w = np.random.default_rng(4).uniform(0.5, 2, p.size)
+    serial = [M.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)]
+    monkeypatch.setattr(A, "THREADED_SORT_MIN_SIZE", 1)
+    with num_threads(2):
+        assert [M.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)] == serial
+    atol = auc_atol(p.size) / (2 * (0.3 - 0.3**2 / 2))
+    assert_allclose(serial, [skm.roc_auc_score(y, p, max_fpr=0.3, sample_weight=sw) for sw in (None, w)], rtol=0,
+                    atol=atol)
+
+
+def test_binary_label_rules_like_sklearn():
+    """log_loss and roc_auc_score score the greater of two labels, as scikit-learn; brier_score_loss guesses none."""
+    p = np.array([0.1, 0.6, 0.8, 0.3, 0.9, 0.4])
+    y01 = np.array([0, 1, 1, 0, 1, 1])
+    for y in (np.where(y01 == 1, 7, 2), np.where(y01 == 1, "spam", "ham"), np.where(y01 == 1, 0, -1),
+              np.where(y01 == 1, 3.0, -1.0)):
+        assert M.log_loss(y, p) == pytest.approx(skm.log_loss(y, p), rel=1e-15)
+        assert M.log_loss(y, p) == M.log_loss(y01, p)
+        assert M.roc_auc_score(y, p) == skm.roc_auc_score(y, p) == M.roc_auc_score(y01, p)
+        assert M.log_loss(y, p, pos_label=y[0]) == M.log_loss(1 - y01, p)
+        assert M.roc_auc_score(y, p, pos_label=y[0]) == M.roc_auc_score(1 - y01, p)
+        # labels name the two classes of a 1-D y_proba: the greater is positive, or pos_label
+        labels = sorted(set(y.tolist()))
+        assert M.log_loss(y, p, labels=labels) == M.log_loss(y01, p)
+        assert M.log_loss(y, p, labels=labels, pos_label=labels[0]) == M.log_loss(1 - y01, p)
+        assert M.log_loss(y[y01 == 1], p[y01 == 1], labels=labels) == pytest.approx(
+            skm.log_loss(y[y01 == 1], p[y01 == 1], labels=labels), rel=1e-15)
+        with pytest.raises(ValueError, match="pos_label"):
+            M.brier_score_loss(y, p)
+        assert M.brier_score_loss(y, p, pos_label=y[1]) == pytest.approx(skm.brier_score_loss(y, p, pos_label=y[1]))
+    with pytest.raises(ValueError, match="y_true contains labels not in labels"):
+        M.log_loss(y01, p, labels=[1, 2])
+    with pytest.raises(ValueError, match="labels must hold the two labels"):
+        M.log_loss(y01, p, labels=[0, 1, 2])
+    with pytest.raises(ValueError, match="pos_label=5 is not one of labels"):
+        M.log_loss(y01, p, labels=[0, 1], pos_label=5)
+    # one class: fine with {0, 1} labels (as before), an error otherwise, as in scikit-learn
+    assert M.log_loss(np.zeros(6), p) == pytest.approx(-np.mean(np.log(1 - p)), rel=1e-15)
+    with pytest.raises(ValueError, match="pos_label"):
+        M.log_loss(np.full(6, 7), p)
+    with pytest.raises(ValueError, match="y_true must hold binary labels; y_proba is 1-D"):
+        M.log_loss([0, 1, 2, 0, 1, 2], p)
+    with pytest.raises(ValueError, match="y_true must hold binary labels; a multiclass ROC AUC needs"):
+        M.roc_auc_score([0, 1, 2, 0, 1, 2], p, multi_class="ovr")
+
+
+def test_argument_names_and_signatures():
+    """scikit-learn's names work by keyword, fastcal's earlier y_prob too; every scikit-learn parameter exists."""
+    import inspect
+    import warnings
+
+    y, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.8, 0.6, 0.3])
+    for ours, theirs in ((M.log_loss, skm.log_loss), (M.brier_score_loss, skm.brier_score_loss),
+                         (M.roc_auc_score, skm.roc_auc_score)):
+        mine = inspect.signature(ours).parameters
+        sk = inspect.signature(theirs).parameters
+        assert set(sk) <= set(mine), set(sk) - set(mine)
+        assert list(mine)[:2] == list(sk)[:2]
+        for name in sk:
+            if sk[name].default is not inspect.Parameter.empty and name != "y_proba":
+                assert mine[name].default == sk[name].default, name
+                assert mine[name].kind == sk[name].kind, name
+    for f in (M.log_loss, M.brier_score_loss):
+        expected = f(y, p)
+        assert f(y_true=y, y_proba=p) == f(y, y_prob=p) == expected
+        with pytest.raises(fastcal.InvalidParameterError, match="y_proba and y_prob"):
+            f(y, p, y_prob=p)
+        with pytest.raises(TypeError, match="missing required argument: 'y_proba'"):
+            f(y)
+        # data errors name the argument as it was passed
+        with pytest.raises(ValueError, match="^y_prob has values outside"):
+            f(y, y_prob=p * 2)
+        with pytest.raises(ValueError, match="^y_proba has values outside"):
+            f(y, p * 2)
+    with pytest.warns(FutureWarning, match="y_pred was renamed y_proba"):
+        assert M.log_loss(y, y_pred=p) == M.log_loss(y, p)
+    with pytest.raises(fastcal.InvalidParameterError, match="y_pred and y_proba"):
+        M.log_loss(y, p, y_pred=p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        M.log_loss(y, p)  # no FutureWarning unless y_pred is passed
+
+
+MATRIX_Y = np.array([0, 1, 2, 2, 1, 0, 2, 1])
+MATRIX_P = np.array([[0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4],
+                     [0.2, 0.6, 0.2], [0.5, 0.25, 0.25], [0.25, 0.25, 0.5], [0.1, 0.8, 0.1]])
+
+
+@pytest.mark.parametrize("func, kwargs, y, P, message", [
+    # scikit-learn's roc_auc_score errors
+    ("roc_auc_score", {}, MATRIX_Y, MATRIX_P, "^multi_class must be 'ovr' or 'ovo'"),
+    ("roc_auc_score", dict(multi_class="ovr", max_fpr=0.5), MATRIX_Y, MATRIX_P, "^max_fpr must be None or 1"),
+    ("roc_auc_score", dict(multi_class="ovr", average="samples"), MATRIX_Y, MATRIX_P, "^average must be 'micro'"),
+    ("roc_auc_score", dict(multi_class="ovo", average="micro"), MATRIX_Y, MATRIX_P, "^average must be 'macro' or"),
+    ("roc_auc_score", dict(multi_class="ovo", average=None), MATRIX_Y, MATRIX_P, "^average must be 'macro' or"),
+    ("roc_auc_score", dict(multi_class="ovo", sample_weight=np.ones(8)), MATRIX_Y, MATRIX_P, "sample_weight must be"),
+    ("roc_auc_score", dict(multi_class="ovr"), MATRIX_Y, MATRIX_P * 0.9, "rows summing to 1, but 8 of 8"),
+    ("roc_auc_score", dict(multi_class="ovr", labels=[0, 1, 1]), MATRIX_Y, MATRIX_P, "labels must not repeat"),
+    ("roc_auc_score", dict(multi_class="ovr", labels=[0, 2, 1]), MATRIX_Y, MATRIX_P, "labels are not sorted"),
+    ("roc_auc_score", dict(multi_class="ovr", labels=[0, 1]), MATRIX_Y, MATRIX_P, "labels has 2 labels but y_score"),
+    ("roc_auc_score", dict(multi_class="ovr", labels=[0, 1, 3]), MATRIX_Y, MATRIX_P, r"labels not in labels: \{2\}"),
+    ("roc_auc_score", dict(multi_class="ovr"), MATRIX_Y % 2, MATRIX_P, "y_true has 2 classes .* y_score has 3"),
+    ("roc_auc_score", dict(multi_class="ovr"), MATRIX_Y, MATRIX_P[:, 0], "binary labels; a multiclass ROC AUC"),
+    ("roc_auc_score", dict(multi_class="ovr", labels=[0, 1, 2, 3]), MATRIX_Y, np.c_[MATRIX_P, np.zeros(8)],
+     r"ROC AUC of class \{3\} against the rest is not defined"),
+    ("roc_auc_score", dict(multi_class="ovr"), MATRIX_Y, np.where(MATRIX_P == 0.7, np.nan, MATRIX_P),
+     "y_score must be finite"),
+    # scikit-learn's log_loss and brier_score_loss errors
+    ("log_loss", {}, MATRIX_Y % 2, MATRIX_P, "y_true has 2 classes .* y_proba has 3"),
+    ("log_loss", {}, np.zeros(8), MATRIX_P[:, :2], r"y_true contains only one label \(0.0\)"),
+    ("log_loss", dict(labels=[0, 1]), MATRIX_Y, MATRIX_P, "labels has 2 labels but y_proba has 3"),
+    ("log_loss", dict(labels=[0, 1, 3]), MATRIX_Y, MATRIX_P, r"labels not in labels: \{2\}"),
+    ("log_loss", dict(labels=[1]), MATRIX_Y % 2, MATRIX_P[:, :2], "labels must hold at least two labels"),
+    ("log_loss", {}, MATRIX_Y, MATRIX_P * 1.5, "y_proba has values outside"),
+    ("log_loss", {}, MATRIX_Y[:7], MATRIX_P, "Inconsistent numbers of samples"),
+    ("brier_score_loss", {}, MATRIX_Y % 2, MATRIX_P, "y_true has 2 classes .* y_proba has 3"),
+    ("brier_score_loss", dict(labels=[0, 1, 2, 3]), MATRIX_Y, MATRIX_P, "labels has 4 labels but y_proba has 3"),
+    ("brier_score_loss", {}, MATRIX_Y, MATRIX_P - 0.2, "y_proba has values outside"),
+])
+def test_multiclass_errors_like_sklearn(func, kwargs, y, P, message):
+    """Where scikit-learn refuses, fastcal raises a ValueError (InvalidParameterError for parameters) naming why."""
+    expected, _ = outcome(getattr(skm, func), y, P, **kwargs)
+    assert isinstance(expected, type) or np.isnan(expected).any(), expected
+    with pytest.raises(ValueError, match=message):
+        getattr(M, func)(y, P, **kwargs)
+
+
+def test_multilabel_targets_are_refused():
+    """scikit-learn scores a multilabel indicator y_true column by column; fastcal does not (yet), and says so."""
+    indicator = (MATRIX_P > 0.25).astype(int)
+    assert 0 < skm.roc_auc_score(indicator, MATRIX_P) <= 1
+    with pytest.raises(ValueError, match="multilabel indicator targets are not supported"):
+        M.roc_auc_score(indicator, MATRIX_P)
+
+
+def test_multiclass_warnings_like_sklearn():
+    with pytest.warns(UserWarning, match="y_proba values do not sum to one: 8 of 8 rows"):
+        got = M.log_loss(MATRIX_Y, MATRIX_P * 0.9)
+    expected, sk_warnings = outcome(skm.log_loss, MATRIX_Y, MATRIX_P * 0.9)
+    assert got == pytest.approx(expected, rel=1e-15) and sums_to_one_warning(sk_warnings)
+    with pytest.warns(UserWarning, match="labels are not sorted"):
+        got = M.brier_score_loss(MATRIX_Y, MATRIX_P, labels=[2, 0, 1])
+    expected, sk_warnings = outcome(skm.brier_score_loss, MATRIX_Y, MATRIX_P, labels=[2, 0, 1])
+    assert got == pytest.approx(expected, rel=1e-15) and any("ordered lexicographically" in m for m in sk_warnings)
+    # an absent class is fine with labels, and it weighs nothing in the weighted one-vs-rest average
+    P4 = np.c_[MATRIX_P, np.zeros(8)]
+    for kw in (dict(multi_class="ovr", average="weighted"), dict(multi_class="ovr", average="micro"),
+               dict(multi_class="ovo")):
+        expected, _ = outcome(skm.roc_auc_score, MATRIX_Y, P4, labels=[0, 1, 2, 3], **kw)
+        assert M.roc_auc_score(MATRIX_Y, P4, labels=[0, 1, 2, 3], **kw) == pytest.approx(expected, abs=1e-15)
+    assert M.log_loss(MATRIX_Y, P4, labels=[0, 1, 2, 3]) == pytest.approx(
+        skm.log_loss(MATRIX_Y, P4, labels=[0, 1, 2, 3]), rel=1e-15)
+
+
+@SETTINGS
+@given(data=class_probabilities(min_classes=3, normalised=True), kind=st.sampled_from(LABEL_KINDS + ("halves",)))
+def test_results_depend_on_the_order_of_labels_only(data, kind):
+    """Any sorted relabelling of the classes (counted integers, gapped, wide, strings, floats) gives the same bits."""
+    y, P, w, labels = data
+    k = P.shape[1]
+    codes = class_codes(y, labels)
+    names = np.arange(k) / 2 + 0.25 if kind == "halves" else class_labels(kind, k, np.random.default_rng(0))
+    relabelled = names[codes]
+    new_labels = None if labels is None else names.tolist()
+    for f, kw in ((M.log_loss, {}), (M.brier_score_loss, {}),
+                  (M.roc_auc_score, dict(multi_class="ovr", average="weighted"))):
+        a, _ = outcome(f, y, P, sample_weight=w, labels=labels, **kw)
+        b, _ = outcome(f, relabelled, P, sample_weight=w, labels=new_labels, **kw)
+        assert a == b, f
+
+
+def test_class_codes():
+    rng = np.random.default_rng(5)
+    for y in (rng.integers(0, 5, 1000), rng.integers(-3, 9, 1000).astype(np.int8), rng.integers(0, 3, 10) * 10**12,
+              rng.integers(0, 4, 100).astype(np.float32), rng.random(50).round(1), rng.integers(0, 2, 30).astype(bool),
+              np.array(["b", "a", "c", "a"])):
+        codes, classes = M._class_codes(y)
+        e_classes, e_codes = np.unique(y, return_inverse=True)
+        assert_array_equal(classes, e_classes)
+        assert classes.dtype == y.dtype
+        assert_array_equal(codes, e_codes)
+        wider = np.unique(np.concatenate([e_classes, e_classes[:1].astype(y.dtype)]))
+        codes, _ = M._class_codes(y, wider)
+        assert_array_equal(codes, e_codes)
+    y = np.array([0, 1, 1, 0], dtype=np.int64)
+    assert M._class_codes(y)[0] is y  # 0 .. k-1: the labels are their own codes, no copy
+    with pytest.raises(ValueError, match="must not contain NaN"):
+        M._class_codes(np.array([0.0, np.nan, 1.0]))
+    with pytest.raises(ValueError, match=r"labels not in labels: \{5\}"):
+        M._class_codes(np.array([0, 5, 1]), np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"labels not in labels: \{'x'\}"):
+        M._class_codes(np.array(["a", "x"]), np.array(["a", "b"]))
+    with pytest.raises(ValueError, match="labels not in labels"):
+        M._class_codes(np.array([0, 1]), np.array(["a", "b"]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_multiclass_large_parallel_and_thread_independent(dtype):
+    """At this size every multiclass pass is cut into chunks and runs on threads; results do not depend on them."""
+    rng = np.random.default_rng(11)
+    n, k = 150_001, 4
+    P = rng.dirichlet(np.ones(k) * 0.7, n).astype(dtype)
+    P[::5] = np.round(P[::5], 2)  # ties
+    P /= P.sum(axis=1, keepdims=True)
+    cum = P.astype(np.float64).cumsum(axis=1)
+    y = np.minimum((rng.random((n, 1)) * cum[:, -1:] > cum).sum(axis=1), k - 1)  # drawn from the rows
+    w = rng.uniform(0.5, 2.0, n)
+    calls = [
+        (lambda m: m.log_loss(y, P), loss_rtol(n, k, dtype)),
+        (lambda m: m.log_loss(y, P, sample_weight=w, normalize=False), loss_rtol(n, k, dtype)),
+        (lambda m: m.brier_score_loss(y, P, sample_weight=w), loss_rtol(n, k, dtype)),
+    ]
+    for call, rtol in calls:
+        results = []
+        for threads in (1, 2, MANY):
+            with num_threads(threads):
+                results.append(call(M))
+        assert all(r == results[0] for r in results)
+        assert math.isclose(results[0], call(skm), rel_tol=rtol)
+    for kw in (dict(multi_class="ovr"), dict(multi_class="ovo", average="weighted"),
+               dict(multi_class="ovr", average=None, sample_weight=w), dict(multi_class="ovr", average="micro")):
+        results = []
+        for threads in (1, 2, MANY):
+            with num_threads(threads):
+                results.append(M.roc_auc_score(y, P, **kw))
+        assert all(np.array_equal(r, results[0]) for r in results)
+        assert_allclose(results[0], skm.roc_auc_score(y, P, **kw), rtol=0, atol=auc_atol(n * k))
+
+
+def test_multiclass_kernels_in_pieces():
+    """The chunked kernels give the same output whatever the ranges of chunks, run in any order."""
+    from fastcal import _binning_kernels as BK
+
+    rng = np.random.default_rng(2)
+    n, k = 10_007, 5
+    P = rng.dirichlet(np.ones(k), n)
+    codes = rng.integers(0, k, n)
+    w = rng.random(n)
+    counts, counts2 = (np.zeros((9, k), dtype=np.int64) for _ in range(2))
+    AK.class_counts(codes, counts, 0, 9)
+    in_pieces(AK.class_counts, 9, codes, counts2)
+    assert_array_equal(counts, counts2)
+    assert_array_equal(counts.sum(axis=0), np.bincount(codes, minlength=k))
+    sizes, starts, offsets = _binning.chunk_offsets(counts)
+    outs = []
+    for run in (lambda *a: AK.scatter_by_class(*a, 0, 9), lambda *a: in_pieces(AK.scatter_by_class, 9, *a)):
+        out = np.empty((k, n))
+        run(P, codes, offsets.copy(), out)
+        outs.append(out)
+    assert_array_equal(outs[0], outs[1])
+    for g in range(k):
+        assert_array_equal(outs[0][:, starts[g] : starts[g] + sizes[g]], P[codes == g].T)
+    part, part2 = (np.zeros((9, BK.NROW)) for _ in range(2))
+    args = (P, codes, w, True, True, np.float64(EPS), np.float64(1 - EPS), 1e-8, 0.0)
+    BK.class_rows(*args, part, 0, 9)
+    in_pieces(BK.class_rows, 9, *args, part2)
+    assert_array_equal(part, part2)
+    log, brier = naive.class_losses(codes, P, w)
+    total = part.sum(axis=0)
+    assert math.isclose(total[BK.RLOG] / total[BK.RW], log, rel_tol=sum_rtol(n * k))
+    assert math.isclose(total[BK.RBRIER] / total[BK.RW], brier, rel_tol=sum_rtol(n * k))
+    assert total[BK.ROFF] == 0
+    # the pairwise counts: every class against every other, on its own column, as the pairwise definition
+    u2, sizes = A.class_mann_whitney(P[:300], codes[:300], k)
+    for a in range(k):
+        for b in range(k):
+            if a != b:
+                pos, neg = P[:300][codes[:300] == a, a], P[:300][codes[:300] == b, a]
+                expected = 2 * (pos[:, None] > neg[None, :]).sum() + (pos[:, None] == neg[None, :]).sum()
+                assert u2[a, b] == expected
+    assert_array_equal(np.diag(u2), 0)

@@ -97,6 +97,18 @@ def test_functions_use_the_same_wording():
         (lambda y, p: fastcal.log_loss(y, p, normalize="yes"), "normalize must be True or False; got 'yes'."),
         (lambda y, p: fastcal.brier_score_loss(y, p, pos_label=[1]),
          "pos_label must be None or a number, a bool or a str; got [1]."),
+        (lambda y, p: fastcal.brier_score_loss(y, p, scale_by_half="yes"),
+         "scale_by_half must be True, False or 'auto'; got 'yes'."),
+        (lambda y, p: fastcal.log_loss(y, p, pos_label={}), "pos_label must be None or a number, a bool or a str; got {}."),
+        (lambda y, p: fastcal.roc_auc_score(y, p, average="median"),
+         "average must be 'micro', 'macro', 'samples', 'weighted' or None; got 'median'."),
+        (lambda y, p: fastcal.roc_auc_score(y, p, multi_class="ova"),
+         "multi_class must be 'raise', 'ovr' or 'ovo'; got 'ova'."),
+        (lambda y, p: fastcal.roc_auc_score(y, p, max_fpr=0), "max_fpr must be a real number in (0, 1] or None; got 0."),
+        (lambda y, p: fastcal.roc_auc_score(y, p, max_fpr=1.5),
+         "max_fpr must be a real number in (0, 1] or None; got 1.5."),
+        (lambda y, p: fastcal.roc_auc_score(y, p, pos_label=[1]),
+         "pos_label must be None or a number, a bool or a str; got [1]."),
     ],
 )
 def test_diagnostics_parameters(call, message):
