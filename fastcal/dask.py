@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+from typing import TYPE_CHECKING, Literal, overload
 
 import dask
 import dask.array as da
@@ -50,6 +51,21 @@ from . import _binning
 from . import _partition
 from ._errors import not_fitted
 from ._params import Integer, check
+
+if TYPE_CHECKING:
+    from typing import TypeAlias, Unpack
+
+    import dask.dataframe as dd
+    from numpy.typing import ArrayLike, NDArray
+
+    from .isotonic import IsotonicParams, IsotonicRegression
+    from .metrics import BrierDecomposition
+    from .platt import PlattScaling
+
+    #: A column of Dask data: a 1-D dask array, a dask Series, or a dask DataFrame of one column.
+    Column: TypeAlias = da.Array | dd.Series | dd.DataFrame
+    #: What the functions take for their columns: Dask data, or (small arguments such as weights) NumPy arrays.
+    Data: TypeAlias = Column | ArrayLike
 
 __all__ = [
     "adjust_priors",
@@ -263,7 +279,14 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
     return pav_fit(x, y, w, sign)
 
 
-def fit_isotonic(scores, y, sample_weight=None, *, n_partitions=None, **params):
+def fit_isotonic(
+    scores: Data,
+    y: Data,
+    sample_weight: Data | float | None = None,
+    *,
+    n_partitions: int | None = None,
+    **params: Unpack[IsotonicParams],
+) -> IsotonicRegression:
     """Fit :class:`fastcal.IsotonicRegression` on Dask data: exactly the in-memory fit.
 
     Parameters
@@ -402,7 +425,14 @@ def _platt_pass(pair, center, scale, a, b, targets, want_loss):
     return platt.array_pass(*pair[0])(center, scale, a, b, targets, want_loss)
 
 
-def fit_platt(scores, y, sample_weight=None, *, max_iter=100, tol=None):
+def fit_platt(
+    scores: Data,
+    y: Data,
+    sample_weight: Data | float | None = None,
+    *,
+    max_iter: int = 100,
+    tol: float | None = None,
+) -> PlattScaling:
     """Fit :class:`fastcal.PlattScaling` on Dask data: a, b equal to the in-memory fit (to ~1e-10).
 
     Parameters
@@ -482,7 +512,11 @@ def _prediction_dtype(estimator, dtype):
     return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
 
 
-def predict(estimator, scores):
+@overload
+def predict(estimator: IsotonicRegression | PlattScaling, scores: dd.Series | dd.DataFrame) -> dd.Series: ...
+@overload
+def predict(estimator: IsotonicRegression | PlattScaling, scores: da.Array | ArrayLike) -> da.Array: ...
+def predict(estimator: IsotonicRegression | PlattScaling, scores: Data) -> da.Array | dd.Series:
     """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``) on Dask data.
 
     ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
@@ -533,7 +567,11 @@ def _cns_series(part, rate):
     return pd.Series(_cns_block(part.to_numpy(), rate), index=part.index, name=part.name)
 
 
-def correct_negative_sampling(p, rate):
+@overload
+def correct_negative_sampling(p: dd.Series | dd.DataFrame, rate: float) -> dd.Series: ...
+@overload
+def correct_negative_sampling(p: da.Array | ArrayLike, rate: float) -> da.Array: ...
+def correct_negative_sampling(p: Data, rate: float) -> da.Array | dd.Series:
     """Lazy :func:`fastcal.correct_negative_sampling` of a dask array (any shape) or Series.
 
     ``rate`` is checked now; the values of ``p`` when the result is computed.
@@ -554,7 +592,7 @@ def _adjust_block(block, train_priors, new_priors):
     return f(block, train_priors, new_priors)
 
 
-def adjust_priors(proba, train_priors, new_priors):
+def adjust_priors(proba: Data, train_priors: float | ArrayLike, new_priors: float | ArrayLike) -> da.Array:
     """Lazy :func:`fastcal.adjust_priors` of a dask array: 1-D P(y=1 | x) or ``(n, k)`` rows.
 
     A 2-D array is rechunked to whole rows (all k classes in one chunk); row
@@ -664,8 +702,51 @@ class _MetricData:
         return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks]))
 
 
-def calibration_curve(y_true, y_prob, *, pos_label=None, n_bins=5, strategy="uniform", sample_weight=None,
-                      return_counts=False):
+@overload
+def calibration_curve(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: Data | float | None = None,
+    return_counts: Literal[False] = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+@overload
+def calibration_curve(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: Data | float | None = None,
+    return_counts: Literal[True],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+@overload
+def calibration_curve(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: Data | float | None = None,
+    return_counts: bool = False,
+) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
+      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]): ...
+def calibration_curve(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: Data | float | None = None,
+    return_counts: bool = False,
+) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
+      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]):
     """:func:`fastcal.calibration_curve` of Dask data: per-chunk bin sums, added on the client.
 
     Same arguments, bins and results as the in-memory function. ``"quantile"``
@@ -689,7 +770,13 @@ def _binary_only(func, y_prob):
                          "in memory.")
 
 
-def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
+def brier_score_loss(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    sample_weight: Data | float | None = None,
+    pos_label: float | str | None = None,
+) -> float:
     """:func:`fastcal.brier_score_loss` of binary Dask data (per-chunk sums).
 
     Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
@@ -700,7 +787,14 @@ def brier_score_loss(y_true, y_prob, *, sample_weight=None, pos_label=None):
     return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
 
 
-def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=True):
+def log_loss(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    sample_weight: Data | float | None = None,
+    pos_label: float | str | None = None,
+    normalize: bool = True,
+) -> float:
     """:func:`fastcal.log_loss` of binary Dask data (per-chunk sums).
 
     Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
@@ -714,15 +808,31 @@ def log_loss(y_true, y_prob, *, sample_weight=None, pos_label=None, normalize=Tr
     return _binning.column_mean(table, _binning.SLOG) if normalize else float(table[:, _binning.SLOG].sum())
 
 
-def expected_calibration_error(y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", sample_weight=None,
-                               pos_label=None):
+def expected_calibration_error(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    n_bins: int = 15,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    norm: Literal["l1", "l2", "max"] = "l1",
+    sample_weight: Data | float | None = None,
+    pos_label: float | str | None = None,
+) -> float:
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
     _binning.check_params(norm=norm)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 
 
-def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
+def brier_decomposition(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: Data | float | None = None,
+    pos_label: float | str | None = None,
+) -> BrierDecomposition:
     """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
     from .metrics import BrierDecomposition
 

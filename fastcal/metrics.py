@@ -34,6 +34,7 @@ import itertools
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -69,6 +70,9 @@ from ._validation import (
     column_or_1d,
     is_binary,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "BrierDecomposition",
@@ -413,16 +417,51 @@ def _binary_codes(y_true, labels, pos_label, score_name, *, stacklevel):
 # ---------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------
+@overload
 def calibration_curve(
-    y_true,
-    y_prob,
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
     *,
-    pos_label=None,
-    n_bins=5,
-    strategy="uniform",
-    sample_weight=None,
-    return_counts=False,
-):
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: Literal[False] = False,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+@overload
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: Literal[True],
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+@overload
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: bool = False,
+) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
+      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]): ...
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: bool = False,
+) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
+      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]):
     r"""True and predicted probabilities of a calibration (reliability) curve.
 
     A drop-in for :func:`sklearn.calibration.calibration_curve` (same
@@ -494,8 +533,16 @@ def calibration_curve(
     return curve_from_table(table, w is not None, return_counts)
 
 
-def brier_score_loss(y_true, y_proba=None, *, sample_weight=None, pos_label=None, labels=None, scale_by_half="auto",
-                     y_prob=None):
+def brier_score_loss(
+    y_true: ArrayLike,
+    y_proba: ArrayLike | None = None,
+    *,
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
+    scale_by_half: bool | Literal["auto"] = "auto",
+    y_prob: ArrayLike | None = None,
+) -> float:
     r"""Brier score: the mean squared error of probabilistic predictions, binary or multiclass.
 
     With :math:`k` classes, :math:`y_{ic} = 1` if sample :math:`i` is of
@@ -569,8 +616,17 @@ def brier_score_loss(y_true, y_proba=None, *, sample_weight=None, pos_label=None
     return 2.0 * score if scale_by_half is False else score
 
 
-def log_loss(y_true, y_proba=None, *, normalize=True, sample_weight=None, labels=None, pos_label=None, y_prob=None,
-             y_pred="deprecated"):
+def log_loss(
+    y_true: ArrayLike,
+    y_proba: ArrayLike | None = None,
+    *,
+    normalize: bool = True,
+    sample_weight: ArrayLike | None = None,
+    labels: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    y_prob: ArrayLike | None = None,
+    y_pred: ArrayLike = "deprecated",
+) -> float:
     r"""Logistic loss (cross-entropy) of probabilistic predictions, binary or multiclass.
 
     With :math:`c_i` the class of sample :math:`i` and :math:`q_i` its
@@ -659,7 +715,15 @@ class BrierDecomposition(Result):
     within_bin_covariance: float
 
 
-def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample_weight=None, pos_label=None):
+def brier_decomposition(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+) -> BrierDecomposition:
     r"""Murphy's decomposition of the Brier score, with the two within-bin terms that make it exact.
 
     With bins :math:`B_k` (as in :func:`calibration_curve`), total weight
@@ -722,8 +786,15 @@ def brier_decomposition(y_true, y_prob, *, n_bins=10, strategy="uniform", sample
 
 
 def expected_calibration_error(
-    y_true, y_prob, *, n_bins=15, strategy="uniform", norm="l1", sample_weight=None, pos_label=None
-):
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    norm: Literal["l1", "l2", "max"] = "l1",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+) -> float:
     r"""Binned expected calibration error (ECE), its RMS (``norm="l2"``) and maximum (``"max"``) variants.
 
     With bins as in :func:`calibration_curve`, bin mass :math:`m_k = W_k / N`
@@ -772,8 +843,41 @@ def expected_calibration_error(
     return ece_from_table(table)[norm]
 
 
-def roc_auc_score(y_true, y_score, *, average="macro", sample_weight=None, max_fpr=None, multi_class="raise",
-                  labels=None, pos_label=None):
+@overload
+def roc_auc_score(
+    y_true: ArrayLike,
+    y_score: ArrayLike,
+    *,
+    average: Literal["macro", "weighted", "micro", "samples"] = "macro",
+    sample_weight: ArrayLike | None = None,
+    max_fpr: float | None = None,
+    multi_class: Literal["raise", "ovr", "ovo"] = "raise",
+    labels: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+) -> float: ...
+@overload
+def roc_auc_score(
+    y_true: ArrayLike,
+    y_score: ArrayLike,
+    *,
+    average: None,
+    sample_weight: ArrayLike | None = None,
+    max_fpr: float | None = None,
+    multi_class: Literal["raise", "ovr", "ovo"] = "raise",
+    labels: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+) -> float | NDArray[np.float64]: ...
+def roc_auc_score(
+    y_true: ArrayLike,
+    y_score: ArrayLike,
+    *,
+    average: Literal["macro", "weighted", "micro", "samples"] | None = "macro",
+    sample_weight: ArrayLike | None = None,
+    max_fpr: float | None = None,
+    multi_class: Literal["raise", "ovr", "ovo"] = "raise",
+    labels: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+) -> float | NDArray[np.float64]:
     r"""Area under the ROC curve, ties counted half: binary, partial (``max_fpr``), or multiclass one-vs-rest and one-vs-one.
 
     Binary: the Mann-Whitney statistic
@@ -997,18 +1101,18 @@ class CalibrationReport(Result):
     intercept: float
     calibration_in_the_large: float
     n_bins: int
-    strategy: str
-    bin_edges: np.ndarray = field(repr=False)
-    bin_weights: np.ndarray = field(repr=False)
-    prob_true: np.ndarray = field(repr=False)
-    prob_pred: np.ndarray = field(repr=False)
+    strategy: Literal["uniform", "quantile"]
+    bin_edges: NDArray[np.float64] = field(repr=False)
+    bin_weights: NDArray[np.float64] = field(repr=False)
+    prob_true: NDArray[np.float64] = field(repr=False)
+    prob_pred: NDArray[np.float64] = field(repr=False)
     slope_se: float | None = None
     intercept_se: float | None = None
-    slope_ci: tuple | None = None
-    intercept_ci: tuple | None = None
+    slope_ci: tuple[float, float] | None = None
+    intercept_ci: tuple[float, float] | None = None
     slope_converged: bool | None = None
 
-    def __str__(self):
+    def __str__(self) -> str:
         title = f"Calibration report ({self.n_bins} {self.strategy} bins)"
         rows = []
         for name, label, fmt in _REPORT_ROWS:
@@ -1042,7 +1146,15 @@ class CalibrationReport(Result):
         return "\n".join(lines)
 
 
-def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strategy="uniform", pos_label=None):
+def calibration_report(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    pos_label: float | str | None = None,
+) -> CalibrationReport:
     r"""Every calibration diagnostic of a set of binary predictions, in one call.
 
     One parallel pass over the data gives the binned quantities (calibration
@@ -1096,7 +1208,7 @@ def calibration_report(y_true, y_prob, *, sample_weight=None, n_bins=10, strateg
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
     auc = roc_auc(y, p, w)
     slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
-    optional = {}
+    optional: dict[str, Any] = {}
     for name, attr in (
         ("slope_se", "slope_se"),
         ("intercept_se", "intercept_se"),
