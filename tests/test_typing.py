@@ -6,7 +6,8 @@ temporary directory, the way a project that depends on fastcal checks its code:
 
 - ``CONSUMER`` uses every public name (the estimators' fit/predict/transform,
   parameters, fitted attributes and model files; the functions and the fields
-  of their results; ``fastcal.outofcore``; ``fastcal.plot``) and states the
+  of their results; ``fastcal.outofcore``; ``fastcal.plot``; ``fastcal.dask``,
+  on Dask arrays and Series) and states the
   type mypy must infer for each result with ``typing.assert_type``. It must
   pass ``mypy --strict``. It is also *run*, with ``assert_type`` replaced by a
   check of the value against the stated type, so that the hints are true of
@@ -24,9 +25,13 @@ temporary directory, the way a project that depends on fastcal checks its code:
   ``py.typed`` is refused ("missing library stubs or py.typed marker"),
   which shows the marker is what makes the hints visible.
 
-The names of ``fastcal.metrics`` (and ``fastcal.dask``) have no hints yet:
-``PENDING`` lists them; a test fails once they gain hints, as a reminder to
-cover them here.
+Dask's own hints are partial (its constructors, such as ``da.from_array``, are
+not annotated): ``CONSUMER`` makes its Dask inputs with one ``type: ignore`` on
+such a call, and every call of ``fastcal.dask`` is checked with ``--strict``.
+
+``PENDING`` is for public names that have no hints yet (none now): they are
+left out of ``CONSUMER``, and a test fails once they gain hints, as a
+reminder to cover them here.
 """
 
 import ast
@@ -46,6 +51,7 @@ import numpy as np
 import pytest
 
 import fastcal
+import fastcal.dask
 import fastcal.outofcore
 import fastcal.plot
 
@@ -53,17 +59,8 @@ PACKAGE_DIR = Path(fastcal.__file__).resolve().parent
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 600
 
-#: Public names without hints yet (fastcal/metrics.py is being refactored): not in CONSUMER.
-PENDING = {
-    "BrierDecomposition",
-    "brier_decomposition",
-    "brier_score_loss",
-    "calibration_curve",
-    "calibration_report",
-    "expected_calibration_error",
-    "log_loss",
-    "roc_auc_score",
-}
+#: Public names without hints yet: not in CONSUMER.
+PENDING: set[str] = set()
 
 #: mypy's settings for the scripts: all of --strict (numpy's own hints need nothing relaxed).
 MYPY_CONFIG = """\
@@ -79,8 +76,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
+import dask.array as da
+import dask.dataframe as dd
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
@@ -88,11 +87,14 @@ from numpy.typing import NDArray
 from sklearn.linear_model import LogisticRegression  # type: ignore[import-untyped, unused-ignore]
 
 import fastcal
+import fastcal.dask
 import fastcal.outofcore
 import fastcal.plot
 
 Floats = NDArray[np.floating[Any]]
 Calibrator = fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling
+Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
+CurveCounts = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]
 
 
 def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
@@ -193,6 +195,52 @@ def functions(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert issubclass(fastcal.NoCacheWarning, Warning)
 
 
+def metrics(s: NDArray[np.float64], y: NDArray[np.int64], return_counts: bool) -> None:
+    p = 1.0 / (1.0 + np.exp(-s))
+    assert_type(fastcal.calibration_curve(y, p), Curve)
+    prob_true, prob_pred, counts = fastcal.calibration_curve(y, p, pos_label=1, n_bins=5, strategy="quantile",
+                                                             sample_weight=None, return_counts=True)
+    assert_type(prob_true, NDArray[np.float64])
+    assert_type(counts, NDArray[np.int64] | NDArray[np.float64])
+    assert_type(fastcal.calibration_curve(y, p, sample_weight=np.ones(s.shape[0]), return_counts=return_counts),
+                Curve | CurveCounts)
+    assert_type(fastcal.brier_score_loss(y, p, sample_weight=None, pos_label=1, scale_by_half="auto"), float)
+    y3 = np.arange(s.shape[0]) % 3
+    proba = np.stack([p / 2, (1 - p) / 2, np.full_like(p, 0.5)], axis=1)
+    assert_type(fastcal.brier_score_loss(y3, proba, labels=[0, 1, 2], scale_by_half=False), float)
+    assert_type(fastcal.brier_score_loss(y, y_prob=p), float)
+    assert_type(fastcal.log_loss(y, p, normalize=False, sample_weight=np.ones(s.shape[0]), labels=[0, 1]), float)
+    assert_type(fastcal.log_loss(y3, y_proba=proba, pos_label=None), float)
+    d = fastcal.brier_decomposition(y, p, n_bins=10, strategy="uniform", sample_weight=None, pos_label=1)
+    assert_type(d, fastcal.BrierDecomposition)
+    assert_type(d.brier, float)
+    assert_type(d.reliability - d.resolution + d.uncertainty + d.within_bin_variance - d.within_bin_covariance,
+                float)
+    assert_type(d.to_dict(), dict[str, Any])
+    assert_type(fastcal.expected_calibration_error(y, p, n_bins=15, strategy="quantile", norm="max"), float)
+    assert_type(fastcal.roc_auc_score(y, s), float)
+    assert_type(fastcal.roc_auc_score(y, s, max_fpr=0.5, sample_weight=np.ones(s.shape[0]), pos_label=1), float)
+    assert_type(fastcal.roc_auc_score(y3, proba, multi_class="ovo", average="weighted", labels=[0, 1, 2]), float)
+    assert_type(fastcal.roc_auc_score(y3, proba, multi_class="ovr", average=None), float | NDArray[np.float64])
+    assert_type(fastcal.roc_auc_score(y, s, average=None), float | NDArray[np.float64])
+    r = fastcal.calibration_report(y, p, sample_weight=None, n_bins=5, strategy="quantile", pos_label=1)
+    assert_type(r, fastcal.CalibrationReport)
+    assert_type(r.n, int)
+    assert_type(r.auc, float)
+    assert_type(r.calibration_in_the_large, float)
+    assert_type(r.n_bins, int)
+    assert_type(r.strategy, Literal["uniform", "quantile"])
+    assert_type(r.bin_edges, NDArray[np.float64])
+    assert_type(r.bin_weights, NDArray[np.float64])
+    assert_type(r.prob_true, NDArray[np.float64])
+    assert_type(r.prob_pred, NDArray[np.float64])
+    assert_type(r.slope_se, float | None)
+    assert_type(r.slope_ci, tuple[float, float] | None)
+    assert_type(r.intercept_ci, tuple[float, float] | None)
+    assert_type(r.slope_converged, bool | None)
+    assert_type(str(r), str)
+
+
 def with_sklearn(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     X = np.stack([s, np.sin(7.0 * s)], axis=1)
     cal = fastcal.CalibratedClassifierCV(LogisticRegression(), method="isotonic", cv=3, ensemble=False)
@@ -232,6 +280,34 @@ def parquet_fits(path: str) -> Calibrator:
     return fastcal.outofcore.fit_platt_parquet(path, "s", "y", "w", max_iter=20, tol=1e-8, chunk_rows=1000)
 
 
+def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
+    # dask's constructors are not annotated: one ignore per call, as any strictly typed user of dask needs.
+    x: da.Array = da.from_array(s, chunks=100)  # type: ignore[no-untyped-call, unused-ignore]
+    yd: da.Array = da.from_array(y, chunks=100)  # type: ignore[no-untyped-call, unused-ignore]
+    frame: dd.DataFrame = dd.from_dict({"s": s, "y": y}, npartitions=3)
+    col: dd.Series = frame["s"]
+    iso = fastcal.dask.fit_isotonic(x, yd, None, n_partitions=2, out_of_bounds="clip", increasing="auto")
+    assert_type(iso, fastcal.IsotonicRegression)
+    platt = fastcal.dask.fit_platt(col, frame["y"], 1.0, max_iter=50, tol=None)
+    assert_type(platt, fastcal.PlattScaling)
+    assert_type(fastcal.dask.predict(iso, x), da.Array)
+    assert_type(fastcal.dask.predict(platt, col), dd.Series)
+    p = fastcal.dask.predict(platt, x)
+    assert_type(fastcal.dask.correct_negative_sampling(p, 0.5), da.Array)
+    one_column: dd.DataFrame = frame[["s"]]
+    assert_type(fastcal.dask.correct_negative_sampling(one_column, rate=0.5), dd.Series)
+    assert_type(fastcal.dask.adjust_priors(p, 0.5, 0.1), da.Array)
+    assert_type(fastcal.dask.calibration_curve(yd, p, n_bins=5, strategy="quantile"), Curve)
+    assert_type(fastcal.dask.calibration_curve(y, p, pos_label=1, return_counts=True)[2],
+                NDArray[np.int64] | NDArray[np.float64])
+    assert_type(fastcal.dask.brier_score_loss(yd, p, sample_weight=np.ones(s.shape[0]), pos_label=1), float)
+    assert_type(fastcal.dask.log_loss(yd, p, normalize=False), float)
+    assert_type(fastcal.dask.expected_calibration_error(yd, p, n_bins=10, norm="l2"), float)
+    d = fastcal.dask.brier_decomposition(yd, p, n_bins=4, strategy="uniform", sample_weight=None)
+    assert_type(d, fastcal.BrierDecomposition)
+    assert_type(d.resolution, float)
+
+
 def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     p = 1.0 / (1.0 + np.exp(-s))
     fig, (ax, hist_ax) = fastcal.plot.reliability_diagram(y, {"raw": p, "squared": p ** 2}, n_bins=5,
@@ -251,8 +327,11 @@ def main(tmp: str) -> None:
     y = (rng.random(300) < 1.0 / (1.0 + np.exp(-2.0 * s))).astype(np.int64)
     calibrators(s, y, tmp)
     functions(s, y)
+    metrics(s, y, False)
+    metrics(s, y, True)
     with_sklearn(s, y)
     out_of_core(s, y, tmp)
+    on_dask(s, y)
     plots(s, y)
 
 
@@ -265,6 +344,7 @@ CONSUMER_ERRORS = '''\
 import numpy as np
 
 import fastcal
+import fastcal.dask
 import fastcal.outofcore
 import fastcal.plot
 
@@ -286,6 +366,15 @@ fastcal.outofcore.fit_isotonic(s, y, y_mni=0.0)  # E: call-arg
 fastcal.plot.probability_histogram(s, bins="auto")  # E: call-overload
 fastcal.CalibratedClassifierCV(method="beta")  # E: arg-type
 fastcal.cross_val_calibration_report(None, s, y).before.ece.upper()  # E: attr-defined
+fastcal.calibration_curve(y, s, strategy="median")  # E: call-overload
+prob_true, prob_pred, counts = fastcal.calibration_curve(y, s)  # E: misc
+fastcal.expected_calibration_error(y, s, norm="l3")  # E: arg-type
+fastcal.roc_auc_score(y, s, multi_class="all")  # E: call-overload
+auc: float = fastcal.roc_auc_score(y, s, average=None)  # E: assignment
+fastcal.calibration_report(y, s).slope_ci[0]  # E: index
+fastcal.brier_score_loss(y, s, scale_by_half="yes")  # E: arg-type
+fastcal.dask.expected_calibration_error(y, s, strategy="median")  # E: arg-type
+fastcal.dask.predict(fastcal.TemperatureScaling(), s)  # E: call-overload
 '''
 
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+): error: (?P<message>.*?)(?:  \[(?P<code>[a-z-]+)\])?$")
@@ -376,8 +465,12 @@ def test_the_consumer_covers_the_public_api():
     used |= {f"plot.{node.attr}" for node in ast.walk(ast.parse(CONSUMER))
              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
              and node.value.attr == "plot"}
+    used |= {f"dask.{node.attr}" for node in ast.walk(ast.parse(CONSUMER))
+             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+             and node.value.attr == "dask"}
     public = set(fastcal.__all__) - PENDING
     public |= {f"outofcore.{n}" for n in fastcal.outofcore.__all__} | {f"plot.{n}" for n in fastcal.plot.__all__}
+    public |= {f"dask.{n}" for n in fastcal.dask.__all__}
     assert public - used == set()
 
 
@@ -395,10 +488,13 @@ def test_pending_names_still_lack_hints():
 
 
 def _conforms(value, tp):
-    """Whether ``value`` is of type ``tp`` (the forms CONSUMER uses: classes, unions, ndarray, tuple, dict)."""
+    """Whether ``value`` is of type ``tp`` (the forms CONSUMER uses: classes, unions, literals, ndarray, tuple,
+    dict)."""
     if tp is typing.Any:
         return True
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return any(type(value) is type(a) and value == a for a in args)
     if origin in (typing.Union, types.UnionType):
         return any(_conforms(value, a) for a in args)
     if origin is None:
@@ -426,6 +522,8 @@ def test_conforms_checks():
     assert _conforms((1.0, 2.0), tuple[float, float]) and not _conforms((1.0,), tuple[float, float])
     assert _conforms(None, int | None) and not _conforms("a", int | None)
     assert not _conforms({"a": 1}, dict[str, str])
+    assert _conforms("l1", typing.Literal["l1", "l2"]) and not _conforms("max", typing.Literal["l1", "l2"])
+    assert not _conforms(True, typing.Literal[1])
 
 
 _RUNNER = """
