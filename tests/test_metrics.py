@@ -625,7 +625,10 @@ def test_multiclass_losses_equal_sklearn(data, normalize, scale_by_half):
         expected, sk_warnings = outcome(theirs, y, P, sample_weight=w, labels=labels, **kw)
         got, our_warnings = outcome(ours, y, P, sample_weight=w, labels=labels, **kw)
         assert isinstance(expected, float) and isinstance(got, float), (expected, got)
-        assert math.isclose(got, expected, rel_tol=loss_rtol(n, k, P.dtype)), ours
+        # scikit-learn squares in the probabilities' dtype: a term below its smallest subnormal flushes to 0
+        # (float32: (2e-24)**2), each an absolute error of at most that.
+        flush = n * k * float(np.finfo(P.dtype).smallest_subnormal)
+        assert math.isclose(got, expected, rel_tol=loss_rtol(n, k, P.dtype), abs_tol=flush), ours
         assert math.isclose(got, reference, rel_tol=sum_rtol(n * k)), ours
         # the same warning for rows that do not sum to 1 (the strategy's rows are off by 0.1 or by rounding only)
         assert sums_to_one_warning(our_warnings) == sums_to_one_warning(sk_warnings), (our_warnings, sk_warnings)
