@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 
 __all__ = ["ConvergenceWarning", "InvalidParameterError", "NotFittedError", "not_fitted", "warn_not_converged"]
 
@@ -59,8 +60,6 @@ def warn_not_converged(what, max_iter, steps="iterations", criterion=None, stack
     stopping rule's last value against ``tol``; ``stacklevel`` is counted from
     the caller of this function.
     """
-    import warnings
-
     detail = f" ({criterion})" if criterion else ""
     warnings.warn(
         f"{what} did not converge in {max_iter} {steps}{detail}; the result may be inaccurate. "

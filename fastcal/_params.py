@@ -23,10 +23,24 @@ import numpy as np
 
 from ._errors import InvalidParameterError
 
-__all__ = ["Boolean", "InstanceOf", "Integer", "InvalidParameterError", "Options", "Real", "check", "check_all"]
+__all__ = ["Boolean", "Constraint", "InstanceOf", "Integer", "InvalidParameterError", "Options", "Real", "check", "check_all"]
 
 
-class Integer:
+class Constraint:
+    """What a parameter may be: ``accepts(value)``, ``normalize(value)`` (the value to use; by default
+    the value itself) and ``phrases()`` (its description, words joined into the error message)."""
+
+    def accepts(self, value):
+        raise NotImplementedError
+
+    def normalize(self, value):
+        return value
+
+    def phrases(self):
+        return [str(self)]
+
+
+class Integer(Constraint):
     """An integer (not a bool) in ``[low, high]``; either bound may be None."""
 
     def __init__(self, low=None, high=None):
@@ -39,9 +53,6 @@ class Integer:
     def normalize(self, value):
         return int(value)
 
-    def phrases(self):
-        return [str(self)]
-
     def __str__(self):
         if self.low is not None and self.high is not None:
             return f"an integer in [{self.low}, {self.high}]"
@@ -50,7 +61,7 @@ class Integer:
         return "an integer" if self.high is None else f"an integer <= {self.high}"
 
 
-class Real:
+class Real(Constraint):
     """A real number (not a bool) between ``low`` and ``high`` (closed unless ``open_*``);
     never NaN, and finite unless ``finite=False``."""
 
@@ -74,9 +85,6 @@ class Real:
     def normalize(self, value):
         return float(value)
 
-    def phrases(self):
-        return [str(self)]
-
     def __str__(self):
         if self.low is not None and self.high is not None:
             return (f"a real number in {'(' if self.open_low else '['}{self.low}, "
@@ -89,7 +97,7 @@ class Real:
         return "a finite real number" if self.finite else "a real number (not NaN)"
 
 
-class Boolean:
+class Boolean(Constraint):
     """True or False (Python or NumPy bools)."""
 
     def accepts(self, value):
@@ -102,7 +110,7 @@ class Boolean:
         return ["True", "False"]
 
 
-class Options:
+class Options(Constraint):
     """One of a few constants (strings, numbers, bools) of the same type as ``value``, compared with ``==``."""
 
     def __init__(self, *values):
@@ -117,14 +125,11 @@ class Options:
                 return True
         return False
 
-    def normalize(self, value):
-        return value
-
     def phrases(self):
         return [repr(v) for v in self.values]
 
 
-class InstanceOf:
+class InstanceOf(Constraint):
     """An instance of one of ``types``, described in words as ``description``."""
 
     def __init__(self, types, description):
@@ -132,9 +137,6 @@ class InstanceOf:
 
     def accepts(self, value):
         return isinstance(value, self.types)
-
-    def normalize(self, value):
-        return value
 
     def phrases(self):
         return [self.description]

@@ -13,8 +13,6 @@ import numbers
 
 import numpy as np
 
-from ._params import Options, check
-
 from ._jit import kernel
 from ._parallel import parallel_for
 
@@ -24,7 +22,6 @@ __all__ = [
     "check_binary_labels",
     "check_consistent_length",
     "check_finite",
-    "check_in",
     "check_numeric",
     "check_sample_weight",
     "column_or_1d",
@@ -106,11 +103,6 @@ def check_consistent_length(**arrays):
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{name} has {n}" for name, n in lengths.items())
         raise ValueError(f"Inconsistent numbers of samples: {detail}.")
-
-
-def check_in(value, name, allowed):
-    """``value`` if it is one of ``allowed`` (see :class:`fastcal._params.Options`), else the parameter error."""
-    return check(name, value, [Options(*allowed)])
 
 
 def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True):

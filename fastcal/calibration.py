@@ -214,7 +214,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         X, y = indexable(X, y)
         y = column_or_1d(y, warn=True)  # (n, 1): a DataConversionWarning, then flattened, as scikit-learn
         check_classification_targets(y)
-        estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
+        estimator = self._estimator()
         self.classes_, y_idx = np.unique(y, return_inverse=True)  # what LabelEncoder does
         self._check_params(len(self.classes_))
         ensemble = self.ensemble
@@ -302,9 +302,12 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     def __sklearn_tags__(self):
         # Sparse input works exactly when the wrapped classifier takes it, as in scikit-learn.
         tags = super().__sklearn_tags__()
-        estimator = LinearSVC(random_state=0) if self.estimator is None else self.estimator
-        tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
+        tags.input_tags.sparse = get_tags(self._estimator()).input_tags.sparse
         return tags
+
+    def _estimator(self):
+        """The classifier to calibrate: ``estimator``, or ``LinearSVC(random_state=0)`` if None."""
+        return LinearSVC(random_state=0) if self.estimator is None else self.estimator
 
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
         """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""

@@ -47,8 +47,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning
-from . import _partition
+from . import _binning, _partition, platt
 from ._errors import not_fitted
 from ._params import Integer, check
 
@@ -406,22 +405,16 @@ def fit_isotonic(
 def _platt_first(x, y, w, x_dtype):
     """Convert a chunk and run the Platt preparation pass, which also finds bad values
     (then the in-memory checks raise their errors)."""
-    from . import platt
-
     s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
     iout, fout = platt.prepare(s, labels, w)
     return (s, labels, w), (iout, fout, s.shape[0])
 
 
 def _platt_sub(pair, fraction):
-    from . import platt
-
     return platt.subsample(*pair[0], fraction)
 
 
 def _platt_pass(pair, center, scale, a, b, targets, want_loss):
-    from . import platt
-
     return platt.array_pass(*pair[0])(center, scale, a, b, targets, want_loss)
 
 
@@ -462,8 +455,6 @@ def fit_platt(
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    from . import platt
-
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(scores, y, sample_weight, "scores")
     conv, preps = _first_pass(_platt_first, cols)

@@ -268,7 +268,7 @@ def _newton(loss_grad_hess, max_iter, tol):
                                  "the smallest inverse temperature, e^-10.")
             hi = beta
             last_step = 0.0
-            beta = max(bounds[0], math.sqrt(beta * lo)) if lo > 0 else bounds[0]
+            beta = math.sqrt(beta * lo)  # lo < beta: a geometric step down, within the bracket
             continue
         if g > 0:
             hi = beta
