@@ -1,8 +1,8 @@
 """fastcal: honest probabilities, fast.
 
-Isotonic calibration (PAV), Platt scaling, temperature scaling, prior
-correction for undersampled or shifted classes, and calibration diagnostics,
-as Numba kernels behind scikit-learn/SciPy-style functions and estimators.
+Isotonic calibration (PAV), Platt scaling, beta calibration, histogram
+binning, temperature scaling, prior correction for undersampled or shifted
+classes, and calibration diagnostics, as Numba kernels behind scikit-learn/SciPy-style functions and estimators.
 ``import fastcal`` needs only NumPy, SciPy and Numba; the scikit-learn
 meta-estimator (:class:`CalibratedClassifierCV`), the plots (``fastcal.plot``)
 and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
@@ -14,6 +14,8 @@ from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
 from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
+from .beta import BetaCalibration
+from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
     BrierDecomposition,
@@ -64,11 +66,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BetaCalibration",
     "BrierDecomposition",
     "CalibratedClassifierCV",
     "CalibrationReport",
     "ConvergenceWarning",
     "CrossValCalibrationReport",
+    "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",
     "NoCacheWarning",

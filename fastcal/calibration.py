@@ -14,6 +14,7 @@ from inspect import signature
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
+from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import LeaveOneOut, check_cv, cross_val_predict
@@ -25,6 +26,8 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._params import Boolean, Options, check_all
 from ._results import Result
+from .beta import BetaCalibration
+from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
@@ -43,7 +46,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
-METHODS = ("sigmoid", "isotonic", "temperature")
+METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram")
+#: One-vs-rest methods, one 1-D calibrator per class; of these, the ones that take probabilities.
+_ONE_VS_REST = ("isotonic", "sigmoid", "beta", "histogram")
+_TAKE_PROBABILITIES = ("beta", "histogram")
 
 
 def _response(estimator):
@@ -76,9 +82,21 @@ def _new_calibrator(method, response):
         return IsotonicRegression(out_of_bounds="clip")
     if method == "sigmoid":
         return PlattScaling()
+    if method == "beta":
+        return BetaCalibration()
+    if method == "histogram":
+        return HistogramBinning()
     # predict_proba output must be probabilities (an error if rows do not sum
     # to 1); decision values follow scikit-learn's "auto" rule.
     return TemperatureScaling(input_type="probabilities" if response == "predict_proba" else "auto")
+
+
+def _calibrator_input(pred, method, response):
+    """What a one-vs-rest calibrator reads: beta and histogram take probabilities, so decision
+    values go through the logistic function first."""
+    if method in _TAKE_PROBABILITIES and response == "decision_function":
+        return expit(np.asarray(pred, dtype=np.float64))
+    return pred
 
 
 class _CalibratedPair:
@@ -94,10 +112,11 @@ class _CalibratedPair:
     def fit(cls, estimator, predictions, y_idx, classes, method, sample_weight, response):
         """Fit the calibrator(s) of ``estimator`` on its ``predictions`` of rows with class indices ``y_idx``."""
         calibrators = []
-        if method in ("isotonic", "sigmoid"):
+        if method in _ONE_VS_REST:
             for class_idx, pred in zip(_calibrated_columns(estimator, classes), predictions.T):
                 target = (y_idx == class_idx).view(np.uint8)
-                calibrators.append(_new_calibrator(method, response).fit(pred, target, sample_weight))
+                calibrators.append(_new_calibrator(method, response).fit(_calibrator_input(pred, method, response),
+                                                                         target, sample_weight))
         else:
             if len(classes) == 2 and predictions.shape[1] == 1 and response == "predict_proba":
                 predictions = np.hstack([1 - predictions, predictions])
@@ -115,7 +134,7 @@ class _CalibratedPair:
             proba = np.zeros((predictions.shape[0], n_classes))
             columns = _calibrated_columns(self.estimator, self.classes)
             for class_idx, pred, calibrator in zip(columns, predictions.T, self.calibrators):
-                proba[:, class_idx] = calibrator.predict(pred)
+                proba[:, class_idx] = calibrator.predict(_calibrator_input(pred, self.method, response))
             if n_classes == 2:
                 proba[:, 0] = 1.0 - proba[:, 1]
             else:
@@ -137,13 +156,17 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     for multiclass), with fastcal's calibrators: "sigmoid" is
     :class:`fastcal.PlattScaling` (Newton), "isotonic" is
     :class:`fastcal.IsotonicRegression`, "temperature" is
-    :class:`fastcal.TemperatureScaling` (natively multinomial).
+    :class:`fastcal.TemperatureScaling` (natively multinomial), "beta" is
+    :class:`fastcal.BetaCalibration` and "histogram" is
+    :class:`fastcal.HistogramBinning` (both one-vs-rest; they take
+    probabilities, so decision values are mapped through the logistic
+    function 1 / (1 + exp(-s)) first).
 
     Parameters
     ----------
     estimator : classifier, optional
         The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
-    method : {"sigmoid", "isotonic", "temperature"}
+    method : {"sigmoid", "isotonic", "temperature", "beta", "histogram"}
     cv : int, cross-validation generator or iterable, optional
         As in scikit-learn (5-fold stratified by default).
     n_jobs : int, optional
@@ -180,7 +203,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self,
         estimator: Any = None,
         *,
-        method: Literal["sigmoid", "isotonic", "temperature"] = "sigmoid",
+        method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram"] = "sigmoid",
         cv: CV = None,
         n_jobs: int | None = None,
         ensemble: bool | Literal["auto"] = "auto",
@@ -390,7 +413,7 @@ def cross_val_calibration_report(
     X: Any,
     y: ArrayLike,
     *,
-    method: Literal["sigmoid", "isotonic", "temperature"] = "isotonic",
+    method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram"] = "isotonic",
     cv: CV = 5,
     inner_cv: CV = 5,
     prior_correction: float | ArrayLike | None = None,
@@ -416,7 +439,7 @@ def cross_val_calibration_report(
     ----------
     estimator : classifier with ``predict_proba``
     X, y : training data; ``y`` binary
-    method : {"isotonic", "sigmoid", "temperature"}
+    method : {"isotonic", "sigmoid", "temperature", "beta", "histogram"}
     cv, inner_cv : int or cross-validation generator
         Outer folds (evaluation) and inner folds (calibration).
     prior_correction : passed to :class:`CalibratedClassifierCV`.

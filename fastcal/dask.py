@@ -25,6 +25,8 @@ on the same data:
   iterations on the client, each one reduction of the per-chunk fused
   objective/gradient/Hessian Numba kernel over the (persisted) chunks; a, b
   equal to the in-memory fit to ~1e-10.
+- :func:`fit_beta` returns a fitted :class:`fastcal.BetaCalibration` in the
+  same way (3x3 Newton steps on the client).
 
 Predictions and prior corrections (:func:`predict`,
 :func:`correct_negative_sampling`, :func:`adjust_priors`) are lazy
@@ -47,7 +49,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, platt
+from . import _binning, _partition, beta, platt
 from ._errors import not_fitted
 from ._params import Integer, check
 
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     from numpy.typing import ArrayLike, NDArray
 
+    from .beta import BetaCalibration
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
     from .platt import PlattScaling
@@ -73,6 +76,7 @@ __all__ = [
     "calibration_curve",
     "correct_negative_sampling",
     "expected_calibration_error",
+    "fit_beta",
     "fit_isotonic",
     "fit_platt",
     "log_loss",
@@ -480,6 +484,61 @@ def fit_platt(
     return platt.fitted_estimator(fit, max_iter, tol)
 
 
+def _beta_first(x, y, w, x_dtype):
+    """Convert a chunk of probabilities and run the preparation pass (see :func:`_platt_first`)."""
+    p, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="p")
+    iout, fout = platt.prepare(p, labels, w, name="p")
+    return (p, labels, w), (iout, fout, p.shape[0])
+
+
+def _beta_pass(pair, frame, t1, t2, t3, want_loss):
+    return beta.array_pass(*pair[0])(frame, t1, t2, t3, want_loss)
+
+
+def fit_beta(
+    p: Data,
+    y: Data,
+    sample_weight: Data | float | None = None,
+    *,
+    parameters: Literal["abm", "ab", "am"] = "abm",
+    max_iter: int = 100,
+    tol: float | None = None,
+) -> BetaCalibration:
+    """Fit :class:`fastcal.BetaCalibration` on Dask data: a, b, c equal to the in-memory fit (to ~1e-10).
+
+    ``p`` holds probabilities in [0, 1]; the rest as in :func:`fit_platt`,
+    whose rounds this follows: one round of preparation and subsample, then
+    one round per Newton iteration, each chunk's fused objective, gradient
+    and 3x3 Hessian sums added on the client in chunk order (and, for "abm"
+    with a negative a or b, the rounds of the refit).
+    """
+    model = beta.check_model(parameters)
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    cols = _columns(p, y, sample_weight, "p")
+    conv, preps = _first_pass(_beta_first, cols)
+    n = sum(part[2] for part in preps)
+    if n == 0:
+        raise ValueError("p must have at least 1 element, got 0.")
+    if cols.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+
+    def rows(fraction):
+        subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    def run_pass(frame, t1, t2, t3, want_loss):
+        sums = dask.compute(*[delayed(_beta_pass)(c, frame, t1, t2, t3, want_loss) for c in conv])
+        acc = np.zeros(len(sums[0]))
+        for part in sums:  # in chunk order: deterministic
+            acc += part
+        return acc
+
+    eps = float(np.finfo(cols.x_dtype).eps)
+    fit = beta.fit_passes(platt.merge_prepared([(part[0], part[1]) for part in preps]), n, cols.weighted, run_pass,
+                          rows, model, eps, max_iter_c, tol_c)
+    return beta.fitted_estimator(fit, parameters, max_iter, tol)
+
+
 # ---------------------------------------------------------------------------
 # Predictions and prior corrections: lazy map_blocks of the Numba kernels.
 # ---------------------------------------------------------------------------
@@ -500,6 +559,8 @@ def _prediction_dtype(estimator, dtype):
 
     if isinstance(estimator, IsotonicRegression):
         return estimator.X_thresholds_.dtype
+    if hasattr(estimator, "bin_values_"):  # HistogramBinning: float64
+        return np.dtype(np.float64)
     return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
 
 
@@ -508,7 +569,8 @@ def predict(estimator: IsotonicRegression | PlattScaling, scores: dd.Series | dd
 @overload
 def predict(estimator: IsotonicRegression | PlattScaling, scores: da.Array | ArrayLike) -> da.Array: ...
 def predict(estimator: IsotonicRegression | PlattScaling, scores: Data) -> da.Array | dd.Series:
-    """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``) on Dask data.
+    """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
+    ``BetaCalibration``, ``HistogramBinning``) on Dask data.
 
     ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
     read as 1-D) or a dask Series (partitions and index preserved). Each
@@ -523,7 +585,8 @@ def predict(estimator: IsotonicRegression | PlattScaling, scores: Data) -> da.Ar
     >>> fastcal.dask.predict(iso, da.from_array(np.array([0.25, 0.9]), chunks=1)).compute()
     array([0.5, 1. ])
     """
-    if not (hasattr(estimator, "predict") and (hasattr(estimator, "X_thresholds_") or hasattr(estimator, "a_"))):
+    if not (hasattr(estimator, "predict")
+            and any(hasattr(estimator, a) for a in ("X_thresholds_", "a_", "bin_values_"))):
         raise not_fitted(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
     if _is_series(scores):
         s = _series(scores)

@@ -3,8 +3,9 @@ r"""Exact fits from data that does not fit in memory: ``.npy`` files and Parquet
 :func:`fit_isotonic` and :func:`fit_platt` take 1-D arrays (``np.memmap``
 included) or paths of ``.npy`` files; :func:`fit_isotonic_parquet` and
 :func:`fit_platt_parquet` take a Parquet file and column names (pyarrow, the
-``io`` extra). They return the same fitted :class:`fastcal.IsotonicRegression`
-and :class:`fastcal.PlattScaling` as the in-memory API, equal to an in-memory
+``io`` extra); :func:`fit_beta` and :func:`fit_beta_parquet` likewise. They
+return the same fitted :class:`fastcal.IsotonicRegression`,
+:class:`fastcal.PlattScaling` and :class:`fastcal.BetaCalibration` as the in-memory API, equal to an in-memory
 fit of the same data, while holding only a bounded part of it in memory.
 
 Isotonic regression: partition by score, then merge
@@ -62,7 +63,7 @@ import numbers
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Literal, Unpack
 
 import numpy as np
 
@@ -92,6 +93,7 @@ from ._partition import (
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+    from .beta import BetaCalibration
     from .isotonic import IsotonicParams, IsotonicRegression
     from .platt import PlattScaling
 
@@ -99,6 +101,8 @@ if TYPE_CHECKING:
     ArrayOrPath = ArrayLike | str | os.PathLike[str]
 
 __all__ = [
+    "fit_beta",
+    "fit_beta_parquet",
     "fit_isotonic",
     "fit_isotonic_parquet",
     "fit_platt",
@@ -541,3 +545,84 @@ def fit_platt_parquet(
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = _parquet_source(path, score_col, label_col, weight_col, chunk_rows)
     return fit_platt_source(src, max_iter, tol)
+
+
+# ---------------------------------------------------------------------------
+# Beta calibration, in passes over chunks.
+# ---------------------------------------------------------------------------
+
+
+def fit_beta_source(src, parameters, max_iter, tol):
+    """Beta calibration of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
+
+    :func:`fastcal.beta.fit_passes` with one pass over the chunks per call,
+    as :func:`fit_platt_source`; the first pass also keeps the warm-start subsample.
+    """
+    from . import beta, platt
+
+    model = beta.check_model(parameters)
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    fraction = platt.subsample_fraction(src.n)
+    preps, subs = [], []
+    for p, y, w in src.chunks(score_name="p", validate=False):
+        preps.append(platt.prepare(p, y, w, name="p"))
+        subs.append(platt.subsample(p, y, w, fraction))
+    if src.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+
+    def run_pass(frame, t1, t2, t3, want_loss):
+        acc = 0.0
+        for p, y, w in src.chunks(score_name="p", validate=False):
+            acc = acc + beta.array_pass(p, y, w)(frame, t1, t2, t3, want_loss)
+        return acc
+
+    def rows(_):
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    eps = float(np.finfo(src.x_dtype).eps)
+    fit = beta.fit_passes(platt.merge_prepared(preps), src.n, src.weighted, run_pass, rows, model, eps,
+                          max_iter_c, tol_c)
+    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=3)
+
+
+def fit_beta(
+    p: ArrayOrPath,
+    y: ArrayOrPath,
+    sample_weight: ArrayOrPath | float | None = None,
+    *,
+    parameters: Literal["abm", "ab", "am"] = "abm",
+    max_iter: int = 100,
+    tol: float | None = None,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> BetaCalibration:
+    """Fit :class:`fastcal.BetaCalibration` on data read in chunks: equal to the in-memory fit (to ~1e-10).
+
+    ``p`` (probabilities), ``y``, ``sample_weight`` as in :func:`fit_isotonic`
+    (arrays, memory maps or ``.npy`` paths); ``parameters``, ``max_iter`` and
+    ``tol`` as in :class:`fastcal.BetaCalibration`. As :func:`fit_platt`: one
+    pass validates the data and keeps a subsample for the warm start, then one
+    pass per Newton iteration (two or three), and, for "abm" with a negative
+    a or b, the passes of the refit.
+    """
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
+    src = _array_source(p, y, sample_weight, chunk_rows, "p")
+    return fit_beta_source(src, parameters, max_iter, tol)
+
+
+def fit_beta_parquet(
+    path: str | os.PathLike[str],
+    p_col: str,
+    label_col: str,
+    weight_col: str | None = None,
+    *,
+    parameters: Literal["abm", "ab", "am"] = "abm",
+    max_iter: int = 100,
+    tol: float | None = None,
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> BetaCalibration:
+    """:func:`fit_beta` on columns of a Parquet file (pyarrow, the ``io`` extra)."""
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
+    src = _parquet_source(path, p_col, label_col, weight_col, chunk_rows)
+    return fit_beta_source(src, parameters, max_iter, tol)

@@ -341,16 +341,16 @@ def starting_point(wpos, wneg, constant_scores):
     return targets, b0, None
 
 
-def prepare(s, y, w):
+def prepare(s, y, w, name="scores"):
     """The preparation sums of validated rows, ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``).
 
-    Raises the in-memory fit's errors for the non-finite scores or non-binary
-    labels it counts. One call per array, file chunk or Dask partition;
-    :func:`merge_prepared` adds them up.
+    Raises the in-memory fit's errors for the non-finite scores (called
+    ``name`` in the message) or non-binary labels it counts. One call per
+    array, file chunk or Dask partition; :func:`merge_prepared` adds them up.
     """
     iout, fout = _run_prep(s, y, w)
     if iout[0]:
-        check_finite(s, "scores")
+        check_finite(s, name)
     if iout[1]:
         check_binary_labels(y, "y")
     return np.asarray(iout), np.asarray(fout)

@@ -8,7 +8,7 @@ from .._io import DataError
 
 
 def check_labels(y, path, column, method, n_classes=None, offset=0):
-    """0/1 labels for sigmoid (and for report), class indices for temperature; DataError naming the row.
+    """0/1 labels for sigmoid, beta and histogram (and for report), class indices for temperature; DataError naming the row.
 
     Parameters
     ----------
@@ -16,14 +16,14 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
         Numeric labels (checked by :func:`fastcal._io.check_numeric_column`).
     path, column : str
         For the message.
-    method : {"isotonic", "sigmoid", "temperature", "binary"}
+    method : {"isotonic", "sigmoid", "beta", "histogram", "temperature", "binary"}
         Isotonic regression takes any labels.
     n_classes : int, optional
         For temperature.
     offset : int, optional
         Rows of the file before ``y`` (``y`` a batch): rows in messages count from ``offset + 1``.
     """
-    if method in ("sigmoid", "binary"):
+    if method in ("sigmoid", "beta", "histogram", "binary"):
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

@@ -1,7 +1,7 @@
 """``fastcal fit``: fit a calibrator on columns of a file and save it as a JSON model file.
 
 In memory by default; with ``--memory-budget``, out of core by the engine of
-:mod:`fastcal.outofcore` (isotonic and sigmoid), in passes over the file.
+:mod:`fastcal.outofcore` (isotonic, sigmoid and beta), in passes over the file.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ def _estimator(args):
                                           y_min=args.y_min, y_max=args.y_max)
     if args.method == "sigmoid":
         return fastcal.PlattScaling(max_iter=args.max_iter)
+    if args.method == "beta":
+        return fastcal.BetaCalibration(parameters=args.parameters, max_iter=args.max_iter)
+    if args.method == "histogram":
+        return fastcal.HistogramBinning(n_bins=args.n_bins, strategy=args.strategy)
     return fastcal.TemperatureScaling()
 
 
@@ -44,8 +48,8 @@ def cmd_fit(args, progress_enabled, timings):
     reader.require(cols)
     path = display_name(args.input)
     if args.memory_budget is not None:
-        if args.method == "temperature":
-            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic and sigmoid only")
+        if args.method in ("temperature", "histogram"):
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, sigmoid and beta only")
         est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
@@ -113,6 +117,8 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
             params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
                           y_max=args.y_max)
             est = outofcore.fit_isotonic_source(src, params, None, part_rows)
+        elif args.method == "beta":
+            est = outofcore.fit_beta_source(src, args.parameters, args.max_iter, None)
         else:
             est = outofcore.fit_platt_source(src, args.max_iter, None)
     except ValueError as exc:
