@@ -28,6 +28,8 @@ from ._errors import not_fitted
 from ._io import AtomicTarget
 
 if TYPE_CHECKING:  # typing only: the calibrators' modules import this one
+    from .beta import BetaCalibration
+    from .histogram import HistogramBinning
     from .isotonic import IsotonicRegression
     from .platt import PlattScaling
     from .temperature import TemperatureScaling
@@ -210,7 +212,9 @@ def loads(text):
     return from_dict(data)
 
 
-def load(path: str | os.PathLike[str]) -> IsotonicRegression | PlattScaling | TemperatureScaling:
+def load(
+    path: str | os.PathLike[str],
+) -> IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning:
     """Load a fitted calibrator saved with ``save``. Raises ``ValueError`` for anything but a valid model file."""
     with open(path, "rb") as f:
         raw = f.read()

@@ -355,8 +355,7 @@ def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
     """The ConvergenceWarning of a beta fit that stopped at ``max_iter``; ``stacklevel`` from the caller."""
     if not fit.converged:
         warn_not_converged("Beta calibration", max_iter, "Newton iterations",
-                           f"Newton decrement per unit weight {fit.decrement:.3g} > tol={tol:g}; the classes "
-                           "may be separable by p, where the maximum-likelihood fit is infinite",
+                           f"Newton decrement per unit weight {fit.decrement:.3g} > tol={tol:g}",
                            stacklevel=stacklevel + 1)
 
 

@@ -60,10 +60,13 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from .beta import BetaCalibration
+    from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
     from .platt import PlattScaling
 
+    #: The fitted 1-D calibrators :func:`predict` applies.
+    OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
     #: A column of Dask data: a 1-D dask array, a dask Series, or a dask DataFrame of one column.
     Column: TypeAlias = da.Array | dd.Series | dd.DataFrame
     #: What the functions take for their columns: Dask data, or (small arguments such as weights) NumPy arrays.
@@ -565,10 +568,10 @@ def _prediction_dtype(estimator, dtype):
 
 
 @overload
-def predict(estimator: IsotonicRegression | PlattScaling, scores: dd.Series | dd.DataFrame) -> dd.Series: ...
+def predict(estimator: OneD, scores: dd.Series | dd.DataFrame) -> dd.Series: ...
 @overload
-def predict(estimator: IsotonicRegression | PlattScaling, scores: da.Array | ArrayLike) -> da.Array: ...
-def predict(estimator: IsotonicRegression | PlattScaling, scores: Data) -> da.Array | dd.Series:
+def predict(estimator: OneD, scores: da.Array | ArrayLike) -> da.Array: ...
+def predict(estimator: OneD, scores: Data) -> da.Array | dd.Series:
     """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
     ``BetaCalibration``, ``HistogramBinning``) on Dask data.
 

@@ -126,7 +126,7 @@ class HistogramBinning(BaseCalibrator):
         self.bin_weights_ = weight
         return self
 
-    def predict(self, p: ArrayLike) -> NDArray[np.float64]:
+    def predict(self, p: ArrayLike) -> NDArray[np.floating]:
         """The calibrated probabilities: the value of each probability's bin (float64)."""
         check_is_fitted(self, "bin_values_")
         pv = _check_probabilities(as_float_array(column_or_1d(p, "p", min_size=0), "p"), "p")

@@ -102,7 +102,7 @@ def histogram_binning(p, y, w, n_bins, strategy):
     if strategy == "uniform":
         edges = np.linspace(0, 1, n_bins + 1)
     else:
-        edges = np.percentile(p_in, np.linspace(0, 100, n_bins + 1)).astype(np.float64)
+        edges = np.percentile(p_in, np.linspace(0, 1, n_bins + 1) * 100).astype(np.float64)  # as calibration_curve
         edges[0], edges[-1] = 0.0, 1.0
     values = np.empty(n_bins)
     for k in range(n_bins):

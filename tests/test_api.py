@@ -51,6 +51,8 @@ def _not_converging_fits():
         "platt_scaling": lambda: fastcal.platt_scaling(s, y, max_iter=1),
         "PlattScaling": lambda: fastcal.PlattScaling(max_iter=1).fit(s, y),
         "outofcore.fit_platt": lambda: fastcal.outofcore.fit_platt(s, y, max_iter=1),
+        "BetaCalibration": lambda: fastcal.BetaCalibration(max_iter=1).fit(1 / (1 + np.exp(-s)), y),
+        "outofcore.fit_beta": lambda: fastcal.outofcore.fit_beta(1 / (1 + np.exp(-s)), y, max_iter=1),
         "TemperatureScaling": lambda: fastcal.TemperatureScaling(max_iter=1).fit(z, y),
         "estimate_priors_em": lambda: fastcal.estimate_priors_em(post, [0.9, 0.1], max_iter=1),
     }

@@ -1,11 +1,12 @@
 """scikit-learn's estimator checks (``parametrize_with_checks``) on every fastcal estimator.
 
-IsotonicRegression and PlattScaling take 1-D scores and say so in their tags
+IsotonicRegression, PlattScaling, BetaCalibration and HistogramBinning take
+1-D scores (probabilities for the last two) and say so in their tags
 (``one_d_array``, as scikit-learn's own IsotonicRegression): scikit-learn's
 checks generate 2-D data only and skip such estimators with a
 ``SkipTestWarning``, which this test asserts, so that a change of their tags
 is seen; their scikit-learn conventions are tested in test_isotonic.py,
-test_platt.py and test_api.py. CalibratedClassifierCV is a classifier and
+test_platt.py, test_beta.py, test_histogram.py and test_api.py. CalibratedClassifierCV is a classifier and
 runs every check (around LogisticRegression). TemperatureScaling
 (one column of logits per class, labels as column indices) does not pass the
 checks listed in ``TEMPERATURE_OPEN`` yet: they are open work (issue 12),
@@ -67,7 +68,8 @@ def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("estimator", [fastcal.IsotonicRegression(), fastcal.PlattScaling()], ids=repr)
+@pytest.mark.parametrize("estimator", [fastcal.IsotonicRegression(), fastcal.PlattScaling(), fastcal.BetaCalibration(),
+                                       fastcal.HistogramBinning()], ids=repr)
 def test_one_d_estimators_are_tagged_as_such(estimator):
     tags = get_tags(estimator)
     assert tags.input_tags.one_d_array and not tags.input_tags.two_d_array

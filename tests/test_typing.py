@@ -92,7 +92,8 @@ import fastcal.outofcore
 import fastcal.plot
 
 Floats = NDArray[np.floating[Any]]
-Calibrator = fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling
+Calibrator = (fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling | fastcal.BetaCalibration
+              | fastcal.HistogramBinning)
 Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
 CurveCounts = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]
 
@@ -134,6 +135,23 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(temp.n_classes_, int)
     assert_type(temp.n_iter_, int)
     assert_type(temp.converged_, bool)
+
+    p = 1.0 / (1.0 + np.exp(-s))
+    beta = fastcal.BetaCalibration(parameters="am", max_iter=50, tol=None).fit(p, y, sample_weight=None)
+    assert_type(beta, fastcal.BetaCalibration)
+    assert_type(beta.predict(p), Floats)
+    assert_type(beta.a_, float)
+    assert_type(beta.b_, float)
+    assert_type(beta.c_, float)
+    assert_type(beta.m_, float)
+    assert_type(beta.n_iter_, int)
+    assert_type(beta.converged_, bool)
+    hist = fastcal.HistogramBinning(n_bins=5, strategy="quantile").fit(p, y, 1.0)
+    assert_type(hist, fastcal.HistogramBinning)
+    assert_type(hist.predict(p), Floats)
+    assert_type(hist.bin_edges_, NDArray[np.float64])
+    assert_type(hist.bin_values_, NDArray[np.float64])
+    assert_type(hist.bin_weights_, NDArray[np.float64])
 
     path = os.path.join(tmp, "platt.json")
     platt.save(path)
@@ -267,6 +285,8 @@ def out_of_core(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
                                          increasing="auto", y_min=0.0)
     assert_type(iso, fastcal.IsotonicRegression)
     assert_type(fastcal.outofcore.fit_platt(s, y, 1.0, max_iter=50, memory_budget=1 << 20), fastcal.PlattScaling)
+    p = 1.0 / (1.0 + np.exp(-s))
+    assert_type(fastcal.outofcore.fit_beta(p, y, None, parameters="ab", chunk_rows=100), fastcal.BetaCalibration)
     for chunk in fastcal.outofcore.iter_npy(xpath, 64, column=None):
         assert_type(chunk, NDArray[Any])
 
@@ -277,6 +297,7 @@ def parquet_fits(path: str) -> Calibrator:
         assert_type(batch, dict[str, NDArray[Any]])
     fastcal.outofcore.fit_isotonic_parquet(path, "s", "y", weight_col=None, memory_budget=1 << 24,
                                            increasing=False)
+    fastcal.outofcore.fit_beta_parquet(path, "p", "y", "w", parameters="abm", max_iter=20, memory_budget=1 << 24)
     return fastcal.outofcore.fit_platt_parquet(path, "s", "y", "w", max_iter=20, tol=1e-8, chunk_rows=1000)
 
 
@@ -292,6 +313,10 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(platt, fastcal.PlattScaling)
     assert_type(fastcal.dask.predict(iso, x), da.Array)
     assert_type(fastcal.dask.predict(platt, col), dd.Series)
+    pd_: da.Array = da.from_array(1.0 / (1.0 + np.exp(-s)), chunks=100)  # type: ignore[no-untyped-call, unused-ignore]
+    beta = fastcal.dask.fit_beta(pd_, yd, None, parameters="abm", max_iter=50, tol=None)
+    assert_type(beta, fastcal.BetaCalibration)
+    assert_type(fastcal.dask.predict(beta, pd_), da.Array)
     p = fastcal.dask.predict(platt, x)
     assert_type(fastcal.dask.correct_negative_sampling(p, 0.5), da.Array)
     one_column: dd.DataFrame = frame[["s"]]
@@ -364,7 +389,7 @@ fastcal.correct_negative_sampling(s, "0.1")  # E: call-overload
 fastcal.outofcore.fit_isotonic(s, y, out_of_bounds="wrap")  # E: arg-type
 fastcal.outofcore.fit_isotonic(s, y, y_mni=0.0)  # E: call-arg
 fastcal.plot.probability_histogram(s, bins="auto")  # E: call-overload
-fastcal.CalibratedClassifierCV(method="beta")  # E: arg-type
+fastcal.CalibratedClassifierCV(method="bayes")  # E: arg-type
 fastcal.cross_val_calibration_report(None, s, y).before.ece.upper()  # E: attr-defined
 fastcal.calibration_curve(y, s, strategy="median")  # E: call-overload
 prob_true, prob_pred, counts = fastcal.calibration_curve(y, s)  # E: misc
