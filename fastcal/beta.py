@@ -522,6 +522,9 @@ class BetaCalibration(BaseCalibrator):
             raise ValueError(f"invalid fastcal model: m_ = {self.m_!r} is not in [0, 1]")
         if model == "am" and self.a_ != self.b_:
             raise ValueError("invalid fastcal model: a 'am' beta calibration has a_ == b_")
+        if model == "ab" and (self.m_ != 0.5 or abs(self.c_ - (self.a_ - self.b_) * _LOG2)
+                              > 1e-12 * (abs(self.a_) + abs(self.b_) + abs(self.c_))):
+            raise ValueError("invalid fastcal model: a 'ab' beta calibration has m_ == 0.5 and c_ == (a_ - b_) log 2")
         if model == "abm" and (self.a_ < 0.0 and self.b_ != 0.0 or self.b_ < 0.0 and self.a_ != 0.0):
             raise ValueError("invalid fastcal model: a 'abm' beta calibration has a_, b_ >= 0 unless one is 0")
         if self.n_iter_ < 0:

@@ -328,6 +328,8 @@ def test_model_file_round_trip(tmp_path, model):
     ("abm", "a_", -1.0, "a_, b_ >= 0"),
     ("abm", "n_iter_", -1, "n_iter_ is negative"),
     ("abm", "c_", "x", "must be a finite number"),
+    ("ab", "m_", 0.25, "has m_ == 0.5"),
+    ("ab", "c_", 0.5, r"c_ == \(a_ - b_\) log 2"),
 ])
 def test_invalid_model_files(model, field, value, match):
     p, y, _ = make_data(300, "skewed", seed=14)
