@@ -4,9 +4,9 @@
 
 1. generates 10^7 scores and labels from an over-confident model and 10^7
    fresh rows to score on;
-2. calibrates them by isotonic regression and by Platt scaling, with fastcal
-   and with scikit-learn on the same arrays, printing times, speed-ups and
-   agreement;
+2. calibrates them by isotonic regression, Platt scaling and beta
+   calibration, with fastcal and with scikit-learn (betacal for beta) on the
+   same arrays, printing times, speed-ups and agreement;
 3. measures every calibration diagnostic before and after, on the fresh
    rows, against scikit-learn's metrics;
 4. reproduces the undersampling study (a rare-event model trained on 10% of
@@ -14,7 +14,7 @@
 5. draws the reliability diagrams and probability histograms that the README
    shows (``docs/images/``).
 
-Needs scikit-learn and matplotlib (the ``sklearn`` and ``plot`` extras).
+Needs scikit-learn, matplotlib and betacal (the ``sklearn``, ``plot`` and ``bench`` extras).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def calibrate(n):
           f"scored on {n:,} fresh rows")
     fastcal.IsotonicRegression().fit(p_train[:1000], y_train[:1000])  # load the compiled kernels
     fastcal.platt_scaling(p_train[:1000], y_train[:1000])
+    fastcal.BetaCalibration().fit(p_train[:1000], y_train[:1000])
 
     section(f"1. Isotonic calibration, {n:,} rows")
     iso, t_fit = timed(lambda: fastcal.IsotonicRegression(out_of_bounds="clip").fit(p_train, y_train))
@@ -80,7 +81,7 @@ def calibrate(n):
     print(f"same {iso.X_thresholds_.shape[0]} knots as scikit-learn: {'yes' if same else 'NO'}; "
           f"largest prediction difference: {np.max(np.abs(p_iso - sk_pred)):.1e}")
 
-    section(f"2. Platt scaling, {n:,} rows")
+    section(f"2. Platt scaling and beta calibration, {n:,} rows")
     res, t_platt = timed(lambda: fastcal.platt_scaling(p_train, y_train))
     sk_sig, t_sk_platt = timed(lambda: _SigmoidCalibration().fit(p_train, y_train))
     speed_table([("platt_scaling (Newton)", t_platt, t_sk_platt)])
@@ -93,7 +94,21 @@ def calibrate(n):
     p_platt_logit = fastcal.PlattScaling().fit(logit(p_train), y_train).predict(logit(p_test))
     print("Platt on p is misspecified for this model (the truth is a sigmoid of logit(p)); "
           "on logit(p) it is exact, see below")
-    probs = {"model as is": p_test, "isotonic": p_iso, "Platt on p": p_platt, "Platt on logit": p_platt_logit}
+    # Beta calibration contains sigmoid(logit(p) / 2): a = b = 1/2, c = 0.
+    import warnings
+
+    from betacal import BetaCalibration as PeerBeta
+
+    beta, t_beta = timed(lambda: fastcal.BetaCalibration().fit(p_train, y_train))
+    with warnings.catch_warnings():  # betacal switches every warning off globally
+        peer, t_peer = timed(lambda: PeerBeta().fit(p_train, y_train))
+    speed_table([("BetaCalibration.fit, vs betacal", t_beta, t_peer)])
+    a_peer, b_peer, m_peer = peer.calibrator_.map_
+    print(f"a = {beta.a_:.6f}, b = {beta.b_:.6f}, c = {beta.c_:.6f}, m = {beta.m_:.6f} (truth: 1/2, 1/2, 0, 1/2; "
+          f"betacal: a = {a_peer:.6f}, b = {b_peer:.6f}, m = {m_peer:.6f})")
+    p_beta = beta.predict(p_test)
+    probs = {"model as is": p_test, "isotonic": p_iso, "Platt on p": p_platt, "Platt on logit": p_platt_logit,
+             "beta": p_beta}
     return y_test, probs, same
 
 
