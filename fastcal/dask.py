@@ -26,7 +26,8 @@ on the same data:
   objective/gradient/Hessian Numba kernel over the (persisted) chunks; a, b
   equal to the in-memory fit to ~1e-10.
 - :func:`fit_beta` returns a fitted :class:`fastcal.BetaCalibration` in the
-  same way (3x3 Newton steps on the client).
+  same way (3x3 Newton steps on the client); :func:`fit_histogram` a fitted
+  :class:`fastcal.HistogramBinning` from the diagnostics' per-chunk bin tables.
 
 Predictions and prior corrections (:func:`predict`,
 :func:`correct_negative_sampling`, :func:`adjust_priors`) are lazy
@@ -49,7 +50,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, beta, platt
+from . import _binning, _partition, beta, histogram, platt
 from ._errors import not_fitted
 from ._params import Integer, check
 
@@ -80,6 +81,7 @@ __all__ = [
     "correct_negative_sampling",
     "expected_calibration_error",
     "fit_beta",
+    "fit_histogram",
     "fit_isotonic",
     "fit_platt",
     "log_loss",
@@ -739,9 +741,9 @@ class _MetricData:
 
     def edges(self, n_bins, strategy):
         n_bins = _binning.check_binning(n_bins, strategy)
-        return _binning.bin_edges(n_bins, strategy, self.n, self._order_statistics)
+        return _binning.bin_edges(n_bins, strategy, self.n, self.order_statistics)
 
-    def _order_statistics(self, ranks):
+    def order_statistics(self, ranks):
         """Exact values of the given ranks: the chunks' bucket counts, added; the chunks' values of the marked buckets."""
         lo = self.lo
 
@@ -757,6 +759,30 @@ class _MetricData:
     def table(self, edges, **flags):
         """The bin table of all the rows: the chunks' tables, added in chunk order."""
         return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks]))
+
+
+def fit_histogram(
+    p: Data,
+    y: Data,
+    sample_weight: Data | float | None = None,
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+) -> HistogramBinning:
+    """Fit :class:`fastcal.HistogramBinning` on Dask data: equal to the in-memory fit.
+
+    The bins are those of :func:`calibration_curve` (the "quantile" edges
+    exactly NumPy's percentiles of all of ``p``, the outer ones moved to 0
+    and 1), the bin table the chunks' tables added in chunk order, so the
+    values equal the in-memory fit's up to the order of the sums. ``p`` holds
+    probabilities in [0, 1]; labels as in the Dask diagnostics ({0, 1} or
+    {-1, 1}), whose checks (and messages, naming ``y_prob`` and ``y_true``)
+    it shares.
+    """
+    n_bins, strategy = histogram.check_params(n_bins, strategy)
+    data = _MetricData(y, p, sample_weight, None)
+    edges = histogram.bin_edges(n_bins, strategy, data.n, data.order_statistics)
+    return histogram.fitted_estimator(n_bins, strategy, edges, data.table(edges))
 
 
 @overload

@@ -4,6 +4,8 @@ The calibrated probability of a score is the (weighted) rate of positives
 among the calibration rows of its bin. The bins and the per-bin sums are
 those of :mod:`fastcal._binning` (the engine of ``calibration_curve``): one
 parallel pass over the rows, the same bits on any number of threads.
+Internal API (for :mod:`fastcal.dask`): :func:`check_params`,
+:func:`bin_edges`, :func:`fitted_estimator`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,35 @@ def _check_probabilities(p, name):
     if p.shape[0] and not (p.min() >= 0.0 and p.max() <= 1.0):
         raise ValueError(f"{name} must contain probabilities in [0, 1].")
     return p
+
+
+def check_params(n_bins, strategy):
+    """``(n_bins, strategy)`` checked (as the diagnostics check them) and normalised."""
+    return _binning.check_binning(n_bins, strategy), strategy
+
+
+def bin_edges(n_bins, strategy, n, select):
+    """The bin edges of a fit on ``n`` probabilities whose order statistics ``select(ranks)`` returns:
+    ``calibration_curve``'s edges, with the outer "quantile" edges moved to 0 and 1."""
+    edges = _binning.bin_edges(n_bins, strategy, n, select)
+    edges[0], edges[-1] = 0.0, 1.0
+    return edges
+
+
+def _set_fitted(est, edges, table):
+    weight = table[:, _binning.W]
+    mid = 0.5 * (edges[:-1] + edges[1:])
+    values = np.divide(table[:, _binning.SY], weight, out=mid, where=weight > 0)
+    est.bin_edges_ = edges
+    est.bin_values_ = np.clip(values, 0.0, 1.0)
+    est.bin_weights_ = weight
+    return est
+
+
+def fitted_estimator(n_bins, strategy, edges, table):
+    """A fitted :class:`HistogramBinning` from its :func:`bin_edges` and the bin table
+    (:func:`fastcal._binning.bin_stats`, or such tables merged) of all the rows: the fit of every backend."""
+    return _set_fitted(HistogramBinning(n_bins=n_bins, strategy=strategy), edges, table)
 
 
 @register
@@ -104,27 +135,14 @@ class HistogramBinning(BaseCalibrator):
 
     def fit(self, p: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit the bins and their positive rates to probabilities ``p`` and binary labels ``y``; returns ``self``."""
-        params = self._validate_params()
-        n_bins, strategy = params["n_bins"], params["strategy"]
+        n_bins, strategy = check_params(self.n_bins, self.strategy)
         pv = _check_probabilities(as_float_array(column_or_1d(p, "p"), "p"), "p")
         yv = check_binary_labels(as_label_array(column_or_1d(y, "y"), "y"), "y")
         check_consistent_length(p=pv, y=yv)
         w = check_sample_weight(sample_weight, pv.shape[0])
-        n = pv.shape[0]
-        if strategy == "quantile":
-            lo, hi = pv.min(), pv.max()
-            edges = _binning.bin_edges(n_bins, strategy, n, lambda ranks: _binning.order_statistics(pv, ranks, lo, hi))
-            edges[0], edges[-1] = 0.0, 1.0
-        else:
-            edges = _binning.bin_edges(n_bins, strategy)
-        table = _binning.bin_stats(pv, yv, w, edges)
-        weight = table[:, _binning.W]
-        mid = 0.5 * (edges[:-1] + edges[1:])
-        values = np.divide(table[:, _binning.SY], weight, out=mid.copy(), where=weight > 0)
-        self.bin_edges_ = edges
-        self.bin_values_ = np.clip(values, 0.0, 1.0)
-        self.bin_weights_ = weight
-        return self
+        lo, hi = pv.min(), pv.max()
+        edges = bin_edges(n_bins, strategy, pv.shape[0], lambda ranks: _binning.order_statistics(pv, ranks, lo, hi))
+        return _set_fitted(self, edges, _binning.bin_stats(pv, yv, w, edges))
 
     def predict(self, p: ArrayLike) -> NDArray[np.floating]:
         """The calibrated probabilities: the value of each probability's bin (float64)."""

@@ -317,6 +317,9 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     beta = fastcal.dask.fit_beta(pd_, yd, None, parameters="abm", max_iter=50, tol=None)
     assert_type(beta, fastcal.BetaCalibration)
     assert_type(fastcal.dask.predict(beta, pd_), da.Array)
+    hist = fastcal.dask.fit_histogram(pd_, yd, None, n_bins=5, strategy="quantile")
+    assert_type(hist, fastcal.HistogramBinning)
+    assert_type(fastcal.dask.predict(hist, pd_), da.Array)
     p = fastcal.dask.predict(platt, x)
     assert_type(fastcal.dask.correct_negative_sampling(p, 0.5), da.Array)
     one_column: dd.DataFrame = frame[["s"]]
