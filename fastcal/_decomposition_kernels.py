@@ -136,12 +136,36 @@ def _push(bw, bwy, bg, top, w, wy, g):
 
 
 @kernel
-def _fit_groups(gw, gwy, bw, bwy, bg):
-    """PAV over groups in order, skipping groups of zero weight; returns the number of blocks."""
+def _fit_rows(lab, w, counts, starts, bw, bwy, bg):
+    """PAV over the tie groups of rows with labels ``lab``, weights ``w`` (empty: 1) times ``counts`` (empty: 1).
+
+    Groups of zero weight are skipped; block ``k`` starts at group ``bg[k]``.
+    Returns the number of blocks.
+    """
+    n = lab.shape[0]
+    n_groups = starts.shape[0] - 1
+    weighted = w.shape[0] > 0
+    counted = counts.shape[0] > 0
     top = 0
-    for g in range(gw.shape[0]):
-        if gw[g] > 0.0:
-            top = _push(bw, bwy, bg, top, gw[g], gwy[g], g)
+    if n_groups == n:  # no ties: a group is a row
+        for i in range(n):
+            wi = np.float64(w[i]) if weighted else 1.0
+            if counted:
+                wi *= counts[i]
+            if wi > 0.0:
+                top = _push(bw, bwy, bg, top, wi, wi * lab[i], i)
+        return top
+    for g in range(n_groups):
+        sw = 0.0
+        swy = 0.0
+        for i in range(starts[g], starts[g + 1]):
+            wi = np.float64(w[i]) if weighted else 1.0
+            if counted:
+                wi *= counts[i]
+            sw += wi
+            swy += wi * lab[i]
+        if sw > 0.0:
+            top = _push(bw, bwy, bg, top, sw, swy, g)
     return top
 
 
@@ -158,50 +182,48 @@ def _evaluate(bw, bwy, bg, nb, targets, row):
 
 
 @kernel
-def resample_fits(p, y, w, starts, targets, key, mode, out, lo, hi):
+def bernoulli_thresholds(p, thr):
+    """``thr[i] = ceil(p[i] 2^53)``: a 53-bit uniform ``k 2^-53`` is below ``p[i]`` exactly when ``k < thr[i]``."""
+    for i in range(p.shape[0]):
+        thr[i] = np.uint64(np.ceil(p[i] * 9007199254740992.0))
+
+
+@kernel
+def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
     """Isotonic fits of resamples ``lo .. hi - 1`` of rows sorted by prediction, evaluated at ``targets``.
 
-    ``p``, ``y``, ``w`` (empty: unit weights) are the rows in increasing
-    order of ``p``; ``starts`` (length ``G + 1``) bounds the ``G`` tie groups.
-    ``mode`` 1 (consistency): row ``i`` gets the label ``u_i < p_i``; mode 2
-    (confidence): ``n`` rows are drawn with replacement (row ``i`` weighs its
-    number of draws times ``w_i``); mode 0: the data itself. The uniforms of
-    resample ``r`` come from its own counter-based stream (:func:`stream`),
-    so a resample's result does not depend on which thread computes it.
-    ``out[r, j]`` is resample ``r``'s fitted value at group ``targets[j]``.
+    The rows are in increasing order of prediction, with 0/1 ``labels``
+    (float64) and weights ``w`` (empty: unit weights); ``starts`` (length
+    ``G + 1``) bounds the ``G`` tie groups. ``mode`` 1 (consistency): row
+    ``i`` gets the label ``u_i < p_i``, tested as ``k_i < thr[i]`` (see
+    :func:`bernoulli_thresholds`); mode 2 (confidence): ``n`` rows are drawn
+    with replacement (row ``i`` weighs its number of draws times ``w_i``);
+    mode 0: the data itself. The uniforms of resample ``r`` come from its
+    own counter-based stream (:func:`stream`), so a resample's result does
+    not depend on which thread computes it. ``out[r, j]`` is resample
+    ``r``'s fitted value at group ``targets[j]``.
     """
-    n = p.shape[0]
+    n = labels.shape[0]
     n_groups = starts.shape[0] - 1
-    weighted = w.shape[0] > 0
-    gw = np.empty(n_groups)
-    gwy = np.empty(n_groups)
     bw = np.empty(n_groups)
     bwy = np.empty(n_groups)
     bg = np.empty(n_groups, dtype=np.int64)
-    counts = np.zeros(n if mode == 2 else 0, dtype=np.int32)
+    lab = np.empty(n if mode == 1 else 0)
+    counts = np.empty(n if mode == 2 else 0)
     for r in range(lo, hi):
         base = stream(key, r)
-        if mode == 2:
-            counts[:] = 0
+        if mode == 1:
             for i in range(n):
-                j = np.int64(_uniform(base, i) * n)
-                counts[min(j, n - 1)] += 1
-        for g in range(n_groups):
-            sw = 0.0
-            swy = 0.0
-            for i in range(starts[g], starts[g + 1]):
-                wi = np.float64(w[i]) if weighted else 1.0
-                if mode == 1:
-                    yi = 1.0 if _uniform(base, i) < p[i] else 0.0
-                else:
-                    yi = 1.0 if y[i] != 0 else 0.0
-                    if mode == 2:
-                        wi *= counts[i]
-                sw += wi
-                swy += wi * yi
-            gw[g] = sw
-            gwy[g] = swy
-        nb = _fit_groups(gw, gwy, bw, bwy, bg)
+                z = _mix(base + (np.uint64(i) + np.uint64(1)) * _GAMMA)
+                lab[i] = 1.0 if (z >> _S11) < thr[i] else 0.0
+            nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg)
+        else:
+            if mode == 2:
+                counts[:] = 0.0
+                for i in range(n):
+                    j = np.int64(_uniform(base, i) * n)
+                    counts[min(j, n - 1)] += 1.0
+            nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg)
         _evaluate(bw, bwy, bg, nb, targets, out[r])
 
 

@@ -93,6 +93,8 @@ def _probability_range(p, name):
     lo, hi = float(p.min()), float(p.max())
     if math.isnan(lo) or math.isnan(hi):
         raise ValueError(f"{name} must be finite, but contains NaN.")
+    if math.isinf(lo) or math.isinf(hi):
+        raise ValueError(f"{name} must be finite, but contains infinity.")
     if lo < 0 or hi > 1:
         raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
 
@@ -409,15 +411,19 @@ def resample_curves(labels, p64, w, x, n_resamples, key, band):
     """
     order = np.argsort(p64, kind="stable")
     ps = p64[order]
-    ys = labels[order]
+    ys = labels[order].astype(np.float64)
     ws = _weights(None if w is None else w[order].astype(np.float64, copy=False))
     del order
     starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
     n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
     starts = starts[: n_groups + 1]
     targets = np.searchsorted(ps[starts[:-1]], x).astype(np.int64)
-    out = np.empty((n_resamples, x.shape[0]))
     mode = {"none": 0, "consistency": 1, "confidence": 2}[band]
-    parallel_for(_k.resample_fits, n_resamples, ps, ys, ws, starts, targets, np.uint64(key), mode, out,
-                 rows=n_resamples * ps.shape[0])
+    thr = np.empty(ps.shape[0] if mode == 1 else 0, dtype=np.uint64)
+    if mode == 1:
+        _k.bernoulli_thresholds(ps, thr)
+    del ps
+    out = np.empty((n_resamples, x.shape[0]))
+    parallel_for(_k.resample_fits, n_resamples, ys, ws, thr, starts, targets, np.uint64(key), mode, out,
+                 rows=n_resamples * ys.shape[0])
     return out
