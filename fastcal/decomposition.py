@@ -187,13 +187,23 @@ def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
                               uncertainty=unc, scoring=scoring)
 
 
-def decompose(labels, p, w, scoring):
-    """:class:`ScoreDecomposition` of validated rows (see :func:`check_binary_problem`)."""
-    p64 = p.astype(np.float64, copy=False)
-    sw, swy, _, _ = pav_fit(p64, labels, w, 1.0)
-    recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
-    score_sum, weight, positives = score_sums(labels, p, w, scoring)
-    return decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
+def decompose(labels, p, w, scorings):
+    """:class:`ScoreDecomposition` of validated rows for each of ``scorings``, from one PAV fit.
+
+    ``labels`` 0/1, ``p`` probabilities (float32/float64), ``w`` None or
+    non-negative weights (zero-weight rows are dropped here). The internal
+    entry point of :func:`fastcal.metrics.calibration_report`.
+    """
+    if w is not None and w.min() == 0:
+        keep = w > 0
+        labels, p, w = labels[keep], p[keep], w[keep]
+    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0)
+    out = []
+    for scoring in scorings:
+        recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
+        score_sum, weight, positives = score_sums(labels, p, w, scoring)
+        out.append(decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring))
+    return out
 
 
 def score_decomposition(
@@ -273,7 +283,7 @@ def score_decomposition(
     """
     scoring = check("scoring", scoring, [Options("brier", "log_loss")])
     labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
-    return decompose(labels, probs, w, scoring)
+    return decompose(labels, probs, w, (scoring,))[0]
 
 
 # ---------------------------------------------------------------------------
