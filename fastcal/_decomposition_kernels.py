@@ -31,6 +31,8 @@ def score_sums(y, p, w, log, out, lo, hi):
         swy = 0.0
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             wi = np.float64(w[i]) if weighted else 1.0
+            if wi == 0.0:  # a row of no weight adds nothing, even where its score is infinite
+                continue
             pi = np.float64(p[i])
             yi = 1.0 if y[i] != 0 else 0.0
             if log:
