@@ -211,7 +211,7 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
     bwy = np.empty(n_groups)
     bg = np.empty(n_groups, dtype=np.int64)
     lab = np.empty(n if mode == 1 else 0)
-    counts = np.empty(n if mode == 2 else 0)
+    counts = np.empty(n if mode == 2 else 0, dtype=np.int32)  # a row is drawn at most n < 2^31 times
     for r in range(lo, hi):
         base = stream(key, r)
         if mode == 1:
@@ -221,10 +221,10 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
             nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg)
         else:
             if mode == 2:
-                counts[:] = 0.0
+                counts[:] = 0
                 for i in range(n):
                     j = np.int64(_uniform(base, i) * n)
-                    counts[min(j, n - 1)] += 1.0
+                    counts[min(j, n - 1)] += 1
             nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg)
         _evaluate(bw, bwy, bg, nb, targets, out[r])
 
