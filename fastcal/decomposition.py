@@ -174,7 +174,7 @@ def uncertainty(base_rate, scoring):
     q = base_rate
     if scoring == "brier":
         return q * (1.0 - q)
-    return -sum(v * math.log(v) for v in (q, 1.0 - q) if v > 0)
+    return 0.0 - sum(v * math.log(v) for v in (q, 1.0 - q) if v > 0)  # 0.0 - 0.0: no negative zero
 
 
 def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
