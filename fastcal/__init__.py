@@ -15,6 +15,7 @@ from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
 from .beta import BetaCalibration
+from .decomposition import CorpReliabilityResult, ScoreDecomposition, corp_reliability, score_decomposition
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
@@ -71,6 +72,7 @@ __all__ = [
     "CalibratedClassifierCV",
     "CalibrationReport",
     "ConvergenceWarning",
+    "CorpReliabilityResult",
     "CrossValCalibrationReport",
     "HistogramBinning",
     "InvalidParameterError",
@@ -80,6 +82,7 @@ __all__ = [
     "PlattResult",
     "PlattScaling",
     "PriorEMResult",
+    "ScoreDecomposition",
     "SlopeInterceptResult",
     "TemperatureScaling",
     "adjust_priors",
@@ -88,6 +91,7 @@ __all__ = [
     "calibration_curve",
     "calibration_report",
     "calibration_slope_intercept",
+    "corp_reliability",
     "correct_negative_sampling",
     "cross_val_calibration_report",
     "estimate_priors_em",
@@ -99,5 +103,6 @@ __all__ = [
     "negative_sampling_logit_offset",
     "platt_scaling",
     "roc_auc_score",
+    "score_decomposition",
     "set_num_threads",
 ]
