@@ -50,6 +50,7 @@ from dask import delayed
 from . import _binning, _partition, platt
 from ._errors import not_fitted
 from ._params import Integer, check
+from ._validation import rescale_weights, weight_exponent
 
 if TYPE_CHECKING:
     from typing import TypeAlias, Unpack
@@ -266,7 +267,7 @@ def _take_below(pair, limit, keep_zero):
     return x[keep], y[keep], None if w is None else w[keep]
 
 
-def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
+def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, *extra):
     from .isotonic import pav_fit
 
     x, y, w = _positive(pair[0], keep_zero)
@@ -275,7 +276,7 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return pav_fit(x, y, w, sign)
+    return pav_fit(x, y, rescale_weights(w, exponent)[0], sign)  # one exponent for all units: pool_blocks adds them
 
 
 def fit_isotonic(
@@ -353,6 +354,7 @@ def fit_isotonic(
     if n == 0:
         raise ValueError("X must have at least 1 element, got 0.")
     _partition.check_total_weight(summaries, cols.weighted)
+    exponent = _partition.global_weight_exponent(summaries)
     if auto:
         _partition.auto_needs_binary(summaries)
     n_fit = sum(s.n_fit for s in summaries)
@@ -391,7 +393,7 @@ def fit_isotonic(
         extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
         if stop is not None and entries[stop] > heads[stop][1]:
             extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, *extra))
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, *extra))
     blocks = dask.compute(*units)
     del parts
     return set_fitted_blocks(est, blocks)
@@ -407,15 +409,17 @@ def _platt_first(x, y, w, x_dtype):
     (then the in-memory checks raise their errors)."""
     s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
     iout, fout = platt.prepare(s, labels, w)
-    return (s, labels, w), (iout, fout, s.shape[0])
+    return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _platt_sub(pair, fraction):
-    return platt.subsample(*pair[0], fraction)
+def _platt_sub(pair, fraction, exponent):
+    s, y, w = platt.subsample(*pair[0], fraction)
+    return s, y, rescale_weights(w, exponent)[0]
 
 
-def _platt_pass(pair, center, scale, a, b, targets, want_loss):
-    return platt.array_pass(*pair[0])(center, scale, a, b, targets, want_loss)
+def _platt_pass(pair, center, scale, a, b, targets, want_loss, exponent):
+    s, y, w = pair[0]
+    return platt.array_pass(s, y, rescale_weights(w, exponent)[0])(center, scale, a, b, targets, want_loss)
 
 
 def fit_platt(
@@ -463,20 +467,22 @@ def fit_platt(
         raise ValueError("scores must have at least 1 element, got 0.")
     if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, max(p[3] for p in preps))  # the passes see the weights rescaled
 
     def rows(fraction):
-        subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
+        subs = dask.compute(*[delayed(_platt_sub)(c, fraction, exponent) for c in conv])
         return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(center, scale, a, b, targets, want_loss):
-        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss) for c in conv])
+        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss, exponent)
+                              for c in conv])
         acc = np.zeros(6)
         for s in sums:  # in chunk order: deterministic
             acc += s
         return acc
 
-    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps]), n, cols.weighted, run_pass, rows,
-                           max_iter_c, tol_c)
+    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps], exponent), n, cols.weighted, run_pass,
+                           rows, max_iter_c, tol_c, exponent)
     return platt.fitted_estimator(fit, max_iter, tol)
 
 
@@ -612,7 +618,8 @@ def adjust_priors(proba: Data, train_priors: float | ArrayLike, new_priors: floa
 
 
 def _metric_first(p, y, w, x_dtype, pos_label):
-    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None)``."""
+    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None,
+    largest weight)``."""
     from . import metrics as _m
     from ._validation import as_float_array, as_label_array, column_or_1d, is_binary
 
@@ -634,12 +641,13 @@ def _metric_first(p, y, w, x_dtype, pos_label):
         pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
     if w is not None:
         w = _partition.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
-    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()))
+    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()),
+                             float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _metric_table(chunk, edges, flags):
+def _metric_table(chunk, edges, flags, exponent):
     y, p, w = chunk[0]
-    return _binning.bin_stats(p, y, w, edges, **flags)
+    return _binning.bin_stats(p, y, rescale_weights(w, exponent)[0], edges, **flags)
 
 
 def _metric_counts(chunk, lo, scale):
@@ -670,6 +678,12 @@ class _MetricData:
         if cols.weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
             raise ValueError("sample_weight must have a positive sum.")
         self.weighted = cols.weighted
+        # The weights of every chunk are rescaled by one power of two, as in memory (see rescale_weights).
+        self.exponent = weight_exponent(None, max(f[5] for f in facts))
+
+    def in_weight_units(self, value):
+        """A sum of rescaled weights (see :meth:`table`) in the units of ``sample_weight``."""
+        return np.ldexp(value, self.exponent)
 
     def edges(self, n_bins, strategy):
         n_bins = _binning.check_binning(n_bins, strategy)
@@ -689,8 +703,10 @@ class _MetricData:
         return _binning.select_order_statistics(ranks, lo, self.hi, self.dtype, count, gather)
 
     def table(self, edges, **flags):
-        """The bin table of all the rows: the chunks' tables, added in chunk order."""
-        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks]))
+        """The bin table of all the rows: the chunks' tables, added in chunk order (weights rescaled by
+        ``2**-exponent``)."""
+        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags, self.exponent)
+                                                    for c in self.chunks]))
 
 
 @overload
@@ -747,7 +763,10 @@ def calibration_curve(
     """
     _binning.check_params(return_counts=return_counts)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
+    curve = _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
+    if return_counts and data.weighted:
+        return (*curve[:2], data.in_weight_units(curve[2]))
+    return curve
 
 
 def _binary_only(func, y_prob):
@@ -796,7 +815,8 @@ def log_loss(
     _binning.check_params(normalize=normalize)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
-    return _binning.column_mean(table, _binning.SLOG) if normalize else float(table[:, _binning.SLOG].sum())
+    return (_binning.column_mean(table, _binning.SLOG) if normalize
+            else float(data.in_weight_units(table[:, _binning.SLOG].sum())))
 
 
 def expected_calibration_error(

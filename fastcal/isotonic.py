@@ -29,6 +29,7 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
     is_binary,
+    rescale_weights,
 )
 
 if TYPE_CHECKING:
@@ -121,11 +122,12 @@ def isotonic_regression(y: ArrayLike, *, weights: ArrayLike | None = None, incre
         check_finite(w, "weights")
         if w.min() <= 0:
             raise ValueError("Weights w must be strictly positive.")
+    w, exponent = rescale_weights(w)
     r = np.empty(x.shape[0] + 1, dtype=np.intp)
     nb = _k.pav_blocks(x, w, r)
     _k.expand_blocks(x, r, nb)
     r = r[: nb + 1]
-    w = w[:nb]
+    w = w[:nb] if weights is None else np.ldexp(w[:nb], exponent)
     if not increasing:
         x = x[::-1]
         w = w[::-1]
@@ -267,7 +269,7 @@ class IsotonicRegression(BaseCalibrator):
         if labels.dtype.kind == "f":
             check_finite(labels, "y")
         n = x.shape[0]
-        w = check_sample_weight(sample_weight, n)
+        w = check_sample_weight(sample_weight, n, rescale=True)
 
         if self.increasing == "auto":
             self.increasing_ = _spearman_increasing(x, labels)
@@ -343,10 +345,11 @@ class IsotonicRegression(BaseCalibrator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        col = column_or_1d(T, "T", min_size=0)  # the shape first, as scikit-learn
         check_is_fitted(self, "X_thresholds_")
         check("out_of_bounds", self.out_of_bounds, self._parameter_constraints["out_of_bounds"])
         xs, ys = self.X_thresholds_, self.y_thresholds_
-        t = as_float_array(column_or_1d(T, "T", min_size=0), "T", dtype=xs.dtype)
+        t = as_float_array(col, "T", dtype=xs.dtype)
         check_finite(t, "T")
         n = t.shape[0]
         if xs.shape[0] == 1:
@@ -354,12 +357,14 @@ class IsotonicRegression(BaseCalibrator):
         if self.out_of_bounds == "raise" and n:
             lo, hi = t.min(), t.max()
             if lo < self.X_min_:
-                raise ValueError(
-                    f"A value ({lo!r}) in T is below the interpolation range's minimum value ({self.X_min_!r})."
+                raise ValueError(  # scikit-learn's words (x_new is its name for T)
+                    f"A value ({lo}) in x_new is below the interpolation range's minimum value ({self.X_min_}). "
+                    "x_new: the argument T."
                 )
             if hi > self.X_max_:
                 raise ValueError(
-                    f"A value ({hi!r}) in T is above the interpolation range's maximum value ({self.X_max_!r})."
+                    f"A value ({hi}) in x_new is above the interpolation range's maximum value ({self.X_max_}). "
+                    "x_new: the argument T."
                 )
         if getattr(self, "_lookup", None) is None:
             self._build_lookup()

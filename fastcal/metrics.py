@@ -66,9 +66,11 @@ from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
+    check_object_labels,
     check_sample_weight,
     column_or_1d,
     is_binary,
+    weight_exponent,
 )
 
 if TYPE_CHECKING:
@@ -162,7 +164,8 @@ def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None)
                 return lab
             if _same_label(pos_label, 0):
                 return np.ascontiguousarray(lab == 0).view(np.uint8)
-    classes = np.unique(arr)
+    classes = check_object_labels(arr, name)
+    classes = np.unique(arr) if classes is None else classes
     if classes.dtype.kind == "f" and np.isnan(classes).any():
         raise ValueError(f"{name} must not contain NaN.")
     if classes.size > 2:
@@ -195,7 +198,7 @@ def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_
     else:
         p = _check_scores(p_arr, score_name)
         lo = hi = None
-    w = check_sample_weight(sample_weight, p.shape[0])
+    w = check_sample_weight(sample_weight, p.shape[0], rescale=True)
     return y, p, w, lo, hi
 
 
@@ -292,6 +295,7 @@ def _class_codes(y, classes=None):
                 return shifted, classes
             return lut[shifted], classes
     if classes is None:
+        check_object_labels(y, "y_true")
         try:
             classes, codes = np.unique(y, return_inverse=True)
         except TypeError:
@@ -374,7 +378,7 @@ def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba,
         if classes.shape[0] != k:
             raise ValueError(f"y_true has {classes.shape[0]} classes ({{{_shown(classes)}}}) but {score_name} has "
                              f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
-    return codes, classes, P, check_sample_weight(sample_weight, P.shape[0])
+    return codes, classes, P, check_sample_weight(sample_weight, P.shape[0], rescale=True)
 
 
 def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklevel, **flags):
@@ -387,6 +391,14 @@ def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklev
         warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {P.shape[0]} rows. Make sure "
                       "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
     return sums
+
+
+def _in_weight_units(value, sample_weight):
+    """``value``, computed from the weights rescaled by :func:`fastcal._validation.rescale_weights`, in the units of
+    the (validated) ``sample_weight`` again."""
+    if sample_weight is None:
+        return value
+    return np.ldexp(value, weight_exponent(np.asarray(sample_weight, dtype=np.float64)))
 
 
 def _equal(a, b):
@@ -530,7 +542,10 @@ def calibration_curve(
     """
     check_params(return_counts=return_counts)
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
-    return curve_from_table(table, w is not None, return_counts)
+    curve = curve_from_table(table, w is not None, return_counts)
+    if return_counts and w is not None:
+        return (*curve[:2], _in_weight_units(curve[2], sample_weight))
+    return curve
 
 
 def brier_score_loss(
@@ -694,12 +709,12 @@ def log_loss(
     arr = np.asarray(y_proba)
     if _is_matrix(arr):
         sums = _class_sums(y_true, arr, sample_weight, labels, name, logloss=True, stacklevel=2)
-        return float(sums[RLOG] / sums[RW]) if normalize else float(sums[RLOG])
+        return float(sums[RLOG] / sums[RW]) if normalize else float(_in_weight_units(sums[RLOG], sample_weight))
     if labels is not None:
         y_true, pos_label = _binary_codes(y_true, labels, pos_label, name, stacklevel=2), None
     table, _, _ = _binned(y_true, arr, sample_weight, pos_label, 1, "uniform", score_name=name, greater=True,
                           logloss=True)
-    return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
+    return column_mean(table, SLOG) if normalize else float(_in_weight_units(table[:, SLOG].sum(), sample_weight))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -1207,7 +1222,8 @@ def calibration_report(
     ece = ece_from_table(table)
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
     auc = roc_auc(y, p, w)
-    slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
+    # The standard errors are those of frequency weights, in the caller's units.
+    slope_fit = calibration_slope_intercept(y, p, sample_weight=None if w is None else _in_weight_units(w, sample_weight))
     optional: dict[str, Any] = {}
     for name, attr in (
         ("slope_se", "slope_se"),
@@ -1228,7 +1244,7 @@ def calibration_report(
         optional[name] = value
     return CalibrationReport(
         n=int(p.shape[0]),
-        weight_sum=total,
+        weight_sum=float(_in_weight_units(total, sample_weight)),
         base_rate=positives / total,
         mean_prediction=column_mean(table, SP),
         auc=auc,
@@ -1248,7 +1264,7 @@ def calibration_report(
         n_bins=edges.shape[0] - 1,
         strategy=strategy,
         bin_edges=edges,
-        bin_weights=weight.copy(),
+        bin_weights=_in_weight_units(weight, sample_weight).astype(np.float64),
         prob_true=prob_true,
         prob_pred=prob_pred,
         **optional,

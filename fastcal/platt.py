@@ -41,6 +41,7 @@ from ._validation import (
     check_finite,
     check_sample_weight,
     column_or_1d,
+    rescale_weights,
 )
 
 if TYPE_CHECKING:
@@ -356,10 +357,12 @@ def prepare(s, y, w):
     return np.asarray(iout), np.asarray(fout)
 
 
-def merge_prepared(parts):
-    """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order."""
-    return _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
-                           np.array([p[1] for p in parts], dtype=np.float64))
+def merge_prepared(parts, weight_exponent=0):
+    """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order; the class weights
+    times ``2**-weight_exponent`` (for a chunked fit whose passes rescale the weights, see :func:`fit_passes`)."""
+    iout, fout = _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
+                                 np.array([p[1] for p in parts], dtype=np.float64))
+    return iout, (fout if weight_exponent == 0 else np.ldexp(fout, -weight_exponent))
 
 
 class PlattFit(NamedTuple):
@@ -375,7 +378,7 @@ class PlattFit(NamedTuple):
     n_passes: int
 
 
-def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
+def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, weight_exponent=0):
     """Platt scaling of rows that a caller can pass over: the fit of every backend.
 
     ``prepared`` is the merged :func:`prepare` of all ``n`` rows, ``run_pass``
@@ -385,13 +388,20 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
     warm start (n >= :data:`WARM_START_MIN`), or it is None. Handles the
     degenerate cases, Platt's targets and start, centring and scaling, and
     runs :func:`fastcal._newton.solve`. Returns a :class:`PlattFit`.
+    The weights of the passes may be rescaled by
+    :func:`fastcal._validation.rescale_weights` (with ``weight_exponent``
+    its exponent): Platt's targets are pseudo-counts in the units of the
+    caller's weights, the solver works with the rescaled ones.
     """
     iout, (wpos, wneg) = prepared
     npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
     if not weighted:
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(float(wpos), float(wneg))
-    targets, b0, solved = starting_point(float(wpos), float(wneg), _k.key_to_float(lo) == _k.key_to_float(hi))
+    with np.errstate(over="ignore"):  # an overflowing total weight is reported below, as a ValueError
+        wpos, wneg = (float(np.ldexp(v, weight_exponent)) for v in (wpos, wneg))
+    check_total_weight(wpos, wneg)
+    targets, b0, solved = starting_point(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
     if solved is not None:
         return PlattFit(*solved, 0, True, 0.0, 0)
 
@@ -420,8 +430,9 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
 
 def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     """Validated arrays in, a :class:`PlattFit` out."""
+    w, e = rescale_weights(w)
     rows = (lambda fraction: subsample(s, y, w, fraction)) if warm_start else None
-    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol)
+    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol, e)
 
 
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
@@ -735,7 +746,7 @@ def calibration_slope_intercept(
     pv = as_float_array(column_or_1d(p, "p"), "p")
     check_consistent_length(y=yv, p=pv)
     with np.errstate(over="ignore"):
-        w = check_sample_weight(sample_weight, pv.shape[0])
+        w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
     n = pv.shape[0]
     eps = float(np.finfo(pv.dtype).eps)
 
@@ -781,7 +792,9 @@ def calibration_slope_intercept(
     cov = jac @ cov @ jac.T
     a_pub, b_pub = obj.to_public(*res.theta)
     slope, intercept = -a_pub, -b_pub
-    slope_se, intercept_se = math.sqrt(cov[0, 0]), math.sqrt(cov[1, 1])
+    # Frequency weights: the information is in the units of the caller's weights, 2**exponent times ours.
+    slope_se, intercept_se = (math.ldexp(math.sqrt(v) * (math.sqrt(2.0) if exponent % 2 else 1.0), -exponent // 2)
+                              for v in (cov[0, 0], cov[1, 1]))
 
     # Calibration in the large: a' stays at the start (beta = 1), only b' moves.
     citl = _newton.solve(obj, start, tol, max_iter, free=(1,))

@@ -59,6 +59,8 @@ def _as_logits(X, input_type, name="X"):
     arr = np.asarray(X)
     if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
         col = as_float_array(arr.reshape(-1), name)
+        if col.shape[0] == 0:
+            raise ValueError(f"{name} must have at least 1 sample, got 0.")
         check_finite(col, name)
         if input_type == "probabilities":
             raise ValueError(f"{name} holds one column; probabilities need one column per class (n, k).")
@@ -190,11 +192,12 @@ class TemperatureScaling(BaseCalibrator):
             check_finite(labels, "y")
             if np.any(labels != np.round(labels)):
                 raise ValueError("y must hold integer class indices.")
-        labels = labels.astype(np.int64, copy=False)
-        if labels.min() < 0 or labels.max() >= k:
+        lo, hi = labels.min(), labels.max()  # before the cast to int64, which would wrap 1e308
+        if lo < 0 or hi >= k:
             raise ValueError(f"y must hold class indices in 0 .. {k - 1} (one per column of X); "
-                             f"found {labels.min()} .. {labels.max()}.")
-        w = check_sample_weight(sample_weight, n)
+                             f"found {float(lo):g} .. {float(hi):g}.")
+        labels = labels.astype(np.int64, copy=False)
+        w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
         self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: _loss_grad_hess(z, labels, w, b),
                                                             self.max_iter, self.tol)
