@@ -1209,21 +1209,28 @@ def calibration_report(
     Cox, D. R. (1958). Two further applications of a model for binary
     regression. Biometrika 45(3/4), 562-565.
     """
-    from .platt import calibration_slope_intercept
+    from .platt import slope_intercept_fit
 
     table, edges, (y, p, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True,
                                       brier=True, logloss=True)
     weight = table[:, W]
     total = float(weight.sum())
     positives = float(table[:, SY].sum())
-    if not (0 < positives < total):
-        raise ValueError("calibration_report needs both classes in y_true (with positive weight).")
     decomposition = BrierDecomposition(*brier_terms_from_table(table))
     ece = ece_from_table(table)
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
-    auc = roc_auc(y, p, w)
+    both = 0 < positives < total
+    auc = roc_auc(y, p, w) if both else math.nan
     # The standard errors are those of frequency weights, in the caller's units.
-    slope_fit = calibration_slope_intercept(y, p, sample_weight=None if w is None else _in_weight_units(w, sample_weight))
+    slope_fit, missing = slope_intercept_fit(y, p, None if w is None else _in_weight_units(w, sample_weight),
+                                             strict=False)
+    if missing is not None:
+        what = ("the ROC AUC and the calibration slope and intercept are NaN, the calibration-in-the-large "
+                f"{slope_fit.calibration_in_the_large:+}" if not both else
+                f"the calibration slope is {slope_fit.slope:+} and the intercept NaN" if math.isinf(slope_fit.slope)
+                else "the calibration slope and intercept are NaN")
+        warnings.warn(f"calibration_report: {missing}, so the maximum-likelihood calibration slope does not exist: "
+                      f"{what} (with their standard errors).", UserWarning, stacklevel=2)
     optional: dict[str, Any] = {}
     for name, attr in (
         ("slope_se", "slope_se"),

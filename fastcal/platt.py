@@ -742,6 +742,20 @@ def calibration_slope_intercept(
     >>> round(res.slope, 1), res.slope_ci[0] < 0.5 < res.slope_ci[1]
     (0.5, True)
     """
+    return slope_intercept_fit(y, p, sample_weight)[0]
+
+
+def slope_intercept_fit(y, p, sample_weight, *, strict=True):
+    """:func:`calibration_slope_intercept`, and why the estimate does not exist (None if it does).
+
+    With ``strict``, raises where the public function does. Otherwise (the
+    diagnostics reports, which never raise on valid input) returns the limits:
+    with one class the slope and intercept are NaN and the calibration in the
+    large is +-inf; with constant p the slope and intercept are NaN (not
+    identified); when logit(p) separates the classes the slope is +-inf (its
+    limit) and the intercept NaN. The calibration in the large exists in the
+    last two cases and is fitted. Standard errors and intervals are then NaN.
+    """
     yv = as_label_array(column_or_1d(y, "y"), "y")
     pv = as_float_array(column_or_1d(p, "p"), "p")
     check_consistent_length(y=yv, p=pv)
@@ -761,14 +775,21 @@ def calibration_slope_intercept(
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(wpos, wneg)
     lo_pos, hi_pos, lo_neg, hi_neg = (_k.key_to_float(k) for k in keys)
+    nan = math.nan
     if wpos == 0.0 or wneg == 0.0:
-        raise ValueError(
-            "y must contain both classes (with positive weight): with one class the "
-            "calibration intercept is infinite."
-        )
+        if strict:
+            raise ValueError(
+                "y must contain both classes (with positive weight): with one class the "
+                "calibration intercept is infinite."
+            )
+        return _limits(nan, math.copysign(math.inf, wpos - wneg)), "y holds one class only"
     if min(lo_pos, lo_neg) == max(hi_pos, hi_neg):
-        raise ValueError("p is constant (over rows of positive weight): the calibration slope is not identified.")
-    if hi_neg <= lo_pos or hi_pos <= lo_neg:
+        if strict:
+            raise ValueError("p is constant (over rows of positive weight): the calibration slope is not identified.")
+        # logit P(y=1) = alpha + x0: alpha is the logit of the event rate, less x0.
+        return _limits(nan, math.log(wpos / wneg) - lo_pos), "p is constant"
+    separated = hi_neg <= lo_pos or hi_pos <= lo_neg
+    if separated and strict:
         raise ValueError(
             "logit(p) separates the classes of y perfectly: the maximum-likelihood "
             "calibration slope is infinite."
@@ -782,6 +803,13 @@ def calibration_slope_intercept(
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
     start = obj.to_internal(-1.0, 0.0)
+    if separated:
+        citl = _newton.solve(obj, start, tol, max_iter, free=(1,))
+        if not citl.converged:
+            warn_not_converged("calibration_slope_intercept", max_iter, "Newton iterations")
+        slope = math.inf if hi_neg <= lo_pos else -math.inf
+        return (_limits(slope, -obj.to_public(*citl.theta)[1], citl.n_iter, citl.converged),
+                "logit(p) separates the classes")
     res = _newton.solve(obj, start, tol, max_iter)
     # Covariance of (a', b') is the inverse Hessian at the optimum; (beta, alpha)
     # = (-a, -b) = J (a', b') + const with J = [[-scale, 0], [scale*center, -1]].
@@ -813,4 +841,12 @@ def calibration_slope_intercept(
         calibration_in_the_large=float(-b_citl),
         n_iter=int(n_iter),
         converged=converged,
-    )
+    ), None
+
+
+def _limits(slope, citl, n_iter=0, converged=True):
+    """The :class:`SlopeInterceptResult` of data where the estimate does not exist (see :func:`slope_intercept_fit`)."""
+    nan = math.nan
+    return SlopeInterceptResult(slope=float(slope), intercept=nan, slope_se=nan, intercept_se=nan, slope_ci=(nan, nan),
+                                intercept_ci=(nan, nan), calibration_in_the_large=float(citl), n_iter=int(n_iter),
+                                converged=bool(converged))

@@ -85,3 +85,97 @@ def test_isotonic_out_of_bounds_message_is_scikit_learns():
             "A value (12.5) in x_new is above the interpolation range's maximum value (2.0).")) as excinfo:
         est.predict(np.float32([1.0, 12.5]))
     _no_reprs(excinfo)
+
+
+def test_parameter_errors_show_plain_numbers():
+    with pytest.raises(ValueError, match=r"max_iter must be an integer >= 1; got 0\.") as excinfo:
+        fastcal.platt_scaling([0.1, 0.9], [0, 1], max_iter=np.int64(0))
+    _no_reprs(excinfo)
+    with pytest.raises(ValueError, match=r"got -1\.5\.") as excinfo:
+        fastcal.TemperatureScaling(tol=np.float64(-1.5)).fit(np.zeros((2, 2)), [0, 1])
+    _no_reprs(excinfo)
+
+
+# ---------------------------------------------------------------------------
+# calibration_report never raises on valid input (issue 11)
+# ---------------------------------------------------------------------------
+SEPARATED = ([0, 0, 1, 1], [0.1, 0.2, 0.8, 0.9])
+
+
+@pytest.mark.parametrize("y, p, slope, auc, message", [
+    (*SEPARATED, np.inf, 1.0, r"logit\(p\) separates the classes, .* the calibration slope is \+inf"),
+    ([1, 1, 0, 0], [0.1, 0.2, 0.8, 0.9], -np.inf, 0.0, r"the calibration slope is -inf and the intercept NaN"),
+    ([0, 1, 0, 1], [0.5] * 4, np.nan, 0.5, r"p is constant, .* the calibration slope and intercept are NaN"),
+    ([0, 1, 1], [0.0, 1.0, 1.0], np.inf, 1.0, r"logit\(p\) separates the classes"),  # exact 0 and 1, clipped
+    ([1, 1, 1], [0.1, 0.2, 0.3], np.nan, np.nan, r"y holds one class only, .* ROC AUC .* NaN, the "
+                                                 r"calibration-in-the-large \+inf"),
+])
+def test_report_of_degenerate_data_warns_once_and_reports_limits(y, p, slope, auc, message):
+    with pytest.warns(UserWarning, match=message) as record:
+        r = fastcal.calibration_report(y, p)
+    assert len(record) == 1
+    np.testing.assert_array_equal([r.slope, r.auc], [slope, auc])
+    assert np.isnan([r.intercept, r.slope_se, r.intercept_se, *r.slope_ci, *r.intercept_ci]).all()
+    # Everything else is there and agrees with the metrics.
+    assert r.brier == pytest.approx(metrics.brier_score_loss(y, p), rel=1e-12)
+    assert r.log_loss == pytest.approx(metrics.log_loss(y, p, labels=[0, 1]), rel=1e-12)
+    assert r.ece == pytest.approx(metrics.expected_calibration_error(y, p), rel=1e-12, abs=1e-15)
+
+
+def test_report_calibration_in_the_large_exists_without_the_slope():
+    # Separated: alpha with beta = 1 is the root of sum(sigmoid(alpha + logit p_i)) = sum(y_i).
+    from scipy.optimize import brentq
+
+    y, p = SEPARATED
+    z = np.log(np.divide(p, np.subtract(1, p)))
+    alpha = brentq(lambda a: np.sum(1 / (1 + np.exp(-(a + z)))) - np.sum(y), -10, 10, xtol=1e-14)
+    with pytest.warns(UserWarning):
+        r = fastcal.calibration_report(y, p)
+    assert r.calibration_in_the_large == pytest.approx(alpha, abs=1e-8)  # Newton's stopping rule, tol 1e-10
+    # Constant p: alpha = logit(event rate) - logit(p).
+    with pytest.warns(UserWarning):
+        r = fastcal.calibration_report([0, 1, 1, 1], [0.2] * 4)
+    assert r.calibration_in_the_large == pytest.approx(np.log(3) - np.log(0.25), rel=1e-12)
+
+
+def test_calibration_slope_intercept_still_raises():
+    with pytest.raises(ValueError, match=r"logit\(p\) separates the classes of y perfectly"):
+        fastcal.calibration_slope_intercept(*SEPARATED)
+    with pytest.raises(ValueError, match="p is constant"):
+        fastcal.calibration_slope_intercept([0, 1], [0.5, 0.5])
+
+
+def test_cli_report_of_separated_data(tmp_path):
+    import json
+
+    from fastcal.cli import main
+
+    np.savez(tmp_path / "d.npz", score=np.array(SEPARATED[1]), label=np.array(SEPARATED[0]))
+    with pytest.warns(UserWarning, match="separates the classes"):
+        assert main(["report", str(tmp_path / "d.npz"), "--score-col", "score", "--label-col", "label", "-q",
+                     "-o", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())["report"]
+    assert report["brier"] == pytest.approx(0.025) and report["auc"] == 1.0
+
+
+def test_cross_val_report_of_separable_data():
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.r_[np.linspace(-3, -1, 20), np.linspace(1, 3, 20)][:, None]
+    y = np.r_[np.zeros(20, int), np.ones(20, int)]
+    with pytest.warns(UserWarning, match="separates the classes"):
+        res = fastcal.cross_val_calibration_report(LogisticRegression(), X, y, cv=2, inner_cv=2)
+    assert res.before.auc == 1.0 and np.isnan(res.after.intercept)
+
+
+def test_dask_diagnostics_of_separated_and_one_class_data():
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    for y, p in (SEPARATED, ([1, 1, 1, 1], [0.1, 0.2, 0.3, 0.4])):
+        yd, pd_ = da.from_array(np.array(y), chunks=2), da.from_array(np.array(p), chunks=2)
+        assert fd.brier_score_loss(yd, pd_) == pytest.approx(metrics.brier_score_loss(y, p), rel=1e-12)
+        assert fd.expected_calibration_error(yd, pd_) == pytest.approx(
+            metrics.expected_calibration_error(y, p), rel=1e-12)
+        assert fd.brier_decomposition(yd, pd_).brier == pytest.approx(metrics.brier_score_loss(y, p), rel=1e-12)
