@@ -163,8 +163,8 @@ def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=Tr
             raise ValueError(f"{name} must be non-negative.")
     elif n and w.min() <= 0:
         raise ValueError(f"{name} must be strictly positive.")
-    if n and not w.sum(dtype=np.float64) > 0:
-        raise ValueError(f"{name} must have a positive sum.")
+    if n and not w.sum(dtype=np.float64) > 0:  # scikit-learn's words
+        raise ValueError(f"Sample weights must contain at least one non-zero number ({name} is all zeros).")
     return rescale_weights(w)[0] if rescale else w
 
 

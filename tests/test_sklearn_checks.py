@@ -28,7 +28,7 @@ from fastcal.calibration import CalibratedClassifierCV
 #: indices of X, messages for sparse/complex/object/empty input, n_features_in_,
 #: sample_weight containers.
 TEMPERATURE_OPEN = (
-    "check_all_zero_sample_weights_error", "check_complex_data", "check_dtype_object",
+    "check_complex_data", "check_dtype_object",
     "check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimator_sparse_tag",
     "check_estimators_empty_data_messages", "check_estimators_fit_returns_self",
     "check_estimators_overwrite_params", "check_fit2d_1feature", "check_fit2d_predict1d", "check_n_features_in",

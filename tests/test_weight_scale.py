@@ -174,6 +174,8 @@ CASES = {
     "fastcal.isotonic.IsotonicRegression.fit": _iso,
     "fastcal.isotonic.IsotonicRegression.fit_transform":
         lambda w: {"t": fastcal.IsotonicRegression().fit_transform(S, Y, sample_weight=w)},
+    "fastcal.isotonic.IsotonicRegression.score": lambda w: {
+        "r2": _floats(fastcal.IsotonicRegression(out_of_bounds="clip").fit(S[::2], Y[::2]).score(S, Y, sample_weight=w))},
     "fastcal.platt.calibration_slope_intercept": _slope,
     "fastcal.temperature.TemperatureScaling.fit":
         lambda w: {"t": _floats(fastcal.TemperatureScaling().fit(LOGITS, YK, sample_weight=w).temperature_)},

@@ -1,0 +1,116 @@
+"""scikit-learn's conventions for the drop-in IsotonicRegression (issue 12): the regressor protocol
+(tags, ``score`` = R^2, ``cross_val_score``), ``set_output``, metadata routing, and scikit-learn's
+error wording; compared with scikit-learn's own IsotonicRegression on the same data."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.base import clone
+from sklearn.exceptions import UnsetMetadataPassedError
+from sklearn.isotonic import IsotonicRegression as SkIsotonic
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold, cross_val_score
+from sklearn.utils import get_tags
+
+import fastcal
+
+rng = np.random.default_rng(12)
+X = rng.random(120)
+Y = (rng.random(120) < X).astype(np.float64)
+W = rng.uniform(0.1, 3.0, 120)
+
+
+def test_regressor_tags_and_score():
+    est = fastcal.IsotonicRegression(out_of_bounds="clip")
+    tags = get_tags(est)
+    assert tags.estimator_type == "regressor" and tags.regressor_tags is not None
+    est.fit(X[:80], Y[:80])
+    # R^2 against scikit-learn's r2_score (float64 sums of 40 terms: agree to ~1e-15).
+    pred = est.predict(X[80:])
+    assert est.score(X[80:], Y[80:]) == pytest.approx(r2_score(Y[80:], pred), rel=1e-13, abs=1e-15)
+    assert est.score(X[80:], Y[80:], sample_weight=W[80:]) == pytest.approx(
+        r2_score(Y[80:], pred, sample_weight=W[80:]), rel=1e-13, abs=1e-15)
+    # Constant y: 1.0 for a perfect prediction, else 0.0, as scikit-learn's force_finite.
+    const = fastcal.IsotonicRegression().fit([0.0, 1.0], [1.0, 1.0])
+    assert const.score([0.0, 1.0], [1.0, 1.0]) == 1.0 == SkIsotonic().fit([0.0, 1.0], [1.0, 1.0]).score(
+        [0.0, 1.0], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("shape", ["1d", "column"])
+def test_cross_val_score_as_scikit_learn(shape):
+    Xs = X if shape == "1d" else X[:, None]
+    cv = KFold(4, shuffle=True, random_state=0)
+    ours = cross_val_score(fastcal.IsotonicRegression(out_of_bounds="clip"), Xs, Y, cv=cv)
+    theirs = cross_val_score(SkIsotonic(out_of_bounds="clip"), Xs, Y, cv=cv)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_set_output_pandas():
+    s = pd.Series(X[:6], index=list("abcdef"))
+    est = fastcal.IsotonicRegression().set_output(transform="pandas")
+    ours = est.fit_transform(s, Y[:6])
+    theirs = SkIsotonic().set_output(transform="pandas").fit_transform(s, Y[:6])
+    pd.testing.assert_frame_equal(ours, theirs)
+    pd.testing.assert_frame_equal(est.transform(s), theirs)
+    assert isinstance(est.predict(s), np.ndarray)  # predict is not a transform
+    assert est.set_output(transform=None) is est and isinstance(est.transform(s), pd.DataFrame)
+    assert isinstance(clone(est).fit(s, Y[:6]).transform(s), pd.DataFrame)
+    assert isinstance(est.set_output(transform="default").transform(s), np.ndarray)
+    with pytest.raises(ValueError, match="transform must be 'default' or 'pandas'"):
+        est.set_output(transform="arrow")
+
+
+def test_metadata_routing():
+    cv = KFold(4, shuffle=True, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        ours = fastcal.IsotonicRegression(out_of_bounds="clip").set_fit_request(sample_weight=True)
+        ours.set_score_request(sample_weight=True)
+        theirs = SkIsotonic(out_of_bounds="clip").set_fit_request(sample_weight=True)
+        theirs.set_score_request(sample_weight=True)
+        np.testing.assert_allclose(cross_val_score(ours, X, Y, cv=cv, params={"sample_weight": W}),
+                                   cross_val_score(theirs, X, Y, cv=cv, params={"sample_weight": W}), rtol=1e-12)
+        with pytest.raises(UnsetMetadataPassedError, match=r"IsotonicRegression\.set_fit_request"):
+            cross_val_score(fastcal.IsotonicRegression(), X, Y, cv=cv, params={"sample_weight": W})
+    with pytest.raises(TypeError, match="sample_weight must be True, False, None or an alias"):
+        fastcal.IsotonicRegression().set_fit_request(sample_weight=3)
+    # The other calibrators take the request for fit as well.
+    for est in (fastcal.PlattScaling(), fastcal.TemperatureScaling()):
+        assert est.set_fit_request(sample_weight="w") is est
+        assert est.get_metadata_routing().fit.requests == {"sample_weight": "w"}
+
+
+def test_import_fastcal_does_not_import_scikit_learn():
+    code = ("import sys, fastcal; e = fastcal.IsotonicRegression().set_fit_request(sample_weight=True)"
+            ".set_output(transform='default'); print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+@pytest.mark.parametrize("call, ours, theirs", [
+    (lambda m: m().fit(np.zeros(3), [0, 1]), "(X has 3, y has 2)",
+     "Found input variables with inconsistent numbers of samples: [3, 2]"),
+    (lambda m: m().fit(np.zeros((3, 2)), [0, 1, 1]), "X has shape (3, 2)",
+     "Isotonic regression input X should be a 1d array or 2d array with 1 feature"),
+    (lambda m: m().fit([0.0, 1.0], [0, 1]).predict(np.zeros((3, 2))), "T has shape (3, 2)",
+     "Isotonic regression input X should be a 1d array or 2d array with 1 feature"),
+    (lambda m: m().fit(np.arange(3.0), [0, 1, 1], sample_weight=np.zeros(3)), "(sample_weight is all zeros)",
+     "Sample weights must contain at least one non-zero number"),
+])
+def test_error_wording(call, ours, theirs):
+    with pytest.raises(ValueError, match=re.escape(theirs)):
+        call(SkIsotonic)
+    with pytest.raises(ValueError, match=re.escape(theirs)) as excinfo:
+        call(fastcal.IsotonicRegression)
+    assert ours in str(excinfo.value)
+
+
+def test_shape_checked_before_fittedness():
+    with pytest.raises(ValueError, match=r"1d array or 2d array with 1 feature; T has shape \(3, 2\)"):
+        fastcal.IsotonicRegression().predict(np.zeros((3, 2)))
+    with pytest.raises(fastcal.NotFittedError):
+        fastcal.IsotonicRegression().predict(np.zeros(3))
