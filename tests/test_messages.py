@@ -179,3 +179,45 @@ def test_dask_diagnostics_of_separated_and_one_class_data():
         assert fd.expected_calibration_error(yd, pd_) == pytest.approx(
             metrics.expected_calibration_error(y, p), rel=1e-12)
         assert fd.brier_decomposition(yd, pd_).brier == pytest.approx(metrics.brier_score_loss(y, p), rel=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# TemperatureScaling: scikit-learn's exception types and words (issue 12)
+# ---------------------------------------------------------------------------
+LOGITS = np.array([[2.0, 0.0, -1.0], [0.0, 1.0, 0.5], [0.3, 0.2, 3.0], [1.0, 0.0, 0.0]])
+CLASSES = np.array([0, 1, 2, 1])
+
+
+@pytest.mark.parametrize("X, error, message", [
+    (__import__("scipy.sparse").sparse.csr_matrix(LOGITS), TypeError, r"Sparse data was passed for X, but dense data "
+                                                                      r"is required"),
+    (LOGITS + 1j, ValueError, r"Complex data not supported: X has dtype complex128"),
+    (np.empty((4, 0)), ValueError, r"Found array with 0 feature\(s\) \(shape=\(4, 0\)\) while a minimum of 1 is "
+                                   r"required"),
+    (np.array([[1.0, {"a": 1}, 0.0]] * 4, dtype=object), TypeError, r"X: float\(\) argument must be a string or a "
+                                                                     r"(real )?number"),
+    (None, ValueError, "X must be an array of scores, got None"),
+])
+def test_temperature_bad_X(X, error, message):
+    with pytest.raises(error, match=message):
+        fastcal.TemperatureScaling().fit(X, CLASSES)
+
+
+def test_temperature_conventions():
+    ts = fastcal.TemperatureScaling()
+    with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
+        ts.fit(LOGITS, None)
+    with pytest.raises(ValueError, match=r"Unknown label type: y must hold integer class indices"):
+        ts.fit(LOGITS, np.array(["a", "b", "c", "a"], dtype=object))
+    # Numbers in object arrays are numbers (X and y), as scikit-learn's check_array reads them.
+    ref = fastcal.TemperatureScaling().fit(LOGITS, CLASSES)
+    assert ts.fit(LOGITS.astype(object), CLASSES.astype(object)).beta_ == ref.beta_
+    assert ts.n_features_in_ == 3 and fastcal.TemperatureScaling().fit(LOGITS[:, 0], [0, 1, 1, 0]).n_features_in_ == 1
+    with pytest.raises(ValueError, match=r"X has 2 features, but TemperatureScaling is expecting 3 features as input"):
+        ts.predict_proba(LOGITS[:, :2])
+    with pytest.raises(ValueError, match=r"X is 1-D \(binary decision values\), .* Reshape your data to "
+                                         r"\(n_samples, 3\)"):
+        ts.predict_proba(LOGITS[:, 0])
+    with pytest.raises(ValueError, match=r"X has 1 feature\(s\): binary decision values, read as 2 classes\); "
+                                         r"found 1 \.\. 2"):
+        ts.fit(LOGITS[:, :1], [1, 2, 1, 2])
