@@ -769,15 +769,72 @@ def calibration_curve(
     return curve
 
 
-def _binary_only(func, y_prob):
-    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: the Dask losses are binary only."""
+def _is_class_matrix(y_prob):
+    """Whether ``y_prob`` is an (n, k >= 2) matrix of class probabilities (a Dask DataFrame of k >= 2 columns too)."""
+    if _is_dataframe(y_prob):
+        return len(y_prob.columns) >= 2
     shape = getattr(y_prob, "shape", None)
     if shape is None and not dask.is_dask_collection(y_prob):
         shape = np.shape(y_prob)
-    if shape is not None and len(shape) == 2 and shape[1] != 1:
-        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
-                         f"class, got shape {shape}; for an (n, k) matrix of class probabilities use fastcal.{func} "
-                         "in memory.")
+    return shape is not None and len(shape) == 2 and shape[1] != 1
+
+
+def _is_dataframe(obj):
+    if not dask.is_dask_collection(obj) or isinstance(obj, da.Array):
+        return False
+    import dask.dataframe as dd
+
+    return isinstance(obj, dd.DataFrame)
+
+
+def _matrix_first(P, y, w):
+    """A chunk of an (n, k) probability matrix: its labels and largest weight (the weights checked)."""
+    from . import metrics as _m
+    from ._validation import check_sample_weight
+
+    y = np.asarray(y)
+    w = check_sample_weight(w, y.shape[0]) if w is not None else None
+    return _m.label_set(y), (float(w.max()) if w is not None and w.shape[0] else 0.0)
+
+
+def _matrix_sums(P, y, w, classes, exponent, flags):
+    from . import metrics as _m
+
+    return _m.class_sums_chunk(np.asarray(y), np.asarray(P), w, classes, exponent, "y_prob", **flags)
+
+
+def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
+    """:func:`fastcal._binning.class_rows` of all the rows of an (n, k) matrix ``y_prob``: per-chunk sums added in
+    chunk order, the weights rescaled by one power of two (see ``rescale_weights``), as in memory."""
+    from . import metrics as _m
+
+    P = y_prob.to_dask_array(lengths=True) if _is_dataframe(y_prob) else y_prob
+    P = P if isinstance(P, da.Array) else da.from_array(np.asarray(P))
+    P = _known_chunks(P.rechunk({1: -1}))
+    k = int(P.shape[1])
+    y = _as_dask_1d(y_true, "y_true", chunks=P.chunks[0])
+    if y.shape[0] != P.shape[0]:
+        raise ValueError(f"Inconsistent numbers of samples: y_true has {y.shape[0]}, y_prob has {P.shape[0]}.")
+    y = y.rechunk((P.chunks[0],))
+    scalar_w = isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool)
+    if sample_weight is None or scalar_w:
+        ws = [None if sample_weight is None else np.full(c, float(sample_weight)) for c in P.chunks[0]]
+    else:
+        w = _as_dask_1d(sample_weight, "sample_weight", chunks=P.chunks[0])
+        if w.shape[0] != P.shape[0]:
+            raise ValueError(f"sample_weight has {w.shape[0]} elements, expected {P.shape[0]} (one per sample).")
+        ws = list(w.rechunk((P.chunks[0],)).to_delayed())
+    triples = list(zip(P.to_delayed().reshape(-1), y.to_delayed(), ws))
+    facts = dask.compute(*[delayed(_matrix_first)(p, yc, wc) for p, yc, wc in triples])
+    found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
+    classes = _m.matrix_classes(found, labels, k, "y_prob", stacklevel=3)
+    exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
+    parts = dask.compute(*[delayed(_matrix_sums)(p, yc, wc, classes, exponent, flags) for p, yc, wc in triples])
+    sums = np.zeros_like(parts[0])
+    for part in parts:  # in chunk order: deterministic
+        sums += part
+    _m.warn_rows_off(sums, int(P.shape[0]), "y_prob", stacklevel=3)
+    return sums, exponent, k
 
 
 def brier_score_loss(
@@ -786,13 +843,19 @@ def brier_score_loss(
     *,
     sample_weight: Data | float | None = None,
     pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
 ) -> float:
-    """:func:`fastcal.brier_score_loss` of binary Dask data (per-chunk sums).
+    """:func:`fastcal.brier_score_loss` of Dask data (per-chunk sums).
 
-    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
-    the labels {0, 1}, {-1, 1} or any two with ``pos_label``.
+    ``y_prob`` 1-D: binary, the labels {0, 1}, {-1, 1} or any two with
+    ``pos_label``. An (n, k) matrix (a Dask array or DataFrame of k columns):
+    one column per class, the classes of ``y_true`` or ``labels`` in sorted
+    order, as in memory (halved for k = 2, scikit-learn's "auto").
     """
-    _binary_only("brier_score_loss", y_prob)
+    if _is_class_matrix(y_prob):
+        sums, _, k = _class_sums(y_true, y_prob, sample_weight, labels, brier=True)
+        score = float(sums[_binning.RBRIER] / sums[_binning.RW])
+        return 0.5 * score if k < 3 else score
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
 
@@ -804,15 +867,21 @@ def log_loss(
     sample_weight: Data | float | None = None,
     pos_label: float | str | None = None,
     normalize: bool = True,
+    labels: ArrayLike | None = None,
 ) -> float:
-    """:func:`fastcal.log_loss` of binary Dask data (per-chunk sums).
+    """:func:`fastcal.log_loss` of Dask data (per-chunk sums).
 
-    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
-    the labels {0, 1}, {-1, 1} or any two with ``pos_label`` (the in-memory
-    function also takes the greater of two other labels as positive).
+    ``y_prob`` 1-D: binary, the labels {0, 1}, {-1, 1} or any two with
+    ``pos_label`` (the in-memory function also takes the greater of two
+    other labels as positive). An (n, k) matrix (a Dask array or DataFrame
+    of k columns): one column per class, the classes of ``y_true`` or
+    ``labels`` in sorted order, as in memory.
     """
-    _binary_only("log_loss", y_prob)
     _binning.check_params(normalize=normalize)
+    if _is_class_matrix(y_prob):
+        sums, exponent, _ = _class_sums(y_true, y_prob, sample_weight, labels, logloss=True)
+        loss = sums[_binning.RLOG]
+        return float(loss / sums[_binning.RW]) if normalize else float(np.ldexp(loss, exponent))
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
     return (_binning.column_mean(table, _binning.SLOG) if normalize

@@ -70,6 +70,7 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
     is_binary,
+    rescale_weights,
     weight_exponent,
 )
 
@@ -387,10 +388,55 @@ def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklev
     codes, _, P, w = _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, proba=True,
                                    stacklevel=stacklevel + 1)
     sums = class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
-    if sums[ROFF]:
-        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {P.shape[0]} rows. Make sure "
-                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+    warn_rows_off(sums, P.shape[0], score_name, stacklevel=stacklevel + 1)
     return sums
+
+
+def warn_rows_off(sums, n, score_name, *, stacklevel):
+    """scikit-learn 1.9's warning when rows of probabilities do not sum to 1 (``sums[ROFF]`` of :func:`class_rows`
+    of ``n`` rows); ``stacklevel`` is counted from the caller."""
+    if sums[ROFF]:
+        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {n} rows. Make sure "
+                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+
+
+def matrix_classes(y_classes, labels, k, score_name, *, stacklevel):
+    """The classes of the ``k`` columns of an (n, k) probability matrix, for :mod:`fastcal.dask`, which finds the
+    labels of ``y_true`` chunk by chunk: from ``labels``, or ``y_classes`` (the sorted labels found), with the
+    checks and messages of :func:`log_loss` and :func:`brier_score_loss`; ``stacklevel`` from the caller."""
+    if labels is not None:
+        return _check_labels(labels, k, score_name, ordered=False, stacklevel=stacklevel + 1)
+    if y_classes.shape[0] == 1:
+        raise ValueError(f"y_true contains only one label ({_shown(y_classes)}): pass labels, the classes of the "
+                         f"{k} columns of {score_name}.")
+    if y_classes.shape[0] != k:
+        raise ValueError(f"y_true has {y_classes.shape[0]} classes ({{{_shown(y_classes)}}}) but {score_name} has "
+                         f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
+    return y_classes
+
+
+def label_set(y_true, name="y_true"):
+    """The sorted labels of one chunk of ``y_true`` (``ValueError`` for missing or incomparable labels, NaN)."""
+    y = column_or_1d(y_true, name, min_size=0)
+    classes = check_object_labels(y, name)
+    classes = np.unique(y) if classes is None else classes
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError(f"{name} must not contain NaN.")
+    return classes
+
+
+def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_name, **flags):
+    """:func:`fastcal._binning.class_rows` of one chunk of an (n, k) probability matrix whose column classes are
+    known (see :func:`matrix_classes`), the weights rescaled by ``2**-exponent`` (one exponent for all chunks, see
+    :func:`fastcal._validation.rescale_weights`). No warning: the caller adds ``ROFF`` (:func:`warn_rows_off`)."""
+    P = as_float_array(y_proba, score_name)
+    y = column_or_1d(y_true, "y_true", min_size=0)
+    check_consistent_length(y_true=y, **{score_name: P})
+    if P.shape[0]:
+        _check_range(P, score_name)
+    codes, _ = _class_codes(y, classes)
+    w = rescale_weights(check_sample_weight(sample_weight, P.shape[0]), exponent)[0]
+    return class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
 
 
 def _in_weight_units(value, sample_weight):

@@ -114,3 +114,59 @@ def test_shape_checked_before_fittedness():
         fastcal.IsotonicRegression().predict(np.zeros((3, 2)))
     with pytest.raises(fastcal.NotFittedError):
         fastcal.IsotonicRegression().predict(np.zeros(3))
+
+
+# ---------------------------------------------------------------------------
+# fastcal.dask's losses take (n, k) matrices, as the in-memory ones (issue 12)
+# ---------------------------------------------------------------------------
+def _matrix_case(n=600, k=4):
+    r = np.random.default_rng(3)
+    L = r.normal(size=(n, k))
+    return np.exp(L) / np.exp(L).sum(axis=1, keepdims=True), r.integers(0, k, n), r.random(n)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_dask_losses_of_class_matrices(k, weighted):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    P, y, w = _matrix_case(k=k)
+    w = w if weighted else None
+    Pd, yd = da.from_array(P, chunks=(130, 2)), da.from_array(y, chunks=170)  # misaligned chunks: realigned
+    wd = None if w is None else da.from_array(w, chunks=77)
+    rtol = P.shape[0] * np.finfo(np.float64).eps  # the same terms, added in another order
+    for normalize in (True, False):
+        assert fd.log_loss(yd, Pd, sample_weight=wd, normalize=normalize) == pytest.approx(
+            fastcal.log_loss(y, P, sample_weight=w, normalize=normalize), rel=rtol)
+    assert fd.brier_score_loss(yd, Pd, sample_weight=wd) == pytest.approx(
+        fastcal.brier_score_loss(y, P, sample_weight=w), rel=rtol)
+    # String labels, a NumPy matrix, a class absent from y_true with labels=.
+    names = np.array(list("abcd"))[y]
+    assert fd.log_loss(da.from_array(names, chunks=100), P) == pytest.approx(fastcal.log_loss(names, P), rel=rtol)
+    keep = y != 0
+    assert fd.brier_score_loss(da.from_array(y[keep], chunks=100), P[keep], labels=list(range(k))) == pytest.approx(
+        fastcal.brier_score_loss(y[keep], P[keep], labels=list(range(k))), rel=rtol)
+
+
+def test_dask_class_matrix_errors_and_warnings():
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    P, y, _ = _matrix_case()
+    yd = da.from_array(y, chunks=100)
+    with pytest.raises(ValueError, match=r"y_true has 4 classes \(\{0, 1, 2, 3\}\) but y_prob has 3 columns"):
+        fd.log_loss(yd, da.from_array(P[:, :3], chunks=(100, 3)))
+    with pytest.raises(ValueError, match="labels has 3 labels but y_prob has 4 columns"):
+        fd.brier_score_loss(yd, da.from_array(P, chunks=(100, 4)), labels=[0, 1, 2])
+    with pytest.raises(ValueError, match=r"y_true contains labels not in labels: \{3\}"):
+        fd.log_loss(yd, P, labels=[0, 1, 2, 4])
+    with pytest.raises(ValueError, match="Inconsistent numbers of samples: y_true has 600, y_prob has 599"):
+        fd.log_loss(yd, P[:-1])
+    with pytest.raises(ValueError, match="y_true must not contain missing values"):
+        fd.log_loss(da.from_array(np.array([None, "a"] * 300, dtype=object), chunks=100), P[:, :2])
+    with pytest.warns(UserWarning, match=r"The y_prob values do not sum to one: 600 of 600 rows") as record:
+        fd.log_loss(yd, P * 0.9)
+    assert len(record) == 1  # once, for all the chunks

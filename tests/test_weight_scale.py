@@ -115,6 +115,11 @@ def _dask(name, **kw):
         out = {"value": _floats(list(value.to_dict().values()) if hasattr(value, "to_dict") else value)}
         if name == "log_loss":
             out["sum"] = (_floats(fd.log_loss(y, s, sample_weight=wd, normalize=False)), 1)
+        if name in ("log_loss", "brier_score_loss"):  # (n, k) matrices
+            yk, pk = da.from_array(YK, chunks=20), da.from_array(PK, chunks=(20, 3))
+            out["k"] = _floats(getattr(fd, name)(yk, pk, sample_weight=wd))
+            if name == "log_loss":
+                out["ksum"] = (_floats(fd.log_loss(yk, pk, sample_weight=wd, normalize=False)), 1)
         return out
 
     return run
