@@ -221,3 +221,13 @@ def test_temperature_conventions():
     with pytest.raises(ValueError, match=r"X has 1 feature\(s\): binary decision values, read as 2 classes\); "
                                          r"found 1 \.\. 2"):
         ts.fit(LOGITS[:, :1], [1, 2, 1, 2])
+
+
+def test_cli_report_bad_probability_is_a_plain_number(tmp_path, capsys):
+    from fastcal.cli import main
+
+    np.savez(tmp_path / "d.npz", score=np.array([0.1, 2.0]), label=np.array([0, 1]))
+    status = main(["report", str(tmp_path / "d.npz"), "--score-col", "score", "--label-col", "label", "-q",
+                   "-o", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert status != 0 and "row 2: 2.0 is not a probability in [0, 1]" in err and "np.float64" not in err
