@@ -14,9 +14,19 @@ from typing import Any, ClassVar, Self
 
 from . import _persist
 from ._errors import ConvergenceWarning, NotFittedError, not_fitted
-from ._params import check_all
+from ._params import Options, check, check_all
 
-__all__ = ["BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
+__all__ = ["UNCHANGED", "BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
+
+#: The default of ``set_*_request``'s arguments: leave the request as it is (scikit-learn's sentinel).
+UNCHANGED = "$UNCHANGED$"
+
+
+class _Requests(dict):
+    """``{method: {parameter: request}}`` of ``set_*_request``; scikit-learn's ``clone`` copies it."""
+
+    def __sklearn_clone__(self):
+        return _Requests({method: dict(params) for method, params in self.items()})
 
 
 def check_is_fitted(estimator: object, attribute: str) -> None:
@@ -101,13 +111,64 @@ class BaseCalibrator:
         """The constructor parameters, checked against ``_parameter_constraints`` and normalised (a dict)."""
         return check_all(self._parameter_constraints, self.get_params())
 
+    # -- scikit-learn's metadata routing and set_output, without importing it ------
+
+    def set_fit_request(self, *, sample_weight: bool | str | None = UNCHANGED) -> Self:
+        """Whether ``fit`` takes ``sample_weight`` when a scikit-learn meta-estimator routes metadata.
+
+        As scikit-learn's ``set_fit_request`` (``sklearn.set_config(enable_metadata_routing=True)``): True
+        requests it, False does not, None raises if it is passed, a string is an alias.
+        """
+        return self._set_request("fit", sample_weight=sample_weight)
+
+    def _set_request(self, method, **params):
+        for name, alias in params.items():
+            if alias is not UNCHANGED:
+                if not (alias is None or isinstance(alias, (bool, str))):
+                    raise TypeError(f"{name} must be True, False, None or an alias (a str); got {alias!r}.")
+                self.__dict__.setdefault("_metadata_request", _Requests()).setdefault(method, {})[name] = alias
+        return self
+
+    def get_metadata_routing(self) -> Any:
+        """scikit-learn's ``MetadataRequest`` of this estimator (for scikit-learn's metadata routing)."""
+        from sklearn.utils.metadata_routing import MetadataRequest
+
+        request = MetadataRequest(owner=self)
+        for method in ("fit", "score"):
+            func = getattr(self, method, None)
+            if func is None:
+                continue
+            asked = getattr(self, "_metadata_request", {}).get(method, {})
+            if "sample_weight" in inspect.signature(func).parameters:
+                getattr(request, method).add_request(param="sample_weight", alias=asked.get("sample_weight"))
+        return request
+
+    def set_output(self, *, transform: str | None = None) -> Self:
+        """What ``transform`` and ``fit_transform`` return, as scikit-learn's ``set_output``: "default" (NumPy) or
+        "pandas" (a DataFrame with the column of :meth:`get_feature_names_out`); None leaves it unchanged."""
+        if transform is not None:
+            check("transform", transform, [Options("default", "pandas")])
+            self._sklearn_output_config = {"transform": transform}
+        return self
+
+    def _wrap_output(self, out, X):
+        """``out`` of ``transform`` as :meth:`set_output` asked (pandas is imported only then)."""
+        if getattr(self, "_sklearn_output_config", {}).get("transform", "default") != "pandas":
+            return out
+        import pandas as pd
+
+        index = X.index if isinstance(X, (pd.Series, pd.DataFrame)) else None
+        return pd.DataFrame({str(self.get_feature_names_out()[0]): out}, index=index)
+
     def __sklearn_tags__(self):
         # Called only by scikit-learn itself (pipelines, clone, checks), so
         # importing it here keeps it out of fastcal's import-time dependencies.
-        from sklearn.utils import Tags, TargetTags, TransformerTags
+        from sklearn.utils import RegressorTags, Tags, TargetTags, TransformerTags
 
+        regressor = getattr(self, "_estimator_type", None) == "regressor"
         return Tags(
-            estimator_type=None,
+            estimator_type="regressor" if regressor else None,
             target_tags=TargetTags(required=True),
             transformer_tags=TransformerTags() if hasattr(self, "transform") else None,
+            regressor_tags=RegressorTags() if regressor else None,
         )

@@ -156,7 +156,8 @@ def check(name, value, allowed):
                 return None
         elif a.accepts(value):
             return a.normalize(value)
-    raise InvalidParameterError(f"{name} must be {_describe(allowed)}; got {value!r}.")
+    shown = value.item() if isinstance(value, np.generic) else value  # 2.0, not np.float64(2.0)
+    raise InvalidParameterError(f"{name} must be {_describe(allowed)}; got {shown!r}.")
 
 
 def check_all(constraints, values):

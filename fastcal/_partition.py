@@ -38,6 +38,7 @@ from ._validation import (
     check_binary_labels,
     check_finite,
     is_binary,
+    weight_exponent,
 )
 
 #: Scores sampled per chunk to choose the partition boundaries.
@@ -237,6 +238,7 @@ class ChunkSummary:
     binary: bool
     sample: np.ndarray  # sorted strided sample of the scores of positive weight (float64)
     stride: float  # rows represented by one sample value
+    weight_max: float = 0.0  # the largest weight (0 without weights)
 
 
 def summarize_chunk(x, labels, w, sample_size=SAMPLE_PER_CHUNK, binary=True):
@@ -247,13 +249,15 @@ def summarize_chunk(x, labels, w, sample_size=SAMPLE_PER_CHUNK, binary=True):
         has_zero = not bool(keep.all())
         xk = x[keep] if has_zero else x
         weight_sum = float(w.sum(dtype=np.float64))
+        weight_max = float(w.max()) if n else 0.0
     else:
+        weight_max = 0.0
         has_zero, xk, weight_sum = False, x, float(n)
     m = xk.shape[0]
     step = max(1, m // sample_size)
     sample = np.sort(xk[::step]).astype(np.float64)
     is01 = bool(is_binary(labels)) if binary else None
-    return ChunkSummary(n, m, weight_sum, has_zero, is01, sample, m / max(1, sample.shape[0]))
+    return ChunkSummary(n, m, weight_sum, has_zero, is01, sample, m / max(1, sample.shape[0]), weight_max)
 
 
 def choose_bounds(summaries, n_parts, dtype):
@@ -350,6 +354,10 @@ def check_total_weight(summaries, weighted):
     if weighted and not sum(s.weight_sum for s in summaries) > 0:
         raise ValueError("sample_weight must have a positive sum.")
 
+
+def global_weight_exponent(summaries):
+    """The exponent of :func:`fastcal._validation.rescale_weights` for the weights of all the chunks at once."""
+    return weight_exponent(None, max((s.weight_max for s in summaries), default=0.0))
 
 def auto_needs_binary(summaries):
     if not all(s.binary for s in summaries):

@@ -23,8 +23,11 @@ __all__ = [
     "check_consistent_length",
     "check_finite",
     "check_numeric",
+    "check_object_labels",
     "check_sample_weight",
     "column_or_1d",
+    "rescale_weights",
+    "weight_exponent",
 ]
 
 #: Label dtypes the kernels are compiled for; other integer or bool labels are
@@ -105,13 +108,46 @@ def check_consistent_length(**arrays):
         raise ValueError(f"Inconsistent numbers of samples: {detail}.")
 
 
-def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True):
+def rescale_weights(w, exponent=None):
+    """Weights ``w`` times an exact power of two, and that power's exponent ``e``.
+
+    The factor :math:`2^{-e}` puts the largest weight in :math:`[1, 2)` (or
+    is given as ``exponent``: the chunks of a chunked fit share the
+    :func:`weight_exponent` of their largest weight), so that
+    products and sums of weights neither overflow nor underflow, and unit
+    weights are unchanged. Multiplying by a power of two is exact (barring
+    subnormal results), so the rescaled weights, and every result computed
+    from them, are bit-identical whatever the scale of ``w``: this is how
+    every weighted function of fastcal is invariant to scaling all weights by
+    a constant. A result in weight units is ``ldexp(result, e)``. ``w=None``
+    gives ``(None, 0)``; ``w`` is not modified.
+    """
+    e = weight_exponent(w) if exponent is None else exponent
+    if w is None or e == 0 or not np.size(w):
+        return w, e
+    return np.ldexp(w, -e).astype(w.dtype, copy=False), e
+
+
+def weight_exponent(w, scale_max=None):
+    """The exponent ``e`` of :func:`rescale_weights` for validated weights ``w`` (0 for ``None``), or for
+    weights whose largest element is ``scale_max`` (the maximum over the chunks of a chunked fit)."""
+    if scale_max is None and (w is None or not np.size(w)):
+        return 0
+    m = float(np.max(w)) if scale_max is None else float(scale_max)
+    if not (m > 0 and np.isfinite(m)):
+        return 0
+    return int(np.frexp(m)[1]) - 1
+
+
+def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True, rescale=False):
     """Validate weights for ``n`` samples; ``None`` stays ``None`` (unit weights).
 
     Weights must be a finite, non-negative 1-D array of length ``n`` (strictly
     positive when ``allow_zero`` is False) with a positive sum. A scalar is
     broadcast to ``n`` samples as float64. Returns a contiguous float32 or
-    float64 array.
+    float64 array; with ``rescale``, the weights times the power of two of
+    :func:`rescale_weights` (for functions whose results do not carry
+    weight units).
     """
     if sample_weight is None:
         return None
@@ -127,9 +163,43 @@ def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=Tr
             raise ValueError(f"{name} must be non-negative.")
     elif n and w.min() <= 0:
         raise ValueError(f"{name} must be strictly positive.")
-    if n and not w.sum(dtype=np.float64) > 0:
-        raise ValueError(f"{name} must have a positive sum.")
-    return w
+    if n and not w.sum(dtype=np.float64) > 0:  # scikit-learn's words
+        raise ValueError(f"Sample weights must contain at least one non-zero number ({name} is all zeros).")
+    return rescale_weights(w)[0] if rescale else w
+
+
+def _is_missing(value):
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN, and NaT
+    except (TypeError, ValueError):  # pandas' NA: its comparisons are NA, whose truth value raises
+        return True
+
+
+def _type_names(values):
+    return " and ".join(sorted({type(v).__name__ for v in values}))
+
+
+def check_object_labels(arr, name):
+    """Raise ``ValueError`` naming ``name`` if the labels ``arr`` of dtype object hold a missing value (None,
+    NaN, pandas' NA) or labels that cannot be sorted together (say ``1`` and ``"a"``); other dtypes pass.
+
+    Returns ``np.unique(arr)`` for object arrays (None for other dtypes), which the check computes anyway.
+    """
+    if arr.dtype != object:
+        return None
+    values = arr.tolist()
+    missing = [i for i, v in enumerate(values) if _is_missing(v)]
+    if missing:
+        rows = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(f"{name} must not contain missing values (None, NaN or NA); found {len(missing)}, "
+                         f"at row{'s' if len(missing) > 1 else ''} {rows}.")
+    try:
+        return np.unique(arr)
+    except TypeError:
+        raise ValueError(f"{name} mixes labels of types that cannot be compared ({_type_names(values)}); use "
+                         "labels of one type.") from None
 
 
 def as_label_array(y, name):

@@ -54,6 +54,7 @@ from dask import delayed
 from . import _binning, _partition, beta, histogram, platt
 from ._errors import not_fitted
 from ._params import Integer, Options, check
+from ._validation import rescale_weights, weight_exponent
 
 if TYPE_CHECKING:
     from typing import TypeAlias, Unpack
@@ -278,7 +279,7 @@ def _take_below(pair, limit, keep_zero):
     return x[keep], y[keep], None if w is None else w[keep]
 
 
-def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
+def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, *extra):
     from .isotonic import pav_fit
 
     x, y, w = _positive(pair[0], keep_zero)
@@ -287,7 +288,7 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return pav_fit(x, y, w, sign)
+    return pav_fit(x, y, rescale_weights(w, exponent)[0], sign)  # one exponent for all units: pool_blocks adds them
 
 
 def fit_isotonic(
@@ -365,6 +366,7 @@ def fit_isotonic(
     if n == 0:
         raise ValueError("X must have at least 1 element, got 0.")
     _partition.check_total_weight(summaries, cols.weighted)
+    exponent = _partition.global_weight_exponent(summaries)
     if auto:
         _partition.auto_needs_binary(summaries)
     n_fit = sum(s.n_fit for s in summaries)
@@ -403,7 +405,7 @@ def fit_isotonic(
         extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
         if stop is not None and entries[stop] > heads[stop][1]:
             extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, *extra))
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, *extra))
     blocks = dask.compute(*units)
     del parts
     return set_fitted_blocks(est, blocks)
@@ -419,15 +421,17 @@ def _platt_first(x, y, w, x_dtype):
     (then the in-memory checks raise their errors)."""
     s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
     iout, fout = platt.prepare(s, labels, w)
-    return (s, labels, w), (iout, fout, s.shape[0])
+    return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _platt_sub(pair, fraction):
-    return platt.subsample(*pair[0], fraction)
+def _platt_sub(pair, fraction, exponent):
+    s, y, w = platt.subsample(*pair[0], fraction)
+    return s, y, rescale_weights(w, exponent)[0]
 
 
-def _platt_pass(pair, center, scale, a, b, targets, want_loss):
-    return platt.array_pass(*pair[0])(center, scale, a, b, targets, want_loss)
+def _platt_pass(pair, center, scale, a, b, targets, want_loss, exponent):
+    s, y, w = pair[0]
+    return platt.array_pass(s, y, rescale_weights(w, exponent)[0])(center, scale, a, b, targets, want_loss)
 
 
 def fit_platt(
@@ -475,20 +479,22 @@ def fit_platt(
         raise ValueError("scores must have at least 1 element, got 0.")
     if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, max(p[3] for p in preps))  # the passes see the weights rescaled
 
     def rows(fraction):
-        subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
+        subs = dask.compute(*[delayed(_platt_sub)(c, fraction, exponent) for c in conv])
         return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(center, scale, a, b, targets, want_loss):
-        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss) for c in conv])
+        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss, exponent)
+                              for c in conv])
         acc = np.zeros(6)
         for s in sums:  # in chunk order: deterministic
             acc += s
         return acc
 
-    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps]), n, cols.weighted, run_pass, rows,
-                           max_iter_c, tol_c)
+    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps], exponent), n, cols.weighted, run_pass,
+                           rows, max_iter_c, tol_c, exponent)
     return platt.fitted_estimator(fit, max_iter, tol)
 
 
@@ -683,7 +689,8 @@ def adjust_priors(proba: Data, train_priors: float | ArrayLike, new_priors: floa
 
 
 def _metric_first(p, y, w, x_dtype, pos_label):
-    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None)``."""
+    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None,
+    largest weight)``."""
     from . import metrics as _m
     from ._validation import as_float_array, as_label_array, column_or_1d, is_binary
 
@@ -705,12 +712,13 @@ def _metric_first(p, y, w, x_dtype, pos_label):
         pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
     if w is not None:
         w = _partition.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
-    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()))
+    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()),
+                             float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _metric_table(chunk, edges, flags):
+def _metric_table(chunk, edges, flags, exponent):
     y, p, w = chunk[0]
-    return _binning.bin_stats(p, y, w, edges, **flags)
+    return _binning.bin_stats(p, y, rescale_weights(w, exponent)[0], edges, **flags)
 
 
 def _metric_counts(chunk, lo, scale):
@@ -741,6 +749,12 @@ class _MetricData:
         if cols.weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
             raise ValueError("sample_weight must have a positive sum.")
         self.weighted = cols.weighted
+        # The weights of every chunk are rescaled by one power of two, as in memory (see rescale_weights).
+        self.exponent = weight_exponent(None, max(f[5] for f in facts))
+
+    def in_weight_units(self, value):
+        """A sum of rescaled weights (see :meth:`table`) in the units of ``sample_weight``."""
+        return np.ldexp(value, self.exponent)
 
     def edges(self, n_bins, strategy):
         n_bins = _binning.check_binning(n_bins, strategy)
@@ -760,8 +774,10 @@ class _MetricData:
         return _binning.select_order_statistics(ranks, lo, self.hi, self.dtype, count, gather)
 
     def table(self, edges, **flags):
-        """The bin table of all the rows: the chunks' tables, added in chunk order."""
-        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags) for c in self.chunks]))
+        """The bin table of all the rows: the chunks' tables, added in chunk order (weights rescaled by
+        ``2**-exponent``)."""
+        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags, self.exponent)
+                                                    for c in self.chunks]))
 
 
 def fit_histogram(
@@ -842,18 +858,78 @@ def calibration_curve(
     """
     _binning.check_params(return_counts=return_counts)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
+    curve = _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
+    if return_counts and data.weighted:
+        return (*curve[:2], data.in_weight_units(curve[2]))
+    return curve
 
 
-def _binary_only(func, y_prob):
-    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: the Dask losses are binary only."""
+def _is_class_matrix(y_prob):
+    """Whether ``y_prob`` is an (n, k >= 2) matrix of class probabilities (a Dask DataFrame of k >= 2 columns too)."""
+    if _is_dataframe(y_prob):
+        return len(y_prob.columns) >= 2
     shape = getattr(y_prob, "shape", None)
     if shape is None and not dask.is_dask_collection(y_prob):
         shape = np.shape(y_prob)
-    if shape is not None and len(shape) == 2 and shape[1] != 1:
-        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
-                         f"class, got shape {shape}; for an (n, k) matrix of class probabilities use fastcal.{func} "
-                         "in memory.")
+    return shape is not None and len(shape) == 2 and shape[1] != 1
+
+
+def _is_dataframe(obj):
+    if not dask.is_dask_collection(obj) or isinstance(obj, da.Array):
+        return False
+    import dask.dataframe as dd
+
+    return isinstance(obj, dd.DataFrame)
+
+
+def _matrix_first(P, y, w):
+    """A chunk of an (n, k) probability matrix: its labels and largest weight (the weights checked)."""
+    from . import metrics as _m
+    from ._validation import check_sample_weight
+
+    y = np.asarray(y)
+    w = check_sample_weight(w, y.shape[0]) if w is not None else None
+    return _m.label_set(y), (float(w.max()) if w is not None and w.shape[0] else 0.0)
+
+
+def _matrix_sums(P, y, w, classes, exponent, flags):
+    from . import metrics as _m
+
+    return _m.class_sums_chunk(np.asarray(y), np.asarray(P), w, classes, exponent, "y_prob", **flags)
+
+
+def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
+    """:func:`fastcal._binning.class_rows` of all the rows of an (n, k) matrix ``y_prob``: per-chunk sums added in
+    chunk order, the weights rescaled by one power of two (see ``rescale_weights``), as in memory."""
+    from . import metrics as _m
+
+    P = y_prob.to_dask_array(lengths=True) if _is_dataframe(y_prob) else y_prob
+    P = P if isinstance(P, da.Array) else da.from_array(np.asarray(P))
+    P = _known_chunks(P.rechunk({1: -1}))
+    k = int(P.shape[1])
+    y = _as_dask_1d(y_true, "y_true", chunks=P.chunks[0])
+    if y.shape[0] != P.shape[0]:
+        raise ValueError(f"Inconsistent numbers of samples: y_true has {y.shape[0]}, y_prob has {P.shape[0]}.")
+    y = y.rechunk((P.chunks[0],))
+    scalar_w = isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool)
+    if sample_weight is None or scalar_w:
+        ws = [None if sample_weight is None else np.full(c, float(sample_weight)) for c in P.chunks[0]]
+    else:
+        w = _as_dask_1d(sample_weight, "sample_weight", chunks=P.chunks[0])
+        if w.shape[0] != P.shape[0]:
+            raise ValueError(f"sample_weight has {w.shape[0]} elements, expected {P.shape[0]} (one per sample).")
+        ws = list(w.rechunk((P.chunks[0],)).to_delayed())
+    triples = list(zip(P.to_delayed().reshape(-1), y.to_delayed(), ws))
+    facts = dask.compute(*[delayed(_matrix_first)(p, yc, wc) for p, yc, wc in triples])
+    found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
+    classes = _m.matrix_classes(found, labels, k, "y_prob", stacklevel=3)
+    exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
+    parts = dask.compute(*[delayed(_matrix_sums)(p, yc, wc, classes, exponent, flags) for p, yc, wc in triples])
+    sums = np.zeros_like(parts[0])
+    for part in parts:  # in chunk order: deterministic
+        sums += part
+    _m.warn_rows_off(sums, int(P.shape[0]), "y_prob", stacklevel=3)
+    return sums, exponent, k
 
 
 def brier_score_loss(
@@ -862,13 +938,19 @@ def brier_score_loss(
     *,
     sample_weight: Data | float | None = None,
     pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
 ) -> float:
-    """:func:`fastcal.brier_score_loss` of binary Dask data (per-chunk sums).
+    """:func:`fastcal.brier_score_loss` of Dask data (per-chunk sums).
 
-    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
-    the labels {0, 1}, {-1, 1} or any two with ``pos_label``.
+    ``y_prob`` 1-D: binary, the labels {0, 1}, {-1, 1} or any two with
+    ``pos_label``. An (n, k) matrix (a Dask array or DataFrame of k columns):
+    one column per class, the classes of ``y_true`` or ``labels`` in sorted
+    order, as in memory (halved for k = 2, scikit-learn's "auto").
     """
-    _binary_only("brier_score_loss", y_prob)
+    if _is_class_matrix(y_prob):
+        sums, _, k = _class_sums(y_true, y_prob, sample_weight, labels, brier=True)
+        score = float(sums[_binning.RBRIER] / sums[_binning.RW])
+        return 0.5 * score if k < 3 else score
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
 
@@ -880,18 +962,25 @@ def log_loss(
     sample_weight: Data | float | None = None,
     pos_label: float | str | None = None,
     normalize: bool = True,
+    labels: ArrayLike | None = None,
 ) -> float:
-    """:func:`fastcal.log_loss` of binary Dask data (per-chunk sums).
+    """:func:`fastcal.log_loss` of Dask data (per-chunk sums).
 
-    Binary only: ``y_prob`` is 1-D (an (n, k) matrix raises ``ValueError``),
-    the labels {0, 1}, {-1, 1} or any two with ``pos_label`` (the in-memory
-    function also takes the greater of two other labels as positive).
+    ``y_prob`` 1-D: binary, the labels {0, 1}, {-1, 1} or any two with
+    ``pos_label`` (the in-memory function also takes the greater of two
+    other labels as positive). An (n, k) matrix (a Dask array or DataFrame
+    of k columns): one column per class, the classes of ``y_true`` or
+    ``labels`` in sorted order, as in memory.
     """
-    _binary_only("log_loss", y_prob)
     _binning.check_params(normalize=normalize)
+    if _is_class_matrix(y_prob):
+        sums, exponent, _ = _class_sums(y_true, y_prob, sample_weight, labels, logloss=True)
+        loss = sums[_binning.RLOG]
+        return float(loss / sums[_binning.RW]) if normalize else float(np.ldexp(loss, exponent))
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
-    return _binning.column_mean(table, _binning.SLOG) if normalize else float(table[:, _binning.SLOG].sum())
+    return (_binning.column_mean(table, _binning.SLOG) if normalize
+            else float(data.in_weight_units(table[:, _binning.SLOG].sum())))
 
 
 def expected_calibration_error(

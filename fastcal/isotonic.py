@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, Self, TypedDict
 import numpy as np
 
 from . import _isotonic_kernels as _k
-from ._base import BaseCalibrator, check_is_fitted
+from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
@@ -29,6 +29,7 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
     is_binary,
+    rescale_weights,
 )
 
 if TYPE_CHECKING:
@@ -121,11 +122,12 @@ def isotonic_regression(y: ArrayLike, *, weights: ArrayLike | None = None, incre
         check_finite(w, "weights")
         if w.min() <= 0:
             raise ValueError("Weights w must be strictly positive.")
+    w, exponent = rescale_weights(w)
     r = np.empty(x.shape[0] + 1, dtype=np.intp)
     nb = _k.pav_blocks(x, w, r)
     _k.expand_blocks(x, r, nb)
     r = r[: nb + 1]
-    w = w[:nb]
+    w = w[:nb] if weights is None else np.ldexp(w[:nb], exponent)
     if not increasing:
         x = x[::-1]
         w = w[::-1]
@@ -259,15 +261,17 @@ class IsotonicRegression(BaseCalibrator):
         self : IsotonicRegression
         """
         self._validate_params()
-        x = as_float_array(column_or_1d(X, "X"), "X")
+        x = as_float_array(_one_feature(X, "X"), "X")
         check_finite(x, "X")
         y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
-        check_consistent_length(X=x, y=y_arr)
+        if x.shape[0] != y_arr.shape[0]:  # scikit-learn's words
+            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{x.shape[0]}, "
+                             f"{y_arr.shape[0]}] (X has {x.shape[0]}, y has {y_arr.shape[0]}).")
         labels = as_label_array(y_arr, "y")
         if labels.dtype.kind == "f":
             check_finite(labels, "y")
         n = x.shape[0]
-        w = check_sample_weight(sample_weight, n)
+        w = check_sample_weight(sample_weight, n, rescale=True)
 
         if self.increasing == "auto":
             self.increasing_ = _spearman_increasing(x, labels)
@@ -343,10 +347,11 @@ class IsotonicRegression(BaseCalibrator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        col = _one_feature(T, "T", min_size=0)  # the shape first, as scikit-learn
         check_is_fitted(self, "X_thresholds_")
         check("out_of_bounds", self.out_of_bounds, self._parameter_constraints["out_of_bounds"])
         xs, ys = self.X_thresholds_, self.y_thresholds_
-        t = as_float_array(column_or_1d(T, "T", min_size=0), "T", dtype=xs.dtype)
+        t = as_float_array(col, "T", dtype=xs.dtype)
         check_finite(t, "T")
         n = t.shape[0]
         if xs.shape[0] == 1:
@@ -354,12 +359,14 @@ class IsotonicRegression(BaseCalibrator):
         if self.out_of_bounds == "raise" and n:
             lo, hi = t.min(), t.max()
             if lo < self.X_min_:
-                raise ValueError(
-                    f"A value ({lo!r}) in T is below the interpolation range's minimum value ({self.X_min_!r})."
+                raise ValueError(  # scikit-learn's words (x_new is its name for T)
+                    f"A value ({lo}) in x_new is below the interpolation range's minimum value ({self.X_min_}). "
+                    "x_new: the argument T."
                 )
             if hi > self.X_max_:
                 raise ValueError(
-                    f"A value ({hi!r}) in T is above the interpolation range's maximum value ({self.X_max_!r})."
+                    f"A value ({hi}) in x_new is above the interpolation range's maximum value ({self.X_max_}). "
+                    "x_new: the argument T."
                 )
         if getattr(self, "_lookup", None) is None:
             self._build_lookup()
@@ -369,14 +376,38 @@ class IsotonicRegression(BaseCalibrator):
         return out
 
     def transform(self, T: ArrayLike) -> NDArray[np.floating]:
-        """Same as :meth:`predict` (the transformer interface)."""
-        return self.predict(T)
+        """Same as :meth:`predict` (the transformer interface); a DataFrame after ``set_output(transform="pandas")``."""
+        return self._wrap_output(self.predict(T), T)
 
     def fit_transform(
         self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None
     ) -> NDArray[np.floating]:
-        """Fit, then predict on ``X``."""
-        return self.fit(X, y, sample_weight=sample_weight).predict(X)
+        """Fit, then predict on ``X``; a DataFrame after ``set_output(transform="pandas")``."""
+        return self._wrap_output(self.fit(X, y, sample_weight=sample_weight).predict(X), X)
+
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> float:
+        r"""The coefficient of determination :math:`R^2` of :meth:`predict` on ``X`` against ``y``.
+
+        :math:`R^2 = 1 - \sum_i w_i (y_i - \hat y_i)^2 / \sum_i w_i (y_i - \bar y)^2`, with
+        :math:`\bar y` the weighted mean, as scikit-learn's ``r2_score`` (1.0 for a perfect fit of
+        constant ``y``, 0.0 for an imperfect one), so that ``cross_val_score`` works as with scikit-learn's
+        regressors.
+        """
+        pred = self.predict(X).astype(np.float64)
+        target = as_float_array(column_or_1d(y, "y"), "y", dtype=np.float64)
+        check_consistent_length(X=pred, y=target)
+        check_finite(target, "y")
+        w = check_sample_weight(sample_weight, target.shape[0], rescale=True)
+        w = np.ones(target.shape[0]) if w is None else w.astype(np.float64)
+        residual = float(np.dot(w, (target - pred) ** 2))
+        total = float(np.dot(w, (target - np.average(target, weights=w)) ** 2))
+        if total == 0.0:
+            return 1.0 if residual == 0.0 else 0.0
+        return 1.0 - residual / total
+
+    def set_score_request(self, *, sample_weight: bool | str | None = UNCHANGED) -> Self:
+        """Whether ``score`` takes ``sample_weight`` under scikit-learn's metadata routing (see ``set_fit_request``)."""
+        return self._set_request("score", sample_weight=sample_weight)
 
     def get_feature_names_out(self, input_features: ArrayLike | None = None) -> NDArray[np.object_]:
         """Output feature names, ``["isotonicregression0"]`` as in scikit-learn."""
@@ -393,11 +424,23 @@ class IsotonicRegression(BaseCalibrator):
         if "X_thresholds_" in state:
             self._build_lookup()
 
+    #: scikit-learn's regressor tags (``__sklearn_tags__``): ``score`` is R^2.
+    _estimator_type = "regressor"
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.one_d_array = True
         tags.input_tags.two_d_array = False
         return tags
+
+
+def _one_feature(X, name, min_size=1):
+    """:func:`~fastcal._validation.column_or_1d`, with scikit-learn's words for more than one column."""
+    arr = np.asarray(X)
+    if arr.ndim == 2 and arr.shape[1] != 1:
+        raise ValueError(f"Isotonic regression input X should be a 1d array or 2d array with 1 feature; {name} has "
+                         f"shape {arr.shape}.")
+    return column_or_1d(arr, name, min_size=min_size)
 
 
 def _lookup_cells(n_thresholds):

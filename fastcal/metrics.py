@@ -67,9 +67,12 @@ from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
+    check_object_labels,
     check_sample_weight,
     column_or_1d,
     is_binary,
+    rescale_weights,
+    weight_exponent,
 )
 
 if TYPE_CHECKING:
@@ -163,7 +166,8 @@ def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None)
                 return lab
             if _same_label(pos_label, 0):
                 return np.ascontiguousarray(lab == 0).view(np.uint8)
-    classes = np.unique(arr)
+    classes = check_object_labels(arr, name)
+    classes = np.unique(arr) if classes is None else classes
     if classes.dtype.kind == "f" and np.isnan(classes).any():
         raise ValueError(f"{name} must not contain NaN.")
     if classes.size > 2:
@@ -196,7 +200,7 @@ def _check_inputs(y_true, y_prob, sample_weight, pos_label, *, prob=True, score_
     else:
         p = _check_scores(p_arr, score_name)
         lo = hi = None
-    w = check_sample_weight(sample_weight, p.shape[0])
+    w = check_sample_weight(sample_weight, p.shape[0], rescale=True)
     return y, p, w, lo, hi
 
 
@@ -293,6 +297,7 @@ def _class_codes(y, classes=None):
                 return shifted, classes
             return lut[shifted], classes
     if classes is None:
+        check_object_labels(y, "y_true")
         try:
             classes, codes = np.unique(y, return_inverse=True)
         except TypeError:
@@ -375,7 +380,7 @@ def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba,
         if classes.shape[0] != k:
             raise ValueError(f"y_true has {classes.shape[0]} classes ({{{_shown(classes)}}}) but {score_name} has "
                              f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
-    return codes, classes, P, check_sample_weight(sample_weight, P.shape[0])
+    return codes, classes, P, check_sample_weight(sample_weight, P.shape[0], rescale=True)
 
 
 def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklevel, **flags):
@@ -384,10 +389,63 @@ def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklev
     codes, _, P, w = _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, proba=True,
                                    stacklevel=stacklevel + 1)
     sums = class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
-    if sums[ROFF]:
-        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {P.shape[0]} rows. Make sure "
-                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+    warn_rows_off(sums, P.shape[0], score_name, stacklevel=stacklevel + 1)
     return sums
+
+
+def warn_rows_off(sums, n, score_name, *, stacklevel):
+    """scikit-learn 1.9's warning when rows of probabilities do not sum to 1 (``sums[ROFF]`` of :func:`class_rows`
+    of ``n`` rows); ``stacklevel`` is counted from the caller."""
+    if sums[ROFF]:
+        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {n} rows. Make sure "
+                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+
+
+def matrix_classes(y_classes, labels, k, score_name, *, stacklevel):
+    """The classes of the ``k`` columns of an (n, k) probability matrix, for :mod:`fastcal.dask`, which finds the
+    labels of ``y_true`` chunk by chunk: from ``labels``, or ``y_classes`` (the sorted labels found), with the
+    checks and messages of :func:`log_loss` and :func:`brier_score_loss`; ``stacklevel`` from the caller."""
+    if labels is not None:
+        return _check_labels(labels, k, score_name, ordered=False, stacklevel=stacklevel + 1)
+    if y_classes.shape[0] == 1:
+        raise ValueError(f"y_true contains only one label ({_shown(y_classes)}): pass labels, the classes of the "
+                         f"{k} columns of {score_name}.")
+    if y_classes.shape[0] != k:
+        raise ValueError(f"y_true has {y_classes.shape[0]} classes ({{{_shown(y_classes)}}}) but {score_name} has "
+                         f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
+    return y_classes
+
+
+def label_set(y_true, name="y_true"):
+    """The sorted labels of one chunk of ``y_true`` (``ValueError`` for missing or incomparable labels, NaN)."""
+    y = column_or_1d(y_true, name, min_size=0)
+    classes = check_object_labels(y, name)
+    classes = np.unique(y) if classes is None else classes
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError(f"{name} must not contain NaN.")
+    return classes
+
+
+def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_name, **flags):
+    """:func:`fastcal._binning.class_rows` of one chunk of an (n, k) probability matrix whose column classes are
+    known (see :func:`matrix_classes`), the weights rescaled by ``2**-exponent`` (one exponent for all chunks, see
+    :func:`fastcal._validation.rescale_weights`). No warning: the caller adds ``ROFF`` (:func:`warn_rows_off`)."""
+    P = as_float_array(y_proba, score_name)
+    y = column_or_1d(y_true, "y_true", min_size=0)
+    check_consistent_length(y_true=y, **{score_name: P})
+    if P.shape[0]:
+        _check_range(P, score_name)
+    codes, _ = _class_codes(y, classes)
+    w = rescale_weights(check_sample_weight(sample_weight, P.shape[0]), exponent)[0]
+    return class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
+
+
+def _in_weight_units(value, sample_weight):
+    """``value``, computed from the weights rescaled by :func:`fastcal._validation.rescale_weights`, in the units of
+    the (validated) ``sample_weight`` again."""
+    if sample_weight is None:
+        return value
+    return np.ldexp(value, weight_exponent(np.asarray(sample_weight, dtype=np.float64)))
 
 
 def _equal(a, b):
@@ -531,7 +589,10 @@ def calibration_curve(
     """
     check_params(return_counts=return_counts)
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
-    return curve_from_table(table, w is not None, return_counts)
+    curve = curve_from_table(table, w is not None, return_counts)
+    if return_counts and w is not None:
+        return (*curve[:2], _in_weight_units(curve[2], sample_weight))
+    return curve
 
 
 def brier_score_loss(
@@ -695,12 +756,12 @@ def log_loss(
     arr = np.asarray(y_proba)
     if _is_matrix(arr):
         sums = _class_sums(y_true, arr, sample_weight, labels, name, logloss=True, stacklevel=2)
-        return float(sums[RLOG] / sums[RW]) if normalize else float(sums[RLOG])
+        return float(sums[RLOG] / sums[RW]) if normalize else float(_in_weight_units(sums[RLOG], sample_weight))
     if labels is not None:
         y_true, pos_label = _binary_codes(y_true, labels, pos_label, name, stacklevel=2), None
     table, _, _ = _binned(y_true, arr, sample_weight, pos_label, 1, "uniform", score_name=name, greater=True,
                           logloss=True)
-    return column_mean(table, SLOG) if normalize else float(table[:, SLOG].sum())
+    return column_mean(table, SLOG) if normalize else float(_in_weight_units(table[:, SLOG].sum(), sample_weight))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -1213,21 +1274,29 @@ def calibration_report(
     Cox, D. R. (1958). Two further applications of a model for binary
     regression. Biometrika 45(3/4), 562-565.
     """
-    from .platt import calibration_slope_intercept
+    from .platt import slope_intercept_fit
 
     table, edges, (y, p, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True,
                                       brier=True, logloss=True)
     weight = table[:, W]
     total = float(weight.sum())
     positives = float(table[:, SY].sum())
-    if not (0 < positives < total):
-        raise ValueError("calibration_report needs both classes in y_true (with positive weight).")
     decomposition = BrierDecomposition(*brier_terms_from_table(table))
     ece = ece_from_table(table)
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
-    auc = roc_auc(y, p, w)
+    both = 0 < positives < total
+    auc = roc_auc(y, p, w) if both else math.nan
     corp_brier, corp_log = decompose(y, p, w, ("brier", "log_loss"))
-    slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
+    # The standard errors are those of frequency weights, in the caller's units.
+    slope_fit, missing = slope_intercept_fit(y, p, None if w is None else _in_weight_units(w, sample_weight),
+                                             strict=False)
+    if missing is not None:
+        what = ("the ROC AUC and the calibration slope and intercept are NaN, the calibration-in-the-large "
+                f"{slope_fit.calibration_in_the_large:+}" if not both else
+                f"the calibration slope is {slope_fit.slope:+} and the intercept NaN" if math.isinf(slope_fit.slope)
+                else "the calibration slope and intercept are NaN")
+        warnings.warn(f"calibration_report: {missing}, so the maximum-likelihood calibration slope does not exist: "
+                      f"{what} (with their standard errors).", UserWarning, stacklevel=2)
     optional: dict[str, Any] = {}
     for name, attr in (
         ("slope_se", "slope_se"),
@@ -1248,7 +1317,7 @@ def calibration_report(
         optional[name] = value
     return CalibrationReport(
         n=int(p.shape[0]),
-        weight_sum=total,
+        weight_sum=float(_in_weight_units(total, sample_weight)),
         base_rate=positives / total,
         mean_prediction=column_mean(table, SP),
         auc=auc,
@@ -1273,7 +1342,7 @@ def calibration_report(
         n_bins=edges.shape[0] - 1,
         strategy=strategy,
         bin_edges=edges,
-        bin_weights=weight.copy(),
+        bin_weights=_in_weight_units(weight, sample_weight).astype(np.float64),
         prob_true=prob_true,
         prob_pred=prob_pred,
         **optional,

@@ -78,6 +78,7 @@ from ._partition import (
     convert_chunk,
     fit_dtype,
     flat_column,
+    global_weight_exponent,
     head_summary,
     increasing_from_rho,
     merge_heads,
@@ -89,6 +90,7 @@ from ._partition import (
     summarize_chunk,
     tie_entries,
 )
+from ._validation import rescale_weights, weight_exponent
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -286,11 +288,12 @@ class _PartitionFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fit_blocks(part, sign):
-    """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive)."""
+def _fit_blocks(part, sign, exponent):
+    """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive);
+    the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
     from .isotonic import pav_fit
 
-    return tuple(a.copy() for a in pav_fit(part[0], part[1], part[2], sign))
+    return tuple(a.copy() for a in pav_fit(part[0], part[1], rescale_weights(part[2], exponent)[0], sign))
 
 
 def _concat(a, b):
@@ -316,6 +319,7 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     per_chunk = int(min(SAMPLE_PER_CHUNK, max(16, -(-64 * -(-src.n // part_rows) // n_chunks))))
     summaries = [summarize_chunk(*c, sample_size=per_chunk, binary=auto) for c in src.chunks(score_name=score_name)]
     check_total_weight(summaries, src.weighted)
+    exponent = global_weight_exponent(summaries)
     n_fit = sum(s.n_fit for s in summaries)
     if auto:
         auto_needs_binary(summaries)
@@ -372,9 +376,9 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
                     below = part[0] < part[0].dtype.type(entry)
                     pending = _concat(pending, _select(part, below))
                     rest = _select(part, ~below)
-                blocks.append(_fit_blocks(pending, sign))
+                blocks.append(_fit_blocks(pending, sign, exponent))
             pending = rest
-        blocks.append(_fit_blocks(pending, sign))
+        blocks.append(_fit_blocks(pending, sign, exponent))
     finally:
         if files is not None:
             files.cleanup()
@@ -485,23 +489,27 @@ def fit_platt_source(src, max_iter, tol):
 
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     fraction = platt.subsample_fraction(src.n)
-    preps, subs = [], []
+    preps, subs, wmax = [], [], 0.0
     for s, y, w in src.chunks(score_name="scores", validate=False):
         preps.append(platt.prepare(s, y, w))
         subs.append(platt.subsample(s, y, w, fraction))
+        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
     if src.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, wmax)  # the passes see the weights rescaled, as the in-memory fit
 
     def run_pass(center, scale, a, b, targets, want_loss):
         acc = np.zeros(6)
         for s, y, w in src.chunks(score_name="scores", validate=False):
-            acc += platt.array_pass(s, y, w)(center, scale, a, b, targets, want_loss)
+            acc += platt.array_pass(s, y, rescale_weights(w, exponent)[0])(center, scale, a, b, targets, want_loss)
         return acc
 
     def rows(_):
-        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        s, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        return s, y, rescale_weights(w, exponent)[0]
 
-    fit = platt.fit_passes(platt.merge_prepared(preps), src.n, src.weighted, run_pass, rows, max_iter_c, tol_c)
+    fit = platt.fit_passes(platt.merge_prepared(preps, exponent), src.n, src.weighted, run_pass, rows, max_iter_c,
+                           tol_c, exponent)
     return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
 
 

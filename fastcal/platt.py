@@ -41,6 +41,7 @@ from ._validation import (
     check_finite,
     check_sample_weight,
     column_or_1d,
+    rescale_weights,
 )
 
 if TYPE_CHECKING:
@@ -356,10 +357,12 @@ def prepare(s, y, w, name="scores"):
     return np.asarray(iout), np.asarray(fout)
 
 
-def merge_prepared(parts):
-    """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order."""
-    return _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
-                           np.array([p[1] for p in parts], dtype=np.float64))
+def merge_prepared(parts, weight_exponent=0):
+    """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order; the class weights
+    times ``2**-weight_exponent`` (for a chunked fit whose passes rescale the weights, see :func:`fit_passes`)."""
+    iout, fout = _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
+                                 np.array([p[1] for p in parts], dtype=np.float64))
+    return iout, (fout if weight_exponent == 0 else np.ldexp(fout, -weight_exponent))
 
 
 class PlattFit(NamedTuple):
@@ -375,7 +378,7 @@ class PlattFit(NamedTuple):
     n_passes: int
 
 
-def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
+def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, weight_exponent=0):
     """Platt scaling of rows that a caller can pass over: the fit of every backend.
 
     ``prepared`` is the merged :func:`prepare` of all ``n`` rows, ``run_pass``
@@ -385,13 +388,20 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
     warm start (n >= :data:`WARM_START_MIN`), or it is None. Handles the
     degenerate cases, Platt's targets and start, centring and scaling, and
     runs :func:`fastcal._newton.solve`. Returns a :class:`PlattFit`.
+    The weights of the passes may be rescaled by
+    :func:`fastcal._validation.rescale_weights` (with ``weight_exponent``
+    its exponent): Platt's targets are pseudo-counts in the units of the
+    caller's weights, the solver works with the rescaled ones.
     """
     iout, (wpos, wneg) = prepared
     npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
     if not weighted:
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(float(wpos), float(wneg))
-    targets, b0, solved = starting_point(float(wpos), float(wneg), _k.key_to_float(lo) == _k.key_to_float(hi))
+    with np.errstate(over="ignore"):  # an overflowing total weight is reported below, as a ValueError
+        wpos, wneg = (float(np.ldexp(v, weight_exponent)) for v in (wpos, wneg))
+    check_total_weight(wpos, wneg)
+    targets, b0, solved = starting_point(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
     if solved is not None:
         return PlattFit(*solved, 0, True, 0.0, 0)
 
@@ -420,8 +430,9 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol):
 
 def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     """Validated arrays in, a :class:`PlattFit` out."""
+    w, e = rescale_weights(w)
     rows = (lambda fraction: subsample(s, y, w, fraction)) if warm_start else None
-    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol)
+    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol, e)
 
 
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
@@ -731,11 +742,25 @@ def calibration_slope_intercept(
     >>> round(res.slope, 1), res.slope_ci[0] < 0.5 < res.slope_ci[1]
     (0.5, True)
     """
+    return slope_intercept_fit(y, p, sample_weight)[0]
+
+
+def slope_intercept_fit(y, p, sample_weight, *, strict=True):
+    """:func:`calibration_slope_intercept`, and why the estimate does not exist (None if it does).
+
+    With ``strict``, raises where the public function does. Otherwise (the
+    diagnostics reports, which never raise on valid input) returns the limits:
+    with one class the slope and intercept are NaN and the calibration in the
+    large is +-inf; with constant p the slope and intercept are NaN (not
+    identified); when logit(p) separates the classes the slope is +-inf (its
+    limit) and the intercept NaN. The calibration in the large exists in the
+    last two cases and is fitted. Standard errors and intervals are then NaN.
+    """
     yv = as_label_array(column_or_1d(y, "y"), "y")
     pv = as_float_array(column_or_1d(p, "p"), "p")
     check_consistent_length(y=yv, p=pv)
     with np.errstate(over="ignore"):
-        w = check_sample_weight(sample_weight, pv.shape[0])
+        w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
     n = pv.shape[0]
     eps = float(np.finfo(pv.dtype).eps)
 
@@ -750,14 +775,21 @@ def calibration_slope_intercept(
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(wpos, wneg)
     lo_pos, hi_pos, lo_neg, hi_neg = (_k.key_to_float(k) for k in keys)
+    nan = math.nan
     if wpos == 0.0 or wneg == 0.0:
-        raise ValueError(
-            "y must contain both classes (with positive weight): with one class the "
-            "calibration intercept is infinite."
-        )
+        if strict:
+            raise ValueError(
+                "y must contain both classes (with positive weight): with one class the "
+                "calibration intercept is infinite."
+            )
+        return _limits(nan, math.copysign(math.inf, wpos - wneg)), "y holds one class only"
     if min(lo_pos, lo_neg) == max(hi_pos, hi_neg):
-        raise ValueError("p is constant (over rows of positive weight): the calibration slope is not identified.")
-    if hi_neg <= lo_pos or hi_pos <= lo_neg:
+        if strict:
+            raise ValueError("p is constant (over rows of positive weight): the calibration slope is not identified.")
+        # logit P(y=1) = alpha + x0: alpha is the logit of the event rate, less x0.
+        return _limits(nan, math.log(wpos / wneg) - lo_pos), "p is constant"
+    separated = hi_neg <= lo_pos or hi_pos <= lo_neg
+    if separated and strict:
         raise ValueError(
             "logit(p) separates the classes of y perfectly: the maximum-likelihood "
             "calibration slope is infinite."
@@ -771,6 +803,13 @@ def calibration_slope_intercept(
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
     start = obj.to_internal(-1.0, 0.0)
+    if separated:
+        citl = _newton.solve(obj, start, tol, max_iter, free=(1,))
+        if not citl.converged:
+            warn_not_converged("calibration_slope_intercept", max_iter, "Newton iterations")
+        slope = math.inf if hi_neg <= lo_pos else -math.inf
+        return (_limits(slope, -obj.to_public(*citl.theta)[1], citl.n_iter, citl.converged),
+                "logit(p) separates the classes")
     res = _newton.solve(obj, start, tol, max_iter)
     # Covariance of (a', b') is the inverse Hessian at the optimum; (beta, alpha)
     # = (-a, -b) = J (a', b') + const with J = [[-scale, 0], [scale*center, -1]].
@@ -781,7 +820,9 @@ def calibration_slope_intercept(
     cov = jac @ cov @ jac.T
     a_pub, b_pub = obj.to_public(*res.theta)
     slope, intercept = -a_pub, -b_pub
-    slope_se, intercept_se = math.sqrt(cov[0, 0]), math.sqrt(cov[1, 1])
+    # Frequency weights: the information is in the units of the caller's weights, 2**exponent times ours.
+    slope_se, intercept_se = (math.ldexp(math.sqrt(v) * (math.sqrt(2.0) if exponent % 2 else 1.0), -exponent // 2)
+                              for v in (cov[0, 0], cov[1, 1]))
 
     # Calibration in the large: a' stays at the start (beta = 1), only b' moves.
     citl = _newton.solve(obj, start, tol, max_iter, free=(1,))
@@ -800,4 +841,12 @@ def calibration_slope_intercept(
         calibration_in_the_large=float(-b_citl),
         n_iter=int(n_iter),
         converged=converged,
-    )
+    ), None
+
+
+def _limits(slope, citl, n_iter=0, converged=True):
+    """The :class:`SlopeInterceptResult` of data where the estimate does not exist (see :func:`slope_intercept_fit`)."""
+    nan = math.nan
+    return SlopeInterceptResult(slope=float(slope), intercept=nan, slope_se=nan, intercept_se=nan, slope_ci=(nan, nan),
+                                intercept_ci=(nan, nan), calibration_in_the_large=float(citl), n_iter=int(n_iter),
+                                converged=bool(converged))

@@ -54,11 +54,29 @@ def _as_logits(X, input_type, name="X"):
 
     1-D or single-column decision values ``x`` become two-class logits
     ``(-x, x)``; probabilities (``input_type="probabilities"``, or "auto" and
-    every row in [0, 1] summing to 1) become ``log(p + 1e-12)``.
+    every row in [0, 1] summing to 1) become ``log(p + 1e-12)``. Bad input
+    raises the exception types of scikit-learn's ``check_array``, with its words.
     """
+    if X is None:
+        raise ValueError(f"{name} must be an array of scores, got None.")
+    if type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"Sparse data was passed for {name}, but dense data is required. Use '.toarray()' to "
+                        "convert to a dense numpy array.")
     arr = np.asarray(X)
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{name}: {exc}") from None
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise ValueError(f"Complex data not supported: {name} has dtype {arr.dtype}.")
+    if arr.ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"Found array with 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required: {name} "
+                         "needs one column of scores per class (or one of binary decision values).")
     if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[1] == 1):
         col = as_float_array(arr.reshape(-1), name)
+        if col.shape[0] == 0:
+            raise ValueError(f"{name} must have at least 1 sample, got 0.")
         check_finite(col, name)
         if input_type == "probabilities":
             raise ValueError(f"{name} holds one column; probabilities need one column per class (n, k).")
@@ -181,26 +199,40 @@ class TemperatureScaling(BaseCalibrator):
             Non-negative weights.
         """
         self._validate_params()
+        if y is None:
+            raise ValueError("TemperatureScaling requires y to be passed, but the target y is None.")
         z = _as_logits(X, self.input_type)
         n, k = z.shape
+        shape = np.asarray(X).shape  # dense now (_as_logits refuses sparse X)
+        n_features = 1 if len(shape) == 1 else int(shape[1])
         labels = column_or_1d(y, "y", allow_column=False, min_size=0)
+        if labels.dtype == object or labels.dtype.kind in "USV":
+            try:  # numbers in an object array are numbers
+                labels = labels.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"Unknown label type: y must hold integer class indices (one per column of X), "
+                                 f"got values such as {labels[:3].tolist()}.") from None
         check_consistent_length(X=z, y=labels)
         labels = as_label_array(labels, "y")
         if labels.dtype.kind == "f":
             check_finite(labels, "y")
             if np.any(labels != np.round(labels)):
                 raise ValueError("y must hold integer class indices.")
+        lo, hi = labels.min(), labels.max()  # before the cast to int64, which would wrap 1e308
+        if lo < 0 or hi >= k:
+            columns = ("one per column of X" if n_features > 1 else
+                       f"X has {n_features} feature(s): binary decision values, read as 2 classes")
+            raise ValueError(f"y must hold class indices in 0 .. {k - 1} ({columns}); "
+                             f"found {float(lo):g} .. {float(hi):g}.")
         labels = labels.astype(np.int64, copy=False)
-        if labels.min() < 0 or labels.max() >= k:
-            raise ValueError(f"y must hold class indices in 0 .. {k - 1} (one per column of X); "
-                             f"found {labels.min()} .. {labels.max()}.")
-        w = check_sample_weight(sample_weight, n)
+        w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
         self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: _loss_grad_hess(z, labels, w, b),
                                                             self.max_iter, self.tol)
         if not self.converged_:
             warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations")
         self.n_classes_ = k
+        self.n_features_in_ = n_features
         return self
 
     @property
@@ -214,7 +246,13 @@ class TemperatureScaling(BaseCalibrator):
         check("input_type", self.input_type, self._parameter_constraints["input_type"])
         z = _as_logits(X, self.input_type)
         if z.shape[1] != self.n_classes_:
-            raise ValueError(f"X has {z.shape[1]} classes (columns); the model was fitted on {self.n_classes_}.")
+            shape = np.asarray(X).shape
+            if len(shape) == 1:
+                raise ValueError(f"X is 1-D (binary decision values), but the model was fitted on {self.n_classes_} "
+                                 f"classes. Reshape your data to (n_samples, {self.n_classes_}).")
+            raise ValueError(f"X has {shape[1]} features, but TemperatureScaling is expecting "
+                             f"{getattr(self, 'n_features_in_', self.n_classes_)} features as input "
+                             f"(one per class; the model was fitted on {self.n_classes_} classes).")
         out = np.empty(z.shape, dtype=z.dtype)
         parallel_for(_k.softmax, z.shape[0], z, self.beta_, out, rows=z.size)
         return out

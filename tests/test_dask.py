@@ -8,7 +8,6 @@ test drives the partition-and-merge logic through many tiny partitions on the
 synchronous scheduler, where it is fast.
 """
 
-import math
 import warnings
 
 import numpy as np
@@ -303,16 +302,16 @@ def test_diagnostics_label_rules(client):
         fd.brier_score_loss(Y, P * 2)
 
 
-def test_diagnostics_are_binary_only():
-    """The Dask losses take 1-D probabilities; an (n, k) matrix is refused up front, with the in-memory way out."""
+def test_losses_take_class_matrices():
+    """The Dask losses take an (n, k) matrix as the in-memory ones (issue 12), in any of the input kinds."""
     rng = np.random.default_rng(0)
     P = rng.dirichlet(np.ones(3), 100)
     y = rng.integers(0, 3, 100)
     for func in (fd.log_loss, fd.brier_score_loss):
+        expected = getattr(fastcal, func.__name__)(y, P)
         for probs in (da.from_array(P, chunks=(25, 3)), P, P.tolist(), dd.from_pandas(pd.DataFrame(P), npartitions=2)):
-            with pytest.raises(ValueError, match=rf"fastcal.dask.{func.__name__} is binary only.*fastcal.{func.__name__}"):
-                func(da.from_array(y, chunks=25), probs)
-        assert math.isfinite(getattr(fastcal, func.__name__)(y, P))  # in memory, the multiclass loss
+            # The same 100 terms added in another order: n eps relative.
+            assert func(da.from_array(y, chunks=25), probs) == pytest.approx(expected, rel=100 * EPS)
 
 
 @given(probabilities(max_size=400, weighted="zeros"), st.booleans(), st.integers(1, 25),

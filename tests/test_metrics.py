@@ -565,8 +565,10 @@ def test_calibration_report_empty_bins_and_one_class():
     assert r.bin_weights.tolist().count(0.0) == 7
     assert "(empty)" in str(r)
     assert not any(isinstance(v, float) and math.isnan(v) for v in r.to_dict().values())
-    with pytest.raises(ValueError, match="both classes"):
-        M.calibration_report(np.ones(6), p)
+    # One class is valid input: the report warns and gives NaN where a statistic does not exist (issue 11).
+    with pytest.warns(UserWarning, match="y holds one class only"):
+        one = M.calibration_report(np.ones(6), p)
+    assert math.isnan(one.auc) and math.isnan(one.slope) and one.calibration_in_the_large == math.inf
 
 
 

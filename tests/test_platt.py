@@ -547,7 +547,7 @@ def test_tolerance_controls_accuracy():
         (dict(y=[0, np.nan, 1]), "y must contain only the labels 0 and 1"),
         (dict(sample_weight=[1.0, -1.0, 1.0]), "sample_weight must be non-negative"),
         (dict(sample_weight=[1.0, np.nan, 1.0]), "sample_weight must be finite"),
-        (dict(sample_weight=[0.0, 0.0, 0.0]), "sample_weight must have a positive sum"),
+        (dict(sample_weight=[0.0, 0.0, 0.0]), r"at least one non-zero number \(sample_weight is all zeros"),
         (dict(sample_weight=[1.0, 1.0]), "sample_weight"),
         (dict(sample_weight=[1e308, 1e308, 1e308]), "sample_weight"),
         (dict(y=[0, 1]), "Inconsistent numbers of samples"),

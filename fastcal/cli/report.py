@@ -100,7 +100,7 @@ def cmd_report(args, progress_enabled, timings):
     bad = (p < 0) | (p > 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: column {args.score_col!r}, row {i + 1}: {p[i]!r} is not a probability in [0, 1]")
+        raise DataError(f"{path}: column {args.score_col!r}, row {i + 1}: {p[i].item()!r} is not a probability in [0, 1]")
     check_labels(y, path, args.label_col, "binary")
     w = data[args.weight_col] if args.weight_col else None
     if w is not None:

@@ -1,0 +1,335 @@
+"""Every weighted function is invariant to scaling all weights by a constant (issue 11).
+
+Each public callable that takes ``sample_weight`` (or ``weights``,
+``weight_col``) is listed in ``CASES``, and ``test_cases_cover_every_weighted_callable``
+finds them all by introspection, so that a new one must be added here.
+
+fastcal rescales the weights by an exact power of two
+(:func:`fastcal._validation.rescale_weights`), so with scales that are powers
+of two the rescaled weights, and every result computed from them, are
+bit-identical: the test compares exactly. A result in weight units (a weight
+sum, ``log_loss(normalize=False)``) scales with the weights, again exactly. The
+standard errors of :func:`fastcal.calibration_slope_intercept` are those of
+frequency weights (documented): they scale by ``c ** -0.5``, which costs one
+rounding of ``sqrt(2)`` for odd exponents (relative 2**-52). Platt's targets
+are pseudo-counts in weight units (Platt 1999; scikit-learn's sigmoid
+calibration does the same), so Platt's fit depends on the weight scale by
+definition: it is tested against scikit-learn at moderate scales and for
+finite, converged results at the extremes, where scikit-learn fails.
+
+Scales that are not powers of two round each weight (relative error up to
+2**-53); results then agree to a few hundred ulps (the fits here are well
+conditioned: at most n = 64 terms, no cancellation near a tie of block means).
+"""
+
+import inspect
+import importlib
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import fastcal
+from fastcal import metrics
+
+N = 64
+_rng = np.random.default_rng(11)
+S = np.sort(_rng.random(N))
+Y = (_rng.random(N) < S).astype(np.int64)
+W = _rng.uniform(0.5, 2.0, N)  # not all equal, so that the weights matter
+LOGITS = _rng.normal(size=(N, 3))
+YK = _rng.integers(0, 3, N)
+PK = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
+
+#: Powers of two: the weights stay normal floats (W * 2**k within [2**-1022, 2**1015]) and their sum finite.
+EXACT_SCALES = [2.0**k for k in (-1021, -996, -551, -150, -1, 0, 3, 150, 509, 996, 1014)]
+DECIMAL_SCALES = [1e-300, 1e-165, 1e-100, 1e100, 1e153, 1e154, 1e300]
+
+
+def _floats(x):
+    return np.asarray(x, dtype=np.float64).reshape(-1)
+
+
+def _iso(w):
+    est = fastcal.IsotonicRegression().fit(S, Y, sample_weight=w)
+    return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_), "pred": est.predict(S)}
+
+
+def _slope(w):
+    r = fastcal.calibration_slope_intercept(Y, S, sample_weight=w)
+    return {"fit": _floats([r.slope, r.intercept, r.calibration_in_the_large]),
+            "se": (_floats([r.slope_se, r.intercept_se]), -0.5)}
+
+
+def _report(w):
+    r = fastcal.calibration_report(Y, S, sample_weight=w)
+    d = r.to_dict()
+    out = {k: _floats(v) for k, v in d.items() if isinstance(v, float) and k not in
+           ("weight_sum", "slope_se", "intercept_se")}
+    out["weight_sum"] = (_floats(r.weight_sum), 1)
+    out["bin_weights"] = (_floats(r.bin_weights), 1)
+    out["se"] = (_floats([r.slope_se, r.intercept_se]), -0.5)
+    out["curve"] = _floats(np.concatenate([r.prob_true, r.prob_pred]))
+    return out
+
+
+def _curve_counts(w):
+    t, p, c = fastcal.calibration_curve(Y, S, sample_weight=w, return_counts=True)
+    return {"curve": _floats(np.concatenate([t, p])), "counts": (_floats(c), 1)}
+
+
+def _isotonic_regression(w):
+    r = fastcal.isotonic_regression(S + Y, weights=w)
+    return {"x": r.x, "blocks": _floats(r.blocks), "weights": (r.weights, 1)}
+
+
+def _cccv(w):
+    from sklearn.neighbors import KNeighborsClassifier
+
+    # An estimator without sample_weight: the weights reach only the calibrators (scikit-learn's own estimators
+    # are not all scale-invariant, e.g. a penalty against weighted losses).
+    X = np.column_stack([S, LOGITS[:, 0]])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Since KNeighborsClassifier does not appear to accept sample_weight")
+        est = fastcal.CalibratedClassifierCV(KNeighborsClassifier(9), method="isotonic", cv=2).fit(
+            X, Y, sample_weight=w)
+    return {"proba": est.predict_proba(X)[:, 1], "score": _floats(est.score(X, Y, sample_weight=w))}
+
+
+def _dask(name, **kw):
+    def run(w):
+        import dask.array as da
+
+        from fastcal import dask as fd
+
+        s, y = da.from_array(S, chunks=20), da.from_array(Y, chunks=20)
+        wd = da.from_array(w, chunks=20)
+        if name == "fit_isotonic":
+            est = fd.fit_isotonic(s, y, wd)
+            return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_)}
+        if name == "calibration_curve":
+            t, p, c = fd.calibration_curve(y, s, sample_weight=wd, return_counts=True)
+            return {"curve": _floats(np.concatenate([t, p])), "counts": (_floats(c), 1)}
+        value = getattr(fd, name)(y, s, sample_weight=wd, **kw)
+        out = {"value": _floats(list(value.to_dict().values()) if hasattr(value, "to_dict") else value)}
+        if name == "log_loss":
+            out["sum"] = (_floats(fd.log_loss(y, s, sample_weight=wd, normalize=False)), 1)
+        if name in ("log_loss", "brier_score_loss"):  # (n, k) matrices
+            yk, pk = da.from_array(YK, chunks=20), da.from_array(PK, chunks=(20, 3))
+            out["k"] = _floats(getattr(fd, name)(yk, pk, sample_weight=wd))
+            if name == "log_loss":
+                out["ksum"] = (_floats(fd.log_loss(yk, pk, sample_weight=wd, normalize=False)), 1)
+        return out
+
+    return run
+
+
+def _outofcore_isotonic(w, tmp_path):
+    from fastcal import outofcore
+
+    est = outofcore.fit_isotonic(S, Y, sample_weight=w, chunk_rows=20)
+    return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_)}
+
+
+def _outofcore_isotonic_parquet(w, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastcal import outofcore
+
+    path = tmp_path / f"w{np.max(w):.3e}.parquet"
+    pq.write_table(pa.table({"s": S, "y": Y, "w": w}), path, row_group_size=20)
+    est = outofcore.fit_isotonic_parquet(path, "s", "y", weight_col="w", chunk_rows=20)
+    return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_)}
+
+
+def _plot_curve(w):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fastcal import plot
+
+    fig, (ax, hax) = plot.reliability_diagram(Y, S, sample_weight=w)
+    lines = [_floats(line.get_ydata()) for line in ax.get_lines()]
+    heights = [p.get_data().values for p in hax.patches]
+    plt.close(fig)
+    return {"lines": _floats(np.concatenate(lines)), "hist": (_floats(np.concatenate(heights)), 1)}  # weight sums
+
+
+def _plot_hist(w):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fastcal import plot
+
+    fig, ax = plot.probability_histogram(S, sample_weight=w, density=True)
+    heights = [p.get_data().values for p in ax.patches]
+    plt.close(fig)
+    return {"hist": _floats(np.concatenate(heights))}
+
+
+#: (qualified name of the callable, function of the weights giving {name: value or (value, weight units power)}).
+CASES = {
+    "fastcal.isotonic.isotonic_regression": _isotonic_regression,
+    "fastcal.isotonic.IsotonicRegression.fit": _iso,
+    "fastcal.isotonic.IsotonicRegression.fit_transform":
+        lambda w: {"t": fastcal.IsotonicRegression().fit_transform(S, Y, sample_weight=w)},
+    "fastcal.isotonic.IsotonicRegression.score": lambda w: {
+        "r2": _floats(fastcal.IsotonicRegression(out_of_bounds="clip").fit(S[::2], Y[::2]).score(S, Y, sample_weight=w))},
+    "fastcal.platt.calibration_slope_intercept": _slope,
+    "fastcal.temperature.TemperatureScaling.fit":
+        lambda w: {"t": _floats(fastcal.TemperatureScaling().fit(LOGITS, YK, sample_weight=w).temperature_)},
+    "fastcal.metrics.brier_score_loss": lambda w: {
+        "b": _floats(metrics.brier_score_loss(Y, S, sample_weight=w)),
+        "k": _floats(metrics.brier_score_loss(YK, PK, sample_weight=w))},
+    "fastcal.metrics.log_loss": lambda w: {
+        "b": _floats(metrics.log_loss(Y, S, sample_weight=w)),
+        "k": _floats(metrics.log_loss(YK, PK, sample_weight=w)),
+        "sum": (_floats(metrics.log_loss(Y, S, sample_weight=w, normalize=False)), 1),
+        "ksum": (_floats(metrics.log_loss(YK, PK, sample_weight=w, normalize=False)), 1)},
+    "fastcal.metrics.roc_auc_score": lambda w: {
+        "b": _floats(metrics.roc_auc_score(Y, S, sample_weight=w)),
+        "ovr": _floats(metrics.roc_auc_score(YK, PK, sample_weight=w, multi_class="ovr", average="weighted")),
+        "partial": _floats(metrics.roc_auc_score(Y, S, sample_weight=w, max_fpr=0.5))},
+    "fastcal.metrics.expected_calibration_error": lambda w: {
+        "e": _floats([metrics.expected_calibration_error(Y, S, sample_weight=w, norm=k) for k in ("l1", "l2", "max")])},
+    "fastcal.metrics.calibration_curve": _curve_counts,
+    "fastcal.metrics.brier_decomposition":
+        lambda w: {"d": _floats(list(metrics.brier_decomposition(Y, S, sample_weight=w).to_dict().values()))},
+    "fastcal.metrics.calibration_report": _report,
+    "fastcal.calibration.CalibratedClassifierCV.fit": _cccv,
+    "fastcal.calibration.CalibratedClassifierCV.score": _cccv,
+    "fastcal.dask.fit_isotonic": _dask("fit_isotonic"),
+    "fastcal.dask.calibration_curve": _dask("calibration_curve"),
+    "fastcal.dask.brier_score_loss": _dask("brier_score_loss"),
+    "fastcal.dask.log_loss": _dask("log_loss"),
+    "fastcal.dask.expected_calibration_error": _dask("expected_calibration_error"),
+    "fastcal.dask.brier_decomposition": _dask("brier_decomposition"),
+    "fastcal.outofcore.fit_isotonic": _outofcore_isotonic,
+    "fastcal.outofcore.fit_isotonic_parquet": _outofcore_isotonic_parquet,
+    "fastcal.plot.reliability_diagram": _plot_curve,
+    "fastcal.plot.probability_histogram": _plot_hist,
+}
+
+#: Platt's fits: scale-dependent by definition (targets are pseudo-counts in weight units), tested below.
+PLATT = {
+    "fastcal.platt.platt_scaling": lambda w: fastcal.platt_scaling(S, Y, sample_weight=w),
+    "fastcal.platt.PlattScaling.fit": lambda w: fastcal.PlattScaling().fit(S, Y, sample_weight=w),
+    "fastcal.dask.fit_platt": lambda w: _dask_platt(w),
+    "fastcal.outofcore.fit_platt": lambda w: importlib.import_module("fastcal.outofcore").fit_platt(
+        S, Y, w, chunk_rows=20),
+    "fastcal.outofcore.fit_platt_parquet": lambda w: _outofcore_platt_parquet(w),
+}
+
+
+def _dask_platt(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    return fd.fit_platt(da.from_array(S, chunks=20), da.from_array(Y, chunks=20), da.from_array(w, chunks=20))
+
+
+def _outofcore_platt_parquet(w):
+    import tempfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastcal import outofcore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/data.parquet"
+        pq.write_table(pa.table({"s": S, "y": Y, "w": w}), path, row_group_size=20)
+        return outofcore.fit_platt_parquet(path, "s", "y", weight_col="w", chunk_rows=20)
+
+_MODULES = ("fastcal", "fastcal.metrics", "fastcal.platt", "fastcal.isotonic", "fastcal.temperature", "fastcal.prior",
+            "fastcal.calibration", "fastcal.dask", "fastcal.outofcore", "fastcal.plot")
+_WEIGHT_PARAMETERS = {"sample_weight", "weights", "weight_col"}
+
+
+def _weighted_callables():
+    found = set()
+    for module_name in _MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            home = getattr(obj, "__module__", module_name)
+            if inspect.isclass(obj):
+                members = [(f"{home}.{name}.{m}", getattr(obj, m)) for m in dir(obj)
+                           if not m.startswith("_") and callable(getattr(obj, m))]
+            else:
+                members = [(f"{home}.{name}", obj)] if callable(obj) else []
+            for qualified, func in members:
+                if qualified.rsplit(".", 1)[-1].startswith("set_") and qualified.endswith("_request"):
+                    continue  # scikit-learn's metadata routing: sample_weight there is a request flag
+                try:
+                    parameters = inspect.signature(func).parameters
+                except (TypeError, ValueError):
+                    continue
+                if _WEIGHT_PARAMETERS & set(parameters):
+                    found.add(qualified)
+    return found
+
+
+def test_cases_cover_every_weighted_callable():
+    assert _weighted_callables() == set(CASES) | set(PLATT)
+
+
+def _run(case, w, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        params = inspect.signature(case).parameters
+        out = case(w, tmp_path) if "tmp_path" in params else case(w)
+    return {k: v if isinstance(v, tuple) else (v, 0) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_results_do_not_depend_on_the_weight_scale(name, tmp_path):
+    case = CASES[name]
+    base = _run(case, W, tmp_path)
+    for key, (value, _) in base.items():
+        assert np.all(np.isfinite(value)), (key, value)
+    for c in EXACT_SCALES:
+        got = _run(case, W * c, tmp_path)
+        for key, (value, units) in base.items():
+            expected = value * c**units if units != -0.5 else value / math.sqrt(c)
+            if units == -0.5:  # one rounding of sqrt(2) (odd exponents), see the module docstring
+                np.testing.assert_allclose(got[key][0], expected, rtol=4 * 2.0**-52, err_msg=f"{key} at {c}")
+            else:
+                np.testing.assert_array_equal(got[key][0], expected, err_msg=f"{key} at {c}")
+    for c in DECIMAL_SCALES:
+        got = _run(case, W * c, tmp_path)
+        for key, (value, units) in base.items():
+            expected = value * c**units if units != -0.5 else value / math.sqrt(c)
+            np.testing.assert_allclose(got[key][0], expected, rtol=1e-12, atol=0, err_msg=f"{key} at {c}")
+
+
+@pytest.mark.parametrize("name", sorted(PLATT))
+def test_platt_fits_at_every_weight_scale(name):
+    from sklearn.calibration import _sigmoid_calibration
+
+    fit = PLATT[name]
+
+    def params(w):
+        r = fit(w)
+        return (r.a, r.b, r.converged) if hasattr(r, "a") else (r.a_, r.b_, r.converged_)
+
+    for c in (2.0**-10, 1e-3, 1.0, 7.0, 1e3, 2.0**10):
+        a, b, converged = params(W * c)
+        a_sk, b_sk = _sigmoid_calibration(S, Y, sample_weight=W * c)
+        # scikit-learn's L-BFGS stops at a gradient of 1e-5 (relative to the loss), ours at a decrement of 1e-10.
+        assert converged and abs(a - a_sk) < 1e-4 * (1 + abs(a_sk)) and abs(b - b_sk) < 1e-4 * (1 + abs(b_sk))
+    # Far from 1 the targets saturate: (N+ + 1)/(N+ + 2) is 1/2 + O(N+) for tiny and 1 - O(1/N+) for huge weights.
+    tiny = [params(W * c) for c in (2.0**-996, 1e-300, 1e-165, 2.0**-150)]
+    huge = [params(W * c) for c in (2.0**150, 1e153, 1e300, 2.0**996)]
+    for a, b, converged in tiny:
+        assert converged and abs(a) < 1e-30 and abs(b) < 1e-30
+    for a, b, converged in huge:
+        assert converged and np.allclose((a, b), huge[0][:2], rtol=1e-9, atol=0)
+    assert huge[0][0] < -1
