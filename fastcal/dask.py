@@ -1016,6 +1016,17 @@ def brier_decomposition(
     return BrierDecomposition(*_binning.brier_terms_from_table(table))
 
 
+def _binary_only(func, y_prob):
+    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: ``func`` is binary only on Dask."""
+    shape = getattr(y_prob, "shape", None)
+    if shape is None and not dask.is_dask_collection(y_prob):
+        shape = np.shape(y_prob)
+    if shape is not None and len(shape) == 2 and shape[1] != 1:
+        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
+                         f"class, got shape {shape}; for an (n, k) matrix of class probabilities use fastcal.{func} "
+                         "in memory.")
+
+
 # ---------------------------------------------------------------------------
 # CORP score decomposition: the exact distributed isotonic fit, then per-chunk score sums.
 # ---------------------------------------------------------------------------
@@ -1035,10 +1046,11 @@ def _column(chunks, sizes, i, dtype):
     return da.concatenate([da.from_delayed(delayed(_pick)(c, i), (n,), dtype=dtype) for c, n in zip(chunks, sizes)])
 
 
-def _decomposition_sums(chunk, estimator, scoring):
+def _decomposition_sums(chunk, estimator, scoring, exponent):
     from .decomposition import score_sums
 
     labels, p, w = chunk[0]
+    w = rescale_weights(w, exponent)[0]
     recal = estimator.predict(p.astype(np.float64)) if p.shape[0] else p.astype(np.float64)
     return (*score_sums(labels, p, w, scoring), score_sums(labels, recal, w, scoring)[0])
 
@@ -1070,6 +1082,6 @@ def score_decomposition(
     scores = _column(cols, sizes, 1, np.float64)
     weights = _column(cols, sizes, 2, np.float64) if data.weighted else None
     iso = fit_isotonic(scores, labels, weights, out_of_bounds="clip")
-    parts = dask.compute(*[delayed(_decomposition_sums)(c, iso, scoring) for c in data.chunks])
+    parts = dask.compute(*[delayed(_decomposition_sums)(c, iso, scoring, data.exponent) for c in data.chunks])
     score_sum, weight, positives, recal_sum = (float(v) for v in np.sum(np.array(parts, dtype=np.float64), axis=0))
     return decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
