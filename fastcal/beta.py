@@ -296,7 +296,11 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     """Beta calibration of rows that a caller can pass over: the fit of every backend.
 
     ``prepared`` is the merged :func:`fastcal.platt.prepare` of all ``n`` rows
-    (probabilities in the place of scores), ``run_pass`` one pass over them
+    (probabilities in the place of scores, weights rescaled as the passes
+    see them: the fit is invariant to the weight scale, and every backend
+    rescales the weights by one power of two, see
+    :func:`fastcal._validation.rescale_weights` and
+    :func:`fastcal.platt.merge_prepared`), ``run_pass`` one pass over them
     (see :class:`BetaObjective`), ``eps`` the clipping threshold (the machine
     epsilon of the probabilities' dtype), and ``subsample_rows(fraction)``
     returns about that share of the rows in memory as ``(p, y, w)``; it is
@@ -363,8 +367,8 @@ def _check_arrays(p, y, sample_weight):
     p = as_float_array(column_or_1d(p, "p"), "p")
     y = as_label_array(column_or_1d(y, "y"), "y")
     check_consistent_length(p=p, y=y)
-    with np.errstate(over="ignore"):  # an overflowing total weight is reported as a ValueError
-        w = check_sample_weight(sample_weight, p.shape[0])
+    with np.errstate(over="ignore"):  # the sum of huge weights may overflow; the rescaled ones do not
+        w = check_sample_weight(sample_weight, p.shape[0], rescale=True)
     return p, y, w
 
 

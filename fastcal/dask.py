@@ -502,11 +502,12 @@ def _beta_first(x, y, w, x_dtype):
     """Convert a chunk of probabilities and run the preparation pass (see :func:`_platt_first`)."""
     p, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="p")
     iout, fout = platt.prepare(p, labels, w, name="p")
-    return (p, labels, w), (iout, fout, p.shape[0])
+    return (p, labels, w), (iout, fout, p.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _beta_pass(pair, frame, t1, t2, t3, want_loss):
-    return beta.array_pass(*pair[0])(frame, t1, t2, t3, want_loss)
+def _beta_pass(pair, frame, t1, t2, t3, want_loss, exponent):
+    p, y, w = pair[0]
+    return beta.array_pass(p, y, rescale_weights(w, exponent)[0])(frame, t1, t2, t3, want_loss)
 
 
 def fit_beta(
@@ -535,21 +536,22 @@ def fit_beta(
         raise ValueError("p must have at least 1 element, got 0.")
     if cols.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, max(part[3] for part in preps))  # the passes see the weights rescaled
 
     def rows(fraction):
-        subs = dask.compute(*[delayed(_platt_sub)(c, fraction) for c in conv])
+        subs = dask.compute(*[delayed(_platt_sub)(c, fraction, exponent) for c in conv])
         return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(frame, t1, t2, t3, want_loss):
-        sums = dask.compute(*[delayed(_beta_pass)(c, frame, t1, t2, t3, want_loss) for c in conv])
+        sums = dask.compute(*[delayed(_beta_pass)(c, frame, t1, t2, t3, want_loss, exponent) for c in conv])
         acc = np.zeros(len(sums[0]))
         for part in sums:  # in chunk order: deterministic
             acc += part
         return acc
 
     eps = float(np.finfo(cols.x_dtype).eps)
-    fit = beta.fit_passes(platt.merge_prepared([(part[0], part[1]) for part in preps]), n, cols.weighted, run_pass,
-                          rows, model, eps, max_iter_c, tol_c)
+    fit = beta.fit_passes(platt.merge_prepared([(part[0], part[1]) for part in preps], exponent), n, cols.weighted,
+                          run_pass, rows, model, eps, max_iter_c, tol_c)
     return beta.fitted_estimator(fit, parameters, max_iter, tol)
 
 
@@ -801,7 +803,7 @@ def fit_histogram(
     n_bins, strategy = histogram.check_params(n_bins, strategy)
     data = _MetricData(y, p, sample_weight, None)
     edges = histogram.bin_edges(n_bins, strategy, data.n, data.order_statistics)
-    return histogram.fitted_estimator(n_bins, strategy, edges, data.table(edges))
+    return histogram.fitted_estimator(n_bins, strategy, edges, data.table(edges), data.exponent)
 
 
 @overload

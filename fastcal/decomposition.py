@@ -116,7 +116,9 @@ def _class_codes(y, k):
 def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
     """Validated ``(labels, p, w)`` of a binary problem; ``w`` None or positive weights (zero-weight rows dropped).
 
-    ``p`` 1-D (or one column): probabilities of the positive class, with
+    The weights are rescaled by :func:`fastcal._validation.rescale_weights`
+    (the results are invariant to the weight scale). ``p`` 1-D (or one
+    column): probabilities of the positive class, with
     ``y`` 0/1 labels. ``p`` of shape (n, k), k >= 2: the top-label problem,
     ``p`` becoming the confidence ``max_j p[:, j]`` and the label whether the
     argmax is the class of ``y``. The internal entry point of
@@ -142,7 +144,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
         if not is_binary(labels):
             raise ValueError("y must hold binary labels 0 and 1 (or booleans); for classes pass an (n, k) p.")
         _probability_range(probs, "p")
-    w = check_sample_weight(sample_weight, probs.shape[0])
+    w = check_sample_weight(sample_weight, probs.shape[0], rescale=True)
     if w is not None and w.min() == 0:
         keep = w > 0
         labels, probs, w = labels[keep], probs[keep], w[keep]

@@ -25,6 +25,7 @@ from ._validation import (
     check_finite,
     check_sample_weight,
     column_or_1d,
+    rescale_weights,
 )
 
 if TYPE_CHECKING:
@@ -53,20 +54,24 @@ def bin_edges(n_bins, strategy, n, select):
     return edges
 
 
-def _set_fitted(est, edges, table):
+def _set_fitted(est, edges, table, weight_exponent):
     weight = table[:, _binning.W]
     mid = 0.5 * (edges[:-1] + edges[1:])
     values = np.divide(table[:, _binning.SY], weight, out=mid, where=weight > 0)
     est.bin_edges_ = edges
     est.bin_values_ = np.clip(values, 0.0, 1.0)
-    est.bin_weights_ = weight
+    est.bin_weights_ = weight if weight_exponent == 0 else np.ldexp(weight, weight_exponent)
     return est
 
 
-def fitted_estimator(n_bins, strategy, edges, table):
+def fitted_estimator(n_bins, strategy, edges, table, weight_exponent=0):
     """A fitted :class:`HistogramBinning` from its :func:`bin_edges` and the bin table
-    (:func:`fastcal._binning.bin_stats`, or such tables merged) of all the rows: the fit of every backend."""
-    return _set_fitted(HistogramBinning(n_bins=n_bins, strategy=strategy), edges, table)
+    (:func:`fastcal._binning.bin_stats`, or such tables merged) of all the rows: the fit of every backend.
+
+    The table's weights may be rescaled by :func:`fastcal._validation.rescale_weights` (``weight_exponent``
+    its exponent): the values do not depend on it, ``bin_weights_`` are in the caller's units.
+    """
+    return _set_fitted(HistogramBinning(n_bins=n_bins, strategy=strategy), edges, table, weight_exponent)
 
 
 @register
@@ -139,10 +144,10 @@ class HistogramBinning(BaseCalibrator):
         pv = _check_probabilities(as_float_array(column_or_1d(p, "p"), "p"), "p")
         yv = check_binary_labels(as_label_array(column_or_1d(y, "y"), "y"), "y")
         check_consistent_length(p=pv, y=yv)
-        w = check_sample_weight(sample_weight, pv.shape[0])
+        w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
         lo, hi = pv.min(), pv.max()
         edges = bin_edges(n_bins, strategy, pv.shape[0], lambda ranks: _binning.order_statistics(pv, ranks, lo, hi))
-        return _set_fitted(self, edges, _binning.bin_stats(pv, yv, w, edges))
+        return _set_fitted(self, edges, _binning.bin_stats(pv, yv, w, edges), exponent)
 
     def predict(self, p: ArrayLike) -> NDArray[np.floating]:
         """The calibrated probabilities: the value of each probability's bin (float64)."""

@@ -571,24 +571,27 @@ def fit_beta_source(src, parameters, max_iter, tol):
     model = beta.check_model(parameters)
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     fraction = platt.subsample_fraction(src.n)
-    preps, subs = [], []
+    preps, subs, wmax = [], [], 0.0
     for p, y, w in src.chunks(score_name="p", validate=False):
         preps.append(platt.prepare(p, y, w, name="p"))
         subs.append(platt.subsample(p, y, w, fraction))
+        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
     if src.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
         raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, wmax)  # the passes see the weights rescaled, as the in-memory fit
 
     def run_pass(frame, t1, t2, t3, want_loss):
         acc = 0.0
         for p, y, w in src.chunks(score_name="p", validate=False):
-            acc = acc + beta.array_pass(p, y, w)(frame, t1, t2, t3, want_loss)
+            acc = acc + beta.array_pass(p, y, rescale_weights(w, exponent)[0])(frame, t1, t2, t3, want_loss)
         return acc
 
     def rows(_):
-        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        p, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        return p, y, rescale_weights(w, exponent)[0]
 
     eps = float(np.finfo(src.x_dtype).eps)
-    fit = beta.fit_passes(platt.merge_prepared(preps), src.n, src.weighted, run_pass, rows, model, eps,
+    fit = beta.fit_passes(platt.merge_prepared(preps, exponent), src.n, src.weighted, run_pass, rows, model, eps,
                           max_iter_c, tol_c)
     return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=3)
 

@@ -401,6 +401,25 @@ def test_out_of_core_and_dask_equal_in_memory(tmp_path, model):
     assert_array_equal(q, ref.predict(p))
 
 
+def test_out_of_core_and_dask_warm_start_equal_in_memory():
+    import dask.array as da
+
+    import fastcal.dask
+    from fastcal import outofcore
+
+    # Above the warm-start threshold (2**18 rows): the chunked fits start from their subsample, whose weights
+    # are rescaled as the passes see them.
+    p, y, w = make_data(300_000, "skewed", seed=16, weighted=True)
+    w *= 2.0**-600  # tiny weights: the rescaled subsample and passes still give the in-memory fit
+    ref = BetaCalibration().fit(p, y, w)
+    fits = [outofcore.fit_beta(p, y, w, chunk_rows=100_000),
+            fastcal.dask.fit_beta(*(da.from_array(a, chunks=100_000) for a in (p, y, w)))]
+    for fit in fits:
+        assert fit.converged_
+        # the same Newton iterations on sums added in other groupings: equal to ~1e-10
+        assert_allclose([fit.a_, fit.b_, fit.c_], [ref.a_, ref.b_, ref.c_], rtol=1e-8, atol=1e-10)
+
+
 def test_out_of_core_bad_input():
     from fastcal import outofcore
 
