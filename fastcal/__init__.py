@@ -40,6 +40,7 @@ from .prior import (
     estimate_priors_em,
     negative_sampling_logit_offset,
 )
+from .smooth import SmoothECE, smooth_ece
 from .temperature import TemperatureScaling
 
 if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
@@ -77,6 +78,7 @@ __all__ = [
     "PlattScaling",
     "PriorEMResult",
     "SlopeInterceptResult",
+    "SmoothECE",
     "TemperatureScaling",
     "adjust_priors",
     "brier_decomposition",
@@ -96,4 +98,5 @@ __all__ = [
     "platt_scaling",
     "roc_auc_score",
     "set_num_threads",
+    "smooth_ece",
 ]
