@@ -14,6 +14,7 @@ from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
 from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
+from .decomposition import CorpReliabilityResult, ScoreDecomposition, corp_reliability, score_decomposition
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
     BrierDecomposition,
@@ -69,6 +70,7 @@ __all__ = [
     "CalibratedClassifierCV",
     "CalibrationReport",
     "ConvergenceWarning",
+    "CorpReliabilityResult",
     "CrossValCalibrationReport",
     "InvalidParameterError",
     "IsotonicRegression",
@@ -77,6 +79,7 @@ __all__ = [
     "PlattResult",
     "PlattScaling",
     "PriorEMResult",
+    "ScoreDecomposition",
     "SlopeInterceptResult",
     "SmoothECE",
     "TemperatureScaling",
@@ -86,6 +89,7 @@ __all__ = [
     "calibration_curve",
     "calibration_report",
     "calibration_slope_intercept",
+    "corp_reliability",
     "correct_negative_sampling",
     "cross_val_calibration_report",
     "estimate_priors_em",
@@ -97,6 +101,7 @@ __all__ = [
     "negative_sampling_logit_offset",
     "platt_scaling",
     "roc_auc_score",
+    "score_decomposition",
     "set_num_threads",
     "smooth_ece",
 ]

@@ -80,6 +80,8 @@ def _results():
         "PriorEMResult": lambda: fastcal.estimate_priors_em(post, [0.5, 0.5]),
         "BrierDecomposition": lambda: fastcal.brier_decomposition(y, p),
         "CalibrationReport": lambda: fastcal.calibration_report(y, p),
+        "ScoreDecomposition": lambda: fastcal.score_decomposition(y, p),
+        "CorpReliabilityResult": lambda: fastcal.corp_reliability(y, p, n_resamples=20, random_state=0),
     }
 
 

@@ -1,0 +1,244 @@
+"""Numba kernels of the score decomposition and the CORP reliability bands.
+
+Private: every kernel assumes clean, contiguous input of the dtypes the
+wrappers in :mod:`fastcal.decomposition` give it, and checks nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import kernel
+
+#: Rows per chunk of the score sums: chunk bounds depend on ``n`` alone, so
+#: the sums do not depend on the number of threads.
+CHUNK = 1 << 16
+
+
+@kernel
+def score_sums(y, p, w, log, out, lo, hi):
+    """Per chunk ``c`` in ``[lo, hi)``: ``out[c] = (sum w s(p, y), sum w, sum w y)``.
+
+    ``s`` is the squared error ``(p - y)^2`` or, with ``log``, the log loss
+    ``-log p`` (``y = 1``) / ``-log(1 - p)`` (``y = 0``), infinite at a
+    confidently wrong prediction. ``w`` empty: unit weights. Sums in float64.
+    """
+    n = p.shape[0]
+    weighted = w.shape[0] > 0
+    for c in range(lo, hi):
+        s = 0.0
+        sw = 0.0
+        swy = 0.0
+        for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
+            wi = np.float64(w[i]) if weighted else 1.0
+            pi = np.float64(p[i])
+            yi = 1.0 if y[i] != 0 else 0.0
+            if log:
+                term = -np.log(pi) if yi == 1.0 else -np.log1p(-pi)
+            else:
+                term = (pi - yi) * (pi - yi)
+            s += wi * term
+            sw += wi
+            swy += wi * yi
+        out[c, 0] = s
+        out[c, 1] = sw
+        out[c, 2] = swy
+
+
+@kernel
+def block_score(sw, swy, log):
+    """``sum_k`` of block ``k``'s total score at its mean ``r = swy / sw``.
+
+    Squared error: ``swy (1 - r)^2 + (sw - swy) r^2``; log loss:
+    ``-(swy log r + (sw - swy) log(1 - r))`` with ``0 log 0 = 0``.
+    """
+    total = 0.0
+    for k in range(sw.shape[0]):
+        pos = swy[k]
+        neg = sw[k] - pos
+        r = pos / sw[k]
+        if log:
+            if pos > 0.0:
+                total -= pos * np.log(r)
+            if neg > 0.0:
+                total -= neg * np.log1p(-r)
+        else:
+            total += pos * (1.0 - r) * (1.0 - r) + neg * r * r
+    return total
+
+
+@kernel
+def top_label(P, y, conf, correct, lo, hi):
+    """Rows ``lo .. hi - 1``: ``conf[i] = max_j P[i, j]``, ``correct[i] = (argmax_j P[i, j] == y[i])``.
+
+    The argmax is the first maximum, as :func:`numpy.argmax`.
+    """
+    k = P.shape[1]
+    for i in range(lo, hi):
+        best = P[i, 0]
+        arg = 0
+        for j in range(1, k):
+            v = P[i, j]
+            if v > best:
+                best = v
+                arg = j
+        conf[i] = best
+        correct[i] = 1 if arg == y[i] else 0
+
+
+# --------------------------------------------------------------------------
+# Resampled isotonic fits over pre-sorted rows
+# --------------------------------------------------------------------------
+
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_TO_UNIT = 1.0 / 9007199254740992.0  # 2^-53
+
+
+@kernel
+def _mix(z):
+    """The SplitMix64 finaliser (Steele, Lea & Flood 2014): a bijection of 64-bit words."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@kernel
+def _uniform(base, i):
+    """The ``i``-th uniform in [0, 1) of the stream ``base``: a counter-based SplitMix64 draw."""
+    z = _mix(base + (np.uint64(i) + np.uint64(1)) * _GAMMA)
+    return np.float64(z >> _S11) * _TO_UNIT
+
+
+@kernel
+def stream(key, r):
+    """The base word of resample ``r``'s stream under the seed ``key``."""
+    return _mix(key ^ _mix(np.uint64(r) * _GAMMA + _GAMMA))
+
+
+@kernel
+def _push(bw, bwy, bg, top, w, wy, g):
+    """Push a group (weight ``w``, weighted positives ``wy``, index ``g``) on the PAV stack; pool violators."""
+    while top > 0 and bwy[top - 1] * w >= wy * bw[top - 1]:
+        top -= 1
+        w += bw[top]
+        wy += bwy[top]
+        g = bg[top]
+    bw[top] = w
+    bwy[top] = wy
+    bg[top] = g
+    return top + 1
+
+
+@kernel
+def _fit_rows(lab, w, counts, starts, bw, bwy, bg):
+    """PAV over the tie groups of rows with labels ``lab``, weights ``w`` (empty: 1) times ``counts`` (empty: 1).
+
+    Groups of zero weight are skipped; block ``k`` starts at group ``bg[k]``.
+    Returns the number of blocks.
+    """
+    n = lab.shape[0]
+    n_groups = starts.shape[0] - 1
+    weighted = w.shape[0] > 0
+    counted = counts.shape[0] > 0
+    top = 0
+    if n_groups == n:  # no ties: a group is a row
+        for i in range(n):
+            wi = np.float64(w[i]) if weighted else 1.0
+            if counted:
+                wi *= counts[i]
+            if wi > 0.0:
+                top = _push(bw, bwy, bg, top, wi, wi * lab[i], i)
+        return top
+    for g in range(n_groups):
+        sw = 0.0
+        swy = 0.0
+        for i in range(starts[g], starts[g + 1]):
+            wi = np.float64(w[i]) if weighted else 1.0
+            if counted:
+                wi *= counts[i]
+            sw += wi
+            swy += wi * lab[i]
+        if sw > 0.0:
+            top = _push(bw, bwy, bg, top, sw, swy, g)
+    return top
+
+
+@kernel
+def _evaluate(bw, bwy, bg, nb, targets, row):
+    """``row[j]``: the fitted value at group ``targets[j]`` (sorted): the mean of the last block starting at or
+    before it (the first block for groups before every block)."""
+    k = 0
+    for j in range(targets.shape[0]):
+        t = targets[j]
+        while k + 1 < nb and bg[k + 1] <= t:
+            k += 1
+        row[j] = bwy[k] / bw[k]
+
+
+@kernel
+def bernoulli_thresholds(p, thr):
+    """``thr[i] = ceil(p[i] 2^53)``: a 53-bit uniform ``k 2^-53`` is below ``p[i]`` exactly when ``k < thr[i]``."""
+    for i in range(p.shape[0]):
+        thr[i] = np.uint64(np.ceil(p[i] * 9007199254740992.0))
+
+
+@kernel
+def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
+    """Isotonic fits of resamples ``lo .. hi - 1`` of rows sorted by prediction, evaluated at ``targets``.
+
+    The rows are in increasing order of prediction, with 0/1 ``labels``
+    (float64) and weights ``w`` (empty: unit weights); ``starts`` (length
+    ``G + 1``) bounds the ``G`` tie groups. ``mode`` 1 (consistency): row
+    ``i`` gets the label ``u_i < p_i``, tested as ``k_i < thr[i]`` (see
+    :func:`bernoulli_thresholds`); mode 2 (confidence): ``n`` rows are drawn
+    with replacement (row ``i`` weighs its number of draws times ``w_i``);
+    mode 0: the data itself. The uniforms of resample ``r`` come from its
+    own counter-based stream (:func:`stream`), so a resample's result does
+    not depend on which thread computes it. ``out[r, j]`` is resample
+    ``r``'s fitted value at group ``targets[j]``.
+    """
+    n = labels.shape[0]
+    n_groups = starts.shape[0] - 1
+    bw = np.empty(n_groups)
+    bwy = np.empty(n_groups)
+    bg = np.empty(n_groups, dtype=np.int64)
+    lab = np.empty(n if mode == 1 else 0)
+    counts = np.empty(n if mode == 2 else 0)
+    for r in range(lo, hi):
+        base = stream(key, r)
+        if mode == 1:
+            for i in range(n):
+                z = _mix(base + (np.uint64(i) + np.uint64(1)) * _GAMMA)
+                lab[i] = 1.0 if (z >> _S11) < thr[i] else 0.0
+            nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg)
+        else:
+            if mode == 2:
+                counts[:] = 0.0
+                for i in range(n):
+                    j = np.int64(_uniform(base, i) * n)
+                    counts[min(j, n - 1)] += 1.0
+            nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg)
+        _evaluate(bw, bwy, bg, nb, targets, out[r])
+
+
+@kernel
+def group_starts(x, eps, starts):
+    """Tie groups of the sorted ``x``: a score starts a group when it exceeds the group's first score by at
+    least ``eps`` (scikit-learn's rule). Writes the ``G + 1`` bounds into ``starts``; returns ``G``."""
+    n = x.shape[0]
+    g = 0
+    starts[0] = 0
+    first = x[0]
+    for i in range(1, n):
+        if x[i] - first >= eps:
+            g += 1
+            starts[g] = i
+            first = x[i]
+    starts[g + 1] = n
+    return g + 1

@@ -1,0 +1,429 @@
+r"""CORP: the score decomposition and reliability curve from the isotonic recalibration.
+
+The isotonic (PAV) regression of the outcomes on the predictions is the
+recalibration that CORP (consistent, optimally binned, reproducible, PAV)
+reliability diagrams draw (Dimitriadis, Gneiting & Jordan 2021). Through it,
+any proper score :math:`S` splits exactly into miscalibration, discrimination
+and uncertainty:
+
+.. math::
+
+    \bar S(p) = \underbrace{\bar S(p) - \bar S(\hat p)}_{\mathrm{MCB}}
+              - \underbrace{\big(\bar S(\bar y) - \bar S(\hat p)\big)}_{\mathrm{DSC}}
+              + \underbrace{\bar S(\bar y)}_{\mathrm{UNC}},
+
+with :math:`\hat p` the PAV recalibration of :math:`y` on :math:`p`,
+:math:`\bar y` the (weighted) base rate and :math:`\bar S` the weighted mean
+score. Both functions run on fastcal's PAV engine
+(:func:`fastcal.isotonic.pav_fit`); the bands of :func:`corp_reliability`
+refit the PAV on resampled labels over one pre-sorted order.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from . import _decomposition_kernels as _k
+from ._params import Integer, Options, Real, check
+from ._parallel import parallel_for
+from ._results import Result
+from ._validation import (
+    as_float_array,
+    as_label_array,
+    check_consistent_length,
+    check_sample_weight,
+    column_or_1d,
+    is_binary,
+)
+from .isotonic import pav_fit
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "CorpReliabilityResult",
+    "ScoreDecomposition",
+    "corp_reliability",
+    "score_decomposition",
+]
+
+Scoring = Literal["brier", "log_loss"]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ScoreDecomposition(Result):
+    """``score == miscalibration - discrimination + uncertainty`` (to rounding); see :func:`score_decomposition`."""
+
+    score: float
+    miscalibration: float
+    discrimination: float
+    uncertainty: float
+    scoring: str
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class CorpReliabilityResult(Result):
+    """The CORP reliability curve and its bands; see :func:`corp_reliability`.
+
+    ``x`` are the block edges of the PAV fit (increasing), ``y`` the
+    recalibrated probability at each; ``lower`` and ``upper`` (None without
+    resamples) the pointwise band at ``level``.
+    """
+
+    x: NDArray[np.float64] = field(repr=False)
+    y: NDArray[np.float64] = field(repr=False)
+    lower: NDArray[np.float64] | None = field(repr=False)
+    upper: NDArray[np.float64] | None = field(repr=False)
+    level: float
+    band: str
+    n_resamples: int
+
+
+# ---------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------
+def _probability_range(p, name):
+    if p.size == 0:
+        return
+    lo, hi = float(p.min()), float(p.max())
+    if math.isnan(lo) or math.isnan(hi):
+        raise ValueError(f"{name} must be finite, but contains NaN.")
+    if math.isinf(lo) or math.isinf(hi):
+        raise ValueError(f"{name} must be finite, but contains infinity.")
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
+
+
+def _class_codes(y, k):
+    """Column index of each label of ``y`` for a matrix of ``k`` columns (the classes in sorted order)."""
+    classes = np.unique(y)
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError("y must not contain NaN.")
+    if classes.size == k:
+        return np.searchsorted(classes, y).astype(np.int64)
+    if classes.size < k and classes.dtype.kind in "biu" and classes[0] >= 0 and classes[-1] < k:
+        return y.astype(np.int64)
+    raise ValueError(
+        f"y holds {classes.size} classes but p has {k} columns: pass all {k} classes, or class codes 0..{k - 1}."
+    )
+
+
+def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
+    """Validated ``(labels, p, w)`` of a binary problem; ``w`` None or positive weights (zero-weight rows dropped).
+
+    ``p`` 1-D (or one column): probabilities of the positive class, with
+    ``y`` 0/1 labels. ``p`` of shape (n, k), k >= 2: the top-label problem,
+    ``p`` becoming the confidence ``max_j p[:, j]`` and the label whether the
+    argmax is the class of ``y``. The internal entry point of
+    :mod:`fastcal.metrics` and :mod:`fastcal.dask`.
+    """
+    multiclass = check("multiclass", multiclass, [Options("top_label")])
+    parr = np.asarray(p)
+    if parr.ndim == 2 and parr.shape[1] >= 2:
+        P = as_float_array(parr, "p")
+        y_arr = column_or_1d(y, "y", allow_column=False)
+        check_consistent_length(y=y_arr, p=P)
+        _probability_range(P, "p")
+        codes = _class_codes(y_arr, P.shape[1])
+        conf = np.empty(P.shape[0], dtype=P.dtype)
+        labels = np.empty(P.shape[0], dtype=np.uint8)
+        parallel_for(_k.top_label, P.shape[0], P, codes, conf, labels, rows=P.size)
+        probs = conf
+    else:
+        y_arr = column_or_1d(y, "y")
+        probs = as_float_array(column_or_1d(p, "p"), "p")
+        check_consistent_length(y=y_arr, p=probs)
+        labels = as_label_array(y_arr, "y")
+        if not is_binary(labels):
+            raise ValueError("y must hold binary labels 0 and 1 (or booleans); for classes pass an (n, k) p.")
+        _probability_range(probs, "p")
+    w = check_sample_weight(sample_weight, probs.shape[0])
+    if w is not None and w.min() == 0:
+        keep = w > 0
+        labels, probs, w = labels[keep], probs[keep], w[keep]
+    return labels, probs, w
+
+
+def _weights(w):
+    return np.empty(0, dtype=np.float64) if w is None else w
+
+
+# ---------------------------------------------------------------------------
+# score decomposition
+# ---------------------------------------------------------------------------
+def score_sums(labels, p, w, scoring):
+    """``(sum w s(p, y), sum w, sum w y)`` over validated rows, in fixed chunks (thread-count independent).
+
+    The internal entry point for chunked callers (:mod:`fastcal.dask`).
+    """
+    n = p.shape[0]
+    n_chunks = -(-n // _k.CHUNK)
+    out = np.zeros((n_chunks, 3))
+    parallel_for(_k.score_sums, n_chunks, labels, p, _weights(w), scoring == "log_loss", out, rows=n)
+    s, sw, swy = out.sum(axis=0)
+    return float(s), float(sw), float(swy)
+
+
+def uncertainty(base_rate, scoring):
+    """The score of the constant prediction ``base_rate`` on data with that base rate."""
+    q = base_rate
+    if scoring == "brier":
+        return q * (1.0 - q)
+    return -sum(v * math.log(v) for v in (q, 1.0 - q) if v > 0)
+
+
+def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
+    """:class:`ScoreDecomposition` from the total score of ``p``, of its recalibration, the total weight and
+    the weighted positives."""
+    score = score_sum / weight
+    recal = recal_sum / weight
+    unc = uncertainty(positives / weight, scoring)
+    return ScoreDecomposition(score=score, miscalibration=score - recal, discrimination=unc - recal,
+                              uncertainty=unc, scoring=scoring)
+
+
+def decompose(labels, p, w, scoring):
+    """:class:`ScoreDecomposition` of validated rows (see :func:`check_binary_problem`)."""
+    p64 = p.astype(np.float64, copy=False)
+    sw, swy, _, _ = pav_fit(p64, labels, w, 1.0)
+    recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
+    score_sum, weight, positives = score_sums(labels, p, w, scoring)
+    return decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
+
+
+def score_decomposition(
+    y: ArrayLike,
+    p: ArrayLike,
+    *,
+    scoring: Scoring = "brier",
+    sample_weight: ArrayLike | None = None,
+    multiclass: Literal["top_label"] = "top_label",
+) -> ScoreDecomposition:
+    r"""Decompose the Brier score or log loss into miscalibration, discrimination and uncertainty.
+
+    With :math:`\hat p` the isotonic (PAV) recalibration of ``y`` on ``p``
+    and :math:`\bar y` the weighted base rate,
+
+    .. math::
+
+        \mathrm{MCB} = \bar S(p) - \bar S(\hat p), \quad
+        \mathrm{DSC} = \bar S(\bar y) - \bar S(\hat p), \quad
+        \mathrm{UNC} = \bar S(\bar y), \quad
+        \bar S(p) = \mathrm{MCB} - \mathrm{DSC} + \mathrm{UNC},
+
+    where :math:`\bar S(q) = \sum_i w_i S(q_i, y_i) / \sum_i w_i` and
+    :math:`S(q, y) = (q - y)^2` (``"brier"``) or :math:`-y \log q - (1 - y)
+    \log(1 - q)` (``"log_loss"``, natural logarithm, unclipped: a prediction
+    of 0 or 1 that is wrong makes the score and MCB infinite). Since the PAV
+    fit minimises every proper score among monotone maps of ``p``, and the
+    base rate is one, MCB >= 0 and DSC >= 0 (Dimitriadis, Gneiting & Jordan
+    2021). The same as ``model_diagnostics.scoring.decompose`` with
+    ``SquaredError()`` / ``LogLoss()`` (to ~1e-15).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+        0/1 labels (booleans, any numeric dtype); with an (n, k) ``p``, the
+        classes (as many as columns, sorted, or codes ``0 .. k - 1``).
+    p : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Predicted probabilities in [0, 1]: of the positive class, or of each
+        class. float32 is read at its exact values; the PAV runs in float64
+        and pools predictions closer than float64's resolution (1e-15),
+        scikit-learn's rule.
+    scoring : {"brier", "log_loss"}, default="brier"
+        The proper score.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weights with a positive sum; zero-weight rows are ignored.
+    multiclass : {"top_label"}, default="top_label"
+        What an (n, k) ``p`` is decomposed as: the top-label problem, whose
+        prediction is the confidence :math:`\max_j p_{ij}` and whose outcome
+        is whether the argmax (the first, on ties) is the true class.
+
+    Returns
+    -------
+    ScoreDecomposition
+        ``score``, ``miscalibration``, ``discrimination``, ``uncertainty``
+        (floats) and ``scoring``.
+
+    Notes
+    -----
+    One PAV fit (fastcal's sort-free path for unweighted 0/1 labels) and one
+    parallel pass for :math:`\bar S(p)`; :math:`\bar S(\hat p)` comes from
+    the PAV blocks, without predicting.
+
+    References
+    ----------
+    Dimitriadis, T., Gneiting, T. and Jordan, A. I. (2021). Stable
+    reliability diagrams for probabilistic classifiers. PNAS 118(8),
+    e2016191118.
+    Fissler, T., Lorentzen, C. and Mayer, M. (2022). Model comparison and
+    calibration assessment. arXiv:2202.12780.
+
+    Examples
+    --------
+    >>> from fastcal import score_decomposition
+    >>> d = score_decomposition([0, 0, 1, 0, 1, 1], [0.1, 0.3, 0.35, 0.4, 0.8, 0.9])
+    >>> round(d.score, 6), round(d.miscalibration, 6), round(d.discrimination, 6), round(d.uncertainty, 6)
+    (0.122083, 0.03875, 0.166667, 0.25)
+    """
+    scoring = check("scoring", scoring, [Options("brier", "log_loss")])
+    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
+    return decompose(labels, probs, w, scoring)
+
+
+# ---------------------------------------------------------------------------
+# CORP reliability curve and bands
+# ---------------------------------------------------------------------------
+def _seed_key(random_state):
+    if random_state is None:
+        return np.uint64(np.random.default_rng().integers(0, 2**63))
+    if isinstance(random_state, np.random.Generator):
+        return np.uint64(random_state.integers(0, 2**63))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool) and random_state >= 0:
+        return np.random.SeedSequence(int(random_state)).generate_state(1, np.uint64)[0]
+    raise TypeError(
+        f"random_state must be None, a non-negative int or a numpy.random.Generator, got {random_state!r}."
+    )
+
+
+def corp_curve(sw, swy, xf, xl):
+    """``(x, y)`` of the CORP curve from PAV blocks: each block's first and last prediction (once if equal)."""
+    vals = swy / sw
+    both = xl > xf
+    x = np.empty(2 * sw.shape[0])
+    x[0::2] = xf
+    x[1::2] = xl
+    y = np.repeat(vals, 2)
+    keep = np.ones(x.shape[0], dtype=bool)
+    keep[1::2] = both
+    return x[keep], y[keep]
+
+
+def corp_reliability(
+    y: ArrayLike,
+    p: ArrayLike,
+    *,
+    sample_weight: ArrayLike | None = None,
+    n_resamples: int = 0,
+    level: float = 0.9,
+    band: Literal["consistency", "confidence"] = "consistency",
+    random_state: int | np.random.Generator | None = None,
+    multiclass: Literal["top_label"] = "top_label",
+) -> CorpReliabilityResult:
+    r"""The CORP reliability curve: the isotonic recalibration of ``y`` on ``p``, with resampling bands.
+
+    The curve is the PAV fit :math:`\hat p` of the outcomes on the
+    predictions, a step function that is constant on each block of pooled
+    predictions. It needs no binning choice: the PAV chooses the bins, and
+    the curve is the one consistent, optimally binned reliability curve
+    (Dimitriadis, Gneiting & Jordan 2021). A calibrated ``p`` has its
+    curve near the diagonal.
+
+    With ``n_resamples > 0`` a pointwise band at ``level`` comes with it: at
+    each ``x``, the ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles
+    (NumPy's default "linear" rule) of the recalibrated value over
+    ``n_resamples`` refits:
+
+    - ``band="consistency"`` (the paper's): the labels are redrawn as
+      :math:`y_i^* \sim \mathrm{Bernoulli}(p_i)`, so the band shows where
+      the curve of calibrated predictions would lie; the curve leaving it is
+      evidence of miscalibration.
+    - ``band="confidence"``: the rows are bootstrapped (``n`` draws with
+      replacement); the band is a confidence band for the recalibration.
+      Where a resample holds no row at a prediction, its value there is the
+      one of the block to the left (the first block before all).
+
+    Parameters
+    ----------
+    y, p, sample_weight, multiclass
+        As in :func:`score_decomposition` (an (n, k) ``p`` gives the
+        top-label curve).
+    n_resamples : int, default=0
+        Number of resamples for the band; 0 for none.
+    level : float, default=0.9
+        Pointwise coverage of the band, in (0, 1).
+    band : {"consistency", "confidence"}, default="consistency"
+        What is resampled (above).
+    random_state : int, numpy.random.Generator or None, default=None
+        Seed of the resampling. Resample ``r`` draws from its own
+        counter-based SplitMix64 stream (Steele, Lea & Flood 2014) keyed by
+        the seed and ``r``, so the band is the same bit for bit whatever the
+        number of threads.
+
+    Returns
+    -------
+    CorpReliabilityResult
+        ``x``: the block edges of the PAV fit (each block's smallest and
+        largest distinct prediction, once if they coincide; increasing,
+        float64); ``y``: the recalibrated probability at each (equal in
+        pairs); ``lower``, ``upper``: the band at ``x`` (None without
+        resamples); ``level``, ``band``, ``n_resamples``. Drawn as a
+        line through ``(x, y)``, the curve is flat on each block and linear
+        between blocks, as :class:`fastcal.IsotonicRegression` predicts.
+
+    Notes
+    -----
+    The rows are sorted by prediction once; each resample is then one O(n)
+    pass (draws, tie groups and the PAV stack fused) over that order, the
+    resamples run in parallel on fastcal's threads. Memory: the sorted rows,
+    one n-sized scratch set per thread, and ``n_resamples * len(x)`` values.
+
+    References
+    ----------
+    Dimitriadis, T., Gneiting, T. and Jordan, A. I. (2021). Stable
+    reliability diagrams for probabilistic classifiers. PNAS 118(8),
+    e2016191118.
+    Steele, G. L., Lea, D. and Flood, C. H. (2014). Fast splittable
+    pseudorandom number generators. OOPSLA.
+
+    Examples
+    --------
+    >>> from fastcal import corp_reliability
+    >>> c = corp_reliability([0, 0, 1, 0, 1, 1], [0.1, 0.3, 0.35, 0.4, 0.8, 0.9])
+    >>> c.x.tolist(), c.y.tolist()
+    ([0.1, 0.3, 0.35, 0.4, 0.8, 0.9], [0.0, 0.0, 0.5, 0.5, 1.0, 1.0])
+    """
+    n_resamples = check("n_resamples", n_resamples, [Integer(0)])
+    level = check("level", level, [Real(0, 1, open_low=True, open_high=True)])
+    band = check("band", band, [Options("consistency", "confidence")])
+    key = _seed_key(random_state) if n_resamples else np.uint64(0)
+    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
+    p64 = probs.astype(np.float64, copy=False)
+    sw, swy, xf, xl = pav_fit(p64, labels, w, 1.0)
+    x, fit = corp_curve(sw, swy, xf, xl)
+    lower = upper = None
+    if n_resamples:
+        draws = resample_curves(labels, p64, w, x, n_resamples, key, band)
+        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return CorpReliabilityResult(x=x, y=fit, lower=lower, upper=upper, level=float(level), band=band,
+                           n_resamples=int(n_resamples))
+
+
+def resample_curves(labels, p64, w, x, n_resamples, key, band):
+    """``(n_resamples, len(x))``: the recalibrated value at each ``x`` (sorted tie-group scores) of each resample.
+
+    ``band`` is ``"consistency"``, ``"confidence"`` or ``"none"`` (the data itself, every row equal).
+    """
+    order = np.argsort(p64, kind="stable")
+    ps = p64[order]
+    ys = labels[order].astype(np.float64)
+    ws = _weights(None if w is None else w[order].astype(np.float64, copy=False))
+    del order
+    starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
+    n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
+    starts = starts[: n_groups + 1]
+    targets = np.searchsorted(ps[starts[:-1]], x).astype(np.int64)
+    mode = {"none": 0, "consistency": 1, "confidence": 2}[band]
+    thr = np.empty(ps.shape[0] if mode == 1 else 0, dtype=np.uint64)
+    if mode == 1:
+        _k.bernoulli_thresholds(ps, thr)
+    del ps
+    out = np.empty((n_resamples, x.shape[0]))
+    parallel_for(_k.resample_fits, n_resamples, ys, ws, thr, starts, targets, np.uint64(key), mode, out,
+                 rows=n_resamples * ys.shape[0])
+    return out
