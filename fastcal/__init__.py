@@ -41,7 +41,7 @@ from .prior import (
     estimate_priors_em,
     negative_sampling_logit_offset,
 )
-from .smooth import SmoothECE, smooth_ece
+from .smooth import SmoothECEResult, smooth_ece
 from .temperature import TemperatureScaling
 
 if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
@@ -81,7 +81,7 @@ __all__ = [
     "PriorEMResult",
     "ScoreDecomposition",
     "SlopeInterceptResult",
-    "SmoothECE",
+    "SmoothECEResult",
     "TemperatureScaling",
     "adjust_priors",
     "brier_decomposition",

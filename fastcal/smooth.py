@@ -66,7 +66,7 @@ from ._validation import (
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["SmoothECE", "smooth_ece"]
+__all__ = ["SmoothECEResult", "smooth_ece"]
 
 #: Cells of the grid the sums are binned onto (width h = 1 / GRID).
 GRID = 1 << 17
@@ -88,7 +88,7 @@ _BOUND_C = math.exp(-0.5) / (2.0 * math.sqrt(2.0 * math.pi))
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SmoothECE(Result):
+class SmoothECEResult(Result):
     """The smooth ECE and its smoothed reliability curve (see :func:`smooth_ece`).
 
     ``x``: points in [0, 1]; ``y``: the kernel-smoothed frequency of
@@ -306,7 +306,7 @@ def _fixed_point(spectrum_r, total_w):
 
 
 def smooth_ece_from_grid(sums, bandwidth=None):
-    """:class:`SmoothECE` from :func:`grid_sums` (of all the data): the fixed point unless ``bandwidth`` is given."""
+    """:class:`SmoothECEResult` from :func:`grid_sums` (of all the data): the fixed point unless ``bandwidth`` is given."""
     total_w = float(sums[:, _k.GW].sum())
     spectrum_r = _spectrum(sums[:, _k.GR])
     if bandwidth is None:
@@ -315,7 +315,7 @@ def smooth_ece_from_grid(sums, bandwidth=None):
         sigma = float(bandwidth)
     ece, h_eval = _smece_at(spectrum_r, total_w, sigma)
     x, y, density = _curve(_spectrum(sums[:, _k.GW]), _spectrum(sums[:, _k.GY]), total_w, sigma)
-    return SmoothECE(ece=ece, bandwidth=sigma, error_bound=_error_bound(sigma, h_eval), x=x, y=y, density=density)
+    return SmoothECEResult(ece=ece, bandwidth=sigma, error_bound=_error_bound(sigma, h_eval), x=x, y=y, density=density)
 
 
 def check_bandwidth(bandwidth):
@@ -329,7 +329,7 @@ def smooth_ece(
     *,
     bandwidth: float | None = None,
     sample_weight: ArrayLike | None = None,
-) -> SmoothECE:
+) -> SmoothECEResult:
     r"""Smooth ECE: the calibration error of Błasiok & Nakkiran (2023), with its smoothed reliability curve.
 
     .. math::
@@ -394,7 +394,7 @@ def smooth_ece(
 
     Returns
     -------
-    SmoothECE
+    SmoothECEResult
         ``ece``, ``bandwidth``, ``error_bound``, and the smoothed reliability
         curve ``x``, ``y`` with the smoothed ``density`` of the predictions
         (Nadaraya-Watson with the same kernel, 501 points).
