@@ -94,25 +94,6 @@ def merge_slots(slots, used, total, lo, hi):
 
 
 @kernel
-def top_label(P, codes, conf, correct, lo, hi):
-    """Rows ``[lo, hi)`` of an (n, k) probability matrix: the largest probability and whether its column is the row's class.
-
-    The first column of the largest value wins ties (``np.argmax``).
-    """
-    k = P.shape[1]
-    for i in range(lo, hi):
-        best = P[i, 0]
-        arg = 0
-        for j in range(1, k):
-            v = P[i, j]
-            if v > best:
-                best = v
-                arg = j
-        conf[i] = best
-        correct[i] = 1 if arg == codes[i] else 0
-
-
-@kernel
 def abs_integral(values, h):
     """Integral over [0, 1] of |F|, F the piecewise-linear interpolant of ``values`` at the cell centres ``(j + 1/2) h``.
 

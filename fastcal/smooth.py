@@ -44,15 +44,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import scipy.fft
 import scipy.optimize
 
 from . import _smooth_kernels as _k
+from ._binning import top_label
 from ._parallel import get_num_threads, parallel_for, run
-from ._params import Real, check
+from ._params import Options, Real, check
 from ._results import Result
 from ._validation import (
     as_float_array,
@@ -144,10 +145,7 @@ def check_inputs(y_true, y_prob, sample_weight):
         if lo < 0 or hi >= P.shape[1]:
             raise ValueError(f"y_true must hold class indices 0 .. {P.shape[1] - 1} (the columns of y_prob); "
                              f"found values from {lo} to {hi}.")
-        codes = np.ascontiguousarray(codes, dtype=np.int64)
-        conf = np.empty(P.shape[0], dtype=P.dtype)
-        correct = np.empty(P.shape[0], dtype=np.uint8)
-        parallel_for(_k.top_label, P.shape[0], P, codes, conf, correct, rows=P.size)
+        correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
         return correct, conf, check_sample_weight(sample_weight, P.shape[0])
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
@@ -315,7 +313,8 @@ def smooth_ece_from_grid(sums, bandwidth=None):
         sigma = float(bandwidth)
     ece, h_eval = _smece_at(spectrum_r, total_w, sigma)
     x, y, density = _curve(_spectrum(sums[:, _k.GW]), _spectrum(sums[:, _k.GY]), total_w, sigma)
-    return SmoothECEResult(ece=ece, bandwidth=sigma, error_bound=_error_bound(sigma, h_eval), x=x, y=y, density=density)
+    return SmoothECEResult(ece=ece, bandwidth=sigma, error_bound=_error_bound(sigma, h_eval), x=x, y=y,
+                           density=density)
 
 
 def check_bandwidth(bandwidth):
@@ -329,6 +328,7 @@ def smooth_ece(
     *,
     bandwidth: float | None = None,
     sample_weight: ArrayLike | None = None,
+    multiclass: Literal["top_label"] = "top_label",
 ) -> SmoothECEResult:
     r"""Smooth ECE: the calibration error of Błasiok & Nakkiran (2023), with its smoothed reliability curve.
 
@@ -391,6 +391,10 @@ def smooth_ece(
         :math:`\sigma`, at least :data:`SIGMA_MIN`; the fixed point when None.
     sample_weight : array-like of shape (n_samples,), optional
         Non-negative weights.
+    multiclass : {"top_label"}, default="top_label"
+        What an (n, k) ``y_prob`` is measured as: its top-label problem (as
+        :func:`fastcal.score_decomposition` and
+        :func:`fastcal.calibration_curve`).
 
     Returns
     -------
@@ -416,5 +420,6 @@ def smooth_ece(
     (0.109, 0.109, True)
     """
     bandwidth = check_bandwidth(bandwidth)
+    check("multiclass", multiclass, [Options("top_label")])
     y, p, w = check_inputs(y_true, y_prob, sample_weight)
     return smooth_ece_from_grid(grid_sums(p, y, w), bandwidth)
