@@ -32,7 +32,8 @@ Predictions and prior corrections (:func:`predict`,
 (:func:`calibration_curve`, :func:`brier_score_loss`, :func:`log_loss`,
 :func:`expected_calibration_error`, :func:`brier_decomposition`) reduce
 per-chunk partial sums of the same kernel as :mod:`fastcal.metrics` and
-return the same numbers.
+return the same numbers; :func:`smooth_ece` adds up the chunks' grid sums
+(:func:`fastcal.smooth.grid_sums`) and smooths them as the in-memory function.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, platt
+from . import _binning, _partition, platt, smooth
 from ._errors import not_fitted
 from ._params import Integer, check
 
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
     from .platt import PlattScaling
+    from .smooth import SmoothECEResult
 
     #: A column of Dask data: a 1-D dask array, a dask Series, or a dask DataFrame of one column.
     Column: TypeAlias = da.Array | dd.Series | dd.DataFrame
@@ -77,6 +79,7 @@ __all__ = [
     "fit_platt",
     "log_loss",
     "predict",
+    "smooth_ece",
 ]
 
 #: Default rows per partition of the isotonic shuffle (about 150 MB of
@@ -813,6 +816,28 @@ def expected_calibration_error(
     _binning.check_params(norm=norm)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
+
+
+def _grid_sums(chunk):
+    y, p, w = chunk[0]
+    return smooth.grid_sums(p, y, w)
+
+
+def smooth_ece(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    bandwidth: float | None = None,
+    sample_weight: Data | float | None = None,
+) -> SmoothECEResult:
+    """:func:`fastcal.smooth_ece` of Dask data: each chunk's sums binned onto the grid, added on the client in chunk
+    order, then smoothed as in memory (the same grid, kernel and fixed point; equal up to the order of the sums).
+    Binary only; labels {0, 1} or {-1, 1}."""
+    bandwidth = smooth.check_bandwidth(bandwidth)
+    _binary_only("smooth_ece", y_prob)
+    data = _MetricData(y_true, y_prob, sample_weight, None)
+    grids = dask.compute(*[delayed(_grid_sums)(c) for c in data.chunks])
+    return smooth.smooth_ece_from_grid(smooth.merge_grids(grids), bandwidth)
 
 
 def brier_decomposition(
