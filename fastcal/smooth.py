@@ -19,7 +19,7 @@ and the smooth ECE is :math:`\mathrm{smECE}_{\sigma^*}` at the bandwidth
 :math:`\sigma^* = \mathrm{smECE}_{\sigma^*}`. :math:`K_\sigma` is the heat
 kernel on [0, 1] with reflecting ends, so :math:`K_a K_b = K_{\sqrt{a^2+b^2}}`
 and :math:`\mathrm{smECE}_\sigma` is non-increasing in :math:`\sigma`: the
-fixed point is unique, and bisection finds it.
+fixed point is unique, and a bracketing root finder finds it.
 
 How it is computed (:func:`grid_sums`, then :func:`smooth_ece_from_grid`):
 one parallel pass bins the sums of :math:`w`, :math:`w y` and
@@ -79,7 +79,7 @@ _SLOTS = 8
 #: Evaluation grid: at least this many points per bandwidth.
 _EVAL_PER_SIGMA = 128
 _COARSE_PER_SIGMA = 16
-#: Bisection stops when the bracket is this narrow.
+#: The root finder closes the bracket of the fixed point to this width.
 _TOL = 1e-10
 #: Points of the smoothed reliability curve.
 _CURVE_POINTS = 501
