@@ -31,6 +31,8 @@ def score_sums(y, p, w, log, out, lo, hi):
         swy = 0.0
         for i in range(c * CHUNK, min(n, (c + 1) * CHUNK)):
             wi = np.float64(w[i]) if weighted else 1.0
+            if wi == 0.0:  # a row of no weight adds nothing, even where its score is infinite
+                continue
             pi = np.float64(p[i])
             yi = 1.0 if y[i] != 0 else 0.0
             if log:
@@ -209,7 +211,7 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
     bwy = np.empty(n_groups)
     bg = np.empty(n_groups, dtype=np.int64)
     lab = np.empty(n if mode == 1 else 0)
-    counts = np.empty(n if mode == 2 else 0)
+    counts = np.empty(n if mode == 2 else 0, dtype=np.int32)  # a row is drawn at most n < 2^31 times
     for r in range(lo, hi):
         base = stream(key, r)
         if mode == 1:
@@ -219,10 +221,10 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
             nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg)
         else:
             if mode == 2:
-                counts[:] = 0.0
+                counts[:] = 0
                 for i in range(n):
                     j = np.int64(_uniform(base, i) * n)
-                    counts[min(j, n - 1)] += 1.0
+                    counts[min(j, n - 1)] += 1
             nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg)
         _evaluate(bw, bwy, bg, nb, targets, out[r])
 

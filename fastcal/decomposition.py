@@ -187,13 +187,23 @@ def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
                               uncertainty=unc, scoring=scoring)
 
 
-def decompose(labels, p, w, scoring):
-    """:class:`ScoreDecomposition` of validated rows (see :func:`check_binary_problem`)."""
-    p64 = p.astype(np.float64, copy=False)
-    sw, swy, _, _ = pav_fit(p64, labels, w, 1.0)
-    recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
-    score_sum, weight, positives = score_sums(labels, p, w, scoring)
-    return decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
+def decompose(labels, p, w, scorings):
+    """:class:`ScoreDecomposition` of validated rows for each of ``scorings``, from one PAV fit.
+
+    ``labels`` 0/1, ``p`` probabilities (float32/float64), ``w`` None or
+    non-negative weights (zero-weight rows are dropped here). The internal
+    entry point of :func:`fastcal.metrics.calibration_report`.
+    """
+    if w is not None and w.min() == 0:
+        keep = w > 0
+        labels, p, w = labels[keep], p[keep], w[keep]
+    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0)
+    out = []
+    for scoring in scorings:
+        recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
+        score_sum, weight, positives = score_sums(labels, p, w, scoring)
+        out.append(decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring))
+    return out
 
 
 def score_decomposition(
@@ -223,7 +233,11 @@ def score_decomposition(
     fit minimises every proper score among monotone maps of ``p``, and the
     base rate is one, MCB >= 0 and DSC >= 0 (Dimitriadis, Gneiting & Jordan
     2021). The same as ``model_diagnostics.scoring.decompose`` with
-    ``SquaredError()`` / ``LogLoss()`` (to ~1e-15).
+    ``SquaredError()`` / ``LogLoss()``, to rounding: the sums are taken in
+    another order (4e-16 for the Brier terms, 1e-14 for the log loss, at
+    10^5 rows). There, a prediction within float64's resolution above the
+    first of its tie group gets scikit-learn's interpolated value; here, as
+    in the PAV fit, the value of its group.
 
     Parameters
     ----------
@@ -273,7 +287,7 @@ def score_decomposition(
     """
     scoring = check("scoring", scoring, [Options("brier", "log_loss")])
     labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
-    return decompose(labels, probs, w, scoring)
+    return decompose(labels, probs, w, (scoring,))[0]
 
 
 # ---------------------------------------------------------------------------
@@ -424,6 +438,8 @@ def resample_curves(labels, p64, w, x, n_resamples, key, band):
         _k.bernoulli_thresholds(ps, thr)
     del ps
     out = np.empty((n_resamples, x.shape[0]))
-    parallel_for(_k.resample_fits, n_resamples, ys, ws, thr, starts, targets, np.uint64(key), mode, out,
-                 rows=n_resamples * ys.shape[0])
+    # The generator's products wrap modulo 2^64 by design; NumPy scalars (under NUMBA_DISABLE_JIT) would warn.
+    with np.errstate(over="ignore"):
+        parallel_for(_k.resample_fits, n_resamples, ys, ws, thr, starts, targets, np.uint64(key), mode, out,
+                     rows=n_resamples * ys.shape[0])
     return out

@@ -63,6 +63,7 @@ from ._binning import (
 )
 from ._errors import InvalidParameterError
 from ._results import Result
+from .decomposition import decompose
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -1222,6 +1223,11 @@ _REPORT_ROWS = (
     ("slope", "calibration slope", "{:.6f}"),
     ("intercept", "calibration intercept", "{:.6f}"),
     ("calibration_in_the_large", "calibration-in-the-large", "{:.6f}"),
+    ("brier_miscalibration", "CORP miscalibration (Brier)", "{:.6f}"),
+    ("brier_discrimination", "CORP discrimination (Brier)", "{:.6f}"),
+    ("log_loss_miscalibration", "CORP miscalibration (log loss)", "{:.6f}"),
+    ("log_loss_discrimination", "CORP discrimination (log loss)", "{:.6f}"),
+    ("log_loss_uncertainty", "CORP uncertainty (log loss)", "{:.6f}"),
 )
 
 
@@ -1234,7 +1240,10 @@ class CalibrationReport(Result):
     ``prob_pred`` one per non-empty bin, as :func:`calibration_curve` returns
     them. ``slope_se``, ``intercept_se``, ``slope_ci``, ``intercept_ci`` (Wald
     95%) and ``slope_converged`` come from
-    :func:`fastcal.platt.calibration_slope_intercept`. ``str(report)`` is a
+    :func:`fastcal.platt.calibration_slope_intercept`; the ``brier_*`` and
+    ``log_loss_*`` terms from :func:`fastcal.score_decomposition` (the Brier
+    uncertainty is ``uncertainty``; the log-loss score, unclipped, is
+    ``log_loss_miscalibration - log_loss_discrimination + log_loss_uncertainty``). ``str(report)`` is a
     readable table; :meth:`to_dict` gives plain Python types
     (JSON-serialisable).
     """
@@ -1257,6 +1266,11 @@ class CalibrationReport(Result):
     slope: float
     intercept: float
     calibration_in_the_large: float
+    brier_miscalibration: float
+    brier_discrimination: float
+    log_loss_miscalibration: float
+    log_loss_discrimination: float
+    log_loss_uncertainty: float
     n_bins: int
     strategy: Literal["uniform", "quantile"]
     bin_edges: NDArray[np.float64] = field(repr=False)
@@ -1320,7 +1334,8 @@ def calibration_report(
     (:func:`roc_auc_score`); the calibration slope, intercept and
     calibration-in-the-large come from the logistic recalibration
     :math:`\operatorname{logit} P(y=1) = \alpha + \beta \operatorname{logit}(p)`
-    of :func:`fastcal.platt.calibration_slope_intercept`.
+    of :func:`fastcal.platt.calibration_slope_intercept`; the CORP score decompositions
+    (:func:`fastcal.score_decomposition`) from one isotonic fit.
 
     Parameters
     ----------
@@ -1338,7 +1353,11 @@ def calibration_report(
         ``brier``, ``log_loss``, ``ece`` (l1), ``rmsce`` (l2), ``mce`` (max),
         ``reliability``, ``resolution``, ``uncertainty``,
         ``within_bin_variance``, ``within_bin_covariance``, ``slope``,
-        ``intercept``, ``calibration_in_the_large``, the standard errors and
+        ``intercept``, ``calibration_in_the_large``, the CORP score
+        decompositions (``brier_miscalibration``, ``brier_discrimination``,
+        ``log_loss_miscalibration``, ``log_loss_discrimination``,
+        ``log_loss_uncertainty``, see :func:`fastcal.score_decomposition`),
+        the standard errors and
         95% confidence intervals of slope and intercept, and the bins
         (``bin_edges``, ``bin_weights``, ``prob_true``, ``prob_pred``).
         Prints as a table; ``to_dict()`` converts it.
@@ -1364,6 +1383,7 @@ def calibration_report(
     ece = ece_from_table(table)
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
     auc = roc_auc(y, p, w)
+    corp_brier, corp_log = decompose(y, p, w, ("brier", "log_loss"))
     slope_fit = calibration_slope_intercept(y, p, sample_weight=w)
     optional: dict[str, Any] = {}
     for name, attr in (
@@ -1402,6 +1422,11 @@ def calibration_report(
         slope=float(slope_fit.slope),
         intercept=float(slope_fit.intercept),
         calibration_in_the_large=float(slope_fit.calibration_in_the_large),
+        brier_miscalibration=corp_brier.miscalibration,
+        brier_discrimination=corp_brier.discrimination,
+        log_loss_miscalibration=corp_log.miscalibration,
+        log_loss_discrimination=corp_log.discrimination,
+        log_loss_uncertainty=corp_log.uncertainty,
         n_bins=edges.shape[0] - 1,
         strategy=strategy,
         bin_edges=edges,

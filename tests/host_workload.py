@@ -65,6 +65,13 @@ def run(n=N, seed=0, *, extras=False):
     out["curve"] = np.concatenate(fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile"))
     out["brier_decomposition"] = np.array(list(fastcal.brier_decomposition(y, p, sample_weight=w).to_dict().values()))
     out["losses"] = np.array([fastcal.brier_score_loss(y, p), fastcal.log_loss(y, p, sample_weight=w)])
+    out["score_decomposition"] = np.array([list(fastcal.score_decomposition(y, p, **kw).to_dict().values())[:4]
+                                           for kw in ({}, {"scoring": "log_loss", "sample_weight": w})])
+    out["top_label_decomposition"] = np.array(list(fastcal.score_decomposition(np.arange(proba.shape[0]) * 7 % 3, proba)
+                                                   .to_dict().values())[:4])
+    for band in ("consistency", "confidence"):
+        c = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=3, band=band, random_state=0)
+        out[f"corp_{band}"] = np.concatenate([c.x, c.y, c.lower, c.upper])
     if extras:
         import io
         import os

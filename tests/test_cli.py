@@ -177,6 +177,9 @@ def test_report_json_and_html(files, data, tmp_path):
     assert doc["report"]["brier"] == pytest.approx(want.brier, rel=1e-12)
     assert doc["report"]["ece"] == pytest.approx(want.ece, rel=1e-12)
     assert doc["report"]["prob_true"] == pytest.approx(list(want.prob_true), rel=1e-12)
+    assert doc["report"]["brier_miscalibration"] == pytest.approx(want.brier_miscalibration, rel=1e-12)
+    corp = fastcal.corp_reliability(label, score, n_resamples=doc["corp"]["n_resamples"], random_state=0)
+    assert doc["corp"]["n_resamples"] > 0 and doc["corp"] == json.loads(json.dumps(corp.to_dict()))
 
 
 def test_report_html_and_png(files, tmp_path, capsys):

@@ -382,3 +382,52 @@ def test_import_fastcal_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", "import sys, fastcal; print('dask' in sys.modules)"],
                          capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------
+# CORP score decomposition through the distributed isotonic fit.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("dtype", "weighted"), [(np.float64, False), (np.float32, True)])
+def test_score_decomposition_equals_in_memory(client, dtype, weighted):
+    rng = np.random.default_rng(11)
+    n = 60_000
+    p = np.round(rng.random(n), 3).astype(dtype)  # ties, across chunk and partition boundaries
+    y = (rng.random(n) < p.astype(np.float64) ** 1.5).astype(np.uint8)
+    w = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0, 2, n)) if weighted else None
+    Y, P, W = _chunked(y, p, w, chunks=9_000)
+    for scoring in ("brier", "log_loss"):
+        got = fd.score_decomposition(Y, P, scoring=scoring, sample_weight=W)
+        want = fastcal.score_decomposition(y, p, scoring=scoring, sample_weight=w)
+        # Sums of n non-negative terms grouped by chunk against all at once: within 4 n eps (score + UNC) of each
+        # other (see tests/test_decomposition.py atol); the PAV blocks are the same (fit_isotonic is exact).
+        tol = 4 * n * EPS * (want.score + want.uncertainty)
+        for name in ("score", "miscalibration", "discrimination", "uncertainty"):
+            assert getattr(got, name) == pytest.approx(getattr(want, name), abs=tol), name
+
+
+@given(probabilities(min_size=2, max_size=300, weighted="zeros"), st.lists(st.integers(0, 300), max_size=5))
+@settings(max_examples=25, deadline=None)
+def test_score_decomposition_small_chunks_sync(data, cuts):
+    y, p, w = data
+    bounds = sorted({0, len(p), *(c for c in cuts if c <= len(p))})
+    chunks = (tuple(np.diff(bounds)),)
+    Y, P, W = (None if a is None else da.from_array(a, chunks=chunks) for a in (y, p, w))
+    with dask.config.set(scheduler="sync"):
+        got = fd.score_decomposition(Y, P, sample_weight=W)
+    want = fastcal.score_decomposition(y, p, sample_weight=w)
+    tol = 1e-12 + 4 * len(p) * EPS * (want.score + want.uncertainty)
+    assert [got.score, got.miscalibration, got.discrimination, got.uncertainty] == pytest.approx(
+        [want.score, want.miscalibration, want.discrimination, want.uncertainty], abs=tol)
+
+
+def test_score_decomposition_errors():
+    p = da.from_array(np.linspace(0, 1, 100), chunks=25)
+    with pytest.raises(ValueError, match="binary only"):
+        fd.score_decomposition(da.from_array(np.zeros(100, int), chunks=25), np.full((100, 3), 1 / 3))
+    with pytest.raises(ValueError, match="outside \\[0, 1\\]"):
+        with dask.config.set(scheduler="sync"):
+            fd.score_decomposition(da.from_array(np.arange(100) % 2, chunks=25), p * 2)
+    with pytest.raises(fastcal.InvalidParameterError, match="scoring"):
+        fd.score_decomposition(da.from_array(np.arange(100) % 2, chunks=25), p, scoring="auc")

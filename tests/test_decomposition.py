@@ -348,3 +348,22 @@ def test_result_names_for_plots():
         assert all(hasattr(obj, name) for name in names)
     with num_threads(1):
         assert fastcal.corp_reliability([0, 1, 1, 0], [0.1, 0.8, 0.6, 0.3], n_resamples=3, random_state=0) == c
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_report_carries_the_decompositions(dtype, weighted):
+    rng = np.random.default_rng(9)
+    p = np.round(rng.random(3000), 2).astype(dtype)  # ties
+    y = (rng.random(3000) < p).astype(np.uint8)
+    w = np.where(rng.random(3000) < 0.2, 0.0, rng.uniform(0.1, 3, 3000)) if weighted else None
+    report = fastcal.calibration_report(y, p, sample_weight=w)
+    brier = fastcal.score_decomposition(y, p, sample_weight=w)
+    log = fastcal.score_decomposition(y, p, scoring="log_loss", sample_weight=w)
+    assert (report.brier_miscalibration, report.brier_discrimination) == (brier.miscalibration, brier.discrimination)
+    assert (report.log_loss_miscalibration, report.log_loss_discrimination, report.log_loss_uncertainty) == (
+        log.miscalibration, log.discrimination, log.uncertainty)
+    # The Brier score and uncertainty of the binned report are the same quantities, summed another way.
+    assert report.brier == pytest.approx(brier.score, abs=atol(len(p), [brier.score, 0, 0, brier.uncertainty]))
+    assert report.uncertainty == pytest.approx(brier.uncertainty, abs=atol(len(p), [0, 0, 0, 1]))
+    assert "CORP miscalibration (Brier)" in str(report)

@@ -238,6 +238,18 @@ def metrics(s: NDArray[np.float64], y: NDArray[np.int64], return_counts: bool) -
     assert_type(r.slope_ci, tuple[float, float] | None)
     assert_type(r.intercept_ci, tuple[float, float] | None)
     assert_type(r.slope_converged, bool | None)
+    assert_type(r.brier_miscalibration - r.brier_discrimination + r.log_loss_uncertainty, float)
+    sd = fastcal.score_decomposition(y, p, scoring="log_loss", sample_weight=None)
+    assert_type(sd, fastcal.ScoreDecomposition)
+    assert_type(sd.miscalibration - sd.discrimination + sd.uncertainty - sd.score, float)
+    assert_type(fastcal.score_decomposition(y3, proba, multiclass="top_label").scoring, str)
+    corp = fastcal.corp_reliability(y, p, sample_weight=np.ones(s.shape[0]), n_resamples=5, level=0.8,
+                                    band="confidence", random_state=np.random.default_rng(0))
+    assert_type(corp, fastcal.CorpReliabilityResult)
+    assert_type(corp.x, NDArray[np.float64])
+    assert_type(corp.y, NDArray[np.float64])
+    assert_type(corp.lower, NDArray[np.float64] | None)
+    assert_type(fastcal.corp_reliability(y, p, random_state=1).n_resamples, int)
     assert_type(str(r), str)
 
 
@@ -306,6 +318,7 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     d = fastcal.dask.brier_decomposition(yd, p, n_bins=4, strategy="uniform", sample_weight=None)
     assert_type(d, fastcal.BrierDecomposition)
     assert_type(d.resolution, float)
+    assert_type(fastcal.dask.score_decomposition(yd, p, scoring="brier", sample_weight=None).uncertainty, float)
 
 
 def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
@@ -353,6 +366,8 @@ y = (s > 0).astype(np.int64)
 fastcal.IsotonicRegression(out_of_bounds="wrap")  # E: arg-type
 fastcal.IsotonicRegression(increasing="yes")  # E: arg-type
 fastcal.platt_scaling(s, y).a + "x"  # E: operator
+fastcal.score_decomposition(y, s, scoring="auc")  # E: arg-type
+fastcal.corp_reliability(y, s, band="bootstrap")  # E: arg-type
 fastcal.set_num_threads("2")  # E: arg-type
 fastcal.TemperatureScaling(input_type="logit")  # E: arg-type
 threads: str = fastcal.get_num_threads()  # E: assignment
