@@ -174,9 +174,13 @@ def grid_sums(p, y, w):
         threads.
     """
     n = p.shape[0]
-    total = np.zeros((GRID, _k.NCHAN))
     nchunks = -(-n // _CHUNK_ROWS)
-    slots = np.empty((min(_SLOTS, max(nchunks, 1)), GRID, _k.NCHAN))
+    if nchunks <= 1:  # one chunk: its sums are the total (adding them to zeros would change no bit)
+        total = np.empty((1, GRID, _k.NCHAN))
+        _k.deposit(p, y, w, _CHUNK_ROWS, 0, total, 0, 1)
+        return total[0]
+    total = np.zeros((GRID, _k.NCHAN))
+    slots = np.empty((min(_SLOTS, nchunks), GRID, _k.NCHAN))
     for first in range(0, nchunks, slots.shape[0]):
         used = min(slots.shape[0], nchunks - first)
         threads = min(used, get_num_threads())
