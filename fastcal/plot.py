@@ -156,8 +156,7 @@ def reliability_diagram(
         Predicted probabilities, or several models' predictions by name
         (e.g. ``{"raw": p, "isotonic": p_iso}``), each of ``n_samples``. An
         (n, k) matrix of class probabilities is drawn as its top-label
-        (confidence) problem; with "smooth", ``y_true`` then holds class
-        indices 0 .. k - 1.
+        (confidence) problem.
     method : {"binned", "corp", "smooth"}, default="binned"
         The reliability curve (above).
     n_bins, strategy

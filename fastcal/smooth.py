@@ -120,6 +120,26 @@ def _probabilities(p, name):
         raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
 
 
+def _column_codes(y, k):
+    """The column of each label of ``y`` for ``k`` columns: the labels themselves if they are integers in
+    ``0 .. k - 1``, else their rank among the ``k`` classes of ``y`` (the rule of
+    :func:`fastcal.score_decomposition`)."""
+    if y.dtype.kind in "biu" or (y.dtype.kind == "f" and np.isfinite(y).all() and np.array_equal(y, np.floor(y))):
+        lo, hi = y.min(), y.max()
+        if lo >= 0 and hi < k:
+            return np.ascontiguousarray(y, dtype=np.int64)
+    try:
+        classes = np.unique(y)
+    except TypeError:
+        raise ValueError("y_true mixes labels of types that cannot be sorted.") from None
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError("y_true must not contain NaN.")
+    if classes.size != k:
+        raise ValueError(f"y_true holds {classes.size} classes but y_prob has {k} columns: pass labels of all {k} "
+                         f"classes (the columns in sorted order), or class indices 0 .. {k - 1}.")
+    return np.searchsorted(classes, y).astype(np.int64)
+
+
 def check_inputs(y_true, y_prob, sample_weight):
     """Validated ``(y, p, w)`` of :func:`smooth_ece`: 0/1 labels (``correct`` for a matrix), predictions, weights.
 
@@ -127,7 +147,8 @@ def check_inputs(y_true, y_prob, sample_weight):
     class, with labels {0, 1} (any numeric or boolean dtype) or {-1, 1}. An
     (n, k) matrix, k >= 2, is reduced to its top-label problem: the largest
     probability of each row, and whether its column (the first, on ties) is
-    ``y_true``, which then holds class indices 0 .. k - 1.
+    the class of ``y_true``: class indices 0 .. k - 1, or labels of all k
+    classes (the columns in sorted order).
     """
     arr = np.asarray(y_prob)
     y_arr = column_or_1d(y_true, "y_true")
@@ -137,14 +158,7 @@ def check_inputs(y_true, y_prob, sample_weight):
         if P.shape[0] == 0:
             raise ValueError("y_prob must not be empty.")
         _probabilities(P, "y_prob")
-        codes = as_label_array(y_arr, "y_true")
-        if codes.dtype.kind == "f":
-            if not np.array_equal(codes, np.floor(codes)):
-                raise ValueError("y_true must hold class indices 0 .. k - 1 (the columns of y_prob).")
-        lo, hi = codes.min(), codes.max()
-        if lo < 0 or hi >= P.shape[1]:
-            raise ValueError(f"y_true must hold class indices 0 .. {P.shape[1] - 1} (the columns of y_prob); "
-                             f"found values from {lo} to {hi}.")
+        codes = _column_codes(y_arr, P.shape[1])
         correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
         return correct, conf, check_sample_weight(sample_weight, P.shape[0])
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
@@ -386,7 +400,8 @@ def smooth_ece(
     ----------
     y_true : array-like of shape (n_samples,)
         Binary labels, {0, 1} or {-1, 1}; with an (n, k) ``y_prob``, class
-        indices 0 .. k - 1.
+        indices 0 .. k - 1, or labels of all k classes (the columns are the
+        classes in sorted order), as in :func:`fastcal.score_decomposition`.
     y_prob : array-like of shape (n_samples,) or (n_samples, n_classes)
         Probabilities of the positive class; or class probabilities, whose
         top-label (confidence) calibration is measured: the largest

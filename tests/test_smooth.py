@@ -163,6 +163,12 @@ def test_multiclass_top_label_is_the_binary_problem_of_confidences():
     f, acc = relplot.metrics.multiclass_logits_to_confidences(P, y, probs=True)
     assert abs(got.ece - relplot.smECE(f, acc)) < 1e-3
     assert fastcal.smooth_ece(y, P.astype(np.float32)) == fastcal.smooth_ece(correct, conf.astype(np.float32))
+    # labels of all classes, in sorted order, as score_decomposition reads them
+    names = np.array(["ant", "bee", "cat", "dog"])
+    assert fastcal.smooth_ece(names[y], P) == got
+    assert fastcal.smooth_ece(y + 10, P) == got
+    assert fastcal.smooth_ece(y.astype(np.float64), P) == got
+    assert fastcal.score_decomposition(names[y], P) == fastcal.score_decomposition(y, P)
 
 
 def test_same_bits_on_any_number_of_threads():
@@ -196,10 +202,12 @@ def test_bad_input():
         fastcal.smooth_ece(y, p, sample_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="y_true must have at least 1 element"):
         fastcal.smooth_ece([], [])
-    with pytest.raises(ValueError, match="y_true must hold class indices 0 .. 1"):
-        fastcal.smooth_ece([0, 2], [[0.5, 0.5], [0.2, 0.8]])
-    with pytest.raises(ValueError, match="y_true must hold class indices"):
-        fastcal.smooth_ece([0, 0.5], [[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(ValueError, match="y_true holds 3 classes but y_prob has 2 columns"):
+        fastcal.smooth_ece([0, 2, 5], [[0.5, 0.5], [0.2, 0.8], [0.1, 0.9]])
+    with pytest.raises(ValueError, match="y_true holds 1 classes but y_prob has 2 columns"):
+        fastcal.smooth_ece([0.5, 0.5], [[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(ValueError, match="y_true must not contain NaN"):
+        fastcal.smooth_ece([np.nan, 0.0], [[0.5, 0.5], [0.2, 0.8]])
     with pytest.raises(TypeError, match="y_prob"):
         fastcal.smooth_ece(y, ["a", "b", "c", "d"])
     for bad in (0, -0.1, 1e-5, "0.1", True, float("nan")):
