@@ -43,6 +43,7 @@ from .prior import (
     estimate_priors_em,
     negative_sampling_logit_offset,
 )
+from .smooth import SmoothECEResult, smooth_ece
 from .temperature import TemperatureScaling
 
 if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
@@ -84,6 +85,7 @@ __all__ = [
     "PriorEMResult",
     "ScoreDecomposition",
     "SlopeInterceptResult",
+    "SmoothECEResult",
     "TemperatureScaling",
     "adjust_priors",
     "brier_decomposition",
@@ -105,4 +107,5 @@ __all__ = [
     "roc_auc_score",
     "score_decomposition",
     "set_num_threads",
+    "smooth_ece",
 ]

@@ -32,7 +32,7 @@ Internal API:
 - what a table gives: :func:`column_mean`, :func:`curve_from_table`,
   :func:`ece_from_table`, :func:`brier_terms_from_table`;
 - probability matrices: :func:`class_rows` and its columns :data:`RW`,
-  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`.
+  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`; :func:`top_label`.
 
 The kernels are in :mod:`fastcal._binning_kernels`.
 """
@@ -51,6 +51,7 @@ from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
     "AVERAGES",
+    "MULTICLASS",
     "MULTI_CLASS",
     "NBUCKETS",
     "NORMS",
@@ -88,6 +89,7 @@ __all__ = [
     "order_statistics",
     "percentiles_from_order_statistics",
     "select_order_statistics",
+    "top_label",
 ]
 
 #: Ways to place the bin edges (see :func:`bin_edges`).
@@ -98,6 +100,8 @@ NORMS = ("l1", "l2", "max")
 AVERAGES = ("micro", "macro", "samples", "weighted")
 #: Multiclass schemes of the ROC AUC.
 MULTI_CLASS = ("raise", "ovr", "ovo")
+#: What the calibration diagnostics make of an (n, k) probability matrix (see :func:`top_label`).
+MULTICLASS = ("top_label", "classwise")
 
 #: Rows per chunk of the deterministic chunked reductions, and the most chunks.
 _CHUNK_ROWS = 1 << 16
@@ -124,6 +128,7 @@ PARAMETERS = {
     "scale_by_half": [Boolean(), Options("auto")],
     "average": [Options(*AVERAGES), None],
     "multi_class": [Options(*MULTI_CLASS)],
+    "multiclass": [Options(*MULTICLASS)],
     "max_fpr": [Real(0, 1, open_low=True), None],
 }
 
@@ -447,6 +452,20 @@ def class_rows(P, codes, w, *, atol, rtol=0.0, logloss=False, brier=False):
     parallel_for(_k.class_rows, part.shape[0], P, codes, w, logloss, brier, clip_lo, clip_hi, float(atol), float(rtol),
                  part, rows=n * k)
     return merge_tables(part[:, None, :])[0]
+
+
+def top_label(P, codes):
+    r"""The top-label (confidence) problem of an (n, k) probability matrix, in one parallel pass.
+
+    Returns ``(correct, confidence)``: :math:`\max_j P_{ij}` (in the dtype of
+    ``P``) and, as uint8, whether its column (the first of equal maxima, as
+    ``np.argmax``) is ``codes[i]``, the column of row ``i``'s class.
+    """
+    n = P.shape[0]
+    conf = np.empty(n, dtype=P.dtype)
+    correct = np.empty(n, dtype=np.uint8)
+    parallel_for(_k.top_label, n, P, codes, conf, correct, rows=P.size)
+    return correct, conf
 
 
 # ---------------------------------------------------------------------------

@@ -220,6 +220,28 @@ def class_rows(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol, part, 
 
 
 # --------------------------------------------------------------------------
+# the top-label problem of an (n, k) probability matrix
+# --------------------------------------------------------------------------
+@kernel
+def top_label(P, codes, conf, correct, lo, hi):
+    """Rows ``[lo, hi)`` of an (n, k) probability matrix: the largest probability and whether its column is the row's class.
+
+    The first column of the largest value wins ties (``np.argmax``).
+    """
+    k = P.shape[1]
+    for i in range(lo, hi):
+        best = P[i, 0]
+        arg = 0
+        for j in range(1, k):
+            v = P[i, j]
+            if v > best:
+                best = v
+                arg = j
+        conf[i] = best
+        correct[i] = 1 if arg == codes[i] else 0
+
+
+# --------------------------------------------------------------------------
 # selection of order statistics without a sort: bucket histogram + gather
 # --------------------------------------------------------------------------
 @kernel

@@ -36,7 +36,9 @@ Predictions and prior corrections (:func:`predict`,
 :func:`expected_calibration_error`, :func:`brier_decomposition`) reduce
 per-chunk partial sums of the same kernel as :mod:`fastcal.metrics` and
 return the same numbers; :func:`score_decomposition` adds the exact
-isotonic fit of :func:`fit_isotonic` to them.
+isotonic fit of :func:`fit_isotonic` to them; :func:`smooth_ece` adds up the
+chunks' grid sums (:func:`fastcal.smooth.grid_sums`) and smooths them as the
+in-memory function.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, beta, histogram, platt
+from . import _binning, _partition, beta, histogram, platt, smooth
 from ._errors import not_fitted
 from ._params import Integer, Options, check
 from ._validation import rescale_weights, weight_exponent
@@ -68,6 +70,7 @@ if TYPE_CHECKING:
     from .decomposition import ScoreDecomposition
     from .metrics import BrierDecomposition
     from .platt import PlattScaling
+    from .smooth import SmoothECEResult
 
     #: The fitted 1-D calibrators :func:`predict` applies.
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
@@ -90,6 +93,7 @@ __all__ = [
     "log_loss",
     "predict",
     "score_decomposition",
+    "smooth_ece",
 ]
 
 #: Default rows per partition of the isotonic shuffle (about 150 MB of
@@ -999,6 +1003,28 @@ def expected_calibration_error(
     _binning.check_params(norm=norm)
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
+
+
+def _grid_sums(chunk):
+    y, p, w = chunk[0]
+    return smooth.grid_sums(p, y, w)
+
+
+def smooth_ece(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    bandwidth: float | None = None,
+    sample_weight: Data | float | None = None,
+) -> SmoothECEResult:
+    """:func:`fastcal.smooth_ece` of Dask data: each chunk's sums binned onto the grid, added on the client in chunk
+    order, then smoothed as in memory (the same grid, kernel and fixed point; equal up to the order of the sums).
+    Binary only; labels {0, 1} or {-1, 1}."""
+    bandwidth = smooth.check_bandwidth(bandwidth)
+    _binary_only("smooth_ece", y_prob)
+    data = _MetricData(y_true, y_prob, sample_weight, None)
+    grids = dask.compute(*[delayed(_grid_sums)(c) for c in data.chunks])
+    return smooth.smooth_ece_from_grid(smooth.merge_grids(grids), bandwidth)
 
 
 def brier_decomposition(

@@ -59,6 +59,7 @@ from ._binning import (
     curve_from_table,
     ece_from_table,
     order_statistics,
+    top_label,
 )
 from ._errors import InvalidParameterError
 from ._results import Result
@@ -473,6 +474,49 @@ def _binary_codes(y_true, labels, pos_label, score_name, *, stacklevel):
     raise ValueError(f"pos_label={pos_label!r} is not one of labels {{{_shown(classes)}}}.")
 
 
+def _multiclass_problems(y_true, y_prob, sample_weight, labels, pos_label, multiclass, *, stacklevel):
+    """The binary problems of an (n, k) probability matrix: ``(problems, w)``, ``problems`` an iterator of
+    ``(y, p)`` (0/1 labels, contiguous predictions).
+
+    "top_label": one problem, the largest probability of each row against
+    whether its column is the row's class; "classwise": one per column
+    ``j``, ``P[:, j]`` against ``y_true == classes[j]`` (made one at a time).
+    """
+    if pos_label is not None:
+        raise ValueError("pos_label is for 1-D y_prob; the columns of an (n, k) y_prob are the classes in sorted "
+                         "order (labels, else those of y_true).")
+    codes, _, P, w = _class_matrix(y_true, y_prob, sample_weight, labels, "y_prob", proba=True,
+                                   stacklevel=stacklevel + 1)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    if multiclass == "top_label":
+        return iter([top_label(P, codes)]), w
+    return ((np.ascontiguousarray(codes == j).view(np.uint8), np.ascontiguousarray(P[:, j]))
+            for j in range(P.shape[1])), w
+
+
+def _problem_table(y, p, w, n_bins, strategy):
+    """:func:`fastcal._binning.bin_stats` of one validated binary problem, on the bins of ``strategy``."""
+    lo, hi = (float(p.min()), float(p.max())) if p.shape[0] else (0.0, 0.0)
+    edges = bin_edges(n_bins, strategy, p.shape[0], lambda ranks: order_statistics(p, ranks, lo, hi))
+    return bin_stats(p, y, w, edges)
+
+
+def _matrix_tables(y_true, y_prob, sample_weight, labels, pos_label, n_bins, strategy, multiclass, *, stacklevel):
+    """``(tables, w)``: one bin table per binary problem of an (n, k) ``y_prob`` (see :func:`_multiclass_problems`)."""
+    problems, w = _multiclass_problems(y_true, y_prob, sample_weight, labels, pos_label, multiclass,
+                                       stacklevel=stacklevel + 1)
+    return [_problem_table(y, p, w, n_bins, strategy) for y, p in problems], w
+
+
+def _check_multiclass(y_prob, multiclass, labels):
+    """True if ``y_prob`` is an (n, k) matrix (k >= 2); checks ``multiclass``, and that ``labels`` comes with one."""
+    check_params(multiclass=multiclass)
+    matrix = _is_matrix(np.asarray(y_prob))
+    if labels is not None and not matrix:
+        raise ValueError("labels is for an (n, k) y_prob, the classes of its columns; a 1-D y_prob needs none.")
+    return matrix
+
+
 # ---------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------
@@ -486,6 +530,8 @@ def calibration_curve(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     return_counts: Literal[False] = False,
+    multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 @overload
 def calibration_curve(
@@ -497,6 +543,8 @@ def calibration_curve(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     return_counts: Literal[True],
+    multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
 @overload
 def calibration_curve(
@@ -508,8 +556,36 @@ def calibration_curve(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     return_counts: bool = False,
-) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
-      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]): ...
+    multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+@overload
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: Literal[False] = False,
+    multiclass: Literal["classwise"],
+    labels: ArrayLike | None = None,
+) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]: ...
+@overload
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: Literal[True],
+    multiclass: Literal["classwise"],
+    labels: ArrayLike | None = None,
+) -> list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]: ...
+@overload
 def calibration_curve(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -519,8 +595,21 @@ def calibration_curve(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     return_counts: bool = False,
-) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
-      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]):
+    multiclass: Literal["top_label", "classwise"] = "top_label",
+    labels: ArrayLike | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]] | list[tuple[NDArray[np.float64], NDArray[np.float64]]] | list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]: ...
+def calibration_curve(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    pos_label: float | str | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    sample_weight: ArrayLike | None = None,
+    return_counts: bool = False,
+    multiclass: Literal["top_label", "classwise"] = "top_label",
+    labels: ArrayLike | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]] | list[tuple[NDArray[np.float64], NDArray[np.float64]]] | list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]:
     r"""True and predicted probabilities of a calibration (reliability) curve.
 
     A drop-in for :func:`sklearn.calibration.calibration_curve` (same
@@ -558,6 +647,17 @@ def calibration_curve(
     return_counts : bool, default=False
         Also return the number of samples (int64), or the total weight
         (float64) with ``sample_weight``, of each returned bin.
+    multiclass : {"top_label", "classwise"}, default="top_label"
+        What an (n, k) ``y_prob`` of class probabilities is binned as (no
+        effect on 1-D input). "top_label" (confidence calibration, Guo et al.
+        2017): the largest probability of each row against whether its
+        column (the first of equal maxima) is the true class; one curve.
+        "classwise" (Kull et al. 2019): column ``j`` against ``y_true ==
+        classes[j]``, each on its own bins (quantile edges of its own
+        column); a list of ``k`` curves, in column order.
+    labels : array-like of shape (n_classes,), optional
+        With an (n, k) ``y_prob``: the classes of its columns, in sorted
+        order (needed when ``y_true`` lacks some), as in :func:`log_loss`.
 
     Returns
     -------
@@ -568,10 +668,18 @@ def calibration_curve(
     counts : ndarray of shape (n_nonempty_bins,)
         Only with ``return_counts=True``.
 
+    With ``multiclass="classwise"`` and an (n, k) ``y_prob``: a list of
+    ``k`` such tuples, one per class.
+
     References
     ----------
     Niculescu-Mizil, A. and Caruana, R. (2005). Predicting good probabilities
     with supervised learning. ICML, section 4.
+    Guo, C., Pleiss, G., Sun, Y. and Weinberger, K. Q. (2017). On calibration
+    of modern neural networks. ICML.
+    Kull, M., Perello-Nieto, M., Kängsepp, M., Silva Filho, T., Song, H. and
+    Flach, P. (2019). Beyond temperature scaling: obtaining well-calibrated
+    multiclass probabilities with Dirichlet calibration. NeurIPS.
 
     Examples
     --------
@@ -588,6 +696,12 @@ def calibration_curve(
     array([3, 2, 4])
     """
     check_params(return_counts=return_counts)
+    if _check_multiclass(y_prob, multiclass, labels):
+        n_bins = check_binning(n_bins, strategy)
+        tables, w = _matrix_tables(y_true, y_prob, sample_weight, labels, pos_label, n_bins, strategy, multiclass,
+                                   stacklevel=2)
+        curves = [curve_from_table(t, w is not None, return_counts) for t in tables]
+        return curves[0] if multiclass == "top_label" else curves
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
     curve = curve_from_table(table, w is not None, return_counts)
     if return_counts and w is not None:
@@ -847,6 +961,7 @@ def brier_decomposition(
     return BrierDecomposition(*brier_terms_from_table(table))
 
 
+@overload
 def expected_calibration_error(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -856,7 +971,34 @@ def expected_calibration_error(
     norm: Literal["l1", "l2", "max"] = "l1",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
-) -> float:
+    multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
+) -> float: ...
+@overload
+def expected_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    norm: Literal["l1", "l2", "max"] = "l1",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    multiclass: Literal["classwise"],
+    labels: ArrayLike | None = None,
+) -> float | NDArray[np.float64]: ...
+def expected_calibration_error(
+    y_true: ArrayLike,
+    y_prob: ArrayLike,
+    *,
+    n_bins: int = 15,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    norm: Literal["l1", "l2", "max"] = "l1",
+    sample_weight: ArrayLike | None = None,
+    pos_label: float | str | None = None,
+    multiclass: Literal["top_label", "classwise"] = "top_label",
+    labels: ArrayLike | None = None,
+) -> float | NDArray[np.float64]:
     r"""Binned expected calibration error (ECE), its RMS (``norm="l2"``) and maximum (``"max"``) variants.
 
     With bins as in :func:`calibration_curve`, bin mass :math:`m_k = W_k / N`
@@ -882,10 +1024,19 @@ def expected_calibration_error(
         Bin edges ("quantile" gives the equal-mass ECE).
     norm : {"l1", "l2", "max"}, default="l1"
         ECE, RMS calibration error or maximum calibration error.
+    multiclass : {"top_label", "classwise"}, default="top_label"
+        What an (n, k) ``y_prob`` is measured as (see
+        :func:`calibration_curve`): "top_label", the ECE of the confidences
+        (Guo et al.'s ECE of a neural network); "classwise", one ECE per
+        class, each on its own bins: their mean is Kull et al.'s (2019)
+        classwise-ECE.
+    labels : array-like of shape (n_classes,), optional
+        The classes of the columns of an (n, k) ``y_prob``, sorted.
 
     Returns
     -------
-    float
+    float, or ndarray of shape (n_classes,) with ``multiclass="classwise"``
+    and an (n, k) ``y_prob``
 
     References
     ----------
@@ -901,6 +1052,12 @@ def expected_calibration_error(
     0.275
     """
     check_params(norm=norm)
+    if _check_multiclass(y_prob, multiclass, labels):
+        n_bins = check_binning(n_bins, strategy)
+        tables, _ = _matrix_tables(y_true, y_prob, sample_weight, labels, pos_label, n_bins, strategy, multiclass,
+                                   stacklevel=2)
+        errors = [ece_from_table(t)[norm] for t in tables]
+        return errors[0] if multiclass == "top_label" else np.array(errors)
     table, _, _ = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
     return ece_from_table(table)[norm]
 

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
-from ._params import Integer, Real, check
-from .metrics import check_probabilities, calibration_curve, expected_calibration_error
+from ._params import Boolean, Integer, Options, Real, check
+from .decomposition import corp_reliability, score_decomposition
+from .metrics import binary_labels, calibration_curve, check_probabilities, expected_calibration_error
+from .smooth import smooth_ece
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -34,15 +36,22 @@ def _pyplot():
     return plt
 
 
-def _as_named(probs, name):
-    """``{label: array}`` from one array or a mapping of them."""
+def _as_named(probs, name, *, matrices=False):
+    """``{label: array}`` from one array or a mapping of them; (n, k) matrices kept as they are if ``matrices``."""
     if isinstance(probs, Mapping):
         if not probs:
             raise ValueError(f"{name} must not be an empty mapping.")
         items = list(probs.items())
     else:
         items = [("model", probs)]
-    return [(str(label), check_probabilities(p, f"{name}[{label!r}]")[0]) for label, p in items]
+    out = []
+    for label, p in items:
+        arr = np.asarray(p)
+        if matrices and arr.ndim == 2 and arr.shape[1] > 1:
+            out.append((str(label), arr))
+        else:
+            out.append((str(label), check_probabilities(p, f"{name}[{label!r}]")[0]))
+    return out
 
 
 @overload
@@ -50,10 +59,17 @@ def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],
     *,
+    method: Literal["binned", "corp", "smooth"] = "binned",
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    n_resamples: int = 200,
+    level: float = 0.9,
+    band: Literal["consistency", "confidence"] = "consistency",
+    random_state: int | np.random.Generator | None = 0,
+    bandwidth: float | None = None,
+    show_decomposition: bool | None = None,
     ax: None = None,
     hist_ax: Axes | None = None,
     show_histogram: bool = True,
@@ -67,10 +83,17 @@ def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],
     *,
+    method: Literal["binned", "corp", "smooth"] = "binned",
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    n_resamples: int = 200,
+    level: float = 0.9,
+    band: Literal["consistency", "confidence"] = "consistency",
+    random_state: int | np.random.Generator | None = 0,
+    bandwidth: float | None = None,
+    show_decomposition: bool | None = None,
     ax: Axes,
     hist_ax: Axes | None = None,
     show_histogram: bool = True,
@@ -83,10 +106,17 @@ def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],
     *,
+    method: Literal["binned", "corp", "smooth"] = "binned",
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    n_resamples: int = 200,
+    level: float = 0.9,
+    band: Literal["consistency", "confidence"] = "consistency",
+    random_state: int | np.random.Generator | None = 0,
+    bandwidth: float | None = None,
+    show_decomposition: bool | None = None,
     ax: Axes | None = None,
     hist_ax: Axes | None = None,
     show_histogram: bool = True,
@@ -95,24 +125,51 @@ def reliability_diagram(
     title: str | None = None,
     figsize: tuple[float, float] = (6.0, 7.0),
 ) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]:
-    """Reliability diagram: observed frequency against mean prediction, per bin, for one or more models.
+    """Reliability diagram of one or more models: binned, CORP (with a consistency band) or kernel-smoothed.
 
     The upper panel shows the diagonal of perfect calibration and, for each
-    model, the points ``(prob_pred, prob_true)`` of
-    :func:`fastcal.calibration_curve` (empty bins left out), labelled with the
-    model's expected calibration error on the same bins. The lower panel
-    shows the distribution of each model's predicted probabilities: a curve
-    is only as trustworthy as the number of predictions behind its points.
+    model, its reliability curve, by ``method``:
+
+    - "binned": the points ``(prob_pred, prob_true)`` of
+      :func:`fastcal.calibration_curve` (empty bins left out), labelled with
+      the model's expected calibration error on the same bins;
+    - "corp": the CORP curve of :func:`fastcal.corp_reliability` (the
+      isotonic recalibration: no bins to choose), with its band at ``level``
+      shaded (``n_resamples`` resamples; the "consistency" band is where the
+      curve of calibrated predictions would lie, so a curve leaving it shows
+      miscalibration); labelled with the miscalibration (MCB),
+      discrimination (DSC) and uncertainty (UNC) of the Brier score
+      (:func:`fastcal.score_decomposition`: Brier = MCB - DSC + UNC);
+    - "smooth": the kernel-smoothed curve of :func:`fastcal.smooth_ece`,
+      labelled with the smooth ECE.
+
+    The lower panel shows the distribution of each model's predicted
+    probabilities (of the confidences, for a matrix): a curve is only as
+    trustworthy as the number of predictions behind it.
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        True binary labels (see :func:`fastcal.calibration_curve`).
+        True binary labels (see :func:`fastcal.calibration_curve`), or the
+        classes of (n, k) ``y_prob``.
     y_prob : array-like of shape (n_samples,) or mapping of str to arrays
         Predicted probabilities, or several models' predictions by name
-        (e.g. ``{"raw": p, "isotonic": p_iso}``), each of ``n_samples``.
-    n_bins, strategy, sample_weight, pos_label
-        Binning, as in :func:`fastcal.calibration_curve`.
+        (e.g. ``{"raw": p, "isotonic": p_iso}``), each of ``n_samples``. An
+        (n, k) matrix of class probabilities is drawn as its top-label
+        (confidence) problem.
+    method : {"binned", "corp", "smooth"}, default="binned"
+        The reliability curve (above).
+    n_bins, strategy
+        Binning of "binned", as in :func:`fastcal.calibration_curve`.
+    sample_weight, pos_label
+        As in :func:`fastcal.calibration_curve`.
+    n_resamples, level, band, random_state
+        The band of "corp" (:func:`fastcal.corp_reliability`); 0 resamples
+        draw no band. The default seed makes the picture reproducible.
+    bandwidth : float, optional
+        The bandwidth of "smooth"; the fixed point of the smooth ECE when None.
+    show_decomposition : bool, optional
+        Put MCB, DSC and UNC in the legend; by default with "corp" only.
     ax : matplotlib Axes, optional
         Axes for the curve. With ``ax`` given, no histogram is drawn unless
         ``hist_ax`` is given too.
@@ -144,17 +201,47 @@ def reliability_diagram(
     >>> fig, (ax, hist_ax) = reliability_diagram(y, {"model": p, "squared": p ** 2})
     >>> len(ax.get_lines())  # the diagonal and one curve per model
     3
+    >>> fig, (ax, _) = reliability_diagram(y, p, method="corp", n_resamples=50)
+    >>> ax.get_legend().get_texts()[1].get_text()
+    'model (MCB 0.0325, DSC 0.0945, UNC 0.2323)'
     """
-    models = _as_named(y_prob, "y_prob")
+    method = check("method", method, [Options("binned", "corp", "smooth")])
+    show_decomposition = check("show_decomposition", show_decomposition, [Boolean(), None])
+    if show_decomposition is None:
+        show_decomposition = method == "corp"
+    models = _as_named(y_prob, "y_prob", matrices=True)
     curves = []
     for label, p in models:
-        prob_true, prob_pred = calibration_curve(
-            y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, pos_label=pos_label
-        )
-        ece = expected_calibration_error(
-            y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight, pos_label=pos_label
-        )
-        curves.append((label, p, prob_true, prob_pred, ece))
+        matrix = p.ndim == 2
+        y = y_true if matrix else binary_labels(y_true, pos_label)
+        extra = {}
+        if method == "binned":
+            prob_true, prob_pred = calibration_curve(
+                y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
+                pos_label=None if matrix else pos_label,
+            )
+            ece = expected_calibration_error(
+                y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
+                pos_label=None if matrix else pos_label,
+            )
+            text = f"ECE {ece:.3f}"
+            extra["marker"] = "o"
+        elif method == "corp":
+            corp = corp_reliability(y, p, sample_weight=sample_weight, n_resamples=n_resamples, level=level,
+                                    band=band, random_state=random_state)
+            prob_pred, prob_true = corp.x, corp.y
+            extra["band"] = (corp.lower, corp.upper)
+            text = ""
+        else:
+            smooth = smooth_ece(y, p, bandwidth=bandwidth, sample_weight=sample_weight)
+            prob_pred, prob_true = smooth.x, smooth.y
+            text = f"smooth ECE {smooth.ece:.3f}"
+        if show_decomposition:
+            d = score_decomposition(y, p, sample_weight=sample_weight)
+            numbers = f"MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, UNC {d.uncertainty:.4f}"
+            text = f"{text}; {numbers}" if text else numbers
+        hist_p = p.max(axis=1) if matrix else p
+        curves.append((label, hist_p, prob_true, prob_pred, text, extra))
 
     plt = _pyplot()
     if ax is None:
@@ -170,19 +257,29 @@ def reliability_diagram(
 
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
     colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
-    for i, (label, p, prob_true, prob_pred, ece) in enumerate(curves):
+    for i, (label, _, prob_true, prob_pred, text, extra) in enumerate(curves):
+        color = colors[i % len(colors)]
         ax.plot(
-            prob_pred, prob_true, marker="o", markersize=4, linewidth=1.5,
-            color=colors[i % len(colors)], label=f"{label} (ECE {ece:.3f})",
+            prob_pred, prob_true, marker=extra.get("marker"), markersize=4, linewidth=1.5,
+            color=color, label=f"{label} ({text})",
         )
+        lower, upper = extra.get("band", (None, None))
+        if lower is not None:
+            ax.fill_between(prob_pred, lower, upper, color=color, alpha=0.2, linewidth=0,
+                            label=f"{label}: {level:.0%} {band} band")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("observed frequency of positives")
+    ax.set_ylabel("observed frequency of positives" if method == "binned" else "recalibrated probability")
     if hist_ax is None:
         ax.set_aspect("equal", adjustable="box")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
-    ax.set_title(title if title is not None else f"Reliability diagram ({n_bins} {strategy} bins)")
+    default_title = {
+        "binned": f"Reliability diagram ({n_bins} {strategy} bins)",
+        "corp": "CORP reliability diagram",
+        "smooth": "Smoothed reliability diagram",
+    }[method]
+    ax.set_title(title if title is not None else default_title)
 
     if hist_ax is not None:
         edges = np.linspace(0.0, 1.0, int(hist_bins) + 1)
@@ -197,7 +294,7 @@ def reliability_diagram(
         hist_ax.set_ylabel("weight" if w is not None else "count")
         hist_ax.grid(True, alpha=0.3)
     else:
-        ax.set_xlabel("mean predicted probability")
+        ax.set_xlabel("mean predicted probability" if method == "binned" else "predicted probability")
     return fig, (ax, hist_ax)
 
 

@@ -72,6 +72,11 @@ def run(n=N, seed=0, *, extras=False):
     for band in ("consistency", "confidence"):
         c = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=3, band=band, random_state=0)
         out[f"corp_{band}"] = np.concatenate([c.x, c.y, c.lower, c.upper])
+    sm = fastcal.smooth_ece(y, p, sample_weight=w)
+    out["smooth"] = np.concatenate([[sm.ece, sm.bandwidth], sm.y[np.isfinite(sm.y)], sm.density])
+    out["smooth_fixed"] = np.array([fastcal.smooth_ece(y, p, bandwidth=0.05).ece])
+    out["ece_classwise"] = fastcal.expected_calibration_error(np.arange(proba.shape[0]) * 7 % 3, proba,
+                                                              multiclass="classwise")
     if extras:
         import io
         import os
@@ -102,6 +107,8 @@ def run(n=N, seed=0, *, extras=False):
                 got = loaded.predict_proba(x) if name == "temp" else loaded.predict(x)
                 out[f"load_{name}"] = got
         fig, _ = plot.reliability_diagram(y, p, n_bins=10)
+        plot.reliability_diagram(y, p, method="corp", n_resamples=3)
+        plot.reliability_diagram(y, p, method="smooth")
         plot.probability_histogram(p)
         fig.savefig(io.BytesIO(), format="png")
     return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}

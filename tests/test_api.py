@@ -84,6 +84,7 @@ def _results():
         "CalibrationReport": lambda: fastcal.calibration_report(y, p),
         "ScoreDecomposition": lambda: fastcal.score_decomposition(y, p),
         "CorpReliabilityResult": lambda: fastcal.corp_reliability(y, p, n_resamples=20, random_state=0),
+        "SmoothECEResult": lambda: fastcal.smooth_ece(y, p),
     }
 
 

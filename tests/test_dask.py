@@ -289,6 +289,29 @@ def test_diagnostics_equal_in_memory(client, strategy, weighted):
         assert_array_equal(cases[0][0][2], cases[0][1][2])
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_smooth_ece_equals_in_memory(client, weighted):
+    rng = np.random.default_rng(9)
+    n = 60_000
+    p = rng.beta(2, 3, n)
+    y = np.where(rng.random(n) < p ** 1.3, 1, -1)  # {-1, 1} labels, as in memory
+    w = rng.uniform(0, 2, n) if weighted else None
+    Y, P, W = _chunked(y, p, w, chunks=13_000)
+    got = fd.smooth_ece(Y, P, sample_weight=W)
+    want = fastcal.smooth_ece(y, p, sample_weight=w)
+    # The grid sums of chunks added on the client, against one pass: each node's sum in another order (4 n eps
+    # relative); both fixed points are Brent roots to 1e-10 of two functions that close.
+    assert got.ece == pytest.approx(want.ece, rel=4 * n * EPS, abs=1e-9)
+    assert got.bandwidth == pytest.approx(want.bandwidth, abs=1e-9)
+    assert_allclose(got.y, want.y, rtol=1e-9, atol=1e-12)
+    fixed = fd.smooth_ece(Y, P, sample_weight=W, bandwidth=0.05)
+    assert fixed.ece == pytest.approx(fastcal.smooth_ece(y, p, sample_weight=w, bandwidth=0.05).ece, rel=4 * n * EPS)
+    with pytest.raises(ValueError, match="binary only"):
+        fd.smooth_ece(y, np.stack([1 - p, p], axis=1))
+    with pytest.raises(fastcal.InvalidParameterError, match="bandwidth"):
+        fd.smooth_ece(Y, P, bandwidth=-1)
+
+
 def test_diagnostics_label_rules(client):
     p = np.linspace(0, 1, 1000)
     y = np.where(np.arange(1000) % 3 == 0, 1, -1)  # {-1, 1}: 1 is positive

@@ -294,7 +294,7 @@ def test_bad_input_names_the_argument(func):
         func([], [])
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         func(y, p, sample_weight=[1, -1, 1])
-    with pytest.raises(ValueError, match="sample_weight must have a positive sum"):
+    with pytest.raises(ValueError, match="sample_weight is all zeros"):
         func(y, p, sample_weight=[0, 0, 0])
     with pytest.raises(ValueError, match="sample_weight has 2 elements"):
         func(y, p, sample_weight=[1, 1])

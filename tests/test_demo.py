@@ -14,5 +14,6 @@ def test_demo_runs(tmp_path):
                     "5. Pictures"):
         assert heading in text, heading
     assert "as expected" in text and "UNEXPECTED" not in text
-    for name in ("reliability.png", "undersampling_histogram.png", "undersampling_reliability.png"):
+    for name in ("reliability.png", "corp_reliability.png", "undersampling_histogram.png",
+                 "undersampling_reliability.png"):
         assert (tmp_path / name).stat().st_size > 10_000

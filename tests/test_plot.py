@@ -102,3 +102,64 @@ def test_plot_bad_input():
         plot.probability_histogram(p, sample_weight=np.ones(3))
 
 
+
+
+def test_reliability_diagram_corp_band_and_decomposition():
+    y, p, q = _data(5000, seed=3)
+    fig, (ax, hist_ax) = plot.reliability_diagram(y, {"raw": p, "recalibrated": q}, method="corp",
+                                                   n_resamples=60, random_state=1)
+    corp = fastcal.corp_reliability(y, p, n_resamples=60, random_state=1)
+    line = ax.get_lines()[1]
+    assert_allclose(line.get_xdata(), corp.x)
+    assert_allclose(line.get_ydata(), corp.y)
+    bands = ax.collections
+    assert len(bands) == 2  # one shaded band per model
+    path = bands[0].get_paths()[0].vertices
+    assert_allclose([path[:, 0].min(), path[:, 0].max()], [corp.x.min(), corp.x.max()])
+    assert_allclose(np.sort(path[:, 1])[[0, -1]], [min(corp.lower.min(), corp.upper.min()),
+                                                  max(corp.lower.max(), corp.upper.max())])
+    d = fastcal.score_decomposition(y, p)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[1] == f"raw (MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, UNC {d.uncertainty:.4f})"
+    assert labels[2] == "raw: 90% consistency band"
+    assert ax.get_title() == "CORP reliability diagram"
+    # no resamples, no band
+    _, (ax, _) = plot.reliability_diagram(y, p, method="corp", n_resamples=0)
+    assert len(ax.collections) == 0
+
+
+def test_reliability_diagram_smooth():
+    y, p, _ = _data(5000, seed=4)
+    _, (ax, _) = plot.reliability_diagram(y, p, method="smooth", show_decomposition=True)
+    r = fastcal.smooth_ece(y, p)
+    line = ax.get_lines()[1]
+    assert_allclose(line.get_xdata(), r.x)
+    assert_allclose(line.get_ydata(), r.y)
+    d = fastcal.score_decomposition(y, p)
+    text = ax.get_legend().get_texts()[1].get_text()
+    assert text == (f"model (smooth ECE {r.ece:.3f}; MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, "
+                    f"UNC {d.uncertainty:.4f})")
+    _, (ax, _) = plot.reliability_diagram(y, p, method="smooth", bandwidth=0.2)
+    assert_allclose(ax.get_lines()[1].get_ydata(), fastcal.smooth_ece(y, p, bandwidth=0.2).y)
+
+
+def test_reliability_diagram_top_label_of_a_matrix():
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(3000, 4)) * 2
+    P = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    y = rng.integers(0, 4, 3000)
+    for method in ("binned", "corp", "smooth"):
+        _, (ax, hist_ax) = plot.reliability_diagram(y, P, method=method, n_resamples=20)
+        conf, correct = P.max(axis=1), (P.argmax(axis=1) == y).astype(int)
+        _, (ax2, _) = plot.reliability_diagram(correct, conf, method=method, n_resamples=20)
+        assert_allclose(ax.get_lines()[1].get_xydata(), ax2.get_lines()[1].get_xydata())
+        counts = hist_ax.patches[0].get_data()[0]
+        assert_allclose(counts, np.histogram(conf, bins=np.linspace(0, 1, 51))[0])
+
+
+def test_reliability_diagram_bad_method():
+    y, p, _ = _data(100)
+    with pytest.raises(fastcal.InvalidParameterError, match="method must be 'binned', 'corp' or 'smooth'"):
+        plot.reliability_diagram(y, p, method="isotonic")
+    with pytest.raises(fastcal.InvalidParameterError, match="show_decomposition"):
+        plot.reliability_diagram(y, p, show_decomposition="yes")

@@ -268,6 +268,16 @@ def metrics(s: NDArray[np.float64], y: NDArray[np.int64], return_counts: bool) -
     assert_type(corp.y, NDArray[np.float64])
     assert_type(corp.lower, NDArray[np.float64] | None)
     assert_type(fastcal.corp_reliability(y, p, random_state=1).n_resamples, int)
+    sm = fastcal.smooth_ece(y, p, bandwidth=None, sample_weight=np.ones(s.shape[0]))
+    assert_type(sm, fastcal.SmoothECEResult)
+    assert_type(sm.ece + sm.bandwidth + sm.error_bound, float)
+    assert_type(sm.y, NDArray[np.float64])
+    assert_type(fastcal.smooth_ece(y3, proba, bandwidth=0.1, multiclass="top_label").density, NDArray[np.float64])
+    assert_type(fastcal.calibration_curve(y3, proba, n_bins=5, labels=[0, 1, 2]), Curve)
+    assert_type(fastcal.calibration_curve(y3, proba, multiclass="classwise"), list[Curve])
+    assert_type(fastcal.calibration_curve(y3, proba, multiclass="classwise", return_counts=True), list[CurveCounts])
+    assert_type(fastcal.expected_calibration_error(y3, proba, multiclass="top_label"), float)
+    assert_type(fastcal.expected_calibration_error(y3, proba, multiclass="classwise"), float | NDArray[np.float64])
     assert_type(str(r), str)
 
 
@@ -347,6 +357,7 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(d, fastcal.BrierDecomposition)
     assert_type(d.resolution, float)
     assert_type(fastcal.dask.score_decomposition(yd, p, scoring="brier", sample_weight=None).uncertainty, float)
+    assert_type(fastcal.dask.smooth_ece(yd, p, bandwidth=None, sample_weight=None), fastcal.SmoothECEResult)
 
 
 def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
@@ -360,6 +371,9 @@ def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fig2, Figure | SubFigure)
     assert_type(ax2, Axes)
     assert_type(fastcal.plot.probability_histogram({"p": p}, log=True)[0], Figure)
+    assert_type(fastcal.plot.reliability_diagram(y, p, method="corp", n_resamples=10, level=0.8, band="confidence",
+                                                 random_state=0, show_decomposition=True)[0], Figure)
+    assert_type(fastcal.plot.reliability_diagram(y, p, method="smooth", bandwidth=0.1, ax=ax)[1][0], Axes)
 
 
 def main(tmp: str) -> None:
@@ -411,7 +425,9 @@ fastcal.CalibratedClassifierCV(method="bayes")  # E: arg-type
 fastcal.cross_val_calibration_report(None, s, y).before.ece.upper()  # E: attr-defined
 fastcal.calibration_curve(y, s, strategy="median")  # E: call-overload
 prob_true, prob_pred, counts = fastcal.calibration_curve(y, s)  # E: misc
-fastcal.expected_calibration_error(y, s, norm="l3")  # E: arg-type
+fastcal.expected_calibration_error(y, s, norm="l3")  # E: call-overload
+fastcal.smooth_ece(y, s, bandwidth="auto")  # E: arg-type
+fastcal.plot.reliability_diagram(y, s, method="isotonic")  # E: call-overload
 fastcal.roc_auc_score(y, s, multi_class="all")  # E: call-overload
 auc: float = fastcal.roc_auc_score(y, s, average=None)  # E: assignment
 fastcal.calibration_report(y, s).slope_ci[0]  # E: index

@@ -1,0 +1,93 @@
+"""fastcal.smooth_ece against relplot.smECE on the same arrays, in one process.
+
+``rows(quick=False)`` yields :class:`benchmarks._harness.Row` objects for the
+README table: binary predictions of 10^6 rows, the top-label problem of an
+(n, 10) probability matrix (relplot's own reduction, then its smECE), and
+10^8 rows in a subprocess of its own (fresh memory, peak RSS measured;
+relplot not run at that size).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+from ._harness import Row, best_of, miscalibrated_scores
+
+SUBJECT = "diagnostics"
+
+
+def rows(quick=False):
+    import relplot
+
+    import fastcal
+
+    from .compare_metrics import class_probabilities
+
+    n = 10**4 if quick else 10**6
+    repeat = 1 if quick else 5
+    peer_repeat = 1 if quick else 3
+    p, y = miscalibrated_scores(n, "float64", seed=11)
+    yf = y.astype(np.float64)
+    fastcal.smooth_ece(y[:1000], p[:1000])
+    ours = best_of(lambda: fastcal.smooth_ece(y, p), repeat)
+    theirs = best_of(lambda: relplot.smECE(p, yf), peer_repeat)
+    yield Row(SUBJECT, "`smooth_ece` (fixed-point bandwidth), float64", n, ours, {"relplot `smECE`": theirs})
+
+    P, labels = class_probabilities(n, 10, seed=12)
+    fastcal.smooth_ece(labels[:1000], P[:1000])
+    ours = best_of(lambda: fastcal.smooth_ece(labels, P), repeat)
+
+    def peer():
+        conf, correct = relplot.metrics.multiclass_logits_to_confidences(P, labels, probs=True)
+        return relplot.smECE(conf, correct)
+
+    theirs = best_of(peer, peer_repeat)
+    yield Row(SUBJECT, "`smooth_ece`, top-label of (n, 10) probabilities", n, ours,
+              {"relplot `multiclass_logits_to_confidences` + `smECE`": theirs})
+    if not quick:
+        yield big_row()
+
+
+_BIG = r"""
+import json, sys, time
+import fastcal
+from benchmarks._harness import miscalibrated_scores
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) * 1024
+n = int(sys.argv[1])
+p, y = miscalibrated_scores(n, sys.argv[2], seed=13)
+fastcal.smooth_ece(y[:1 << 20], p[:1 << 20])
+open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
+base = hwm()
+t0 = time.perf_counter()
+r = fastcal.smooth_ece(y, p)
+seconds = time.perf_counter() - t0
+print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=p.nbytes + y.nbytes, ece=r.ece,
+                      bandwidth=r.bandwidth)))
+"""
+
+
+def big_row(n=10**8, dtype="float64"):
+    """``smooth_ece`` on ``n`` rows in a fresh process: time and peak memory beyond the inputs."""
+    out = subprocess.run([sys.executable, "-c", _BIG, str(n), dtype], capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    note = (f"{dtype}; peak memory beyond the inputs {r['extra'] / 2**20:.0f} MiB "
+            f"(the {r['inputs'] / 2**30:.2f} GiB of scores and uint8 labels are read once); relplot not run")
+    return Row(SUBJECT, "`smooth_ece`", n, r["seconds"], {}, note)
+
+
+def main():
+    from .compare import render
+
+    print(render(list(rows(quick="--quick" in sys.argv))))
+
+
+if __name__ == "__main__":
+    main()
