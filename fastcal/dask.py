@@ -1005,9 +1005,9 @@ def expected_calibration_error(
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 
 
-def _grid_sums(chunk):
+def _grid_sums(chunk, exponent):
     y, p, w = chunk[0]
-    return smooth.grid_sums(p, y, w)
+    return smooth.grid_sums(p, y, rescale_weights(w, exponent)[0])
 
 
 def smooth_ece(
@@ -1023,7 +1023,7 @@ def smooth_ece(
     bandwidth = smooth.check_bandwidth(bandwidth)
     _binary_only("smooth_ece", y_prob)
     data = _MetricData(y_true, y_prob, sample_weight, None)
-    grids = dask.compute(*[delayed(_grid_sums)(c) for c in data.chunks])
+    grids = dask.compute(*[delayed(_grid_sums)(c, data.exponent) for c in data.chunks])
     return smooth.smooth_ece_from_grid(smooth.merge_grids(grids), bandwidth)
 
 

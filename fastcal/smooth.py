@@ -148,7 +148,8 @@ def check_inputs(y_true, y_prob, sample_weight):
     (n, k) matrix, k >= 2, is reduced to its top-label problem: the largest
     probability of each row, and whether its column (the first, on ties) is
     the class of ``y_true``: class indices 0 .. k - 1, or labels of all k
-    classes (the columns in sorted order).
+    classes (the columns in sorted order). The weights are rescaled by
+    :func:`fastcal._validation.rescale_weights` (no result carries weight units).
     """
     arr = np.asarray(y_prob)
     y_arr = column_or_1d(y_true, "y_true")
@@ -160,7 +161,7 @@ def check_inputs(y_true, y_prob, sample_weight):
         _probabilities(P, "y_prob")
         codes = _column_codes(y_arr, P.shape[1])
         correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
-        return correct, conf, check_sample_weight(sample_weight, P.shape[0])
+        return correct, conf, check_sample_weight(sample_weight, P.shape[0], rescale=True)
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
     _probabilities(p, "y_prob")
@@ -171,7 +172,7 @@ def check_inputs(y_true, y_prob, sample_weight):
             shown = ", ".join(map(str, values[:5])) + (", ..." if values.size > 5 else "")
             raise ValueError(f"y_true must hold binary labels, {{0, 1}} or {{-1, 1}}; found {{{shown}}}.")
         y = np.ascontiguousarray(y == 1).view(np.uint8)
-    return y, p, check_sample_weight(sample_weight, p.shape[0])
+    return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=True)
 
 
 # ---------------------------------------------------------------------------
