@@ -701,6 +701,8 @@ def calibration_curve(
         tables, w = _matrix_tables(y_true, y_prob, sample_weight, labels, pos_label, n_bins, strategy, multiclass,
                                    stacklevel=2)
         curves = [curve_from_table(t, w is not None, return_counts) for t in tables]
+        if return_counts and w is not None:
+            curves = [(*c[:2], _in_weight_units(c[2], sample_weight)) for c in curves]
         return curves[0] if multiclass == "top_label" else curves
     table, _, (_, _, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy)
     curve = curve_from_table(table, w is not None, return_counts)
