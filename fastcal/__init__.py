@@ -41,6 +41,7 @@ from .prior import (
     negative_sampling_logit_offset,
 )
 from .temperature import TemperatureScaling
+from .venn_abers import VennAbers
 
 if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
     from .calibration import CalibratedClassifierCV, CrossValCalibrationReport, cross_val_calibration_report
@@ -78,6 +79,7 @@ __all__ = [
     "PriorEMResult",
     "SlopeInterceptResult",
     "TemperatureScaling",
+    "VennAbers",
     "adjust_priors",
     "brier_decomposition",
     "brier_score_loss",

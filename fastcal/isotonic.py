@@ -483,6 +483,18 @@ def _weights_or_empty(w):
     return np.empty(0, dtype=np.float64) if w is None else w
 
 
+def sorted_class_runs(X, labels):
+    """The scores of 0/1 ``labels`` sorted per class, without an argsort: ``(big_a, big_b, small, big_label)``.
+
+    ``big_a`` and ``big_b`` are sorted runs of the scores of the larger class
+    (label ``big_label``), ``small`` the sorted scores of the other; the sorts
+    run in two threads on big input. ``X`` is a contiguous float32/float64
+    array (it is not modified). Other fits over sorted scores (Venn-Abers)
+    share this ordering with the isotonic fit.
+    """
+    return _sorted_class_runs(X, labels)
+
+
 def _sorted_class_runs(X, labels):
     """Sorted runs of the scores of each class: ``(big_a, big_b, small, big_label)``.
 

@@ -79,3 +79,31 @@ def interpolate(xs, ys, t, out_of_bounds="nan"):
         x0, x1, y0, y1 = (float(v) for v in (xs[j - 1], xs[j], ys[j - 1], ys[j]))
         out[i] = y0 + (ti - x0) / (x1 - x0) * (y1 - y0)
     return out
+
+
+def venn_abers(x, y, t, w=None):
+    """Inductive Venn-Abers ``(p0, p1)`` at each test score ``t``, by literally refitting isotonic regression.
+
+    For each test score and each label ``l``, the test object (weight: the mean
+    calibration weight) joins the calibration set and :func:`pav` is run on
+    the distinct scores; the test object is its own point, placed after the
+    calibration scores equal to it when ``l = 0`` and before them when
+    ``l = 1`` (the ``venn-abers`` package's convention), and its fitted value
+    is the answer. Weights are normalised to mean 1, as fastcal does.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones(len(x)) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    x, y, w = x[keep], y[keep], w[keep] / w[keep].mean()
+    c = np.unique(x)
+    sw = np.array([w[x == v].sum() for v in c])
+    swy = np.array([(w * y)[x == v].sum() for v in c])
+    out = np.empty((len(t), 2))
+    for i, s in enumerate(np.asarray(t, dtype=np.float64)):
+        for label, side in ((0, "right"), (1, "left")):
+            pos = int(np.searchsorted(c, s, side))
+            means = np.insert(swy / sw, pos, label)
+            weights = np.insert(sw, pos, 1.0)
+            out[i, label] = pav(means, weights)[pos]
+    return out[:, 0], out[:, 1]
