@@ -405,3 +405,32 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
     T, out = T[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
     for i in range(T.shape[0]):
         out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)
+
+
+# --------------------------------------------------------------------------
+# Centered isotonic regression: the weighted mean score of each block
+# --------------------------------------------------------------------------
+
+
+@kernel
+def block_score_sums(x, w, xf, out):
+    """``out[k] += sum(w * x)`` over the scores ``x`` of block ``k`` (the last ``xf[k] <= x``; empty ``w``: ones).
+
+    Blocks are searched by bisection over their first scores ``xf``; the
+    rows are added in input order, serially (the sums do not depend on threads).
+    """
+    weighted = w.shape[0] > 0
+    nb = xf.shape[0]
+    for i in range(x.shape[0]):
+        v = x[i]
+        lo = 0
+        hi = nb
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if xf[mid] <= v:
+                lo = mid + 1
+            else:
+                hi = mid
+        k = lo - 1 if lo > 0 else 0
+        wi = np.float64(w[i]) if weighted else 1.0
+        out[k] += wi * np.float64(v)

@@ -28,6 +28,7 @@ from ._results import Result
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
+from .venn_abers import VennAbers, merge_intervals
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
-METHODS = ("sigmoid", "isotonic", "temperature")
+METHODS = ("sigmoid", "isotonic", "temperature", "centered_isotonic", "venn_abers")
+#: Methods with one binary calibrator per class column (one-vs-rest).
+_PER_COLUMN = ("isotonic", "sigmoid", "centered_isotonic", "venn_abers")
 
 
 def _response(estimator):
@@ -74,6 +77,10 @@ def _calibrated_columns(estimator, classes):
 def _new_calibrator(method, response):
     if method == "isotonic":
         return IsotonicRegression(out_of_bounds="clip")
+    if method == "centered_isotonic":
+        return IsotonicRegression(out_of_bounds="clip", centered=True)
+    if method == "venn_abers":
+        return VennAbers()
     if method == "sigmoid":
         return PlattScaling()
     # predict_proba output must be probabilities (an error if rows do not sum
@@ -94,7 +101,7 @@ class _CalibratedPair:
     def fit(cls, estimator, predictions, y_idx, classes, method, sample_weight, response):
         """Fit the calibrator(s) of ``estimator`` on its ``predictions`` of rows with class indices ``y_idx``."""
         calibrators = []
-        if method in ("isotonic", "sigmoid"):
+        if method in _PER_COLUMN:
             for class_idx, pred in zip(_calibrated_columns(estimator, classes), predictions.T):
                 target = (y_idx == class_idx).view(np.uint8)
                 calibrators.append(_new_calibrator(method, response).fit(pred, target, sample_weight))
@@ -104,7 +111,17 @@ class _CalibratedPair:
             calibrators.append(_new_calibrator(method, response).fit(predictions, y_idx, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
+    def predict_intervals(self, X: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
+        """Venn-Abers pairs of each calibrated column: ``(p0, p1, columns)``, ``p0``/``p1`` of shape (n, m)."""
+        predictions, _ = _predictions(self.estimator, X)
+        pairs = [calibrator.predict_interval(pred) for pred, calibrator in zip(predictions.T, self.calibrators)]
+        p0 = np.column_stack([np.asarray(a, dtype=np.float64) for a, _ in pairs])
+        p1 = np.column_stack([np.asarray(b, dtype=np.float64) for _, b in pairs])
+        return p0, p1, _calibrated_columns(self.estimator, self.classes)
+
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
+        if self.method == "venn_abers":
+            return _venn_abers_proba([self.predict_intervals(X)], len(self.classes))
         predictions, response = _predictions(self.estimator, X)
         n_classes = len(self.classes)
         if self.method == "temperature":
@@ -126,6 +143,26 @@ class _CalibratedPair:
         return proba
 
 
+def _venn_abers_proba(intervals, n_classes):
+    """Probabilities from the Venn-Abers pairs ``(p0, p1, columns)`` of each fold (see ``predict_intervals``).
+
+    Each class's pairs are merged over the folds that calibrated it by the
+    CVAP rule (:func:`fastcal.venn_abers.merge_intervals`); a class no fold
+    saw gets 0. Two classes give ``(1 - p, p)``, more are renormalised
+    one-vs-rest as for the other methods.
+    """
+    proba = np.zeros((intervals[0][0].shape[0], n_classes))
+    for class_idx in range(n_classes):
+        found = [(p0[:, j], p1[:, j]) for p0, p1, columns in intervals for j in np.flatnonzero(columns == class_idx)]
+        if found:
+            proba[:, class_idx] = merge_intervals(np.stack([a for a, _ in found]), np.stack([b for _, b in found]))
+    if n_classes == 2:
+        proba[:, 0] = 1.0 - proba[:, 1]
+        return proba
+    denominator = proba.sum(axis=1)[:, np.newaxis]
+    return np.divide(proba, denominator, out=np.full_like(proba, 1 / n_classes), where=denominator != 0)
+
+
 class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Probability calibration with cross-validation: a drop-in for scikit-learn's.
 
@@ -137,13 +174,20 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     for multiclass), with fastcal's calibrators: "sigmoid" is
     :class:`fastcal.PlattScaling` (Newton), "isotonic" is
     :class:`fastcal.IsotonicRegression`, "temperature" is
-    :class:`fastcal.TemperatureScaling` (natively multinomial).
+    :class:`fastcal.TemperatureScaling` (natively multinomial),
+    "centered_isotonic" is ``IsotonicRegression(centered=True)`` (strictly
+    monotone), "venn_abers" is :class:`fastcal.VennAbers`: with
+    ``ensemble=True`` that is cross-Venn-Abers (CVAP, Vovk, Petej & Fedorova
+    2015): each fold's pair ``(p0, p1)`` per class, merged over the folds as
+    ``p = G(p1) / (G(1 - p0) + G(p1))`` (``G`` the geometric mean) instead of
+    averaging probabilities; with ``ensemble=False`` one IVAP on the
+    cross-validated predictions.
 
     Parameters
     ----------
     estimator : classifier, optional
         The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
-    method : {"sigmoid", "isotonic", "temperature"}
+    method : {"sigmoid", "isotonic", "temperature", "centered_isotonic", "venn_abers"}
     cv : int, cross-validation generator or iterable, optional
         As in scikit-learn (5-fold stratified by default).
     n_jobs : int, optional
@@ -180,7 +224,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self,
         estimator: Any = None,
         *,
-        method: Literal["sigmoid", "isotonic", "temperature"] = "sigmoid",
+        method: Literal["sigmoid", "isotonic", "temperature", "centered_isotonic", "venn_abers"] = "sigmoid",
         cv: CV = None,
         n_jobs: int | None = None,
         ensemble: bool | Literal["auto"] = "auto",
@@ -313,6 +357,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""
         check_is_fitted(self, "calibrated_classifiers_")
         pairs = self.calibrated_classifiers_
+        if self.method == "venn_abers":
+            intervals = [pair.predict_intervals(X) for pair in pairs]
+            return self._correct_priors(_venn_abers_proba(intervals, len(self.classes_)))
         proba = pairs[0].predict_proba(X)
         for pair in pairs[1:]:
             proba = proba + pair.predict_proba(X)

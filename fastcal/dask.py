@@ -266,7 +266,7 @@ def _take_below(pair, limit, keep_zero):
     return x[keep], y[keep], None if w is None else w[keep]
 
 
-def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
+def _fit_unit(pair, entry, lo, sign, keep_zero, centered, *extra):
     from .isotonic import pav_fit
 
     x, y, w = _positive(pair[0], keep_zero)
@@ -275,7 +275,7 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return pav_fit(x, y, w, sign)
+    return pav_fit(x, y, w, sign, centered=centered)
 
 
 def fit_isotonic(
@@ -302,7 +302,7 @@ def fit_isotonic(
         one per input chunk).
     **params
         ``IsotonicRegression`` parameters (``y_min``, ``y_max``,
-        ``increasing``, ``out_of_bounds``).
+        ``increasing``, ``out_of_bounds``, ``centered``).
 
     Returns
     -------
@@ -391,7 +391,8 @@ def fit_isotonic(
         extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
         if stop is not None and entries[stop] > heads[stop][1]:
             extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, *extra))
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, est.centered,
+                                        *extra))
     blocks = dask.compute(*units)
     del parts
     return set_fitted_blocks(est, blocks)

@@ -282,11 +282,11 @@ class _PartitionFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fit_blocks(part, sign):
+def _fit_blocks(part, sign, centered):
     """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive)."""
     from .isotonic import pav_fit
 
-    return tuple(a.copy() for a in pav_fit(part[0], part[1], part[2], sign))
+    return tuple(a.copy() for a in pav_fit(part[0], part[1], part[2], sign, centered=centered))
 
 
 def _concat(a, b):
@@ -368,9 +368,9 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
                     below = part[0] < part[0].dtype.type(entry)
                     pending = _concat(pending, _select(part, below))
                     rest = _select(part, ~below)
-                blocks.append(_fit_blocks(pending, sign))
+                blocks.append(_fit_blocks(pending, sign, est.centered))
             pending = rest
-        blocks.append(_fit_blocks(pending, sign))
+        blocks.append(_fit_blocks(pending, sign, est.centered))
     finally:
         if files is not None:
             files.cleanup()
@@ -408,7 +408,7 @@ def fit_isotonic(
     **params
         ``IsotonicRegression`` parameters: ``y_min``, ``y_max``,
         ``increasing`` (True, False, or "auto" with 0/1 labels),
-        ``out_of_bounds``.
+        ``out_of_bounds``, ``centered``.
 
     Returns
     -------

@@ -2,7 +2,7 @@
 
 ::
 
-    fastcal fit --method isotonic|sigmoid|temperature --score-col COL --label-col COL
+    fastcal fit --method isotonic|centered-isotonic|sigmoid|temperature|venn-abers --score-col COL --label-col COL
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
@@ -83,7 +83,7 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a calibrator and save it as a JSON model file")
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    fit.add_argument("--method", required=True, choices=("isotonic", "sigmoid", "temperature"))
+    fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "temperature", "venn-abers"))
     fit.add_argument("--score-col", action="append", metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
@@ -97,7 +97,7 @@ def build_parser():
     fit.add_argument("--max-iter", type=positive_int, default=100, help="sigmoid: Newton iterations (default 100)")
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
-                          "than memory (isotonic, sigmoid)")
+                          "than memory (isotonic, centered-isotonic, sigmoid)")
     common(fit)
     fit.set_defaults(func=cmd_fit)
 

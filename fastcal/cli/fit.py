@@ -20,9 +20,12 @@ from .progress import Progress
 def _estimator(args):
     import fastcal
 
-    if args.method == "isotonic":
+    if args.method in ("isotonic", "centered-isotonic"):
         return fastcal.IsotonicRegression(increasing=args.increasing, out_of_bounds=args.out_of_bounds,
-                                          y_min=args.y_min, y_max=args.y_max)
+                                          y_min=args.y_min, y_max=args.y_max,
+                                          centered=args.method == "centered-isotonic")
+    if args.method == "venn-abers":
+        return fastcal.VennAbers()
     if args.method == "sigmoid":
         return fastcal.PlattScaling(max_iter=args.max_iter)
     return fastcal.TemperatureScaling()
@@ -44,8 +47,9 @@ def cmd_fit(args, progress_enabled, timings):
     reader.require(cols)
     path = display_name(args.input)
     if args.memory_budget is not None:
-        if args.method == "temperature":
-            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic and sigmoid only")
+        if args.method in ("temperature", "venn-abers"):
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic and "
+                             "sigmoid only")
         est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
@@ -54,7 +58,7 @@ def cmd_fit(args, progress_enabled, timings):
         t0 = time.perf_counter()
         y = data[args.label_col]
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
-        check_labels(y, path, args.label_col, args.method, n_classes)
+        check_labels(y, path, args.label_col, "binary" if args.method == "venn-abers" else args.method, n_classes)
         w = data[args.weight_col] if args.weight_col else None
         if w is not None:
             check_weights(w, path, args.weight_col)
@@ -109,9 +113,9 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
     try:
-        if args.method == "isotonic":
+        if args.method in ("isotonic", "centered-isotonic"):
             params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
-                          y_max=args.y_max)
+                          y_max=args.y_max, centered=args.method == "centered-isotonic")
             est = outofcore.fit_isotonic_source(src, params, None, part_rows)
         else:
             est = outofcore.fit_platt_source(src, args.max_iter, None)
