@@ -221,25 +221,38 @@ def tables(W, Y, wt, p0, p1):
 
 
 @kernel
-def _search(c, t, right):
-    """Index of ``t`` in the sorted ``c``: the first ``c[j] > t`` (``right``) or ``>= t``."""
-    lo = 0
-    hi = c.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        v = np.float64(c[mid])
-        if v < t or (right and v == t):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _lower_bound(a, lo, n, t):
+    """First ``j`` in ``lo .. lo + n`` with ``a[j] >= t`` (``a[lo:lo + n]`` sorted), by a branch-free bisection."""
+    if n == 0:
+        return lo
+    base = lo
+    while n > 1:
+        half = n >> 1
+        base = base + half if np.float64(a[base + half]) < t else base
+        n -= half
+    return base + (1 if np.float64(a[base]) < t else 0)
 
 
 @kernel
-def predict(T, c, p0, p1, out0, out1, merged, lo, hi):
+def _search_left(c, top, stride, t):
+    """Index of ``t`` in the sorted ``c``: the first ``c[j] >= t``.
+
+    ``top`` is ``c[::stride]``: a bisection of it (small enough to stay in
+    cache) narrows the range to ``stride`` scores, then ``c`` is bisected there.
+    """
+    i = _lower_bound(top, 0, top.shape[0], t)
+    # c[(i - 1) * stride] < t <= c[i * stride]
+    hi = min(i * stride, c.shape[0])
+    lo = (i - 1) * stride + 1 if i > 0 else 0
+    return _lower_bound(c, lo, hi - lo, t)
+
+
+@kernel
+def predict(T, c, top, stride, p0, p1, out0, out1, merged, lo, hi):
     """For ``T[lo:hi]``: ``out0 = p0[searchsorted(c, t, "right")]``, ``out1 = p1[searchsorted(c, t, "left")]``.
 
-    ``merged[i]`` (if not empty) gets ``p1 / (1 - p0 + p1)``.
+    ``top`` is ``c[::stride]`` (see :func:`_search_left`); ``merged[i]`` (if
+    not empty) gets ``p1 / (1 - p0 + p1)``.
     """
     T, out0, out1 = T[lo:hi], out0[lo:hi], out1[lo:hi]  # indices from 0: no wraparound check
     has_merged = merged.shape[0] > 0
@@ -247,8 +260,10 @@ def predict(T, c, p0, p1, out0, out1, merged, lo, hi):
         merged = merged[lo:hi]
     for i in range(T.shape[0]):
         t = np.float64(T[i])
-        a = p0[_search(c, t, True)]
-        b = p1[_search(c, t, False)]
+        j = _search_left(c, top, stride, t)
+        # c is strictly increasing, so the first c > t is j, or j + 1 when c[j] == t
+        a = p0[j + 1 if j < c.shape[0] and np.float64(c[j]) == t else j]
+        b = p1[j]
         out0[i] = a
         out1[i] = b
         if has_merged:

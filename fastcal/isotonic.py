@@ -226,6 +226,9 @@ class IsotonicRegression(BaseCalibrator):
     X_max_: np.floating
     increasing_: bool
 
+    #: Model files written before ``centered`` existed load as step fits.
+    _added_params = {"centered": False}
+
     _state_schema = {
         "X_thresholds_": "array",
         "y_thresholds_": "array",

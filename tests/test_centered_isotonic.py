@@ -147,3 +147,15 @@ def test_model_file_and_cli(tmp_path):
 def test_bad_parameter():
     with pytest.raises(ValueError, match="centered"):
         IsotonicRegression(centered="yes").fit([0.1, 0.2], [0, 1])
+
+
+def test_model_files_from_before_centered_load_as_step_fits():
+    iso = IsotonicRegression().fit([0.1, 0.2, 0.3], [0, 1, 1])
+    data = iso.to_dict()
+    del data["params"]["centered"]
+    back = IsotonicRegression.from_dict(data)
+    assert back.centered is False
+    assert_array_equal(back.X_thresholds_, iso.X_thresholds_)
+    data["params"]["unknown"] = 1
+    with pytest.raises(ValueError, match="params"):
+        IsotonicRegression.from_dict(data)

@@ -142,11 +142,15 @@ def test_parallel_prediction_is_bit_identical():
     assert_array_equal(serial, parallel)
     serial, parallel = serial_and_parallel(va.predict_proba, t)
     assert_array_equal(serial, parallel)
-    out = [np.empty(5000) for _ in range(3)]
-    kernels.predict(t, va.c_, va.p0_, va.p1_, *out, 0, 5000)
-    pieces = [np.empty(5000) for _ in range(3)]
-    in_pieces(kernels.predict, 5000, t, va.c_, va.p0_, va.p1_, *pieces)
-    assert_array_equal(out, pieces)
+    for stride in (1, 3, 64, 10_000):  # the two-level search gives searchsorted's index for any stride
+        top = va.c_[::stride].copy()
+        out = [np.empty(5000) for _ in range(3)]
+        kernels.predict(t, va.c_, top, stride, va.p0_, va.p1_, *out, 0, 5000)
+        pieces = [np.empty(5000) for _ in range(3)]
+        in_pieces(kernels.predict, 5000, t, va.c_, top, stride, va.p0_, va.p1_, *pieces)
+        assert_array_equal(out, pieces)
+        assert_array_equal(out[0], va.p0_[np.searchsorted(va.c_, t, "right")])
+        assert_array_equal(out[1], va.p1_[np.searchsorted(va.c_, t, "left")])
 
 
 def test_float32_and_inputs_unchanged_readonly_strided():
@@ -219,3 +223,60 @@ def test_model_file_round_trip_and_validation(tmp_path):
         bad = {**d, "state": {**d["state"], field: value}}
         with pytest.raises(ValueError, match=match):
             VennAbers.from_dict(bad)
+
+
+# ---------------------------------------------------------------------------
+# Cross-Venn-Abers in CalibratedClassifierCV, the CLI
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cvap_in_calibrated_classifier_cv(n_classes):
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    from fastcal import CalibratedClassifierCV
+
+    X, y = make_classification(600, n_classes=n_classes, n_informative=5, random_state=0)
+    clf = CalibratedClassifierCV(LogisticRegression(), method="venn_abers", cv=3).fit(X, y)
+    proba = clf.predict_proba(X[:50])
+    # by hand: each fold's IVAP pair per class, merged by the geometric-mean rule, renormalised
+    merged = np.zeros((50, n_classes))
+    for k in [1] if n_classes == 2 else range(n_classes):
+        pairs = []
+        for pair in clf.calibrated_classifiers_:
+            scores = pair.estimator.decision_function(X[:50])
+            scores = scores if scores.ndim == 1 else scores[:, k]
+            pairs.append(pair.calibrators[0 if n_classes == 2 else k].predict_interval(scores))
+        p0 = np.array([a for a, _ in pairs])
+        p1 = np.array([b for _, b in pairs])
+        g1 = np.exp(np.log(p1).mean(axis=0))
+        merged[:, k] = g1 / (np.exp(np.log1p(-p0).mean(axis=0)) + g1)
+    if n_classes == 2:
+        merged[:, 0] = 1 - merged[:, 1]
+    else:
+        merged /= merged.sum(axis=1, keepdims=True)
+    assert_allclose(proba, merged, rtol=1e-14)  # the same formula; log/exp and the means may differ by ulps
+    single = CalibratedClassifierCV(LogisticRegression(), method="venn_abers", ensemble=False).fit(X, y)
+    assert_allclose(single.predict_proba(X).sum(axis=1), 1.0, rtol=1e-14)
+
+
+def test_cli_fit_and_apply(tmp_path):
+    from fastcal.cli import main
+
+    rng = np.random.default_rng(4)
+    x = rng.random(2000)
+    y = (rng.random(2000) < x).astype(np.int64)
+    np.savez(tmp_path / "d.npz", score=x, label=y)
+    assert main(["fit", "--method", "venn-abers", "--score-col", "score", "--label-col", "label", "-q",
+                 str(tmp_path / "d.npz"), "-o", str(tmp_path / "va.json")]) == 0
+    model = load(tmp_path / "va.json")
+    assert_array_equal(model.p1_, VennAbers().fit(x, y).p1_)
+    assert main(["apply", str(tmp_path / "va.json"), str(tmp_path / "d.npz"), "-o", str(tmp_path / "o.npz"),
+                 "-q"]) == 0
+    assert_array_equal(np.load(tmp_path / "o.npz")["calibrated"], model.predict(x))
+    np.savez(tmp_path / "bad.npz", score=x, label=y * 2)
+    assert main(["fit", "--method", "venn-abers", "--score-col", "score", "--label-col", "label", "-q",
+                 str(tmp_path / "bad.npz"), "-o", str(tmp_path / "va2.json")]) == 1
+    assert main(["fit", "--method", "venn-abers", "--score-col", "score", "--label-col", "label", "-q",
+                 "--memory-budget", "1M", str(tmp_path / "d.npz"), "-o", str(tmp_path / "va3.json")]) == 2
