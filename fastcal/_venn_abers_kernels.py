@@ -95,18 +95,20 @@ def group_sorted(x, y, w, c, cw, cy):
 
 
 @kernel
-def _push(hx, hy, stack, top, px, py, j, rightward, undo, u):
-    """Push point ``j`` (at ``px, py``) on the lower hull ``stack[:top]``; return the new height.
+def _push(sx, sy, stack, top, px, py, j, rightward, undo, u):
+    """Push point ``j`` at ``(px, py)`` on the lower hull held in ``sx[:top]``, ``sy[:top]``; return the new height.
 
     ``rightward``: the points arrive in increasing x (else decreasing). The
-    popped entries stay in the array; ``undo[u]`` records the old height and the
-    entry overwritten, so :func:`_pop` restores the hull exactly.
+    hull keeps its points' coordinates (``stack`` their indices), so the
+    searches read contiguous memory. The popped entries stay in the arrays;
+    ``undo[u]`` records the old height and the index overwritten, from which
+    :func:`_undo` restores the hull exactly.
     """
     while top >= 2:
-        ax = hx[stack[top - 1]]
-        ay = hy[stack[top - 1]]
-        bx = hx[stack[top - 2]]
-        by = hy[stack[top - 2]]
+        ax = sx[top - 1]
+        ay = sy[top - 1]
+        bx = sx[top - 2]
+        by = sy[top - 2]
         # cross product of (a - b) and (p - b): keep a only if strictly below the chord b-p
         cross = (ax - bx) * (py - by) - (ay - by) * (px - bx)
         if (cross > 0) if rightward else (cross < 0):
@@ -114,45 +116,54 @@ def _push(hx, hy, stack, top, px, py, j, rightward, undo, u):
         top -= 1
     undo[u, 0] = top
     undo[u, 1] = stack[top]
-    undo[u, 2] = 0
     stack[top] = j
+    sx[top] = px
+    sy[top] = py
     return top + 1
 
 
 @kernel
-def _min_slope_from_left(hx, hy, stack, top, px, py):
-    """Least slope from ``(px, py)`` to a point of the hull ``stack[:top]`` (built leftward), which lies to its right."""
-    lo = 0
-    hi = top - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        a = stack[top - 1 - mid]
-        b = stack[top - 2 - mid]
-        # slope(p, b) < slope(p, a), multiplied out (both x differences are positive)
-        if (hy[b] - py) * (hx[a] - px) < (hy[a] - py) * (hx[b] - px):
-            lo = mid + 1
-        else:
-            hi = mid
-    v = stack[top - 1 - lo]
-    return (hy[v] - py) / (hx[v] - px)
+def _undo(hx, hy, sx, sy, stack, undo, u):
+    """Undo push ``u`` (see :func:`_push`); ``hx``, ``hy`` are the points' coordinates by index. Returns the height."""
+    top = undo[u, 0]
+    j = undo[u, 1]
+    stack[top] = j
+    sx[top] = hx[j]
+    sy[top] = hy[j]
+    return top
 
 
 @kernel
-def _max_slope_from_right(hx, hy, stack, top, qx, qy):
-    """Greatest slope from a point of the hull ``stack[:top]`` (built rightward) to ``(qx, qy)``, right of it."""
+def _min_slope_from_left(sx, sy, top, px, py):
+    """Least slope from ``(px, py)`` to a point of the hull ``[:top]`` (built leftward), which lies to its right."""
     lo = 0
     hi = top - 1
     while lo < hi:
         mid = (lo + hi) >> 1
-        a = stack[mid]
-        b = stack[mid + 1]
-        # slope(a, q) < slope(b, q), multiplied out (both x differences are positive)
-        if (qy - hy[a]) * (qx - hx[b]) < (qy - hy[b]) * (qx - hx[a]):
+        a = top - 1 - mid
+        b = a - 1
+        # slope(p, b) < slope(p, a), multiplied out (both x differences are positive)
+        if (sy[b] - py) * (sx[a] - px) < (sy[a] - py) * (sx[b] - px):
             lo = mid + 1
         else:
             hi = mid
-    v = stack[lo]
-    return (qy - hy[v]) / (qx - hx[v])
+    v = top - 1 - lo
+    return (sy[v] - py) / (sx[v] - px)
+
+
+@kernel
+def _max_slope_from_right(sx, sy, top, qx, qy):
+    """Greatest slope from a point of the hull ``[:top]`` (built rightward) to ``(qx, qy)``, right of it."""
+    lo = 0
+    hi = top - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        # slope(a, q) < slope(b, q) for a = mid, b = mid + 1, multiplied out (both x differences are positive)
+        if (qy - sy[mid]) * (qx - sx[mid + 1]) < (qy - sy[mid + 1]) * (qx - sx[mid]):
+            lo = mid + 1
+        else:
+            hi = mid
+    return (qy - sy[lo]) / (qx - sx[lo])
 
 
 @kernel
@@ -169,8 +180,10 @@ def tables(W, Y, wt, p0, p1):
     the other side (moved by the test object). O(k log k) in all.
     """
     k = W.shape[0] - 1
-    stack = np.empty(k + 1, dtype=np.int64)
-    undo = np.empty((k + 1, 3), dtype=np.int64)
+    stack = np.zeros(k + 1, dtype=np.int64)  # zeros: an undo may restore a never-used slot, read as index 0
+    sx = np.empty(k + 1)
+    sy = np.empty(k + 1)
+    undo = np.empty((k + 1, 2), dtype=np.int64)
 
     # label 1: the points P[b] + (wt, wt), b > i, hull built leftward (b = k .. 1)
     bx = np.empty(k + 1)
@@ -180,38 +193,37 @@ def tables(W, Y, wt, p0, p1):
         by[b] = Y[b] + wt
     top = 0
     for b in range(k, 0, -1):
-        top = _push(bx, by, stack, top, bx[b], by[b], b, False, undo, b)
-    g = _min_slope_from_left(bx, by, stack, top, W[0], Y[0])
+        top = _push(sx, sy, stack, top, bx[b], by[b], b, False, undo, b)
+    g = _min_slope_from_left(sx, sy, top, W[0], Y[0])
     p1[0] = g
     corner = 0
     for i in range(1, k + 1):
-        stack[undo[i, 0]] = undo[i, 1]  # undo the push of b = i: the hull of b > i
-        top = undo[i, 0]
+        top = _undo(bx, by, sx, sy, stack, undo, i)  # the hull of b > i
         line = Y[corner] + (W[i] - W[corner]) * g
         if Y[i] < line:
             corner = i
             if top > 0:
-                g = _min_slope_from_left(bx, by, stack, top, W[i], Y[i])
+                g = _min_slope_from_left(sx, sy, top, W[i], Y[i])
         p1[i] = g
     p1[k] = 1.0
 
     # label 0: the points P[a], a < i, hull built rightward (a = 0 .. k - 1); the test point at P[i] + (wt, 0)
+    stack[:] = 0
     top = 0
     for a in range(k):
-        top = _push(W, Y, stack, top, W[a], Y[a], a, True, undo, a)
+        top = _push(sx, sy, stack, top, W[a], Y[a], a, True, undo, a)
     qx_corner = W[k] + wt
-    g = max(0.0, _max_slope_from_right(W, Y, stack, top, qx_corner, Y[k]))
+    g = max(0.0, _max_slope_from_right(sx, sy, top, qx_corner, Y[k]))
     p0[k] = g
     corner = k
     for i in range(k - 1, -1, -1):
-        stack[undo[i, 0]] = undo[i, 1]  # undo the push of a = i: the hull of a < i
-        top = undo[i, 0]
+        top = _undo(W, Y, sx, sy, stack, undo, i)  # the hull of a < i
         qx = W[i] + wt
         line = Y[corner] + (qx - qx_corner) * g
         if Y[i] < line:
             corner = i
             qx_corner = qx
-            g = max(0.0, _max_slope_from_right(W, Y, stack, top, qx, Y[i])) if top > 0 else 0.0
+            g = max(0.0, _max_slope_from_right(sx, sy, top, qx, Y[i])) if top > 0 else 0.0
         p0[i] = g
 
 
@@ -222,37 +234,50 @@ def tables(W, Y, wt, p0, p1):
 
 @kernel
 def _lower_bound(a, lo, n, t):
-    """First ``j`` in ``lo .. lo + n`` with ``a[j] >= t`` (``a[lo:lo + n]`` sorted), by a branch-free bisection."""
+    """First ``j`` in ``lo .. lo + n`` with ``a[j, 0] >= t`` (sorted there), by a branch-free bisection."""
     if n == 0:
         return lo
     base = lo
     while n > 1:
         half = n >> 1
-        base = base + half if np.float64(a[base + half]) < t else base
+        base = base + half if a[base + half, 0] < t else base
         n -= half
-    return base + (1 if np.float64(a[base]) < t else 0)
+    return base + (1 if a[base, 0] < t else 0)
 
 
 @kernel
-def _search_left(c, top, stride, t):
-    """Index of ``t`` in the sorted ``c``: the first ``c[j] >= t``.
+def _search_left(rec, top, stride, t):
+    """Index of ``t`` among the sorted scores ``rec[:k, 0]``: the first ``>= t`` (``k`` if none).
 
-    ``top`` is ``c[::stride]``: a bisection of it (small enough to stay in
-    cache) narrows the range to ``stride`` scores, then ``c`` is bisected there.
+    ``top`` is ``rec[:k:stride, :1]``: a bisection of it (small enough to stay
+    in cache) narrows the range to ``stride`` scores, which are bisected next.
     """
+    k = rec.shape[0] - 1
     i = _lower_bound(top, 0, top.shape[0], t)
-    # c[(i - 1) * stride] < t <= c[i * stride]
-    hi = min(i * stride, c.shape[0])
+    # score (i - 1) * stride < t <= score i * stride
+    hi = min(i * stride, k)
     lo = (i - 1) * stride + 1 if i > 0 else 0
-    return _lower_bound(c, lo, hi - lo, t)
+    return _lower_bound(rec, lo, hi - lo, t)
 
 
 @kernel
-def predict(T, c, top, stride, p0, p1, out0, out1, merged, lo, hi):
+def records(c, p0, p1):
+    """The prediction table: row ``j`` holds ``(c[j], p0[j], p1[j])`` (``c[k]`` = inf), one cache line's worth per lookup."""
+    k = c.shape[0]
+    rec = np.empty((k + 1, 3))
+    for j in range(k + 1):
+        rec[j, 0] = np.float64(c[j]) if j < k else np.inf
+        rec[j, 1] = p0[j]
+        rec[j, 2] = p1[j]
+    return rec
+
+
+@kernel
+def predict(T, rec, top, stride, out0, out1, merged, lo, hi):
     """For ``T[lo:hi]``: ``out0 = p0[searchsorted(c, t, "right")]``, ``out1 = p1[searchsorted(c, t, "left")]``.
 
-    ``top`` is ``c[::stride]`` (see :func:`_search_left`); ``merged[i]`` (if
-    not empty) gets ``p1 / (1 - p0 + p1)``.
+    ``rec`` is :func:`records`, ``top`` is ``rec[:k:stride, :1]`` (see
+    :func:`_search_left`); ``merged[i]`` (if not empty) gets ``p1 / (1 - p0 + p1)``.
     """
     T, out0, out1 = T[lo:hi], out0[lo:hi], out1[lo:hi]  # indices from 0: no wraparound check
     has_merged = merged.shape[0] > 0
@@ -260,10 +285,10 @@ def predict(T, c, top, stride, p0, p1, out0, out1, merged, lo, hi):
         merged = merged[lo:hi]
     for i in range(T.shape[0]):
         t = np.float64(T[i])
-        j = _search_left(c, top, stride, t)
-        # c is strictly increasing, so the first c > t is j, or j + 1 when c[j] == t
-        a = p0[j + 1 if j < c.shape[0] and np.float64(c[j]) == t else j]
-        b = p1[j]
+        j = _search_left(rec, top, stride, t)
+        # the scores are strictly increasing, so the first score > t is j, or j + 1 when score j == t
+        a = rec[j + 1, 1] if rec[j, 0] == t else rec[j, 1]
+        b = rec[j, 2]
         out0[i] = a
         out1[i] = b
         if has_merged:

@@ -185,6 +185,20 @@ class VennAbers(BaseCalibrator):
         if p0[0] != 0 or p1[-1] != 1:
             raise ValueError("invalid fastcal model: p0_ must start at 0 and p1_ end at 1")
 
+    def _prediction_table(self):
+        """``(c_, p0_, p1_)`` interleaved by row, and every ``_STRIDE``-th score (built once per fit)."""
+        table = getattr(self, "_table", None)
+        if table is None or table[0] is not self.c_:
+            rec = _k.records(self.c_, self.p0_, self.p1_)
+            table = (self.c_, rec, rec[: self.c_.shape[0] : _STRIDE, :1].copy())
+            self._table = table
+        return table[1], table[2]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_table", None)
+        return state
+
     def _run(self, T, merged):
         check_is_fitted(self, "c_")
         c = self.c_
@@ -194,8 +208,8 @@ class VennAbers(BaseCalibrator):
         out0 = np.empty(n, dtype=c.dtype)
         out1 = np.empty(n, dtype=c.dtype)
         out = np.empty(n if merged else 0)
-        top = c[::_STRIDE].copy()
-        parallel_for(_k.predict, n, t, c, top, _STRIDE, self.p0_, self.p1_, out0, out1, out)
+        rec, top = self._prediction_table()
+        parallel_for(_k.predict, n, t, rec, top, _STRIDE, out0, out1, out)
         return out0, out1, out
 
     def predict_interval(self, T: ArrayLike) -> tuple[NDArray[np.floating], NDArray[np.floating]]:

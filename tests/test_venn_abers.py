@@ -142,12 +142,13 @@ def test_parallel_prediction_is_bit_identical():
     assert_array_equal(serial, parallel)
     serial, parallel = serial_and_parallel(va.predict_proba, t)
     assert_array_equal(serial, parallel)
+    rec = kernels.records(va.c_, va.p0_, va.p1_)
     for stride in (1, 3, 64, 10_000):  # the two-level search gives searchsorted's index for any stride
-        top = va.c_[::stride].copy()
+        top = rec[: va.c_.shape[0] : stride, :1].copy()
         out = [np.empty(5000) for _ in range(3)]
-        kernels.predict(t, va.c_, top, stride, va.p0_, va.p1_, *out, 0, 5000)
+        kernels.predict(t, rec, top, stride, *out, 0, 5000)
         pieces = [np.empty(5000) for _ in range(3)]
-        in_pieces(kernels.predict, 5000, t, va.c_, top, stride, va.p0_, va.p1_, *pieces)
+        in_pieces(kernels.predict, 5000, t, rec, top, stride, *pieces)
         assert_array_equal(out, pieces)
         assert_array_equal(out[0], va.p0_[np.searchsorted(va.c_, t, "right")])
         assert_array_equal(out[1], va.p1_[np.searchsorted(va.c_, t, "left")])
