@@ -246,21 +246,6 @@ def _lower_bound(a, lo, n, t):
 
 
 @kernel
-def _search_left(rec, top, stride, t):
-    """Index of ``t`` among the sorted scores ``rec[:k, 0]``: the first ``>= t`` (``k`` if none).
-
-    ``top`` is ``rec[:k:stride, :1]``: a bisection of it (small enough to stay
-    in cache) narrows the range to ``stride`` scores, which are bisected next.
-    """
-    k = rec.shape[0] - 1
-    i = _lower_bound(top, 0, top.shape[0], t)
-    # score (i - 1) * stride < t <= score i * stride
-    hi = min(i * stride, k)
-    lo = (i - 1) * stride + 1 if i > 0 else 0
-    return _lower_bound(rec, lo, hi - lo, t)
-
-
-@kernel
 def records(c, p0, p1):
     """The prediction table: row ``j`` holds ``(c[j], p0[j], p1[j])`` (``c[k]`` = inf), one cache line's worth per lookup."""
     k = c.shape[0]
@@ -276,20 +261,46 @@ def records(c, p0, p1):
 def predict(T, rec, top, stride, out0, out1, merged, lo, hi):
     """For ``T[lo:hi]``: ``out0 = p0[searchsorted(c, t, "right")]``, ``out1 = p1[searchsorted(c, t, "left")]``.
 
-    ``rec`` is :func:`records`, ``top`` is ``rec[:k:stride, :1]`` (see
-    :func:`_search_left`); ``merged[i]`` (if not empty) gets ``p1 / (1 - p0 + p1)``.
+    ``rec`` is :func:`records`, ``top`` is ``rec[:k:stride, :1]``: a bisection
+    of ``top`` narrows the range to ``stride`` scores, which are bisected
+    next. The bisections of ``top`` run for 16 scores in lockstep, so that
+    their memory reads overlap instead of waiting for each other; every
+    score's result is the same as alone. ``merged[i]`` (if not empty) gets
+    ``p1 / (1 - p0 + p1)``.
     """
     T, out0, out1 = T[lo:hi], out0[lo:hi], out1[lo:hi]  # indices from 0: no wraparound check
     has_merged = merged.shape[0] > 0
     if has_merged:
         merged = merged[lo:hi]
-    for i in range(T.shape[0]):
-        t = np.float64(T[i])
-        j = _search_left(rec, top, stride, t)
-        # the scores are strictly increasing, so the first score > t is j, or j + 1 when score j == t
-        a = rec[j + 1, 1] if rec[j, 0] == t else rec[j, 1]
-        b = rec[j, 2]
-        out0[i] = a
-        out1[i] = b
-        if has_merged:
-            merged[i] = b / (1.0 - a + b)
+    n = T.shape[0]
+    k = rec.shape[0] - 1
+    m = top.shape[0]
+    group = 16
+    base = np.zeros(group, dtype=np.int64)
+    tv = np.zeros(group)
+    for start in range(0, n, group):
+        size = min(group, n - start)
+        for g in range(size):
+            tv[g] = np.float64(T[start + g])
+            base[g] = 0
+        length = m
+        while length > 1:
+            half = length >> 1
+            for g in range(size):
+                b = base[g]
+                base[g] = b + half if top[b + half, 0] < tv[g] else b
+            length -= half
+        for g in range(size):
+            t = tv[g]
+            i = base[g] + (1 if m > 0 and top[base[g], 0] < t else 0)
+            # score (i - 1) * stride < t <= score i * stride
+            last = min(i * stride, k)
+            first = (i - 1) * stride + 1 if i > 0 else 0
+            j = _lower_bound(rec, first, last - first, t)
+            # the scores are strictly increasing, so the first score > t is j, or j + 1 when score j == t
+            a = rec[j + 1, 1] if rec[j, 0] == t else rec[j, 1]
+            b = rec[j, 2]
+            out0[start + g] = a
+            out1[start + g] = b
+            if has_merged:
+                merged[start + g] = b / (1.0 - a + b)

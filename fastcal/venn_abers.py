@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 
 __all__ = ["VennAbers", "merge_intervals"]
 
-#: Prediction bisects every 8th calibration score first (see ``_venn_abers_kernels._search_left``; measured at
-#: 10^6 scores: 25% faster than every 64th, which leaves more cache misses in the last bisection).
-_STRIDE = 8
+#: Prediction bisects every 2nd calibration score first, 16 test scores in lockstep (see
+#: ``_venn_abers_kernels.predict``); measured at 10^6 scores: as fast as every score (which would copy
+#: all of them), 20% faster than every 8th, 35% faster than every 64th.
+_STRIDE = 2
 
 
 @register
