@@ -413,24 +413,27 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
 
 
 @kernel
-def block_score_sums(x, w, xf, out):
-    """``out[k] += sum(w * x)`` over the scores ``x`` of block ``k`` (the last ``xf[k] <= x``; empty ``w``: ones).
+def block_index(x, xf, table, scale, out, lo, hi):
+    """``out[i]``: the block of score ``x[i]`` (the last ``k`` with ``xf[k] <= x[i]``, 0 below ``xf[0]``), rows ``lo .. hi - 1``.
 
-    Blocks are searched by bisection over their first scores ``xf``; the
-    rows are added in input order, serially (the sums do not depend on threads).
+    ``table, scale`` is :func:`build_lookup` over the blocks' first scores
+    ``xf``: the cell of a score bounds the search to a few blocks.
     """
-    weighted = w.shape[0] > 0
+    x, out = x[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
     nb = xf.shape[0]
+    n_cells = table.shape[0] - 1
+    x0 = np.float64(xf[0])
     for i in range(x.shape[0]):
-        v = x[i]
-        lo = 0
-        hi = nb
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if xf[mid] <= v:
-                lo = mid + 1
+        v = np.float64(x[i])
+        c = cell_of(v, x0, scale, n_cells)
+        a = table[c]
+        b = table[c + 1]
+        while a < b:  # the first xf >= v
+            mid = (a + b) >> 1
+            if xf[mid] < v:
+                a = mid + 1
             else:
-                hi = mid
-        k = lo - 1 if lo > 0 else 0
-        wi = np.float64(w[i]) if weighted else 1.0
-        out[k] += wi * np.float64(v)
+                b = mid
+        if a == nb or xf[a] != v:
+            a -= 1
+        out[i] = a if a > 0 else 0

@@ -476,8 +476,13 @@ def pav_fit(X, labels, w, sign, *, centered=False):
     blocks = _pav_fit(X, labels, w, sign)
     if not centered:
         return blocks
-    swx = np.zeros(blocks[0].shape[0])
-    _k.block_score_sums(X, _weights_or_empty(w), blocks[2], swx)
+    nb = blocks[0].shape[0]
+    idx = np.empty(X.shape[0], dtype=np.int32 if nb < 2**31 else np.int64)
+    table, scale = _k.build_lookup(blocks[2], _lookup_cells(nb))
+    parallel_for(_k.block_index, X.shape[0], X, blocks[2], table, scale, idx)
+    wx = X.astype(np.float64) if w is None else X * w.astype(np.float64)
+    # bincount adds in row order: the sums do not depend on the thread count
+    swx = np.bincount(idx, weights=wx, minlength=nb)
     return (*blocks, swx)
 
 

@@ -159,3 +159,22 @@ def test_model_files_from_before_centered_load_as_step_fits():
     data["params"]["unknown"] = 1
     with pytest.raises(ValueError, match="params"):
         IsotonicRegression.from_dict(data)
+
+
+def test_block_index_kernel_and_threads():
+    from fastcal import _isotonic_kernels as kernels
+
+    from .threads import in_pieces, serial_and_parallel
+
+    rng = np.random.default_rng(8)
+    for nb in (1, 2, 7, 300):
+        xf = np.sort(rng.choice(np.unique(np.round(rng.normal(size=5 * nb), 3)), nb, replace=False))  # increasing
+        x = np.concatenate([xf, rng.normal(size=2000), [xf[0] - 1, xf[-1] + 1]])
+        table, scale = kernels.build_lookup(xf, 64)
+        idx = np.empty(x.shape[0], dtype=np.int64)
+        in_pieces(kernels.block_index, x.shape[0], x, xf, table, scale, idx)
+        assert_array_equal(idx, np.maximum(np.searchsorted(xf, x, side="right") - 1, 0))
+    x, y, w = _data(5000, 3)
+    serial, parallel = serial_and_parallel(
+        lambda: IsotonicRegression(centered=True).fit(x, y, sample_weight=w).X_thresholds_)
+    assert_array_equal(serial, parallel)
