@@ -267,7 +267,7 @@ def _take_below(pair, limit, keep_zero):
 
 
 def _fit_unit(pair, entry, lo, sign, keep_zero, centered, *extra):
-    from .isotonic import pav_fit
+    from .isotonic import pav_fit, with_score_sums
 
     x, y, w = _positive(pair[0], keep_zero)
     if entry > lo:
@@ -275,7 +275,8 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, centered, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return pav_fit(x, y, w, sign, centered=centered)
+    blocks = pav_fit(x, y, w, sign)
+    return with_score_sums(x, w, blocks) if centered else blocks
 
 
 def fit_isotonic(

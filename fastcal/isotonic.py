@@ -304,14 +304,15 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             x, labels, w = x[keep], labels[keep], w[keep]
 
-        return self._set_blocks(pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0, centered=self.centered))
+        blocks = pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0)
+        return self._set_blocks(with_score_sums(x, w, blocks) if self.centered else blocks)
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
 
         Fits of data that is split by score range (threads, Dask partitions,
         chunks of a file) end here too, after :func:`pool_blocks`. Centered
-        fits need the fifth array ``swx`` (see :func:`pav_fit`).
+        fits need the fifth array ``swx`` (see :func:`with_score_sums`).
         """
         sw, swy, xf, xl = blocks[:4]
         vals = swy / sw
@@ -462,31 +463,31 @@ def _centered_knots(vals, sw, xf, xl, swx):
     return np.concatenate(xs), np.concatenate(ys)
 
 
-def pav_fit(X, labels, w, sign, *, centered=False):
+def with_score_sums(X, w, blocks):
+    """PAV blocks of ``X`` (from :func:`pav_fit`) with a fifth array ``swx``: each block's sum of weight times score.
+
+    Centered isotonic regression needs it; it pools like the other sums
+    (:func:`pool_blocks`). Each row's block is found through the prediction
+    lookup table (in parallel), and the sums are a ``bincount`` in row order,
+    so they do not depend on the thread count.
+    """
+    nb = blocks[0].shape[0]
+    idx = np.empty(X.shape[0], dtype=np.int32 if nb < 2**31 else np.int64)
+    table, scale = _k.build_lookup(blocks[2], _lookup_cells(nb))
+    parallel_for(_k.block_index, X.shape[0], X, blocks[2], table, scale, idx)
+    wx = X.astype(np.float64) if w is None else X * w.astype(np.float64)
+    swx = np.bincount(idx, weights=wx, minlength=nb)
+    return (*blocks, swx)
+
+
+def pav_fit(X, labels, w, sign):
     """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
     spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
     float32/float64 array, ``labels`` a label array (see
     :func:`~fastcal._validation.as_label_array`), ``w`` None or positive weights.
-    With ``centered``, a fifth array ``swx`` holds each block's sum of weight
-    times score (float64), what centered isotonic regression needs; it pools
-    like the other sums (:func:`pool_blocks`).
     """
-    blocks = _pav_fit(X, labels, w, sign)
-    if not centered:
-        return blocks
-    nb = blocks[0].shape[0]
-    idx = np.empty(X.shape[0], dtype=np.int32 if nb < 2**31 else np.int64)
-    table, scale = _k.build_lookup(blocks[2], _lookup_cells(nb))
-    parallel_for(_k.block_index, X.shape[0], X, blocks[2], table, scale, idx)
-    wx = X.astype(np.float64) if w is None else X * w.astype(np.float64)
-    # bincount adds in row order: the sums do not depend on the thread count
-    swx = np.bincount(idx, weights=wx, minlength=nb)
-    return (*blocks, swx)
-
-
-def _pav_fit(X, labels, w, sign):
     n = X.shape[0]
     eps = X.dtype.type(np.finfo(X.dtype).resolution)
     # The stack is as deep as the number of blocks; pages never written are never touched.

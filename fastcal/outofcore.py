@@ -284,9 +284,12 @@ class _PartitionFiles:
 
 def _fit_blocks(part, sign, centered):
     """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive)."""
-    from .isotonic import pav_fit
+    from .isotonic import pav_fit, with_score_sums
 
-    return tuple(a.copy() for a in pav_fit(part[0], part[1], part[2], sign, centered=centered))
+    blocks = pav_fit(part[0], part[1], part[2], sign)
+    if centered:
+        blocks = with_score_sums(part[0], part[2], blocks)
+    return tuple(a.copy() for a in blocks)
 
 
 def _concat(a, b):
