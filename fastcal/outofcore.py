@@ -288,12 +288,16 @@ class _PartitionFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fit_blocks(part, sign, exponent):
+def _fit_blocks(part, sign, exponent, centered):
     """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive);
     the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
-    from .isotonic import pav_fit
+    from .isotonic import pav_fit, with_score_sums
 
-    return tuple(a.copy() for a in pav_fit(part[0], part[1], rescale_weights(part[2], exponent)[0], sign))
+    w = rescale_weights(part[2], exponent)[0]
+    blocks = pav_fit(part[0], part[1], w, sign)
+    if centered:
+        blocks = with_score_sums(part[0], w, blocks)
+    return tuple(a.copy() for a in blocks)
 
 
 def _concat(a, b):
@@ -376,9 +380,9 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
                     below = part[0] < part[0].dtype.type(entry)
                     pending = _concat(pending, _select(part, below))
                     rest = _select(part, ~below)
-                blocks.append(_fit_blocks(pending, sign, exponent))
+                blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
             pending = rest
-        blocks.append(_fit_blocks(pending, sign, exponent))
+        blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
     finally:
         if files is not None:
             files.cleanup()
@@ -416,7 +420,7 @@ def fit_isotonic(
     **params
         ``IsotonicRegression`` parameters: ``y_min``, ``y_max``,
         ``increasing`` (True, False, or "auto" with 0/1 labels),
-        ``out_of_bounds``.
+        ``out_of_bounds``, ``centered``.
 
     Returns
     -------

@@ -2,7 +2,8 @@
 
 ::
 
-    fastcal fit --method isotonic|sigmoid|temperature|beta|histogram --score-col COL --label-col COL
+    fastcal fit --method isotonic|centered-isotonic|sigmoid|temperature|beta|histogram|venn-abers
+                --score-col COL --label-col COL
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
@@ -83,7 +84,8 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a calibrator and save it as a JSON model file")
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    fit.add_argument("--method", required=True, choices=("isotonic", "sigmoid", "temperature", "beta", "histogram"))
+    fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "temperature",
+                                                         "beta", "histogram", "venn-abers"))
     fit.add_argument("--score-col", action="append", metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
@@ -103,7 +105,7 @@ def build_parser():
                      help="histogram: bin edges (default uniform)")
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
-                          "than memory (isotonic, sigmoid, beta)")
+                          "than memory (isotonic, centered-isotonic, sigmoid, beta)")
     common(fit)
     fit.set_defaults(func=cmd_fit)
 

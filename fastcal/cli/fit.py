@@ -20,9 +20,12 @@ from .progress import Progress
 def _estimator(args):
     import fastcal
 
-    if args.method == "isotonic":
+    if args.method in ("isotonic", "centered-isotonic"):
         return fastcal.IsotonicRegression(increasing=args.increasing, out_of_bounds=args.out_of_bounds,
-                                          y_min=args.y_min, y_max=args.y_max)
+                                          y_min=args.y_min, y_max=args.y_max,
+                                          centered=args.method == "centered-isotonic")
+    if args.method == "venn-abers":
+        return fastcal.VennAbers()
     if args.method == "sigmoid":
         return fastcal.PlattScaling(max_iter=args.max_iter)
     if args.method == "beta":
@@ -48,8 +51,9 @@ def cmd_fit(args, progress_enabled, timings):
     reader.require(cols)
     path = display_name(args.input)
     if args.memory_budget is not None:
-        if args.method in ("temperature", "histogram"):
-            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, sigmoid and beta only")
+        if args.method in ("temperature", "histogram", "venn-abers"):
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
+                             "and beta only")
         est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
@@ -58,7 +62,7 @@ def cmd_fit(args, progress_enabled, timings):
         t0 = time.perf_counter()
         y = data[args.label_col]
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
-        check_labels(y, path, args.label_col, args.method, n_classes)
+        check_labels(y, path, args.label_col, "binary" if args.method == "venn-abers" else args.method, n_classes)
         w = data[args.weight_col] if args.weight_col else None
         if w is not None:
             check_weights(w, path, args.weight_col)
@@ -113,9 +117,9 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
     try:
-        if args.method == "isotonic":
+        if args.method in ("isotonic", "centered-isotonic"):
             params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
-                          y_max=args.y_max)
+                          y_max=args.y_max, centered=args.method == "centered-isotonic")
             est = outofcore.fit_isotonic_source(src, params, None, part_rows)
         elif args.method == "beta":
             est = outofcore.fit_beta_source(src, args.parameters, args.max_iter, None)
