@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._jit import kernel
 
-__all__ = ["split_records"]
+__all__ = ["append_fields", "split_records"]
 
 _COMMA, _LF, _CR, _QUOTE = 44, 10, 13, 34
 
@@ -85,3 +85,34 @@ def split_records(b, start, final, content_end, next_start):
         next_start[k] = n
         k += 1
     return k
+
+
+@kernel
+def append_fields(data, content_end, text, line_end, out):
+    """Copy the records of ``data`` into ``out``, each followed by ``,`` and its line of ``text`` before its line break.
+
+    Record ``i`` ends its content at ``content_end[i]``; its line of ``text``
+    is ``text[line_end[i - 1] + 1 : line_end[i]]`` (``line_end[-1]`` taken
+    as -1). ``out`` has room for ``len(data) + len(text)`` bytes (each line's
+    line break becomes the comma). Returns the bytes written.
+    """
+    o = 0
+    s = 0
+    t = 0
+    for i in range(content_end.shape[0]):
+        e = content_end[i]
+        for j in range(s, e):
+            out[o] = data[j]
+            o += 1
+        out[o] = 44
+        o += 1
+        te = line_end[i]
+        for j in range(t, te):
+            out[o] = text[j]
+            o += 1
+        t = te + 1
+        s = e
+    for j in range(s, data.shape[0]):
+        out[o] = data[j]
+        o += 1
+    return o

@@ -418,3 +418,154 @@ def test_bad_values_are_printed_as_plain_numbers():
         with pytest.raises(DataError) as info:
             call()
         assert message in str(info.value) and "np." not in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# apply carries every input column through untouched (issue 11).
+# ---------------------------------------------------------------------------
+
+#: Records that type inference, re-quoting or line splitting would change; the score is the 2nd field.
+TRICKY_HEADER = b'id,score,zip,text,empty,mixed'
+TRICKY_ROWS = [
+    b'007,0.25,01234,"a, b",,1',
+    b'9007199254740993,0.5,00000,"line\nbreak\r\ninside",,abc',
+    '"\u00fcn\u00efc\u00f8d\u00e9 \u2713",0.75,1e5,"say ""hi""",,2.50'.encode(),
+    b'-0,"0.125",+1,\'single\',,TRUE',
+    b'18446744073709551617,1e-1,0x1F,"",,',
+    b'a"b,0.875, 1 ,x"y"z,,1e400',
+]
+TRICKY_SCORES = [0.25, 0.5, 0.75, 0.125, 0.1, 0.875]
+
+
+def tricky_csv(eol=b"\n", bom=False, final_eol=True):
+    text = (b"\xef\xbb\xbf" if bom else b"") + eol.join([TRICKY_HEADER, *TRICKY_ROWS])
+    return text + (eol if final_eol else b"")
+
+
+def assert_csv_pass_through(out, header, rows, eol, final_eol, want, new_header=b"calibrated"):
+    """``out`` is ``header,NEW`` and every record of ``rows`` byte for byte, then ``,value``, then its line break."""
+    head = header + b"," + new_header + eol
+    assert out[: len(head)] == head, out[:200]
+    pos = len(head)
+    for i, (row, w) in enumerate(zip(rows, want)):
+        assert out[pos: pos + len(row) + 1] == row + b",", (i, out[pos: pos + len(row) + 40])
+        pos += len(row) + 1
+        last = i == len(rows) - 1 and not final_eol
+        end = len(out) if last else out.index(eol, pos)
+        assert float(out[pos:end]) == w, (i, out[pos:end], w)  # the value round-trips exactly
+        pos = end + (0 if last else len(eol))
+    assert pos == len(out)
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+@pytest.mark.parametrize(("eol", "bom", "final_eol"), [
+    (b"\n", False, True), (b"\r\n", True, True), (b"\r\n", False, False), (b"\n", True, False), (b"\r", False, True),
+])
+def test_apply_csv_copies_every_record_byte_for_byte(model, data, tmp_path, monkeypatch, engine, eol, bom,
+                                                     final_eol):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    src = tmp_path / "in.csv"
+    src.write_bytes(tricky_csv(eol, bom, final_eol))
+    want = reference(data).predict(np.array(TRICKY_SCORES))
+    for batch_rows in ("1000", "2"):  # one block; records cut into blocks of two
+        assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv"), "--batch-rows", batch_rows]) == 0
+        header = (b"\xef\xbb\xbf" if bom else b"") + TRICKY_HEADER
+        assert_csv_pass_through((tmp_path / "out.csv").read_bytes(), header, TRICKY_ROWS, eol, final_eol, want)
+
+
+def test_apply_csv_to_parquet_keeps_the_text(model, data, tmp_path):
+    # Columns of a CSV file reach Parquet as the text they were (quotes removed), never by type inference.
+    import csv
+    import io
+
+    src = tmp_path / "in.csv"
+    src.write_bytes(tricky_csv(b"\r\n", bom=True))
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.parquet")]) == 0
+    t = pq.read_table(tmp_path / "out.parquet")
+    rows = list(csv.reader(io.StringIO(tricky_csv(b"\r\n").decode(), newline="")))
+    assert t.column_names == rows[0] + ["calibrated"]
+    for j, name in enumerate(rows[0]):
+        assert t.schema.field(name).type == pa.string()
+        assert t.column(name).to_pylist() == [r[j] for r in rows[1:]], name
+    assert_array_equal(t.column("calibrated").to_numpy(), reference(data).predict(np.array(TRICKY_SCORES)))
+
+
+def test_apply_parquet_keeps_arrow_types_and_values(model, data, tmp_path, capsys):
+    import datetime
+    import decimal
+
+    n = 7
+    table = pa.table({
+        "id": pa.array(["007", "01234", "", None, "\u00fc\u2713", "a,b", "x\ny"]),
+        "big": pa.array([2 ** 53 + 1, 2 ** 63 - 1, -(2 ** 63), 0, None, 7, 9], pa.int64()),
+        "u8": pa.array([0, 255, 1, 2, 3, 4, 5], pa.uint8()),
+        "f32": pa.array([0.1, None, 1e38, -0.0, 3.5, 1e-45, 2.0], pa.float32()),
+        "dec": pa.array([decimal.Decimal("1.10")] * n, pa.decimal128(5, 2)),
+        "when": pa.array([datetime.datetime(2024, 1, 1, 12, 0, i) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "flag": pa.array([True, False, None, True, True, False, True]),
+        "cat": pa.array(["a", "b", "a", "c", "a", "b", None]).dictionary_encode(),
+        "tags": pa.array([[1, 2], [], None, [3], [4, 5, 6], [7], [8]]),
+        "score": pa.array(TRICKY_SCORES + [0.3], pa.float32()),
+    })
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=3)
+    assert main(["apply", str(model), str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                 "--batch-rows", "2"]) == 0
+    # CSV has no lists: a usage error naming the column, no output
+    assert main(["apply", str(model), str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.csv")]) == 2
+    assert "cannot be written as CSV" in capsys.readouterr().err
+    assert not (tmp_path / "out.csv").exists()
+    pq.write_table(table.drop_columns(["tags"]), tmp_path / "flat.parquet", row_group_size=3)
+    assert main(["apply", str(model), str(tmp_path / "flat.parquet"), "-o", str(tmp_path / "out.csv"),
+                 "--batch-rows", "2"]) == 0
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert got.schema.remove(got.schema.get_field_index("calibrated")) == table.schema
+    assert got.drop_columns(["calibrated"]).equals(table)
+    assert_array_equal(got.column("calibrated").to_numpy(), reference(data).predict(table.column("score").to_numpy()))
+    # CSV output: pyarrow's CSV text of the same values (integers in full, no float round trip)
+    text = (tmp_path / "out.csv").read_text()
+    assert "9223372036854775807" in text and "9007199254740993" in text and '"007"' in text
+
+
+def test_apply_output_column_never_collides(model, tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("score,calibrated\n0.5,keep me\n")
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv")]) == 2
+    assert "already has a column 'calibrated'" in capsys.readouterr().err
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv"), "--output-col", "p"]) == 0
+    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("0.5,keep me,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
+
+
+@pytest.mark.parametrize("text", [b"score,id\n", b"score,id", b"\xef\xbb\xbfscore,id\r\n"])
+def test_apply_header_only_csv(model, tmp_path, text):
+    (tmp_path / "in.csv").write_bytes(text)
+    for dst in ("out.csv", "out.parquet", "out.npy"):
+        assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / dst)]) == 0
+    out = (tmp_path / "out.csv").read_bytes()
+    head = text.rstrip(b"\r\n")
+    assert out == head + b",calibrated" + text[len(head):]
+    assert pq.read_table(tmp_path / "out.parquet").column_names == ["score", "id", "calibrated"]
+    assert np.load(tmp_path / "out.npy").shape == (0,)
+
+
+@pytest.mark.slow
+def test_apply_streams_2m_rows_whose_id_turns_alphanumeric(model, data, tmp_path):
+    # The id column is numeric for the first 1.5M rows (a type-inferring reader settles on int64 in its first
+    # block), then alphanumeric; it must come out as it came in.
+    n = 2_000_000
+    score = (np.arange(n) % 1000) / 1000
+    ids = np.char.add(np.where(np.arange(n) < 1_500_000, "", "A"), np.arange(n).astype(str))
+    body = np.char.add(np.char.add(ids, ","), score.astype(str))
+    text = ("id,score\n" + "\n".join(body.tolist()) + "\n").encode()
+    (tmp_path / "in.csv").write_bytes(text)
+    assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    out = (tmp_path / "out.csv").read_bytes().split(b"\n")
+    assert out[0] == b"id,score,calibrated" and out[-1] == b"" and len(out) == n + 2
+    want = reference(data).predict(score)
+    lines = text.split(b"\n")[1:-1]
+    for i in (0, 1_499_999, 1_500_000, n - 1):
+        assert out[i + 1].startswith(lines[i] + b","), (i, out[i + 1])
+    got = np.array([ln.rsplit(b",", 1)[1] for ln in out[1:-1]], dtype=np.float64)
+    assert_array_equal(got, want)
+    assert all(o[: len(ln)] == ln for o, ln in zip(out[1:-1], lines))

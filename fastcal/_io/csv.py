@@ -165,6 +165,9 @@ class CsvReader(Reader):
             return self._parse_plain(block, columns, numeric)
         import pyarrow as pa
 
+        if not block.n:
+            return {c: np.empty(0) if c in numeric else pa.array([], pa.string()) for c in columns}
+
         try:
             table = self._arrow_table(block, columns, numeric)
         except pa.ArrowInvalid as exc:
@@ -365,6 +368,15 @@ def _format_values(columns, pa_module):
     return "".join(",".join(map(repr, r)) + "\n" for r in rows).encode()
 
 
+def _csv_writable(arrow_type):
+    """Whether pyarrow's CSV writer takes a column of ``arrow_type`` (not lists, structs, maps, ...)."""
+    import pyarrow.types as t
+
+    if t.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return not (t.is_nested(arrow_type) or t.is_union(arrow_type))
+
+
 class CsvWriter(Writer):
     """Every column of the batches, as CSV with a header line (``-``: stdout).
 
@@ -373,6 +385,7 @@ class CsvWriter(Writer):
     """
 
     def __init__(self, path):
+        self.path = path
         self.target = None if path == "-" else new_target(path, ".csv")
         self._pa = optional_pyarrow()
         self._writer = None
@@ -394,17 +407,16 @@ class CsvWriter(Writer):
             self._header_done = True
         if not block.n:
             return
-        text = _format_values(list(new.values()), self._pa)
-        # Row i gets "," + its line of text; the line breaks of the text become the separating commas.
-        ins = np.frombuffer(b"," + text[:-1], dtype=np.uint8).copy()
-        breaks = np.flatnonzero(ins == 10)
-        ins[breaks] = 44
-        lengths = np.diff(np.concatenate(([0], breaks, [ins.shape[0]])))
+        from .._csv_kernels import append_fields
+
+        text = np.frombuffer(_format_values(list(new.values()), self._pa), dtype=np.uint8)
+        line_end = np.flatnonzero(text == 10)
+        if line_end.shape[0] != block.n:
+            raise DataError(f"{display_name(self.path)}: internal error: {line_end.shape[0]} values for {block.n} rows")
         data = np.frombuffer(block.data, dtype=np.uint8)
-        if lengths.shape[0] != block.n:
-            raise DataError("internal error: the formatted values do not match the rows")
-        out = np.insert(data, np.repeat(block.content_end, lengths), ins)
-        self._file.write(out.tobytes())
+        out = np.empty(data.shape[0] + text.shape[0], dtype=np.uint8)
+        m = append_fields(data, block.content_end, text, line_end, out)
+        self._file.write(memoryview(out)[:m])
 
     def write(self, batch):
         if self._pa is not None:
@@ -412,6 +424,10 @@ class CsvWriter(Writer):
 
             table = arrow_table(batch)
             if self._writer is None:
+                for field in table.schema:
+                    if not _csv_writable(field.type):
+                        raise UsageError(f"{display_name(self.path)}: column {field.name!r} of type {field.type} "
+                                         "cannot be written as CSV; write Parquet")
                 self._writer = pcsv.CSVWriter(self._file, table.schema)
             self._writer.write_table(table)
             return
