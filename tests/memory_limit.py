@@ -7,7 +7,7 @@ loading every kernel, importing pyarrow, starting threads), then sets
 ``RLIMIT_AS`` to its address space plus ``extra`` bytes, runs the call on the
 big file, and reports the growth of its peak resident memory (``VmHWM``)
 beyond the resident memory it had before, and a control: whether reading the
-file's columns whole still fits under the limit.
+file's columns (a CSV file's bytes) whole still fits under the limit.
 
 pyarrow's default allocator (mimalloc) reserves address space ahead of use,
 so that ``RLIMIT_AS`` would not bind on it: the child uses the system
@@ -26,7 +26,6 @@ _SCRIPT = textwrap.dedent("""
     import gc, json, os, resource, sys
     kind, path, small, budget, extra, out = sys.argv[1:7]
     budget, extra = int(budget), int(extra)
-    import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
     from fastcal import outofcore
     from fastcal.cli import main
@@ -38,6 +37,12 @@ _SCRIPT = textwrap.dedent("""
                     return int(line.split()[1]) * 1024
 
     def fit(p):
+        if kind == "apply":  # out is the model; the big file comes on stdin
+            if p == path:
+                sys.stdin = open(p)
+                p = "-"
+            assert main(["apply", out, p, "-o", os.path.join(os.path.dirname(out), "out.npy"), "-q"]) == 0
+            return None
         if kind == "fit_isotonic_parquet":
             return outofcore.fit_isotonic_parquet(p, "score", "label", memory_budget=budget).X_thresholds_.tolist()
         if kind == "fit_platt_parquet":
@@ -57,8 +62,9 @@ _SCRIPT = textwrap.dedent("""
     try:
         if path.endswith(".parquet"):
             pq.ParquetFile(path).read(columns=["score"], use_threads=False)
-        else:
-            pcsv.read_csv(path, read_options=pcsv.ReadOptions(use_threads=False))
+        else:  # pyarrow's CSV parser aborts the process when out of memory: read the bytes
+            with open(path, "rb") as f:
+                f.read()
         control = "loaded"
     except MemoryError:
         control = "MemoryError"
@@ -67,7 +73,10 @@ _SCRIPT = textwrap.dedent("""
 
 
 def run_limited(kind, path, small, budget, extra, out, tmp_path):
-    """``{"growth", "control", "result"}`` of ``kind`` (an outofcore function or a --method) on ``path``."""
+    """``{"growth", "control", "result"}`` of ``kind`` (an outofcore function or a --method) on ``path``.
+
+    ``kind`` "apply": ``fastcal apply`` of the model file ``out`` to ``path`` read from stdin.
+    """
     script = tmp_path / "limited.py"
     script.write_text(_SCRIPT)
     env = dict(os.environ, MALLOC_ARENA_MAX="1", ARROW_DEFAULT_MEMORY_POOL="system")

@@ -238,7 +238,7 @@ class Reader:
     n_rows : int or None
         Its number of rows, None if unknown before reading (CSV, ``.npz``).
     batch_rows : int
-        Rows per batch (about, for CSV read by pyarrow); may be changed before reading.
+        Rows per batch (at most); may be changed before reading.
     """
 
     names: list
@@ -270,6 +270,11 @@ class Reader:
         """
         raise NotImplementedError
 
+    def count_rows(self):
+        """The number of rows (a pass over the file where ``n_rows`` is not known)."""
+        if self.n_rows is not None:
+            return self.n_rows
+        return sum(len(b[self.names[0]]) for b in self.batches(self.names[:1], ()))
 
     def pieces(self):
         """Yield the file's rows as :class:`Piece` objects, every column as read, at least one (maybe empty)."""

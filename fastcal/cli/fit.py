@@ -104,7 +104,7 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
         progress.close()
 
     if n_rows is None:  # CSV: count the rows first
-        n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
+        n_rows = reader.count_rows()
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
