@@ -607,3 +607,145 @@ def test_memory_does_not_grow_with_the_file(big_files, tmp_path, kind, ext):
     res = run_limited(kind, big_files / f"big{ext}", big_files / f"small{ext}", budget, extra, out, tmp_path)
     assert res["control"] == "MemoryError"  # the limit binds: the file's columns do not fit
     assert res["growth"] < extra, res["growth"] / 1e6
+
+
+# ---------------------------------------------------------------------------
+# Signals: SIGINT, SIGTERM and SIGHUP stop a run, leave nothing behind, exit 128 + the signal's number.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_inputs(tmp_path_factory):
+    """2 * 10^6 rows as CSV and Parquet: a run over them takes seconds, time enough to be interrupted."""
+    import pyarrow.csv as pcsv
+
+    d = tmp_path_factory.mktemp("long")
+    rng = np.random.default_rng(13)
+    x = rng.random(2_000_000)
+    table = pa.table({"id": np.arange(x.shape[0]), "score": x, "label": (rng.random(x.shape[0]) < x).astype(np.uint8)})
+    pcsv.write_csv(table, d / "in.csv")
+    pq.write_table(table, d / "in.parquet", row_group_size=1 << 16)
+    return d
+
+
+def _interrupt_when(argv, ready, signum, env=None, timeout=120):
+    """Start ``fastcal argv``, send ``signum`` once ``ready()`` holds, return the finished process."""
+    import signal as _signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "fastcal", *map(str, argv)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None, ("finished before it could be interrupted", proc.communicate())
+            assert time.monotonic() < deadline, "never got ready"
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != -_signal.SIGKILL
+    return proc.returncode, err.decode()
+
+
+SIGNAL_NAMES = ["SIGTERM", pytest.param("SIGHUP", marks=pytest.mark.slow), pytest.param("SIGINT", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name", SIGNAL_NAMES)
+def test_signal_during_apply_leaves_no_partial_output(long_inputs, model, tmp_path, name):
+    import signal as _signal
+
+    signum = getattr(_signal, name)
+
+    def writing():  # the temporary output exists and has rows in it
+        return any(p.name.startswith(".fastcal-") and p.stat().st_size > 1 << 16 for p in tmp_path.iterdir())
+
+    rc, err = _interrupt_when(["apply", model, long_inputs / "in.csv", "-o", tmp_path / "out.csv", "--batch-rows",
+                               "20000"], writing, signum)
+    assert rc == 128 + signum, err
+    assert "fastcal: interrupted" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", SIGNAL_NAMES)
+def test_signal_during_out_of_core_fit_removes_partition_files(long_inputs, tmp_path, name):
+    import signal as _signal
+
+    signum = getattr(_signal, name)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def partitioning():  # the out-of-core fit has written partition files
+        return any(any(d.iterdir()) for d in tmp.iterdir() if d.name.startswith("fastcal-partitions-"))
+
+    rc, err = _interrupt_when(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                               "--memory-budget", "1M", long_inputs / "in.parquet", "-o", out / "m.json"],
+                              partitioning, signum, env=dict(os.environ, TMPDIR=str(tmp)))
+    assert rc == 128 + signum, err
+    assert list(tmp.iterdir()) == [] and list(out.iterdir()) == []
+
+
+def test_swallowed_interrupt_still_stops_the_run(model, files, tmp_path, monkeypatch):
+    # pyarrow swallows a KeyboardInterrupt raised while it imports pandas lazily: the signal is recorded anyway,
+    # and the run stops at the next batch or before its output is renamed into place.
+    import signal as _signal
+
+    from fastcal.cli import apply as apply_module
+
+    original = apply_module._calibrate
+
+    def calibrate_after_a_swallowed_interrupt(*args):
+        try:
+            os.kill(os.getpid(), _signal.SIGINT)
+            for _ in range(1000):  # the handler runs between two bytecodes, raising in here
+                pass
+        except KeyboardInterrupt:
+            pass
+        return original(*args)
+
+    monkeypatch.setattr(apply_module, "_calibrate", calibrate_after_a_swallowed_interrupt)
+    before = {s: _signal.getsignal(s) for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
+    for dst in ("out.csv", "out.npy", "out.parquet"):
+        assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / dst)]) == 130
+        assert list(tmp_path.iterdir()) == []
+    # the handlers are main's own: restored after it
+    assert {s: _signal.getsignal(s) for s in before} == before
+
+
+def test_ctrl_c_while_pyarrow_imports_pandas(files, model, tmp_path):
+    # A stand-in for pandas that receives Ctrl-C while it is being imported; whether or not a command makes
+    # pyarrow import pandas, Ctrl-C stops it with exit 130 and no output.
+    fake = tmp_path / "fake"
+    (fake / "pandas").mkdir(parents=True)
+    (fake / "pandas" / "__init__.py").write_text(
+        "import os, signal, sys, time\nsys.stderr.write('pandas imported\\n')\n"
+        "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.5)\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake), *sys.path]))
+    for argv in (["apply", model, files / "data.parquet", "-o", out / "o.npy"],
+                 ["apply", model, files / "data.csv", "-o", out / "o.npy"],
+                 ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--weight-col",
+                  "weight", files / "data.parquet", "-o", out / "m.json"]):
+        proc = run(*argv, env=env)
+        err = proc.stderr.decode()
+        if "pandas imported" in err:
+            assert proc.returncode == 130, err
+            assert list(out.iterdir()) == []
+        else:
+            assert proc.returncode == 0, err
+            for p in out.iterdir():
+                p.unlink()
+
+
+def test_import_installs_no_signal_handler():
+    code = ("import signal; before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]; "
+            "import fastcal, fastcal.cli, fastcal.cli.signals; "
+            "print(before == [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr

@@ -218,6 +218,15 @@ def with_columns(batch, new):
     return batch
 
 
+def check_output_dir(path):
+    """Raise :class:`UsageError` unless the directory of the output ``path`` exists (``-``: stdout, fine)."""
+    if path == "-":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{path}: directory {directory} does not exist")
+
+
 def new_target(path, suffix):
     """:class:`~fastcal._io.atomic.AtomicTarget` for ``path``, a missing directory raising :class:`UsageError`."""
     try:

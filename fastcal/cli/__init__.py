@@ -43,6 +43,7 @@ from .apply import cmd_apply
 from .fit import cmd_fit
 from .options import bool_arg, memory_arg, positive_int
 from .report import cmd_report
+from .signals import Interrupted, Signals
 
 __all__ = ["main"]
 
@@ -149,8 +150,10 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 1 for bad data, 2 for bad usage, 130 when interrupted.
-        A bad option exits through ``SystemExit(2)`` (argparse).
+        0 on success, 1 for bad data, 2 for bad usage, 128 + the signal's
+        number when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129):
+        then no output is left behind (see :mod:`.signals`). A bad option
+        exits through ``SystemExit(2)`` (argparse).
     """
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -165,6 +168,19 @@ def main(argv=None):
         return EXIT_USAGE
     progress_enabled = not args.quiet and sys.stderr.isatty()
     timings = {}
+    with Signals() as signals:
+        status = _run(args, progress_enabled, timings)
+        if status == EXIT_OK and signals.received is not None and not signals.committed:
+            status = _interrupted(signals.received)  # its KeyboardInterrupt was swallowed (by pyarrow)
+    return status
+
+
+def _interrupted(signum):
+    sys.stderr.write("\nfastcal: interrupted\n")
+    return 128 + signum
+
+
+def _run(args, progress_enabled, timings):
     try:
         args.func(args, progress_enabled, timings)
     except UsageError as exc:
@@ -173,9 +189,10 @@ def main(argv=None):
     except DataError as exc:
         _error(exc)
         return EXIT_DATA
-    except KeyboardInterrupt:
-        sys.stderr.write("\nfastcal: interrupted\n")
-        return 130
+    except Interrupted as exc:
+        return _interrupted(exc.signum)
+    except KeyboardInterrupt:  # raised by a SIGINT handler other than ours (main called from another thread)
+        return _interrupted(2)
     except (ValueError, OSError, MemoryError) as exc:
         if args.traceback:
             raise

@@ -17,6 +17,7 @@ import numpy as np
 from .._io import DataError, UsageError, display_name, open_input, open_output
 from .options import columns_arg, parse_priors
 from .progress import Progress
+from .signals import committing
 
 
 def cmd_apply(args, progress_enabled, timings):
@@ -82,7 +83,8 @@ def cmd_apply(args, progress_enabled, timings):
             progress.update(piece.n)
         progress.close()
         t0 = time.perf_counter()
-        writer.commit()
+        with committing():
+            writer.commit()
         t_write += time.perf_counter() - t0
         ok = True
     finally:

@@ -11,10 +11,19 @@ import time
 
 import numpy as np
 
-from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, read_columns
+from .._io import (
+    DataError,
+    UsageError,
+    check_numeric_column,
+    check_output_dir,
+    display_name,
+    open_input,
+    read_columns,
+)
 from .checks import check_labels, check_weights
 from .options import columns_arg
 from .progress import Progress
+from .signals import committing
 
 
 def _estimator(args):
@@ -39,6 +48,7 @@ def cmd_fit(args, progress_enabled, timings):
     out_fmt = os.path.splitext(args.output)[1].lower()
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
+    check_output_dir(args.output)  # before the fit, not after
     reader = open_input(args.input, args.batch_rows)
     cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
     reader.require(cols)
@@ -69,7 +79,8 @@ def cmd_fit(args, progress_enabled, timings):
         timings["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        est.save(args.output)
+        with committing():
+            est.save(args.output)
     except TypeError as exc:
         raise DataError(f"{args.output}: {exc}") from None
     timings["write"] = time.perf_counter() - t0
