@@ -749,3 +749,116 @@ def test_import_installs_no_signal_handler():
             "print(before == [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr
+
+
+# ---------------------------------------------------------------------------
+# The same answer for the same mistake (issue 11): exit codes, labels, numbers, empty inputs.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{d}/data.parquet"],
+    ["fit", "--method", "sigmoid", "--memory-budget", "1M", "--score-col", "score", "--label-col", "label",
+     "{d}/data.csv"],
+    ["apply", "{d}/model.json", "{d}/data.parquet"],
+    ["report", "{d}/data.npz", "--score-col", "score", "--label-col", "label"],
+])
+@pytest.mark.parametrize("ext", [".json", ".csv", ".parquet", ".npy", ".npz", ".png", ".html"])
+def test_missing_output_directory_is_a_usage_error(files, model, tmp_path, capsys, argv, ext):
+    # The README: exit status 2 for bad usage, a missing file or directory among them; for every command,
+    # checked before any work (fit checked it only when saving: exit 1, after the fit).
+    kind = {"fit": (".json",), "apply": (".csv", ".parquet", ".npy", ".npz"), "report": (".json", ".png", ".html")}
+    if ext not in kind[argv[0]]:
+        return
+    target = tmp_path / "no" / "such" / f"out{ext}"
+    status = main([a.format(d=files) for a in argv] + ["-o", str(target)])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"directory {tmp_path / 'no' / 'such'} does not exist" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+@pytest.mark.parametrize("memory_budget", [None, "1M"])
+@pytest.mark.parametrize(("bad", "shown"), [("2", "2.0"), ("0.5", "0.5"), ("-1", "-1.0"), ("1.0000001", "1.0000001")])
+def test_calibration_labels_must_be_0_or_1(tmp_path, capsys, method, memory_budget, bad, shown):
+    # README: labels not 0/1 are bad data (exit 1) for calibration; isotonic accepted 2 and 0.5 silently.
+    lines = ["score,label"] + [f"{i / 10},{i % 2}" for i in range(10)]
+    lines[7] = f"0.6,{bad}"  # data row 7
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    argv = ["fit", "--method", method, "--score-col", "score", "--label-col", "label", str(tmp_path / "d.csv"),
+            "-o", str(tmp_path / "m.json")] + (["--memory-budget", memory_budget] if memory_budget else [])
+    assert main(argv) == 1
+    assert f"column 'label', row 7: label {shown} is not 0 or 1" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    lines[7] = "0.6,1.0"  # 1.0 and True are 1: fine
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    assert main(argv) == 0
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+@pytest.mark.parametrize(("value", "shown"), [
+    ("0.5_0", "'0.5_0' is not a number"),  # Python's float() takes digit separators; pyarrow does not
+    ("1_000", "'1_000' is not a number"),
+    ("\uff11", "'\uff11' is not a number"),  # a fullwidth digit: float() takes it too
+    ("0x10", "'0x10' is not a number"),
+    ("1,5", None),  # an unquoted comma: a row with one field too many
+    ('"1,5"', "'1,5' is not a number"),
+    ("", "missing value"),
+    ('""', "missing value"),
+    ("  ", "missing value"),
+])
+@pytest.mark.parametrize("command", ["fit", "fit-out-of-core", "report", "apply"])
+def test_values_that_are_not_numbers_name_row_and_column(model, tmp_path, capsys, monkeypatch, engine, value, shown,
+                                                         command):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    lines = ["score,label"] + [f"{(i % 10) / 10},{i % 2}" for i in range(3000)]
+    lines[2500] = f"{value},1"  # data row 2500, in the third batch
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    common = [str(tmp_path / "d.csv"), "--batch-rows", "1000"]
+    argv = {
+        "fit": ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "-o",
+                str(tmp_path / "m.json")] + common,
+        "fit-out-of-core": ["fit", "--method", "sigmoid", "--score-col", "score", "--label-col", "label", "-o",
+                            str(tmp_path / "m.json"), "--memory-budget", "1M"] + common,
+        "report": ["report", "--score-col", "score", "--label-col", "label", "-o", str(tmp_path / "r.json")] + common,
+        "apply": ["apply", str(model), "-o", str(tmp_path / "o.csv")] + common,
+    }[command]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    want = "row 2500: expected 2 fields, got 3" if shown is None else f"column 'score', row 2500: {shown}"
+    assert f"d.csv: {want}" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
+@pytest.mark.parametrize("content", [b"score,label\n", b"score,label", b"\xef\xbb\xbfscore,label\r\n", None, b""])
+@pytest.mark.parametrize("memory_budget", [None, "1M"])
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+def test_inputs_without_rows(tmp_path, capsys, content, memory_budget, method):
+    # Header only, a Parquet file of zero rows (None) and an empty file: one clear error, exit 1.
+    # Out of core these crashed (TypeError, a Numba typing error) or, from .npz, fitted a model on nothing.
+    if content is None:
+        path = tmp_path / "d.parquet"
+        pq.write_table(pa.table({"score": pa.array([], pa.float64()), "label": pa.array([], pa.int8())}), path)
+    else:
+        path = tmp_path / "d.csv"
+        path.write_bytes(content)
+    argv = ["fit", "--method", method, "--score-col", "score", "--label-col", "label", str(path), "-o",
+            str(tmp_path / "m.json")] + (["--memory-budget", memory_budget] if memory_budget else [])
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert ("empty file, no header line" if content == b"" else "no rows of data") in err, err
+    if content is not None and content:
+        assert main(["report", str(path), "--score-col", "score", "--label-col", "label", "-o",
+                     str(tmp_path / "r.json")]) == 1
+        assert "no rows of data" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_npz_without_rows_out_of_core(tmp_path, capsys):
+    np.savez(tmp_path / "d.npz", score=np.empty(0), label=np.empty(0))
+    for method in ("isotonic", "sigmoid"):
+        assert main(["fit", "--method", method, "--score-col", "score", "--label-col", "label", "--memory-budget",
+                     "1M", str(tmp_path / "d.npz"), "-o", str(tmp_path / "m.json")]) == 1
+        assert "no rows of data" in capsys.readouterr().err

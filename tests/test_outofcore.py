@@ -470,3 +470,21 @@ def test_parquet_fit_memory_does_not_grow_with_the_file(big_parquet, tmp_path, k
                       tmp_path / "unused.json", tmp_path)
     assert res["control"] == "MemoryError"  # the limit binds: the score column alone does not fit
     assert res["growth"] < extra, res["growth"] / 1e6
+
+
+def test_parquet_without_rows(tmp_path):
+    # A Parquet file of zero rows: a ValueError, as for empty arrays (a TypeError or a Numba typing error before).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"score": pa.array([], pa.float64()), "label": pa.array([], pa.int8())}),
+                   tmp_path / "empty.parquet")
+    for fit in (oc.fit_isotonic_parquet, oc.fit_platt_parquet):
+        with pytest.raises(ValueError, match="no rows of data"):
+            fit(tmp_path / "empty.parquet", "score", "label")
+    src = oc._array_source(np.empty(3), np.empty(3), None, 16, "X")
+    src.n = 0  # a source that says it is empty (the CLI's, from a header-only CSV file)
+    with pytest.raises(ValueError, match="X must have at least 1 element"):
+        oc.fit_isotonic_source(src, {}, None, 1 << 12)
+    with pytest.raises(ValueError, match="scores must have at least 1 element"):
+        oc.fit_platt_source(src, 100, None)

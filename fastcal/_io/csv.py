@@ -304,8 +304,8 @@ class CsvReader(Reader):
 
 
 def _strict_float(text):
-    """``float(text)`` for what pyarrow reads as a number too (no underscores, no surrounding spaces)."""
-    if "_" in text or text != text.strip():
+    """``float(text)`` for what pyarrow reads as a number too: no digit separators, ASCII digits only."""
+    if "_" in text or not text.isascii():
         raise ValueError(text)
     return float(text)
 

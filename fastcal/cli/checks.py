@@ -17,13 +17,15 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
     path, column : str
         For the message.
     method : {"isotonic", "sigmoid", "temperature", "binary"}
-        Isotonic regression takes any labels.
+        Calibration labels are 0/1 for isotonic and sigmoid (the library's
+        ``IsotonicRegression`` fits any real targets; the command line
+        calibrates classifiers, and a label 2 or 0.5 there is bad data).
     n_classes : int, optional
         For temperature.
     offset : int, optional
         Rows of the file before ``y`` (``y`` a batch): rows in messages count from ``offset + 1``.
     """
-    if method in ("sigmoid", "binary"):
+    if method in ("isotonic", "sigmoid", "binary"):
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

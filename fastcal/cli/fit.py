@@ -63,6 +63,8 @@ def cmd_fit(args, progress_enabled, timings):
         timings["read"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         y = data[args.label_col]
+        if not len(y):
+            raise DataError(f"{path}: no rows of data")
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
         check_labels(y, path, args.label_col, args.method, n_classes)
         w = data[args.weight_col] if args.weight_col else None
@@ -116,6 +118,8 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
 
     if n_rows is None:  # CSV: count the rows first
         n_rows = reader.count_rows()
+    if not n_rows:
+        raise DataError(f"{path}: no rows of data")
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()

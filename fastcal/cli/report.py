@@ -80,6 +80,8 @@ def cmd_report(args, progress_enabled, timings):
     data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
     timings["read"] = time.perf_counter() - t0
     p, y = data[args.score_col], data[args.label_col]
+    if not len(y):
+        raise DataError(f"{path}: no rows of data")
     bad = (p < 0) | (p > 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
