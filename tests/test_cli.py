@@ -862,3 +862,14 @@ def test_npz_without_rows_out_of_core(tmp_path, capsys):
         assert main(["fit", "--method", method, "--score-col", "score", "--label-col", "label", "--memory-budget",
                      "1M", str(tmp_path / "d.npz"), "-o", str(tmp_path / "m.json")]) == 1
         assert "no rows of data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+def test_apply_csv_passes_bytes_that_are_not_utf8(model, data, tmp_path, monkeypatch, engine):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    rows = [b"\xe9t\xe9,0.5", b"\xff\xfe,0.25"]  # latin-1 text and stray bytes in a column that is not parsed
+    (tmp_path / "in.csv").write_bytes(b"id,score\n" + b"\n".join(rows) + b"\n")
+    assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    assert_csv_pass_through((tmp_path / "out.csv").read_bytes(), b"id,score", rows, b"\n", True,
+                            reference(data).predict(np.array([0.5, 0.25])))

@@ -250,11 +250,7 @@ class CsvReader(Reader):
         import csv
 
         path = display_name(self.path)
-        try:
-            text = block.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{path}: rows {block.offset + 1}..{block.offset + block.n}: not UTF-8 text ({exc})") \
-                from None
+        text = block.data.decode("utf-8", "surrogateescape")  # bytes that are not UTF-8 kept, as pyarrow does
         idx = [self._index(c) for c in columns]
         buf = [[] for _ in columns]
         k = len(self.names)

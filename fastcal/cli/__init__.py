@@ -14,14 +14,21 @@ Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
 ``1``, ... for the columns of a 2-D array (``0`` for a 1-D one); columns of a
 ``.npz`` file are its 1-D arrays.
 
+``apply`` carries every input column through untouched: only the score
+columns are parsed (CSV records are copied byte for byte, Parquet columns
+keep their Arrow types). Files are read a bounded block at a time, stdin
+included, so memory does not grow with the input.
+
 Progress bars go to stderr, only when it is a terminal (``--quiet``
 silences them). Exit status: 0 on success, 2 on bad usage (unknown option
-or format, missing file or column), 1 on bad data (values that are not
-numbers, missing values, NaN, labels that are not 0/1, an invalid model
-file), with a one-line ``fastcal: error: ...`` naming the file, the column and
-the row where it applies. Outputs are written to a temporary file in the
-target's directory and renamed when complete, so a failure never leaves a
-partial output file (stdout excepted).
+or format, missing file, column or output directory), 1 on bad data (values
+that are not numbers, missing values, NaN, labels that are not 0/1, no rows,
+an invalid model file), with a one-line ``fastcal: error: ...`` naming the
+file, the column and the row where it applies; 128 + the signal's number
+when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`). Outputs are
+written to a temporary file in the target's directory and renamed when
+complete, so a failure or a signal never leaves a partial output file
+(stdout excepted).
 
 Layout: this module parses the arguments and runs a command; the commands
 are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
@@ -29,7 +36,8 @@ are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
 timings)`` that raises :class:`~fastcal._io.UsageError` or
 :class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
 phase; :mod:`.options` has the option types, :mod:`.checks` the label and
-weight checks, :mod:`.progress` the progress bar. Files are read and written
+weight checks, :mod:`.progress` the progress bar, :mod:`.signals` the
+signal handlers. Files are read and written
 by :mod:`fastcal._io`.
 """
 
