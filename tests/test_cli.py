@@ -168,6 +168,14 @@ def test_stdin_and_stdout_csv(files, data, tmp_path):
     assert_allclose(got, fastcal.correct_negative_sampling(reference(data).predict(data[0]), 0.5), rtol=1e-15)
 
 
+def test_out_of_core_fit_needs_a_file_not_stdin(files, tmp_path):
+    out = run("fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--memory-budget", "1M",
+              "-", "-o", tmp_path / "m.json", stdin=(files / "data.csv").read_bytes())
+    assert out.returncode == 2
+    one_line_error(out, "--memory-budget reads the input several times: give a file, not stdin")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_report_json_and_html(files, data, tmp_path):
     score, label, _ = data
     out = run("report", files / "data.parquet", "--score-col", "score", "--label-col", "label",
@@ -664,7 +672,7 @@ def test_signal_during_apply_leaves_no_partial_output(long_inputs, model, tmp_pa
         return any(p.name.startswith(".fastcal-") and p.stat().st_size > 1 << 16 for p in tmp_path.iterdir())
 
     rc, err = _interrupt_when(["apply", model, long_inputs / "in.csv", "-o", tmp_path / "out.csv", "--batch-rows",
-                               "20000"], writing, signum)
+                               "2000"], writing, signum)  # small batches: seconds of work left when signalled
     assert rc == 128 + signum, err
     assert "fastcal: interrupted" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []

@@ -49,6 +49,8 @@ def cmd_fit(args, progress_enabled, timings):
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
     check_output_dir(args.output)  # before the fit, not after
+    if args.memory_budget is not None and args.input == "-":
+        raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
     cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
     reader.require(cols)
