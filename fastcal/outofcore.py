@@ -224,6 +224,8 @@ def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
         for batch in iter_parquet(path, cols, chunk_rows):
             yield batch[score_col], batch[label_col], (None if weight_col is None else batch[weight_col])
 
+    if not pf.metadata.num_rows:
+        raise ValueError(f"{path}: no rows of data")
     return Columns(factory, pf.metadata.num_rows, fit_dtype(x_dtype), weight_col is not None, chunk_rows)
 
 
@@ -313,6 +315,8 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     from .isotonic import new_estimator, set_fitted_blocks
 
     est = new_estimator(params)
+    if not src.n:
+        raise ValueError(f"{score_name} must have at least 1 element, got 0.")
     auto = est.increasing == "auto"
     dtype = src.x_dtype
     eps = resolution(dtype)
@@ -492,6 +496,8 @@ def fit_platt_source(src, max_iter, tol):
     from . import platt
 
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    if not src.n:
+        raise ValueError("scores must have at least 1 element, got 0.")
     fraction = platt.subsample_fraction(src.n)
     preps, subs, wmax = [], [], 0.0
     for s, y, w in src.chunks(score_name="scores", validate=False):

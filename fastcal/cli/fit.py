@@ -11,10 +11,19 @@ import time
 
 import numpy as np
 
-from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, read_columns
+from .._io import (
+    DataError,
+    UsageError,
+    check_numeric_column,
+    check_output_dir,
+    display_name,
+    open_input,
+    read_columns,
+)
 from .checks import check_labels, check_weights
 from .options import columns_arg
 from .progress import Progress
+from .signals import committing
 
 
 def _estimator(args):
@@ -46,6 +55,9 @@ def cmd_fit(args, progress_enabled, timings):
     out_fmt = os.path.splitext(args.output)[1].lower()
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
+    check_output_dir(args.output)  # before the fit, not after
+    if args.memory_budget is not None and args.input == "-":
+        raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
     cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
     reader.require(cols)
@@ -61,6 +73,8 @@ def cmd_fit(args, progress_enabled, timings):
         timings["read"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         y = data[args.label_col]
+        if not len(y):
+            raise DataError(f"{path}: no rows of data")
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
         check_labels(y, path, args.label_col, "binary" if args.method == "venn-abers" else args.method, n_classes)
         w = data[args.weight_col] if args.weight_col else None
@@ -77,7 +91,8 @@ def cmd_fit(args, progress_enabled, timings):
         timings["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        est.save(args.output)
+        with committing():
+            est.save(args.output)
     except TypeError as exc:
         raise DataError(f"{args.output}: {exc}") from None
     timings["write"] = time.perf_counter() - t0
@@ -112,7 +127,9 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
         progress.close()
 
     if n_rows is None:  # CSV: count the rows first
-        n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
+        n_rows = reader.count_rows()
+    if not n_rows:
+        raise DataError(f"{path}: no rows of data")
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
