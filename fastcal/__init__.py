@@ -45,6 +45,7 @@ from .prior import (
 )
 from .smooth import SmoothECEResult, smooth_ece
 from .temperature import TemperatureScaling
+from .venn_abers import VennAbers
 
 if TYPE_CHECKING:  # loaded lazily at run time (they import scikit-learn), see __getattr__
     from .calibration import CalibratedClassifierCV, CrossValCalibrationReport, cross_val_calibration_report
@@ -87,6 +88,7 @@ __all__ = [
     "SlopeInterceptResult",
     "SmoothECEResult",
     "TemperatureScaling",
+    "VennAbers",
     "adjust_priors",
     "brier_decomposition",
     "brier_score_loss",

@@ -405,3 +405,35 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
     T, out = T[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
     for i in range(T.shape[0]):
         out[i] = predict_one(np.float64(T[i]), xs, ys, table, scale, clip)
+
+
+# --------------------------------------------------------------------------
+# Centered isotonic regression: the weighted mean score of each block
+# --------------------------------------------------------------------------
+
+
+@kernel
+def block_index(x, xf, table, scale, out, lo, hi):
+    """``out[i]``: the block of score ``x[i]`` (the last ``k`` with ``xf[k] <= x[i]``, 0 below ``xf[0]``), rows ``lo .. hi - 1``.
+
+    ``table, scale`` is :func:`build_lookup` over the blocks' first scores
+    ``xf``: the cell of a score bounds the search to a few blocks.
+    """
+    x, out = x[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
+    nb = xf.shape[0]
+    n_cells = table.shape[0] - 1
+    x0 = np.float64(xf[0])
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        c = cell_of(v, x0, scale, n_cells)
+        a = table[c]
+        b = table[c + 1]
+        while a < b:  # the first xf >= v
+            mid = (a + b) >> 1
+            if xf[mid] < v:
+                a = mid + 1
+            else:
+                b = mid
+        if a == nb or xf[a] != v:
+            a -= 1
+        out[i] = a if a > 0 else 0

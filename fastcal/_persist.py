@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # typing only: the calibrators' modules import this one
     from .isotonic import IsotonicRegression
     from .platt import PlattScaling
     from .temperature import TemperatureScaling
+    from .venn_abers import VennAbers
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]
 
@@ -171,8 +172,10 @@ def from_dict(data):
     if not isinstance(params, dict) or not isinstance(state, dict):
         _bad("fields 'params' and 'state'", "must be JSON objects")
     names = set(cls._get_param_names())
-    if set(params) != names:
+    added = getattr(cls, "_added_params", {})  # parameters newer than some files: their default if absent
+    if not names - set(added) <= set(params) <= names:
         _bad(f"{cls.__name__} params", f"must be exactly {sorted(names)}; got {sorted(params)}")
+    params = {**{name: value for name, value in added.items() if name not in params}, **params}
     schema = cls._state_schema
     if set(state) != set(schema):
         _bad(f"{cls.__name__} state", f"must have exactly the fields {sorted(schema)}; got {sorted(state)}")
@@ -214,7 +217,7 @@ def loads(text):
 
 def load(
     path: str | os.PathLike[str],
-) -> IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning:
+) -> IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers:
     """Load a fitted calibrator saved with ``save``. Raises ``ValueError`` for anything but a valid model file."""
     with open(path, "rb") as f:
         raw = f.read()

@@ -31,6 +31,7 @@ from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
 from .temperature import TemperatureScaling
+from .venn_abers import VennAbers, merge_intervals
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -46,9 +47,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
-METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram")
-#: One-vs-rest methods, one 1-D calibrator per class; of these, the ones that take probabilities.
-_ONE_VS_REST = ("isotonic", "sigmoid", "beta", "histogram")
+METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers")
+#: One-vs-rest methods, one 1-D calibrator per class column; of these, the ones that take probabilities.
+_ONE_VS_REST = ("isotonic", "sigmoid", "beta", "histogram", "centered_isotonic", "venn_abers")
 _TAKE_PROBABILITIES = ("beta", "histogram")
 
 
@@ -80,6 +81,10 @@ def _calibrated_columns(estimator, classes):
 def _new_calibrator(method, response):
     if method == "isotonic":
         return IsotonicRegression(out_of_bounds="clip")
+    if method == "centered_isotonic":
+        return IsotonicRegression(out_of_bounds="clip", centered=True)
+    if method == "venn_abers":
+        return VennAbers()
     if method == "sigmoid":
         return PlattScaling()
     if method == "beta":
@@ -123,7 +128,17 @@ class _CalibratedPair:
             calibrators.append(_new_calibrator(method, response).fit(predictions, y_idx, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
+    def predict_intervals(self, X: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
+        """Venn-Abers pairs of each calibrated column: ``(p0, p1, columns)``, ``p0``/``p1`` of shape (n, m)."""
+        predictions, _ = _predictions(self.estimator, X)
+        pairs = [calibrator.predict_interval(pred) for pred, calibrator in zip(predictions.T, self.calibrators)]
+        p0 = np.column_stack([np.asarray(a, dtype=np.float64) for a, _ in pairs])
+        p1 = np.column_stack([np.asarray(b, dtype=np.float64) for _, b in pairs])
+        return p0, p1, _calibrated_columns(self.estimator, self.classes)
+
     def predict_proba(self, X: Any) -> NDArray[np.float64]:
+        if self.method == "venn_abers":
+            return _venn_abers_proba([self.predict_intervals(X)], len(self.classes))
         predictions, response = _predictions(self.estimator, X)
         n_classes = len(self.classes)
         if self.method == "temperature":
@@ -145,6 +160,26 @@ class _CalibratedPair:
         return proba
 
 
+def _venn_abers_proba(intervals, n_classes):
+    """Probabilities from the Venn-Abers pairs ``(p0, p1, columns)`` of each fold (see ``predict_intervals``).
+
+    Each class's pairs are merged over the folds that calibrated it by the
+    CVAP rule (:func:`fastcal.venn_abers.merge_intervals`); a class no fold
+    saw gets 0. Two classes give ``(1 - p, p)``, more are renormalised
+    one-vs-rest as for the other methods.
+    """
+    proba = np.zeros((intervals[0][0].shape[0], n_classes))
+    for class_idx in range(n_classes):
+        found = [(p0[:, j], p1[:, j]) for p0, p1, columns in intervals for j in np.flatnonzero(columns == class_idx)]
+        if found:
+            proba[:, class_idx] = merge_intervals(np.stack([a for a, _ in found]), np.stack([b for _, b in found]))
+    if n_classes == 2:
+        proba[:, 0] = 1.0 - proba[:, 1]
+        return proba
+    denominator = proba.sum(axis=1)[:, np.newaxis]
+    return np.divide(proba, denominator, out=np.full_like(proba, 1 / n_classes), where=denominator != 0)
+
+
 class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Probability calibration with cross-validation: a drop-in for scikit-learn's.
 
@@ -160,13 +195,20 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     :class:`fastcal.BetaCalibration` and "histogram" is
     :class:`fastcal.HistogramBinning` (both one-vs-rest; they take
     probabilities, so decision values are mapped through the logistic
-    function 1 / (1 + exp(-s)) first).
+    function 1 / (1 + exp(-s)) first),
+    "centered_isotonic" is ``IsotonicRegression(centered=True)`` (strictly
+    monotone), "venn_abers" is :class:`fastcal.VennAbers`: with
+    ``ensemble=True`` that is cross-Venn-Abers (CVAP, Vovk, Petej & Fedorova
+    2015): each fold's pair ``(p0, p1)`` per class, merged over the folds as
+    ``p = G(p1) / (G(1 - p0) + G(p1))`` (``G`` the geometric mean) instead of
+    averaging probabilities; with ``ensemble=False`` one IVAP on the
+    cross-validated predictions.
 
     Parameters
     ----------
     estimator : classifier, optional
         The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
-    method : {"sigmoid", "isotonic", "temperature", "beta", "histogram"}
+    method : {"sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers"}
     cv : int, cross-validation generator or iterable, optional
         As in scikit-learn (5-fold stratified by default).
     n_jobs : int, optional
@@ -203,7 +245,8 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         self,
         estimator: Any = None,
         *,
-        method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram"] = "sigmoid",
+        method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic",
+                        "venn_abers"] = "sigmoid",
         cv: CV = None,
         n_jobs: int | None = None,
         ensemble: bool | Literal["auto"] = "auto",
@@ -336,6 +379,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         """Calibrated probabilities, averaged over the calibrated classifiers, then prior-corrected."""
         check_is_fitted(self, "calibrated_classifiers_")
         pairs = self.calibrated_classifiers_
+        if self.method == "venn_abers":
+            intervals = [pair.predict_intervals(X) for pair in pairs]
+            return self._correct_priors(_venn_abers_proba(intervals, len(self.classes_)))
         proba = pairs[0].predict_proba(X)
         for pair in pairs[1:]:
             proba = proba + pair.predict_proba(X)

@@ -283,8 +283,8 @@ def _take_below(pair, limit, keep_zero):
     return x[keep], y[keep], None if w is None else w[keep]
 
 
-def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, *extra):
-    from .isotonic import pav_fit
+def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, centered, *extra):
+    from .isotonic import pav_fit, with_score_sums
 
     x, y, w = _positive(pair[0], keep_zero)
     if entry > lo:
@@ -292,7 +292,9 @@ def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, *extra):
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    return pav_fit(x, y, rescale_weights(w, exponent)[0], sign)  # one exponent for all units: pool_blocks adds them
+    w = rescale_weights(w, exponent)[0]  # one exponent for all units: pool_blocks adds them
+    blocks = pav_fit(x, y, w, sign)
+    return with_score_sums(x, w, blocks) if centered else blocks
 
 
 def fit_isotonic(
@@ -319,7 +321,7 @@ def fit_isotonic(
         one per input chunk).
     **params
         ``IsotonicRegression`` parameters (``y_min``, ``y_max``,
-        ``increasing``, ``out_of_bounds``).
+        ``increasing``, ``out_of_bounds``, ``centered``).
 
     Returns
     -------
@@ -409,7 +411,8 @@ def fit_isotonic(
         extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
         if stop is not None and entries[stop] > heads[stop][1]:
             extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, *extra))
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, est.centered,
+                                        *extra))
     blocks = dask.compute(*units)
     del parts
     return set_fitted_blocks(est, blocks)

@@ -50,6 +50,7 @@ class IsotonicParams(TypedDict, total=False):
     y_max: float | None
     increasing: bool | Literal["auto"]
     out_of_bounds: OutOfBounds
+    centered: bool
 
 #: Sorting in two threads pays from about this many scores on.
 _THREADED_SORT_MIN_SIZE = 1 << 18
@@ -160,6 +161,18 @@ class IsotonicRegression(BaseCalibrator):
         What ``predict`` does with values outside ``[X_min_, X_max_]``:
         return NaN, predict the value at the nearest bound, or raise
         ``ValueError``.
+    centered : bool
+        Centered isotonic regression (Oron & Flournoy 2017): each PAV block
+        becomes one knot, at the block's weighted mean score with the block's
+        mean as value, and predictions interpolate linearly between these
+        knots, so the fit is strictly monotone from the first block's centre
+        to the last one's and keeps the ranking of scores there (the step
+        fit ties whole score ranges). From ``X_min_`` to the first centre and
+        from the last centre to ``X_max_`` the fit is flat (the end blocks'
+        values); beyond ``X_min_``/``X_max_`` ``out_of_bounds`` applies as
+        usual. The out-of-core and Dask fits are exact for it too: each part
+        carries its blocks' sums of weight times score, which pool like the
+        blocks.
 
     Attributes
     ----------
@@ -170,6 +183,10 @@ class IsotonicRegression(BaseCalibrator):
         dtype's resolution pooled, their weighted mean taken) with their
         fitted values, keeping only the two ends of each run of equal fitted
         values, exactly the points scikit-learn keeps. Same dtype as ``X``.
+        With ``centered=True``: the block centres (weighted mean score,
+        clipped to the block's score range, in the dtype of ``X``) and block
+        means, with ``X_min_`` and ``X_max_`` added at the ends' values
+        where they differ from the end centres.
     increasing_ : bool
         The direction used.
 
@@ -190,6 +207,10 @@ class IsotonicRegression(BaseCalibrator):
     Zadrozny, B. and Elkan, C. (2002). Transforming classifier scores into
     accurate multiclass probability estimates. KDD.
 
+    Oron, A. P. and Flournoy, N. (2017). Centered isotonic regression: point
+    and interval estimation for dose-response studies. Statistics in
+    Biopharmaceutical Research, 9(3), 258-267.
+
     Examples
     --------
     >>> import numpy as np
@@ -207,6 +228,9 @@ class IsotonicRegression(BaseCalibrator):
     X_max_: np.floating
     increasing_: bool
 
+    #: Model files written before ``centered`` existed load as step fits.
+    _added_params = {"centered": False}
+
     _state_schema = {
         "X_thresholds_": "array",
         "y_thresholds_": "array",
@@ -222,11 +246,13 @@ class IsotonicRegression(BaseCalibrator):
         y_max: float | None = None,
         increasing: bool | Literal["auto"] = True,
         out_of_bounds: OutOfBounds = "nan",
+        centered: bool = False,
     ) -> None:
         self.y_min = y_min
         self.y_max = y_max
         self.increasing = increasing
         self.out_of_bounds = out_of_bounds
+        self.centered = centered
 
     # -- fitting -----------------------------------------------------------
 
@@ -235,6 +261,7 @@ class IsotonicRegression(BaseCalibrator):
         "y_max": [Real(finite=False), None],
         "increasing": [Boolean(), Options("auto")],
         "out_of_bounds": [Options("nan", "clip", "raise")],
+        "centered": [Boolean()],
     }
 
     def _validate_params(self):
@@ -281,15 +308,17 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             x, labels, w = x[keep], labels[keep], w[keep]
 
-        return self._set_blocks(pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0))
+        blocks = pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0)
+        return self._set_blocks(with_score_sums(x, w, blocks) if self.centered else blocks)
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
 
         Fits of data that is split by score range (threads, Dask partitions,
-        chunks of a file) end here too, after :func:`pool_blocks`.
+        chunks of a file) end here too, after :func:`pool_blocks`. Centered
+        fits need the fifth array ``swx`` (see :func:`with_score_sums`).
         """
-        sw, swy, xf, xl = blocks
+        sw, swy, xf, xl = blocks[:4]
         vals = swy / sw
         if not self.increasing_:
             vals = -vals
@@ -298,7 +327,10 @@ class IsotonicRegression(BaseCalibrator):
             lo = -np.inf if self.y_min is None else self.y_min
             hi = np.inf if self.y_max is None else self.y_max
             np.clip(vals, lo, hi, out=vals)
-        self.X_thresholds_, self.y_thresholds_ = _k.thresholds(vals, xf, xl, vals.shape[0])
+        if self.centered:
+            self.X_thresholds_, self.y_thresholds_ = _centered_knots(vals, sw, xf, xl, blocks[4])
+        else:
+            self.X_thresholds_, self.y_thresholds_ = _k.thresholds(vals, xf, xl, vals.shape[0])
         self.X_min_ = xf[0]
         self.X_max_ = xl[xl.shape[0] - 1]
         self._build_lookup()
@@ -453,6 +485,44 @@ def _lookup_cells(n_thresholds):
     return 1 << min(16, max(4, int(16 * n_thresholds - 1).bit_length()))
 
 
+def _centered_knots(vals, sw, xf, xl, swx):
+    """Knots of the centered fit: block centres ``swx / sw`` (clipped into ``[xf, xl]``) and the end points.
+
+    Blocks whose values became equal in the scores' dtype (or by ``y_min``/``y_max``) are one block here.
+    """
+    starts = np.flatnonzero(np.concatenate(([True], vals[1:] != vals[:-1])))
+    if starts.shape[0] < vals.shape[0]:
+        ends = np.append(starts[1:], vals.shape[0]) - 1
+        sw, swx = np.add.reduceat(sw, starts), np.add.reduceat(swx, starts)
+        vals, xf, xl = vals[starts], xf[starts], xl[ends]
+    centers = np.clip((swx / sw).astype(xf.dtype), xf, xl)
+    xs, ys = [centers], [vals]
+    if xf[0] < centers[0]:
+        xs.insert(0, xf[:1])
+        ys.insert(0, vals[:1])
+    if xl[-1] > centers[-1]:
+        xs.append(xl[-1:])
+        ys.append(vals[-1:])
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def with_score_sums(X, w, blocks):
+    """PAV blocks of ``X`` (from :func:`pav_fit`) with a fifth array ``swx``: each block's sum of weight times score.
+
+    Centered isotonic regression needs it; it pools like the other sums
+    (:func:`pool_blocks`). Each row's block is found through the prediction
+    lookup table (in parallel), and the sums are a ``bincount`` in row order,
+    so they do not depend on the thread count.
+    """
+    nb = blocks[0].shape[0]
+    idx = np.empty(X.shape[0], dtype=np.int32 if nb < 2**31 else np.int64)
+    table, scale = _k.build_lookup(blocks[2], _lookup_cells(nb))
+    parallel_for(_k.block_index, X.shape[0], X, blocks[2], table, scale, idx)
+    wx = X.astype(np.float64) if w is None else X * w.astype(np.float64)
+    swx = np.bincount(idx, weights=wx, minlength=nb)
+    return (*blocks, swx)
+
+
 def pav_fit(X, labels, w, sign):
     """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
@@ -506,11 +576,20 @@ def pool_blocks(parts):
     start a tie group (be at least the dtype's resolution above the previous
     part's highest score). Pooling adjacent violators over the parts' blocks
     gives exactly the blocks of a fit of all the data at once, because the
-    blocks of a part are unions of blocks of the whole.
+    blocks of a part are unions of blocks of the whole. Parts with the fifth
+    array ``swx`` (centered fits) give the pooled ``swx`` too: each part's
+    block adds its sum to the pooled block that contains it, in order.
     """
-    sw, swy, xf, xl = (np.concatenate(arrays) for arrays in zip(*parts))
+    arrays = [np.concatenate(a) for a in zip(*parts)]
+    sw, swy, xf, xl = arrays[:4]
+    first = xf.copy() if len(arrays) > 4 else None
     nb = _k.push_blocks(sw, swy, xf, xl, 0, 0, sw.shape[0])
-    return sw[:nb], swy[:nb], xf[:nb], xl[:nb]
+    pooled = (sw[:nb], swy[:nb], xf[:nb], xl[:nb])
+    if first is None:
+        return pooled
+    swx = np.zeros(nb)
+    np.add.at(swx, np.searchsorted(pooled[2], first, side="right") - 1, arrays[4])
+    return (*pooled, swx)
 
 
 def _gather(X, labels, w, order):
@@ -524,6 +603,18 @@ def _gather(X, labels, w, order):
 
 def _weights_or_empty(w):
     return np.empty(0, dtype=np.float64) if w is None else w
+
+
+def sorted_class_runs(X, labels):
+    """The scores of 0/1 ``labels`` sorted per class, without an argsort: ``(big_a, big_b, small, big_label)``.
+
+    ``big_a`` and ``big_b`` are sorted runs of the scores of the larger class
+    (label ``big_label``), ``small`` the sorted scores of the other; the sorts
+    run in two threads on big input. ``X`` is a contiguous float32/float64
+    array (it is not modified). Other fits over sorted scores (Venn-Abers)
+    share this ordering with the isotonic fit.
+    """
+    return _sorted_class_runs(X, labels)
 
 
 def _sorted_class_runs(X, labels):

@@ -224,6 +224,8 @@ def _parquet_source(path, score_col, label_col, weight_col, chunk_rows):
         for batch in iter_parquet(path, cols, chunk_rows):
             yield batch[score_col], batch[label_col], (None if weight_col is None else batch[weight_col])
 
+    if not pf.metadata.num_rows:
+        raise ValueError(f"{path}: no rows of data")
     return Columns(factory, pf.metadata.num_rows, fit_dtype(x_dtype), weight_col is not None, chunk_rows)
 
 
@@ -288,12 +290,16 @@ class _PartitionFiles:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fit_blocks(part, sign, exponent):
+def _fit_blocks(part, sign, exponent, centered):
     """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive);
     the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
-    from .isotonic import pav_fit
+    from .isotonic import pav_fit, with_score_sums
 
-    return tuple(a.copy() for a in pav_fit(part[0], part[1], rescale_weights(part[2], exponent)[0], sign))
+    w = rescale_weights(part[2], exponent)[0]
+    blocks = pav_fit(part[0], part[1], w, sign)
+    if centered:
+        blocks = with_score_sums(part[0], w, blocks)
+    return tuple(a.copy() for a in blocks)
 
 
 def _concat(a, b):
@@ -309,6 +315,8 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     from .isotonic import new_estimator, set_fitted_blocks
 
     est = new_estimator(params)
+    if not src.n:
+        raise ValueError(f"{score_name} must have at least 1 element, got 0.")
     auto = est.increasing == "auto"
     dtype = src.x_dtype
     eps = resolution(dtype)
@@ -376,9 +384,9 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
                     below = part[0] < part[0].dtype.type(entry)
                     pending = _concat(pending, _select(part, below))
                     rest = _select(part, ~below)
-                blocks.append(_fit_blocks(pending, sign, exponent))
+                blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
             pending = rest
-        blocks.append(_fit_blocks(pending, sign, exponent))
+        blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
     finally:
         if files is not None:
             files.cleanup()
@@ -416,7 +424,7 @@ def fit_isotonic(
     **params
         ``IsotonicRegression`` parameters: ``y_min``, ``y_max``,
         ``increasing`` (True, False, or "auto" with 0/1 labels),
-        ``out_of_bounds``.
+        ``out_of_bounds``, ``centered``.
 
     Returns
     -------
@@ -488,6 +496,8 @@ def fit_platt_source(src, max_iter, tol):
     from . import platt
 
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    if not src.n:
+        raise ValueError("scores must have at least 1 element, got 0.")
     fraction = platt.subsample_fraction(src.n)
     preps, subs, wmax = [], [], 0.0
     for s, y, w in src.chunks(score_name="scores", validate=False):

@@ -93,7 +93,7 @@ def test_prior_correction():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="bayes"), "method must be .sigmoid., .isotonic., .temperature., .beta. or .histogram."),
+        (dict(method="bayes"), "method must be .sigmoid., .isotonic., .temperature., .beta., .histogram., .centered_isotonic. or .venn_abers."),
         (dict(ensemble="yes"), "ensemble must be"),
         (dict(prior_correction=1.5), r"rate must be in \(0, 1\]"),
         (dict(prior_correction=[0.2, 0.3, 0.5]), "2 class priors"),

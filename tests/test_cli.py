@@ -119,7 +119,9 @@ def test_apply_writes_every_format(files, data, model, tmp_path, src, dst):
         t = pq.read_table(target)
         assert t.column_names == ["id", "score", "label", "weight", "calibrated"]
         assert_array_equal(t.column("calibrated").to_numpy(), want)
-        assert_array_equal(t.column("id").to_numpy(), np.arange(N))
+        # CSV columns reach Parquet as the text they were, never by type inference
+        assert t.column("id").to_pylist() == [str(i) for i in range(N)]
+        assert t.schema.field("id").type == pa.string()
     elif dst.endswith(".csv"):
         lines = target.read_text().splitlines()
         assert lines[0].replace('"', "") == "id,score,label,weight,calibrated"
@@ -164,6 +166,14 @@ def test_stdin_and_stdout_csv(files, data, tmp_path):
     assert len(lines) == N + 1
     got = np.array([float(ln.split(",")[-1]) for ln in lines[1:]])
     assert_allclose(got, fastcal.correct_negative_sampling(reference(data).predict(data[0]), 0.5), rtol=1e-15)
+
+
+def test_out_of_core_fit_needs_a_file_not_stdin(files, tmp_path):
+    out = run("fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--memory-budget", "1M",
+              "-", "-o", tmp_path / "m.json", stdin=(files / "data.csv").read_bytes())
+    assert out.returncode == 2
+    one_line_error(out, "--memory-budget reads the input several times: give a file, not stdin")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_report_json_and_html(files, data, tmp_path):
@@ -419,3 +429,458 @@ def test_bad_values_are_printed_as_plain_numbers():
         with pytest.raises(DataError) as info:
             call()
         assert message in str(info.value) and "np." not in str(info.value)
+
+
+# ---------------------------------------------------------------------------
+# apply carries every input column through untouched (issue 11).
+# ---------------------------------------------------------------------------
+
+#: Records that type inference, re-quoting or line splitting would change; the score is the 2nd field.
+TRICKY_HEADER = b'id,score,zip,text,empty,mixed'
+TRICKY_ROWS = [
+    b'007,0.25,01234,"a, b",,1',
+    b'9007199254740993,0.5,00000,"line\nbreak\r\ninside",,abc',
+    '"\u00fcn\u00efc\u00f8d\u00e9 \u2713",0.75,1e5,"say ""hi""",,2.50'.encode(),
+    b'-0,"0.125",+1,\'single\',,TRUE',
+    b'18446744073709551617,1e-1,0x1F,"",,',
+    b'a"b,0.875, 1 ,x"y"z,,1e400',
+]
+TRICKY_SCORES = [0.25, 0.5, 0.75, 0.125, 0.1, 0.875]
+
+
+def tricky_csv(eol=b"\n", bom=False, final_eol=True):
+    text = (b"\xef\xbb\xbf" if bom else b"") + eol.join([TRICKY_HEADER, *TRICKY_ROWS])
+    return text + (eol if final_eol else b"")
+
+
+def assert_csv_pass_through(out, header, rows, eol, final_eol, want, new_header=b"calibrated"):
+    """``out`` is ``header,NEW`` and every record of ``rows`` byte for byte, then ``,value``, then its line break."""
+    head = header + b"," + new_header + eol
+    assert out[: len(head)] == head, out[:200]
+    pos = len(head)
+    for i, (row, w) in enumerate(zip(rows, want)):
+        assert out[pos: pos + len(row) + 1] == row + b",", (i, out[pos: pos + len(row) + 40])
+        pos += len(row) + 1
+        last = i == len(rows) - 1 and not final_eol
+        end = len(out) if last else out.index(eol, pos)
+        assert float(out[pos:end]) == w, (i, out[pos:end], w)  # the value round-trips exactly
+        pos = end + (0 if last else len(eol))
+    assert pos == len(out)
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+@pytest.mark.parametrize(("eol", "bom", "final_eol"), [
+    (b"\n", False, True), (b"\r\n", True, True), (b"\r\n", False, False), (b"\n", True, False), (b"\r", False, True),
+])
+def test_apply_csv_copies_every_record_byte_for_byte(model, data, tmp_path, monkeypatch, engine, eol, bom,
+                                                     final_eol):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    src = tmp_path / "in.csv"
+    src.write_bytes(tricky_csv(eol, bom, final_eol))
+    want = reference(data).predict(np.array(TRICKY_SCORES))
+    for batch_rows in ("1000", "2"):  # one block; records cut into blocks of two
+        assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv"), "--batch-rows", batch_rows]) == 0
+        header = (b"\xef\xbb\xbf" if bom else b"") + TRICKY_HEADER
+        assert_csv_pass_through((tmp_path / "out.csv").read_bytes(), header, TRICKY_ROWS, eol, final_eol, want)
+
+
+def test_apply_csv_to_parquet_keeps_the_text(model, data, tmp_path):
+    # Columns of a CSV file reach Parquet as the text they were (quotes removed), never by type inference.
+    import csv
+    import io
+
+    src = tmp_path / "in.csv"
+    src.write_bytes(tricky_csv(b"\r\n", bom=True))
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.parquet")]) == 0
+    t = pq.read_table(tmp_path / "out.parquet")
+    rows = list(csv.reader(io.StringIO(tricky_csv(b"\r\n").decode(), newline="")))
+    assert t.column_names == rows[0] + ["calibrated"]
+    for j, name in enumerate(rows[0]):
+        assert t.schema.field(name).type == pa.string()
+        assert t.column(name).to_pylist() == [r[j] for r in rows[1:]], name
+    assert_array_equal(t.column("calibrated").to_numpy(), reference(data).predict(np.array(TRICKY_SCORES)))
+
+
+def test_apply_parquet_keeps_arrow_types_and_values(model, data, tmp_path, capsys):
+    import datetime
+    import decimal
+
+    n = 7
+    table = pa.table({
+        "id": pa.array(["007", "01234", "", None, "\u00fc\u2713", "a,b", "x\ny"]),
+        "big": pa.array([2 ** 53 + 1, 2 ** 63 - 1, -(2 ** 63), 0, None, 7, 9], pa.int64()),
+        "u8": pa.array([0, 255, 1, 2, 3, 4, 5], pa.uint8()),
+        "f32": pa.array([0.1, None, 1e38, -0.0, 3.5, 1e-45, 2.0], pa.float32()),
+        "dec": pa.array([decimal.Decimal("1.10")] * n, pa.decimal128(5, 2)),
+        "when": pa.array([datetime.datetime(2024, 1, 1, 12, 0, i) for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "flag": pa.array([True, False, None, True, True, False, True]),
+        "cat": pa.array(["a", "b", "a", "c", "a", "b", None]).dictionary_encode(),
+        "tags": pa.array([[1, 2], [], None, [3], [4, 5, 6], [7], [8]]),
+        "score": pa.array(TRICKY_SCORES + [0.3], pa.float32()),
+    })
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=3)
+    assert main(["apply", str(model), str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.parquet"),
+                 "--batch-rows", "2"]) == 0
+    # CSV has no lists: a usage error naming the column, no output
+    assert main(["apply", str(model), str(tmp_path / "in.parquet"), "-o", str(tmp_path / "out.csv")]) == 2
+    assert "cannot be written as CSV" in capsys.readouterr().err
+    assert not (tmp_path / "out.csv").exists()
+    pq.write_table(table.drop_columns(["tags"]), tmp_path / "flat.parquet", row_group_size=3)
+    assert main(["apply", str(model), str(tmp_path / "flat.parquet"), "-o", str(tmp_path / "out.csv"),
+                 "--batch-rows", "2"]) == 0
+    got = pq.read_table(tmp_path / "out.parquet")
+    assert got.schema.remove(got.schema.get_field_index("calibrated")) == table.schema
+    assert got.drop_columns(["calibrated"]).equals(table)
+    assert_array_equal(got.column("calibrated").to_numpy(), reference(data).predict(table.column("score").to_numpy()))
+    # CSV output: pyarrow's CSV text of the same values (integers in full, no float round trip)
+    text = (tmp_path / "out.csv").read_text()
+    assert "9223372036854775807" in text and "9007199254740993" in text and '"007"' in text
+
+
+def test_apply_output_column_never_collides(model, tmp_path, capsys):
+    src = tmp_path / "in.csv"
+    src.write_text("score,calibrated\n0.5,keep me\n")
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv")]) == 2
+    assert "already has a column 'calibrated'" in capsys.readouterr().err
+    assert main(["apply", str(model), str(src), "-o", str(tmp_path / "out.csv"), "--output-col", "p"]) == 0
+    assert (tmp_path / "out.csv").read_text().splitlines()[1].startswith("0.5,keep me,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.csv"]
+
+
+@pytest.mark.parametrize("text", [b"score,id\n", b"score,id", b"\xef\xbb\xbfscore,id\r\n"])
+def test_apply_header_only_csv(model, tmp_path, text):
+    (tmp_path / "in.csv").write_bytes(text)
+    for dst in ("out.csv", "out.parquet", "out.npy"):
+        assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / dst)]) == 0
+    out = (tmp_path / "out.csv").read_bytes()
+    head = text.rstrip(b"\r\n")
+    assert out == head + b",calibrated" + text[len(head):]
+    assert pq.read_table(tmp_path / "out.parquet").column_names == ["score", "id", "calibrated"]
+    assert np.load(tmp_path / "out.npy").shape == (0,)
+
+
+@pytest.mark.slow
+def test_apply_streams_2m_rows_whose_id_turns_alphanumeric(model, data, tmp_path):
+    # The id column is numeric for the first 1.5M rows (a type-inferring reader settles on int64 in its first
+    # block), then alphanumeric; it must come out as it came in.
+    n = 2_000_000
+    score = (np.arange(n) % 1000) / 1000
+    ids = np.char.add(np.where(np.arange(n) < 1_500_000, "", "A"), np.arange(n).astype(str))
+    body = np.char.add(np.char.add(ids, ","), score.astype(str))
+    text = ("id,score\n" + "\n".join(body.tolist()) + "\n").encode()
+    (tmp_path / "in.csv").write_bytes(text)
+    assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    out = (tmp_path / "out.csv").read_bytes().split(b"\n")
+    assert out[0] == b"id,score,calibrated" and out[-1] == b"" and len(out) == n + 2
+    want = reference(data).predict(score)
+    lines = text.split(b"\n")[1:-1]
+    for i in (0, 1_499_999, 1_500_000, n - 1):
+        assert out[i + 1].startswith(lines[i] + b","), (i, out[i + 1])
+    got = np.array([ln.rsplit(b",", 1)[1] for ln in out[1:-1]], dtype=np.float64)
+    assert_array_equal(got, want)
+    assert all(o[: len(ln)] == ln for o, ln in zip(out[1:-1], lines))
+
+
+# ---------------------------------------------------------------------------
+# Memory: out-of-core fits and apply (stdin too) stay within the budget at 10^7 rows.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory):
+    """10^7 rows (float64 scores, 0/1 labels) as Parquet (row groups of 2^18 rows) and CSV; 2^16 rows of each."""
+    import pyarrow.csv as pcsv
+
+    d = tmp_path_factory.mktemp("big")
+    rng = np.random.default_rng(12)
+    for stem, n in (("big", 10 ** 7), ("small", 1 << 16)):
+        x = rng.random(n)
+        table = pa.table({"score": x, "label": (rng.random(n) < x).astype(np.uint8)})
+        pq.write_table(table, d / f"{stem}.parquet", row_group_size=1 << 18)
+        pcsv.write_csv(table, d / f"{stem}.csv")
+    IsotonicRegression(out_of_bounds="clip").fit(x, table.column("label").to_numpy()).save(d / "model.json")
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "ext"), [
+    ("isotonic", ".parquet"), ("sigmoid", ".parquet"), ("isotonic", ".csv"), ("sigmoid", ".csv"), ("apply", ".csv"),
+])
+def test_memory_does_not_grow_with_the_file(big_files, tmp_path, kind, ext):
+    # fastcal fit --memory-budget 16M, and apply from stdin, within 5x the budget beyond the process's own
+    # memory; on main these grew by 120-310 MB (fit) and 775 MB (apply reading stdin whole).
+    from .memory_limit import run_limited
+
+    budget = 16 << 20
+    extra = 5 * budget
+    out = big_files / "model.json" if kind == "apply" else tmp_path / "m.json"
+    res = run_limited(kind, big_files / f"big{ext}", big_files / f"small{ext}", budget, extra, out, tmp_path)
+    assert res["control"] == "MemoryError"  # the limit binds: the file's columns do not fit
+    assert res["growth"] < extra, res["growth"] / 1e6
+
+
+# ---------------------------------------------------------------------------
+# Signals: SIGINT, SIGTERM and SIGHUP stop a run, leave nothing behind, exit 128 + the signal's number.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_inputs(tmp_path_factory):
+    """2 * 10^6 rows as CSV and Parquet: a run over them takes seconds, time enough to be interrupted."""
+    import pyarrow.csv as pcsv
+
+    d = tmp_path_factory.mktemp("long")
+    rng = np.random.default_rng(13)
+    x = rng.random(2_000_000)
+    table = pa.table({"id": np.arange(x.shape[0]), "score": x, "label": (rng.random(x.shape[0]) < x).astype(np.uint8)})
+    pcsv.write_csv(table, d / "in.csv")
+    pq.write_table(table, d / "in.parquet", row_group_size=1 << 16)
+    return d
+
+
+def _interrupt_when(argv, ready, signum, env=None, timeout=120):
+    """Start ``fastcal argv``, send ``signum`` once ``ready()`` holds, return the finished process."""
+    import signal as _signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "fastcal", *map(str, argv)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None, ("finished before it could be interrupted", proc.communicate())
+            assert time.monotonic() < deadline, "never got ready"
+            time.sleep(0.02)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != -_signal.SIGKILL
+    return proc.returncode, err.decode()
+
+
+SIGNAL_NAMES = ["SIGTERM", pytest.param("SIGHUP", marks=pytest.mark.slow), pytest.param("SIGINT", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("name", SIGNAL_NAMES)
+def test_signal_during_apply_leaves_no_partial_output(long_inputs, model, tmp_path, name):
+    import signal as _signal
+
+    signum = getattr(_signal, name)
+
+    def writing():  # the temporary output exists and has rows in it
+        return any(p.name.startswith(".fastcal-") and p.stat().st_size > 1 << 16 for p in tmp_path.iterdir())
+
+    rc, err = _interrupt_when(["apply", model, long_inputs / "in.csv", "-o", tmp_path / "out.csv", "--batch-rows",
+                               "2000"], writing, signum)  # small batches: seconds of work left when signalled
+    assert rc == 128 + signum, err
+    assert "fastcal: interrupted" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", SIGNAL_NAMES)
+def test_signal_during_out_of_core_fit_removes_partition_files(long_inputs, tmp_path, name):
+    import signal as _signal
+
+    signum = getattr(_signal, name)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def partitioning():  # the out-of-core fit has written partition files
+        return any(any(d.iterdir()) for d in tmp.iterdir() if d.name.startswith("fastcal-partitions-"))
+
+    rc, err = _interrupt_when(["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                               "--memory-budget", "1M", long_inputs / "in.parquet", "-o", out / "m.json"],
+                              partitioning, signum, env=dict(os.environ, TMPDIR=str(tmp)))
+    assert rc == 128 + signum, err
+    assert list(tmp.iterdir()) == [] and list(out.iterdir()) == []
+
+
+def test_swallowed_interrupt_still_stops_the_run(model, files, tmp_path, monkeypatch):
+    # pyarrow swallows a KeyboardInterrupt raised while it imports pandas lazily: the signal is recorded anyway,
+    # and the run stops at the next batch or before its output is renamed into place.
+    import signal as _signal
+
+    from fastcal.cli import apply as apply_module
+
+    original = apply_module._calibrate
+
+    def calibrate_after_a_swallowed_interrupt(*args):
+        try:
+            os.kill(os.getpid(), _signal.SIGINT)
+            for _ in range(1000):  # the handler runs between two bytecodes, raising in here
+                pass
+        except KeyboardInterrupt:
+            pass
+        return original(*args)
+
+    monkeypatch.setattr(apply_module, "_calibrate", calibrate_after_a_swallowed_interrupt)
+    before = {s: _signal.getsignal(s) for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
+    for dst in ("out.csv", "out.npy", "out.parquet"):
+        assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / dst)]) == 130
+        assert list(tmp_path.iterdir()) == []
+    # the handlers are main's own: restored after it
+    assert {s: _signal.getsignal(s) for s in before} == before
+
+
+def test_ctrl_c_while_pyarrow_imports_pandas(files, model, tmp_path):
+    # A stand-in for pandas that receives Ctrl-C while it is being imported; whether or not a command makes
+    # pyarrow import pandas, Ctrl-C stops it with exit 130 and no output.
+    fake = tmp_path / "fake"
+    (fake / "pandas").mkdir(parents=True)
+    (fake / "pandas" / "__init__.py").write_text(
+        "import os, signal, sys, time\nsys.stderr.write('pandas imported\\n')\n"
+        "os.kill(os.getpid(), signal.SIGINT)\ntime.sleep(0.5)\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fake), *sys.path]))
+    for argv in (["apply", model, files / "data.parquet", "-o", out / "o.npy"],
+                 ["apply", model, files / "data.csv", "-o", out / "o.npy"],
+                 ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--weight-col",
+                  "weight", files / "data.parquet", "-o", out / "m.json"]):
+        proc = run(*argv, env=env)
+        err = proc.stderr.decode()
+        if "pandas imported" in err:
+            assert proc.returncode == 130, err
+            assert list(out.iterdir()) == []
+        else:
+            assert proc.returncode == 0, err
+            for p in out.iterdir():
+                p.unlink()
+
+
+def test_import_installs_no_signal_handler():
+    code = ("import signal; before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]; "
+            "import fastcal, fastcal.cli, fastcal.cli.signals; "
+            "print(before == [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr
+
+
+# ---------------------------------------------------------------------------
+# The same answer for the same mistake (issue 11): exit codes, labels, numbers, empty inputs.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "{d}/data.parquet"],
+    ["fit", "--method", "sigmoid", "--memory-budget", "1M", "--score-col", "score", "--label-col", "label",
+     "{d}/data.csv"],
+    ["apply", "{d}/model.json", "{d}/data.parquet"],
+    ["report", "{d}/data.npz", "--score-col", "score", "--label-col", "label"],
+])
+@pytest.mark.parametrize("ext", [".json", ".csv", ".parquet", ".npy", ".npz", ".png", ".html"])
+def test_missing_output_directory_is_a_usage_error(files, model, tmp_path, capsys, argv, ext):
+    # The README: exit status 2 for bad usage, a missing file or directory among them; for every command,
+    # checked before any work (fit checked it only when saving: exit 1, after the fit).
+    kind = {"fit": (".json",), "apply": (".csv", ".parquet", ".npy", ".npz"), "report": (".json", ".png", ".html")}
+    if ext not in kind[argv[0]]:
+        return
+    target = tmp_path / "no" / "such" / f"out{ext}"
+    status = main([a.format(d=files) for a in argv] + ["-o", str(target)])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"directory {tmp_path / 'no' / 'such'} does not exist" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+@pytest.mark.parametrize("memory_budget", [None, "1M"])
+@pytest.mark.parametrize(("bad", "shown"), [("2", "2.0"), ("0.5", "0.5"), ("-1", "-1.0"), ("1.0000001", "1.0000001")])
+def test_calibration_labels_must_be_0_or_1(tmp_path, capsys, method, memory_budget, bad, shown):
+    # README: labels not 0/1 are bad data (exit 1) for calibration; isotonic accepted 2 and 0.5 silently.
+    lines = ["score,label"] + [f"{i / 10},{i % 2}" for i in range(10)]
+    lines[7] = f"0.6,{bad}"  # data row 7
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    argv = ["fit", "--method", method, "--score-col", "score", "--label-col", "label", str(tmp_path / "d.csv"),
+            "-o", str(tmp_path / "m.json")] + (["--memory-budget", memory_budget] if memory_budget else [])
+    assert main(argv) == 1
+    assert f"column 'label', row 7: label {shown} is not 0 or 1" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+    lines[7] = "0.6,1.0"  # 1.0 and True are 1: fine
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    assert main(argv) == 0
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+@pytest.mark.parametrize(("value", "shown"), [
+    ("0.5_0", "'0.5_0' is not a number"),  # Python's float() takes digit separators; pyarrow does not
+    ("1_000", "'1_000' is not a number"),
+    ("\uff11", "'\uff11' is not a number"),  # a fullwidth digit: float() takes it too
+    ("0x10", "'0x10' is not a number"),
+    ("1,5", None),  # an unquoted comma: a row with one field too many
+    ('"1,5"', "'1,5' is not a number"),
+    ("", "missing value"),
+    ('""', "missing value"),
+    ("  ", "missing value"),
+])
+@pytest.mark.parametrize("command", ["fit", "fit-out-of-core", "report", "apply"])
+def test_values_that_are_not_numbers_name_row_and_column(model, tmp_path, capsys, monkeypatch, engine, value, shown,
+                                                         command):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    lines = ["score,label"] + [f"{(i % 10) / 10},{i % 2}" for i in range(3000)]
+    lines[2500] = f"{value},1"  # data row 2500, in the third batch
+    (tmp_path / "d.csv").write_text("\n".join(lines) + "\n")
+    common = [str(tmp_path / "d.csv"), "--batch-rows", "1000"]
+    argv = {
+        "fit": ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "-o",
+                str(tmp_path / "m.json")] + common,
+        "fit-out-of-core": ["fit", "--method", "sigmoid", "--score-col", "score", "--label-col", "label", "-o",
+                            str(tmp_path / "m.json"), "--memory-budget", "1M"] + common,
+        "report": ["report", "--score-col", "score", "--label-col", "label", "-o", str(tmp_path / "r.json")] + common,
+        "apply": ["apply", str(model), "-o", str(tmp_path / "o.csv")] + common,
+    }[command]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    want = "row 2500: expected 2 fields, got 3" if shown is None else f"column 'score', row 2500: {shown}"
+    assert f"d.csv: {want}" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]
+
+
+@pytest.mark.parametrize("content", [b"score,label\n", b"score,label", b"\xef\xbb\xbfscore,label\r\n", None, b""])
+@pytest.mark.parametrize("memory_budget", [None, "1M"])
+@pytest.mark.parametrize("method", ["isotonic", "sigmoid"])
+def test_inputs_without_rows(tmp_path, capsys, content, memory_budget, method):
+    # Header only, a Parquet file of zero rows (None) and an empty file: one clear error, exit 1.
+    # Out of core these crashed (TypeError, a Numba typing error) or, from .npz, fitted a model on nothing.
+    if content is None:
+        path = tmp_path / "d.parquet"
+        pq.write_table(pa.table({"score": pa.array([], pa.float64()), "label": pa.array([], pa.int8())}), path)
+    else:
+        path = tmp_path / "d.csv"
+        path.write_bytes(content)
+    argv = ["fit", "--method", method, "--score-col", "score", "--label-col", "label", str(path), "-o",
+            str(tmp_path / "m.json")] + (["--memory-budget", memory_budget] if memory_budget else [])
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert ("empty file, no header line" if content == b"" else "no rows of data") in err, err
+    if content is not None and content:
+        assert main(["report", str(path), "--score-col", "score", "--label-col", "label", "-o",
+                     str(tmp_path / "r.json")]) == 1
+        assert "no rows of data" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_npz_without_rows_out_of_core(tmp_path, capsys):
+    np.savez(tmp_path / "d.npz", score=np.empty(0), label=np.empty(0))
+    for method in ("isotonic", "sigmoid"):
+        assert main(["fit", "--method", method, "--score-col", "score", "--label-col", "label", "--memory-budget",
+                     "1M", str(tmp_path / "d.npz"), "-o", str(tmp_path / "m.json")]) == 1
+        assert "no rows of data" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("engine", ["pyarrow", "csv module"])
+def test_apply_csv_passes_bytes_that_are_not_utf8(model, data, tmp_path, monkeypatch, engine):
+    if engine == "csv module":
+        monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")
+    rows = [b"\xe9t\xe9,0.5", b"\xff\xfe,0.25"]  # latin-1 text and stray bytes in a column that is not parsed
+    (tmp_path / "in.csv").write_bytes(b"id,score\n" + b"\n".join(rows) + b"\n")
+    assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    assert_csv_pass_through((tmp_path / "out.csv").read_bytes(), b"id,score", rows, b"\n", True,
+                            reference(data).predict(np.array([0.5, 0.25])))

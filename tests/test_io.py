@@ -325,13 +325,12 @@ def test_csv_batches(tmp_path, csv_engine):
     n = 5000
     write_csv(tmp_path / "d.csv", n)
     reader = open_input(str(tmp_path / "d.csv"), batch_rows=1000)
-    assert type(reader).__name__ == ("CsvArrowReader" if csv_engine == "pyarrow" else "CsvPlainReader")
+    assert reader.engine == csv_engine
     assert reader.names == ["s", "name"] and reader.n_rows is None
     batches = list(reader.batches(None, ["s"]))
     sizes = [len(b["s"]) for b in batches]
     assert sum(sizes) == n and len(sizes) > 1 and min(sizes) > 0
-    if csv_engine == "csv module":
-        assert sizes == [1000] * 5  # an exact multiple: no empty batch at the end
+    assert sizes == [1000] * 5  # batches of batch_rows records; an exact multiple: no empty batch at the end
     assert_array_equal(np.concatenate([b["s"] for b in batches]), np.arange(n) / n)
     assert [str(v) for b in batches for v in b["name"]] == [f"r{i}" for i in range(n)]
     got = read_columns(reader, ["s"], ["s"], Counter())
@@ -401,3 +400,61 @@ def test_open_input_missing_file_and_column(tmp_path):
     reader.require(["2", "0"])
     with pytest.raises(UsageError, match=r"m.npy: no column '3' \(columns: 0, 1, 2\)"):
         reader.require(["0", "3"])
+
+
+# ---------------------------------------------------------------------------
+# CSV records: the Numba splitter against the csv module, across read and batch boundaries.
+# ---------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_FIELD = st.text(alphabet=st.sampled_from(list('ab1 ,"\r\n\u00e9')), max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.lists(_FIELD, min_size=2, max_size=2), min_size=0, max_size=25),
+       eol=st.sampled_from(["\n", "\r\n", "\r"]), final_eol=st.booleans(), cap=st.integers(1, 7),
+       read_bytes=st.integers(1, 40), quote_all=st.booleans())
+def test_split_records_matches_the_csv_module(rows, eol, final_eol, cap, read_bytes, quote_all):
+    import csv
+    import io
+
+    from fastcal._io import csv as fcsv
+
+    def field(f):  # quoted when it must be (a comma, quote or line break in it), or always
+        return '"' + f.replace('"', '""') + '"' if quote_all or any(c in f for c in ',"\r\n') else f
+
+    data = eol.join(",".join(map(field, r)) for r in rows).encode()
+    if final_eol and rows:
+        data += eol.encode()
+    old = fcsv.READ_BYTES
+    fcsv.READ_BYTES = read_bytes  # many reads, records cut anywhere
+    try:
+        blocks = list(fcsv._records(io.BytesIO(data), cap))
+    finally:
+        fcsv.READ_BYTES = old
+    assert b"".join(b for b, _, _ in blocks) == data  # every byte, in order, once
+    assert all(0 < ce.shape[0] <= cap for _, ce, _ in blocks)
+    records = []
+    for block, content_end, next_start in blocks:
+        starts = np.concatenate(([0], next_start[:-1]))
+        assert next_start[-1] == len(block)
+        for s, e, n in zip(starts, content_end, next_start):
+            assert block[e:n] in (eol.encode(), b"")  # the line break, or nothing at the very end
+            records.append(block[s:e])
+    parsed = [next(csv.reader(io.StringIO(r.decode(), newline=""))) for r in records]
+    assert parsed == rows
+
+
+def test_csv_reader_reads_stdin_once_in_blocks(monkeypatch):
+    import io
+    import sys
+
+    data = b"s,t\n" + b"".join(b"%d,x\n" % i for i in range(5000))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    reader = open_input("-", batch_rows=700)
+    got = read_columns(reader, ["s"], ["s"], Counter())
+    assert_array_equal(got["s"], np.arange(5000))
+    with pytest.raises(UsageError, match="can be read only once"):
+        next(reader.batches(["s"], ["s"]))

@@ -379,7 +379,7 @@ def test_params_clone_pipeline_pickle():
     from sklearn.pipeline import make_pipeline
 
     iso = IsotonicRegression(y_min=0.0, out_of_bounds="clip")
-    assert iso.get_params() == dict(increasing=True, out_of_bounds="clip", y_max=None, y_min=0.0)
+    assert iso.get_params() == dict(centered=False, increasing=True, out_of_bounds="clip", y_max=None, y_min=0.0)
     assert repr(iso) == "IsotonicRegression(out_of_bounds='clip', y_min=0.0)"
     assert iso.set_params(y_max=1.0) is iso and iso.y_max == 1.0
     with pytest.raises(ValueError, match="Invalid parameter 'foo'"):

@@ -434,3 +434,57 @@ def test_outofcore_is_importable_without_dask():
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+# ---------------------------------------------------------------------------
+# Parquet fits stay within the budget whatever the file's size (issue 11).
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_parquet(tmp_path_factory):
+    """10^7 rows of float64 scores and uint8 labels (90 MB of columns), row groups of 2^18 rows; and 2^16 rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = tmp_path_factory.mktemp("big")
+    rng = np.random.default_rng(11)
+    for name, n in (("big.parquet", 10 ** 7), ("small.parquet", 1 << 16)):
+        x = rng.random(n)
+        y = (rng.random(n) < x).astype(np.uint8)
+        pq.write_table(pa.table({"score": x, "label": y}), d / name, row_group_size=1 << 18)
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["fit_isotonic_parquet", "fit_platt_parquet"])
+def test_parquet_fit_memory_does_not_grow_with_the_file(big_parquet, tmp_path, kind):
+    from .memory_limit import run_limited
+
+    assert os.path.exists("/proc/self/status"), "this test measures memory through /proc (Linux)"
+    budget = 16 << 20
+    # Allowed: 5x the budget, beyond the process's own memory: the budgeted chunks and partitions, a decoded
+    # row group (2.4 MB) with its pages. Reading through iter_batches grew by 120-150 MB here at 10^7 rows.
+    extra = 5 * budget
+    res = run_limited(kind, big_parquet / "big.parquet", big_parquet / "small.parquet", budget, extra,
+                      tmp_path / "unused.json", tmp_path)
+    assert res["control"] == "MemoryError"  # the limit binds: the score column alone does not fit
+    assert res["growth"] < extra, res["growth"] / 1e6
+
+
+def test_parquet_without_rows(tmp_path):
+    # A Parquet file of zero rows: a ValueError, as for empty arrays (a TypeError or a Numba typing error before).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"score": pa.array([], pa.float64()), "label": pa.array([], pa.int8())}),
+                   tmp_path / "empty.parquet")
+    for fit in (oc.fit_isotonic_parquet, oc.fit_platt_parquet):
+        with pytest.raises(ValueError, match="no rows of data"):
+            fit(tmp_path / "empty.parquet", "score", "label")
+    src = oc._array_source(np.empty(3), np.empty(3), None, 16, "X")
+    src.n = 0  # a source that says it is empty (the CLI's, from a header-only CSV file)
+    with pytest.raises(ValueError, match="X must have at least 1 element"):
+        oc.fit_isotonic_source(src, {}, None, 1 << 12)
+    with pytest.raises(ValueError, match="scores must have at least 1 element"):
+        oc.fit_platt_source(src, 100, None)

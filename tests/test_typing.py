@@ -93,7 +93,7 @@ import fastcal.plot
 
 Floats = NDArray[np.floating[Any]]
 Calibrator = (fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling | fastcal.BetaCalibration
-              | fastcal.HistogramBinning)
+              | fastcal.HistogramBinning | fastcal.VennAbers)
 Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
 CurveCounts = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]
 
@@ -162,6 +162,12 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(fastcal.PlattScaling.from_dict(platt.to_dict()), fastcal.PlattScaling)
     if isinstance(loaded, fastcal.PlattScaling):
         assert_type(loaded.a_, float)
+    va = fastcal.VennAbers().fit(s, y, sample_weight=None)
+    assert_type(va, fastcal.VennAbers)
+    assert_type(va.predict_interval(s), tuple[Floats, Floats])
+    assert_type(va.predict_proba(s), Floats)
+    assert_type(va.predict(s), Floats)
+    assert_type(fastcal.IsotonicRegression(centered=True).fit(s, y), fastcal.IsotonicRegression)
     try:
         fastcal.PlattScaling().predict(s)
     except fastcal.NotFittedError as exc:

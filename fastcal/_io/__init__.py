@@ -18,7 +18,7 @@ a CSV or Parquet file is read or written.
 
 Internal API (for :mod:`fastcal.cli` and :mod:`fastcal.outofcore`):
 :data:`FORMATS`, :func:`format_of`, :func:`open_input`, :func:`open_output`,
-:func:`read_columns`, :func:`check_numeric_column`, :func:`display_name`,
+:func:`read_columns`, :func:`check_numeric_column`, :func:`check_output_dir`, :func:`display_name`,
 :func:`optional_pyarrow`, :func:`new_target`, :class:`AtomicTarget`,
 :class:`Reader`, :class:`Writer`, :class:`UsageError`, :class:`DataError`,
 :data:`BATCH_ROWS`, :func:`npy_info`, :func:`iter_npy`, :func:`iter_parquet`,
@@ -37,6 +37,7 @@ from .base import (
     UsageError,
     Writer,
     check_numeric_column,
+    check_output_dir,
     display_name,
     new_target,
     optional_pyarrow,
@@ -56,6 +57,7 @@ __all__ = [
     "UsageError",
     "Writer",
     "check_numeric_column",
+    "check_output_dir",
     "display_name",
     "format_of",
     "iter_npy",

@@ -91,27 +91,140 @@ def check_numeric_column(values, path, column, offset, *, what="a number"):
     return arr
 
 
-def arrow_to_numpy(batch, path, not_null, offset, error=DataError):
-    """A pyarrow ``RecordBatch`` as a batch (dict of column name to ndarray, in the record batch's order).
+def _numpy_dtype(arrow_type):
+    """The NumPy dtype of a fixed-width numeric Arrow type (None for others, booleans included)."""
+    name = str(arrow_type)
+    if name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        return np.dtype(name)
+    return {"halffloat": np.dtype(np.float16), "float": np.dtype(np.float32),
+            "double": np.dtype(np.float64)}.get(name)
+
+
+def arrow_values(col):
+    """A pyarrow ``Array`` or ``ChunkedArray`` as an ndarray.
+
+    Fixed-width numbers without nulls are read from the Arrow buffer directly
+    (no copy of one chunk, read-only), booleans unpacked from their bits;
+    anything else goes through ``to_numpy`` (nulls as None or NaN).
+    """
+    if hasattr(col, "chunks"):
+        chunks = col.chunks
+        if len(chunks) == 1:
+            return arrow_values(chunks[0])
+        if not chunks:
+            dtype = _numpy_dtype(col.type)
+            return np.empty(0, dtype=dtype if dtype is not None else object)
+        parts = [arrow_values(c) for c in chunks]
+        return np.concatenate(parts)
+    n = len(col)
+    if not col.null_count:
+        dtype = _numpy_dtype(col.type)
+        if dtype is not None:
+            buf = col.buffers()[1]
+            return np.frombuffer(buf, dtype=dtype, count=n, offset=col.offset * dtype.itemsize)
+        if str(col.type) == "bool":
+            bits = np.frombuffer(col.buffers()[1], dtype=np.uint8)
+            return np.unpackbits(bits, bitorder="little")[col.offset: col.offset + n].view(np.bool_)
+    return col.to_numpy(zero_copy_only=False)
+
+
+def arrow_to_numpy(batch, path, not_null, offset, error=DataError, columns=None):
+    """A pyarrow ``RecordBatch`` or ``Table`` as a batch (dict of column name to ndarray, in its order).
 
     ``error`` (an exception class) names ``path``, the column and the row
     (counting from ``offset + 1``) of the first null value in a column of
     ``not_null``; nulls elsewhere become None or NaN, as pyarrow converts them.
+    ``columns``: only these (default: all).
     """
     out = {}
-    for name, col in zip(batch.schema.names, batch.columns):
+    items = batch.items() if isinstance(batch, dict) else zip(batch.schema.names, batch.columns)
+    for name, col in items:
+        if columns is not None and name not in columns:
+            continue
         if name in not_null and col.null_count:
-            row = offset + int(np.flatnonzero(np.asarray(col.is_null()))[0]) + 1
+            row = offset + int(np.flatnonzero(arrow_values(col.is_null()))[0]) + 1
             raise error(f"{display_name(path)}: column {name!r}, row {row}: missing value")
-        out[name] = col.to_numpy(zero_copy_only=False)
+        out[name] = arrow_values(col)
     return out
+
+
+def arrow_array(values):
+    """An ndarray (or a pyarrow array, returned as it is) as a pyarrow ``Array``."""
+    import pyarrow as pa
+
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    values = np.asarray(values)
+    if values.dtype.kind in "iuf" and values.dtype.byteorder in "=|":
+        values = np.ascontiguousarray(values)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.shape[0],
+                                     [None, pa.py_buffer(values)])
+    return pa.array(values)
+
+
+def arrow_table(batch):
+    """A batch (dict of column name to ndarray or pyarrow array), or a pyarrow ``Table``, as a ``Table``."""
+    import pyarrow as pa
+
+    if isinstance(batch, pa.Table):
+        return batch
+    return pa.Table.from_arrays([arrow_array(v) for v in batch.values()], names=list(batch))
 
 
 def record_batch(batch):
     """A batch (dict of column name to ndarray) as a pyarrow ``RecordBatch``."""
     import pyarrow as pa
 
-    return pa.RecordBatch.from_arrays([pa.array(v) for v in batch.values()], names=list(batch))
+    return pa.RecordBatch.from_arrays([arrow_array(v) for v in batch.values()], names=list(batch))
+
+
+class Piece:
+    """Rows of an input file, for ``fastcal apply``: every column as it was read, and the score columns as numbers.
+
+    Attributes
+    ----------
+    n : int
+        Rows.
+    offset : int
+        Rows of the file before these.
+    """
+
+    def __init__(self, batch, offset, n):
+        self._batch = batch
+        self.offset = offset
+        self.n = n
+
+    def numbers(self, name, path):
+        """Column ``name`` as an ndarray of numbers (checked by :func:`check_numeric_column`)."""
+        return self.numbers_of(self._batch[name], name, path)
+
+    def numbers_of(self, values, name, path):
+        """``values`` (an ndarray or a pyarrow column) as checked numbers, the messages naming ``name``."""
+        if not isinstance(values, np.ndarray):
+            values = arrow_to_numpy({name: values}, path, (name,), self.offset)[name]
+        return check_numeric_column(values, display_name(path), name, self.offset)
+
+    def batch(self):
+        """Every column, as read: a dict of name to ndarray, or a pyarrow ``Table``."""
+        return self._batch
+
+
+def with_columns(batch, new):
+    """``batch`` (a dict or a pyarrow ``Table``) with the columns of the dict ``new`` appended."""
+    if isinstance(batch, dict):
+        return {**batch, **new}
+    for name, values in new.items():
+        batch = batch.append_column(name, arrow_array(values))
+    return batch
+
+
+def check_output_dir(path):
+    """Raise :class:`UsageError` unless the directory of the output ``path`` exists (``-``: stdout, fine)."""
+    if path == "-":
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"{path}: directory {directory} does not exist")
 
 
 def new_target(path, suffix):
@@ -134,7 +247,7 @@ class Reader:
     n_rows : int or None
         Its number of rows, None if unknown before reading (CSV, ``.npz``).
     batch_rows : int
-        Rows per batch (about, for CSV read by pyarrow); may be changed before reading.
+        Rows per batch (at most); may be changed before reading.
     """
 
     names: list
@@ -166,6 +279,20 @@ class Reader:
         """
         raise NotImplementedError
 
+    def count_rows(self):
+        """The number of rows (a pass over the file where ``n_rows`` is not known)."""
+        if self.n_rows is not None:
+            return self.n_rows
+        return sum(len(b[self.names[0]]) for b in self.batches(self.names[:1], ()))
+
+    def pieces(self):
+        """Yield the file's rows as :class:`Piece` objects, every column as read, at least one (maybe empty)."""
+        offset = 0
+        for batch in self.batches(None, ()):
+            n = len(next(iter(batch.values()))) if batch else 0
+            yield Piece(batch, offset, n)
+            offset += n
+
 
 class Writer:
     """An output file written batch by batch to a temporary file; made by :func:`fastcal._io.open_output`.
@@ -178,8 +305,12 @@ class Writer:
     target = None  # an AtomicTarget; None for stdout
 
     def write(self, batch):
-        """Append the rows of ``batch`` (the same columns every time)."""
+        """Append the rows of ``batch`` (the same columns every time): a dict of name to ndarray, or a pyarrow ``Table``."""
         raise NotImplementedError
+
+    def write_piece(self, piece, new):
+        """Append the rows of ``piece`` (a :class:`Piece`) with the columns of the dict ``new`` after them."""
+        self.write(with_columns(piece.batch(), new))
 
     def commit(self):
         """Finish the file and move it into place."""

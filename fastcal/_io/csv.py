@@ -1,9 +1,18 @@
-"""CSV files (``-``: stdin or stdout): read and written with pyarrow when it is there, else the ``csv`` module.
+"""CSV files (``-``: stdin or stdout), read as a stream of whole records, parsed only where numbers are needed.
 
-Both readers give the same columns and the same errors: a value that is not
-a number, a missing value (an empty field) or a row with the wrong number of
-fields raises :class:`~fastcal._io.base.DataError` naming the row. "nan" is a
-NaN, as in Python (then rejected as not finite by the checks).
+The bytes are read in blocks of a bounded size and cut into whole records by
+a Numba state machine (:func:`fastcal._csv_kernels.split_records`: quoted
+fields, doubled quotes, line breaks inside quotes, LF, CR LF and CR line
+ends), so memory does not grow with the file, stdin included. Only the
+columns a command asks for are parsed: with pyarrow when it is there (the
+``io`` extra), else with the ``csv`` module (slower, same results), numbers
+as float64 and other columns as text, never by type inference. ``fastcal
+apply`` from CSV to CSV parses the score column alone and copies every
+record's bytes through, appending the new field before its line break.
+
+A value that is not a number, a missing value (an empty field) or a row with
+the wrong number of fields raises :class:`~fastcal._io.base.DataError` naming
+the row. "nan" is a NaN, as in Python (then rejected as not finite by the checks).
 """
 
 from __future__ import annotations
@@ -13,155 +22,414 @@ import sys
 
 import numpy as np
 
-from .base import DataError, Reader, Writer, arrow_to_numpy, display_name, new_target, optional_pyarrow, record_batch
+from .base import (
+    DataError,
+    Piece,
+    Reader,
+    UsageError,
+    Writer,
+    arrow_array,
+    arrow_table,
+    arrow_to_numpy,
+    display_name,
+    new_target,
+    optional_pyarrow,
+)
+
+#: Bytes read from the file at a time (records longer than this are read whole).
+READ_BYTES = 1 << 20
 
 
-class CsvArrowReader(Reader):
-    """CSV read by ``pyarrow.csv`` in blocks of about ``batch_rows`` rows; stdin is read whole first."""
+def _split(buf, start, final, cap):
+    """``(content_end, next_start)`` of up to ``cap`` whole records of ``buf`` from ``start`` (see the kernel)."""
+    from .._csv_kernels import split_records
+
+    content_end = np.empty(cap, dtype=np.int64)
+    next_start = np.empty(cap, dtype=np.int64)
+    k = split_records(np.frombuffer(buf, dtype=np.uint8), start, final, content_end, next_start)
+    return content_end[:k], next_start[:k]
+
+
+class Block:
+    """Whole records: ``data`` (bytes), each record's content end and line-break end (offsets into ``data``)."""
+
+    def __init__(self, data, content_end, next_start, offset):
+        self.data = data
+        self.content_end = content_end
+        self.next_start = next_start
+        self.offset = offset  # data rows of the file before these
+        self.n = content_end.shape[0]
+
+
+def _records(stream, cap, first=b""):
+    """Blocks of at most ``cap`` whole records from a binary stream, with ``first`` the bytes already read."""
+    buf = first
+    pos = 0
+    final = False
+    while True:
+        if not final and len(buf) - pos < READ_BYTES:
+            more = stream.read(READ_BYTES)
+            final = not more
+            buf = buf[pos:] + more
+            pos = 0
+        content_end, next_start = _split(buf, pos, final, cap)
+        if content_end.shape[0]:
+            end = int(next_start[-1])
+            yield buf[pos:end], content_end - pos, next_start - pos
+            pos = end
+            continue
+        if final:
+            return
+        # Not one whole record in what is buffered: read on (a long record).
+        more = stream.read(max(READ_BYTES, len(buf)))
+        final = not more
+        buf = buf[pos:] + more
+        pos = 0
+
+
+class CsvReader(Reader):
+    """A CSV file's records, a bounded block at a time; the header is its first record.
+
+    ``engine`` is "pyarrow" or "csv module". stdin can be read once: a second
+    pass (an out-of-core fit) raises :class:`UsageError`.
+    """
 
     def __init__(self, path):
-        import pyarrow.csv as pcsv
-
-        self.path = path
-        self._pcsv = pcsv
-        self._stdin = None
-        if path == "-":
-            self._stdin = sys.stdin.buffer.read()
-        try:
-            reader = pcsv.open_csv(self._source(), read_options=pcsv.ReadOptions(block_size=1 << 16))
-        except Exception as exc:  # noqa: BLE001 - pyarrow's errors name no row
-            raise DataError(self._explain(exc)) from None
-        self.names = list(reader.schema.names)
-
-    def _source(self):
-        return io.BytesIO(self._stdin) if self._stdin is not None else self.path
-
-    def _explain(self, exc, columns=()):
-        """A row-numbered message for a pyarrow CSV error, found by re-reading with the csv module."""
-        import csv
-
-        text = self._stdin.decode("utf-8", "replace") if self._stdin is not None else None
-        try:
-            with (io.StringIO(text) if text is not None else open(self.path, newline="", encoding="utf-8")) as f:
-                rows = csv.reader(f)
-                header = next(rows, [])
-                idx = {c: header.index(c) for c in columns if c in header}
-                for r, row in enumerate(rows, start=1):
-                    if len(row) != len(header):
-                        return (f"{display_name(self.path)}: row {r}: expected {len(header)} fields, got {len(row)}")
-                    for c, k in idx.items():
-                        try:
-                            float(row[k])
-                        except ValueError:
-                            if row[k].strip() == "":
-                                return f"{display_name(self.path)}: column {c!r}, row {r}: missing value"
-                            return f"{display_name(self.path)}: column {c!r}, row {r}: {row[k]!r} is not a number"
-        except (OSError, UnicodeDecodeError):
-            pass
-        return f"{display_name(self.path)}: {str(exc).splitlines()[0]}"
-
-    def batches(self, columns=None, numeric=()):
-        import pyarrow as pa
-
-        pcsv = self._pcsv
-        types = {c: pa.float64() for c in numeric}
-        # Only empty fields are missing values: "nan" is a NaN (then rejected as not finite), as in Python.
-        opts = pcsv.ConvertOptions(column_types=types, include_columns=list(columns) if columns else None,
-                                   null_values=[""], strings_can_be_null=False)
-        offset = 0
-        try:
-            block = min(16 << 20, max(1 << 12, 16 * self.batch_rows))  # bytes: about batch_rows rows
-            reader = pcsv.open_csv(self._source(), read_options=pcsv.ReadOptions(block_size=block),
-                                   convert_options=opts)
-            for batch in reader:
-                yield arrow_to_numpy(batch, self.path, numeric, offset)
-                offset += batch.num_rows
-        except pa.ArrowInvalid as exc:
-            raise DataError(self._explain(exc, numeric)) from None
-
-
-class CsvPlainReader(Reader):
-    """CSV with the standard library (when pyarrow is not installed): slower, same results."""
-
-    def __init__(self, path):
         import csv
 
         self.path = path
-        self._csv = csv
-        self._text = sys.stdin.read() if path == "-" else None
-        with self._open() as f:
-            self.names = next(csv.reader(f), [])
+        self._pa = optional_pyarrow()
+        self.engine = "pyarrow" if self._pa is not None else "csv module"
+        self._stdin_used = False
+        stream = self._open()
+        try:
+            buf = b""
+            while True:
+                more = stream.read(1 << 16)
+                buf += more
+                content_end, next_start = _split(buf, 0, not more, 1)
+                if content_end.shape[0] or not more:
+                    break
+        finally:
+            if path != "-":
+                stream.close()
+        if not content_end.shape[0]:
+            raise DataError(f"{display_name(path)}: empty file, no header line")
+        self.header = buf[: int(next_start[0])]
+        self.header_end = int(content_end[0])  # the header's content, without its line break
+        self._rest = buf[int(next_start[0]):] if path == "-" else None
+        try:
+            text = self.header[: self.header_end].decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DataError(f"{display_name(path)}: the header line is not UTF-8 text") from None
+        self.names = next(csv.reader([text]), [""]) if text else [""]
+        self._fields = [f"f{i}" for i in range(len(self.names))]
 
     def _open(self):
-        if self._text is not None:
-            return io.StringIO(self._text)
-        return open(self.path, newline="", encoding="utf-8")
+        if self.path == "-":
+            return sys.stdin.buffer
+        return open(self.path, "rb")  # noqa: SIM115 - closed by the callers
 
-    def batches(self, columns=None, numeric=()):
-        with self._open() as f:
-            rows = self._csv.reader(f)
-            header = next(rows, [])
-            keep = [c for c in header if not columns or c in columns]
-            idx = [header.index(c) for c in keep]
-            buf = [[] for _ in keep]
-            offset = 0
-            for r, row in enumerate(rows, start=1):
-                if len(row) != len(header):
-                    raise DataError(f"{display_name(self.path)}: row {r}: expected {len(header)} fields, "
-                                    f"got {len(row)}")
-                for b, k in zip(buf, idx):
-                    b.append(row[k])
-                if len(buf[0]) >= self.batch_rows:
-                    yield self._convert(keep, buf, numeric, offset)
-                    offset += len(buf[0])
-                    buf = [[] for _ in keep]
-            if buf and buf[0]:
-                yield self._convert(keep, buf, numeric, offset)
+    def blocks(self):
+        """Yield :class:`Block` objects of at most ``batch_rows`` records, from the first data row."""
+        if self.path == "-":
+            if self._stdin_used:
+                raise UsageError("<stdin> can be read only once (an out-of-core fit reads its input several "
+                                 "times): give a file")
+            self._stdin_used = True
+            stream, first = sys.stdin.buffer, self._rest
+        else:
+            stream, first = self._open(), b""
+            stream.seek(len(self.header))
+        offset = 0
+        try:
+            for data, content_end, next_start in _records(stream, self.batch_rows, first):
+                yield Block(data, content_end, next_start, offset)
+                offset += content_end.shape[0]
+        finally:
+            if self.path != "-":
+                stream.close()
 
-    def _convert(self, names, buf, numeric, offset):
+    def count_rows(self):
+        """The number of data rows, by splitting the records without parsing them (a pass over the file)."""
+        return sum(block.n for block in self.blocks())
+
+    def _index(self, name):
+        return self.names.index(name)
+
+    # -- parsing ------------------------------------------------------------------------------------------------
+
+    def parse(self, block, columns, numeric):
+        """Columns of ``block``: ``numeric`` ones as float64 ndarrays, others as text (pyarrow or object arrays).
+
+        Raises :class:`DataError` naming the row of a value that is not a
+        number, a missing number or a row with the wrong number of fields.
+        """
+        if self._pa is None:
+            return self._parse_plain(block, columns, numeric)
+        import pyarrow as pa
+
+        if not block.n:
+            return {c: np.empty(0) if c in numeric else pa.array([], pa.string()) for c in columns}
+
+        try:
+            table = self._arrow_table(block, columns, numeric)
+        except pa.ArrowInvalid as exc:
+            raise DataError(self._explain(block, columns, numeric, exc)) from None
+        if table.num_rows != block.n:
+            raise DataError(f"{display_name(self.path)}: rows {block.offset + 1}..{block.offset + block.n}: "
+                            f"pyarrow reads {table.num_rows} rows where fastcal finds {block.n}")
         out = {}
-        for name, values in zip(names, buf):
+        for name, col in zip(columns, table.columns):
+            out[name] = arrow_to_numpy({name: col}, self.path, (name,), block.offset)[name] if name in numeric else col
+        return out
+
+    def _arrow_table(self, block, columns, numeric, text_only=False):
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        fields = [self._fields[self._index(c)] for c in columns]
+        types = {f: (pa.float64() if c in numeric and not text_only else pa.string()) for f, c in zip(fields, columns)}
+        read = pcsv.ReadOptions(column_names=self._fields, use_threads=False, block_size=max(1 << 20, len(block.data)))
+        parse = pcsv.ParseOptions(newlines_in_values=b'"' in block.data, ignore_empty_lines=False)
+        convert = pcsv.ConvertOptions(include_columns=fields, column_types=types, null_values=[""],
+                                      strings_can_be_null=False, quoted_strings_can_be_null=False)
+        table = pcsv.read_csv(io.BytesIO(block.data), read_options=read, parse_options=parse, convert_options=convert)
+        return table.select(fields)
+
+    def _explain(self, block, columns, numeric, exc):
+        """The message for pyarrow's error on ``block``: the row with the wrong fields, or the first bad number."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        path = display_name(self.path)
+        try:
+            table = self._arrow_table(block, columns, numeric, text_only=True)
+        except pa.ArrowInvalid:
+            row, got = self._ragged_row(block)
+            if row is not None:
+                return f"{path}: row {block.offset + row + 1}: expected {len(self.names)} fields, got {got}"
+            return f"{path}: rows {block.offset + 1}..{block.offset + block.n}: {str(exc).splitlines()[0]}"
+        first = None
+        for name, col in zip(columns, table.columns):
+            if name not in numeric:
+                continue
+            col = col.combine_chunks()
+            try:
+                pc.cast(col, pa.float64())
+                continue
+            except pa.ArrowInvalid:
+                pass
+            lo, hi = 0, len(col)  # the first value that does not convert is in [lo, hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                try:
+                    pc.cast(col.slice(lo, mid - lo), pa.float64())
+                    lo = mid
+                except pa.ArrowInvalid:
+                    hi = mid
+            if first is None or lo < first[0]:
+                first = (lo, name, col[lo].as_py())
+        if first is None:
+            return f"{path}: rows {block.offset + 1}..{block.offset + block.n}: {str(exc).splitlines()[0]}"
+        row, name, value = first
+        return _bad_number(path, name, block.offset + row + 1, value)
+
+    def _ragged_row(self, block):
+        """(row in the block, fields) of the first record whose number of fields is not the header's."""
+        import csv
+
+        rows = csv.reader(io.StringIO(block.data.decode("utf-8", "replace"), newline=""))
+        for r, row in enumerate(rows):
+            got = max(len(row), 1)
+            if got != len(self.names):
+                return r, got
+        return None, None
+
+    def _parse_plain(self, block, columns, numeric):
+        import csv
+
+        path = display_name(self.path)
+        text = block.data.decode("utf-8", "surrogateescape")  # bytes that are not UTF-8 kept, as pyarrow does
+        idx = [self._index(c) for c in columns]
+        buf = [[] for _ in columns]
+        k = len(self.names)
+        r = -1
+        for r, row in enumerate(csv.reader(io.StringIO(text, newline=""))):
+            if not row:
+                row = [""]
+            if len(row) != k:
+                raise DataError(f"{path}: row {block.offset + r + 1}: expected {k} fields, got {len(row)}")
+            for b, j in zip(buf, idx):
+                b.append(row[j])
+        if r + 1 != block.n:
+            raise DataError(f"{path}: rows {block.offset + 1}..{block.offset + block.n}: the csv module reads "
+                            f"{r + 1} rows where fastcal finds {block.n}")
+        out = {}
+        for name, values in zip(columns, buf):
             if name in numeric:
                 arr = np.empty(len(values))
                 for i, v in enumerate(values):
                     try:
-                        arr[i] = float(v)
+                        arr[i] = _strict_float(v)
                     except ValueError:
-                        what = "missing value" if v.strip() == "" else f"{v!r} is not a number"
-                        raise DataError(f"{display_name(self.path)}: column {name!r}, row {offset + i + 1}: "
-                                        f"{what}") from None
+                        raise DataError(_bad_number(path, name, block.offset + i + 1, v)) from None
                 out[name] = arr
             else:
                 out[name] = np.array(values, dtype=object)
         return out
 
+    # -- the Reader interface -------------------------------------------------------------------------------------
+
+    def batches(self, columns=None, numeric=()):
+        columns = list(self.names) if not columns else [c for c in self.names if c in columns]
+        columns = list(dict.fromkeys(columns))
+        for block in self.blocks():
+            parsed = self.parse(block, columns, numeric)
+            yield {c: (v if isinstance(v, np.ndarray) else arrow_to_numpy({c: v}, self.path, (), 0)[c])
+                   for c, v in parsed.items()}
+
+    def pieces(self):
+        any_block = False
+        for block in self.blocks():
+            any_block = True
+            yield CsvPiece(self, block)
+        if not any_block:
+            empty = np.empty(0, dtype=np.int64)
+            yield CsvPiece(self, Block(b"", empty, empty, 0))
+
+
+def _strict_float(text):
+    """``float(text)`` for what pyarrow reads as a number too: no digit separators, ASCII digits only."""
+    if "_" in text or not text.isascii():
+        raise ValueError(text)
+    return float(text)
+
+
+def _bad_number(path, name, row, value):
+    if value is None or str(value).strip() == "":
+        return f"{path}: column {name!r}, row {row}: missing value"
+    return f"{path}: column {name!r}, row {row}: {value!r} is not a number"
+
+
+class CsvPiece(Piece):
+    """Records of a CSV file: the score columns parsed on demand, every column as text for other formats."""
+
+    def __init__(self, reader, block):
+        self.reader = reader
+        self.block = block
+        self.offset = block.offset
+        self.n = block.n
+        self._numbers = {}
+
+    def numbers(self, name, path):
+        from .base import check_numeric_column
+
+        if name not in self._numbers:
+            self._numbers[name] = self.reader.parse(self.block, [name], (name,))[name]
+        return check_numeric_column(self._numbers[name], display_name(path), name, self.offset)
+
+    def batch(self):
+        names = self.reader.names
+        if len(set(names)) != len(names):
+            raise UsageError(f"{display_name(self.reader.path)}: duplicate column names; only CSV output can "
+                             "carry them through")
+        parsed = self.reader.parse(self.block, list(names), ())
+        if self.reader._pa is None:
+            return parsed
+        import pyarrow as pa
+
+        return pa.Table.from_arrays([parsed[c] for c in names], names=list(names))
+
 
 def csv_reader(path):
-    """The CSV reader for ``path`` (``-``: stdin): pyarrow's when it is there, else the standard library's."""
-    return CsvArrowReader(path) if optional_pyarrow() is not None else CsvPlainReader(path)
+    """The CSV reader for ``path`` (``-``: stdin)."""
+    return CsvReader(path)
+
+
+def _csv_quote(name):
+    """A header field as CSV writes it: quoted when it holds a comma, quote or line break."""
+    if any(ch in name for ch in ',"\r\n') or name != name.strip():
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
+def _format_values(columns, pa_module):
+    """The values of the output columns as CSV text: one line per row, fields separated by commas."""
+    if pa_module is not None:
+        import pyarrow.csv as pcsv
+
+        table = pa_module.Table.from_arrays([arrow_array(np.asarray(v)) for v in columns],
+                                            names=[f"c{j}" for j in range(len(columns))])
+        out = io.BytesIO()
+        pcsv.write_csv(table, out, pcsv.WriteOptions(include_header=False))
+        return out.getvalue()
+    rows = zip(*[np.asarray(v, dtype=np.float64).tolist() for v in columns])
+    return "".join(",".join(map(repr, r)) + "\n" for r in rows).encode()
+
+
+def _csv_writable(arrow_type):
+    """Whether pyarrow's CSV writer takes a column of ``arrow_type`` (not lists, structs, maps, ...)."""
+    import pyarrow.types as t
+
+    if t.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return not (t.is_nested(arrow_type) or t.is_union(arrow_type))
 
 
 class CsvWriter(Writer):
-    """Every column of the batches, as CSV with a header line (``-``: stdout)."""
+    """Every column of the batches, as CSV with a header line (``-``: stdout).
+
+    :meth:`write_piece` of CSV records copies each record's bytes and appends
+    the new fields before its line break.
+    """
 
     def __init__(self, path):
+        self.path = path
         self.target = None if path == "-" else new_target(path, ".csv")
         self._pa = optional_pyarrow()
         self._writer = None
         self._file = None
+        self._header_done = False
         if path == "-":
             self._file = sys.stdout.buffer
         else:
             self._file = open(self.target.tmp, "wb")  # noqa: SIM115 - closed in _close
 
+    def write_piece(self, piece, new):
+        if not isinstance(piece, CsvPiece):
+            return super().write_piece(piece, new)
+        reader, block = piece.reader, piece.block
+        if not self._header_done:
+            head = reader.header
+            extra = "".join("," + _csv_quote(str(name)) for name in new).encode("utf-8")
+            self._file.write(head[: reader.header_end] + extra + head[reader.header_end:])
+            self._header_done = True
+        if not block.n:
+            return
+        from .._csv_kernels import append_fields
+
+        text = np.frombuffer(_format_values(list(new.values()), self._pa), dtype=np.uint8)
+        line_end = np.flatnonzero(text == 10)
+        if line_end.shape[0] != block.n:
+            raise DataError(f"{display_name(self.path)}: internal error: {line_end.shape[0]} values for {block.n} rows")
+        data = np.frombuffer(block.data, dtype=np.uint8)
+        out = np.empty(data.shape[0] + text.shape[0], dtype=np.uint8)
+        m = append_fields(data, block.content_end, text, line_end, out)
+        self._file.write(memoryview(out)[:m])
+
     def write(self, batch):
         if self._pa is not None:
             import pyarrow.csv as pcsv
 
-            rb = record_batch(batch)
+            table = arrow_table(batch)
             if self._writer is None:
-                self._writer = pcsv.CSVWriter(self._file, rb.schema)
-            self._writer.write_batch(rb)
+                for field in table.schema:
+                    if not _csv_writable(field.type):
+                        raise UsageError(f"{display_name(self.path)}: column {field.name!r} of type {field.type} "
+                                         "cannot be written as CSV; write Parquet")
+                self._writer = pcsv.CSVWriter(self._file, table.schema)
+            self._writer.write_table(table)
             return
         import csv
 
@@ -175,7 +443,7 @@ class CsvWriter(Writer):
         self._file.write(text.getvalue().encode("utf-8"))
 
     def _close(self):
-        if self._pa is not None and self._writer is not None:
+        if self._pa is not None and self._writer is not None and self._writer is not True:
             self._writer.close()
             self._writer = None
         if self._file is not None:

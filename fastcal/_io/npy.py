@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .base import DataError, Reader, Writer, new_target
+from .base import DataError, Reader, Writer, arrow_values, new_target
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -167,12 +167,17 @@ class NpyWriter(Writer):
         self._dtype = None
 
     def write(self, batch):
+        if not isinstance(batch, dict):  # a pyarrow Table
+            batch = {name: arrow_values(col) for name, col in zip(batch.column_names, batch.columns)}
         cols = [batch[c] for c in self.columns]
         block = cols[0] if len(cols) == 1 else np.column_stack(cols)
         if self._dtype is None:
             self._dtype = block.dtype
         np.ascontiguousarray(block, dtype=self._dtype).tofile(self._file)
         self._rows += block.shape[0]
+
+    def write_piece(self, piece, new):
+        self.write(new)  # the new columns only: no need to read the others
 
     def _close(self):
         if self._file is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import DataError, Reader, Writer, new_target
+from .base import DataError, Reader, Writer, arrow_values, new_target
 
 
 class NpzReader(Reader):
@@ -52,6 +52,8 @@ class NpzWriter(Writer):
         self._parts = {}
 
     def write(self, batch):
+        if not isinstance(batch, dict):  # a pyarrow Table
+            batch = {name: arrow_values(col) for name, col in zip(batch.column_names, batch.columns)}
         for name, values in batch.items():
             self._parts.setdefault(name, []).append(np.asarray(values))
 

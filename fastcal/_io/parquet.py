@@ -1,7 +1,10 @@
 """Parquet files, with pyarrow (the ``io`` extra), imported only when a Parquet file is read or written.
 
 pyarrow decodes a row group at a time, so a row group must fit in memory;
-batches of fewer rows are cut from it.
+batches of fewer rows are cut from it. Row groups are read one at a time with
+``ParquetFile.read_row_group`` (``iter_batches`` keeps buffers alive: its
+memory grows with the file), and numeric columns are viewed in their Arrow
+buffers, not converted.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .base import DataError, Reader, Writer, arrow_to_numpy, new_target, record_batch
+from .base import DataError, Piece, Reader, Writer, arrow_table, arrow_to_numpy, new_target
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -60,10 +63,19 @@ def iter_parquet(
         if c not in names:
             raise KeyError(c)
     offset = 0
-    for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(columns)):
-        out = arrow_to_numpy(batch, path, columns, offset, error=ValueError)
-        offset += batch.num_rows
+    for table in _row_groups(pf, list(columns), chunk_rows):
+        out = arrow_to_numpy(table, path, columns, offset, error=ValueError)
+        offset += table.num_rows
         yield {c: out[c] for c in columns}
+
+
+def _row_groups(pf, columns, rows):
+    """Tables of at most ``rows`` rows of the ``ParquetFile`` ``pf``, a row group at a time."""
+    for i in range(pf.metadata.num_row_groups):
+        table = pf.read_row_group(i, columns=columns)
+        for lo in range(0, table.num_rows, rows):
+            yield table.slice(lo, rows)
+        del table
 
 
 class ParquetReader(Reader):
@@ -81,9 +93,28 @@ class ParquetReader(Reader):
 
     def batches(self, columns=None, numeric=()):
         offset = 0
-        for batch in self._file.iter_batches(batch_size=self.batch_rows, columns=list(columns) if columns else None):
-            yield arrow_to_numpy(batch, self.path, numeric, offset)
-            offset += batch.num_rows
+        for table in _row_groups(self._file, list(columns) if columns else None, self.batch_rows):
+            yield arrow_to_numpy(table, self.path, numeric, offset)
+            offset += table.num_rows
+
+    def pieces(self):
+        offset = 0
+        for table in _row_groups(self._file, None, self.batch_rows):
+            yield ParquetPiece(table, offset)
+            offset += table.num_rows
+        if not offset:
+            yield ParquetPiece(self._file.schema_arrow.empty_table(), 0)
+
+
+class ParquetPiece(Piece):
+    """Rows of a Parquet file as a pyarrow ``Table``: written on with the same Arrow types and values."""
+
+    def __init__(self, table, offset):
+        super().__init__(table, offset, table.num_rows)
+
+    def numbers(self, name, path):
+        column = self._batch.column(self._batch.column_names.index(name))
+        return self.numbers_of(column, name, path)
 
 
 class ParquetWriter(Writer):
@@ -95,10 +126,10 @@ class ParquetWriter(Writer):
 
     def write(self, batch):
         pq = pyarrow_parquet()
-        rb = record_batch(batch)
+        table = arrow_table(batch)
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.target.tmp, rb.schema)
-        self._writer.write_batch(rb)
+            self._writer = pq.ParquetWriter(self.target.tmp, table.schema)
+        self._writer.write_table(table)
 
     def _close(self):
         if self._writer is not None:

@@ -2,7 +2,8 @@
 
 ::
 
-    fastcal fit --method isotonic|sigmoid|temperature|beta|histogram --score-col COL --label-col COL
+    fastcal fit --method isotonic|centered-isotonic|sigmoid|temperature|beta|histogram|venn-abers
+                --score-col COL --label-col COL
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
@@ -14,14 +15,21 @@ Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
 ``1``, ... for the columns of a 2-D array (``0`` for a 1-D one); columns of a
 ``.npz`` file are its 1-D arrays.
 
+``apply`` carries every input column through untouched: only the score
+columns are parsed (CSV records are copied byte for byte, Parquet columns
+keep their Arrow types). Files are read a bounded block at a time, stdin
+included, so memory does not grow with the input.
+
 Progress bars go to stderr, only when it is a terminal (``--quiet``
 silences them). Exit status: 0 on success, 2 on bad usage (unknown option
-or format, missing file or column), 1 on bad data (values that are not
-numbers, missing values, NaN, labels that are not 0/1, an invalid model
-file), with a one-line ``fastcal: error: ...`` naming the file, the column and
-the row where it applies. Outputs are written to a temporary file in the
-target's directory and renamed when complete, so a failure never leaves a
-partial output file (stdout excepted).
+or format, missing file, column or output directory), 1 on bad data (values
+that are not numbers, missing values, NaN, labels that are not 0/1, no rows,
+an invalid model file), with a one-line ``fastcal: error: ...`` naming the
+file, the column and the row where it applies; 128 + the signal's number
+when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`). Outputs are
+written to a temporary file in the target's directory and renamed when
+complete, so a failure or a signal never leaves a partial output file
+(stdout excepted).
 
 Layout: this module parses the arguments and runs a command; the commands
 are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
@@ -29,7 +37,8 @@ are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
 timings)`` that raises :class:`~fastcal._io.UsageError` or
 :class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
 phase; :mod:`.options` has the option types, :mod:`.checks` the label and
-weight checks, :mod:`.progress` the progress bar. Files are read and written
+weight checks, :mod:`.progress` the progress bar, :mod:`.signals` the
+signal handlers. Files are read and written
 by :mod:`fastcal._io`.
 """
 
@@ -43,6 +52,7 @@ from .apply import cmd_apply
 from .fit import cmd_fit
 from .options import bool_arg, memory_arg, positive_int
 from .report import cmd_report
+from .signals import Interrupted, Signals
 
 __all__ = ["main"]
 
@@ -83,7 +93,8 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a calibrator and save it as a JSON model file")
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    fit.add_argument("--method", required=True, choices=("isotonic", "sigmoid", "temperature", "beta", "histogram"))
+    fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "temperature",
+                                                         "beta", "histogram", "venn-abers"))
     fit.add_argument("--score-col", action="append", metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
@@ -103,7 +114,7 @@ def build_parser():
                      help="histogram: bin edges (default uniform)")
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
-                          "than memory (isotonic, sigmoid, beta)")
+                          "than memory (isotonic, centered-isotonic, sigmoid, beta)")
     common(fit)
     fit.set_defaults(func=cmd_fit)
 
@@ -155,8 +166,10 @@ def main(argv=None):
     Returns
     -------
     int
-        0 on success, 1 for bad data, 2 for bad usage, 130 when interrupted.
-        A bad option exits through ``SystemExit(2)`` (argparse).
+        0 on success, 1 for bad data, 2 for bad usage, 128 + the signal's
+        number when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129):
+        then no output is left behind (see :mod:`.signals`). A bad option
+        exits through ``SystemExit(2)`` (argparse).
     """
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -171,6 +184,19 @@ def main(argv=None):
         return EXIT_USAGE
     progress_enabled = not args.quiet and sys.stderr.isatty()
     timings = {}
+    with Signals() as signals:
+        status = _run(args, progress_enabled, timings)
+        if status == EXIT_OK and signals.received is not None and not signals.committed:
+            status = _interrupted(signals.received)  # its KeyboardInterrupt was swallowed (by pyarrow)
+    return status
+
+
+def _interrupted(signum):
+    sys.stderr.write("\nfastcal: interrupted\n")
+    return 128 + signum
+
+
+def _run(args, progress_enabled, timings):
     try:
         args.func(args, progress_enabled, timings)
     except UsageError as exc:
@@ -179,9 +205,10 @@ def main(argv=None):
     except DataError as exc:
         _error(exc)
         return EXIT_DATA
-    except KeyboardInterrupt:
-        sys.stderr.write("\nfastcal: interrupted\n")
-        return 130
+    except Interrupted as exc:
+        return _interrupted(exc.signum)
+    except KeyboardInterrupt:  # raised by a SIGINT handler other than ours (main called from another thread)
+        return _interrupted(2)
     except (ValueError, OSError, MemoryError) as exc:
         if args.traceback:
             raise

@@ -1,8 +1,10 @@
 """``fastcal apply``: apply a model file to a data file, batch by batch.
 
-The output has the input's columns plus the calibrated probabilities (a
-``.npy`` output: the probabilities only), written atomically by a
-:class:`fastcal._io.Writer`.
+The output has the input's columns, untouched, plus the calibrated
+probabilities (a ``.npy`` output: the probabilities only), written atomically
+by a :class:`fastcal._io.Writer`. Only the score columns are parsed: CSV to
+CSV copies every record's bytes, Parquet keeps its Arrow columns (see
+:meth:`fastcal._io.Reader.pieces`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import time
 
 import numpy as np
 
-from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, open_output
+from .._io import DataError, UsageError, display_name, open_input, open_output
 from .options import columns_arg, parse_priors
 from .progress import Progress
+from .signals import committing
 
 
 def cmd_apply(args, progress_enabled, timings):
@@ -59,37 +62,48 @@ def cmd_apply(args, progress_enabled, timings):
     try:
         offset = 0
         t0 = time.perf_counter()
-        for batch in reader.batches(None, score_cols):
+        for piece in reader.pieces():
             t1 = time.perf_counter()
             t_read += t1 - t0
-            cols = [check_numeric_column(batch[c], path, c, offset) for c in score_cols]
-            X = cols[0] if len(cols) == 1 else np.column_stack(cols)
-            try:
-                p = est.predict_proba(X) if multiclass else est.predict(X)
-                if args.prior_rate is not None:
-                    p = fastcal.correct_negative_sampling(p, args.prior_rate)
-                if priors is not None:
-                    p = fastcal.adjust_priors(p, priors[0], priors[1])
-            except ValueError as exc:
-                raise DataError(f"{path}: rows {offset + 1}..{offset + len(cols[0])}: {exc}") from None
-            if multiclass:
-                for j, c in enumerate(out_cols):
-                    batch[c] = np.ascontiguousarray(p[:, j])
+            if not piece.n:  # an input without rows: the output gets the columns only
+                p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
-                batch[out_cols[0]] = p
+                p = _calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
+                               offset)
+            if multiclass:
+                new = {c: np.ascontiguousarray(p[:, j]) for j, c in enumerate(out_cols)}
+            else:
+                new = {out_cols[0]: p}
             t2 = time.perf_counter()
             t_compute += t2 - t1
-            writer.write(batch)
+            writer.write_piece(piece, new)
             t0 = time.perf_counter()
             t_write += t0 - t2
-            offset += len(cols[0])
-            progress.update(len(cols[0]))
+            offset += piece.n
+            progress.update(piece.n)
         progress.close()
         t0 = time.perf_counter()
-        writer.commit()
+        with committing():
+            writer.commit()
         t_write += time.perf_counter() - t0
         ok = True
     finally:
         if not ok:
             writer.abort()
     timings.update(read=t_read, compute=t_compute, write=t_write)
+
+
+def _calibrate(est, cols, multiclass, args, priors, path, offset):
+    """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on)."""
+    import fastcal
+
+    X = cols[0] if len(cols) == 1 else np.column_stack(cols)
+    try:
+        p = est.predict_proba(X) if multiclass else est.predict(X)
+        if args.prior_rate is not None:
+            p = fastcal.correct_negative_sampling(p, args.prior_rate)
+        if priors is not None:
+            p = fastcal.adjust_priors(p, priors[0], priors[1])
+    except ValueError as exc:
+        raise DataError(f"{path}: rows {offset + 1}..{offset + X.shape[0]}: {exc}") from None
+    return p

@@ -16,14 +16,16 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
         Numeric labels (checked by :func:`fastcal._io.check_numeric_column`).
     path, column : str
         For the message.
-    method : {"isotonic", "sigmoid", "beta", "histogram", "temperature", "binary"}
-        Isotonic regression takes any labels.
+    method : {"isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "venn-abers", "temperature", "binary"}
+        Calibration labels are 0/1 for every method but temperature (the library's
+        ``IsotonicRegression`` fits any real targets; the command line
+        calibrates classifiers, and a label 2 or 0.5 there is bad data).
     n_classes : int, optional
         For temperature.
     offset : int, optional
         Rows of the file before ``y`` (``y`` a batch): rows in messages count from ``offset + 1``.
     """
-    if method in ("sigmoid", "beta", "histogram", "binary"):
+    if method != "temperature":
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

@@ -11,18 +11,30 @@ import time
 
 import numpy as np
 
-from .._io import DataError, UsageError, check_numeric_column, display_name, open_input, read_columns
+from .._io import (
+    DataError,
+    UsageError,
+    check_numeric_column,
+    check_output_dir,
+    display_name,
+    open_input,
+    read_columns,
+)
 from .checks import check_labels, check_weights
 from .options import columns_arg
 from .progress import Progress
+from .signals import committing
 
 
 def _estimator(args):
     import fastcal
 
-    if args.method == "isotonic":
+    if args.method in ("isotonic", "centered-isotonic"):
         return fastcal.IsotonicRegression(increasing=args.increasing, out_of_bounds=args.out_of_bounds,
-                                          y_min=args.y_min, y_max=args.y_max)
+                                          y_min=args.y_min, y_max=args.y_max,
+                                          centered=args.method == "centered-isotonic")
+    if args.method == "venn-abers":
+        return fastcal.VennAbers()
     if args.method == "sigmoid":
         return fastcal.PlattScaling(max_iter=args.max_iter)
     if args.method == "beta":
@@ -43,13 +55,17 @@ def cmd_fit(args, progress_enabled, timings):
     out_fmt = os.path.splitext(args.output)[1].lower()
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
+    check_output_dir(args.output)  # before the fit, not after
+    if args.memory_budget is not None and args.input == "-":
+        raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
     cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
     reader.require(cols)
     path = display_name(args.input)
     if args.memory_budget is not None:
-        if args.method in ("temperature", "histogram"):
-            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, sigmoid and beta only")
+        if args.method in ("temperature", "histogram", "venn-abers"):
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
+                             "and beta only")
         est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
@@ -57,8 +73,10 @@ def cmd_fit(args, progress_enabled, timings):
         timings["read"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         y = data[args.label_col]
+        if not len(y):
+            raise DataError(f"{path}: no rows of data")
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
-        check_labels(y, path, args.label_col, args.method, n_classes)
+        check_labels(y, path, args.label_col, "binary" if args.method == "venn-abers" else args.method, n_classes)
         w = data[args.weight_col] if args.weight_col else None
         if w is not None:
             check_weights(w, path, args.weight_col)
@@ -73,7 +91,8 @@ def cmd_fit(args, progress_enabled, timings):
         timings["fit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     try:
-        est.save(args.output)
+        with committing():
+            est.save(args.output)
     except TypeError as exc:
         raise DataError(f"{args.output}: {exc}") from None
     timings["write"] = time.perf_counter() - t0
@@ -108,14 +127,16 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
         progress.close()
 
     if n_rows is None:  # CSV: count the rows first
-        n_rows = sum(len(b[score_col]) for b in reader.batches([score_col], ()))
+        n_rows = reader.count_rows()
+    if not n_rows:
+        raise DataError(f"{path}: no rows of data")
     first = next(reader.batches([score_col], [score_col]), {score_col: np.empty(0)})[score_col]
     src = outofcore.Columns(factory, n_rows, fit_dtype(first.dtype), args.weight_col is not None, reader.batch_rows)
     t0 = time.perf_counter()
     try:
-        if args.method == "isotonic":
+        if args.method in ("isotonic", "centered-isotonic"):
             params = dict(increasing=args.increasing, out_of_bounds=args.out_of_bounds, y_min=args.y_min,
-                          y_max=args.y_max)
+                          y_max=args.y_max, centered=args.method == "centered-isotonic")
             est = outofcore.fit_isotonic_source(src, params, None, part_rows)
         elif args.method == "beta":
             est = outofcore.fit_beta_source(src, args.parameters, args.max_iter, None)

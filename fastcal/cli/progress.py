@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from .signals import checkpoint
+
 
 class Progress:
     """A one-line progress bar on stderr, drawn only when ``enabled`` (stderr is a terminal, not --quiet).
@@ -32,7 +34,8 @@ class Progress:
         self._t0 = time.perf_counter()
 
     def update(self, n):
-        """Count ``n`` more units done; redraw at most ten times a second."""
+        """Count ``n`` more units done; redraw at most ten times a second; stop here if the run was interrupted."""
+        checkpoint()
         self.done += n
         if self.enabled and time.perf_counter() - self._last > 0.1:
             self._draw()

@@ -11,9 +11,10 @@ import time
 
 import numpy as np
 
-from .._io import DataError, UsageError, display_name, new_target, open_input, read_columns
+from .._io import DataError, UsageError, check_output_dir, display_name, new_target, open_input, read_columns
 from .checks import check_labels, check_weights
 from .progress import Progress
+from .signals import committing
 
 
 def _report_html(report, png_bytes, source):
@@ -89,6 +90,7 @@ def cmd_report(args, progress_enabled, timings):
             importlib.import_module("matplotlib")
         except ImportError:
             raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
+    check_output_dir(args.output)
     reader = open_input(args.input, args.batch_rows)
     cols = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     reader.require(cols)
@@ -97,6 +99,8 @@ def cmd_report(args, progress_enabled, timings):
     data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
     timings["read"] = time.perf_counter() - t0
     p, y = data[args.score_col], data[args.label_col]
+    if not len(y):
+        raise DataError(f"{path}: no rows of data")
     bad = (p < 0) | (p > 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -133,7 +137,8 @@ def cmd_report(args, progress_enabled, timings):
             else:
                 with open(target.tmp, "w", encoding="utf-8") as f:
                     f.write(_report_html(report, png, f"{path}: {args.score_col} against {args.label_col}"))
-        target.commit()
+        with committing():
+            target.commit()
     except BaseException:
         target.abort()
         raise
