@@ -143,7 +143,7 @@ class VennAbers(BaseCalibrator):
         y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
         check_consistent_length(X=x, y=y_arr)
         labels = check_binary_labels(y_arr, "y")
-        w = check_sample_weight(sample_weight, x.shape[0])
+        w = check_sample_weight(sample_weight, x.shape[0], rescale=True)  # the mean below cannot overflow
         n = x.shape[0]
         c = np.empty(n, dtype=x.dtype)
         cw = np.empty(n)

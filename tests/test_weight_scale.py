@@ -63,8 +63,16 @@ def _nan_marked(x):
 
 
 def _iso(w):
-    est = fastcal.IsotonicRegression().fit(S, Y, sample_weight=w)
-    return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_), "pred": est.predict(S)}
+    out = {}
+    for centered in (False, True):
+        est = fastcal.IsotonicRegression(centered=centered).fit(S, Y, sample_weight=w)
+        out[f"{centered}"] = _floats(np.concatenate([est.X_thresholds_, est.y_thresholds_, est.predict(S)]))
+    return out
+
+
+def _venn_abers(w):
+    va = fastcal.VennAbers().fit(S, Y, sample_weight=w)
+    return {"tables": _floats(np.concatenate([va.c_, va.p0_, va.p1_])), "proba": _floats(va.predict_proba(S))}
 
 
 def _slope(w):
@@ -141,12 +149,17 @@ def _cccv(w):
 
     # An estimator without sample_weight: the weights reach only the calibrators (scikit-learn's own estimators
     # are not all scale-invariant, e.g. a penalty against weighted losses).
+    # Every method but "sigmoid" (Platt's targets depend on the weight scale, see PLATT).
     X = np.column_stack([S, LOGITS[:, 0]])
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "Since KNeighborsClassifier does not appear to accept sample_weight")
-        est = fastcal.CalibratedClassifierCV(KNeighborsClassifier(9), method="isotonic", cv=2).fit(
-            X, Y, sample_weight=w)
-    return {"proba": est.predict_proba(X)[:, 1], "score": _floats(est.score(X, Y, sample_weight=w))}
+    out = {}
+    for method in ("isotonic", "centered_isotonic", "venn_abers", "beta", "histogram", "temperature"):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Since KNeighborsClassifier does not appear to accept sample_weight")
+            est = fastcal.CalibratedClassifierCV(KNeighborsClassifier(9), method=method, cv=2).fit(
+                X, Y, sample_weight=w)
+        out[method] = est.predict_proba(X)[:, 1]
+        out[f"{method} score"] = _floats(est.score(X, Y, sample_weight=w))
+    return out
 
 
 def _dask(name, **kw):
@@ -158,8 +171,11 @@ def _dask(name, **kw):
         s, y = da.from_array(S, chunks=20), da.from_array(Y, chunks=20)
         wd = da.from_array(w, chunks=20)
         if name == "fit_isotonic":
-            est = fd.fit_isotonic(s, y, wd)
-            return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_)}
+            out = {}
+            for centered in (False, True):
+                est = fd.fit_isotonic(s, y, wd, centered=centered)
+                out[f"{centered}"] = _floats(np.concatenate([est.X_thresholds_, est.y_thresholds_]))
+            return out
         if name == "calibration_curve":
             t, p, c = fd.calibration_curve(y, s, sample_weight=wd, return_counts=True)
             return {"curve": _floats(np.concatenate([t, p])), "counts": (_floats(c), 1)}
@@ -180,8 +196,11 @@ def _dask(name, **kw):
 def _outofcore_isotonic(w, tmp_path):
     from fastcal import outofcore
 
-    est = outofcore.fit_isotonic(S, Y, sample_weight=w, chunk_rows=20)
-    return {"X": _floats(est.X_thresholds_), "y": _floats(est.y_thresholds_)}
+    out = {}
+    for centered in (False, True):
+        est = outofcore.fit_isotonic(S, Y, sample_weight=w, chunk_rows=20, centered=centered)
+        out[f"{centered}"] = _floats(np.concatenate([est.X_thresholds_, est.y_thresholds_]))
+    return out
 
 
 def _outofcore_isotonic_parquet(w, tmp_path):
@@ -378,6 +397,7 @@ CASES = {
     "fastcal.decomposition.corp_reliability": _corp,
     "fastcal.dask.score_decomposition": _dask_decomposition,
     "fastcal.smooth.smooth_ece": _smooth,
+    "fastcal.venn_abers.VennAbers.fit": _venn_abers,
     "fastcal.dask.smooth_ece": _dask_smooth,
 }
 
