@@ -1,0 +1,98 @@
+"""Numba kernels of a stable LSD radix argsort of floats.
+
+Private: the wrapper (:mod:`fastcal._sort`) hands them the float array viewed
+as unsigned integers of its width (``bits``), and checks nothing.
+
+A float's bits map to an unsigned key in the order of the values: a positive
+float gets its sign bit set, a negative one has all its bits flipped. -0.0 is
+mapped to the key of +0.0 first, so the two compare equal (a tie, as in
+``np.argsort``). NaN never reaches these kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import kernel
+
+
+@kernel
+def _key(b, sign, zero):
+    if b == sign:  # -0.0 sorts as +0.0
+        b = zero
+    return ~b if b & sign else b | sign
+
+
+@kernel
+def keys_histograms(bits, sign, keys, digit_bits, counts, lo, hi):
+    """Order-preserving keys of ``bits[lo:hi]`` into ``keys[lo:hi]``; the counts of every digit of them.
+
+    ``counts[d, v]`` (zeroed by the caller) counts the keys in the range whose
+    digit ``d`` (bits ``d * digit_bits`` and up) is ``v``.
+    """
+    n_digits = counts.shape[0]
+    mask = (1 << digit_bits) - 1
+    zero = bits.dtype.type(0)
+    for i in range(lo, hi):
+        k = _key(bits[i], sign, zero)
+        keys[i] = k
+        kk = np.uint64(k)
+        for d in range(n_digits):
+            counts[d, np.int64((kk >> np.uint64(d * digit_bits)) & np.uint64(mask))] += 1
+
+
+@kernel
+def histogram(keys, shift, digit_bits, counts, lo, hi):
+    """``counts[v]`` (zeroed by the caller): how many of ``keys[lo:hi]`` have digit ``v`` at bit ``shift``."""
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    for i in range(lo, hi):
+        counts[np.int64((np.uint64(keys[i]) >> s) & mask)] += 1
+
+
+@kernel
+def scatter(keys, index, shift, digit_bits, offsets, keys_out, index_out, lo, hi):
+    """One stable counting-sort pass of rows ``lo .. hi - 1`` by the digit at bit ``shift``.
+
+    Row ``i`` goes to ``offsets[v]`` (then incremented) where ``v`` is its
+    digit; ``offsets`` are where this range's rows of each digit start in the
+    output. An empty ``index`` stands for ``index[i] = i`` (the first pass);
+    an empty ``keys_out`` skips writing keys (the last pass).
+    """
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    identity = index.shape[0] == 0
+    write_keys = keys_out.shape[0] > 0
+    for i in range(lo, hi):
+        k = keys[i]
+        v = np.int64((np.uint64(k) >> s) & mask)
+        j = offsets[v]
+        offsets[v] = j + 1
+        if write_keys:
+            keys_out[j] = k
+        index_out[j] = i if identity else index[i]
+
+
+@kernel
+def scatter_gather(keys, index, shift, digit_bits, offsets, sign, xs_bits, y, ys, w, ws, lo, hi):
+    """The last pass of a sort that carries ``y`` and ``w`` along: ``xs, ys, ws`` in sorted order.
+
+    As :func:`scatter`, but row ``i`` (input row ``r = index[i]``, or ``i``
+    if ``index`` is empty) writes its float back from its key into
+    ``xs_bits[j]`` (-0.0 comes back as +0.0), ``y[r]`` into ``ys[j]`` and,
+    unless ``w`` is empty, ``w[r]`` into ``ws[j]``.
+    """
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    identity = index.shape[0] == 0
+    weighted = w.shape[0] > 0
+    for i in range(lo, hi):
+        k = keys[i]
+        v = np.int64((np.uint64(k) >> s) & mask)
+        j = offsets[v]
+        offsets[v] = j + 1
+        xs_bits[j] = k ^ sign if k & sign else ~k
+        r = i if identity else index[i]
+        ys[j] = y[r]
+        if weighted:
+            ws[j] = w[r]
