@@ -6,9 +6,10 @@ arrays: NumPy's stable argsort is a comparison merge sort (timsort for floats).
 
 The sort runs one counting pass per digit of the keys (8 bits at a time;
 passes whose digit is the same for every key are skipped). Each pass cuts the
-rows into one contiguous range per thread: a range counts its digits, the
-counts give each (digit, range) pair its place in the output, and each range
-then scatters its rows there in order. A stable sort has exactly one answer,
+rows into one contiguous range per thread: the counts of each range's digits
+give each (digit, range) pair its place in the output, and each range then
+scatters its rows there in order, counting the next pass's digits by the range
+each row lands in (one read of the keys per pass). A stable sort has exactly one answer,
 so the result is the same at any thread count.
 """
 
@@ -44,7 +45,7 @@ def argsort(x):
     out = np.empty(n, dtype=_index_type(n))
 
     def last(keys, index, shift, offsets, ranges):
-        run([(_k.scatter, (keys, index, shift, DIGIT_BITS, offsets[p], keys[:0], out, lo, hi))
+        run([(_k.scatter_index, (keys, index, shift, DIGIT_BITS, offsets[p], out, lo, hi))
              for p, (lo, hi) in enumerate(ranges)])
 
     _radix(x, last)
@@ -111,14 +112,10 @@ def _radix(x, last):
         keys_out = np.empty(n, dtype=utype)
         index_out = np.empty(n, dtype=index_type)
         spare = np.empty(n, dtype=index_type) if len(active) > 2 else None
+    bounds = np.array(bounds, dtype=np.int64)
+    part_counts = np.ascontiguousarray(counts[:, active[0], :])
     for t, d in enumerate(active):
         shift = d * DIGIT_BITS
-        if t == 0:
-            part_counts = np.ascontiguousarray(counts[:, d, :])
-        else:
-            part_counts = np.zeros((parts, 1 << DIGIT_BITS), dtype=np.int64)
-            run([(_k.histogram, (keys, shift, DIGIT_BITS, part_counts[p], lo, hi))
-                 for p, (lo, hi) in enumerate(ranges)])
         # Rows of digit v from range p start after every row of a smaller digit,
         # and after the rows of digit v of the ranges before p.
         flat = part_counts.T.ravel()
@@ -126,7 +123,11 @@ def _radix(x, last):
         if t == len(active) - 1:
             last(keys, index, shift, offsets, ranges)
             return
-        run([(_k.scatter, (keys, index, shift, DIGIT_BITS, offsets[p], keys_out, index_out, lo, hi))
+        # next[p, q]: what range p writes into range q, counted by the next digit.
+        next_counts = np.zeros((parts, parts, 1 << DIGIT_BITS), dtype=np.int64)
+        run([(_k.scatter, (keys, index, shift, DIGIT_BITS, offsets[p], keys_out, index_out,
+                           active[t + 1] * DIGIT_BITS, bounds, next_counts[p], lo, hi))
              for p, (lo, hi) in enumerate(ranges)])
+        part_counts = next_counts.sum(axis=0)
         keys, keys_out = keys_out, keys
         index, index_out = index_out, (spare if t == 0 else index)

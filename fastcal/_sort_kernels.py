@@ -42,34 +42,46 @@ def keys_histograms(bits, sign, keys, digit_bits, counts, lo, hi):
 
 
 @kernel
-def histogram(keys, shift, digit_bits, counts, lo, hi):
-    """``counts[v]`` (zeroed by the caller): how many of ``keys[lo:hi]`` have digit ``v`` at bit ``shift``."""
-    mask = np.uint64((1 << digit_bits) - 1)
-    s = np.uint64(shift)
-    for i in range(lo, hi):
-        counts[np.int64((np.uint64(keys[i]) >> s) & mask)] += 1
-
-
-@kernel
-def scatter(keys, index, shift, digit_bits, offsets, keys_out, index_out, lo, hi):
+def scatter(keys, index, shift, digit_bits, offsets, keys_out, index_out, next_shift, bounds, next_counts, lo, hi):
     """One stable counting-sort pass of rows ``lo .. hi - 1`` by the digit at bit ``shift``.
 
     Row ``i`` goes to ``offsets[v]`` (then incremented) where ``v`` is its
     digit; ``offsets`` are where this range's rows of each digit start in the
-    output. An empty ``index`` stands for ``index[i] = i`` (the first pass);
-    an empty ``keys_out`` skips writing keys (the last pass).
+    output. An empty ``index`` stands for ``index[i] = i`` (the first pass).
+    On the way, ``next_counts[q, u]`` (zeroed by the caller) counts the rows
+    written into output range ``q`` (``bounds[q] .. bounds[q + 1] - 1``) whose
+    digit at bit ``next_shift`` is ``u``: the next pass's counts, without
+    reading the keys again.
     """
     mask = np.uint64((1 << digit_bits) - 1)
     s = np.uint64(shift)
+    s_next = np.uint64(next_shift)
     identity = index.shape[0] == 0
-    write_keys = keys_out.shape[0] > 0
+    parts = bounds.shape[0] - 1
     for i in range(lo, hi):
         k = keys[i]
-        v = np.int64((np.uint64(k) >> s) & mask)
+        kk = np.uint64(k)
+        v = np.int64((kk >> s) & mask)
         j = offsets[v]
         offsets[v] = j + 1
-        if write_keys:
-            keys_out[j] = k
+        keys_out[j] = k
+        index_out[j] = i if identity else index[i]
+        q = 0
+        for b in range(1, parts):
+            q += np.int64(j >= bounds[b])
+        next_counts[q, np.int64((kk >> s_next) & mask)] += 1
+
+
+@kernel
+def scatter_index(keys, index, shift, digit_bits, offsets, index_out, lo, hi):
+    """The last pass of an argsort: as :func:`scatter`, writing only the index."""
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    identity = index.shape[0] == 0
+    for i in range(lo, hi):
+        v = np.int64((np.uint64(keys[i]) >> s) & mask)
+        j = offsets[v]
+        offsets[v] = j + 1
         index_out[j] = i if identity else index[i]
 
 
