@@ -86,25 +86,15 @@ def scatter_index(keys, index, shift, digit_bits, offsets, index_out, lo, hi):
 
 
 @kernel
-def scatter_gather(keys, index, shift, digit_bits, offsets, sign, xs_bits, y, ys, w, ws, lo, hi):
-    """The last pass of a sort that carries ``y`` and ``w`` along: ``xs, ys, ws`` in sorted order.
+def gather(x, y, w, order, xs, ys, ws, lo, hi):
+    """``xs, ys, ws = x[order], y[order], w[order]`` for rows ``lo .. hi - 1`` (``w`` empty: none); -0.0 becomes +0.0.
 
-    As :func:`scatter`, but row ``i`` (input row ``r = index[i]``, or ``i``
-    if ``index`` is empty) writes its float back from its key into
-    ``xs_bits[j]`` (-0.0 comes back as +0.0), ``y[r]`` into ``ys[j]`` and,
-    unless ``w`` is empty, ``w[r]`` into ``ws[j]``.
+    Independent random reads: run on ranges in several threads, the cores' memory requests overlap.
     """
-    mask = np.uint64((1 << digit_bits) - 1)
-    s = np.uint64(shift)
-    identity = index.shape[0] == 0
     weighted = w.shape[0] > 0
     for i in range(lo, hi):
-        k = keys[i]
-        v = np.int64((np.uint64(k) >> s) & mask)
-        j = offsets[v]
-        offsets[v] = j + 1
-        xs_bits[j] = k ^ sign if k & sign else ~k
-        r = i if identity else index[i]
-        ys[j] = y[r]
+        r = order[i]
+        xs[i] = x[r] + 0.0  # -0.0 + 0.0 == +0.0
+        ys[i] = y[r]
         if weighted:
-            ws[j] = w[r]
+            ws[i] = w[r]
