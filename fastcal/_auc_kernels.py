@@ -178,10 +178,9 @@ def weighted_auc_ordered(xs, ys, ws):
         j = i
         while j < n and xs[j] == v:
             wi = np.float64(ws[j])
-            if ys[j] != 0:
-                g_pos += wi
-            else:
-                g_neg += wi
+            pos = np.float64(ys[j] != 0)
+            g_pos += wi * pos  # branch-free: adding 0.0 leaves a sum unchanged, bit for bit
+            g_neg += wi * (1.0 - pos)
             j += 1
         u += g_pos * (w_neg + 0.5 * g_neg)
         w_pos += g_pos
