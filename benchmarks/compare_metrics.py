@@ -77,6 +77,13 @@ def rows(quick=False):
     theirs = best_of(lambda: metrics.roc_auc_score(y, p, max_fpr=0.1), peer_repeat)
     yield Row(SUBJECT, "`roc_auc_score`, `max_fpr=0.1` (McClish partial AUC), float64", n, ours,
               {"scikit-learn": theirs})
+    w = np.random.default_rng(3).uniform(0.5, 2.0, n)
+    fastcal.roc_auc_score(y[warm], p[warm], sample_weight=w[warm])
+    unweighted = best_of(lambda: fastcal.roc_auc_score(y, p), repeat)
+    ours = best_of(lambda: fastcal.roc_auc_score(y, p, sample_weight=w), repeat)
+    theirs = best_of(lambda: metrics.roc_auc_score(y, p, sample_weight=w), peer_repeat)
+    yield Row(SUBJECT, "`roc_auc_score`, with sample weights (radix sort), float64", n, ours,
+              {"scikit-learn": theirs, "fastcal without weights (exact counts)": unweighted})
     two = np.stack([1 - p, p], axis=1)
     fastcal.log_loss(y[warm], two[warm])
     ours = best_of(lambda: fastcal.log_loss(y, two), repeat)

@@ -20,6 +20,7 @@ import numpy as np
 from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
 from ._parallel import get_num_threads, parallel_for, run
+from ._sort import sort_with
 
 __all__ = ["THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
 
@@ -86,7 +87,8 @@ def roc_auc(y, x, w, max_fpr=None):
     r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
-    argsort and one sweep over tied groups. With ``max_fpr`` in (0, 1) (see
+    radix sort carrying labels and weights (:func:`fastcal._sort.sort_with`)
+    and one sequential sweep over tied groups. With ``max_fpr`` in (0, 1) (see
     :func:`_partial`), the
     partial area :math:`A_m` under the ROC curve for false-positive rates in
     :math:`[0, m]` (tied scores joined by straight segments, the one that
@@ -99,7 +101,7 @@ def roc_auc(y, x, w, max_fpr=None):
         return _partial(y, x, w, max_fpr)
     if w is None:
         return _unweighted(x, y)
-    u, w_pos, w_neg = _k.weighted_auc_sorted(x, y, w, np.argsort(x))
+    u, w_pos, w_neg = _k.weighted_auc_ordered(*sort_with(x, y, np.ascontiguousarray(w, dtype=np.float64)))
     if not (w_pos > 0 and w_neg > 0):
         raise _one_class(True)
     return float(u / (w_pos * w_neg))

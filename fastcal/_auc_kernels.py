@@ -163,6 +163,32 @@ def weighted_auc_sorted(x, y, w, order):
     return u, w_pos, w_neg
 
 
+@kernel
+def weighted_auc_ordered(xs, ys, ws):
+    """:func:`weighted_auc_sorted` on ``xs`` already ascending, ``ys`` and ``ws`` in the same order: sequential reads only."""
+    n = xs.shape[0]
+    u = 0.0
+    w_pos = 0.0
+    w_neg = 0.0
+    i = 0
+    while i < n:
+        v = xs[i]
+        g_pos = 0.0
+        g_neg = 0.0
+        j = i
+        while j < n and xs[j] == v:
+            wi = np.float64(ws[j])
+            pos = np.float64(ys[j] != 0)
+            g_pos += wi * pos  # branch-free: adding 0.0 leaves a sum unchanged, bit for bit
+            g_neg += wi * (1.0 - pos)
+            j += 1
+        u += g_pos * (w_neg + 0.5 * g_neg)
+        w_pos += g_pos
+        w_neg += g_neg
+        i = j
+    return u, w_pos, w_neg
+
+
 # --------------------------------------------------------------------------
 # partial AUC: the ROC curve from the top, the two classes sorted apart
 # --------------------------------------------------------------------------

@@ -262,27 +262,6 @@ def pav_ordered(x, y, w, split, eps, sign, sw, swy, xf, xl):
 
 
 @kernel
-def _gather_row(x, y, w, order, xs, ys, ws, i):
-    k = order[i]
-    xs[i] = x[k]
-    ys[i] = y[k]
-    if ws.shape[0] > 0:
-        ws[i] = w[k]
-
-
-@kernel
-def gather(x, y, w, order, xs, ys, ws, lo, hi):
-    """``xs, ys, ws = x[order], y[order], w[order]`` for rows ``lo .. hi - 1`` (``ws`` empty: no weights).
-
-    Random reads: run on ranges in several threads, the cores' memory requests overlap.
-    """
-    order, xs, ys = order[lo:hi], xs[lo:hi], ys[lo:hi]  # indices from 0: no wraparound check
-    ws = ws[lo:hi] if ws.shape[0] > 0 else ws
-    for i in range(order.shape[0]):
-        _gather_row(x, y, w, order, xs, ys, ws, i)
-
-
-@kernel
 def thresholds(vals, xf, xl, nb):
     """The interpolation knots scikit-learn keeps, from the PAV blocks.
 

@@ -16,6 +16,8 @@ so results are bitwise identical whatever the number of threads.
 
 from __future__ import annotations
 
+import math
+
 from ._jit import kernel
 
 __all__ = [
@@ -233,14 +235,17 @@ def multi_adjust(src, dst, w, tol, lo, hi):
 
 
 @kernel
-def _multi_em_chunk(p, w, c, partial, tol, check):
+def _multi_em_chunk(p, w, c, partial, ll, tol, check):
     # Column sums of w_j p_ij / s_i over the chunk's rows, s_i = sum_j w_j p_ij,
     # accumulated as w_j * sum_i p_ij / s_i. ``check``: also count invalid
     # values and rows (the first iteration only; later passes read the same
     # data). Without checks, four rows are processed together: their row sums
     # and the updates of the accumulators form independent dependency chains,
-    # which doubles the speed for small k.
+    # which doubles the speed for small k. A non-empty ``ll`` gets the chunk's
+    # log-likelihood sum_i log s_i in ``ll[c]``.
     n, k = p.shape
+    want_ll = ll.shape[0] > 0
+    lsum = 0.0
     start = c * EM_CHUNK
     stop = min(start + EM_CHUNK, n)
     acc = partial[c]
@@ -262,6 +267,8 @@ def _multi_em_chunk(p, w, c, partial, tol, check):
             if not abs(raw - 1.0) <= tol:
                 bad_rows += 1
             inv = 1.0 / s
+            if want_ll:
+                lsum += math.log(s)
             for j in range(k):
                 acc[j] += p[i, j] * inv
             i += 1
@@ -280,6 +287,8 @@ def _multi_em_chunk(p, w, c, partial, tol, check):
         v1 = 1.0 / s1
         v2 = 1.0 / s2
         v3 = 1.0 / s3
+        if want_ll:
+            lsum += (math.log(s0) + math.log(s1)) + (math.log(s2) + math.log(s3))
         for j in range(k):
             acc[j] += (p[i, j] * v0 + p[i + 1, j] * v1) + (p[i + 2, j] * v2 + p[i + 3, j] * v3)
         i += 4
@@ -288,31 +297,37 @@ def _multi_em_chunk(p, w, c, partial, tol, check):
         for j in range(k):
             s += w[j] * p[i, j]
         inv = 1.0 / s
+        if want_ll:
+            lsum += math.log(s)
         for j in range(k):
             acc[j] += p[i, j] * inv
         i += 1
     for j in range(k):
         acc[j] *= w[j]
+    if want_ll:
+        ll[c] = lsum
     return bad_values, bad_rows
 
 
 @kernel
-def multi_em(p, w, partial, tol, check, lo, hi):
+def multi_em(p, w, partial, ll, tol, check, lo, hi):
     """Column sums of the E-step posteriors into ``partial[c]``, for the chunks ``c`` of rows in [lo, hi).
+
+    A non-empty ``ll`` receives each chunk's log-likelihood ``sum_i log(sum_j w_j p_ij)``.
 
     Returns (bad values, bad rows), counted only if ``check``.
     """
     bad_values = 0
     bad_rows = 0
     for c in range(lo, hi):
-        bv, br = _multi_em_chunk(p, w, c, partial, tol, check)
+        bv, br = _multi_em_chunk(p, w, c, partial, ll, tol, check)
         bad_values += bv
         bad_rows += br
     return bad_values, bad_rows
 
 
 @kernel(fastmath=True)
-def _binary_em_chunk(p, w0, w1, c, partial, check):
+def _binary_em_chunk(p, w0, w1, c, partial, ll, check):
     n = p.shape[0]
     start = c * EM_CHUNK
     stop = min(start + EM_CHUNK, n)
@@ -323,18 +338,31 @@ def _binary_em_chunk(p, w0, w1, c, partial, check):
             x = p[i]
             if not (x >= 0.0 and x <= 1.0):
                 bad += 1
-    for i in range(start, stop):
-        x = p[i]
-        t1 = w1 * x
-        acc += t1 / (t1 + w0 * (1.0 - x))
+    if ll.shape[0] > 0:
+        lsum = 0.0
+        for i in range(start, stop):
+            x = p[i]
+            t1 = w1 * x
+            s = t1 + w0 * (1.0 - x)
+            acc += t1 / s
+            lsum += math.log(s)
+        ll[c] = lsum
+    else:
+        for i in range(start, stop):
+            x = p[i]
+            t1 = w1 * x
+            acc += t1 / (t1 + w0 * (1.0 - x))
     partial[c] = acc
     return bad
 
 
 @kernel
-def binary_em(p, w0, w1, partial, check, lo, hi):
-    """Sums of the E-step P(y=1 | x) into ``partial[c]``, for the chunks ``c`` in [lo, hi); returns the number of invalid p if ``check``."""
+def binary_em(p, w0, w1, partial, ll, check, lo, hi):
+    """Sums of the E-step P(y=1 | x) into ``partial[c]``, for the chunks ``c`` in [lo, hi); returns the number of invalid p if ``check``.
+
+    A non-empty ``ll`` receives each chunk's log-likelihood ``sum_i log(w0 (1 - p_i) + w1 p_i)``.
+    """
     bad = 0
     for c in range(lo, hi):
-        bad += _binary_em_chunk(p, w0, w1, c, partial, check)
+        bad += _binary_em_chunk(p, w0, w1, c, partial, ll, check)
     return bad

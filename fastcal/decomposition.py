@@ -32,6 +32,7 @@ from . import _decomposition_kernels as _k
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
 from ._results import Result
+from ._sort import argsort
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -425,7 +426,7 @@ def resample_curves(labels, p64, w, x, n_resamples, key, band):
 
     ``band`` is ``"consistency"``, ``"confidence"`` or ``"none"`` (the data itself, every row equal).
     """
-    order = np.argsort(p64, kind="stable")
+    order = argsort(p64)
     ps = p64[order]
     ys = labels[order].astype(np.float64)
     ws = _weights(None if w is None else w[order].astype(np.float64, copy=False))

@@ -20,6 +20,7 @@ from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
+from ._sort import sort_with
 from ._parallel import parallel_for, run
 from ._validation import (
     as_float_array,
@@ -544,10 +545,8 @@ def pav_fit(X, labels, w, sign):
     elif w is None and is_binary(labels):
         nb = _pav_binary(*_sorted_class_runs(X, labels), eps, sign, stack)
     else:
-        order, split = _argsort_runs(X)
-        xs, ys, ws = _gather(X, labels, _weights_or_empty(w), order)
-        del order
-        nb = _k.pav_ordered(xs, ys, ws, split, eps, sign, *stack)
+        xs, ys, ws = sort_with(X, labels, _weights_or_empty(w))
+        nb = _pav_sorted(xs, ys, ws, eps, sign, stack)
     # Copies: views would keep the n-sized stack arrays alive.
     return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
 
@@ -590,15 +589,6 @@ def pool_blocks(parts):
     swx = np.zeros(nb)
     np.add.at(swx, np.searchsorted(pooled[2], first, side="right") - 1, arrays[4])
     return (*pooled, swx)
-
-
-def _gather(X, labels, w, order):
-    """``X``, ``labels`` and ``w`` (empty: no weights) reordered by ``order``, in one pass."""
-    xs = np.empty_like(X)
-    ys = np.empty_like(labels)
-    ws = np.empty_like(w)
-    parallel_for(_k.gather, X.shape[0], X, labels, w, order, xs, ys, ws)
-    return xs, ys, ws
 
 
 def _weights_or_empty(w):
@@ -693,21 +683,27 @@ def _range_cut(runs, eps, tries=64):
     return None
 
 
-def _argsort_runs(X):
-    """``(order, split)``: ``order[:split]`` and ``order[split:]`` each sort the scores they index.
+def _pav_sorted(xs, ys, ws, eps, sign, stack, tries=64):
+    """Run :func:`~fastcal._isotonic_kernels.pav_ordered` on sorted ``xs``, in two threads on big input.
 
-    The two halves of ``X`` are argsorted in two threads; after a gather,
-    :func:`~fastcal._isotonic_kernels.pav_ordered` merges the two sorted runs.
+    The rows are cut near the middle, before a score at least ``eps`` above
+    the one before it, so that it starts a tie group either way; the blocks of
+    the upper half are pooled onto the lower half's, as in :func:`_pav_binary`.
     """
-    n = X.shape[0]
-    if n < _THREADED_SORT_MIN_SIZE:
-        return np.argsort(X), n
-    split = n // 2
-    order = np.empty(n, dtype=np.int64)
-    lower, upper = run([(np.argsort, (X[:split],)), (np.argsort, (X[split:],))])
-    order[:split] = lower
-    np.add(upper, split, out=order[split:])
-    return order, split
+    n = xs.shape[0]
+    cut = None
+    if n >= _THREADED_SORT_MIN_SIZE:
+        for c in range(n // 2, min(n // 2 + tries, n)):
+            if float(xs[c]) - float(xs[c - 1]) >= eps:
+                cut = c
+                break
+    if cut is None:
+        return _k.pav_ordered(xs, ys, ws, n, eps, sign, *stack)
+    lower = (xs[:cut], ys[:cut], ws[:cut], cut)
+    upper = (xs[cut:], ys[cut:], ws[cut:], n - cut)
+    top, nb_upper = run([(_k.pav_ordered, (*lower, eps, sign, *stack)),
+                         (_k.pav_ordered, (*upper, eps, sign, *(a[cut:] for a in stack)))])
+    return _k.push_blocks(*stack, top, cut, cut + nb_upper)
 
 
 def _spearman_increasing(X, y):

@@ -21,6 +21,7 @@ from . import _venn_abers_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
 from ._parallel import parallel_for
 from ._persist import register
+from ._sort import argsort
 from ._validation import (
     as_float_array,
     check_binary_labels,
@@ -156,7 +157,7 @@ class VennAbers(BaseCalibrator):
                 x, labels, w = x[keep], labels[keep], w[keep]
             w = np.asarray(w, dtype=np.float64)
             w = w / (w.sum() / w.shape[0])
-            order = np.argsort(x, kind="stable")
+            order = argsort(x)
             k = _k.group_sorted(x[order], labels[order], w[order], c, cw, cy)
         W = np.zeros(k + 1)
         Y = np.zeros(k + 1)

@@ -275,6 +275,32 @@ def test_close_pivot_does_not_split_a_tie_group():
     assert_same_as_sklearn(x, y)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weighted_fit_same_bits_at_any_thread_count(monkeypatch, dtype):
+    # The weighted path: radix sort, then PAV in two halves cut at a tie group. Scores packed
+    # tighter than eps around the middle force the cut to search, and ties carry weights summed
+    # in input order, so any change of order or cut would show in the last bits.
+    monkeypatch.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 1 << 10)
+    n = 20_000
+    eps = np.finfo(dtype).resolution
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.random(n // 2), 0.5 + eps * 0.01 * np.arange(n // 2)]).astype(dtype)
+    x[::9] = 0.25  # a large tie group
+    x[::13] = -0.0
+    x[::17] = 0.0
+    y = rng.random(n) + x
+    w = rng.uniform(0.1, 3.0, n)
+    fits = [IsotonicRegression().fit(x, y, sample_weight=w) for _ in range(2)]
+    fits += list(serial_and_parallel(IsotonicRegression().fit, x, y, sample_weight=w))
+    with monkeypatch.context() as m:
+        m.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 10 * n)  # one-thread PAV
+        fits.append(IsotonicRegression().fit(x, y, sample_weight=w))
+    for fit in fits[1:]:
+        assert_array_equal(fit.X_thresholds_, fits[0].X_thresholds_)
+        assert_array_equal(fit.y_thresholds_, fits[0].y_thresholds_)
+    assert_same_as_sklearn(x, y, w)
+
+
 def test_auto_direction_and_warning():
     x = np.arange(100.0)
     iso = IsotonicRegression(increasing="auto").fit(x, -x)

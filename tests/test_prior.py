@@ -675,11 +675,14 @@ def test_em_matches_naive(dtype):
     train = np.array([0.5, 0.3, 0.2])
     post, _ = _gaussian_prior_shift(20_000, [0.2, 0.2, 0.6], train, seed=2)
     post = post.astype(dtype)
-    res = estimate_priors_em(post, train, tol=1e-10)
+    res = estimate_priors_em(post, train, tol=1e-10, accelerate=False)
     pi, q, n_iter, conv = naive_estimate_priors_em(post, train, tol=1e-10)
     assert res.converged and conv
     assert abs(res.n_iter - n_iter) <= 1
     np.testing.assert_allclose(res.priors, pi, rtol=0, atol=1e-9)
+    fast = estimate_priors_em(post, train, tol=1e-10)
+    assert fast.converged and fast.n_iter < res.n_iter
+    np.testing.assert_allclose(fast.priors, pi, rtol=0, atol=1e-9)
     assert res.proba.dtype == dtype
     np.testing.assert_allclose(res.proba, q, rtol=1e-5 if dtype is np.float32 else 1e-8, atol=1e-7)
     np.testing.assert_array_equal(post, post.copy())  # input untouched (smoke)
@@ -718,22 +721,42 @@ def test_em_whole_equals_pieces():
         return tuple(map(sum, zip(*results)))
 
     a, b = np.empty((n_chunks, 3)), np.empty((n_chunks, 3))
-    assert K.multi_em(post, w, a, SUM_TOL, True, 0, n_chunks) == (0, 0)
-    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b, SUM_TOL, True)) == (0, 0)
+    la, lb = np.empty(n_chunks), np.empty(n_chunks)
+    assert K.multi_em(post, w, a, la, SUM_TOL, True, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b, lb, SUM_TOL, True)) == (0, 0)
+    np.testing.assert_array_equal(la, lb)
     a2, b2 = np.empty_like(a), np.empty_like(a)
-    assert K.multi_em(post, w, a2, SUM_TOL, False, 0, n_chunks) == (0, 0)
-    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b2, SUM_TOL, False)) == (0, 0)
+    la2, lb2 = np.empty(n_chunks), np.empty(n_chunks)
+    assert K.multi_em(post, w, a2, la2, SUM_TOL, False, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b2, lb2, SUM_TOL, False)) == (0, 0)
     np.testing.assert_array_equal(a2, b2)
+    np.testing.assert_array_equal(la2, lb2)
+    a3 = np.empty_like(a)
+    K.multi_em(post, w, a3, np.empty(0), SUM_TOL, False, 0, n_chunks)  # no log-likelihood: same sums
+    np.testing.assert_array_equal(a3, a2)
+    # Log-likelihood: sums of EM_CHUNK logs (each within an ulp or so), |log s| <= log 5 here.
+    loglik = np.log(post @ w)
+    rtol = (K.EM_CHUNK + n_chunks) * np.finfo(np.float64).eps
+    np.testing.assert_allclose(la.sum(), loglik.sum(), rtol=rtol)
+    np.testing.assert_allclose(la2, [loglik[c * K.EM_CHUNK:(c + 1) * K.EM_CHUNK].sum() for c in range(n_chunks)],
+                               rtol=rtol)
     # Same sums in another order (four rows at a time): each of the ~EM_CHUNK terms
     # of a chunk's sum is rounded once more or less, so they differ by ~EM_CHUNK ulp.
     np.testing.assert_allclose(a2, a, rtol=K.EM_CHUNK * np.finfo(np.float64).eps)
     np.testing.assert_array_equal(a, b)
     p = post[:, 0].copy()
     a1, b1 = np.empty(n_chunks), np.empty(n_chunks)
+    l1, m1 = np.empty(n_chunks), np.empty(n_chunks)
     p[5] = np.nan
-    assert K.binary_em(p, 0.3, 1.0, a1, True, 0, n_chunks) == sum(in_pieces(K.binary_em, n_chunks, p, 0.3, 1.0, b1, True)) == 1
-    assert K.binary_em(p, 0.3, 1.0, a1, False, 0, n_chunks) == 0
+    assert K.binary_em(p, 0.3, 1.0, a1, l1, True, 0, n_chunks) == sum(
+        in_pieces(K.binary_em, n_chunks, p, 0.3, 1.0, b1, m1, True)) == 1
+    assert K.binary_em(p, 0.3, 1.0, a1, l1, False, 0, n_chunks) == 0
     np.testing.assert_array_equal(a1, b1)
+    p[5] = 0.5
+    K.binary_em(p, 0.3, 1.0, a1, l1, False, 0, n_chunks)
+    K.binary_em(p, 0.3, 1.0, b1, np.empty(0), False, 0, n_chunks)
+    np.testing.assert_array_equal(a1, b1)
+    np.testing.assert_allclose(l1.sum(), np.log(0.3 * (1 - p) + p).sum(), rtol=rtol)
     want = (post * w) / (post * w).sum(axis=1, keepdims=True)
     # positive terms: sums of EM_CHUNK rows, merged over the chunks (NumPy's pairwise sum is far better)
     rtol = (K.EM_CHUNK + n_chunks) * np.finfo(np.float64).eps
@@ -744,14 +767,14 @@ def test_em_results_do_not_depend_on_parallel_threshold():
     # big enough for the parallel path, compared with the serial kernels run by hand
     post, _ = _gaussian_prior_shift(PARALLEL_MIN_SIZE, [0.6, 0.4], [0.5, 0.5], seed=5)
     with pytest.warns(ConvergenceWarning):
-        res = estimate_priors_em(post, [0.5, 0.5], max_iter=3)
+        res = estimate_priors_em(post, [0.5, 0.5], max_iter=3, accelerate=False)
     pi = np.array([0.5, 0.5])
     n_chunks = -(-post.shape[0] // K.EM_CHUNK)
     part = np.empty((n_chunks, 2))
     for _ in range(3):
         w = pi / 0.5
         w = w / w.max()
-        K.multi_em(post, w, part, SUM_TOL, True, 0, n_chunks)
+        K.multi_em(post, w, part, np.empty(0), SUM_TOL, True, 0, n_chunks)
         pi = part.sum(axis=0) / post.shape[0]
         pi /= pi.sum()
     np.testing.assert_allclose(res.priors, pi, rtol=1e-14)
@@ -865,3 +888,95 @@ def test_asv_suite_smoke(monkeypatch):
             getattr(obj, meth)(*params)
         if hasattr(obj, "teardown"):
             obj.teardown(*params)
+
+
+def _overlapping(n, k, spread, seed):
+    """Posteriors of heavily overlapping classes (unit-variance Gaussians with means in [-spread, spread]), uniform training priors."""
+    rng = np.random.default_rng(seed)
+    new = rng.dirichlet(np.ones(k) * 2)
+    mu = np.linspace(-spread, spread, k)
+    x = rng.normal(mu[rng.choice(k, n, p=new)])
+    logits = -((x[:, None] - mu[None, :]) ** 2) / 2
+    post = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return post / post.sum(axis=1, keepdims=True), np.full(k, 1 / k)
+
+
+@pytest.mark.parametrize(("k", "spread"), [(2, 0.25), (3, 0.75)])
+def test_squarem_same_fixed_point_in_far_fewer_passes(k, spread):
+    # Measured: plain EM 476 and 1418 passes to tol=1e-14, SQUAREM 7 and 56.
+    post, train = _overlapping(10_000, k, spread, seed=k)
+    data, tr = (post[:, 1], train[1]) if k == 2 else (post, train)
+    # Plain EM's linear rate is near 1 here: stopped on a step of 1e-14, it is within
+    # 1e-14 / (1 - rate) of the fixed point, about 1e-12.
+    plain = estimate_priors_em(data, tr, tol=1e-14, max_iter=100_000, accelerate=False)
+    fast = estimate_priors_em(data, tr, tol=1e-14, max_iter=100_000)
+    assert plain.converged and fast.converged
+    np.testing.assert_allclose(fast.priors, plain.priors, rtol=0, atol=1e-10)
+    assert 5 * fast.n_iter <= plain.n_iter, (fast.n_iter, plain.n_iter)
+    default_plain = estimate_priors_em(data, tr, max_iter=100_000, accelerate=False)
+    default_fast = estimate_priors_em(data, tr)
+    assert default_fast.converged and 5 * default_fast.n_iter <= default_plain.n_iter
+    # At the default tol, plain EM stops further from the fixed point than SQUAREM.
+    assert np.abs(default_fast.priors - plain.priors).max() <= np.abs(default_plain.priors - plain.priors).max()
+
+
+def _linear_em(fixed, rate, loglik=None):
+    """A fake EM map F(pi) = fixed + rate (pi - fixed), recording where it is evaluated."""
+    seen = []
+
+    def step(pi):
+        seen.append(pi.copy())
+        ll = -float(np.abs(pi - fixed).sum()) if loglik is None else loglik(pi)
+        return fixed + rate * (pi - fixed), ll
+
+    return step, seen
+
+
+def test_squarem_safeguards():
+    from fastcal.prior import _plain_em, _squarem
+
+    fixed = np.array([0.3, 0.7])
+    # A linear map: the S3 extrapolation lands on the fixed point (r and v are parallel), up to
+    # rounding amplified by alpha^2 ~ 1e4; a stop on a step <= tol of a map of rate 0.99 is within
+    # tol / (1 - 0.99) of the fixed point. Plain EM needs ~2700 passes.
+    step, seen = _linear_em(fixed, 0.99)
+    pi, delta, converged = _squarem(step, np.array([0.9, 0.1]), 1000, 1e-12, lambda: len(seen))
+    assert converged and np.abs(pi - fixed).max() <= 1e-10 and len(seen) <= 6
+    # Extrapolations past the simplex are never evaluated: a map converging quadratically to
+    # 0.01, whose first extrapolation from 0.5 lands at -0.43.
+    seen = []
+
+    def quadratic(pi):
+        seen.append(pi.copy())
+        f = 0.01 + (pi[0] - 0.01) ** 2
+        return np.array([f, 1.0 - f]), -abs(pi[0] - 0.01)
+
+    pi, _, converged = _squarem(quadratic, np.array([0.5, 0.5]), 1000, 1e-13, lambda: len(seen))
+    assert converged and abs(pi[0] - 0.01) <= 1e-13
+    assert all((s > 0).all() and (s < 1).all() for s in seen)
+    # A log-likelihood that punishes every point EM itself did not produce: every extrapolation
+    # is rejected, and SQUAREM falls back to the plain EM iterates, to the same point.
+    start = np.array([0.9, 0.1])
+    produced = {start.tobytes()}
+
+    def on_path(pi):
+        return 0.0 if pi.tobytes() in produced else -1.0
+
+    inner, seen = _linear_em(fixed, 0.9, loglik=on_path)
+
+    def step(pi):
+        new, ll = inner(pi)
+        if ll == 0.0:  # the map of an EM iterate is the next one
+            produced.add(new.tobytes())
+        return new, ll
+
+    pstep, pseen = _linear_em(fixed, 0.9)
+    ref, _, _ = _plain_em(pstep, start, 1000, 1e-10, lambda: len(pseen))
+    pi, _, converged = _squarem(step, start, 1000, 1e-10, lambda: len(seen))
+    assert converged
+    np.testing.assert_array_equal(pi, ref)
+    # Out of passes: not converged, no more passes than allowed.
+    calls = []
+    step, seen = _linear_em(fixed, 0.999, loglik=lambda pi: calls.append(1) or -float(len(calls)))  # always worse
+    pi, delta, converged = _squarem(step, start, 7, 1e-14, lambda: len(seen))
+    assert not converged and len(seen) == 7 and delta > 1e-14

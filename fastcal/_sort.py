@@ -1,0 +1,124 @@
+"""A stable argsort of floats: a parallel LSD radix sort of (key, index) pairs.
+
+:func:`argsort` returns what ``np.argsort(x, kind="stable")`` returns (ties,
+-0.0 and +0.0 included, keep their input order), about 5-10x faster on large
+arrays: NumPy's stable argsort is a comparison merge sort (timsort for floats).
+
+The sort runs one counting pass per digit of the keys (8 bits at a time;
+passes whose digit is the same for every key are skipped). Each pass cuts the
+rows into one contiguous range per thread: the counts of each range's digits
+give each (digit, range) pair its place in the output, and each range then
+scatters its rows there in order, counting the next pass's digits by the range
+each row lands in (one read of the keys per pass). A stable sort has exactly one answer,
+so the result is the same at any thread count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _sort_kernels as _k
+from . import _parallel
+from ._parallel import get_num_threads, parallel_for, run, split
+
+__all__ = ["argsort"]
+
+#: Bits per digit: 256 buckets per pass keep every pass's write targets in the L1 cache
+#: (11-bit digits save passes but measured slower: 2048 scattered write streams).
+DIGIT_BITS = 8
+
+#: Below this many rows NumPy's stable argsort is as fast (no key arrays to build).
+RADIX_MIN_SIZE = 1 << 12
+
+_UNSIGNED = {4: np.uint32, 8: np.uint64}
+
+
+def argsort(x):
+    """``np.argsort(x, kind="stable")`` for a 1-d float32/float64 array without NaN.
+
+    Indices are int32 below 2^31 rows, else int64.
+    """
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    if n < RADIX_MIN_SIZE:
+        return np.argsort(x, kind="stable")
+    out = np.empty(n, dtype=_index_type(n))
+
+    def last(keys, index, shift, offsets, ranges):
+        run([(_k.scatter_index, (keys, index, shift, DIGIT_BITS, offsets[p], out, lo, hi))
+             for p, (lo, hi) in enumerate(ranges)])
+
+    _radix(x, last)
+    return out
+
+
+def sort_with(x, y, w):
+    """``x``, ``y`` and ``w`` reordered by ``argsort(x)``, new arrays (``w`` empty: none, returned empty).
+
+    -0.0 in ``x`` comes back as +0.0. The reordering is one parallel gather
+    after the sort (measured: 1.4x faster than writing the three arrays from
+    the sort's last pass, whose scattered writes and random reads compete).
+    """
+    x = np.ascontiguousarray(x)
+    n = x.shape[0]
+    order = argsort(x)
+    xs = np.empty_like(x)
+    ys = np.empty_like(y)
+    ws = np.empty_like(w)
+    parallel_for(_k.gather, n, x, y, w, order, xs, ys, ws)
+    return xs, ys, ws
+
+
+def _index_type(n):
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _radix(x, last):
+    """Every pass of the radix sort of ``x`` but the last, which ``last(keys, index, shift, offsets, ranges)`` runs.
+
+    ``index`` is empty if the last pass is also the first (the identity);
+    ``offsets[p]`` are range ``p``'s output starts per digit value.
+    """
+    n = x.shape[0]
+    utype = _UNSIGNED[x.dtype.itemsize]
+    width = 8 * x.dtype.itemsize
+    bits = x.view(utype)
+    sign = utype(1 << (width - 1))
+    n_digits = -(-width // DIGIT_BITS)
+    min_size = _parallel.PARALLEL_MIN_SIZE  # read at each call: tests lower it
+    parts = 1 if n < min_size else max(1, min(get_num_threads(), n // (min_size // 2)))
+    bounds = split(n, parts)
+    ranges = [(bounds[p], bounds[p + 1]) for p in range(parts)]
+
+    keys = np.empty(n, dtype=utype)
+    counts = np.zeros((parts, n_digits, 1 << DIGIT_BITS), dtype=np.int64)
+    run([(_k.keys_histograms, (bits, sign, keys, DIGIT_BITS, counts[p], lo, hi)) for p, (lo, hi) in enumerate(ranges)])
+    total = counts.sum(axis=0)
+    # A digit shared by every key orders nothing; one pass at least writes the output.
+    active = [d for d in range(n_digits) if total[d].max() < n] or [0]
+
+    index_type = _index_type(n)
+    index = np.empty(0, dtype=index_type)  # empty: the identity, before the first pass
+    if len(active) > 1:
+        keys_out = np.empty(n, dtype=utype)
+        index_out = np.empty(n, dtype=index_type)
+        spare = np.empty(n, dtype=index_type) if len(active) > 2 else None
+    bounds = np.array(bounds, dtype=np.int64)
+    part_counts = np.ascontiguousarray(counts[:, active[0], :])
+    for t, d in enumerate(active):
+        shift = d * DIGIT_BITS
+        # Rows of digit v from range p start after every row of a smaller digit,
+        # and after the rows of digit v of the ranges before p.
+        flat = part_counts.T.ravel()
+        offsets = (np.cumsum(flat) - flat).reshape(1 << DIGIT_BITS, parts).T.copy()
+        if t == len(active) - 1:
+            last(keys, index, shift, offsets, ranges)
+            return
+        # next[p, q]: what range p writes into range q, counted by the next digit.
+        next_counts = np.zeros((parts, parts, 1 << DIGIT_BITS), dtype=np.int64)
+        run([(_k.scatter, (keys, index, shift, DIGIT_BITS, offsets[p], keys_out, index_out,
+                           active[t + 1] * DIGIT_BITS, bounds, next_counts[p], lo, hi))
+             for p, (lo, hi) in enumerate(ranges)])
+        part_counts = next_counts.sum(axis=0)
+        keys, keys_out = keys_out, keys
+        index, index_out = index_out, (spare if t == 0 else index)

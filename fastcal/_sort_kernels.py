@@ -1,0 +1,100 @@
+"""Numba kernels of a stable LSD radix argsort of floats.
+
+Private: the wrapper (:mod:`fastcal._sort`) hands them the float array viewed
+as unsigned integers of its width (``bits``), and checks nothing.
+
+A float's bits map to an unsigned key in the order of the values: a positive
+float gets its sign bit set, a negative one has all its bits flipped. -0.0 is
+mapped to the key of +0.0 first, so the two compare equal (a tie, as in
+``np.argsort``). NaN never reaches these kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import kernel
+
+
+@kernel
+def _key(b, sign, zero):
+    if b == sign:  # -0.0 sorts as +0.0
+        b = zero
+    return ~b if b & sign else b | sign
+
+
+@kernel
+def keys_histograms(bits, sign, keys, digit_bits, counts, lo, hi):
+    """Order-preserving keys of ``bits[lo:hi]`` into ``keys[lo:hi]``; the counts of every digit of them.
+
+    ``counts[d, v]`` (zeroed by the caller) counts the keys in the range whose
+    digit ``d`` (bits ``d * digit_bits`` and up) is ``v``.
+    """
+    n_digits = counts.shape[0]
+    mask = (1 << digit_bits) - 1
+    zero = bits.dtype.type(0)
+    for i in range(lo, hi):
+        k = _key(bits[i], sign, zero)
+        keys[i] = k
+        kk = np.uint64(k)
+        for d in range(n_digits):
+            counts[d, np.int64((kk >> np.uint64(d * digit_bits)) & np.uint64(mask))] += 1
+
+
+@kernel
+def scatter(keys, index, shift, digit_bits, offsets, keys_out, index_out, next_shift, bounds, next_counts, lo, hi):
+    """One stable counting-sort pass of rows ``lo .. hi - 1`` by the digit at bit ``shift``.
+
+    Row ``i`` goes to ``offsets[v]`` (then incremented) where ``v`` is its
+    digit; ``offsets`` are where this range's rows of each digit start in the
+    output. An empty ``index`` stands for ``index[i] = i`` (the first pass).
+    On the way, ``next_counts[q, u]`` (zeroed by the caller) counts the rows
+    written into output range ``q`` (``bounds[q] .. bounds[q + 1] - 1``) whose
+    digit at bit ``next_shift`` is ``u``: the next pass's counts, without
+    reading the keys again.
+    """
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    s_next = np.uint64(next_shift)
+    identity = index.shape[0] == 0
+    parts = bounds.shape[0] - 1
+    for i in range(lo, hi):
+        k = keys[i]
+        kk = np.uint64(k)
+        v = np.int64((kk >> s) & mask)
+        j = offsets[v]
+        offsets[v] = j + 1
+        keys_out[j] = k
+        index_out[j] = i if identity else index[i]
+        q = 0
+        for b in range(1, parts):
+            q += np.int64(j >= bounds[b])
+        next_counts[q, np.int64((kk >> s_next) & mask)] += 1
+
+
+@kernel
+def scatter_index(keys, index, shift, digit_bits, offsets, index_out, lo, hi):
+    """The last pass of an argsort: as :func:`scatter`, writing only the index."""
+    mask = np.uint64((1 << digit_bits) - 1)
+    s = np.uint64(shift)
+    identity = index.shape[0] == 0
+    for i in range(lo, hi):
+        v = np.int64((np.uint64(keys[i]) >> s) & mask)
+        j = offsets[v]
+        offsets[v] = j + 1
+        index_out[j] = i if identity else index[i]
+
+
+@kernel
+def gather(x, y, w, order, xs, ys, ws, lo, hi):
+    """``xs, ys, ws = x[order], y[order], w[order]`` for rows ``lo .. hi - 1`` (``w`` empty: none); -0.0 becomes +0.0.
+
+    Independent random reads: run on ranges in several threads, the cores' memory requests overlap.
+    """
+    weighted = w.shape[0] > 0
+    for i in range(lo, hi):
+        r = order[i]
+        xs[i] = x[r] + 0.0  # -0.0 + 0.0 == +0.0
+        ys[i] = y[r]
+        if weighted:
+            ws[i] = w[r]

@@ -1,0 +1,121 @@
+"""fastcal._sort: the radix argsort against NumPy's stable argsort, exactly."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastcal import _sort
+
+from .strategies import DTYPES
+from .threads import serial_and_parallel
+
+
+@pytest.fixture(autouse=True)
+def radix_at_every_size(monkeypatch):
+    # Below RADIX_MIN_SIZE the wrappers hand over to NumPy: test the radix sort itself.
+    monkeypatch.setattr(_sort, "RADIX_MIN_SIZE", 0)
+
+
+#: Values that stress the key mapping: signed zeros, subnormals, the extremes, infinities.
+SPECIAL = [0.0, -0.0, 5e-324, -5e-324, 1e-310, -1e-310, 1.4e-45, -1.4e-45, 1e-40, -1e-40,
+           1.0, -1.0, np.inf, -np.inf, 3.4e38, -3.4e38, 1.7e308, -1.7e308, 0.5, 0.5000000000000001]
+
+
+@st.composite
+def float_arrays(draw, max_size=300):
+    dtype = draw(DTYPES)
+    n = draw(st.integers(0, max_size))
+    pool = draw(st.sampled_from(["special", "few", "any"]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    if pool == "special":  # ties everywhere, both zeros, subnormals (flushed to +-0 in float32 by the cast)
+        with np.errstate(over="ignore"):
+            x = rng.choice(np.array(SPECIAL), n).astype(dtype)
+    elif pool == "few":
+        x = rng.integers(-3, 4, n).astype(dtype) * dtype(0.25)
+    else:
+        bits = rng.integers(0, 2**63, n, dtype=np.uint64) * 2 + rng.integers(0, 2, n, dtype=np.uint64)
+        x = bits.view(np.float64).astype(dtype) if dtype == np.float64 else bits.astype(np.uint32).view(np.float32)
+        x = x[~np.isnan(x)]
+    return x
+
+
+@settings(max_examples=150, deadline=None)
+@given(float_arrays())
+def test_argsort_equals_numpy_stable(x):
+    expected = np.argsort(x, kind="stable")
+    serial, parallel = serial_and_parallel(_sort.argsort, x)
+    assert serial.dtype == np.int32
+    np.testing.assert_array_equal(serial, expected)
+    np.testing.assert_array_equal(parallel, expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(float_arrays(max_size=3000), st.booleans())
+def test_sort_with_carries_labels_and_weights(x, weighted):
+    # Sizes above the lowered parallel threshold, so the ranges are cut between threads.
+    n = x.shape[0]
+    y = np.arange(n, dtype=np.int64) % 7
+    w = np.linspace(0.5, 2.0, n) if weighted else np.empty(0)
+    order = np.argsort(x, kind="stable")
+    for xs, ys, ws in serial_and_parallel(_sort.sort_with, x, y, w):
+        np.testing.assert_array_equal(xs, x[order])  # -0.0 == +0.0
+        assert not np.signbit(xs[xs == 0]).any()  # zeros come back as +0.0
+        np.testing.assert_array_equal(ys, y[order])
+        np.testing.assert_array_equal(ws, w[order] if weighted else w)
+        assert xs.dtype == x.dtype and ys.dtype == y.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_inputs_skipped_digits_and_threads(dtype):
+    rng = np.random.default_rng(0)
+    n = 50_000
+    cases = {
+        "constant": np.full(n, 0.25, dtype),  # every digit shared: one pass writes the identity
+        "two values": rng.choice(np.array([-0.0, 0.0, 1.0], dtype), n),
+        "scores": rng.random(n).astype(dtype),
+        "wide": (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(dtype),
+    }
+    for name, x in cases.items():
+        expected = np.argsort(x, kind="stable")
+        for got in serial_and_parallel(_sort.argsort, x):
+            np.testing.assert_array_equal(got, expected, err_msg=name)
+
+
+def test_input_untouched_readonly_and_strided():
+    rng = np.random.default_rng(1)
+    base = rng.random(2000)
+    x = base[::2]
+    x.flags.writeable = False
+    copy = x.copy()
+    np.testing.assert_array_equal(_sort.argsort(x), np.argsort(copy, kind="stable"))
+    np.testing.assert_array_equal(x, copy)
+
+
+def test_numpy_below_radix_min_size(monkeypatch):
+    monkeypatch.setattr(_sort, "RADIX_MIN_SIZE", 100)
+    x = np.array([0.5, -0.0, 0.0, -1.0])
+    np.testing.assert_array_equal(_sort.argsort(x), [3, 1, 2, 0])
+    xs, ys, ws = _sort.sort_with(x, np.arange(4), np.empty(0))
+    assert not np.signbit(xs[xs == 0]).any()  # the same +0.0 as the radix path
+    np.testing.assert_array_equal(ys, [3, 1, 2, 0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(float_arrays(max_size=3000))
+def test_weighted_auc_on_radix_sort_same_bits_as_stable_argsort(x):
+    # The sweep over sort_with's output adds the weights of a tie group in input order, as the
+    # sweep over np.argsort(kind="stable") does: the same sums, bit for bit.
+    from fastcal import _auc_kernels
+    from fastcal._auc import roc_auc
+
+    n = x.shape[0]
+    if n < 2:
+        return
+    rng = np.random.default_rng(n)
+    y = (rng.random(n) < 0.4).astype(np.uint8)
+    y[:2] = [0, 1]
+    w = rng.uniform(0.1, 2.0, n)
+    u, wp, wn = _auc_kernels.weighted_auc_sorted(x, y, w, np.argsort(x, kind="stable"))
+    for got in serial_and_parallel(roc_auc, y, x, w):
+        assert got == float(u / (wp * wn))
