@@ -69,25 +69,6 @@ def block_score(sw, swy, log):
     return total
 
 
-@kernel
-def top_label(P, y, conf, correct, lo, hi):
-    """Rows ``lo .. hi - 1``: ``conf[i] = max_j P[i, j]``, ``correct[i] = (argmax_j P[i, j] == y[i])``.
-
-    The argmax is the first maximum, as :func:`numpy.argmax`.
-    """
-    k = P.shape[1]
-    for i in range(lo, hi):
-        best = P[i, 0]
-        arg = 0
-        for j in range(1, k):
-            v = P[i, j]
-            if v > best:
-                best = v
-                arg = j
-        conf[i] = best
-        correct[i] = 1 if arg == y[i] else 0
-
-
 # --------------------------------------------------------------------------
 # Resampled isotonic fits over pre-sorted rows
 # --------------------------------------------------------------------------

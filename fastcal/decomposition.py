@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from . import _decomposition_kernels as _k
+from ._binning import top_label
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
 from ._results import Result
@@ -133,10 +134,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
         check_consistent_length(y=y_arr, p=P)
         _probability_range(P, "p")
         codes = _class_codes(y_arr, P.shape[1])
-        conf = np.empty(P.shape[0], dtype=P.dtype)
-        labels = np.empty(P.shape[0], dtype=np.uint8)
-        parallel_for(_k.top_label, P.shape[0], P, codes, conf, labels, rows=P.size)
-        probs = conf
+        labels, probs = top_label(P, codes)
     else:
         y_arr = column_or_1d(y, "y")
         probs = as_float_array(column_or_1d(p, "p"), "p")
