@@ -167,11 +167,11 @@ def floors_from_runs(runs):
 
     ``runs`` is a list (one per run) of lists of :class:`Result`. The quiet
     ratio of a row is its peer's best time over all runs divided by
-    fastcal's best time over all runs: each side's least disturbed call
-    (on a busy machine the two rarely fall in the same run). The floor is
-    half of it, and no higher than the lowest ratio any run measured, so
-    that none of the measurements it was set from would have failed;
-    rounded down to 0.1.
+    fastcal's best time over all runs: each side's least disturbed call (on
+    a busy machine the two rarely fall in the same run). The floor is half of
+    it, or half the lowest ratio a run measured if that is lower (on a shared
+    machine a lasting load can slow either side in every run, so the quiet
+    ratio alone is not safe), rounded down to 0.1.
     """
     ours, peer, low = {}, {}, {}
     for results in runs:
@@ -180,7 +180,7 @@ def floors_from_runs(runs):
             for p, t in r.peers.items():
                 peer.setdefault(r.key, {})[p] = min(peer.get(r.key, {}).get(p, float("inf")), t)
                 low.setdefault(r.key, {})[p] = min(low.get(r.key, {}).get(p, float("inf")), r.ratios[p])
-    return {key: {p: max(0.1, float(np.floor(10 * min(t / ours[key] / 2, low[key][p]))) / 10)
+    return {key: {p: max(0.1, float(np.floor(10 * min(t / ours[key], low[key][p]) / 2)) / 10)
                   for p, t in peers.items()} for key, peers in peer.items()}
 
 

@@ -14,23 +14,32 @@ wrapper's dispatch changes, and a kernel nobody calls needs no warm-up.
 
 Adding a warm-up (a new subject, kernel or dtype path)
 ------------------------------------------------------
-Write a function that calls the new public function on tiny inputs and
-register it with :func:`warmup`::
+1. Import the public function or estimator at the top of this module (its
+   module must sit below ``_precompile`` in the layers of ``pyproject.toml``;
+   every calibrator and diagnostic does).
+2. Write a function that calls it on tiny, valid inputs, and register it
+   with :func:`warmup`; it is called once per entry of its variants (here
+   each float dtype; a variant is any value the function understands)::
 
-    @warmup("beta calibration", FLOATS)
-    def _beta(dtype):
-        s, y = _scores(dtype)
-        for labels in _labels(y):
-            BetaCalibration().fit(s, labels).predict(s)
+       @warmup("beta calibration", FLOATS)
+       def _beta(dtype):
+           s, y = _scores(dtype)
+           for labels in _labels(y):
+               BetaCalibration().fit(s, labels).predict(s)
+           BetaCalibration().fit(s, y, sample_weight=_weights(s.shape[0], dtype))
+           BetaCalibration().fit(*_read_only(s, y))
 
-It is called once per entry of its variants (here each float dtype; the
-variants are any values the function understands). Cover each dtype and each
-option that reaches a different kernel or a different argument type (scores
-float32/float64, the label dtypes of ``_labels``, weights, read-only inputs,
-multiclass shapes). Keep inputs tiny: only the types matter. Import the
-subject at the top of this module and place it below this module in the
-layers of ``pyproject.toml`` (modules with optional dependencies: import them
-inside the function, and skip nothing silently).
+3. Cover every option that reaches a different kernel or hands a kernel a
+   different argument type: score dtypes (``FLOATS``), the label dtypes of
+   :func:`_labels`, weights of each float dtype, read-only inputs
+   (:func:`_read_only`: Numba compiles them apart), binary and multiclass
+   shapes. Only the types matter, so keep inputs tiny; keep them valid, so
+   that no call warns (the warm-ups run without silencing warnings).
+4. A subject that needs an optional dependency: import it inside the
+   function and return when the dependency is missing (nobody can call the
+   subject then; see ``_dask``), and list the import in the
+   optional-dependencies contract of ``pyproject.toml``.
+5. Run ``pytest tests/test_precompile.py``.
 
 ``tests/test_precompile.py`` checks that after :func:`precompile` every
 ``@kernel`` dispatcher of fastcal has at least one compiled signature, so a
@@ -43,14 +52,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from . import outofcore
-from ._errors import ConvergenceWarning
 from ._validation import LABEL_DTYPES
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
@@ -112,16 +119,12 @@ def precompile(progress: Callable[[str], None] | None = None) -> int:
         The number of warm-up calls made (``sum(len(w.variants) for w in WARMUPS)``).
     """
     done = 0
-    with warnings.catch_warnings():
-        # Tiny inputs make some fits stop early or look degenerate; only the compilation matters here.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for w in WARMUPS:
-            for variant in w.variants:
-                w.func(variant)
-                done += 1
-                if progress is not None:
-                    progress(f"{w.name} ({_label(variant)})")
+    for w in WARMUPS:
+        for variant in w.variants:
+            w.func(variant)
+            done += 1
+            if progress is not None:
+                progress(f"{w.name} ({_label(variant)})")
     return done
 
 

@@ -82,9 +82,9 @@ def test_update_floors_writes_half_the_quiet_ratio(monkeypatch, tmp_path):
     floors.write_text(json.dumps({"about": ["kept"], "floors": {}}))
     monkeypatch.setattr(check, "FLOORS", floors)
     monkeypatch.setattr(check, "_machine", lambda: "test")
-    # Two runs: fastcal's best call in the first, the peer's in the second: quiet ratio 7 / 1, floor 3.5
-    # (below both measured ratios, 9 and 4.67).
-    times = iter([(1.0, 9.0), (1.5, 7.0)])
+    # Three runs: fastcal's best call in the first (1.0), the peer's in the third (10.5): quiet ratio 10.5;
+    # the runs measured 9, 7 and 7, lower: the floor is half of 7.
+    times = iter([(1.0, 9.0), (2.0, 14.0), (1.5, 10.5)])
 
     def fake_measure(case, n, rounds=None, peer_budget=None):
         ours, peer = next(times)
@@ -92,18 +92,18 @@ def test_update_floors_writes_half_the_quiet_ratio(monkeypatch, tmp_path):
 
     monkeypatch.setattr(check, "measure", fake_measure)
     monkeypatch.setattr(check, "CASES", [_fake(0.0)])
-    assert check.main(["--update-floors", "--runs", "2"]) == 0
+    assert check.main(["--update-floors", "--runs", "3"]) == 0
     data = json.loads(floors.read_text())
     assert data["floors"] == {"fake: sleep": {"peer": 3.5}} and data["about"] == ["kept"]
 
 
-def test_floor_never_above_a_measured_ratio():
-    runs = [[check.Result("k", 1.0, {"p": 10.0}, {"p": 10.0})], [check.Result("k", 1.0, {"p": 3.0}, {"p": 3.0})]]
-    # the peer's best time is 3 (second run): quiet ratio 3 / 1, floor 1.5, below every measured ratio
+def test_floor_is_half_the_quiet_or_the_lowest_ratio():
+    runs = [[check.Result("k", 1.0, {"p": 10.0}, {"p": 10.0})], [check.Result("k", 2.0, {"p": 6.0}, {"p": 3.0})]]
+    # quiet ratio: the peer's best 6 over fastcal's best 1 = 6; but the second run measured 3: floor 3 / 2
     assert check.floors_from_runs(runs) == {"k": {"p": 1.5}}
-    noisy = [[check.Result("k", 1.0, {"p": 8.0}, {"p": 8.0})], [check.Result("k", 4.0, {"p": 9.0}, {"p": 2.25})]]
-    # quiet ratio 8 / 1 = 8, half 4; but a run measured 2.25: the floor is 2.2 (rounded down)
-    assert check.floors_from_runs(noisy) == {"k": {"p": 2.2}}
+    steady = [[check.Result("k", 1.0, {"p": 8.0}, {"p": 8.0})], [check.Result("k", 1.1, {"p": 9.9}, {"p": 9.0})]]
+    # quiet ratio 8 / 1 = 8, below both runs' ratios: floor 4
+    assert check.floors_from_runs(steady) == {"k": {"p": 4.0}}
 
 
 def test_every_case_has_a_floor():

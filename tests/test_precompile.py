@@ -54,9 +54,10 @@ for dtype in (np.float32, np.float64):
     fastcal.calibration_report(y.astype(np.float32), x)
     fastcal.correct_negative_sampling(x, 0.3)
     P = rng.dirichlet(np.ones(4), 1000).astype(dtype)
+    k = np.arange(1000) % 4
     fastcal.estimate_priors_em(P, np.full(4, 0.25))
-    fastcal.TemperatureScaling().fit(np.log(P), y % 4).predict_proba(np.log(P))
-    fastcal.roc_auc_score(y % 4, P, multi_class="ovo")
+    fastcal.TemperatureScaling().fit(np.log(P), k).predict_proba(np.log(P))
+    fastcal.roc_auc_score(k, P, multi_class="ovo")
 seconds = time.perf_counter() - t0
 kernels = _precompile.dispatchers()
 print(json.dumps(dict(seconds=seconds, compiled=sum(sum(d.stats.cache_misses.values()) for d in kernels.values()),
