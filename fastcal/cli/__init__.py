@@ -25,8 +25,8 @@ target's directory and renamed when complete, so a failure never leaves a
 partial output file (stdout excepted).
 
 Layout: this module parses the arguments and runs a command; the commands
-are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
-:mod:`fastcal.demo`), each a function ``cmd_NAME(args, progress_enabled,
+are in :mod:`.fit`, :mod:`.apply`, :mod:`.report` and :mod:`.precompile`
+(``demo`` hands over to :mod:`fastcal.demo`), each a function ``cmd_NAME(args, progress_enabled,
 timings)`` that raises :class:`~fastcal._io.UsageError` or
 :class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
 phase; :mod:`.options` has the option types, :mod:`.checks` the label and
