@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo bench bench-kernels asv clean
+.PHONY: all venv test demo bench bench-check bench-kernels asv clean
 
 all: test
 
@@ -36,6 +36,10 @@ demo: $(STAMP)
 ## bench: side-by-side timings against the peers; rewrites the README's table
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.compare --write-readme
+
+## bench-check: the benchmark gate (CI): ratios to the peers at 10^6 rows must stay above benchmarks/floors.json
+bench-check: $(STAMP)
+	$(BIN)/python -m benchmarks.check
 
 ## bench-kernels: the kernel micro-benchmarks (pytest-benchmark), JSON in benchmarks/results/
 bench-kernels: $(STAMP)

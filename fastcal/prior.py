@@ -293,6 +293,11 @@ def _run_binary(src, dst, c, cm1):
     s, d = _flat(src), _flat(dst)
     if s.__array_interface__["data"][0] == d.__array_interface__["data"][0]:
         d = None  # in place: the kernels' one-array form (see _prior_kernels.binary_down)
+    elif not s.flags.writeable:
+        # Numba cannot unify a read-only src with a writable dst (the kernels' `s if dst is None else dst`):
+        # copy into dst and run in place there.
+        np.copyto(d, s)
+        s, d = d, None
     dtype = s.dtype
     zero, one = dtype.type(0), dtype.type(1)
     n = s.shape[0]

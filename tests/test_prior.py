@@ -180,6 +180,22 @@ def test_any_shape_and_layout(shape, order):
     np.testing.assert_allclose(got, naive_correct_negative_sampling(p, 0.2), rtol=4e-15)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rate", [1.0, 0.3])
+def test_contiguous_readonly_input(dtype, rate):
+    # A read-only contiguous array goes to the kernels as it is: each branch (copy, c > 1; adjust_priors' c < 1)
+    # must accept it, with or without out=, and give the writable array's result bit for bit.
+    p = _probs(1001, seed=5).astype(dtype)
+    ro = p.copy()
+    ro.flags.writeable = False
+    np.testing.assert_array_equal(correct_negative_sampling(ro, rate), correct_negative_sampling(p, rate))
+    out = np.empty_like(p)
+    correct_negative_sampling(ro, rate, out=out)
+    np.testing.assert_array_equal(out, correct_negative_sampling(p, rate))
+    np.testing.assert_array_equal(adjust_priors(ro, 0.2, 0.6), adjust_priors(p, 0.2, 0.6))
+    np.testing.assert_array_equal(ro, p)
+
+
 def test_non_contiguous_readonly_big_endian_and_ints_not_modified():
     base = _probs(2001, seed=2)
     p = base[::3]

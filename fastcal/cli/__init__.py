@@ -8,6 +8,7 @@
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
     fastcal demo [--n ROWS]
+    fastcal precompile [--quiet]
 
 Files are read and written by extension: ``.csv``, ``.parquet`` (pyarrow,
 the ``io`` extra), ``.npy`` and ``.npz``; ``-`` is CSV on stdin or stdout.
@@ -32,8 +33,8 @@ complete, so a failure or a signal never leaves a partial output file
 (stdout excepted).
 
 Layout: this module parses the arguments and runs a command; the commands
-are in :mod:`.fit`, :mod:`.apply` and :mod:`.report` (``demo`` hands over to
-:mod:`fastcal.demo`), each a function ``cmd_NAME(args, progress_enabled,
+are in :mod:`.fit`, :mod:`.apply`, :mod:`.report` and :mod:`.precompile`
+(``demo`` hands over to :mod:`fastcal.demo`), each a function ``cmd_NAME(args, progress_enabled,
 timings)`` that raises :class:`~fastcal._io.UsageError` or
 :class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
 phase; :mod:`.options` has the option types, :mod:`.checks` the label and
@@ -51,6 +52,7 @@ from .._io import BATCH_ROWS, DataError, UsageError
 from .apply import cmd_apply
 from .fit import cmd_fit
 from .options import bool_arg, memory_arg, positive_int
+from .precompile import cmd_precompile
 from .report import cmd_report
 from .signals import Interrupted, Signals
 
@@ -148,6 +150,13 @@ def build_parser():
     rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform")
     common(rep)
     rep.set_defaults(func=cmd_report)
+
+    pre = sub.add_parser("precompile", help="compile every kernel into the cache (e.g. in a Dockerfile step)",
+                         description="Compile every kernel for every dtype into Numba's cache (NUMBA_CACHE_DIR, "
+                                     "or __pycache__ next to fastcal's sources), so that new processes load "
+                                     "machine code instead of compiling it.")
+    pre.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    pre.set_defaults(func=cmd_precompile, timings=False, traceback=False)
 
     demo = sub.add_parser("demo", help="the fastcal demo (what make demo runs)", add_help=False)
     demo.add_argument("demo_args", nargs=argparse.REMAINDER)

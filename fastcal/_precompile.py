@@ -1,0 +1,369 @@
+"""Warm-up calls that compile every kernel into the cache: what ``fastcal precompile`` runs.
+
+Kernels compile lazily, on the first call of each argument type (see
+:mod:`fastcal._jit`), and ``cache=True`` stores the machine code in
+``NUMBA_CACHE_DIR`` (or ``__pycache__`` next to the sources, or the user's
+cache folder). This module calls every public subject on tiny inputs of every
+dtype its wrappers can hand to a kernel, so that after one run a new process
+loads everything from the cache and compiles nothing: a Dockerfile step
+``RUN fastcal precompile`` bakes the machine code into the image.
+
+The calls go through the public functions, never the kernels: the wrappers
+decide which kernels run and with which types, so warm-ups stay right when a
+wrapper's dispatch changes, and a kernel nobody calls needs no warm-up.
+
+Adding a warm-up (a new subject, kernel or dtype path)
+------------------------------------------------------
+1. Import the public function or estimator at the top of this module (its
+   module must sit below ``_precompile`` in the layers of ``pyproject.toml``;
+   every calibrator and diagnostic does).
+2. Write a function that calls it on tiny, valid inputs, and register it
+   with :func:`warmup`; it is called once per entry of its variants (here
+   each float dtype; a variant is any value the function understands)::
+
+       @warmup("beta calibration", FLOATS)
+       def _beta(dtype):
+           s, y = _scores(dtype)
+           for labels in _labels(y):
+               BetaCalibration().fit(s, labels).predict(s)
+           BetaCalibration().fit(s, y, sample_weight=_weights(s.shape[0], dtype))
+           BetaCalibration().fit(*_read_only(s, y))
+
+3. Cover every option that reaches a different kernel or hands a kernel a
+   different argument type: score dtypes (``FLOATS``), the label dtypes of
+   :func:`_labels`, weights of each float dtype, read-only inputs
+   (:func:`_read_only`: Numba compiles them apart), binary and multiclass
+   shapes. Only the types matter, so keep inputs tiny; keep them valid, so
+   that no call warns (the warm-ups run without silencing warnings).
+4. A subject that needs an optional dependency: import it inside the
+   function and return when the dependency is missing (nobody can call the
+   subject then; see ``_dask``), and list the import in the
+   optional-dependencies contract of ``pyproject.toml``.
+5. Run ``pytest tests/test_precompile.py``.
+
+``tests/test_precompile.py`` checks that after :func:`precompile` every
+``@kernel`` dispatcher of fastcal has at least one compiled signature, so a
+new kernel without a warm-up fails the suite; and that a new process then
+compiles nothing when it calls the subjects.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import outofcore
+from ._validation import LABEL_DTYPES
+from .isotonic import IsotonicRegression, isotonic_regression
+from .metrics import (
+    brier_decomposition,
+    brier_score_loss,
+    calibration_curve,
+    calibration_report,
+    expected_calibration_error,
+    log_loss,
+    roc_auc_score,
+)
+from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
+from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
+from .temperature import TemperatureScaling
+
+__all__ = ["FLOATS", "WARMUPS", "Warmup", "cache_files", "dispatchers", "precompile", "total_calls", "warmup"]
+
+#: The float dtypes every subject keeps (no up-cast): the usual variants.
+FLOATS = (np.float32, np.float64)
+
+#: Rows of the tiny inputs: enough for every branch to be reached (two classes, ties, several bins).
+N = 64
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """One registered warm-up: ``func(variant)`` for each of ``variants``."""
+
+    name: str
+    func: Callable[[Any], object]
+    variants: tuple[Any, ...]
+
+
+#: Every warm-up, in registration order.
+WARMUPS: list[Warmup] = []
+
+
+def warmup(name: str, variants: tuple[Any, ...] = FLOATS) -> Callable[[Callable[[Any], object]], Callable[[Any], object]]:
+    """Register ``func`` as the warm-up ``name``, to be called once per entry of ``variants``."""
+
+    def register(func: Callable[[Any], object]) -> Callable[[Any], object]:
+        WARMUPS.append(Warmup(name, func, tuple(variants)))
+        return func
+
+    return register
+
+
+def precompile(progress: Callable[[str], None] | None = None) -> int:
+    """Run every warm-up call: compile (or load from the cache) every kernel for every dtype.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        Called with a short label after each call (for a progress bar).
+
+    Returns
+    -------
+    int
+        The number of warm-up calls made (``sum(len(w.variants) for w in WARMUPS)``).
+    """
+    done = 0
+    for w in WARMUPS:
+        for variant in w.variants:
+            w.func(variant)
+            done += 1
+            if progress is not None:
+                progress(f"{w.name} ({_label(variant)})")
+    return done
+
+
+def total_calls() -> int:
+    """How many calls :func:`precompile` makes."""
+    return sum(len(w.variants) for w in WARMUPS)
+
+
+def dispatchers() -> dict[str, Any]:
+    """Every ``@kernel`` dispatcher of the fastcal modules loaded in this process, by qualified name."""
+    from numba.core.registry import CPUDispatcher
+
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name == "fastcal" or name.startswith("fastcal."):
+            for attr, obj in vars(module).items():
+                if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name:
+                    found[f"{name}.{attr}"] = obj
+    return found
+
+
+def cache_files() -> list[str]:
+    """The files (index ``.nbi`` and machine code ``.nbc``) of fastcal's kernel cache, wherever Numba put them.
+
+    Each kernel module's files sit in the folder Numba's cache locator chose
+    for it (``NUMBA_CACHE_DIR``, ``__pycache__`` next to the source, or the
+    user's cache folder), named after the module's file.
+    """
+    files = set()
+    for disp in dispatchers().values():
+        cache = getattr(disp, "_cache", None)
+        folder = getattr(cache, "_cache_path", None)  # Numba's cache locator's choice (None: not cached)
+        if folder is None or not os.path.isdir(folder):
+            continue
+        stem = os.path.splitext(os.path.basename(disp.py_func.__code__.co_filename))[0]
+        for entry in os.listdir(folder):
+            if entry.startswith(stem + ".") and entry.endswith((".nbi", ".nbc")):
+                files.add(os.path.join(folder, entry))
+    return sorted(files)
+
+
+def _label(variant):
+    return np.dtype(variant).name if isinstance(variant, type) else str(variant)
+
+
+# --- tiny inputs ------------------------------------------------------------------------------
+
+def _scores(dtype, n=N, seed=0):
+    """Probabilities in (0, 1) of ``dtype`` with ties, and 0/1 labels (uint8) with both classes."""
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(0.02, 0.98, n), 2).astype(dtype)
+    y = (rng.random(n) < p).astype(np.uint8)
+    y[:2] = (0, 1)
+    return p, y
+
+
+def _near_ties(dtype, n):
+    """Scores a fraction of the dtype's resolution apart: every partition boundary falls inside a tie chain."""
+    step = np.finfo(dtype).resolution / 8
+    return (0.5 + (np.arange(n) % 997) * step).astype(dtype)
+
+
+def _labels(y):
+    """The 0/1 labels ``y`` in every label dtype a kernel is compiled for (booleans become uint8)."""
+    return [y.astype(d) for d in LABEL_DTYPES]
+
+
+def _read_only(*arrays):
+    """Read-only copies: Numba types them apart from writable arrays, so they compile separately."""
+    out = []
+    for a in arrays:
+        a = a.copy()
+        a.flags.writeable = False
+        out.append(a)
+    return out
+
+
+def _weights(n, dtype):
+    return np.random.default_rng(1).uniform(0.5, 2.0, n).astype(dtype)
+
+
+def _proba(n, k, dtype, seed=2):
+    rng = np.random.default_rng(seed)
+    P = rng.random((n, k)) + 0.05
+    P /= P.sum(axis=1, keepdims=True)
+    y = np.arange(n) % k
+    return P.astype(dtype), y
+
+
+# --- warm-ups -----------------------------------------------------------------------------------
+
+@warmup("isotonic")
+def _isotonic(dtype):
+    x, y = _scores(dtype)
+    for labels in _labels(y):
+        iso = IsotonicRegression(out_of_bounds="clip").fit(x, labels)
+        iso.predict(x)
+        IsotonicRegression(increasing="auto").fit(x, labels)
+        IsotonicRegression(increasing=False).fit(x, labels)
+    for wdtype in FLOATS:
+        IsotonicRegression().fit(x, y, sample_weight=_weights(x.shape[0], wdtype))
+    targets = np.random.default_rng(3).random(x.shape[0]).astype(dtype)
+    IsotonicRegression().fit(x, targets)
+    IsotonicRegression(out_of_bounds="nan", y_min=0.1, y_max=0.9).fit(x, y).predict(x)
+    xr, yr = _read_only(x, y)
+    IsotonicRegression().fit(xr, yr).predict(xr)
+    isotonic_regression(targets)
+    isotonic_regression(targets, weights=_weights(x.shape[0], dtype), increasing=False)
+    isotonic_regression(*_read_only(targets))
+
+
+@warmup("platt")
+def _platt(dtype):
+    s, y = _scores(dtype)
+    for labels in _labels(y):
+        platt_scaling(s, labels)
+    for wdtype in FLOATS:
+        platt_scaling(s, y, sample_weight=_weights(s.shape[0], wdtype))
+    sr, yr = _read_only(s, y)
+    PlattScaling().fit(sr, yr).predict(sr)
+    PlattScaling().fit(s, y).predict(s)
+    calibration_slope_intercept(y, s)
+    calibration_slope_intercept(y, s, sample_weight=_weights(s.shape[0], dtype))
+
+
+@warmup("temperature")
+def _temperature(dtype):
+    P, y = _proba(N, 3, dtype)
+    logits = np.log(P)
+    for labels in _labels(y):
+        TemperatureScaling().fit(logits, labels.astype(labels.dtype)).predict_proba(logits)
+    TemperatureScaling().fit(logits, y, sample_weight=_weights(N, dtype))
+    (lr,) = _read_only(logits)
+    TemperatureScaling().fit(lr, y).predict_proba(lr)
+
+
+@warmup("prior correction")
+def _prior(dtype):
+    p, _ = _scores(dtype)
+    correct_negative_sampling(p, 0.1)
+    correct_negative_sampling(p, 0.1, out=np.empty_like(p))
+    correct_negative_sampling(p.copy(), 0.1, out=None)
+    correct_negative_sampling(dtype(0.3), 0.1)
+    (pr,) = _read_only(p)
+    for src in (p, pr):
+        correct_negative_sampling(src, 0.1)
+        correct_negative_sampling(src, 1.0)  # rate 1: a copy (its own kernel)
+        for train, new in ((0.5, 0.1), (0.1, 0.5)):  # the two directions are two kernels
+            adjust_priors(src, train, new)
+            adjust_priors(src, train, new, out=np.empty_like(p))
+    P, _ = _proba(N, 3, dtype)
+    train, new = np.array([0.2, 0.3, 0.5]), np.array([0.5, 0.3, 0.2])
+    adjust_priors(P, train, new)
+    adjust_priors(P, train, new, out=np.empty_like(P))
+    (Pr,) = _read_only(P)
+    adjust_priors(Pr, train, new)
+    estimate_priors_em(P, train)
+    estimate_priors_em(Pr, train)
+    estimate_priors_em(p, 0.5)
+
+
+@warmup("diagnostics")
+def _metrics(dtype):
+    p, y = _scores(dtype)
+    w = _weights(p.shape[0], dtype)
+    pr, yr = _read_only(p, y)
+    for labels in _labels(y):
+        _binary_metrics(labels, p, None)
+    for wdtype in FLOATS:
+        _binary_metrics(y, p, _weights(p.shape[0], wdtype))
+    _binary_metrics(yr, pr, None)
+    roc_auc_score(y, p, max_fpr=0.5)
+    roc_auc_score(y, p, sample_weight=w, max_fpr=0.5)
+    log_loss(y, np.stack([1 - p, p], axis=1))
+    P, yk = _proba(N, 3, dtype)
+    for labels in (yk, yk.astype(np.int32)):
+        log_loss(labels, P)
+        brier_score_loss(labels, P)
+        for kwargs in (dict(multi_class="ovr"), dict(multi_class="ovo"), dict(multi_class="ovr", average="micro"),
+                       dict(multi_class="ovr", average="weighted", sample_weight=_weights(N, dtype))):
+            roc_auc_score(labels, P, **kwargs)
+    (Pr,) = _read_only(P)
+    log_loss(yk, Pr)
+    brier_score_loss(yk, Pr)
+    roc_auc_score(yk, Pr, multi_class="ovr")
+
+
+def _binary_metrics(y, p, w):
+    for strategy in ("uniform", "quantile"):
+        calibration_curve(y, p, n_bins=5, strategy=strategy, sample_weight=w)
+    brier_score_loss(y, p, sample_weight=w)
+    log_loss(y, p, sample_weight=w)
+    roc_auc_score(y, p, sample_weight=w)
+    expected_calibration_error(y, p, sample_weight=w)
+    brier_decomposition(y, p, sample_weight=w)
+    calibration_report(y, p, sample_weight=w)
+
+
+@warmup("out of core")
+def _outofcore(dtype):
+    budget = dict(memory_budget=1 << 20, chunk_rows=4096)  # the smallest budget
+    _, part_rows = outofcore.budget_rows(**budget)
+    x, y = _scores(dtype, n=3 * part_rows)  # three partitions
+    x = np.where(np.arange(x.shape[0]) % 2 == 0, x, _near_ties(dtype, x.shape[0]))  # boundaries within ties
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, arr in (("x", x), ("y", y), ("w", _weights(x.shape[0], dtype))):
+            paths.append(os.path.join(tmp, f"{name}.npy"))
+            np.save(paths[-1], arr)
+        px, py, pw = paths
+        outofcore.fit_isotonic(px, py, tmpdir=tmp, **budget)
+        outofcore.fit_isotonic(px, py, pw, tmpdir=tmp, increasing="auto", **budget)
+        outofcore.fit_platt(px, py, **budget)
+        outofcore.fit_platt(px, py, pw, **budget)
+
+
+@warmup("Dask")
+def _dask(dtype):
+    try:
+        import dask.array as da
+    except ImportError:  # without Dask (the dask extra), nobody can call fastcal.dask: nothing to compile
+        return
+    from . import dask as fdask
+
+    x, y = _scores(dtype, n=2000)
+    w = _weights(x.shape[0], dtype)
+    X, Y, W = (da.from_array(a, chunks=500) for a in (x, y, w))
+    for weights in (None, W):
+        iso = fdask.fit_isotonic(X, Y, weights, n_partitions=2)
+        fdask.predict(iso, X).compute()
+        pl = fdask.fit_platt(X, Y, weights)
+        fdask.predict(pl, X).compute()
+        for strategy in ("uniform", "quantile"):
+            fdask.calibration_curve(Y, X, n_bins=5, strategy=strategy, sample_weight=weights)
+        fdask.brier_score_loss(Y, X, sample_weight=weights)
+        fdask.log_loss(Y, X, sample_weight=weights)
+        fdask.expected_calibration_error(Y, X, sample_weight=weights)
+        fdask.brier_decomposition(Y, X, sample_weight=weights)
+    near = da.from_array(_near_ties(dtype, x.shape[0]), chunks=500)
+    fdask.fit_isotonic(near, Y, n_partitions=40)  # more than 32 partitions, boundaries within tie chains
+    fdask.correct_negative_sampling(X, 0.1).compute()
+    fdask.adjust_priors(X, 0.5, 0.1).compute()

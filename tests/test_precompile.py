@@ -1,0 +1,112 @@
+"""``fastcal precompile``: every kernel gets compiled, and a new process then compiles nothing.
+
+One cold run (an empty ``NUMBA_CACHE_DIR``) of the warm-ups, through the
+command line's code, is shared by the tests. In that process every ``@kernel``
+dispatcher of every fastcal module must have compiled at least one signature:
+a kernel that no warm-up reaches (a new kernel, a new module) fails here until
+:mod:`fastcal._precompile` gets a warm-up for it. Then new processes, reading
+the same cache, must load everything and compile nothing (the dispatchers'
+cache statistics, as in tests/test_jit_cache.py).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fastcal import _precompile
+
+#: In a fresh interpreter: run what the CLI runs, then list every kernel of every fastcal module.
+COLD = r"""
+import importlib, json, pkgutil, sys
+import fastcal
+from fastcal.cli import main
+from numba.core.registry import CPUDispatcher
+
+status = main(["precompile", "--quiet"])
+kernels = {}
+for info in pkgutil.walk_packages(fastcal.__path__, "fastcal."):
+    if info.name.endswith("__main__"):
+        continue  # runs the command line when imported
+    module = importlib.import_module(info.name)
+    for name, obj in vars(module).items():
+        if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == info.name:
+            kernels[f"{info.name}.{name}"] = dict(signatures=len(obj.signatures),
+                                                  compiled=sum(obj.stats.cache_misses.values()))
+print(json.dumps(dict(status=status, kernels=kernels)))
+"""
+
+#: In a fresh interpreter: the first calls of the subjects, as a user's job would make them; compilations counted.
+FIRST_CALLS = r"""
+import json, time
+t0 = time.perf_counter()
+import numpy as np
+import fastcal
+from fastcal import _precompile
+rng = np.random.default_rng(0)
+for dtype in (np.float32, np.float64):
+    x = rng.random(1000).astype(dtype)
+    y = (rng.random(1000) < x).astype(np.int64)
+    fastcal.IsotonicRegression().fit(x, y).predict(x)
+    fastcal.PlattScaling().fit(x, y.astype(bool), sample_weight=rng.random(1000)).predict(x)
+    fastcal.calibration_report(y.astype(np.float32), x)
+    fastcal.correct_negative_sampling(x, 0.3)
+    P = rng.dirichlet(np.ones(4), 1000).astype(dtype)
+    k = np.arange(1000) % 4
+    fastcal.estimate_priors_em(P, np.full(4, 0.25))
+    fastcal.TemperatureScaling().fit(np.log(P), k).predict_proba(np.log(P))
+    fastcal.roc_auc_score(k, P, multi_class="ovo")
+seconds = time.perf_counter() - t0
+kernels = _precompile.dispatchers()
+print(json.dumps(dict(seconds=seconds, compiled=sum(sum(d.stats.cache_misses.values()) for d in kernels.values()),
+                      loaded=sum(sum(d.stats.cache_hits.values()) for d in kernels.values()))))
+"""
+
+
+def _python(code_or_args, cache, timeout=1800):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    args = ["-c", code_or_args] if isinstance(code_or_args, str) else code_or_args
+    out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def cold(tmp_path_factory):
+    """The shared cold run: ``(cache folder, report)``; a few minutes, all kernels compiled once."""
+    cache = tmp_path_factory.mktemp("numba-cache")
+    report = json.loads(_python(COLD, cache).stdout.splitlines()[-1])
+    return cache, report
+
+
+@pytest.mark.slow
+def test_every_kernel_is_compiled_by_precompile(cold):
+    _, report = cold
+    assert report["status"] == 0
+    assert len(report["kernels"]) > 50  # the walk found the kernel modules
+    missing = sorted(name for name, k in report["kernels"].items() if not k["signatures"])
+    assert not missing, ("kernels no warm-up of fastcal/_precompile.py reaches (add one, see its docstring): "
+                         + ", ".join(missing))
+
+
+@pytest.mark.slow
+def test_a_new_process_compiles_nothing_after_precompile(cold):
+    cache, _ = cold
+    first = json.loads(_python(FIRST_CALLS, cache).stdout)
+    assert first["compiled"] == 0, f"{first['compiled']} kernel signatures compiled after precompile"
+    assert first["loaded"] > 0
+    # The command itself, run again, finds everything in the cache.
+    out = _python(["-m", "fastcal", "precompile"], cache)
+    summary = out.stdout.strip().splitlines()[-1]
+    assert f"{_precompile.total_calls()} warm-up calls" in summary
+    assert " 0 kernel signatures compiled" in summary, summary
+    assert str(cache) in summary  # where the cache is, and its size
+
+
+def test_registry_names_and_calls():
+    names = [w.name for w in _precompile.WARMUPS]
+    assert len(names) == len(set(names))
+    assert {"isotonic", "platt", "temperature", "prior correction", "diagnostics"} <= set(names)
+    assert _precompile.total_calls() == sum(len(w.variants) for w in _precompile.WARMUPS)
