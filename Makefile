@@ -21,12 +21,13 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 ## test: the import contracts in pyproject.toml (the layers); the whole suite (unit, property,
-## peer-comparison and benchmark smoke tests) with every core; again on one thread (results must
-## not depend on it); a subset with the JIT disabled
+## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
+## `slow` large-input tests (results must not depend on the thread count; the slow ones are about
+## memory, signals and the compile cache, not threads); a subset with the JIT disabled
 test: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
 ## demo: the main job on 10^7 rows, with timings against scikit-learn and plots in demo_output/
