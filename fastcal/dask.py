@@ -43,7 +43,6 @@ in-memory function.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 import os
@@ -221,23 +220,14 @@ def _first_pass(first, cols, *args):
     return pairs, dask.compute(*[delayed(_pick)(p, 1) for p in pairs])
 
 
-def _worker_slots():
-    """The distributed client's worker threads as worker addresses (one per thread, in a fixed order), or None."""
+def _n_threads():
     try:
         from distributed import get_client
 
         client = get_client()
     except (ImportError, ValueError):
-        return None
-    return [addr for addr, k in sorted(client.nthreads().items()) for _ in range(k)] or None
-
-
-def _placed(slots, j):
-    """Dask annotations that ask for task ``j`` to run on worker thread ``j`` (round robin): without them the
-    scheduler may put two partitions on one worker while another idles (it did in one run of five with two)."""
-    if not slots:
-        return contextlib.nullcontext()
-    return dask.annotate(workers=[slots[j % len(slots)]], allow_other_workers=True)
+        return os.cpu_count() or 1
+    return max(1, sum(client.nthreads().values()))
 
 
 # ---------------------------------------------------------------------------
@@ -258,16 +248,10 @@ def _assemble(*pieces):
     return tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
 
 
-def _assemble_head(eps, keep_zero, auto, fit, *pieces):
-    """A partition from its pieces, with its summary (see :func:`_head`) and, when ``fit`` gives
-    ``(sign, exponent, centered)``, the PAV blocks of the whole partition (what :func:`_fit_unit` returns for
-    a unit that is exactly this partition; None otherwise)."""
+def _assemble_head(eps, keep_zero, auto, *pieces):
+    """A partition from its pieces, with its summary (see :func:`_head`)."""
     part = _assemble(*pieces)
-    head = _head(part, eps, keep_zero, auto)
-    blocks = None
-    if fit is not None and head[0]:
-        blocks = _fit_unit((part, head), head[1], head[1], fit[0], keep_zero, *fit[1:])
-    return part, head, blocks
+    return part, _head(part, eps, keep_zero, auto)
 
 
 def _positive(part, keep_zero):
@@ -354,9 +338,7 @@ def fit_isotonic(
     (persisted); a small summary of each partition finds boundaries that fall
     inside a run of scores closer than the dtype's resolution (then a second
     small round follows the tie groups across them); each partition is fitted
-    where it lives and only its PAV blocks travel to the client (with the
-    direction given, in the task that assembles the partition: a partition
-    whose boundaries are clean needs no further round). Memory: the
+    where it lives and only its PAV blocks travel to the client. Memory: the
     data is held once as chunks and once as partitions during the shuffle.
 
     ``increasing="auto"`` computes Spearman's rho exactly from the range
@@ -394,26 +376,18 @@ def fit_isotonic(
     if auto:
         _partition.auto_needs_binary(summaries)
     n_fit = sum(s.n_fit for s in summaries)
-    slots = _worker_slots()
     if n_partitions is None:
-        threads = len(slots) if slots else os.cpu_count() or 1
-        n_partitions = min(len(conv), max(threads, -(-n_fit // _PARTITION_ROWS)))
+        n_partitions = min(len(conv), max(_n_threads(), -(-n_fit // _PARTITION_ROWS)))
     bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
     n_parts = bounds.shape[0] + 1
     keep_zero = auto and any(s.has_zero for s in summaries)
 
-    # Shuffle: every chunk is split by score range; partition j gathers the j-th pieces. With the direction
-    # known, each partition is also fitted as a whole in the same task: a partition that is one unit (no tie
-    # group across its boundaries: the usual case) needs no further round.
-    fit = None if auto else (1.0 if est.increasing else -1.0, exponent, est.centered)
+    # Shuffle: every chunk is split by score range; partition j gathers the j-th pieces.
     splits = [delayed(_split, nout=n_parts)(c, bounds, not keep_zero) for c in conv]
-    parts = []
-    for j in range(n_parts):
-        with _placed(slots, j):
-            parts.append(delayed(_assemble_head)(eps, keep_zero, auto, fit, *[s[j] for s in splits]))
-    parts = list(dask.persist(*parts))
+    parts = list(dask.persist(*[delayed(_assemble_head)(eps, keep_zero, auto, *[s[j] for s in splits])
+                                for j in range(n_parts)]))
     del conv, splits
-    heads, whole = zip(*dask.compute(*[delayed(_pick)(p, slice(1, 3)) for p in parts]))
+    heads = dask.compute(*[delayed(_pick)(p, 1) for p in parts])
     if auto:
         rho = _partition.spearman_from_partials([h[4] for h in heads])
         est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=3)
@@ -437,12 +411,9 @@ def fit_isotonic(
         extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
         if stop is not None and entries[stop] > heads[stop][1]:
             extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        if whole[j] is not None and not extra and not entries[j] > heads[j][1]:
-            units.append(whole[j])
-        else:
-            units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent,
-                                            est.centered, *extra))
-    blocks = dask.compute(*units) if any(dask.is_dask_collection(u) for u in units) else units
+        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, est.centered,
+                                        *extra))
+    blocks = dask.compute(*units)
     del parts
     return set_fitted_blocks(est, blocks)
 

@@ -159,30 +159,6 @@ def test_fit_isotonic_many_partitions_sync(data, increasing, n_partitions, chunk
     assert_same_fit(got, ref, atol=1e-10 if x.dtype == np.float64 else 1e-6)
 
 
-@pytest.mark.parametrize(("increasing", "rounds"), [(True, 2), (False, 2), ("auto", 3)])
-def test_fit_isotonic_fits_partitions_in_the_shuffle_sync(increasing, rounds, monkeypatch):
-    # Distinct scores: every boundary is clean, so with the direction given each partition is fitted in the
-    # task that assembles it and no round follows the partition summaries; "auto" needs the summaries first.
-    rng = np.random.default_rng(4)
-    x = rng.random(20_000)
-    y = (rng.random(20_000) < x).astype(np.uint8)
-    computes = []
-
-    class Counting:  # fastcal.dask's view of dask, counting the rounds that compute something
-        def __getattr__(self, name):
-            return getattr(dask, name)
-
-        def compute(self, *args, **kwargs):
-            computes.extend([len(args)] if args else [])
-            return dask.compute(*args, **kwargs)
-
-    monkeypatch.setattr(fd, "dask", Counting())
-    with dask.config.set(scheduler="sync"):
-        got = fd.fit_isotonic(*_chunked(x, y, chunks=2000), increasing=increasing, n_partitions=4)
-    assert len(computes) == rounds, computes
-    assert_same_fit(got, IsotonicRegression(increasing=increasing).fit(x, y))
-
-
 @pytest.mark.parametrize("step", [0.3, 0.5, 0.9])
 def test_fit_isotonic_tie_chains_across_every_boundary_sync(step, monkeypatch):
     # Scores on a lattice finer than the resolution: every boundary lies in a chain.
