@@ -514,6 +514,13 @@ def _outofcore(dtype):
         outofcore.fit_platt(px, py, pw, **budget)
         outofcore.fit_beta(px, py, **budget)
         outofcore.fit_beta(px, py, pw, **budget)
+        pw64 = os.path.join(tmp, "w64.npy")
+        np.save(pw64, _weights(x.shape[0], np.float64))
+        for i, labels in enumerate(_labels(y)):  # the partitioning kernels carry the labels, with and without weights
+            path = os.path.join(tmp, f"y{i}.npy")
+            np.save(path, labels)
+            outofcore.fit_isotonic(px, path, tmpdir=tmp, **budget)
+            outofcore.fit_isotonic(px, path, pw64, tmpdir=tmp, **budget)
 
 
 @warmup("Dask")
@@ -544,6 +551,14 @@ def _dask(dtype):
             fdask.fit_histogram(X, Y, weights, n_bins=5, strategy=strategy)
         fdask.score_decomposition(Y, X, sample_weight=weights)
         fdask.smooth_ece(Y, X, sample_weight=weights)
+    W64 = da.from_array(_weights(x.shape[0], np.float64), chunks=500)
+    for labels in _labels(y):
+        YL = da.from_array(labels, chunks=500)
+        fdask.fit_isotonic(X, YL, None, n_partitions=2)
+        fdask.fit_isotonic(X, YL, W64, n_partitions=2)
+    wz = _weights(x.shape[0], np.float64)
+    wz[::7] = 0.0  # "auto" with zero weights: the partitions' summaries skip the zero-weight rows
+    fdask.fit_isotonic(X, Y, da.from_array(wz, chunks=500), n_partitions=2, increasing="auto")
     near = da.from_array(_near_ties(dtype, x.shape[0]), chunks=500)
     fdask.fit_isotonic(near, Y, n_partitions=40)  # more than 32 partitions, boundaries within tie chains
     fdask.correct_negative_sampling(X, 0.1).compute()
