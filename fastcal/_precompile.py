@@ -34,7 +34,14 @@ Adding a warm-up (a new subject, kernel or dtype path)
    :func:`_labels`, weights of each float dtype, read-only inputs
    (:func:`_read_only`: Numba compiles them apart), binary and multiclass
    shapes. Only the types matter, so keep inputs tiny; keep them valid, so
-   that no call warns (the warm-ups run without silencing warnings).
+   that no call warns (the warm-ups run without silencing warnings). Two
+   exceptions to tiny: a path that only runs above a size threshold needs
+   inputs that large (:data:`BIG` rows for the radix argsort of weighted and
+   real-valued isotonic fits, weighted AUC, Venn-Abers and the CORP
+   resampling; more than one chunk for the smooth ECE's merge), and a variant
+   chosen by the data (the beta fit's line search evaluating the loss) needs
+   data that reaches it. Labels of every dtype are also fitted with float64
+   weights, the usual combination.
 4. A subject that needs an optional dependency: import it inside the
    function and return when the dependency is missing (nobody can call the
    subject then; see ``_dask``), and list the import in the
@@ -58,7 +65,12 @@ from typing import Any, Callable
 import numpy as np
 
 from . import outofcore
+from ._io import open_input, open_output
+from ._sort import RADIX_MIN_SIZE
 from ._validation import LABEL_DTYPES
+from .beta import BetaCalibration
+from .decomposition import corp_reliability, score_decomposition
+from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression, isotonic_regression
 from .metrics import (
     brier_decomposition,
@@ -71,7 +83,9 @@ from .metrics import (
 )
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
+from .smooth import smooth_ece
 from .temperature import TemperatureScaling
+from .venn_abers import VennAbers
 
 __all__ = ["FLOATS", "WARMUPS", "Warmup", "cache_files", "dispatchers", "precompile", "total_calls", "warmup"]
 
@@ -80,6 +94,13 @@ FLOATS = (np.float32, np.float64)
 
 #: Rows of the tiny inputs: enough for every branch to be reached (two classes, ties, several bins).
 N = 64
+
+#: Rows of the inputs of paths that only run on larger inputs: the radix argsort (weighted and real-valued
+#: isotonic fits, weighted AUC, the decomposition's resampling, weighted Venn-Abers).
+BIG = RADIX_MIN_SIZE
+
+#: Rows of the smooth ECE's chunked path (more than one chunk of its grid sums).
+SMOOTH_CHUNKED = (1 << 18) + 1
 
 
 @dataclass(frozen=True)
@@ -220,6 +241,7 @@ def _proba(n, k, dtype, seed=2):
 def _isotonic(dtype):
     x, y = _scores(dtype)
     for labels in _labels(y):
+        IsotonicRegression().fit(x, labels, sample_weight=_weights(x.shape[0], np.float64))
         iso = IsotonicRegression(out_of_bounds="clip").fit(x, labels)
         iso.predict(x)
         IsotonicRegression(increasing="auto").fit(x, labels)
@@ -234,6 +256,33 @@ def _isotonic(dtype):
     isotonic_regression(targets)
     isotonic_regression(targets, weights=_weights(x.shape[0], dtype), increasing=False)
     isotonic_regression(*_read_only(targets))
+    for labels in _labels(y):
+        IsotonicRegression(centered=True).fit(x, labels).predict(x)
+        IsotonicRegression(centered=True).fit(x, labels, sample_weight=_weights(x.shape[0], np.float64))
+    for wdtype in FLOATS:
+        IsotonicRegression(centered=True).fit(x, y, sample_weight=_weights(x.shape[0], wdtype))
+    IsotonicRegression(centered=True).fit(xr, yr).predict(xr)
+    IsotonicRegression(centered=True).fit(xr, yr, sample_weight=_weights(x.shape[0], dtype))
+    IsotonicRegression(centered=True).fit(np.sort(x), y)  # sorted scores: the PAV without a sort
+
+
+@warmup("isotonic, radix-sorted")
+def _isotonic_radix(dtype):
+    """Weighted and real-valued fits above ``RADIX_MIN_SIZE`` rows: the radix argsort carries labels and weights."""
+    x, y = _scores(dtype, n=BIG)
+    w = _weights(BIG, np.float64)
+    for labels in _labels(y):
+        IsotonicRegression().fit(x, labels, sample_weight=w)
+    IsotonicRegression().fit(x, y, sample_weight=_weights(BIG, np.float32))
+    targets = np.random.default_rng(3).random(BIG).astype(dtype)
+    IsotonicRegression().fit(x, targets)
+    xr, yr, tr = _read_only(x, y, targets)
+    IsotonicRegression().fit(xr, yr, sample_weight=w)
+    IsotonicRegression().fit(xr, tr)
+    for labels in _labels(y):
+        roc_auc_score(labels, x, sample_weight=w)
+    roc_auc_score(y, x, sample_weight=_weights(BIG, np.float32))
+    roc_auc_score(yr, xr, sample_weight=w)
 
 
 @warmup("platt")
@@ -241,6 +290,7 @@ def _platt(dtype):
     s, y = _scores(dtype)
     for labels in _labels(y):
         platt_scaling(s, labels)
+        platt_scaling(s, labels, sample_weight=_weights(s.shape[0], np.float64))
     for wdtype in FLOATS:
         platt_scaling(s, y, sample_weight=_weights(s.shape[0], wdtype))
     sr, yr = _read_only(s, y)
@@ -248,6 +298,54 @@ def _platt(dtype):
     PlattScaling().fit(s, y).predict(s)
     calibration_slope_intercept(y, s)
     calibration_slope_intercept(y, s, sample_weight=_weights(s.shape[0], dtype))
+
+
+@warmup("beta")
+def _beta(dtype):
+    s, y = _scores(dtype)
+    w = _weights(s.shape[0], np.float64)
+    # Underconfident scores: the Newton line search evaluates the loss too, a variant of the pass kernel.
+    for p in (s, (0.5 + (s - 0.5) * 0.01).astype(dtype)):
+        for labels in _labels(y):
+            BetaCalibration().fit(p, labels).predict(p)
+            BetaCalibration().fit(p, labels, sample_weight=w)
+        BetaCalibration().fit(p, y, sample_weight=_weights(s.shape[0], np.float32))
+        pr, yr = _read_only(p, y)
+        BetaCalibration().fit(pr, yr).predict(pr)
+        BetaCalibration().fit(pr, yr, sample_weight=w)
+
+
+@warmup("histogram binning")
+def _histogram(dtype):
+    p, y = _scores(dtype)
+    for labels in _labels(y):
+        for strategy in ("uniform", "quantile"):
+            HistogramBinning(n_bins=5, strategy=strategy).fit(p, labels).predict(p)
+        HistogramBinning(n_bins=5).fit(p, labels, sample_weight=_weights(p.shape[0], np.float64))
+    for wdtype in FLOATS:
+        HistogramBinning(n_bins=5).fit(p, y, sample_weight=_weights(p.shape[0], wdtype))
+    pr, yr = _read_only(p, y)
+    for strategy in ("uniform", "quantile"):
+        HistogramBinning(n_bins=5, strategy=strategy).fit(pr, yr).predict(pr)
+
+
+@warmup("Venn-Abers")
+def _venn_abers(dtype):
+    x, y = _scores(dtype)
+    for labels in _labels(y):
+        VennAbers().fit(x, labels).predict_proba(x)
+    xr, yr = _read_only(x, y)
+    va = VennAbers().fit(xr, yr)
+    va.predict_interval(xr)
+    va.predict(xr)
+    xb, yb = _scores(dtype, n=BIG)  # weighted: the radix argsort
+    for wdtype in FLOATS:
+        VennAbers().fit(x, y, sample_weight=_weights(N, wdtype))
+        VennAbers().fit(xb, yb, sample_weight=_weights(BIG, wdtype))
+    for labels in _labels(yb):
+        VennAbers().fit(xb, labels, sample_weight=_weights(BIG, dtype))
+    xbr, ybr = _read_only(xb, yb)
+    VennAbers().fit(xbr, ybr, sample_weight=_weights(BIG, dtype))
 
 
 @warmup("temperature")
@@ -323,6 +421,79 @@ def _binary_metrics(y, p, w):
     calibration_report(y, p, sample_weight=w)
 
 
+@warmup("decomposition")
+def _decomposition(dtype):
+    p, y = _scores(dtype)
+    pr, yr = _read_only(p, y)
+    P, yk = _proba(N, 3, dtype)
+    (Pr,) = _read_only(P)
+    for scoring in ("brier", "log_loss"):
+        for labels in _labels(y):
+            score_decomposition(labels, p, scoring=scoring)
+            score_decomposition(labels, p, scoring=scoring, sample_weight=_weights(N, np.float64))
+        for wdtype in FLOATS:
+            score_decomposition(y, p, scoring=scoring, sample_weight=_weights(N, wdtype))
+        score_decomposition(yr, pr, scoring=scoring)
+        score_decomposition(yk, P, scoring=scoring)
+        score_decomposition(yk, Pr, scoring=scoring)
+    for band in ("consistency", "confidence"):
+        for labels in _labels(y):
+            corp_reliability(labels, p, n_resamples=4, band=band, random_state=0)
+        corp_reliability(yr, pr, n_resamples=4, band=band, random_state=0)
+        corp_reliability(yk, P, n_resamples=4, band=band, random_state=0)
+        pb, yb = _scores(dtype, n=BIG)  # weighted PAV and the resampling's order: the radix argsort
+        for wdtype in FLOATS:
+            corp_reliability(yb, pb, n_resamples=2, band=band, random_state=0, sample_weight=_weights(BIG, wdtype))
+        corp_reliability(yb, pb, n_resamples=2, band=band, random_state=0)
+
+
+@warmup("smooth ECE")
+def _smooth(dtype):
+    p, y = _scores(dtype)
+    pr, yr = _read_only(p, y)
+    for labels in _labels(y):
+        smooth_ece(labels, p)
+        smooth_ece(labels, p, sample_weight=_weights(N, np.float64))
+    for wdtype in FLOATS:
+        smooth_ece(y, p, sample_weight=_weights(N, wdtype))
+    smooth_ece(yr, pr)
+    smooth_ece(np.where(y == 1, 1, -1), p)  # {-1, 1} labels
+    P, yk = _proba(N, 3, dtype)
+    smooth_ece(yk, P)
+    smooth_ece(yk, *_read_only(P))
+    pb, yb = _scores(dtype, n=SMOOTH_CHUNKED)  # more than one chunk: the chunk grids are merged
+    smooth_ece(yb, pb)
+
+
+@warmup("multiclass diagnostics")
+def _multiclass_metrics(dtype):
+    P, yk = _proba(N, 3, dtype)
+    (Pr,) = _read_only(P)
+    for multiclass in ("top_label", "classwise"):
+        for labels in (yk, yk.astype(np.int32)):
+            calibration_curve(labels, P, n_bins=5, multiclass=multiclass)
+            expected_calibration_error(labels, P, multiclass=multiclass)
+        for wdtype in FLOATS:
+            calibration_curve(yk, P, n_bins=5, multiclass=multiclass, sample_weight=_weights(N, wdtype))
+            expected_calibration_error(yk, P, multiclass=multiclass, sample_weight=_weights(N, wdtype))
+        calibration_curve(yk, Pr, n_bins=5, strategy="quantile", multiclass=multiclass)
+        expected_calibration_error(yk, Pr, multiclass=multiclass)
+
+
+@warmup("CSV files", ("csv",))
+def _csv(_):
+    """The CSV reader's record splitter and the writer's field appender (``fastcal fit``/``apply`` on CSV)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in.csv"), os.path.join(tmp, "out.csv")
+        with open(src, "w") as f:
+            f.write('score,label,note\n0.25,0,"a, b"\n0.75,1,c\n')
+        reader = open_input(src)
+        writer = open_output(dst, ["calibrated"])
+        for piece in reader.pieces():
+            writer.write_piece(piece, {"calibrated": piece.numbers("score", src)})
+        writer.commit()
+
+
 @warmup("out of core")
 def _outofcore(dtype):
     budget = dict(memory_budget=1 << 20, chunk_rows=4096)  # the smallest budget
@@ -337,8 +508,19 @@ def _outofcore(dtype):
         px, py, pw = paths
         outofcore.fit_isotonic(px, py, tmpdir=tmp, **budget)
         outofcore.fit_isotonic(px, py, pw, tmpdir=tmp, increasing="auto", **budget)
+        outofcore.fit_isotonic(px, py, tmpdir=tmp, centered=True, **budget)
+        outofcore.fit_isotonic(px, py, pw, tmpdir=tmp, centered=True, **budget)
         outofcore.fit_platt(px, py, **budget)
         outofcore.fit_platt(px, py, pw, **budget)
+        outofcore.fit_beta(px, py, **budget)
+        outofcore.fit_beta(px, py, pw, **budget)
+        pw64 = os.path.join(tmp, "w64.npy")
+        np.save(pw64, _weights(x.shape[0], np.float64))
+        for i, labels in enumerate(_labels(y)):  # the partitioning kernels carry the labels, with and without weights
+            path = os.path.join(tmp, f"y{i}.npy")
+            np.save(path, labels)
+            outofcore.fit_isotonic(px, path, tmpdir=tmp, **budget)
+            outofcore.fit_isotonic(px, path, pw64, tmpdir=tmp, **budget)
 
 
 @warmup("Dask")
@@ -363,6 +545,20 @@ def _dask(dtype):
         fdask.log_loss(Y, X, sample_weight=weights)
         fdask.expected_calibration_error(Y, X, sample_weight=weights)
         fdask.brier_decomposition(Y, X, sample_weight=weights)
+        fdask.fit_isotonic(X, Y, weights, n_partitions=2, centered=True)
+        fdask.predict(fdask.fit_beta(X, Y, weights), X).compute()
+        for strategy in ("uniform", "quantile"):
+            fdask.fit_histogram(X, Y, weights, n_bins=5, strategy=strategy)
+        fdask.score_decomposition(Y, X, sample_weight=weights)
+        fdask.smooth_ece(Y, X, sample_weight=weights)
+    W64 = da.from_array(_weights(x.shape[0], np.float64), chunks=500)
+    for labels in _labels(y):
+        YL = da.from_array(labels, chunks=500)
+        fdask.fit_isotonic(X, YL, None, n_partitions=2)
+        fdask.fit_isotonic(X, YL, W64, n_partitions=2)
+    wz = _weights(x.shape[0], np.float64)
+    wz[::7] = 0.0  # "auto" with zero weights: the partitions' summaries skip the zero-weight rows
+    fdask.fit_isotonic(X, Y, da.from_array(wz, chunks=500), n_partitions=2, increasing="auto")
     near = da.from_array(_near_ties(dtype, x.shape[0]), chunks=500)
     fdask.fit_isotonic(near, Y, n_partitions=40)  # more than 32 partitions, boundaries within tie chains
     fdask.correct_negative_sampling(X, 0.1).compute()

@@ -58,6 +58,21 @@ for dtype in (np.float32, np.float64):
     fastcal.estimate_priors_em(P, np.full(4, 0.25))
     fastcal.TemperatureScaling().fit(np.log(P), k).predict_proba(np.log(P))
     fastcal.roc_auc_score(k, P, multi_class="ovo")
+    fastcal.expected_calibration_error(k, P, multiclass="classwise")
+    fastcal.smooth_ece(k, P)
+    fastcal.BetaCalibration().fit(x, y).predict(x)
+    fastcal.HistogramBinning(strategy="quantile").fit(x, y).predict(x)
+    fastcal.VennAbers().fit(x, y).predict_proba(x)
+    fastcal.IsotonicRegression(centered=True).fit(x, y).predict(x)
+    fastcal.score_decomposition(y, x, scoring="log_loss")
+    fastcal.corp_reliability(y, x, n_resamples=10, random_state=0)
+    fastcal.corp_reliability(y, x, n_resamples=10, band="confidence", random_state=0)
+    fastcal.smooth_ece(y, x)
+    n = 2 * _precompile.BIG  # weighted: above the radix argsort's threshold
+    xb = rng.random(n).astype(dtype)
+    yb = (rng.random(n) < xb).astype(np.int64)
+    fastcal.IsotonicRegression().fit(xb, yb, sample_weight=rng.random(n)).predict(xb)
+    fastcal.roc_auc_score(yb, xb, sample_weight=rng.random(n))
 seconds = time.perf_counter() - t0
 kernels = _precompile.dispatchers()
 print(json.dumps(dict(seconds=seconds, compiled=sum(sum(d.stats.cache_misses.values()) for d in kernels.values()),
@@ -108,5 +123,6 @@ def test_a_new_process_compiles_nothing_after_precompile(cold):
 def test_registry_names_and_calls():
     names = [w.name for w in _precompile.WARMUPS]
     assert len(names) == len(set(names))
-    assert {"isotonic", "platt", "temperature", "prior correction", "diagnostics"} <= set(names)
+    assert {"isotonic", "platt", "temperature", "prior correction", "diagnostics", "beta", "histogram binning",
+            "Venn-Abers", "decomposition", "smooth ECE"} <= set(names)
     assert _precompile.total_calls() == sum(len(w.variants) for w in _precompile.WARMUPS)
