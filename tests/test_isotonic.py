@@ -206,14 +206,17 @@ def test_weighted_real_targets_match_sklearn(data, increasing, bounds):
 @given(n=st.integers(1, 300), seed=st.integers(0, 2**32 - 1), increasing=st.booleans(),
        n_distinct=st.sampled_from([1, 3, 20, 1000]), bounds=st.sampled_from([(None, None), (-1.0, 2.0)]))
 @HYPO
-def test_exact_weighted_targets_same_knots_as_sklearn(n, seed, increasing, n_distinct, bounds):
-    # Integer targets and dyadic weights keep every sum exact: the knots must agree to the bit.
+def test_exact_weighted_targets_match_sklearn(n, seed, increasing, n_distinct, bounds):
+    # Integer targets and dyadic weights keep every sum exact, but not scikit-learn's block means: it divides
+    # as it pools, so a block whose mean is 0 can come out as 1.4e-17 and keep a knot that fastcal (comparing
+    # exact sums) drops (found by hypothesis: n=126, seed=126, decreasing). So the fits are compared as
+    # functions, at the union of the knots, as for real-valued targets.
     rng = np.random.default_rng(seed)
     x = rng.choice(rng.normal(size=n_distinct), n)
     y = rng.integers(-3, 4, n).astype(float)
     w = rng.choice([0.0, 0.5, 1.0, 1.5, 4.0], n)
     w[0] = 1.0
-    assert_same_as_sklearn(x, y, w, exact=True, increasing=increasing, y_min=bounds[0], y_max=bounds[1])
+    assert_same_as_sklearn(x, y, w, exact=False, increasing=increasing, y_min=bounds[0], y_max=bounds[1])
 
 
 @given(n=st.integers(1, 60), seed=st.integers(0, 2**32 - 1), increasing=st.booleans(),
