@@ -6,9 +6,23 @@ dtypes). ``cache=True`` writes the machine code next to the sources (or to
 ``NUMBA_CACHE_DIR``), so only the first process on a machine pays for
 compilation; later processes load it in milliseconds.
 
-Kernels call only helpers of their own module: Numba decides whether a
-cached function is stale from its own source file alone, so machine code that
-inlined a helper from another file would survive an edit of that file.
+Cache keys cover the helpers a kernel inlines. Numba decides whether a
+cached function is stale from its own source file alone (a hash of its text,
+and the function's bytecode), so machine code that inlined a helper from
+another file would survive an edit of that file. :func:`kernel` therefore
+installs its own cache (:class:`_KernelCache`, Numba's ``FunctionCache`` with
+a wrapped locator) whose source stamp is the pair (Numba's stamp of the
+kernel's file, the hashes of the fastcal modules that file depends on). Those
+are found in the kernel module's namespace when the kernel is defined: every
+fastcal module, function or dispatcher it imported, and, in turn, what those
+modules import (:func:`dependencies`). So a kernel may call the shared helpers
+of :mod:`fastcal._math_kernels`; this module is always among the dependencies
+(through ``kernel`` itself), which also makes an edit of the options below
+invalidate every cache. Two rules keep the dependencies complete: import at
+the top of the module (before the first ``@kernel``), and never import a bare
+constant from another module for a kernel (Numba freezes it into the machine
+code; ``tests/test_jit_cache.py`` checks, from the import statements, that
+every fastcal module a kernel module imports is among its dependencies).
 
 Why not eager, explicit signatures? Numba compiles every listed signature when
 the module is imported, so ``import fastcal`` would cost the compile time of
@@ -37,13 +51,22 @@ Options:
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+import sys
+import types
 import warnings
 
 import numba
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
+from numba.core.dispatcher import Dispatcher
 
 __all__ = [
     "FASTMATH",
     "NoCacheWarning",
+    "cache_dependencies",
+    "dependencies",
     "kernel",
 ]
 
@@ -62,11 +85,143 @@ class NoCacheWarning(UserWarning):
 _warned_no_cache = False
 
 
+_PACKAGE = __name__.split(".")[0]
+
+
+def _fastcal_module(obj):
+    """The name of the fastcal module that defines ``obj`` (a module, function or dispatcher), or None."""
+    if isinstance(obj, types.ModuleType):
+        name = obj.__name__
+    elif isinstance(obj, types.FunctionType):
+        name = obj.__module__
+    elif isinstance(getattr(obj, "py_func", None), types.FunctionType):  # a Numba dispatcher
+        name = obj.py_func.__module__
+    else:
+        return None
+    return name if isinstance(name, str) and name.startswith(_PACKAGE + ".") else None
+
+
+def _imported(namespace, own):
+    """The fastcal modules other than ``own`` that the module namespace ``namespace`` refers to."""
+    found = {_fastcal_module(obj) for obj in list(namespace.values())}
+    found.discard(None)
+    found.discard(own)
+    return found
+
+
+@functools.cache
+def _closure(module):
+    """``module`` and every fastcal module it depends on, transitively (a complete module: memoised)."""
+    seen = {module}
+    todo = [module]
+    while todo:
+        for dep in _imported(vars(sys.modules[todo.pop()]), None):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    return frozenset(seen)
+
+
+def dependencies(func):
+    """The fastcal modules, other than its own, whose text can go into ``func``'s machine code (sorted names).
+
+    Found in the namespace of ``func``'s module (which is still being imported
+    when ``func`` is decorated, so only what it imported so far counts), then
+    transitively in the namespaces of those modules.
+    """
+    own = func.__module__
+    found = set()
+    for module in _imported(func.__globals__, own):
+        found |= _closure(module)
+    found.discard(own)
+    return tuple(sorted(found))
+
+
+@functools.lru_cache(maxsize=None)
+def _file_hash(path, mtime_ns, size):  # keyed on the file's stat: an edit in a running process is seen
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _module_hash(name):
+    module = sys.modules[name]
+    path = getattr(module, "__file__", None)
+    try:
+        st = os.stat(path)
+        return _file_hash(path, st.st_mtime_ns, st.st_size)
+    except (OSError, TypeError):  # no file (a zip import or a frozen executable): the source from the loader
+        source = module.__loader__.get_source(name) or ""
+        return hashlib.sha256(source.encode()).hexdigest()
+
+
+class _CoveringLocator(_CacheLocator):
+    """Numba's locator for a kernel, with a source stamp that also covers the kernel's dependencies."""
+
+    def __init__(self, base, modules):
+        self._base = base
+        self.dependencies = modules
+        self._stamp = tuple((name, _module_hash(name)) for name in modules)
+
+    def ensure_cache_path(self):
+        self._base.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._base.get_cache_path()
+
+    def get_source_stamp(self):
+        return self._base.get_source_stamp(), self._stamp
+
+    def get_disambiguator(self):
+        return self._base.get_disambiguator()
+
+    @classmethod
+    def from_function(cls, py_func, py_file):  # never chosen by Numba: it wraps the one Numba chose
+        return None
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    """Numba's cache implementation for compiled functions, with :class:`_CoveringLocator` around its locator.
+
+    Numba chooses the locator as usual (``NUMBA_CACHE_DIR``, the folder of
+    the sources, the user's cache folder, ``NUMBA_CACHE_LOCATOR_CLASSES``);
+    only its source stamp is extended.
+    """
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._covering = _CoveringLocator(super().locator, dependencies(py_func))
+
+    @property
+    def locator(self):
+        return getattr(self, "_covering", None) or super().locator
+
+
+class _KernelCache(FunctionCache):
+    _impl_class = _KernelCacheImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self.dependencies = self._impl.locator.dependencies
+
+
+def cache_dependencies(dispatcher):
+    """The modules (names) whose text the cache key of ``dispatcher`` (a :func:`kernel`) covers besides its own file.
+
+    Fixed when the kernel was defined; None when it is not cached.
+    """
+    return getattr(getattr(dispatcher, "_cache", None), "dependencies", None)
+
+
 def _compile(func, fastmath):
     global _warned_no_cache
     options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else False)
+    dispatcher = numba.njit(**options)(func)
+    if not isinstance(dispatcher, Dispatcher):
+        return dispatcher  # NUMBA_DISABLE_JIT=1: the Python function itself
     try:
-        return numba.njit(cache=True, **options)(func)
+        # What ``cache=True`` does (Dispatcher.enable_caching), with the covering cache.
+        dispatcher._cache = _KernelCache(func)
+        return dispatcher
     except RuntimeError as exc:
         if "no locator available" not in str(exc):
             raise
@@ -79,7 +234,7 @@ def _compile(func, fastmath):
             NoCacheWarning,
             stacklevel=4,
         )
-    return numba.njit(cache=False, **options)(func)
+    return dispatcher
 
 
 def kernel(func=None, *, fastmath=False):

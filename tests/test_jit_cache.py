@@ -1,9 +1,20 @@
-"""Compiled kernels are cached: a second process loads them and compiles nothing."""
+"""Compiled kernels are cached: a second process loads them and compiles nothing; an edit of a helper
+module invalidates the kernels that inline it."""
 
+import ast
+import importlib
 import json
 import os
+import pkgutil
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import numpy as np
+
+import fastcal
+from fastcal import _jit, _math_kernels, _precompile
 
 SCRIPT = r"""
 import json, time
@@ -45,3 +56,106 @@ def test_second_process_does_not_recompile(tmp_path):
     assert second["misses"] == 0, f"the second process recompiled {second['misses']} kernels"
     assert second["hits"] > 0  # callees inlined into cached callers need no load of their own
     assert second["seconds"] < first["seconds"]
+
+
+# ---------------------------------------------------------------------------
+# Cache keys cover the shared helpers a kernel inlines (fastcal._jit)
+# ---------------------------------------------------------------------------
+
+#: In a fresh interpreter, on a copy of the package: one temperature pass (it inlines exp_neg and log_normal
+#: of _math_kernels) and one validation kernel (which does not); compilations counted per dispatcher.
+SHARED = r"""
+import json
+import numpy as np
+from fastcal import _temperature_kernels as tk, _validation
+
+z = np.linspace(-3.0, 3.0, 40).reshape(10, 4)
+out = np.empty((1, 3))
+tk.loss_grad_hess_chunks(z, np.arange(10, dtype=np.int64) % 4, np.empty(0), 0.7, out, 0, 1)
+_validation.count_nonfinite(z.reshape(-1), 0, 40)
+kernels = dict(temperature=tk.loss_grad_hess_chunks, validation=_validation.count_nonfinite)
+print(json.dumps(dict(file=tk.__file__, sums=out[0].tolist(),
+                      misses={k: sum(d.stats.cache_misses.values()) for k, d in kernels.items()},
+                      hits={k: sum(d.stats.cache_hits.values()) for k, d in kernels.items()})))
+"""
+
+
+def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_path):
+    package = tmp_path / "src" / "fastcal"
+    shutil.copytree(Path(fastcal.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path / "src"))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", SHARED], env=env, capture_output=True, text=True,
+                             cwd=tmp_path, check=True)
+        return json.loads(out.stdout)
+
+    first = run()
+    assert first["file"] == str(package / "_temperature_kernels.py")  # the copy, not the checkout
+    assert first["misses"] == {"temperature": 1, "validation": 1}
+    unchanged = run()
+    assert unchanged["misses"] == {"temperature": 0, "validation": 0}
+    assert unchanged["hits"] == {"temperature": 1, "validation": 1}
+    assert unchanged["sums"] == first["sums"]
+
+    # Change what exp_neg computes (exp(r) * 2: every sum moves) without touching the kernel's own file.
+    helpers = package / "_math_kernels.py"
+    text = helpers.read_text()
+    assert text.count("    p = p * r + 1.0\n    p = p * r + 1.0\n") == 1
+    helpers.write_text(text.replace("    p = p * r + 1.0\n    p = p * r + 1.0\n", "    p = p * r + 1.0\n    p = p * r + 1.0\n    p = p * 2.0\n"))
+    edited = run()
+    assert edited["misses"] == {"temperature": 1, "validation": 0}  # recompiled only where exp_neg is inlined
+    assert edited["sums"] != first["sums"]  # the machine code runs the edited helper
+    again = run()
+    assert again["misses"] == {"temperature": 0, "validation": 0}
+    assert again["sums"] == edited["sums"]
+
+
+def _top_level_fastcal_imports(module):
+    """The fastcal modules that ``module``'s top-level import statements name (modules imported, or imported from)."""
+    path = Path(sys.modules[module].__file__)
+    package = module.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("fastcal.")}
+        elif isinstance(node, ast.ImportFrom):
+            origin = node.module if not node.level else ".".join(
+                [*module.split(".")[:-node.level]] + ([node.module] if node.module else []))
+            if origin == package:  # from . import _jit
+                found |= {f"{package}.{a.name}" for a in node.names}
+            elif origin.startswith("fastcal."):
+                found.add(origin)
+    return found
+
+
+def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
+    # What _jit finds in a module's namespace when a kernel is defined must include every fastcal module that
+    # module imports at its top (an import placed after a kernel, or of a bare constant, would be missed).
+    for info in pkgutil.iter_modules(fastcal.__path__, "fastcal."):
+        if info.name.endswith("_kernels"):
+            importlib.import_module(info.name)
+    kernels = _precompile.dispatchers()
+    assert len(kernels) > 50
+    checked = 0
+    for name, dispatcher in kernels.items():
+        module = dispatcher.py_func.__module__
+        deps = _jit.cache_dependencies(dispatcher)
+        assert deps is not None, name
+        missing = _top_level_fastcal_imports(module) - set(deps) - {module}
+        assert not missing, f"{name}: its cache key does not cover {sorted(missing)}"
+        assert "fastcal._jit" in deps  # the compile options
+        checked += 1
+    deps = _jit.cache_dependencies(kernels["fastcal._temperature_kernels.chunk_terms"])
+    assert "fastcal._math_kernels" in deps
+    assert "fastcal._math_kernels" not in _jit.cache_dependencies(kernels["fastcal._isotonic_kernels.predict"])
+
+
+def test_dependencies_follow_modules_functions_and_dispatchers():
+    namespace = {"np": np, "kernel": _jit.kernel, "exp_neg": _math_kernels.exp_neg, "m": _math_kernels, "N": 3}
+    exec("def f(x):\n    return x", namespace)
+    namespace["f"].__module__ = "fastcal._someone_kernels"
+    assert _jit.dependencies(namespace["f"]) == ("fastcal._jit", "fastcal._math_kernels")
+    del namespace["exp_neg"], namespace["m"]
+    assert _jit.dependencies(namespace["f"]) == ("fastcal._jit",)

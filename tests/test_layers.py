@@ -7,9 +7,10 @@ so they run under plain pytest too:
   import _pav`` or ``isotonic._pav``); private *modules* (``_partition``) are
   how the layers are named and may be imported. ``tests/`` is not checked:
   a test may reach into the module it tests.
-- kernels (``_<subject>_kernels.py``) import only ``_jit``, numba, numpy and
-  math, the rule ``lint-imports`` checks for fastcal's own modules, here for
-  third-party ones too; and the kernel contract lists every kernel module.
+- kernels (``_<subject>_kernels.py``) import only ``_jit``, the shared
+  helpers of ``_math_kernels``, numba, numpy and math, the rule
+  ``lint-imports`` checks for fastcal's own modules, here for third-party ones
+  too; and the kernel contract lists every kernel module.
 - importing fastcal or any of its modules, except the integrations that exist
   to use an optional dependency, leaves every optional dependency unimported.
 
@@ -43,6 +44,10 @@ IMPORTS_OPTIONAL = {
 SCRIPTS = {"fastcal.__main__": "runs the command line", "fastcal.cli.__main__": "runs the command line"}
 
 KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
+
+#: What kernels may import from fastcal: the Numba options and the shared helpers (whose text
+#: fastcal._jit adds to the cache key of every kernel that imports them).
+KERNEL_IMPORTS = {"fastcal._jit", "fastcal._math_kernels"}
 
 
 def _modules():
@@ -137,11 +142,11 @@ def kernel_imports(source, module):
 
 
 def kernel_violations(source, module):
-    """Imports of kernel module ``module`` other than _jit, numba, numpy and math."""
+    """Imports of kernel module ``module`` other than _jit, _math_kernels, numba, numpy and math."""
     bad = []
     for line, name in kernel_imports(source, module):
         if name.split(".")[0] == "fastcal":
-            if name != "fastcal._jit":
+            if name not in KERNEL_IMPORTS:
                 bad.append(f"{module}:{line}: imports {name}")
         elif name.split(".")[0] not in KERNEL_EXTERNALS:
             bad.append(f"{module}:{line}: imports {name}")
@@ -185,7 +190,7 @@ def test_no_module_uses_another_modules_private_names():
 
 
 @pytest.mark.parametrize("module", KERNELS)
-def test_kernels_import_only_jit_numba_numpy_math(module):
+def test_kernels_import_only_jit_math_kernels_numba_numpy_math(module):
     path, _ = MODULES[module]
     assert kernel_violations(path.read_text(encoding="utf-8"), module) == []
 
@@ -249,18 +254,21 @@ import numpy as np
 from numba.extending import overload
 from ._jit import kernel
 from . import _jit
+from ._math_kernels import exp_neg
 
 def f():
     import scipy.special
     from ._parallel import parallel_for
     from .isotonic import pav_fit
     from . import _validation
+    from ._platt_kernels import log_normal
 """
     assert kernel_violations(source, "fastcal._prior_kernels") == [
-        "fastcal._prior_kernels:9: imports scipy.special",
-        "fastcal._prior_kernels:10: imports fastcal._parallel",
-        "fastcal._prior_kernels:11: imports fastcal.isotonic",
-        "fastcal._prior_kernels:12: imports fastcal._validation",
+        "fastcal._prior_kernels:10: imports scipy.special",
+        "fastcal._prior_kernels:11: imports fastcal._parallel",
+        "fastcal._prior_kernels:12: imports fastcal.isotonic",
+        "fastcal._prior_kernels:13: imports fastcal._validation",
+        "fastcal._prior_kernels:14: imports fastcal._platt_kernels",
     ]
 
 

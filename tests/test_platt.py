@@ -64,48 +64,8 @@ def normalised_gradient(a, b, s, y, w=None):
 
 
 # ---------------------------------------------------------------------------
-# Kernels: elementary functions, fused pass, serial == parallel
+# Kernels: fused pass, serial == parallel (the elementary functions: tests/test_math_kernels.py)
 # ---------------------------------------------------------------------------
-
-
-@numba.njit
-def _apply(f, x):
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        out[i] = f(x[i])
-    return out
-
-
-def ulps(got, ref):
-    ref = np.asarray(ref)
-    return np.max(np.abs(got - ref) / np.abs(ref)) / np.finfo(np.float64).eps
-
-
-def test_exp_neg_within_about_one_ulp():
-    rng = np.random.default_rng(0)
-    x = np.concatenate([-np.abs(rng.normal(0, 30, 200_000)), -np.linspace(0, 708, 100_001), [0.0, -0.0]])
-    assert ulps(_apply(kernels.exp_neg, x), np.exp(x)) < 1.5
-    # Subnormal results and underflow.
-    tail = np.array([-710.0, -740.0, -745.0, -745.2, -746.0, -1000.0, -np.inf])
-    assert_allclose(_apply(kernels.exp_neg, tail), np.exp(tail), rtol=1e-2, atol=0)
-    assert _apply(kernels.exp_neg, np.array([-1e300]))[0] == 0.0
-
-
-def test_log1p_unit_within_two_ulp():
-    e = np.concatenate([np.linspace(0, 1, 200_001)[1:], np.geomspace(1e-300, 1, 20_000), [0.41421356237309503]])
-    assert ulps(_apply(kernels.log1p_unit, e), np.log1p(e)) < 2.5
-    assert _apply(kernels.log1p_unit, np.array([0.0]))[0] == 0.0
-
-
-def test_log_normal_within_two_ulp():
-    rng = np.random.default_rng(1)
-    u = np.concatenate([np.exp(rng.uniform(-700, 700, 200_000)), np.linspace(0.5, 2, 100_001), [np.finfo(np.float64).tiny, 1.7e308]])
-    got = _apply(kernels.log_normal, u)
-    ref = np.log(u)
-    away = np.abs(ref) > 1e-3
-    assert ulps(got[away], ref[away]) < 2.5
-    assert np.max(np.abs(got - ref)) < 4 * np.finfo(np.float64).eps
-    assert _apply(kernels.log_normal, np.array([1.0]))[0] == 0.0
 
 
 def _pass(s, y, w, a, b, loss, center=0.0, scale=1.0, pieces=False):

@@ -180,30 +180,6 @@ def test_logits_too_large_are_an_error_not_a_converged_start():
     assert ts.converged_ and ts.beta_ == pytest.approx(np.exp(-10.0), rel=1e-12)
 
 
-def test_vectorised_math_copies_identical_to_platt():
-    # _temperature_kernels carries copies of _platt_kernels' exp/log helpers (a kernel must not
-    # call into another file: Numba's cache would not notice an edit there). The copies must not drift.
-    import ast
-    from pathlib import Path
-
-    root = Path(fastcal.__file__).parent
-
-    def top_level(name):
-        src = (root / name).read_text()
-        found = {}
-        for node in ast.parse(src).body:
-            if isinstance(node, (ast.FunctionDef, ast.Assign)):
-                key = node.name if isinstance(node, ast.FunctionDef) else ast.unparse(node.targets[0])
-                found[key] = ast.get_source_segment(src, node, padded=True)
-        return found
-
-    ours, platt = top_level("_temperature_kernels.py"), top_level("_platt_kernels.py")
-    shared = set(ours) & set(platt) - {"CHUNK", "n_chunks"}
-    assert {"exp_neg", "log_normal", "_log_series", "_LN2_HI", "_bitcast_int64_float64"} <= shared
-    for name in sorted(shared):
-        assert ours[name] == platt[name], name
-
-
 def test_loss_gradient_curvature_against_naive():
     # Per row: lse = logsumexp(beta l); p = softmax(beta l); loss = lse - beta l_y,
     # gradient = E_p[l] - l_y, curvature = Var_p[l]. Each row's terms are within a few ulp of
