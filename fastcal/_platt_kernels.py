@@ -43,7 +43,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import kernel
-from ._math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal
+from ._math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal, order_key
+
 
 #: Rows per block of the chunked reductions. Large enough that a block's
 #: bookkeeping is noise, small enough that ranges of blocks balance across threads.
@@ -157,21 +158,8 @@ def newton_pass(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_los
 # Preparation pass for Platt scaling: validation counts and class weights.
 # ---------------------------------------------------------------------------
 
-_ABS_MASK = 0x7FFFFFFFFFFFFFFF
 _INT64_MAX = 0x7FFFFFFFFFFFFFFF
 _INT64_MIN = -0x8000000000000000
-
-
-@kernel
-def order_key(x):
-    """An int64 whose order is the order of the (non-NaN) float64 ``x``.
-
-    The bits of x as an int64, with the magnitude bits flipped for negative
-    numbers (-0.0 gets key -1, +0.0 key 0). Integer min/max reductions
-    vectorise where floating-point ones (which must respect NaN) do not.
-    """
-    k = float64_bits_as_int64(x)
-    return k ^ ((k >> 63) & _ABS_MASK)
 
 
 @kernel(fastmath=True)
@@ -193,7 +181,7 @@ def _prep_chunk(s, y, w, lo, hi, iout, fout):
     for i in range(np.uint64(lo), np.uint64(hi)):
         bits = float64_bits_as_int64(np.float64(s[i]))
         bad_s += 1 if (bits >> 52) & 0x7FF == 0x7FF else 0  # exponent all ones: inf or NaN
-        key = bits ^ ((bits >> 63) & _ABS_MASK)
+        key = order_key(np.float64(s[i]))  # the same bits: one bitcast after inlining
         lo_all = min(lo_all, key)
         hi_all = max(hi_all, key)
         yi = y[i]
@@ -258,14 +246,6 @@ def prep(s, y, w, ibuf, fbuf, lo, hi):
     for c in range(lo, hi):
         start = c * CHUNK
         _prep_chunk(s, y, w, start, min(start + CHUNK, n), ibuf[c], fbuf[c])
-
-
-def key_to_float(key):
-    """Inverse of :func:`order_key` (in Python)."""
-    key = int(key)
-    if key < 0:
-        key ^= _ABS_MASK
-    return float(np.array(key, dtype=np.int64).view(np.float64))
 
 
 # ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from ._jit import kernel
+from ._math_kernels import key_to_float, order_key
 from ._parallel import parallel_for
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "check_object_labels",
     "check_sample_weight",
     "column_or_1d",
+    "finite_range",
     "rescale_weights",
     "weight_exponent",
 ]
@@ -98,6 +100,41 @@ def check_finite(arr, name):
         what = "NaN" if np.isnan(flat).any() else "infinity"
         raise ValueError(f"{name} must be finite, but contains {what}.")
     return arr
+
+
+#: Start values of the order-key min and max reductions of :func:`finite_range`.
+_KEY_MAX = 0x7FFFFFFFFFFFFFFF
+_KEY_MIN = -0x8000000000000000
+
+
+@kernel
+def nonfinite_and_range(x, lo, hi):
+    """The number of NaN and infinite values in ``x[lo:hi]``, and the order keys of its smallest and largest values.
+
+    Order keys (:func:`fastcal._math_kernels.order_key`) make the min and max
+    integer reductions, which vectorise; float ones must respect NaN and do not.
+    """
+    x = x[lo:hi]  # indices from 0: no wraparound check
+    bad = 0
+    kmin = _KEY_MAX
+    kmax = _KEY_MIN
+    for i in range(x.shape[0]):
+        v = np.float64(x[i])
+        bad += 0 if np.isfinite(v) else 1
+        key = order_key(v)
+        kmin = min(kmin, key)
+        kmax = max(kmax, key)
+    return bad, kmin, kmax
+
+
+def finite_range(arr, name):
+    """``(min, max)`` of the non-empty contiguous float array ``arr``, in one pass; ``ValueError`` as :func:`check_finite`."""
+    flat = arr.reshape(-1)
+    parts = parallel_for(nonfinite_and_range, flat.shape[0], flat)
+    if sum(part[0] for part in parts):
+        what = "NaN" if np.isnan(flat).any() else "infinity"
+        raise ValueError(f"{name} must be finite, but contains {what}.")
+    return key_to_float(min(part[1] for part in parts)), key_to_float(max(part[2] for part in parts))
 
 
 def check_consistent_length(**arrays):

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _newton
 from . import _platt_kernels as _k
+from ._math_kernels import key_to_float
 from . import platt
 from ._base import BaseCalibrator, check_is_fitted
 from ._errors import warn_not_converged
@@ -311,7 +312,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     """
     iout, (wpos, wneg) = prepared
     npos, lo, hi, lo_all, hi_all = (int(v) for v in iout[2:7])
-    lo_all, hi_all = _k.key_to_float(lo_all), _k.key_to_float(hi_all)
+    lo_all, hi_all = key_to_float(lo_all), key_to_float(hi_all)
     if lo_all < 0.0 or hi_all > 1.0:
         raise ValueError("p must contain probabilities in [0, 1].")
     if not weighted:
@@ -320,7 +321,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     if wpos == 0.0 or wneg == 0.0:
         raise ValueError("y must contain both classes (with positive weight): with one class the "
                          "maximum-likelihood beta calibration does not exist.")
-    p_lo, p_hi = (min(max(_k.key_to_float(k), eps), 1.0 - eps) for k in (lo, hi))
+    p_lo, p_hi = (min(max(key_to_float(k), eps), 1.0 - eps) for k in (lo, hi))
     if p_lo == p_hi:
         a, b, c = _constant_fit(model, p_lo, eps, float(wpos), float(wneg))
         return BetaFit(a, b, c, midpoint(model, a, b, c), 0, True, 0.0, 0)

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _newton
 from . import _platt_kernels as _k
+from ._math_kernels import key_to_float
 from ._base import BaseCalibrator, ConvergenceWarning, check_is_fitted
 from ._errors import warn_not_converged
 from ._parallel import parallel_for
@@ -401,12 +402,12 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     with np.errstate(over="ignore"):  # an overflowing total weight is reported below, as a ValueError
         wpos, wneg = (float(np.ldexp(v, weight_exponent)) for v in (wpos, wneg))
     check_total_weight(wpos, wneg)
-    targets, b0, solved = starting_point(wpos, wneg, _k.key_to_float(lo) == _k.key_to_float(hi))
+    targets, b0, solved = starting_point(wpos, wneg, key_to_float(lo) == key_to_float(hi))
     if solved is not None:
         return PlattFit(*solved, 0, True, 0.0, 0)
 
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
-    center, scale, xmax = center_and_scale(_k.key_to_float(lo_all), _k.key_to_float(hi_all))
+    center, scale, xmax = center_and_scale(key_to_float(lo_all), key_to_float(hi_all))
 
     def sub():
         if subsample_rows is None or n < WARM_START_MIN:
@@ -424,7 +425,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
         # The optimum exists in the solver's coordinates, but a = a' * scale does not fit in a float64.
         raise ValueError(
             f"scores: the fitted sigmoid's slope overflows float64 (scores span only "
-            f"{_k.key_to_float(hi_all) - _k.key_to_float(lo_all):.3g}); multiply the scores by a constant first.")
+            f"{key_to_float(hi_all) - key_to_float(lo_all):.3g}); multiply the scores by a constant first.")
     return PlattFit(a, b, res.n_iter, res.converged, res.decrement, res.n_passes)
 
 
@@ -774,7 +775,7 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True):
     if w is None:
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(wpos, wneg)
-    lo_pos, hi_pos, lo_neg, hi_neg = (_k.key_to_float(k) for k in keys)
+    lo_pos, hi_pos, lo_neg, hi_neg = (key_to_float(k) for k in keys)
     nan = math.nan
     if wpos == 0.0 or wneg == 0.0:
         if strict:

@@ -63,17 +63,18 @@ def test_second_process_does_not_recompile(tmp_path):
 # ---------------------------------------------------------------------------
 
 #: In a fresh interpreter, on a copy of the package: one temperature pass (it inlines exp_neg and log_normal
-#: of _math_kernels) and one validation kernel (which does not); compilations counted per dispatcher.
+#: of _math_kernels) and one isotonic kernel (whose module does not import _math_kernels); compilations
+#: counted per dispatcher.
 SHARED = r"""
 import json
 import numpy as np
-from fastcal import _temperature_kernels as tk, _validation
+from fastcal import _isotonic_kernels as ik, _temperature_kernels as tk
 
 z = np.linspace(-3.0, 3.0, 40).reshape(10, 4)
-out = np.empty((1, 3))
-tk.loss_grad_hess_chunks(z, np.arange(10, dtype=np.int64) % 4, np.empty(0), 0.7, out, 0, 1)
-_validation.count_nonfinite(z.reshape(-1), 0, 40)
-kernels = dict(temperature=tk.loss_grad_hess_chunks, validation=_validation.count_nonfinite)
+out = np.empty((1, tk.N_SUMS))
+tk.derivative_chunks(z, np.arange(10, dtype=np.int64) % 4, np.empty(0), 0.7, out, 0, 1)
+ik.is_sorted(z[:, 0].copy())
+kernels = dict(temperature=tk.derivative_chunks, isotonic=ik.is_sorted)
 print(json.dumps(dict(file=tk.__file__, sums=out[0].tolist(),
                       misses={k: sum(d.stats.cache_misses.values()) for k, d in kernels.items()},
                       hits={k: sum(d.stats.cache_hits.values()) for k, d in kernels.items()})))
@@ -93,10 +94,10 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
 
     first = run()
     assert first["file"] == str(package / "_temperature_kernels.py")  # the copy, not the checkout
-    assert first["misses"] == {"temperature": 1, "validation": 1}
+    assert first["misses"] == {"temperature": 1, "isotonic": 1}
     unchanged = run()
-    assert unchanged["misses"] == {"temperature": 0, "validation": 0}
-    assert unchanged["hits"] == {"temperature": 1, "validation": 1}
+    assert unchanged["misses"] == {"temperature": 0, "isotonic": 0}
+    assert unchanged["hits"] == {"temperature": 1, "isotonic": 1}
     assert unchanged["sums"] == first["sums"]
 
     # Change what exp_neg computes (exp(r) * 2: every sum moves) without touching the kernel's own file.
@@ -105,10 +106,10 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
     assert text.count("    p = p * r + 1.0\n    p = p * r + 1.0\n") == 1
     helpers.write_text(text.replace("    p = p * r + 1.0\n    p = p * r + 1.0\n", "    p = p * r + 1.0\n    p = p * r + 1.0\n    p = p * 2.0\n"))
     edited = run()
-    assert edited["misses"] == {"temperature": 1, "validation": 0}  # recompiled only where exp_neg is inlined
+    assert edited["misses"] == {"temperature": 1, "isotonic": 0}  # recompiled only where exp_neg is inlined
     assert edited["sums"] != first["sums"]  # the machine code runs the edited helper
     again = run()
-    assert again["misses"] == {"temperature": 0, "validation": 0}
+    assert again["misses"] == {"temperature": 0, "isotonic": 0}
     assert again["sums"] == edited["sums"]
 
 

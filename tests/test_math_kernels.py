@@ -63,3 +63,18 @@ def test_bit_casts_are_numpy_views():
         bits, back = f(x)
         assert_array_equal(bits, x.view(np.int64))
         assert_array_equal(back.view(np.int64), x.view(np.int64))
+
+
+def test_order_key_is_monotone():
+    values = np.array([-np.inf, -1e308, -1.0, -5e-324, -0.0, 0.0, 5e-324, 1e-300, 1.0, 1e308, np.inf])
+
+    @numba.njit
+    def keys(x):
+        out = np.empty(x.shape[0], np.int64)
+        for i in range(x.shape[0]):
+            out[i] = math_kernels.order_key(x[i])
+        return out
+
+    k = keys(values)
+    assert np.all(np.diff(k) > 0)
+    assert [math_kernels.key_to_float(v) for v in k] == list(values)

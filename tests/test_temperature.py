@@ -11,7 +11,8 @@ from sklearn.calibration import _TemperatureScaling
 
 import fastcal
 from fastcal import TemperatureScaling
-from fastcal.temperature import _loss_grad_hess
+from fastcal import temperature
+from fastcal.temperature import _derivatives
 
 from .threads import serial_and_parallel
 
@@ -54,7 +55,7 @@ def test_matches_sklearn_and_naive(n, k, sharpness, seed, weighted):
     # Gradient ~ 0 at the optimum (unless the optimum is at a bound). Newton stops within 2 tol beta of the
     # minimiser, where g = h * distance; g is a sum of n row terms |g_i| <= ptp(z_i), each computed within
     # (k + 4) eps ptp(z_i), so rounding (at the end and in the last step) adds (n + k + 4) eps sum w ptp(z) twice.
-    _, g, h = _loss_grad_hess(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
+    _, g, h, *_ = _derivatives(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
     if np.exp(-10) * 1.001 < ours.beta_ < np.exp(10) * 0.999:
         rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * np.ptp(z, axis=1))
         assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
@@ -102,10 +103,46 @@ def test_float32_kept_and_parallel_equals_serial():
     labels = y.astype(np.int64)
     for zz in (z, z32):
         for w in (np.empty(0), np.random.default_rng(5).random(z.shape[0])):
-            serial, parallel = serial_and_parallel(_loss_grad_hess, zz, labels, w, 0.7)
+            serial, parallel = serial_and_parallel(_derivatives, zz, labels, w, 0.7)
             assert serial == parallel
         serial, parallel = serial_and_parallel(ts.predict_proba, zz)
         assert_array_equal(serial, parallel)
+
+
+@pytest.mark.parametrize("k, sharpness, weighted, dtype", [(10, 0.5, False, np.float64), (3, 2.0, True, np.float64),
+                                                        (20, 0.2, False, np.float32), (2, 1.0, True, np.float64)])
+def test_large_fits_start_from_a_subsample_and_take_two_passes(k, sharpness, weighted, dtype):
+    # Above _SUBSAMPLE_MIN rows the full fit starts from a subsample's fit; Halley steps from there, and the
+    # stop on the cubic model of the gradient, converge in two passes over the full data, to the same minimiser.
+    n = 3 * temperature._SUBSAMPLE_MIN
+    z, y = make_logits(n, k, sharpness, k)
+    z = z.astype(dtype)
+    w = np.random.default_rng(k).uniform(0.1, 2, n) if weighted else None
+    ours = TemperatureScaling(input_type="logits").fit(z, y, sample_weight=w)
+    assert ours.converged_ and ours.n_iter_ == 2
+    # scikit-learn fits float32 logits in float32 (4e-4 off here); fastcal sums in float64: compare on the same values.
+    assert_allclose(ours.beta_, _TemperatureScaling().fit(z.astype(np.float64), y, sample_weight=w).beta_, rtol=1e-5)
+    labels, ww = y.astype(np.int64), (np.empty(0) if w is None else w)
+    # The same minimiser as the fit from 1.0 on all rows, which stops on the step size alone: both stop within
+    # tol relative of it (the model's stop at tol / 2), so they agree to 2 tol, plus the rounding floor of the
+    # gradient as below (relative to beta: rounding / (h beta)).
+    _, g, h, *_ = _derivatives(z, labels, ww, ours.beta_)
+    rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * np.ptp(z.astype(float), axis=1))
+    assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
+    plain, _, converged = temperature._newton(lambda b: _derivatives(z, labels, ww, b), 100, ours.tol)
+    assert converged
+    assert abs(plain - ours.beta_) <= 2 * ours.tol * ours.beta_ + 4 * rounding / h
+
+
+def test_subsample_at_a_bound_gives_no_start():
+    # Separable rows: the subsample's fit ends at e^10, which is no start; the full fit ends there too.
+    n = temperature._SUBSAMPLE_MIN
+    z = np.tile(np.array([[2.0, 0.0], [0.0, 2.0]]), (n // 2, 1))
+    y = np.tile([0, 1], n // 2)
+    labels = y.astype(np.int64)
+    assert temperature._start(z, labels, np.empty(0), 100) == 1.0
+    ts = TemperatureScaling().fit(z, y)
+    assert ts.converged_ and abs(ts.beta_ - np.exp(10)) / np.exp(10) < 1e-6
 
 
 def test_optimum_at_the_bound():
@@ -180,7 +217,7 @@ def test_logits_too_large_are_an_error_not_a_converged_start():
     assert ts.converged_ and ts.beta_ == pytest.approx(np.exp(-10.0), rel=1e-12)
 
 
-def test_loss_gradient_curvature_against_naive():
+def test_loss_and_derivatives_against_naive():
     # Per row: lse = logsumexp(beta l); p = softmax(beta l); loss = lse - beta l_y,
     # gradient = E_p[l] - l_y, curvature = Var_p[l]. Each row's terms are within a few ulp of
     # the float64 reference (exp within 1.1 ulp, log within 2 ulp), the sums over 5000 rows of
@@ -197,9 +234,24 @@ def test_loss_gradient_curvature_against_naive():
             mean = (p * z).sum(axis=1)
             grad = mean - z[rows, y]
             hess = (p * (z - mean[:, None]) ** 2).sum(axis=1)
-            got = _loss_grad_hess(z, y.astype(np.int64), ww, beta)
+            got = _derivatives(z, y.astype(np.int64), ww, beta)
             expected = [(weights * v).sum() for v in (loss, grad)]
             assert_allclose(got[:2], expected, rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
             # The kernel's curvature is E[d^2] - E[d]^2: cancellation loses up to log10(E[d^2] / Var)
             # digits, under 3 for logits of spread ~3 with k = 7.
             assert_allclose(got[2], (weights * hess).sum(), rtol=1e-9)
+            # Third and fourth derivatives: the cumulants kappa_3 = E[c^3], kappa_4 = E[c^4] - 3 Var^2 (c = l - E[l]),
+            # which the kernel forms from raw moments of d = l - max(l): kappa_3 = m3 - 3 m2 m1 + 2 m1^3 and
+            # kappa_4 = m4 - 4 m3 m1 - 3 m2^2 + 12 m2 m1^2 - 6 m1^4. Each m_j is within (k + 4) eps relative of
+            # E|d|^j (k exps and additions, a division) and products of moments are bounded by E|d|^j, so a
+            # row's error is below (1 + 3 + 2) (k + 4) eps E|d|^3, resp. 26 (k + 4) eps E|d|^4; the sum over
+            # n rows adds n eps of the sum of those magnitudes.
+            eps = np.finfo(np.float64).eps
+            c = z - mean[:, None]
+            d = np.abs(z - z.max(axis=1, keepdims=True))
+            var = (p * c**2).sum(axis=1)
+            k3 = (p * c**3).sum(axis=1)
+            k4 = (p * c**4).sum(axis=1) - 3 * var**2
+            for got_j, kappa, j, coef in ((got[3], k3, 3, 6), (got[4], k4, 4, 26)):
+                scale = (weights * (p * d**j).sum(axis=1)).sum()
+                assert abs(got_j - (weights * kappa).sum()) <= (coef * (z.shape[1] + 4) + z.shape[0]) * eps * scale
