@@ -49,7 +49,8 @@ Options:
   (never ``nnan`` or ``ninf``), and only where a kernel opts in.
 - ``contract``: only fused multiply-add (one rounding for ``a * b + c``
   instead of two; the operations and their order are kept), for polynomial
-  evaluations that must keep their order but are twice as fast as FMAs.
+  evaluations that must keep their order: one instruction per Horner step
+  instead of two.
 """
 
 from __future__ import annotations

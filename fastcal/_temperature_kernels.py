@@ -37,7 +37,7 @@ def n_chunks(n):
 
 
 @kernel(fastmath=True)
-def chunk_terms(z, t, weights, start, beta, zt, scratch, out):
+def chunk_terms(z, t, weights, start, beta, want_loss, zt, scratch, out):
     """Weighted sums over the rows of ``z`` (a chunk starting at row ``start``) of the loss and its derivatives.
 
     With ``l`` a row's logits shifted by their maximum and ``p = softmax(beta l)``,
@@ -46,8 +46,10 @@ def chunk_terms(z, t, weights, start, beta, zt, scratch, out):
     beta are the cumulants of ``l`` under ``p``: gradient E_p[l] - l_y,
     curvature Var_p[l] (so the loss is convex in beta), third derivative
     kappa_3 and fourth kappa_4 (from the raw moments E_p[l^j], j <= 4).
-    Writes the five weighted sums into ``out``. ``zt`` (``(k, CHUNK)``) and
-    ``scratch`` (``(6, CHUNK)``) are work space.
+    Writes the five weighted sums into ``out``; the loss (a logarithm per
+    row, about a tenth of the pass) only when ``want_loss`` is not None
+    (a compile-time switch: the fit needs the derivatives only), else 0.
+    ``zt`` (``(k, CHUNK)``) and ``scratch`` (``(6, CHUNK)``) are work space.
     """
     nb, k = z.shape
     m = scratch[0]
@@ -96,7 +98,8 @@ def chunk_terms(z, t, weights, start, beta, zt, scratch, out):
         m3 = s3[r] * inv
         var = max(m2 - mean2, 0.0)
         d_label = zt[t[r], r] - m[r]
-        loss += w * (log_normal(s0[r]) - beta * d_label)
+        if want_loss is not None:
+            loss += w * (log_normal(s0[r]) - beta * d_label)
         grad += w * (mean - d_label)
         hess += w * var
         third += w * (m3 - 3.0 * m2 * mean + 2.0 * mean2 * mean)
@@ -109,7 +112,7 @@ def chunk_terms(z, t, weights, start, beta, zt, scratch, out):
 
 
 @kernel
-def derivative_chunks(logits, labels, weights, beta, out, lo, hi):
+def derivative_chunks(logits, labels, weights, beta, want_loss, out, lo, hi):
     """The :data:`N_SUMS` sums of chunks ``lo .. hi - 1`` into rows of ``out`` (``(n_chunks, N_SUMS)``)."""
     n, k = logits.shape
     zt = np.empty((k, CHUNK))
@@ -117,7 +120,7 @@ def derivative_chunks(logits, labels, weights, beta, out, lo, hi):
     for c in range(lo, hi):
         start = c * CHUNK
         stop = min(start + CHUNK, n)
-        chunk_terms(logits[start:stop], labels[start:stop], weights, start, beta, zt, scratch, out[c])
+        chunk_terms(logits[start:stop], labels[start:stop], weights, start, beta, want_loss, zt, scratch, out[c])
 
 
 @kernel

@@ -128,7 +128,10 @@ def nonfinite_and_range(x, lo, hi):
 
 
 def finite_range(arr, name):
-    """``(min, max)`` of the non-empty contiguous float array ``arr``, in one pass; ``ValueError`` as :func:`check_finite`."""
+    """``(min, max)`` of the non-empty contiguous float array ``arr``, in one pass.
+
+    Raises ``ValueError`` as :func:`check_finite` if ``arr`` holds NaN or infinity.
+    """
     flat = arr.reshape(-1)
     parts = parallel_for(nonfinite_and_range, flat.shape[0], flat)
     if sum(part[0] for part in parts):

@@ -285,11 +285,13 @@ class TemperatureScaling(BaseCalibrator):
             raise ValueError("invalid fastcal model: n_classes_ must be at least 2")
 
 
-def _derivatives(z, labels, w, beta):
-    """The loss and its first four derivatives in ``beta``, weighted sums over the rows: one pass, chunked."""
+def _derivatives(z, labels, w, beta, want_loss=False):
+    """The loss (0.0 unless ``want_loss``) and its first four derivatives in ``beta``, weighted sums over the
+    rows: one pass, chunked."""
     n, k = z.shape
     sums = np.empty((_k.n_chunks(n), _k.N_SUMS))
-    parallel_for(_k.derivative_chunks, sums.shape[0], z, labels, w, beta, sums, rows=n * k)
+    parallel_for(_k.derivative_chunks, sums.shape[0], z, labels, w, beta, True if want_loss else None, sums,
+                 rows=n * k)
     return tuple(math.fsum(sums[:, j]) for j in range(_k.N_SUMS))
 
 

@@ -72,7 +72,7 @@ from fastcal import _isotonic_kernels as ik, _temperature_kernels as tk
 
 z = np.linspace(-3.0, 3.0, 40).reshape(10, 4)
 out = np.empty((1, tk.N_SUMS))
-tk.derivative_chunks(z, np.arange(10, dtype=np.int64) % 4, np.empty(0), 0.7, out, 0, 1)
+tk.derivative_chunks(z, np.arange(10, dtype=np.int64) % 4, np.empty(0), 0.7, True, out, 0, 1)  # with the loss
 ik.is_sorted(z[:, 0].copy())
 kernels = dict(temperature=tk.derivative_chunks, isotonic=ik.is_sorted)
 print(json.dumps(dict(file=tk.__file__, sums=out[0].tolist(),
@@ -100,11 +100,12 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
     assert unchanged["hits"] == {"temperature": 1, "isotonic": 1}
     assert unchanged["sums"] == first["sums"]
 
-    # Change what exp_neg computes (exp(r) * 2: every sum moves) without touching the kernel's own file.
+    # Change what exp_neg computes (exp(r) * 2: the loss moves by log 2 a row) without touching the kernel's own file.
     helpers = package / "_math_kernels.py"
     text = helpers.read_text()
-    assert text.count("    p = p * r + 1.0\n    p = p * r + 1.0\n") == 1
-    helpers.write_text(text.replace("    p = p * r + 1.0\n    p = p * r + 1.0\n", "    p = p * r + 1.0\n    p = p * r + 1.0\n    p = p * 2.0\n"))
+    assert text.count("    p = p * r + 1.0\n    p = p * r + 1.0\n") == 1  # the end of exp_neg's polynomial
+    tail = "    p = p * r + 1.0\n    p = p * r + 1.0\n"
+    helpers.write_text(text.replace(tail, tail + "    p = p * 2.0\n"))
     edited = run()
     assert edited["misses"] == {"temperature": 1, "isotonic": 0}  # recompiled only where exp_neg is inlined
     assert edited["sums"] != first["sums"]  # the machine code runs the edited helper

@@ -127,7 +127,8 @@ def test_large_fits_start_from_a_subsample_and_take_two_passes(k, sharpness, wei
     # tol relative of it (the model's stop at tol / 2), so they agree to 2 tol, plus the rounding floor of the
     # gradient as below (relative to beta: rounding / (h beta)).
     _, g, h, *_ = _derivatives(z, labels, ww, ours.beta_)
-    rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * np.ptp(z.astype(float), axis=1))
+    spread = np.ptp(z.astype(np.float64), axis=1)
+    rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * spread)
     assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
     plain, _, converged = temperature._newton(lambda b: _derivatives(z, labels, ww, b), 100, ours.tol)
     assert converged
@@ -234,24 +235,28 @@ def test_loss_and_derivatives_against_naive():
             mean = (p * z).sum(axis=1)
             grad = mean - z[rows, y]
             hess = (p * (z - mean[:, None]) ** 2).sum(axis=1)
-            got = _derivatives(z, y.astype(np.int64), ww, beta)
             expected = [(weights * v).sum() for v in (loss, grad)]
-            assert_allclose(got[:2], expected, rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
-            # The kernel's curvature is E[d^2] - E[d]^2: cancellation loses up to log10(E[d^2] / Var)
-            # digits, under 3 for logits of spread ~3 with k = 7.
-            assert_allclose(got[2], (weights * hess).sum(), rtol=1e-9)
-            # Third and fourth derivatives: the cumulants kappa_3 = E[c^3], kappa_4 = E[c^4] - 3 Var^2 (c = l - E[l]),
-            # which the kernel forms from raw moments of d = l - max(l): kappa_3 = m3 - 3 m2 m1 + 2 m1^3 and
-            # kappa_4 = m4 - 4 m3 m1 - 3 m2^2 + 12 m2 m1^2 - 6 m1^4. Each m_j is within (k + 4) eps relative of
-            # E|d|^j (k exps and additions, a division) and products of moments are bounded by E|d|^j, so a
-            # row's error is below (1 + 3 + 2) (k + 4) eps E|d|^3, resp. 26 (k + 4) eps E|d|^4; the sum over
-            # n rows adds n eps of the sum of those magnitudes.
-            eps = np.finfo(np.float64).eps
-            c = z - mean[:, None]
-            d = np.abs(z - z.max(axis=1, keepdims=True))
-            var = (p * c**2).sum(axis=1)
-            k3 = (p * c**3).sum(axis=1)
-            k4 = (p * c**4).sum(axis=1) - 3 * var**2
-            for got_j, kappa, j, coef in ((got[3], k3, 3, 6), (got[4], k4, 4, 26)):
-                scale = (weights * (p * d**j).sum(axis=1)).sum()
-                assert abs(got_j - (weights * kappa).sum()) <= (coef * (z.shape[1] + 4) + z.shape[0]) * eps * scale
+            with_loss = _derivatives(z, y.astype(np.int64), ww, beta, want_loss=True)
+            assert_allclose(with_loss[0], expected[0], rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
+            fit_pass = _derivatives(z, y.astype(np.int64), ww, beta)  # what the fit runs: no loss
+            assert fit_pass[0] == 0.0
+            for got in (with_loss, fit_pass):
+                assert_allclose(got[1], expected[1], rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
+                # The kernel's curvature is E[d^2] - E[d]^2: cancellation loses up to log10(E[d^2] / Var)
+                # digits, under 3 for logits of spread ~3 with k = 7.
+                assert_allclose(got[2], (weights * hess).sum(), rtol=1e-9)
+                # Third and fourth derivatives: the cumulants kappa_3 = E[c^3], kappa_4 = E[c^4] - 3 Var^2 (c = l - E[l]),
+                # which the kernel forms from raw moments of d = l - max(l): kappa_3 = m3 - 3 m2 m1 + 2 m1^3 and
+                # kappa_4 = m4 - 4 m3 m1 - 3 m2^2 + 12 m2 m1^2 - 6 m1^4. Each m_j is within (k + 4) eps relative of
+                # E|d|^j (k exps and additions, a division) and products of moments are bounded by E|d|^j, so a
+                # row's error is below (1 + 3 + 2) (k + 4) eps E|d|^3, resp. 26 (k + 4) eps E|d|^4; the sum over
+                # n rows adds n eps of the sum of those magnitudes.
+                eps = np.finfo(np.float64).eps
+                c = z - mean[:, None]
+                d = np.abs(z - z.max(axis=1, keepdims=True))
+                var = (p * c**2).sum(axis=1)
+                k3 = (p * c**3).sum(axis=1)
+                k4 = (p * c**4).sum(axis=1) - 3 * var**2
+                for got_j, kappa, j, coef in ((got[3], k3, 3, 6), (got[4], k4, 4, 26)):
+                    scale = (weights * (p * d**j).sum(axis=1)).sum()
+                    assert abs(got_j - (weights * kappa).sum()) <= (coef * (z.shape[1] + 4) + z.shape[0]) * eps * scale
