@@ -111,11 +111,9 @@ def _fastcal_module(obj):
 
 
 def _imported(namespace, own):
-    """The fastcal modules other than ``own`` that the module namespace ``namespace`` refers to."""
+    """The (loaded) fastcal modules other than ``own`` that the module namespace ``namespace`` refers to."""
     found = {_fastcal_module(obj) for obj in list(namespace.values())}
-    found.discard(None)
-    found.discard(own)
-    return found
+    return {name for name in found if name is not None and name != own and name in sys.modules}
 
 
 @functools.cache
