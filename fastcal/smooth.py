@@ -52,6 +52,7 @@ import scipy.optimize
 
 from . import _smooth_kernels as _k
 from ._binning import top_label
+from ._labels import matrix_codes
 from ._parallel import get_num_threads, parallel_for, run
 from ._params import Options, Real, check
 from ._results import Result
@@ -120,36 +121,19 @@ def _probabilities(p, name):
         raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
 
 
-def _column_codes(y, k):
-    """The column of each label of ``y`` for ``k`` columns: the labels themselves if they are integers in
-    ``0 .. k - 1``, else their rank among the ``k`` classes of ``y`` (the rule of
-    :func:`fastcal.score_decomposition`)."""
-    if y.dtype.kind in "biu" or (y.dtype.kind == "f" and np.isfinite(y).all() and np.array_equal(y, np.floor(y))):
-        lo, hi = y.min(), y.max()
-        if lo >= 0 and hi < k:
-            return np.ascontiguousarray(y, dtype=np.int64)
-    try:
-        classes = np.unique(y)
-    except TypeError:
-        raise ValueError("y_true mixes labels of types that cannot be sorted.") from None
-    if classes.dtype.kind == "f" and np.isnan(classes).any():
-        raise ValueError("y_true must not contain NaN.")
-    if classes.size != k:
-        raise ValueError(f"y_true holds {classes.size} classes but y_prob has {k} columns: pass labels of all {k} "
-                         f"classes (the columns in sorted order), or class indices 0 .. {k - 1}.")
-    return np.searchsorted(classes, y).astype(np.int64)
 
-
-def check_inputs(y_true, y_prob, sample_weight):
+def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
     """Validated ``(y, p, w)`` of :func:`smooth_ece`: 0/1 labels (``correct`` for a matrix), predictions, weights.
 
     A 1-D ``y_prob`` (or one column) holds probabilities of the positive
     class, with labels {0, 1} (any numeric or boolean dtype) or {-1, 1}. An
     (n, k) matrix, k >= 2, is reduced to its top-label problem: the largest
     probability of each row, and whether its column (the first, on ties) is
-    the class of ``y_true``: class indices 0 .. k - 1, or labels of all k
-    classes (the columns in sorted order). The weights are rescaled by
-    :func:`fastcal._validation.rescale_weights` (no result carries weight units).
+    the class of ``y_true``, the columns being the classes in sorted order
+    (``labels``, else those of ``y_true``: :func:`fastcal._labels.matrix_codes`).
+    The weights are rescaled by :func:`fastcal._validation.rescale_weights`
+    (no result carries weight units). ``stacklevel`` (of the warning for
+    unsorted ``labels``) is counted from the caller.
     """
     arr = np.asarray(y_prob)
     y_arr = column_or_1d(y_true, "y_true")
@@ -159,9 +143,12 @@ def check_inputs(y_true, y_prob, sample_weight):
         if P.shape[0] == 0:
             raise ValueError("y_prob must not be empty.")
         _probabilities(P, "y_prob")
-        codes = _column_codes(y_arr, P.shape[1])
+        codes, _ = matrix_codes(y_arr, P.shape[1], labels, "y_prob", stacklevel=stacklevel + 1)
         correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
         return correct, conf, check_sample_weight(sample_weight, P.shape[0], rescale=True)
+    if labels is not None:
+        raise ValueError("labels is for an (n, k) y_prob, whose columns are the classes; a 1-D y_prob is the "
+                         "probability of the positive class.")
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
     _probabilities(p, "y_prob")
@@ -348,6 +335,7 @@ def smooth_ece(
     bandwidth: float | None = None,
     sample_weight: ArrayLike | None = None,
     multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
 ) -> SmoothECEResult:
     r"""Smooth ECE: the calibration error of Błasiok & Nakkiran (2023), with its smoothed reliability curve.
 
@@ -401,8 +389,10 @@ def smooth_ece(
     ----------
     y_true : array-like of shape (n_samples,)
         Binary labels, {0, 1} or {-1, 1}; with an (n, k) ``y_prob``, class
-        indices 0 .. k - 1, or labels of all k classes (the columns are the
-        classes in sorted order), as in :func:`fastcal.score_decomposition`.
+        labels: the columns are the classes in sorted order, those of
+        ``labels``, else the distinct labels of ``y_true`` (which must then
+        number k), as in :func:`fastcal.score_decomposition` and
+        :func:`fastcal.log_loss`.
     y_prob : array-like of shape (n_samples,) or (n_samples, n_classes)
         Probabilities of the positive class; or class probabilities, whose
         top-label (confidence) calibration is measured: the largest
@@ -415,6 +405,9 @@ def smooth_ece(
         What an (n, k) ``y_prob`` is measured as: its top-label problem (as
         :func:`fastcal.score_decomposition` and
         :func:`fastcal.calibration_curve`).
+    labels : array-like of shape (n_classes,), optional
+        The classes of the columns of an (n, k) ``y_prob``, when ``y_true``
+        lacks some (e.g. ``range(k)`` for class indices).
 
     Returns
     -------
@@ -441,5 +434,5 @@ def smooth_ece(
     """
     bandwidth = check_bandwidth(bandwidth)
     check("multiclass", multiclass, [Options("top_label")])
-    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    y, p, w = check_inputs(y_true, y_prob, sample_weight, labels, stacklevel=2)
     return smooth_ece_from_grid(grid_sums(p, y, w), bandwidth)

@@ -202,10 +202,12 @@ def test_bad_input():
         fastcal.smooth_ece(y, p, sample_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="y_true must have at least 1 element"):
         fastcal.smooth_ece([], [])
-    with pytest.raises(ValueError, match="y_true holds 3 classes but y_prob has 2 columns"):
+    with pytest.raises(ValueError, match="y_true has 3 classes .* but y_prob has 2 columns"):
         fastcal.smooth_ece([0, 2, 5], [[0.5, 0.5], [0.2, 0.8], [0.1, 0.9]])
-    with pytest.raises(ValueError, match="y_true holds 1 classes but y_prob has 2 columns"):
+    with pytest.raises(ValueError, match="y_true contains only one label .*pass labels"):
         fastcal.smooth_ece([0.5, 0.5], [[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(ValueError, match="labels is for an \\(n, k\\) y_prob"):
+        fastcal.smooth_ece(y, p, labels=[0, 1])
     with pytest.raises(ValueError, match="y_true must not contain NaN"):
         fastcal.smooth_ece([np.nan, 0.0], [[0.5, 0.5], [0.2, 0.8]])
     with pytest.raises(TypeError, match="y_prob"):
