@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import scipy.fft
-import scipy.optimize
 
 from . import _smooth_kernels as _k
 from ._binning import top_label
@@ -91,7 +90,7 @@ _COARSE_ACCURACY = (32, 16)
 _COARSE_TOL = 1e-7
 #: Pyramid level of the smoothed curve: spacing at most sigma / _CURVE_PER_SIGMA.
 _CURVE_PER_SIGMA = 4096
-#: The root finder closes the bracket of the fixed point to this width.
+#: The root finder stops within this distance of the fixed point (|g| or the bracket below it).
 _TOL = 1e-10
 #: Points of the smoothed reliability curve.
 _CURVE_POINTS = 501
@@ -332,36 +331,63 @@ def _curve(pyramid, total_w, sigma):
     return x, y, density
 
 
-def _root(g, lo, hi, xtol):
-    if g(lo) == 0:
+def _root(g, lo, hi, tol):
+    """A root of the increasing ``g`` in ``[lo, hi]`` (``g(lo) <= 0 <= g(hi)``): Illinois regula falsi.
+
+    Stops at a point with ``|g| <= tol`` (the slope of sigma - smECE_sigma is
+    at least 1, so the root is within ``tol`` of it; an end of the bracket
+    first) or when the bracket is narrower than ``tol``, and returns an
+    evaluated point.
+    """
+    glo, ghi = g(lo), g(hi)
+    if glo >= -tol:
         return lo
-    if g(hi) == 0:
+    if ghi <= tol:
         return hi
-    return float(scipy.optimize.brentq(g, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps))
+    flo, fhi, side = glo, ghi, 0
+    while hi - lo > tol:
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+        if not lo < x < hi:
+            x = 0.5 * (lo + hi)
+        gx = g(x)
+        if abs(gx) <= tol:
+            return x
+        if gx < 0:
+            lo, glo, flo = x, gx, gx
+            if side == -1:
+                fhi *= 0.5
+            side = -1
+        else:
+            hi, ghi, fhi = x, gx, gx
+            if side == 1:
+                flo *= 0.5
+            side = 1
+    return lo if -glo <= ghi else hi
 
 
 def _fixed_point(pyramid, total_w):
-    """The bandwidth sigma = smECE_sigma in [SIGMA_MIN, 1] (SIGMA_MIN if the fixed point is below it).
+    """The bandwidth sigma = smECE_sigma in [SIGMA_MIN, 1] (SIGMA_MIN if the fixed point is below it), and
+    the accurate evaluation there, ``(smECE_sigma, error bound)``.
 
     g(sigma) = sigma - smECE_sigma is increasing (slope >= 1), so the root
     is unique. It is first located on a coarse pyramid level (32 cells and 16
     evaluation points per sigma, cheap), halving sigma from 1 for a bracket;
     the root of the accurate g is then bracketed around that guess (its signs
-    checked, the bracket widened until they differ) and closed by Brent's
-    method to 1e-10. The answer is the accurate function's root: the coarse
-    one only saves evaluations, which cost a DCT of a few thousand points at
-    the usual bandwidths (up to 2^18 at the smallest), whatever the number of rows.
+    checked, the bracket widened until they differ) and closed by regula
+    falsi (:func:`_root`) to 1e-10. The answer is the accurate function's
+    root: the coarse one only saves evaluations, which cost a DCT of a few
+    thousand points at the usual bandwidths (up to 2^18 at the smallest),
+    whatever the number of rows.
     """
-    def g_at(accuracy):
-        memo = {}
-
+    def g_at(accuracy, memo):
         def g(sigma):
             if sigma not in memo:
-                memo[sigma] = sigma - _smece_at(pyramid, total_w, sigma, accuracy)[0]
-            return memo[sigma]
+                memo[sigma] = _smece_at(pyramid, total_w, sigma, accuracy)
+            return sigma - memo[sigma][0]
         return g
 
-    coarse, fine = g_at(_COARSE_ACCURACY), g_at((_LEVEL_PER_SIGMA, _EVAL_PER_SIGMA))
+    accurate = {}
+    coarse, fine = g_at(_COARSE_ACCURACY, {}), g_at((_LEVEL_PER_SIGMA, _EVAL_PER_SIGMA), accurate)
     hi, lo = 1.0, 0.5
     while lo > SIGMA_MIN and coarse(lo) > 0:
         hi, lo = lo, max(0.5 * lo, SIGMA_MIN)
@@ -375,15 +401,16 @@ def _fixed_point(pyramid, total_w):
     lo, hi = max(SIGMA_MIN, guess - width), min(1.0, guess + width)
     while fine(hi) < 0:
         if hi == 1.0:
-            return 1.0
+            return hi, accurate[hi]
         width *= 4.0
         lo, hi = hi, min(1.0, hi + width)
     while fine(lo) > 0:
         if lo == SIGMA_MIN:
-            return SIGMA_MIN
+            return lo, accurate[lo]
         width *= 4.0
         lo, hi = max(SIGMA_MIN, lo - width), lo
-    return _root(fine, lo, hi, _TOL)
+    sigma = _root(fine, lo, hi, _TOL)
+    return sigma, accurate[sigma]
 
 
 def smooth_ece_from_grid(sums, bandwidth=None):
@@ -391,10 +418,10 @@ def smooth_ece_from_grid(sums, bandwidth=None):
     total_w = float(sums[:, _k.GW].sum())
     pyramid = _Pyramid(sums)
     if bandwidth is None:
-        sigma = _fixed_point(pyramid, total_w)
+        sigma, (ece, bound) = _fixed_point(pyramid, total_w)
     else:
         sigma = float(bandwidth)
-    ece, bound = _smece_at(pyramid, total_w, sigma)
+        ece, bound = _smece_at(pyramid, total_w, sigma)
     x, y, density = _curve(pyramid, total_w, sigma)
     return SmoothECEResult(ece=ece, bandwidth=sigma, error_bound=bound, x=x, y=y, density=density)
 

@@ -85,6 +85,17 @@ def test_pyramid_levels_are_linear_binning_of_the_nodes(halvings):
     assert abs(got.sum() - sums[:, 2].sum()) < 1e-9
 
 
+@pytest.mark.parametrize("root", [0.3, 1e-3, 1 - 1e-6, 1.0])
+def test_root_finder_stops_within_its_tolerance(root):
+    def g(s):  # increasing with slope >= 1, like sigma - smECE_sigma, and not linear
+        calls.append(s)
+        return s - root + 0.2 * np.tanh(5 * (s - root))
+
+    calls = []
+    x = S._root(g, 1e-4, 1.0, 1e-10)
+    assert abs(x - root) <= 1e-10 and x in calls and len(calls) < 40
+
+
 @pytest.mark.parametrize("power, seed", [(1.0, 0), (1.5, 1), (0.6, 2)])
 def test_fixed_point_equals_naive_bisection(power, seed):
     y, p = miscalibrated(80, power, seed)
