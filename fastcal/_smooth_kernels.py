@@ -12,17 +12,18 @@ the first node (``x < h / 2``) it all goes to node 0, above the last to node
 ``M - 1``: the smoothing kernel is reflected at 0 and 1, so the mirror image of
 node 0 at ``-h / 2`` is node 0 itself, and this is still linear binning.
 
-Five additions per row, not six. The residual sum of node ``b``,
-``R_b = sum w (x - y) hat_b(x)``, is not binned itself: it is
-``x_b W_b - Y_b + sum w (x - x_b) hat_b(x)``, and a row of bin ``j`` adds
-``w theta (1 - theta) h`` to that last sum at node ``j`` and subtracts it at
-node ``j + 1``. So each chunk bins ``W``, ``Y`` and ``D_j = sum_{bin j} w
-theta (1 - theta)`` (channels :data:`SW`, :data:`SY`, :data:`SD`), plus two
-scalars for the rows beyond the end nodes (``sum w (u - j_end)``), and
-the last :func:`merge` turns the merged sums into ``(W, Y, R)`` exactly (up to
-the rounding of the sums):
-``R_b = x_b W_b - Y_b + h (D_b - D_{b-1})`` (+ ``h`` times an end scalar at
-nodes 0 and ``M - 1``).
+Three additions per row, not six. Each chunk bins the weights of the
+negatives and of the positives apart (channels :data:`SN`, :data:`SP`:
+``W = SN + SP``, ``Y = SP``), so a row adds to its own class's channel at
+two nodes. The residual sum of node ``b``, ``R_b = sum w (x - y) hat_b(x)``,
+is not binned itself: it is ``x_b W_b - Y_b + sum w (x - x_b) hat_b(x)``, and
+a row of bin ``j`` adds ``w theta (1 - theta) h`` to that last sum at node
+``j`` and subtracts it at node ``j + 1``. So the third channel is
+``D_j = sum_{bin j} w theta (1 - theta)`` (:data:`SD`), plus two scalars for
+the rows beyond the end nodes (``sum w (u - j_end)``), and the last
+:func:`merge` turns the merged sums into ``(W, Y, R)`` exactly (up to the
+rounding of the sums): ``R_b = x_b W_b - Y_b + h (D_b - D_{b-1})`` (+ ``h``
+times an end scalar at nodes 0 and ``M - 1``).
 
 Determinism. Rows are cut into chunks of a fixed number of rows; chunk ``c``
 writes its sums into slot ``c - first`` of a buffer of slots, and the slots
@@ -42,43 +43,37 @@ GW = 0  # sum of w                (the density of the predictions)
 GY = 1  # sum of w * y            (the smoothed reliability curve)
 GR = 2  # sum of w * (p - y)      (the smooth ECE)
 NCHAN = 3
-# Channels of a chunk's binned sums (the slots): GW, GY and
+# Channels of a chunk's binned sums (the slots).
+SN = 0  # sum of w over the negatives (y = 0)
+SP = 1  # sum of w over the positives
 SD = 2  # sum over the rows of bin j of w * theta * (1 - theta)
 
 
 @kernel
 def _deposit_rows(p, y, w, start, stop, acc, ends):
+    # Branch-free: a row at or beyond an end node gets theta = 0 at node 0 (theta = 1 at node M - 2 for
+    # node M - 1), so it adds its weight to the end node, zeros elsewhere, and its offset to the end sums.
     m = acc.shape[0]
     scale = np.float64(m)
-    last = m - 1
+    last = np.float64(m - 1)
     below = 0.0
     above = 0.0
     for i in range(start, stop):
-        x = np.float64(p[i])
         if w is None:
             wi = 1.0
         else:
             wi = np.float64(w[i])
-        wy = wi * np.float64(y[i] != 0)
-        u = x * scale - 0.5
-        if u <= 0.0:
-            acc[0, GW] += wi
-            acc[0, GY] += wy
-            below += wi * u
-            continue
-        j = int(u)
-        if j >= last:
-            acc[last, GW] += wi
-            acc[last, GY] += wy
-            above += wi * (u - last)
-            continue
+        c = np.int64(y[i] != 0)  # SN = 0, SP = 1
+        u = np.float64(p[i]) * scale - 0.5
+        below += wi * min(u, 0.0)
+        above += wi * max(u - last, 0.0)
+        u = min(max(u, 0.0), last)
+        j = min(int(u), m - 2)
         t = u - j
         s = 1.0 - t
-        acc[j, GW] += s * wi
-        acc[j, GY] += s * wy
+        acc[j, c] += s * wi
         acc[j, SD] += (s * t) * wi
-        acc[j + 1, GW] += t * wi
-        acc[j + 1, GY] += t * wy
+        acc[j + 1, c] += t * wi
     ends[0] += below
     ends[1] += above
 
@@ -87,7 +82,7 @@ def _deposit_rows(p, y, w, start, stop, acc, ends):
 def deposit(p, y, w, chunk_rows, first, slots, ends, lo, hi):
     """Binned sums of chunks ``first + lo .. first + hi - 1`` (``chunk_rows`` rows each) into ``slots[lo:hi]``.
 
-    ``slots``: shape ``(nslots, M, 3)``, channels ``GW, GY, SD``; ``ends``:
+    ``slots``: shape ``(nslots, M, 3)``, channels ``SN, SP, SD``; ``ends``:
     shape ``(nslots, 2)``, the sums of ``w (u - j_end)`` of the rows beyond
     node 0 and node ``M - 1``. Each slot used is zeroed first.
     """
@@ -104,13 +99,14 @@ def deposit(p, y, w, chunk_rows, first, slots, ends, lo, hi):
 
 @kernel
 def merge(slots, used, total, accumulate, finish, below, above, out, lo, hi):
-    """Add up the binned ``(W, Y, D)`` of ``total`` (if ``accumulate``) and ``slots[:used]``, in that order, for
-    the nodes ``b`` in ``[lo, hi)``, into ``out``: the sums themselves, or with ``finish`` the grid sums
+    """Add up the binned ``(SN, SP, SD)`` of ``total`` (if ``accumulate``) and ``slots[:used]``, in that order,
+    for the nodes ``b`` in ``[lo, hi)``, into ``out``: the sums themselves, or with ``finish`` the grid sums
     ``(W_b, Y_b, R_b)``.
 
-    ``R_b = x_b W_b - Y_b + h (D_b - D_{b-1})``, plus ``h * below`` at node 0
-    and ``h * above`` at node ``M - 1`` (``D_{-1} = D_{M-1} = 0``). ``out``
-    may be ``total`` when not ``finish``.
+    ``W_b = SN_b + SP_b``, ``Y_b = SP_b``, ``R_b = x_b W_b - Y_b + h (D_b -
+    D_{b-1})``, plus ``h * below`` at node 0 and ``h * above`` at node
+    ``M - 1`` (``D_{-1} = D_{M-1} = 0``). ``out`` may be ``total`` when not
+    ``finish``.
     """
     m = out.shape[0]
     h = 1.0 / m
@@ -121,25 +117,28 @@ def merge(slots, used, total, accumulate, finish, below, above, out, lo, hi):
             prev += slots[s, lo - 1, SD]
     for b in range(lo, hi):
         if accumulate:
-            wb = total[b, GW] + slots[0, b, GW]
-            yb = total[b, GY] + slots[0, b, GY]
+            nb = total[b, SN] + slots[0, b, SN]
+            pb = total[b, SP] + slots[0, b, SP]
             db = total[b, SD] + slots[0, b, SD]
         else:
-            wb = slots[0, b, GW]
-            yb = slots[0, b, GY]
+            nb = slots[0, b, SN]
+            pb = slots[0, b, SP]
             db = slots[0, b, SD]
         for s in range(1, used):
-            wb += slots[s, b, GW]
-            yb += slots[s, b, GY]
+            nb += slots[s, b, SN]
+            pb += slots[s, b, SP]
             db += slots[s, b, SD]
-        out[b, GW] = wb
-        out[b, GY] = yb
         if not finish:
+            out[b, SN] = nb
+            out[b, SP] = pb
             out[b, SD] = db
             continue
+        wb = nb + pb
         if b == m - 1:
             db = above
-        out[b, GR] = ((b + 0.5) * h) * wb - yb + h * (db - prev)
+        out[b, GW] = wb
+        out[b, GY] = pb
+        out[b, GR] = ((b + 0.5) * h) * wb - pb + h * (db - prev)
         prev = db
 
 

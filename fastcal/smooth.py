@@ -25,7 +25,7 @@ How it is computed (:func:`grid_sums`, then :func:`smooth_ece_from_grid`):
 one parallel pass bins the sums of :math:`w`, :math:`w y` and
 :math:`w (f - y)` onto :data:`GRID` cells by linear binning (fixed chunks of
 rows, merged in chunk order: the same bits on any number of threads; see
-:mod:`fastcal._smooth_kernels` for the five additions per row). A pyramid
+:mod:`fastcal._smooth_kernels` for the three additions per row). A pyramid
 of halved grids is built from it on demand, each level the linear binning
 of the nodes of the level below (weights 3/4 and 1/4). A bandwidth is
 evaluated on the coarsest level with at most :math:`\sigma/256` per cell:
