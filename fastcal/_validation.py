@@ -9,6 +9,7 @@ a dtype the caller did not provide.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -24,9 +25,11 @@ __all__ = [
     "check_finite",
     "check_numeric",
     "check_object_labels",
+    "check_probability_range",
     "check_sample_weight",
     "column_or_1d",
     "rescale_weights",
+    "value_range",
     "weight_exponent",
 ]
 
@@ -98,6 +101,32 @@ def check_finite(arr, name):
         what = "NaN" if np.isnan(flat).any() else "infinity"
         raise ValueError(f"{name} must be finite, but contains {what}.")
     return arr
+
+
+def value_range(x, name):
+    """``(min, max)`` of the float array ``x`` (any shape; ``(0.0, 0.0)`` if empty); ``ValueError`` naming
+    ``name`` if it holds NaN or infinity.
+
+    NumPy's SIMD min/max propagate NaN, and without NaN an infinity is the
+    min or the max, so two reductions check finiteness too.
+    """
+    if x.size == 0:
+        return 0.0, 0.0
+    lo = float(x.min())
+    hi = float(x.max())
+    if math.isnan(lo) or math.isnan(hi):
+        raise ValueError(f"{name} must be finite, but contains NaN.")
+    if math.isinf(lo) or math.isinf(hi):
+        raise ValueError(f"{name} must be finite, but contains infinity.")
+    return lo, hi
+
+
+def check_probability_range(x, name):
+    """``(min, max)`` of the float array ``x`` (any shape); ``ValueError`` naming ``name`` unless finite and in [0, 1]."""
+    lo, hi = value_range(x, name)
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
+    return lo, hi
 
 
 def check_consistent_length(**arrays):

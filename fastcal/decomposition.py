@@ -39,6 +39,7 @@ from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
+    check_probability_range,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -90,17 +91,6 @@ class CorpReliabilityResult(Result):
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
-def _probability_range(p, name):
-    if p.size == 0:
-        return
-    lo, hi = float(p.min()), float(p.max())
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"{name} must be finite, but contains NaN.")
-    if math.isinf(lo) or math.isinf(hi):
-        raise ValueError(f"{name} must be finite, but contains infinity.")
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
-
 
 
 def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=None, stacklevel=1):
@@ -122,7 +112,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=
         P = as_float_array(parr, "p")
         y_arr = column_or_1d(y, "y", allow_column=False)
         check_consistent_length(y=y_arr, p=P)
-        _probability_range(P, "p")
+        check_probability_range(P, "p")
         codes, _ = matrix_codes(y_arr, P.shape[1], labels, "p", y_name="y", stacklevel=stacklevel + 1)
         labels, probs = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
     else:
@@ -135,7 +125,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=
         labels = as_label_array(y_arr, "y")
         if not is_binary(labels):
             raise ValueError("y must hold binary labels 0 and 1 (or booleans); for classes pass an (n, k) p.")
-        _probability_range(probs, "p")
+        check_probability_range(probs, "p")
     w = check_sample_weight(sample_weight, probs.shape[0], rescale=True)
     if w is not None and w.min() == 0:
         keep = w > 0

@@ -70,10 +70,12 @@ from ._validation import (
     as_label_array,
     check_consistent_length,
     check_object_labels,
+    check_probability_range,
     check_sample_weight,
     column_or_1d,
     is_binary,
     rescale_weights,
+    value_range,
     weight_exponent,
 )
 
@@ -96,41 +98,18 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------
-def _value_range(x, name):
-    """``(min, max)`` of the float array ``x``; ``ValueError`` naming ``name`` if it holds NaN or infinity.
-
-    NumPy's SIMD min/max propagate NaN, and without NaN an infinity is the
-    min or the max, so two reductions check finiteness too.
-    """
-    if x.shape[0] == 0:
-        return 0.0, 0.0
-    lo = float(x.min())
-    hi = float(x.max())
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"{name} must be finite, but contains NaN.")
-    if math.isinf(lo) or math.isinf(hi):
-        raise ValueError(f"{name} must be finite, but contains infinity.")
-    return lo, hi
-
-
-def _check_range(x, name):
-    """``(min, max)`` of the float array ``x`` (any shape); ``ValueError`` naming ``name`` unless finite and in [0, 1]."""
-    lo, hi = _value_range(x.reshape(-1), name)
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
-    return lo, hi
 
 
 def check_probabilities(y_prob, name="y_prob"):
     """``y_prob`` as a contiguous float32/float64 1-D array in [0, 1]; returns ``(p, min, max)``."""
     p = as_float_array(column_or_1d(y_prob, name), name)
-    lo, hi = _check_range(p, name)
+    lo, hi = check_probability_range(p, name)
     return p, lo, hi
 
 
 def _check_scores(y_score, name="y_score"):
     x = as_float_array(column_or_1d(y_score, name), name)
-    _value_range(x, name)
+    value_range(x, name)
     return x
 
 
@@ -139,7 +118,6 @@ def _same_label(a, b):
         return bool(a == b) and not isinstance(a, str) and not isinstance(b, str)
     except Exception:  # noqa: BLE001 - uncomparable labels are different
         return False
-
 
 
 def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None):
@@ -240,10 +218,6 @@ def _is_matrix(x):
     return x.ndim == 2 and x.shape[1] > 1
 
 
-
-
-
-
 def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba, stacklevel):
     """Validated ``(codes, classes, P, w)`` of an (n, k) matrix: the column of each row's class, the classes of the
     columns (``labels`` sorted, or those of ``y_true``), the matrix (C-contiguous float32/float64, finite) and the
@@ -258,9 +232,9 @@ def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba,
     y = column_or_1d(y_true, "y_true")
     check_consistent_length(y_true=y, **{score_name: P})
     if proba:
-        _check_range(P, score_name)
+        check_probability_range(P, score_name)
     else:
-        _value_range(P.reshape(-1), score_name)
+        value_range(P, score_name)
     codes, classes = matrix_codes(y, P.shape[1], labels, score_name, ordered=not proba, stacklevel=stacklevel + 1)
     return codes, classes, P, check_sample_weight(sample_weight, P.shape[0], rescale=True)
 
@@ -283,7 +257,6 @@ def warn_rows_off(sums, n, score_name, *, stacklevel):
                       "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
 
 
-
 def label_set(y_true, name="y_true"):
     """The sorted labels of one chunk of ``y_true`` (``ValueError`` for missing or incomparable labels, NaN)."""
     y = column_or_1d(y_true, name, min_size=0)
@@ -302,7 +275,7 @@ def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_na
     y = column_or_1d(y_true, "y_true", min_size=0)
     check_consistent_length(y_true=y, **{score_name: P})
     if P.shape[0]:
-        _check_range(P, score_name)
+        check_probability_range(P, score_name)
     codes, _ = class_codes(y, classes)
     w = rescale_weights(check_sample_weight(sample_weight, P.shape[0]), exponent)[0]
     return class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)

@@ -64,6 +64,7 @@ from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
+    check_probability_range,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -121,16 +122,6 @@ class SmoothECEResult(Result):
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
-def _probabilities(p, name):
-    flat = p.reshape(-1)
-    lo, hi = float(flat.min()), float(flat.max())
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"{name} must be finite, but contains NaN.")
-    if math.isinf(lo) or math.isinf(hi):
-        raise ValueError(f"{name} must be finite, but contains infinity.")
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
-
 
 
 def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
@@ -153,7 +144,7 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
         check_consistent_length(y_true=y_arr, y_prob=P)
         if P.shape[0] == 0:
             raise ValueError("y_prob must not be empty.")
-        _probabilities(P, "y_prob")
+        check_probability_range(P, "y_prob")
         codes, _ = matrix_codes(y_arr, P.shape[1], labels, "y_prob", stacklevel=stacklevel + 1)
         correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
         return correct, conf, check_sample_weight(sample_weight, P.shape[0], rescale=True)
@@ -162,7 +153,7 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
                          "probability of the positive class.")
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
-    _probabilities(p, "y_prob")
+    check_probability_range(p, "y_prob")
     y = as_label_array(y_arr, "y_true")
     if not is_binary(y):
         values = np.unique(y)
