@@ -1,7 +1,7 @@
 """The benchmark gate (``make bench-check``): fail when fastcal's speed-up over a peer falls below its floor.
 
 Each case times a fastcal call and the same work done by its peers
-(scikit-learn, SciPy, NumPy) in this process, on the same arrays of 10^6
+(scikit-learn, SciPy, NumPy, relplot, model-diagnostics) in this process, on the same arrays of 10^6
 rows, and computes ``ratio = peer time / fastcal time``. The gate fails when
 a ratio falls below its floor in ``benchmarks/floors.json``.
 
@@ -370,6 +370,24 @@ def _multiclass_log_loss(n):
     return lambda: fastcal.log_loss(y, P), {"scikit-learn": lambda: metrics.log_loss(y, P)}
 
 
+def _smooth(n):
+    import fastcal
+    import relplot
+
+    p, y = miscalibrated_scores(n, "float64", seed=11)
+    yf = y.astype(np.float64)
+    return lambda: fastcal.smooth_ece(y, p), {"relplot": lambda: relplot.smECE(p, yf)}
+
+
+def _decomposition(n):
+    import fastcal
+    from model_diagnostics.scoring import SquaredError, decompose
+
+    p, y = miscalibrated_scores(n, "float64", seed=11)
+    return (lambda: fastcal.score_decomposition(y, p),
+            {"model-diagnostics": lambda: decompose(y, p, scoring_function=SquaredError())})
+
+
 CASES = [
     Case("isotonic", "IsotonicRegression.fit, float64, 0/1 labels", _isotonic_fit("float64")),
     Case("isotonic", "IsotonicRegression.fit, float32, 0/1 labels", _isotonic_fit("float32")),
@@ -390,6 +408,8 @@ CASES = [
     Case("diagnostics", "roc_auc_score", _metric("roc_auc_score"), rounds=3),
     Case("diagnostics", "expected_calibration_error", _ece),
     Case("diagnostics", "log_loss, 10 classes", _multiclass_log_loss),
+    Case("diagnostics", "smooth_ece", _smooth, rounds=5),
+    Case("diagnostics", "score_decomposition, Brier", _decomposition, rounds=3),
 ]
 
 

@@ -100,7 +100,7 @@ N = 64
 BIG = RADIX_MIN_SIZE
 
 #: Rows of the smooth ECE's chunked path (more than one chunk of its grid sums).
-SMOOTH_CHUNKED = (1 << 18) + 1
+SMOOTH_CHUNKED = (1 << 19) + 1
 
 
 @dataclass(frozen=True)

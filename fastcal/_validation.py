@@ -9,6 +9,7 @@ a dtype the caller did not provide.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -25,10 +26,11 @@ __all__ = [
     "check_finite",
     "check_numeric",
     "check_object_labels",
+    "check_probability_range",
     "check_sample_weight",
     "column_or_1d",
-    "finite_range",
     "rescale_weights",
+    "value_range",
     "weight_exponent",
 ]
 
@@ -102,7 +104,7 @@ def check_finite(arr, name):
     return arr
 
 
-#: Start values of the order-key min and max reductions of :func:`finite_range`.
+#: Start values of the order-key min and max reductions of :func:`nonfinite_and_range`.
 _KEY_MAX = 0x7FFFFFFFFFFFFFFF
 _KEY_MIN = -0x8000000000000000
 
@@ -127,17 +129,39 @@ def nonfinite_and_range(x, lo, hi):
     return bad, kmin, kmax
 
 
-def finite_range(arr, name):
-    """``(min, max)`` of the non-empty contiguous float array ``arr``, in one pass.
+def value_range(x, name):
+    """``(min, max)`` of the float array ``x`` (any shape; ``(0.0, 0.0)`` if empty); ``ValueError`` naming
+    ``name`` if it holds NaN or infinity.
 
-    Raises ``ValueError`` as :func:`check_finite` if ``arr`` holds NaN or infinity.
+    A C-contiguous float32 or float64 array is read once, in parallel, by
+    :func:`nonfinite_and_range`. Otherwise NumPy's SIMD min and max, which
+    propagate NaN (and without NaN an infinity is the min or the max), so
+    the two reductions check finiteness too.
     """
-    flat = arr.reshape(-1)
-    parts = parallel_for(nonfinite_and_range, flat.shape[0], flat)
-    if sum(part[0] for part in parts):
-        what = "NaN" if np.isnan(flat).any() else "infinity"
-        raise ValueError(f"{name} must be finite, but contains {what}.")
-    return key_to_float(min(part[1] for part in parts)), key_to_float(max(part[2] for part in parts))
+    if x.size == 0:
+        return 0.0, 0.0
+    if x.flags.c_contiguous and x.dtype in (np.float32, np.float64) and x.dtype.isnative:
+        flat = x.reshape(-1)
+        parts = parallel_for(nonfinite_and_range, flat.shape[0], flat)
+        if sum(part[0] for part in parts):
+            what = "NaN" if np.isnan(flat).any() else "infinity"
+            raise ValueError(f"{name} must be finite, but contains {what}.")
+        return key_to_float(min(part[1] for part in parts)), key_to_float(max(part[2] for part in parts))
+    lo = float(x.min())
+    hi = float(x.max())
+    if math.isnan(lo) or math.isnan(hi):
+        raise ValueError(f"{name} must be finite, but contains NaN.")
+    if math.isinf(lo) or math.isinf(hi):
+        raise ValueError(f"{name} must be finite, but contains infinity.")
+    return lo, hi
+
+
+def check_probability_range(x, name):
+    """``(min, max)`` of the float array ``x`` (any shape); ``ValueError`` naming ``name`` unless finite and in [0, 1]."""
+    lo, hi = value_range(x, name)
+    if lo < 0 or hi > 1:
+        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
+    return lo, hi
 
 
 def check_consistent_length(**arrays):

@@ -55,6 +55,7 @@ from dask import delayed
 
 from . import _binning, _partition, beta, histogram, platt, smooth
 from ._errors import not_fitted
+from ._labels import matrix_classes
 from ._params import Integer, Options, check
 from ._validation import rescale_weights, weight_exponent
 
@@ -931,7 +932,7 @@ def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
     triples = list(zip(P.to_delayed().reshape(-1), y.to_delayed(), ws))
     facts = dask.compute(*[delayed(_matrix_first)(p, yc, wc) for p, yc, wc in triples])
     found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
-    classes = _m.matrix_classes(found, labels, k, "y_prob", stacklevel=3)
+    classes = matrix_classes(found, labels, k, "y_prob", stacklevel=3)
     exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
     parts = dask.compute(*[delayed(_matrix_sums)(p, yc, wc, classes, exponent, flags) for p, yc, wc in triples])
     sums = np.zeros_like(parts[0])

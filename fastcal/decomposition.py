@@ -30,6 +30,7 @@ import numpy as np
 
 from . import _decomposition_kernels as _k
 from ._binning import top_label
+from ._labels import matrix_codes
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
 from ._results import Result
@@ -38,6 +39,7 @@ from ._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
+    check_probability_range,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -89,33 +91,9 @@ class CorpReliabilityResult(Result):
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
-def _probability_range(p, name):
-    if p.size == 0:
-        return
-    lo, hi = float(p.min()), float(p.max())
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"{name} must be finite, but contains NaN.")
-    if math.isinf(lo) or math.isinf(hi):
-        raise ValueError(f"{name} must be finite, but contains infinity.")
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
 
 
-def _class_codes(y, k):
-    """Column index of each label of ``y`` for a matrix of ``k`` columns (the classes in sorted order)."""
-    classes = np.unique(y)
-    if classes.dtype.kind == "f" and np.isnan(classes).any():
-        raise ValueError("y must not contain NaN.")
-    if classes.size == k:
-        return np.searchsorted(classes, y).astype(np.int64)
-    if classes.size < k and classes.dtype.kind in "biu" and classes[0] >= 0 and classes[-1] < k:
-        return y.astype(np.int64)
-    raise ValueError(
-        f"y holds {classes.size} classes but p has {k} columns: pass all {k} classes, or class codes 0..{k - 1}."
-    )
-
-
-def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
+def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=None, stacklevel=1):
     """Validated ``(labels, p, w)`` of a binary problem; ``w`` None or positive weights (zero-weight rows dropped).
 
     The weights are rescaled by :func:`fastcal._validation.rescale_weights`
@@ -123,8 +101,10 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
     column): probabilities of the positive class, with
     ``y`` 0/1 labels. ``p`` of shape (n, k), k >= 2: the top-label problem,
     ``p`` becoming the confidence ``max_j p[:, j]`` and the label whether the
-    argmax is the class of ``y``. The internal entry point of
-    :mod:`fastcal.metrics` and :mod:`fastcal.dask`.
+    argmax is the class of ``y``, the columns being the classes in sorted
+    order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
+    The internal entry point of :mod:`fastcal.metrics` and :mod:`fastcal.dask`;
+    ``stacklevel`` (of the warning for unsorted ``labels``) is counted from the caller.
     """
     multiclass = check("multiclass", multiclass, [Options("top_label")])
     parr = np.asarray(p)
@@ -132,17 +112,20 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label"):
         P = as_float_array(parr, "p")
         y_arr = column_or_1d(y, "y", allow_column=False)
         check_consistent_length(y=y_arr, p=P)
-        _probability_range(P, "p")
-        codes = _class_codes(y_arr, P.shape[1])
-        labels, probs = top_label(P, codes)
+        check_probability_range(P, "p")
+        codes, _ = matrix_codes(y_arr, P.shape[1], labels, "p", y_name="y", stacklevel=stacklevel + 1)
+        labels, probs = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
     else:
+        if labels is not None:
+            raise ValueError("labels is for an (n, k) p, whose columns are the classes; a 1-D p is the "
+                             "probability of label 1.")
         y_arr = column_or_1d(y, "y")
         probs = as_float_array(column_or_1d(p, "p"), "p")
         check_consistent_length(y=y_arr, p=probs)
         labels = as_label_array(y_arr, "y")
         if not is_binary(labels):
             raise ValueError("y must hold binary labels 0 and 1 (or booleans); for classes pass an (n, k) p.")
-        _probability_range(probs, "p")
+        check_probability_range(probs, "p")
     w = check_sample_weight(sample_weight, probs.shape[0], rescale=True)
     if w is not None and w.min() == 0:
         keep = w > 0
@@ -214,6 +197,7 @@ def score_decomposition(
     scoring: Scoring = "brier",
     sample_weight: ArrayLike | None = None,
     multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
 ) -> ScoreDecomposition:
     r"""Decompose the Brier score or log loss into miscalibration, discrimination and uncertainty.
 
@@ -243,8 +227,10 @@ def score_decomposition(
     Parameters
     ----------
     y : array-like of shape (n_samples,)
-        0/1 labels (booleans, any numeric dtype); with an (n, k) ``p``, the
-        classes (as many as columns, sorted, or codes ``0 .. k - 1``).
+        0/1 labels (booleans, any numeric dtype); with an (n, k) ``p``, class
+        labels: the columns of ``p`` are the classes in sorted order, those of
+        ``labels``, else the distinct labels of ``y`` (which must then number
+        k), as in :func:`fastcal.log_loss`.
     p : array-like of shape (n_samples,) or (n_samples, n_classes)
         Predicted probabilities in [0, 1]: of the positive class, or of each
         class. float32 is read at its exact values; the PAV runs in float64
@@ -258,6 +244,10 @@ def score_decomposition(
         What an (n, k) ``p`` is decomposed as: the top-label problem, whose
         prediction is the confidence :math:`\max_j p_{ij}` and whose outcome
         is whether the argmax (the first, on ties) is the true class.
+    labels : array-like of shape (n_classes,), optional
+        The classes of the columns of an (n, k) ``p``, when ``y`` lacks some
+        (e.g. ``range(k)`` for class indices); unsorted labels warn that the
+        columns are taken in sorted order, as in scikit-learn's ``log_loss``.
 
     Returns
     -------
@@ -287,7 +277,7 @@ def score_decomposition(
     (0.122083, 0.03875, 0.166667, 0.25)
     """
     scoring = check("scoring", scoring, [Options("brier", "log_loss")])
-    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
+    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass, labels=labels, stacklevel=2)
     return decompose(labels, probs, w, (scoring,))[0]
 
 
@@ -329,6 +319,7 @@ def corp_reliability(
     band: Literal["consistency", "confidence"] = "consistency",
     random_state: int | np.random.Generator | None = None,
     multiclass: Literal["top_label"] = "top_label",
+    labels: ArrayLike | None = None,
 ) -> CorpReliabilityResult:
     r"""The CORP reliability curve: the isotonic recalibration of ``y`` on ``p``, with resampling bands.
 
@@ -355,7 +346,7 @@ def corp_reliability(
 
     Parameters
     ----------
-    y, p, sample_weight, multiclass
+    y, p, sample_weight, multiclass, labels
         As in :func:`score_decomposition` (an (n, k) ``p`` gives the
         top-label curve).
     n_resamples : int, default=0
@@ -407,7 +398,7 @@ def corp_reliability(
     level = check("level", level, [Real(0, 1, open_low=True, open_high=True)])
     band = check("band", band, [Options("consistency", "confidence")])
     key = _seed_key(random_state) if n_resamples else np.uint64(0)
-    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass)
+    labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass, labels=labels, stacklevel=2)
     p64 = probs.astype(np.float64, copy=False)
     sw, swy, xf, xl = pav_fit(p64, labels, w, 1.0)
     x, fit = corp_curve(sw, swy, xf, xl)

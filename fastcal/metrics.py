@@ -62,6 +62,7 @@ from ._binning import (
     top_label,
 )
 from ._errors import InvalidParameterError
+from ._labels import check_labels, class_codes, matrix_codes, shown
 from ._results import Result
 from .decomposition import decompose
 from ._validation import (
@@ -69,10 +70,12 @@ from ._validation import (
     as_label_array,
     check_consistent_length,
     check_object_labels,
+    check_probability_range,
     check_sample_weight,
     column_or_1d,
     is_binary,
     rescale_weights,
+    value_range,
     weight_exponent,
 )
 
@@ -95,41 +98,18 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # validation helpers
 # ---------------------------------------------------------------------------
-def _value_range(x, name):
-    """``(min, max)`` of the float array ``x``; ``ValueError`` naming ``name`` if it holds NaN or infinity.
-
-    NumPy's SIMD min/max propagate NaN, and without NaN an infinity is the
-    min or the max, so two reductions check finiteness too.
-    """
-    if x.shape[0] == 0:
-        return 0.0, 0.0
-    lo = float(x.min())
-    hi = float(x.max())
-    if math.isnan(lo) or math.isnan(hi):
-        raise ValueError(f"{name} must be finite, but contains NaN.")
-    if math.isinf(lo) or math.isinf(hi):
-        raise ValueError(f"{name} must be finite, but contains infinity.")
-    return lo, hi
-
-
-def _check_range(x, name):
-    """``(min, max)`` of the float array ``x`` (any shape); ``ValueError`` naming ``name`` unless finite and in [0, 1]."""
-    lo, hi = _value_range(x.reshape(-1), name)
-    if lo < 0 or hi > 1:
-        raise ValueError(f"{name} has values outside [0, 1] (min {lo!r}, max {hi!r}); it must hold probabilities.")
-    return lo, hi
 
 
 def check_probabilities(y_prob, name="y_prob"):
     """``y_prob`` as a contiguous float32/float64 1-D array in [0, 1]; returns ``(p, min, max)``."""
     p = as_float_array(column_or_1d(y_prob, name), name)
-    lo, hi = _check_range(p, name)
+    lo, hi = check_probability_range(p, name)
     return p, lo, hi
 
 
 def _check_scores(y_score, name="y_score"):
     x = as_float_array(column_or_1d(y_score, name), name)
-    _value_range(x, name)
+    value_range(x, name)
     return x
 
 
@@ -138,12 +118,6 @@ def _same_label(a, b):
         return bool(a == b) and not isinstance(a, str) and not isinstance(b, str)
     except Exception:  # noqa: BLE001 - uncomparable labels are different
         return False
-
-
-def _shown(values):
-    """Up to five values, as the braces of an error message show them."""
-    values = np.asarray(values).tolist()
-    return ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
 
 
 def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None):
@@ -174,7 +148,7 @@ def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None)
     if classes.size > 2:
         raise ValueError(
             f"{name} must hold binary labels; {many or 'only binary classification is supported'}, "
-            f"found {classes.size} labels: {{{_shown(classes)}}}."
+            f"found {classes.size} labels: {{{shown(classes)}}}."
         )
     if pos_label is None:
         ok = classes.dtype.kind in "biuf" and set(classes.tolist()) <= {0, 1} or set(classes.tolist()) <= {-1, 1}
@@ -182,7 +156,7 @@ def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None)
             return np.ascontiguousarray(arr == classes[1]).view(np.uint8)
         if classes.dtype.kind in "OUS" or not ok:
             raise ValueError(
-                f"{name} takes values in {{{_shown(classes)}}} and pos_label is not specified: either make "
+                f"{name} takes values in {{{shown(classes)}}} and pos_label is not specified: either make "
                 f"{name} take values in {{0, 1}} or {{-1, 1}} or pass pos_label explicitly."
             )
         pos_label = 1
@@ -244,115 +218,6 @@ def _is_matrix(x):
     return x.ndim == 2 and x.shape[1] > 1
 
 
-def _as_integers(y):
-    """``y`` as an integer array if every label is an integer (no copy for integer dtypes; bool as uint8), else None."""
-    kind = y.dtype.kind
-    if kind == "b":
-        return np.ascontiguousarray(y).view(np.uint8)
-    if kind in "iu":
-        return y
-    if kind == "f":
-        with np.errstate(invalid="ignore", over="ignore"):
-            yi = y.astype(np.int64)
-        if np.array_equal(yi, y):  # NaN, infinity and fractions compare unequal
-            return yi
-    return None
-
-
-def _not_in_labels(missing):
-    return ValueError(f"y_true contains labels not in labels: {{{_shown(missing)}}}.")
-
-
-def _class_codes(y, classes=None):
-    """``(codes, classes)``: every label of ``y`` as its index in ``classes`` (sorted, unique), by default the
-    sorted labels of ``y``.
-
-    Integer labels spanning no more values than there are samples (or 2^16)
-    are counted (``np.bincount``, no sort) and, when they are ``0 .. k - 1``,
-    used as their own codes without a copy; other labels go through
-    ``np.unique`` or ``np.searchsorted``. ``ValueError`` for NaN labels and
-    for labels not in ``classes``.
-    """
-    yi = _as_integers(y)
-    if yi is not None and yi.shape[0]:
-        lo, hi = int(yi.min()), int(yi.max())
-        span = hi - lo + 1
-        ci = None if classes is None else _as_integers(classes)
-        if span <= max(yi.shape[0], 1 << 16) and (classes is None or ci is not None):
-            shifted = yi if lo == 0 else np.subtract(yi, lo, dtype=np.int64)
-            present = np.flatnonzero(np.bincount(shifted, minlength=span))
-            if classes is None:
-                found = (present + lo).astype(y.dtype)
-                if present.shape[0] == span:
-                    return shifted, found
-                lut = np.zeros(span, dtype=np.int64)
-                lut[present] = np.arange(present.shape[0])
-                return lut[shifted], found
-            lut = np.full(span, -1, dtype=np.int64)
-            inside = (ci >= lo) & (ci <= hi)
-            lut[ci[inside] - lo] = np.flatnonzero(inside)
-            missing = present[lut[present] < 0]
-            if missing.shape[0]:
-                raise _not_in_labels((missing + lo).astype(y.dtype))
-            if ci[0] == lo and ci[-1] - lo + 1 == ci.shape[0]:  # classes lo, lo + 1, ...: codes y - lo
-                return shifted, classes
-            return lut[shifted], classes
-    if classes is None:
-        check_object_labels(y, "y_true")
-        try:
-            classes, codes = np.unique(y, return_inverse=True)
-        except TypeError:
-            raise ValueError("y_true mixes labels of types that cannot be sorted.") from None
-        if classes.dtype.kind == "f" and np.isnan(classes).any():
-            raise ValueError("y_true must not contain NaN.")
-        return codes.reshape(-1), classes
-    try:
-        codes = np.searchsorted(classes, y)
-        found = np.asarray(classes[np.minimum(codes, classes.shape[0] - 1)] == y)
-    except TypeError:
-        found = np.zeros(0, dtype=bool)
-    if found.shape != y.shape or not found.all():
-        missing = y if found.shape != y.shape else y[~found]
-        try:
-            missing = np.unique(missing)
-        except TypeError:
-            pass
-        raise _not_in_labels(missing)
-    return codes, classes
-
-
-def _check_labels(labels, k, score_name, *, ordered, stacklevel):
-    """The ``labels`` argument as sorted unique classes, one per column of the (n, k) ``score_name``.
-
-    Unsorted labels raise if ``ordered`` (scikit-learn's ``roc_auc_score``),
-    else warn that the columns are taken in sorted order (its ``log_loss``
-    and ``brier_score_loss``); ``stacklevel`` is counted from the caller.
-    """
-    lab = np.asarray(labels)
-    if lab.ndim != 1 or lab.shape[0] == 0:
-        raise ValueError(f"labels must be a non-empty 1-D array-like of class labels, got shape {lab.shape}.")
-    try:
-        classes = np.unique(lab)
-    except TypeError:
-        raise ValueError("labels mixes labels of types that cannot be sorted.") from None
-    if classes.dtype.kind == "f" and np.isnan(classes).any():
-        raise ValueError("labels must not contain NaN.")
-    if classes.shape[0] != lab.shape[0]:
-        raise ValueError(f"labels must not repeat a label; got {{{_shown(lab)}}}.")
-    if not np.array_equal(classes, lab):
-        message = (f"labels are not sorted: the columns of {score_name} are the classes in sorted order, "
-                   f"{{{_shown(classes)}}}")
-        if ordered:
-            raise ValueError(message + "; pass labels sorted.")
-        warnings.warn(message + ".", UserWarning, stacklevel=stacklevel + 1)
-    if classes.shape[0] < 2:
-        raise ValueError(f"labels must hold at least two labels, got {{{_shown(classes)}}}.")
-    if classes.shape[0] != k:
-        raise ValueError(f"labels has {classes.shape[0]} labels but {score_name} has {k} columns: one column per "
-                         "label, in sorted order.")
-    return classes
-
-
 def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba, stacklevel):
     """Validated ``(codes, classes, P, w)`` of an (n, k) matrix: the column of each row's class, the classes of the
     columns (``labels`` sorted, or those of ``y_true``), the matrix (C-contiguous float32/float64, finite) and the
@@ -367,20 +232,10 @@ def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba,
     y = column_or_1d(y_true, "y_true")
     check_consistent_length(y_true=y, **{score_name: P})
     if proba:
-        _check_range(P, score_name)
+        check_probability_range(P, score_name)
     else:
-        _value_range(P.reshape(-1), score_name)
-    k = P.shape[1]
-    classes = None if labels is None else _check_labels(labels, k, score_name, ordered=not proba,
-                                                        stacklevel=stacklevel + 1)
-    codes, classes = _class_codes(y, classes)
-    if labels is None:
-        if classes.shape[0] == 1:
-            raise ValueError(f"y_true contains only one label ({_shown(classes)}): pass labels, the classes of the "
-                             f"{k} columns of {score_name}.")
-        if classes.shape[0] != k:
-            raise ValueError(f"y_true has {classes.shape[0]} classes ({{{_shown(classes)}}}) but {score_name} has "
-                             f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
+        value_range(P, score_name)
+    codes, classes = matrix_codes(y, P.shape[1], labels, score_name, ordered=not proba, stacklevel=stacklevel + 1)
     return codes, classes, P, check_sample_weight(sample_weight, P.shape[0], rescale=True)
 
 
@@ -402,21 +257,6 @@ def warn_rows_off(sums, n, score_name, *, stacklevel):
                       "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
 
 
-def matrix_classes(y_classes, labels, k, score_name, *, stacklevel):
-    """The classes of the ``k`` columns of an (n, k) probability matrix, for :mod:`fastcal.dask`, which finds the
-    labels of ``y_true`` chunk by chunk: from ``labels``, or ``y_classes`` (the sorted labels found), with the
-    checks and messages of :func:`log_loss` and :func:`brier_score_loss`; ``stacklevel`` from the caller."""
-    if labels is not None:
-        return _check_labels(labels, k, score_name, ordered=False, stacklevel=stacklevel + 1)
-    if y_classes.shape[0] == 1:
-        raise ValueError(f"y_true contains only one label ({_shown(y_classes)}): pass labels, the classes of the "
-                         f"{k} columns of {score_name}.")
-    if y_classes.shape[0] != k:
-        raise ValueError(f"y_true has {y_classes.shape[0]} classes ({{{_shown(y_classes)}}}) but {score_name} has "
-                         f"{k} columns: one column per class, in sorted order; pass labels if y_true lacks some.")
-    return y_classes
-
-
 def label_set(y_true, name="y_true"):
     """The sorted labels of one chunk of ``y_true`` (``ValueError`` for missing or incomparable labels, NaN)."""
     y = column_or_1d(y_true, name, min_size=0)
@@ -435,8 +275,8 @@ def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_na
     y = column_or_1d(y_true, "y_true", min_size=0)
     check_consistent_length(y_true=y, **{score_name: P})
     if P.shape[0]:
-        _check_range(P, score_name)
-    codes, _ = _class_codes(y, classes)
+        check_probability_range(P, score_name)
+    codes, _ = class_codes(y, classes)
     w = rescale_weights(check_sample_weight(sample_weight, P.shape[0]), exponent)[0]
     return class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
 
@@ -462,16 +302,16 @@ def _binary_codes(y_true, labels, pos_label, score_name, *, stacklevel):
     lab = np.asarray(labels)
     if lab.shape != (2,):
         raise ValueError(f"labels must hold the two labels of a 1-D {score_name} (the probability of the greater), "
-                         f"got {{{_shown(lab.reshape(-1))}}}; for more classes pass the (n_samples, n_classes) matrix "
+                         f"got {{{shown(lab.reshape(-1))}}}; for more classes pass the (n_samples, n_classes) matrix "
                          "of their probabilities.")
-    classes = _check_labels(lab, 2, score_name, ordered=False, stacklevel=stacklevel + 1)
+    classes = check_labels(lab, 2, score_name, ordered=False, stacklevel=stacklevel + 1)
     check_params(pos_label=pos_label)
-    codes, _ = _class_codes(column_or_1d(y_true, "y_true"), classes)
+    codes, _ = class_codes(column_or_1d(y_true, "y_true"), classes)
     if pos_label is None or _equal(pos_label, classes[1]):
         return codes
     if _equal(pos_label, classes[0]):
         return np.ascontiguousarray(codes == 0).view(np.uint8)
-    raise ValueError(f"pos_label={pos_label!r} is not one of labels {{{_shown(classes)}}}.")
+    raise ValueError(f"pos_label={pos_label!r} is not one of labels {{{shown(classes)}}}.")
 
 
 def _multiclass_problems(y_true, y_prob, sample_weight, labels, pos_label, multiclass, *, stacklevel):
@@ -1241,7 +1081,7 @@ def _multiclass_roc_auc(y_true, y_score, sample_weight, labels, average, max_fpr
         scores[support == 0] = 0.0  # as scikit-learn: a class without weight has no say
     undefined = np.isnan(scores)
     if undefined.any():
-        raise ValueError(f"ROC AUC of class {{{_shown(classes[undefined])}}} against the rest is not defined: y_true "
+        raise ValueError(f"ROC AUC of class {{{shown(classes[undefined])}}} against the rest is not defined: y_true "
                          "has no sample of it, or only samples of it (with positive weight).")
     if average is None:
         return scores
@@ -1252,7 +1092,7 @@ def _ovo(u2, sizes, classes, average):
     """Hand and Till's one-vs-one AUC from :func:`fastcal._auc.class_mann_whitney`, over the pairs of classes present."""
     present = np.flatnonzero(sizes)
     if present.shape[0] < 2:
-        raise ValueError(f"y_true has one class ({_shown(classes[present])}): the one-vs-one ROC AUC needs two.")
+        raise ValueError(f"y_true has one class ({shown(classes[present])}): the one-vs-one ROC AUC needs two.")
     pairs = list(itertools.combinations(present.tolist(), 2))
     scores = np.empty(len(pairs))
     prevalence = np.empty(len(pairs))

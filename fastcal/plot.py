@@ -64,6 +64,7 @@ def reliability_diagram(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
     n_resamples: int = 200,
     level: float = 0.9,
     band: Literal["consistency", "confidence"] = "consistency",
@@ -88,6 +89,7 @@ def reliability_diagram(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
     n_resamples: int = 200,
     level: float = 0.9,
     band: Literal["consistency", "confidence"] = "consistency",
@@ -111,6 +113,7 @@ def reliability_diagram(
     strategy: Literal["uniform", "quantile"] = "uniform",
     sample_weight: ArrayLike | None = None,
     pos_label: float | str | None = None,
+    labels: ArrayLike | None = None,
     n_resamples: int = 200,
     level: float = 0.9,
     band: Literal["consistency", "confidence"] = "consistency",
@@ -163,6 +166,9 @@ def reliability_diagram(
         Binning of "binned", as in :func:`fastcal.calibration_curve`.
     sample_weight, pos_label
         As in :func:`fastcal.calibration_curve`.
+    labels : array-like of shape (n_classes,), optional
+        The classes of the columns of (n, k) ``y_prob``, when ``y_true``
+        lacks some (as in :func:`fastcal.calibration_curve`).
     n_resamples, level, band, random_state
         The band of "corp" (:func:`fastcal.corp_reliability`); 0 resamples
         draw no band. The default seed makes the picture reproducible.
@@ -213,31 +219,34 @@ def reliability_diagram(
     curves = []
     for label, p in models:
         matrix = p.ndim == 2
+        if labels is not None and not matrix:
+            raise ValueError(f"labels is for an (n, k) y_prob, whose columns are the classes; {label!r} is 1-D.")
         y = y_true if matrix else binary_labels(y_true, pos_label)
+        classes = {"labels": labels} if matrix else {}
         extra = {}
         if method == "binned":
             prob_true, prob_pred = calibration_curve(
                 y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
-                pos_label=None if matrix else pos_label,
+                pos_label=None if matrix else pos_label, **classes,
             )
             ece = expected_calibration_error(
                 y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
-                pos_label=None if matrix else pos_label,
+                pos_label=None if matrix else pos_label, **classes,
             )
             text = f"ECE {ece:.3f}"
             extra["marker"] = "o"
         elif method == "corp":
             corp = corp_reliability(y, p, sample_weight=sample_weight, n_resamples=n_resamples, level=level,
-                                    band=band, random_state=random_state)
+                                    band=band, random_state=random_state, **classes)
             prob_pred, prob_true = corp.x, corp.y
             extra["band"] = (corp.lower, corp.upper)
             text = ""
         else:
-            smooth = smooth_ece(y, p, bandwidth=bandwidth, sample_weight=sample_weight)
+            smooth = smooth_ece(y, p, bandwidth=bandwidth, sample_weight=sample_weight, **classes)
             prob_pred, prob_true = smooth.x, smooth.y
             text = f"smooth ECE {smooth.ece:.3f}"
         if show_decomposition:
-            d = score_decomposition(y, p, sample_weight=sample_weight)
+            d = score_decomposition(y, p, sample_weight=sample_weight, **classes)
             numbers = f"MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, UNC {d.uncertainty:.4f}"
             text = f"{text}; {numbers}" if text else numbers
         hist_p = p.max(axis=1) if matrix else p

@@ -38,7 +38,7 @@ from ._validation import (
     check_finite,
     check_sample_weight,
     column_or_1d,
-    finite_range,
+    value_range,
 )
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def _as_logits(X, input_type, name="X"):
     z = as_float_array(arr, name)
     if z.shape[0] == 0:
         raise ValueError(f"{name} must have at least 1 sample, got 0.")
-    zmin, zmax = finite_range(z, name)  # one pass: the finiteness check and the probabilities test
+    zmin, zmax = value_range(z, name)  # one pass: the finiteness check and the probabilities test
     if input_type == "logits":
         return z
     in_range = zmin >= 0 and zmax <= 1
@@ -209,7 +209,13 @@ class TemperatureScaling(BaseCalibrator):
         X : array-like of shape (n_samples, n_classes) or (n_samples,)
             Logits, probabilities, or binary decision values (see ``input_type``).
         y : array-like of shape (n_samples,)
-            Class indices in ``0 .. n_classes - 1``.
+            Class indices in ``0 .. n_classes - 1``: label ``j`` is column
+            ``j`` of ``X``, as in scikit-learn's internal temperature
+            calibrator (``CalibratedClassifierCV`` encodes labels before
+            calling it) and in deep-learning losses. Other class labels are
+            refused rather than guessed: map them first, e.g.
+            ``np.searchsorted(model.classes_, y)`` for a scikit-learn
+            classifier's ``predict_proba`` columns.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights.
         """
@@ -238,7 +244,9 @@ class TemperatureScaling(BaseCalibrator):
             columns = ("one per column of X" if n_features > 1 else
                        f"X has {n_features} feature(s): binary decision values, read as 2 classes")
             raise ValueError(f"y must hold class indices in 0 .. {k - 1} ({columns}); "
-                             f"found {float(lo):g} .. {float(hi):g}.")
+                             f"found {float(lo):g} .. {float(hi):g}. Labels are column indices of X, as for "
+                             "scikit-learn's temperature calibrator; map class labels to them first, e.g. "
+                             "np.searchsorted(model.classes_, y).")
         labels = labels.astype(np.int64, copy=False)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)

@@ -71,3 +71,18 @@ def smoothed_curve(y, p, sigma, x, w=None):
     w = np.ones_like(p) if w is None else np.asarray(w, dtype=np.float64)
     k = reflected_kernel(x, p, sigma)
     return (w * y) @ k / (w @ k), w @ k / w.sum()
+
+
+def linear_binning(x, values, m):
+    """Sums of the rows of ``values`` at points ``x`` linearly binned onto ``m`` cells (node b at (b + 1/2) / m):
+    ``1 - theta`` to the node below, ``theta`` to the node above; at or beyond an end node, all on it."""
+    x = np.asarray(x, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    u = x * m - 0.5
+    j = np.clip(np.floor(u), 0, m - 2).astype(np.int64)
+    t = np.where(u <= 0, 0.0, np.where(u >= m - 1, 1.0, u - j))
+    shape = (-1,) + (1,) * (values.ndim - 1)
+    out = np.zeros((m,) + values.shape[1:])
+    np.add.at(out, j, (1 - t).reshape(shape) * values)
+    np.add.at(out, j + 1, t.reshape(shape) * values)
+    return out

@@ -300,7 +300,7 @@ def test_smooth_ece_equals_in_memory(client, weighted):
     got = fd.smooth_ece(Y, P, sample_weight=W)
     want = fastcal.smooth_ece(y, p, sample_weight=w)
     # The grid sums of chunks added on the client, against one pass: each node's sum in another order (4 n eps
-    # relative); both fixed points are Brent roots to 1e-10 of two functions that close.
+    # relative); both fixed points are roots to 1e-10 of two functions that close.
     assert got.ece == pytest.approx(want.ece, rel=4 * n * EPS, abs=1e-9)
     assert got.bandwidth == pytest.approx(want.bandwidth, abs=1e-9)
     assert_allclose(got.y, want.y, rtol=1e-9, atol=1e-12)

@@ -106,14 +106,10 @@ def test_against_naive(data, scoring):
 @SETTINGS
 @given(data=class_probabilities(), scoring=st.sampled_from(["brier", "log_loss"]))
 def test_top_label_against_naive(data, scoring):
-    y, P, w, labels = data
-    if labels is not None:  # y lacks a class: pass class codes
-        y = np.searchsorted(labels, y)
-        codes = y
-    else:
-        codes = np.searchsorted(np.unique(y), y)
+    y, P, w, labels = data  # labels: the classes of the columns, when y lacks some (else None)
+    codes = np.searchsorted(np.unique(y) if labels is None else labels, y)
     correct, conf = naive.top_label(codes, P)
-    d = fastcal.score_decomposition(y, P, scoring=scoring, sample_weight=w, multiclass="top_label")
+    d = fastcal.score_decomposition(y, P, scoring=scoring, sample_weight=w, multiclass="top_label", labels=labels)
     assert_terms(d, naive.decompose(correct, conf, w, scoring), len(conf))
     assert d == fastcal.score_decomposition(correct, conf, scoring=scoring, sample_weight=w)
 
@@ -300,8 +296,16 @@ def test_bad_input_names_the_argument(func):
         func(y, p, sample_weight=[1, 1])
     with pytest.raises(ValueError, match="multiclass"):
         func(y, p, multiclass="class_wise")
-    with pytest.raises(ValueError, match="y holds 3 classes but p has 2 columns"):
+    with pytest.raises(ValueError, match="y has 3 classes .* but p has 2 columns"):
         func([0, 1, 2], [[0.5, 0.5]] * 3)
+    with pytest.raises(ValueError, match=r"y has 2 classes \(\{0, 2\}\) but p has 3 columns.*pass labels"):
+        func([0, 2, 2], [[0.4, 0.3, 0.3]] * 3)
+    with pytest.raises(ValueError, match="labels has 2 labels but p has 3 columns"):
+        func([0, 2, 2], [[0.4, 0.3, 0.3]] * 3, labels=[0, 2])
+    with pytest.raises(ValueError, match=r"y contains labels not in labels: \{5\}"):
+        func([0, 5, 2], [[0.4, 0.3, 0.3]] * 3, labels=[0, 1, 2])
+    with pytest.raises(ValueError, match="labels is for an \\(n, k\\) p"):
+        func(y, p, labels=[0, 1])
     with pytest.raises(ValueError, match=r"p has values outside \[0, 1\]"):
         func([0, 1, 1], [[0.5, 1.5]] * 3)
 

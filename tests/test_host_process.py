@@ -324,7 +324,7 @@ def test_works_at_interpreter_shutdown():
 #: and interpreted code (the sums in order) may stop one step apart.
 ITERATIVE = {"platt", "platt_predict", "slope", "temperature", "temperature_proba", "em_priors", "em_proba",
              "em2_priors", "em2_proba", "cv_sigmoid", "load_platt", "load_temp",
-             "smooth"}  # the smooth ECE's fixed point: a Brent root to 1e-10
+             "smooth"}  # the smooth ECE's fixed point: a root to 1e-10
 
 
 def test_disable_jit_gives_the_compiled_results(tmp_path):

@@ -75,6 +75,13 @@ def test_temperature_integer_labels_out_of_range():
     _no_reprs(excinfo)
 
 
+def test_temperature_class_labels_are_refused_with_the_mapping_named():
+    # Labels 1..2 for two columns could be either classes or indices: fastcal refuses to guess, and says how to map.
+    X, y = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 0.0]]), np.array([1, 2, 1])
+    with pytest.raises(ValueError, match=re.escape("np.searchsorted(model.classes_, y)")):
+        fastcal.TemperatureScaling().fit(X, y)
+
+
 def test_isotonic_out_of_bounds_message_is_scikit_learns():
     est = fastcal.IsotonicRegression(out_of_bounds="raise").fit([0.0, 1.0, 2.0], [0, 1, 1])
     with pytest.raises(ValueError, match=re.escape(

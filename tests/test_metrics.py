@@ -902,28 +902,30 @@ def test_results_depend_on_the_order_of_labels_only(data, kind):
 
 
 def test_class_codes():
+    from fastcal._labels import class_codes
+
     rng = np.random.default_rng(5)
     for y in (rng.integers(0, 5, 1000), rng.integers(-3, 9, 1000).astype(np.int8), rng.integers(0, 3, 10) * 10**12,
               rng.integers(0, 4, 100).astype(np.float32), rng.random(50).round(1), rng.integers(0, 2, 30).astype(bool),
               np.array(["b", "a", "c", "a"])):
-        codes, classes = M._class_codes(y)
+        codes, classes = class_codes(y)
         e_classes, e_codes = np.unique(y, return_inverse=True)
         assert_array_equal(classes, e_classes)
         assert classes.dtype == y.dtype
         assert_array_equal(codes, e_codes)
         wider = np.unique(np.concatenate([e_classes, e_classes[:1].astype(y.dtype)]))
-        codes, _ = M._class_codes(y, wider)
+        codes, _ = class_codes(y, wider)
         assert_array_equal(codes, e_codes)
     y = np.array([0, 1, 1, 0], dtype=np.int64)
-    assert M._class_codes(y)[0] is y  # 0 .. k-1: the labels are their own codes, no copy
+    assert class_codes(y)[0] is y  # 0 .. k-1: the labels are their own codes, no copy
     with pytest.raises(ValueError, match="must not contain NaN"):
-        M._class_codes(np.array([0.0, np.nan, 1.0]))
+        class_codes(np.array([0.0, np.nan, 1.0]))
     with pytest.raises(ValueError, match=r"labels not in labels: \{5\}"):
-        M._class_codes(np.array([0, 5, 1]), np.array([0, 1]))
+        class_codes(np.array([0, 5, 1]), np.array([0, 1]))
     with pytest.raises(ValueError, match=r"labels not in labels: \{'x'\}"):
-        M._class_codes(np.array(["a", "x"]), np.array(["a", "b"]))
+        class_codes(np.array(["a", "x"]), np.array(["a", "b"]))
     with pytest.raises(ValueError, match="labels not in labels"):
-        M._class_codes(np.array([0, 1]), np.array(["a", "b"]))
+        class_codes(np.array([0, 1]), np.array(["a", "b"]))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

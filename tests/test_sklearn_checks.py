@@ -11,7 +11,7 @@ runs every check (around LogisticRegression). TemperatureScaling takes one
 column of logits per class and labels that are column indices (as the
 calibrators inside CalibratedClassifierCV get them): it runs every check and
 fails, deliberately, only those listed in ``TEMPERATURE_LABELS``, whose data
-has more classes than columns (labels 0..2 or 1..2 for two columns), where
+names a third column of a two-column X (labels 0..2, or 1..2), where
 it raises a ValueError naming y instead of reading a column that does not
 exist. The list is strict, so that a check that starts passing must be
 taken off it.
@@ -28,7 +28,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator, parametri
 import fastcal
 from fastcal.calibration import CalibratedClassifierCV
 
-#: Checks whose data TemperatureScaling refuses, deliberately: class labels beyond the columns of X.
+#: Checks whose data TemperatureScaling refuses, deliberately: labels 0..2 or 1..2 for two columns of X.
 TEMPERATURE_LABELS = (
     "check_estimators_fit_returns_self", "check_estimators_overwrite_params", "check_readonly_memmap_input",
     "check_sample_weights_not_an_array", "check_sample_weights_not_overwritten",
@@ -38,7 +38,7 @@ TEMPERATURE_LABELS = (
 
 def _expected_failures(estimator):
     if isinstance(estimator, fastcal.TemperatureScaling):
-        return {name: "labels are column indices of X; the check's y has more classes than X has columns"
+        return {name: "labels are column indices of X; the check's y (0..2 or 1..2) names a third column of a two-column X"
                 for name in TEMPERATURE_LABELS}
     return {}
 

@@ -52,6 +52,50 @@ def test_the_bound_is_not_vacuous():
     assert abs(naive.abs_integral(one_sided, 1 / 4000) / p.size - exact) > 1e-3
 
 
+@settings(max_examples=30, deadline=None)
+@given(probabilities(min_size=1, max_size=300, weighted=True))
+def test_grid_sums_are_linear_binning(data):
+    """The residual channel is not binned but derived (x_b W_b - Y_b + h (D_b - D_{b-1})): it must equal the
+    linear binning of w (p - y), rows at and beyond the end nodes included."""
+    y, p, w = S.check_inputs(*data)
+    got = S.grid_sums(p, y, w)
+    x = p.astype(np.float64)
+    yy = (y != 0).astype(np.float64)
+    ww = np.ones_like(x) if w is None else w
+    want = naive.linear_binning(x, np.stack([ww, ww * yy, ww * (x - yy)], axis=1), S.GRID)
+    # Both add the same <= n terms per node (each at most w) in other orders, and R_b adds four products
+    # of magnitude <= W_b + Y_b: |error| <= (2 n + 8) eps (W_b + Y_b).
+    tol = (2 * x.size + 8) * np.finfo(float).eps * (want[:, 0] + want[:, 1])
+    assert np.all(np.abs(got - want) <= tol[:, None])
+
+
+@pytest.mark.parametrize("halvings", [1, 3])
+def test_pyramid_levels_are_linear_binning_of_the_nodes(halvings):
+    rng = np.random.default_rng(halvings)
+    sums = rng.standard_normal((S.GRID, 3))
+    pyramid = S._Pyramid(sums)
+    want = sums[:, 2]
+    for k in range(halvings):
+        fine = S.GRID >> k
+        want = naive.linear_binning((np.arange(fine) + 0.5) / fine, want, fine // 2)
+    got = pyramid.grid(S.GRID >> halvings, 2)
+    # four terms per node and level, weights 3/4 and 1/4 exact: rounding only
+    assert_allclose(got, want, rtol=0, atol=1e-13)
+    # mass kept at every level
+    assert abs(got.sum() - sums[:, 2].sum()) < 1e-9
+
+
+@pytest.mark.parametrize("root", [0.3, 1e-3, 1 - 1e-6, 1.0])
+def test_root_finder_stops_within_its_tolerance(root):
+    def g(s):  # increasing with slope >= 1, like sigma - smECE_sigma, and not linear
+        calls.append(s)
+        return s - root + 0.2 * np.tanh(5 * (s - root))
+
+    calls = []
+    x = S._root(g, 1e-4, 1.0, 1e-10)
+    assert abs(x - root) <= 1e-10 and x in calls and len(calls) < 40
+
+
 @pytest.mark.parametrize("power, seed", [(1.0, 0), (1.5, 1), (0.6, 2)])
 def test_fixed_point_equals_naive_bisection(power, seed):
     y, p = miscalibrated(80, power, seed)
@@ -202,10 +246,12 @@ def test_bad_input():
         fastcal.smooth_ece(y, p, sample_weight=[1, -1, 1, 1])
     with pytest.raises(ValueError, match="y_true must have at least 1 element"):
         fastcal.smooth_ece([], [])
-    with pytest.raises(ValueError, match="y_true holds 3 classes but y_prob has 2 columns"):
+    with pytest.raises(ValueError, match="y_true has 3 classes .* but y_prob has 2 columns"):
         fastcal.smooth_ece([0, 2, 5], [[0.5, 0.5], [0.2, 0.8], [0.1, 0.9]])
-    with pytest.raises(ValueError, match="y_true holds 1 classes but y_prob has 2 columns"):
+    with pytest.raises(ValueError, match="y_true contains only one label .*pass labels"):
         fastcal.smooth_ece([0.5, 0.5], [[0.5, 0.5], [0.2, 0.8]])
+    with pytest.raises(ValueError, match="labels is for an \\(n, k\\) y_prob"):
+        fastcal.smooth_ece(y, p, labels=[0, 1])
     with pytest.raises(ValueError, match="y_true must not contain NaN"):
         fastcal.smooth_ece([np.nan, 0.0], [[0.5, 0.5], [0.2, 0.8]])
     with pytest.raises(TypeError, match="y_prob"):
