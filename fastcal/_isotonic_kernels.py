@@ -262,6 +262,53 @@ def pav_ordered(x, y, w, split, eps, sign, sw, swy, xf, xl):
 
 
 @kernel
+def signed_weights(y, w, out, lo, hi):
+    """``out[i] = -w[i]`` where the 0/1 label ``y[i]`` is 1, ``w[i]`` where it is 0, for ``i`` in ``lo .. hi - 1``.
+
+    One float64 per row then carries both label and (positive) weight
+    through a sort (:func:`pav_carried` reads them back).
+    """
+    for i in range(lo, hi):
+        wi = np.float64(w[i])
+        out[i] = -wi if y[i] != 0 else wi
+
+
+@kernel
+def pav_carried(x, p, signed, eps, sign, sw, swy, xf, xl):
+    """Isotonic fit on sorted scores ``x`` of one float64 ``p`` carried per row.
+
+    ``signed``: ``p`` is :func:`signed_weights` (weight ``|p|``, label 1
+    where ``p < 0``); else ``p`` is the target, of unit weight. Same groups,
+    sums (in the same order) and blocks as :func:`pav_ordered` on the same
+    rows with their labels and weights; returns the number of blocks.
+    """
+    n = x.shape[0]
+    top = 0
+    cur = 0.0
+    sum_w = 0.0
+    sum_wy = 0.0
+    for i in range(n):
+        v = np.float64(x[i])
+        pk = p[i]
+        if signed:
+            wk = -pk if pk < 0 else pk
+            wyk = wk if pk < 0 else 0.0
+        else:
+            wk = 1.0
+            wyk = pk
+        if i == 0:
+            cur = v
+        elif v - cur >= eps:
+            top = push_group(sw, swy, xf, xl, top, sum_w, sum_wy, sign, cur)
+            cur = v
+            sum_w = 0.0
+            sum_wy = 0.0
+        sum_w += wk
+        sum_wy += wyk
+    return push_group(sw, swy, xf, xl, top, sum_w, sum_wy, sign, cur)
+
+
+@kernel
 def thresholds(vals, xf, xl, nb):
     """The interpolation knots scikit-learn keeps, from the PAV blocks.
 

@@ -268,7 +268,7 @@ def _isotonic(dtype):
 
 @warmup("isotonic, radix-sorted")
 def _isotonic_radix(dtype):
-    """Weighted and real-valued fits above ``RADIX_MIN_SIZE`` rows: the radix argsort carries labels and weights."""
+    """Weighted and real-valued fits above ``RADIX_MIN_SIZE`` rows: the radix sort carries the targets (and weights)."""
     x, y = _scores(dtype, n=BIG)
     w = _weights(BIG, np.float64)
     for labels in _labels(y):
@@ -276,9 +276,11 @@ def _isotonic_radix(dtype):
     IsotonicRegression().fit(x, y, sample_weight=_weights(BIG, np.float32))
     targets = np.random.default_rng(3).random(BIG).astype(dtype)
     IsotonicRegression().fit(x, targets)
+    IsotonicRegression().fit(x, targets, sample_weight=w)  # weighted real-valued: argsort and gather
     xr, yr, tr = _read_only(x, y, targets)
     IsotonicRegression().fit(xr, yr, sample_weight=w)
     IsotonicRegression().fit(xr, tr)
+    IsotonicRegression().fit(xr, tr, sample_weight=w)
     for labels in _labels(y):
         roc_auc_score(labels, x, sample_weight=w)
     roc_auc_score(y, x, sample_weight=_weights(BIG, np.float32))

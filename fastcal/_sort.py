@@ -21,7 +21,7 @@ from . import _sort_kernels as _k
 from . import _parallel
 from ._parallel import get_num_threads, parallel_for, run, split
 
-__all__ = ["argsort"]
+__all__ = ["argsort", "sort_pairs"]
 
 #: Bits per digit: 256 buckets per pass keep every pass's write targets in the L1 cache
 #: (11-bit digits save passes but measured slower: 2048 scattered write streams).
@@ -69,15 +69,45 @@ def sort_with(x, y, w):
     return xs, ys, ws
 
 
+def sort_pairs(x, p):
+    """``x`` sorted as by ``argsort(x)`` and ``p`` reordered alike, new arrays ``(xs, ps)``.
+
+    ``p`` is an array of the length of ``x`` (float64 in fastcal's uses: a
+    value carried with each score). -0.0 in ``x`` comes back as +0.0. Unlike
+    :func:`sort_with`, the passes carry ``p`` itself instead of a row index,
+    so no pass reads at random: measured at 10^7 rows, the gather's random
+    reads cost as much as the whole argsort.
+    """
+    x = np.ascontiguousarray(x)
+    p = np.ascontiguousarray(p)
+    n = x.shape[0]
+    if n < RADIX_MIN_SIZE:
+        order = np.argsort(x, kind="stable")
+        return x[order] + x.dtype.type(0.0), p[order]  # -0.0 + 0.0 == +0.0
+    xs = np.empty_like(x)
+    ps = np.empty_like(p)
+    sign = _UNSIGNED[x.dtype.itemsize](1 << (8 * x.dtype.itemsize - 1))
+
+    def last(keys, carried, shift, offsets, ranges):
+        run([(_k.scatter_values, (keys, carried, shift, DIGIT_BITS, offsets[p_], sign, xs.view(keys.dtype), ps, lo, hi))
+             for p_, (lo, hi) in enumerate(ranges)])
+
+    _radix(x, last, p)
+    return xs, ps
+
+
 def _index_type(n):
     return np.int32 if n < 2**31 else np.int64
 
 
-def _radix(x, last):
+def _radix(x, last, carry=None):
     """Every pass of the radix sort of ``x`` but the last, which ``last(keys, index, shift, offsets, ranges)`` runs.
 
     ``index`` is empty if the last pass is also the first (the identity);
-    ``offsets[p]`` are range ``p``'s output starts per digit value.
+    ``offsets[p]`` are range ``p``'s output starts per digit value. With
+    ``carry`` (an array as long as ``x``, not modified), the passes move its
+    values with the keys instead of the row index, and ``index`` is ``carry``
+    in the order of ``keys``.
     """
     n = x.shape[0]
     utype = _UNSIGNED[x.dtype.itemsize]
@@ -97,8 +127,12 @@ def _radix(x, last):
     # A digit shared by every key orders nothing; one pass at least writes the output.
     active = [d for d in range(n_digits) if total[d].max() < n] or [0]
 
-    index_type = _index_type(n)
-    index = np.empty(0, dtype=index_type)  # empty: the identity, before the first pass
+    if carry is None:
+        index_type = _index_type(n)
+        index = np.empty(0, dtype=index_type)  # empty: the identity, before the first pass
+    else:
+        index_type = carry.dtype
+        index = carry  # read by the first pass, never written
     if len(active) > 1:
         keys_out = np.empty(n, dtype=utype)
         index_out = np.empty(n, dtype=index_type)
