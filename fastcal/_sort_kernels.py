@@ -43,7 +43,7 @@ def keys_histograms(bits, sign, keys, digit_bits, counts, lo, hi):
 
 @kernel
 def pairs_histograms(bits, sign, carried, pairs, digit_bits, counts, lo, hi):
-    """As :func:`keys_histograms`, writing rows ``pairs[i] = (key, carried[i])`` (``carried`` as unsigned integers of the keys' width)."""
+    """As :func:`keys_histograms`, writing rows ``pairs[i] = (key, carried[i])`` of uint64 (``carried`` as uint64)."""
     n_digits = counts.shape[0]
     mask = (1 << digit_bits) - 1
     zero = bits.dtype.type(0)
@@ -136,8 +136,15 @@ def scatter_values(keys, carried, shift, digit_bits, offsets, sign, xs_bits, car
 
 
 @kernel
-def scatter_pairs_last(pairs, shift, digit_bits, offsets, sign, xs_bits, carried_out, lo, hi):
-    """The last pass over rows ``(key, value)``: as :func:`scatter_values`, the keys' floats and the values apart."""
+def scatter_pairs_last(pairs, shift, digit_bits, offsets, sign, out, lo, hi):
+    """The last pass over rows ``(key, value)``: as :func:`scatter_pairs`, each row's key written back as the bits of its float.
+
+    A 32-bit key's float comes back in the low half of the first uint64 (its
+    upper half is garbage).
+
+    Rows, not two arrays: two write streams per digit value made this pass
+    measure 4x slower than the others at 10-bit digits.
+    """
     mask = np.uint64((1 << digit_bits) - 1)
     s = np.uint64(shift)
     for i in range(lo, hi):
@@ -145,8 +152,8 @@ def scatter_pairs_last(pairs, shift, digit_bits, offsets, sign, xs_bits, carried
         v = np.int64((np.uint64(k) >> s) & mask)
         j = offsets[v]
         offsets[v] = j + 1
-        xs_bits[j] = k ^ sign if k & sign else ~k
-        carried_out[j] = pairs[i, 1]
+        out[j, 0] = k ^ sign if k & sign else ~k
+        out[j, 1] = pairs[i, 1]
 
 
 @kernel
