@@ -553,7 +553,8 @@ def pav_fit(X, labels, w, sign):
         else:
             carried = labels.astype(np.float64, copy=False)
         xs, ps = sort_pairs(X, carried)
-        nb = _pav_sorted(xs, (ps, binary), eps, sign, stack)
+        kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
+        nb = _pav_sorted(xs, (ps, kind), eps, sign, stack)
     else:
         xs, ys, ws = sort_with(X, labels, w)
         nb = _pav_sorted(xs, (ys, ws), eps, sign, stack)
@@ -697,18 +698,18 @@ def _pav_sorted(xs, rows, eps, sign, stack, tries=64):
     """The PAV of sorted scores ``xs``, in two threads on big input; returns the number of blocks.
 
     ``rows`` is ``(ys, ws)`` for :func:`~fastcal._isotonic_kernels.pav_ordered`
-    or ``(p, signed)`` for :func:`~fastcal._isotonic_kernels.pav_carried`
-    (``signed`` a bool). The rows are cut near the middle, before a score at
+    or ``(p, kind)`` for :func:`~fastcal._isotonic_kernels.pav_carried`
+    (``kind`` an int). The rows are cut near the middle, before a score at
     least ``eps`` above the one before it, so that it starts a tie group
     either way; the blocks of the upper half are pooled onto the lower half's,
     as in :func:`_pav_binary`.
     """
-    carried = isinstance(rows[1], bool)
+    carried = isinstance(rows[1], int)
 
     def call(lo, hi, out):
         if carried:
-            p, signed = rows
-            return _k.pav_carried, (xs[lo:hi], p[lo:hi], signed, eps, sign, *out)
+            p, kind = rows
+            return _k.pav_carried, (xs[lo:hi], p[lo:hi], kind, eps, sign, *out)
         ys, ws = rows
         return _k.pav_ordered, (xs[lo:hi], ys[lo:hi], ws[lo:hi], hi - lo, eps, sign, *out)
 

@@ -353,6 +353,30 @@ def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signe
                     assert_array_equal(a.view(np.uint8), b.view(np.uint8))  # bits: +0.0 is not -0.0
 
 
+@given(data=scores_and_labels(max_size=500, weighted=True), sign=st.sampled_from([1.0, -1.0]))
+@HYPO
+def test_pav_carried_label_decodings_same_bits_as_pav_ordered(data, sign):
+    # Both decodings of signed weights (the fit picks one by dtype, for speed), on either dtype.
+    x, y, w = data
+    n = x.shape[0]
+    order = np.argsort(x, kind="stable")
+    xs, labels, ws = x[order], as_label_array(y, "y")[order], w[order]
+    carried = np.empty(n)
+    kernels.signed_weights(labels, ws, carried, 0, n)
+    eps = x.dtype.type(np.finfo(x.dtype).resolution)
+    fits = []
+    for kind in (None, 1, 2):
+        stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
+        if kind is None:
+            nb = kernels.pav_ordered(xs, labels, ws, n, eps, sign, *stack)
+        else:
+            nb = kernels.pav_carried(xs, carried, kind, eps, sign, *stack)
+        fits.append([a[:nb] for a in stack])
+    for fit in fits[1:]:
+        for a, b in zip(fit, fits[0]):
+            assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
 def test_auto_direction_and_warning():
     x = np.arange(100.0)
     iso = IsotonicRegression(increasing="auto").fit(x, -x)
