@@ -3,6 +3,8 @@
 :func:`argsort` returns what ``np.argsort(x, kind="stable")`` returns (ties,
 -0.0 and +0.0 included, keep their input order), about 5-10x faster on large
 arrays: NumPy's stable argsort is a comparison merge sort (timsort for floats).
+:func:`sort_pairs` sorts (key, value) pairs the same way, the value moving
+with its key through every pass, so that no gather follows.
 
 The sort runs one counting pass per digit of the keys (8 bits at a time, 10
 for 64-bit keys moved with a value as one row;
@@ -76,36 +78,32 @@ def sort_with(x, y, w):
 
 
 def sort_pairs(x, p):
-    """``x`` sorted as by ``argsort(x)`` and ``p`` reordered alike: ``(xs, ps)``, new arrays (or views of one).
+    """``x`` sorted as by ``argsort(x)`` and ``p`` reordered alike: ``(xs, ps)``.
 
-    ``p`` is an array of the length of ``x`` (float64 in fastcal's uses: a
-    value carried with each score). -0.0 in ``x`` comes back as +0.0. Unlike
-    :func:`sort_with`, the passes carry ``p`` itself instead of a row index,
-    so no pass reads at random: measured at 10^7 rows, the gather's random
-    reads cost as much as the whole argsort. When ``p`` has 8-byte items,
-    ``xs`` and ``ps`` are strided views of the columns of one array of rows.
+    ``p`` is an array of the length of ``x``; with 8-byte items (float64 in
+    fastcal's uses: a value carried with each score) the passes carry ``p``
+    itself instead of a row index, as the second half of uint64 rows
+    ``(key, value)``, so no pass reads at random (measured at 10^7 rows: the
+    gather after an argsort costs as much as the argsort), and ``xs`` and
+    ``ps`` are strided views of the columns of one new array of rows. Other
+    item sizes, and big-endian machines, are argsorted and gathered. -0.0 in
+    ``x`` comes back as +0.0.
     """
     x = np.ascontiguousarray(x)
     p = np.ascontiguousarray(p)
     n = x.shape[0]
-    if n < RADIX_MIN_SIZE:
-        order = np.argsort(x, kind="stable")
+    if n < RADIX_MIN_SIZE or p.dtype.itemsize != 8 or not np.little_endian:
+        order = argsort(x)
         return x[order] + x.dtype.type(0.0), p[order]  # -0.0 + 0.0 == +0.0
     sign = _UNSIGNED[x.dtype.itemsize](1 << (8 * x.dtype.itemsize - 1))
     result = []
 
-    def last(keys, carried, shift, digit_bits, offsets, ranges, free):
-        if keys.ndim == 2:  # rows (key, value), written to the buffer the passes no longer use
-            out = np.empty_like(keys) if free is None else free
-            run([(_k.scatter_pairs_last, (keys, shift, digit_bits, offsets[r], sign, out, lo, hi))
-                 for r, (lo, hi) in enumerate(ranges)])
-            result.extend([out.view(x.dtype)[:, 0], out.view(p.dtype)[:, 1]])
-        else:
-            xs = np.empty_like(x)
-            ps = np.empty_like(p)
-            run([(_k.scatter_values, (keys, carried, shift, digit_bits, offsets[r], sign, xs.view(keys.dtype), ps,
-                                      lo, hi)) for r, (lo, hi) in enumerate(ranges)])
-            result.extend([xs, ps])
+    def last(rows, carried, shift, digit_bits, offsets, ranges, free):
+        out = np.empty_like(rows) if free is None else free  # the buffer the passes no longer use
+        run([(_k.scatter_pairs_last, (rows, shift, digit_bits, offsets[r], sign, out, lo, hi))
+             for r, (lo, hi) in enumerate(ranges)])
+        # A float32's bits are the first 4 bytes of the row (little-endian).
+        result.extend([out.view(x.dtype)[:, 0], out.view(p.dtype)[:, 1]])
 
     _radix(x, last, p)
     return tuple(result)
@@ -121,23 +119,19 @@ def _radix(x, last, carry=None):
     ``index`` is empty if the last pass is also the first (the identity);
     ``offsets[p]`` are range ``p``'s output starts per digit value; ``free``
     is a buffer like ``keys`` that the passes no longer use (None if there
-    was a single pass). With
-    ``carry`` (an array as long as ``x``, not modified), the passes move its
-    values with the keys instead of the row index, and ``index`` is ``carry``
-    in the order of ``keys``; if ``carry``'s items are 8 bytes wide, the keys
-    and values move together as rows ``keys[i] = (key, value)`` of uint64
-    instead (measured: 1.2x faster per pass than two arrays, whose two write
-    streams per digit value compete for the cache, and 2.4x faster in the last
-    pass of float32 keys, which writes the floats and the values).
+    was a single pass). With ``carry`` (8-byte items, as many as ``x``, not
+    modified), the passes move its values with the keys instead of the row
+    index: ``keys`` are rows ``(key, value)`` of uint64 and ``index`` is
+    unused (measured: 1.2x faster per pass than two arrays, whose two write
+    streams per digit value compete for the cache, and 2.4x faster in the
+    last pass of float32 keys, which writes the floats and the values).
     """
     n = x.shape[0]
     utype = _UNSIGNED[x.dtype.itemsize]
     width = 8 * x.dtype.itemsize
     bits = x.view(utype)
     sign = utype(1 << (width - 1))
-    # Rows of two uint64 (a float32's key in the low half of the first: on little-endian machines the
-    # last pass's float32 bits are then the first 4 bytes of each row).
-    rows = carry is not None and carry.dtype.itemsize == 8 and np.little_endian
+    rows = carry is not None  # rows of two uint64: (key, value)
     digit_bits = WIDE_DIGIT_BITS if rows and width == 64 else DIGIT_BITS
     n_digits = -(-width // digit_bits)
     min_size = _parallel.PARALLEL_MIN_SIZE  # read at each call: tests lower it
@@ -158,16 +152,12 @@ def _radix(x, last, carry=None):
     # A digit shared by every key orders nothing; one pass at least writes the output.
     active = [d for d in range(n_digits) if total[d].max() < n] or [0]
 
-    if carry is None:
-        index_type = _index_type(n)
-        index = np.empty(0, dtype=index_type)  # empty: the identity, before the first pass
-    else:
-        index_type = carry.dtype
-        index = carry  # read by the first pass, never written
+    index = np.empty(0, dtype=_index_type(n))  # empty: the identity, before the first pass
     if len(active) > 1:
         keys_out = np.empty_like(keys)
-        index_out = np.empty(0 if rows else n, dtype=index_type)
-        spare = np.empty(n, dtype=index_type) if len(active) > 2 and not rows else None
+        if not rows:
+            index_out = np.empty(n, dtype=index.dtype)
+            spare = np.empty(n, dtype=index.dtype) if len(active) > 2 else None
     part_counts = np.ascontiguousarray(counts[:, active[0], :])
     for t, d in enumerate(active):
         shift = d * digit_bits

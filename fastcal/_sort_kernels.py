@@ -118,24 +118,6 @@ def scatter_index(keys, index, shift, digit_bits, offsets, index_out, lo, hi):
 
 
 @kernel
-def scatter_values(keys, carried, shift, digit_bits, offsets, sign, xs_bits, carried_out, lo, hi):
-    """The last pass of a sort of (key, value) pairs: as :func:`scatter`, writing the floats of the keys and ``carried``.
-
-    ``xs_bits`` is the output float array viewed as unsigned integers; a key
-    maps back to the bits of its float (-0.0 having become +0.0).
-    """
-    mask = np.uint64((1 << digit_bits) - 1)
-    s = np.uint64(shift)
-    for i in range(lo, hi):
-        k = keys[i]
-        v = np.int64((np.uint64(k) >> s) & mask)
-        j = offsets[v]
-        offsets[v] = j + 1
-        xs_bits[j] = k ^ sign if k & sign else ~k
-        carried_out[j] = carried[i]
-
-
-@kernel
 def scatter_pairs_last(pairs, shift, digit_bits, offsets, sign, out, lo, hi):
     """The last pass over rows ``(key, value)``: as :func:`scatter_pairs`, each row's key written back as the bits of its float.
 
