@@ -42,15 +42,23 @@ def keys_histograms(bits, sign, keys, digit_bits, counts, lo, hi):
 
 
 @kernel
-def pairs_histograms(bits, sign, carried, pairs, digit_bits, counts, lo, hi):
-    """As :func:`keys_histograms`, writing rows ``pairs[i] = (key, carried[i])`` of uint64 (``carried`` as uint64)."""
+def pairs_histograms(bits, sign, carried, flip, pairs, digit_bits, counts, lo, hi):
+    """As :func:`keys_histograms`, writing rows ``pairs[i] = (key, carried[i])`` of uint64 (``carried`` as uint64).
+
+    Where ``flip[i] != 0`` (``flip`` empty: nowhere) the value's top bit is
+    flipped: a float's sign.
+    """
     n_digits = counts.shape[0]
     mask = (1 << digit_bits) - 1
     zero = bits.dtype.type(0)
+    flipping = flip.shape[0] > 0
     for i in range(lo, hi):
         k = _key(bits[i], sign, zero)
         pairs[i, 0] = k
-        pairs[i, 1] = carried[i]
+        v = carried[i]
+        if flipping:
+            v ^= np.uint64(flip[i] != 0) << np.uint64(63)
+        pairs[i, 1] = v
         kk = np.uint64(k)
         for d in range(n_digits):
             counts[d, np.int64((kk >> np.uint64(d * digit_bits)) & np.uint64(mask))] += 1

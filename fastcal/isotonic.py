@@ -545,14 +545,12 @@ def pav_fit(X, labels, w, sign):
     elif (binary := bool(is_binary(labels))) and w is None:
         nb = _pav_binary(*_sorted_class_runs(X, labels), eps, sign, stack)
     elif binary or w is None:
-        # One float64 per row carries the target, or the 0/1 label and the weight, through the
-        # sort: no pass reads at random (a gather after an argsort cost as much as the sort).
+        # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
+        # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
         if binary:
-            carried = np.empty(n)
-            parallel_for(_k.signed_weights, n, labels, w, carried)
+            xs, ps = sort_pairs(X, w.astype(np.float64, copy=False), flip=labels)
         else:
-            carried = labels.astype(np.float64, copy=False)
-        xs, ps = sort_pairs(X, carried)
+            xs, ps = sort_pairs(X, labels.astype(np.float64, copy=False))
         kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
         nb = _pav_sorted(xs, (ps, kind), eps, sign, stack)
     else:

@@ -84,6 +84,14 @@ def test_sort_pairs_carries_values_bit_for_bit(x, seed, carried_dtype):
         assert not np.signbit(xs[xs == 0]).any()  # zeros come back as +0.0
         np.testing.assert_array_equal(ps.view(utype), bits[order])
     np.testing.assert_array_equal(p.view(utype), p_before.view(utype))
+    # flip: the sign of the values where flip is non-zero (their top bit, NaN payloads kept).
+    flip = np.random.default_rng(seed + 1).integers(0, 3, n).astype(np.uint8)
+    top = utype(1) << utype(8 * np.dtype(utype).itemsize - 1)
+    flipped = bits ^ np.where(flip != 0, top, utype(0))
+    for xs, ps in serial_and_parallel(_sort.sort_pairs, x, p, flip=flip):
+        np.testing.assert_array_equal(xs, x[order])
+        np.testing.assert_array_equal(ps.view(utype), flipped[order])
+    np.testing.assert_array_equal(p.view(utype), p_before.view(utype))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
