@@ -59,6 +59,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -66,6 +67,7 @@ import numpy as np
 
 from . import outofcore
 from ._io import open_input, open_output
+from ._parallel import PARALLEL_MIN_SIZE, set_num_threads
 from ._sort import RADIX_MIN_SIZE
 from ._validation import LABEL_DTYPES
 from .beta import BetaCalibration
@@ -98,6 +100,9 @@ N = 64
 #: Rows of the inputs of paths that only run on larger inputs: the radix argsort (weighted and real-valued
 #: isotonic fits, weighted AUC, the decomposition's resampling, weighted Venn-Abers).
 BIG = RADIX_MIN_SIZE
+
+#: Rows of the inputs cut between threads (the parallel threshold).
+THREADED = PARALLEL_MIN_SIZE
 
 #: Rows of the smooth ECE's chunked path (more than one chunk of its grid sums).
 SMOOTH_CHUNKED = (1 << 19) + 1
@@ -268,7 +273,7 @@ def _isotonic(dtype):
 
 @warmup("isotonic, radix-sorted")
 def _isotonic_radix(dtype):
-    """Weighted and real-valued fits above ``RADIX_MIN_SIZE`` rows: the radix argsort carries labels and weights."""
+    """Weighted and real-valued fits above ``RADIX_MIN_SIZE`` rows: the radix sort carries the targets (and weights)."""
     x, y = _scores(dtype, n=BIG)
     w = _weights(BIG, np.float64)
     for labels in _labels(y):
@@ -276,13 +281,46 @@ def _isotonic_radix(dtype):
     IsotonicRegression().fit(x, y, sample_weight=_weights(BIG, np.float32))
     targets = np.random.default_rng(3).random(BIG).astype(dtype)
     IsotonicRegression().fit(x, targets)
+    IsotonicRegression().fit(x, targets, sample_weight=w)  # weighted real-valued: argsort and gather
     xr, yr, tr = _read_only(x, y, targets)
     IsotonicRegression().fit(xr, yr, sample_weight=w)
     IsotonicRegression().fit(xr, tr)
+    IsotonicRegression().fit(xr, tr, sample_weight=w)
     for labels in _labels(y):
         roc_auc_score(labels, x, sample_weight=w)
     roc_auc_score(y, x, sample_weight=_weights(BIG, np.float32))
     roc_auc_score(yr, xr, sample_weight=w)
+
+
+@warmup("radix sort in two threads")
+def _radix_two_threads(dtype):
+    """Inputs cut between two threads (:data:`THREADED` rows): each radix pass's per-range digit counts.
+
+    The fits run in a thread of their own, whose fastcal thread count (a
+    per-thread setting, :func:`~fastcal.set_num_threads`) dies with it.
+    """
+    x, y = _scores(dtype, n=THREADED)
+    w = _weights(THREADED, np.float64)
+    targets = np.random.default_rng(3).random(THREADED).astype(dtype)
+
+    def fits():
+        set_num_threads(2)
+        IsotonicRegression().fit(x, y, sample_weight=w)  # (key, value) rows
+        IsotonicRegression().fit(x, targets, sample_weight=w)  # (key, index) arrays
+
+    errors = []
+    worker = threading.Thread(target=lambda: _catch(fits, errors))
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
+
+
+def _catch(func, errors):
+    try:
+        func()
+    except BaseException as exc:  # re-raised in the calling thread
+        errors.append(exc)
 
 
 @warmup("platt")

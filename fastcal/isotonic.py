@@ -20,7 +20,7 @@ from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
-from ._sort import sort_with
+from ._sort import sort_pairs, sort_with
 from ._parallel import parallel_for, run
 from ._validation import (
     as_float_array,
@@ -542,11 +542,20 @@ def pav_fit(X, labels, w, sign):
     stack = (sw, swy, xf, xl)
     if _k.is_sorted(X):
         nb = _k.pav_ordered(X, labels, _weights_or_empty(w), n, eps, sign, *stack)
-    elif w is None and is_binary(labels):
+    elif (binary := bool(is_binary(labels))) and w is None:
         nb = _pav_binary(*_sorted_class_runs(X, labels), eps, sign, stack)
+    elif binary or w is None:
+        # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
+        # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
+        if binary:
+            xs, ps = sort_pairs(X, w.astype(np.float64, copy=False), flip=labels)
+        else:
+            xs, ps = sort_pairs(X, labels.astype(np.float64, copy=False))
+        kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
+        nb = _pav_sorted(xs, (ps, kind), eps, sign, stack)
     else:
-        xs, ys, ws = sort_with(X, labels, _weights_or_empty(w))
-        nb = _pav_sorted(xs, ys, ws, eps, sign, stack)
+        xs, ys, ws = sort_with(X, labels, w)
+        nb = _pav_sorted(xs, (ys, ws), eps, sign, stack)
     # Copies: views would keep the n-sized stack arrays alive.
     return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
 
@@ -683,13 +692,25 @@ def _range_cut(runs, eps, tries=64):
     return None
 
 
-def _pav_sorted(xs, ys, ws, eps, sign, stack, tries=64):
-    """Run :func:`~fastcal._isotonic_kernels.pav_ordered` on sorted ``xs``, in two threads on big input.
+def _pav_sorted(xs, rows, eps, sign, stack, tries=64):
+    """The PAV of sorted scores ``xs``, in two threads on big input; returns the number of blocks.
 
-    The rows are cut near the middle, before a score at least ``eps`` above
-    the one before it, so that it starts a tie group either way; the blocks of
-    the upper half are pooled onto the lower half's, as in :func:`_pav_binary`.
+    ``rows`` is ``(ys, ws)`` for :func:`~fastcal._isotonic_kernels.pav_ordered`
+    or ``(p, kind)`` for :func:`~fastcal._isotonic_kernels.pav_carried`
+    (``kind`` an int). The rows are cut near the middle, before a score at
+    least ``eps`` above the one before it, so that it starts a tie group
+    either way; the blocks of the upper half are pooled onto the lower half's,
+    as in :func:`_pav_binary`.
     """
+    carried = isinstance(rows[1], int)
+
+    def call(lo, hi, out):
+        if carried:
+            p, kind = rows
+            return _k.pav_carried, (xs[lo:hi], p[lo:hi], kind, eps, sign, *out)
+        ys, ws = rows
+        return _k.pav_ordered, (xs[lo:hi], ys[lo:hi], ws[lo:hi], hi - lo, eps, sign, *out)
+
     n = xs.shape[0]
     cut = None
     if n >= _THREADED_SORT_MIN_SIZE:
@@ -698,11 +719,9 @@ def _pav_sorted(xs, ys, ws, eps, sign, stack, tries=64):
                 cut = c
                 break
     if cut is None:
-        return _k.pav_ordered(xs, ys, ws, n, eps, sign, *stack)
-    lower = (xs[:cut], ys[:cut], ws[:cut], cut)
-    upper = (xs[cut:], ys[cut:], ws[cut:], n - cut)
-    top, nb_upper = run([(_k.pav_ordered, (*lower, eps, sign, *stack)),
-                         (_k.pav_ordered, (*upper, eps, sign, *(a[cut:] for a in stack)))])
+        fit, args = call(0, n, stack)
+        return fit(*args)
+    top, nb_upper = run([call(0, cut, stack), call(cut, n, [a[cut:] for a in stack])])
     return _k.push_blocks(*stack, top, cut, cut + nb_upper)
 
 

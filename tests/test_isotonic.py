@@ -13,7 +13,9 @@ from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal import _isotonic_kernels as kernels
+from fastcal import _sort
 from fastcal import isotonic as isotonic_module
+from fastcal._validation import as_label_array
 
 from . import naive_isotonic as naive
 from .strategies import scores_and_labels
@@ -32,7 +34,10 @@ def tol(dtype, y):
     """
     if np.dtype(dtype) == np.float64:
         y = np.asarray(y, dtype=np.float64)
-        return dict(rtol=0, atol=(4 * y.size + 8) * EPS * np.max(np.abs(y), initial=0.0))
+        # Among subnormals the relative bound fails: each operation errs by up to half the smallest
+        # subnormal, absolutely (hypothesis: one row, target 2.2e-313, weight 0.8, w * y / w is 1 ulp off).
+        ulps = (4 * y.size + 8) * np.finfo(np.float64).smallest_subnormal
+        return dict(rtol=0, atol=(4 * y.size + 8) * EPS * np.max(np.abs(y), initial=0.0) + ulps)
     return dict(rtol=1e-5, atol=1e-6)
 
 
@@ -251,7 +256,10 @@ def test_large_input_paths_match_sklearn(pos_rate, dtype):
     assert n >= isotonic_module._THREADED_SORT_MIN_SIZE
     assert_same_as_sklearn(x, y, out_of_bounds="clip")
     assert_same_as_sklearn(x, y, increasing=False)
-    # Weighted and real-valued targets take the threaded argsort path.
+    # Weighted 0/1 labels and unweighted real-valued targets take the radix sort carrying them; weighted
+    # real-valued targets the threaded argsort and gather.
+    assert_same_as_sklearn(x, y, rng.uniform(0.5, 1, n))
+    assert_same_as_sklearn(x, y * 2.5 + x, increasing=False)
     assert_same_as_sklearn(x, y * 2.5 + x, rng.uniform(0.5, 1, n))
     # Sorted scores skip the sort.
     order = np.argsort(x, kind="stable")
@@ -302,6 +310,74 @@ def test_weighted_fit_same_bits_at_any_thread_count(monkeypatch, dtype):
         assert_array_equal(fit.X_thresholds_, fits[0].X_thresholds_)
         assert_array_equal(fit.y_thresholds_, fits[0].y_thresholds_)
     assert_same_as_sklearn(x, y, w)
+
+
+def stable_argsort_blocks(x, labels, w, sign):
+    """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
+    gather (-0.0 made +0.0), then :func:`~fastcal._isotonic_kernels.pav_ordered` (cut in two halves on big
+    input, as the fit does: pooling the halves' blocks adds in another order than one pass)."""
+    n = x.shape[0]
+    order = np.argsort(x, kind="stable")
+    xs = x[order] + x.dtype.type(0.0)
+    ws = np.empty(0) if w is None else w[order]
+    stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
+    eps = x.dtype.type(np.finfo(x.dtype).resolution)
+    nb = isotonic_module._pav_sorted(xs, (labels[order], ws), eps, sign, stack)
+    return [a[:nb] for a in stack]
+
+
+@given(data=st.one_of(scores_and_labels(max_size=3000), scores_and_labels(max_size=3000, binary=False)), weight_dtype=st.sampled_from([np.float32, np.float64]),
+       signed_zeros=st.booleans(), sign=st.sampled_from([1.0, -1.0]), radix_min=st.sampled_from([0, 64, 1 << 12]))
+@settings(max_examples=80, deadline=None)
+def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signed_zeros, sign, radix_min):
+    # Weighted 0/1 labels and unweighted real-valued targets are carried through the radix sort as one
+    # float64 per row. Same rows in the same order, so the same sums to the last bit as the stable argsort
+    # path, at every thread count: the sort's ranges (parallel threshold lowered by serial_and_parallel)
+    # and the two-thread PAV (its threshold lowered here) are cut within these sizes.
+    x, y, _ = data
+    binary = set(np.unique(y)) <= {0, 1}
+    n = x.shape[0]
+    rng = np.random.default_rng(n)
+    if signed_zeros:
+        zeros = rng.random(n) < 0.3
+        x[zeros] = rng.choice(np.array([-0.0, 0.0], dtype=x.dtype), zeros.sum())
+    labels = as_label_array(y, "y")
+    w = rng.uniform(0.1, 3.0, n).astype(weight_dtype) if binary else None
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(_sort, "RADIX_MIN_SIZE", radix_min)
+        m.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 1 << 10)
+        expected = stable_argsort_blocks(x, labels, w, sign)
+        for got in serial_and_parallel(isotonic_module.pav_fit, x, labels, w, sign):
+            for a, b in zip(got, expected):
+                assert a.dtype == b.dtype
+                if kernels.is_sorted(x):  # sorted input is fitted as it is, -0.0 kept
+                    assert_array_equal(a, b)
+                else:
+                    assert_array_equal(a.view(np.uint8), b.view(np.uint8))  # bits: +0.0 is not -0.0
+
+
+@given(data=scores_and_labels(max_size=500, weighted=True), sign=st.sampled_from([1.0, -1.0]))
+@HYPO
+def test_pav_carried_label_decodings_same_bits_as_pav_ordered(data, sign):
+    # Both decodings of signed weights (the fit picks one by dtype, for speed), on either dtype.
+    x, y, w = data
+    n = x.shape[0]
+    order = np.argsort(x, kind="stable")
+    xs, labels, ws = x[order], as_label_array(y, "y")[order], w[order]
+    ws64 = ws.astype(np.float64)
+    carried = np.where(labels != 0, -ws64, ws64)
+    eps = x.dtype.type(np.finfo(x.dtype).resolution)
+    fits = []
+    for kind in (None, 1, 2):
+        stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
+        if kind is None:
+            nb = kernels.pav_ordered(xs, labels, ws, n, eps, sign, *stack)
+        else:
+            nb = kernels.pav_carried(xs, carried, kind, eps, sign, *stack)
+        fits.append([a[:nb] for a in stack])
+    for fit in fits[1:]:
+        for a, b in zip(fit, fits[0]):
+            assert_array_equal(a.view(np.uint8), b.view(np.uint8))
 
 
 def test_auto_direction_and_warning():

@@ -66,6 +66,34 @@ def test_sort_with_carries_labels_and_weights(x, weighted):
         assert xs.dtype == x.dtype and ys.dtype == y.dtype
 
 
+@settings(max_examples=80, deadline=None)
+@given(float_arrays(max_size=3000), st.integers(0, 2**32 - 1), st.sampled_from([np.float64, np.float32]))
+def test_sort_pairs_carries_values_bit_for_bit(x, seed, carried_dtype):
+    # Sizes above the lowered parallel threshold, so the ranges are cut between threads. The carried
+    # values include -0.0, NaNs with payloads and infinities: they must move as bits, untouched.
+    # 8-byte values move in rows with the keys, 4-byte ones in an array of their own.
+    n = x.shape[0]
+    utype = np.uint64 if carried_dtype == np.float64 else np.uint32
+    bits = np.random.default_rng(seed).integers(0, np.iinfo(utype).max, n, dtype=utype, endpoint=True)
+    p = bits.view(carried_dtype)
+    p_before = p.copy()
+    order = np.argsort(x, kind="stable")
+    for xs, ps in serial_and_parallel(_sort.sort_pairs, x, p):
+        assert xs.dtype == x.dtype and ps.dtype == p.dtype
+        np.testing.assert_array_equal(xs, x[order])  # -0.0 == +0.0
+        assert not np.signbit(xs[xs == 0]).any()  # zeros come back as +0.0
+        np.testing.assert_array_equal(ps.view(utype), bits[order])
+    np.testing.assert_array_equal(p.view(utype), p_before.view(utype))
+    # flip: the sign of the values where flip is non-zero (their top bit, NaN payloads kept).
+    flip = np.random.default_rng(seed + 1).integers(0, 3, n).astype(np.uint8)
+    top = utype(1) << utype(8 * np.dtype(utype).itemsize - 1)
+    flipped = bits ^ np.where(flip != 0, top, utype(0))
+    for xs, ps in serial_and_parallel(_sort.sort_pairs, x, p, flip=flip):
+        np.testing.assert_array_equal(xs, x[order])
+        np.testing.assert_array_equal(ps.view(utype), flipped[order])
+    np.testing.assert_array_equal(p.view(utype), p_before.view(utype))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_inputs_skipped_digits_and_threads(dtype):
     rng = np.random.default_rng(0)
@@ -80,6 +108,11 @@ def test_large_inputs_skipped_digits_and_threads(dtype):
         expected = np.argsort(x, kind="stable")
         for got in serial_and_parallel(_sort.argsort, x):
             np.testing.assert_array_equal(got, expected, err_msg=name)
+        # One pass (constant keys: only the last), two passes, and more: each swaps buffers differently.
+        p = np.arange(n, dtype=np.float64) * 0.5
+        for xs, ps in serial_and_parallel(_sort.sort_pairs, x, p):
+            np.testing.assert_array_equal(xs, x[expected] + dtype(0.0), err_msg=name)
+            np.testing.assert_array_equal(ps, p[expected], err_msg=name)
 
 
 def test_input_untouched_readonly_and_strided():
@@ -99,6 +132,9 @@ def test_numpy_below_radix_min_size(monkeypatch):
     xs, ys, ws = _sort.sort_with(x, np.arange(4), np.empty(0))
     assert not np.signbit(xs[xs == 0]).any()  # the same +0.0 as the radix path
     np.testing.assert_array_equal(ys, [3, 1, 2, 0])
+    xs, ps = _sort.sort_pairs(x, np.arange(4.0))
+    assert not np.signbit(xs[xs == 0]).any()
+    np.testing.assert_array_equal(ps, [3, 1, 2, 0])
 
 
 @settings(max_examples=40, deadline=None)
