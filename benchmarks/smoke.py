@@ -17,7 +17,8 @@ then ``teardown``. It checks two things:
 compiled signatures before each ``setup`` (they load again from the on-disk
 cache). The check sees the signatures of the tiny sizes: a setup that warms
 on a prefix of the data must take one long enough for every size-dependent
-path of the full sizes (the bench files use at least ``1 << 19`` rows).
+path of the full sizes (``_harness.WARM`` rows, checked against them by
+tests/test_benchmarks.py).
 The Dask benchmarks run on the synchronous scheduler here, so their kernels
 run in this process and are checked too.
 
