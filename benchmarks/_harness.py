@@ -22,6 +22,19 @@ QUICK = os.environ.get("FASTCAL_BENCH_QUICK") == "1"
 SIZES = [10**3, 10**4] if QUICK else [10**3, 10**5, 10**7, 10**8]
 DTYPES = ["float32", "float64"]
 
+#: Rows of the prefix on which a ``setup`` repeats the timed calls to compile
+#: (or load) their kernels: prefixes of a C-contiguous array have the same
+#: Numba types, and 2^20 rows reach every size-dependent path of fastcal (the
+#: two-thread path at ``_parallel.PARALLEL_MIN_SIZE``, the Platt and beta
+#: warm start, the threaded sorts, the radix sort, the chunked smooth ECE).
+#: ``tests/test_benchmarks.py`` checks it against those thresholds.
+WARM = 1 << 20
+
+
+def warm_rows(n):
+    """Rows a ``setup`` warms on: all ``n`` below :data:`WARM`, else the first :data:`WARM`."""
+    return min(n, WARM)
+
 
 @dataclass
 class Row:

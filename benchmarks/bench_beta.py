@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastcal import BetaCalibration, HistogramBinning
 
-from ._harness import DTYPES, SIZES, miscalibrated_scores
+from ._harness import DTYPES, SIZES, miscalibrated_scores, warm_rows
 
 
 class TimeBetaCalibration:
@@ -19,6 +19,7 @@ class TimeBetaCalibration:
     def setup(self, n, dtype, parameters):
         self.p, self.y = miscalibrated_scores(n, dtype, seed=0)
         self.cal = BetaCalibration(parameters).fit(self.p, self.y)  # compile / load the kernels
+        self.cal.predict(self.p[: warm_rows(n)])
 
     def time_fit(self, n, dtype, parameters):
         BetaCalibration(parameters).fit(self.p, self.y)
@@ -38,6 +39,7 @@ class TimeHistogramBinning:
     def setup(self, n, strategy):
         self.p, self.y = miscalibrated_scores(n, "float64", seed=0)
         self.cal = HistogramBinning(n_bins=10, strategy=strategy).fit(self.p, self.y)
+        self.cal.predict(self.p[: warm_rows(n)])
 
     def time_fit(self, n, strategy):
         HistogramBinning(n_bins=10, strategy=strategy).fit(self.p, self.y)

@@ -1,7 +1,7 @@
 """asv benchmarks of temperature scaling (sizes and dtypes from ``_harness``)."""
 
 import fastcal
-from benchmarks._harness import DTYPES, SIZES
+from benchmarks._harness import DTYPES, SIZES, warm_rows
 from benchmarks.compare_calibration import _logits
 
 
@@ -13,8 +13,8 @@ class TemperatureFit:
     def setup(self, n, dtype):
         z, self.y = _logits(n, 10)
         self.z = z.astype(dtype)
-        fastcal.TemperatureScaling().fit(self.z[:1000], self.y[:1000])
-        fastcal.TemperatureScaling().fit(self.z[: 1 << 15], self.y[: 1 << 15])
+        m = warm_rows(n)
+        fastcal.TemperatureScaling().fit(self.z[:m], self.y[:m])
 
     def time_fit(self, n, dtype):
         fastcal.TemperatureScaling().fit(self.z, self.y)

@@ -10,9 +10,7 @@ import numpy as np
 
 import fastcal
 
-from ._harness import DTYPES, QUICK, SIZES, miscalibrated_scores
-
-_WARM = 1 << 18
+from ._harness import DTYPES, QUICK, SIZES, miscalibrated_scores, warm_rows
 
 
 class ScoreDecomposition:
@@ -23,7 +21,7 @@ class ScoreDecomposition:
     def setup(self, n, dtype, scoring):
         self.p, self.y = miscalibrated_scores(n, dtype)
         self.w = np.random.default_rng(1).uniform(0.5, 2.0, n)
-        m = min(n, _WARM)
+        m = warm_rows(n)
         fastcal.score_decomposition(self.y[:m], self.p[:m], scoring=scoring)
         fastcal.score_decomposition(self.y[:m], self.p[:m], scoring=scoring, sample_weight=self.w[:m])
 
@@ -41,7 +39,8 @@ class CorpReliability:
 
     def setup(self, n, n_resamples, band):
         self.p, self.y = miscalibrated_scores(n, "float64")
-        fastcal.corp_reliability(self.y[:1000], self.p[:1000], n_resamples=2, band=band, random_state=0)
+        m = warm_rows(n)
+        fastcal.corp_reliability(self.y[:m], self.p[:m], n_resamples=2, band=band, random_state=0)
 
     def time_corp_reliability(self, n, n_resamples, band):
         fastcal.corp_reliability(self.y, self.p, n_resamples=n_resamples, band=band, random_state=0)

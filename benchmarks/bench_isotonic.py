@@ -3,7 +3,7 @@
 import numpy as np
 
 import fastcal
-from benchmarks._harness import DTYPES, SIZES, miscalibrated_scores
+from benchmarks._harness import DTYPES, SIZES, miscalibrated_scores, warm_rows
 
 
 class IsotonicFit:
@@ -14,7 +14,7 @@ class IsotonicFit:
     def setup(self, n, dtype):
         self.x, self.y = miscalibrated_scores(n, dtype)
         self.w = np.random.default_rng(1).uniform(0.5, 2.0, n).astype(dtype)
-        warm = min(n, 1 << 19)  # large enough to compile the two-thread path too
+        warm = warm_rows(n)
         fastcal.IsotonicRegression().fit(self.x[:warm], self.y[:warm])
         fastcal.IsotonicRegression().fit(self.x[:warm], self.y[:warm], sample_weight=self.w[:warm])
 
@@ -36,7 +36,7 @@ class IsotonicPredict:
         x, y = miscalibrated_scores(max(n, 1000), dtype)
         self.model = fastcal.IsotonicRegression(out_of_bounds="clip").fit(x, y)
         self.t = np.random.default_rng(2).random(n).astype(dtype)
-        self.model.predict(self.t[:100_000])
+        self.model.predict(self.t[: warm_rows(n)])
 
     def time_predict(self, n, dtype):
         self.model.predict(self.t)
@@ -49,7 +49,7 @@ class IsotonicRegressionOrdered:
     def setup(self, n):
         rng = np.random.default_rng(3)
         self.y = rng.normal(size=n) + np.linspace(0, 10, n)
-        fastcal.isotonic_regression(self.y[:1000])
+        fastcal.isotonic_regression(self.y[: warm_rows(n)])
 
     def time_isotonic_regression(self, n):
         fastcal.isotonic_regression(self.y)

@@ -13,11 +13,7 @@ import numpy as np
 
 import fastcal
 
-from ._harness import DTYPES, SIZES, miscalibrated_scores
-
-#: Enough rows to compile both the serial and the parallel kernels (and the
-#: threaded AUC path) while warming up.
-_WARM = 1 << 18
+from ._harness import DTYPES, SIZES, miscalibrated_scores, warm_rows
 
 
 def _data(n, dtype, weighted=False):
@@ -33,9 +29,11 @@ class CalibrationCurve:
 
     def setup(self, n, dtype, strategy):
         self.y, self.p, self.w = _data(n, dtype, weighted=True)
-        for m in (min(n, 1000), min(n, _WARM)):
-            fastcal.calibration_curve(self.y[:m], self.p[:m], n_bins=10, strategy=strategy)
-            fastcal.calibration_curve(self.y[:m], self.p[:m], n_bins=10, strategy=strategy, sample_weight=self.w[:m])
+        m = warm_rows(n)
+        fastcal.calibration_curve(self.y[:m], self.p[:m], n_bins=10, strategy=strategy)
+        fastcal.calibration_curve(self.y[:m], self.p[:m], n_bins=10, strategy=strategy, sample_weight=self.w[:m])
+        fastcal.expected_calibration_error(self.y[:m], self.p[:m], n_bins=15, strategy=strategy)
+        fastcal.brier_decomposition(self.y[:m], self.p[:m], n_bins=10, strategy=strategy)
 
     def time_calibration_curve(self, n, dtype, strategy):
         fastcal.calibration_curve(self.y, self.p, n_bins=10, strategy=strategy)
@@ -57,11 +55,11 @@ class Scores:
 
     def setup(self, n, dtype):
         self.y, self.p, self.w = _data(n, dtype, weighted=True)
-        for m in (min(n, 1000), min(n, _WARM)):
-            fastcal.brier_score_loss(self.y[:m], self.p[:m])
-            fastcal.log_loss(self.y[:m], self.p[:m])
-            fastcal.roc_auc_score(self.y[:m], self.p[:m])
-            fastcal.roc_auc_score(self.y[:m], self.p[:m], sample_weight=self.w[:m])
+        m = warm_rows(n)
+        fastcal.brier_score_loss(self.y[:m], self.p[:m])
+        fastcal.log_loss(self.y[:m], self.p[:m])
+        fastcal.roc_auc_score(self.y[:m], self.p[:m])
+        fastcal.roc_auc_score(self.y[:m], self.p[:m], sample_weight=self.w[:m])
 
     def time_brier_score_loss(self, n, dtype):
         fastcal.brier_score_loss(self.y, self.p)
@@ -83,8 +81,8 @@ class Report:
 
     def setup(self, n, dtype):
         self.y, self.p, _ = _data(n, dtype)
-        for m in (min(n, 1000), min(n, _WARM)):
-            fastcal.calibration_report(self.y[:m], self.p[:m])
+        m = warm_rows(n)
+        fastcal.calibration_report(self.y[:m], self.p[:m])
 
     def time_calibration_report(self, n, dtype):
         fastcal.calibration_report(self.y, self.p)

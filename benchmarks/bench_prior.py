@@ -13,7 +13,7 @@ import numpy as np
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em
 from fastcal.prior import ConvergenceWarning
 
-from ._harness import DTYPES, QUICK, SIZES, miscalibrated_scores
+from ._harness import DTYPES, QUICK, SIZES, miscalibrated_scores, warm_rows
 
 RATE = 0.1
 K_CLASSES = 10
@@ -36,9 +36,11 @@ class TimeCorrectNegativeSampling:
 
     def setup(self, n, dtype):
         self.p, _ = miscalibrated_scores(n, dtype)
-        self.out = np.empty_like(self.p)
-        correct_negative_sampling(self.p[:10], RATE)
-        correct_negative_sampling(self.p, RATE, out=self.out)
+        self.out = self.p.copy()  # probabilities: time_fastcal_in_place corrects it with rate 1 (no change)
+        m = warm_rows(n)
+        correct_negative_sampling(self.p[:m], RATE)
+        correct_negative_sampling(self.p[:m], RATE, out=self.out[:m])
+        correct_negative_sampling(self.out[:m], 1.0, out=self.out[:m])  # in place: another kernel
 
     def time_fastcal(self, n, dtype):
         correct_negative_sampling(self.p, RATE)
@@ -63,7 +65,7 @@ class TimeAdjustPriorsBinary:
 
     def setup(self, n, dtype):
         self.p, _ = miscalibrated_scores(n, dtype, seed=1)
-        adjust_priors(self.p[:10], 0.5, 0.05)
+        adjust_priors(self.p[: warm_rows(n)], 0.5, 0.05)
 
     def time_fastcal(self, n, dtype):
         adjust_priors(self.p, 0.5, 0.05)
@@ -84,7 +86,7 @@ class TimeAdjustPriorsMulticlass:
         self.train = rng.dirichlet(np.ones(K_CLASSES))
         self.new = rng.dirichlet(np.ones(K_CLASSES))
         self.w = (self.new / self.train).astype(dtype)
-        adjust_priors(self.proba[:10], self.train, self.new)
+        adjust_priors(self.proba[: warm_rows(n)], self.train, self.new)
 
     def time_fastcal(self, n, dtype):
         adjust_priors(self.proba, self.train, self.new)
@@ -101,12 +103,15 @@ class TimeEstimatePriorsEM:
     def setup(self, n, dtype):
         self.proba = _proba_matrix(n, K_CLASSES, dtype, seed=3)
         self.train = np.full(K_CLASSES, 1.0 / K_CLASSES)
-        estimate_priors_em(self.proba[:10], self.train, max_iter=2, tol=1.0)
+        self._em(self.proba[: warm_rows(n)])
 
-    def time_fastcal_20_iterations(self, n, dtype):
+    def _em(self, proba):
         with warnings.catch_warnings():  # a fixed number of iterations: no convergence expected
             warnings.simplefilter("ignore", ConvergenceWarning)
-            estimate_priors_em(self.proba, self.train, max_iter=20, tol=1e-300)
+            estimate_priors_em(proba, self.train, max_iter=20, tol=1e-300)
+
+    def time_fastcal_20_iterations(self, n, dtype):
+        self._em(self.proba)
 
     def time_numpy_20_iterations(self, n, dtype):
         P, train = self.proba, self.train

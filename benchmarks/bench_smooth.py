@@ -9,7 +9,7 @@ import numpy as np
 
 import fastcal
 
-from ._harness import DTYPES, SIZES, miscalibrated_scores
+from ._harness import DTYPES, SIZES, miscalibrated_scores, warm_rows
 
 
 class SmoothECE:
@@ -20,9 +20,10 @@ class SmoothECE:
     def setup(self, n, dtype):
         self.p, self.y = miscalibrated_scores(n, dtype)
         self.w = np.random.default_rng(1).uniform(0.5, 2.0, n).astype(dtype)
-        m = min(n, 1 << 19)
+        m = warm_rows(n)
         fastcal.smooth_ece(self.y[:m], self.p[:m])
         fastcal.smooth_ece(self.y[:m], self.p[:m], sample_weight=self.w[:m])
+        fastcal.smooth_ece(self.y[:m], self.p[:m], bandwidth=0.05)
 
     def time_smooth_ece(self, n, dtype):
         fastcal.smooth_ece(self.y, self.p)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastcal import VennAbers
 
-from ._harness import DTYPES, QUICK, miscalibrated_scores
+from ._harness import DTYPES, QUICK, miscalibrated_scores, warm_rows
 
 #: Up to 10^7: the fit holds the tables of every distinct score.
 ROWS = [10**3, 10**4] if QUICK else [10**3, 10**5, 10**7]
@@ -21,7 +21,7 @@ class TimeVennAbers:
         self.p, self.y = miscalibrated_scores(n, dtype)
         self.t, _ = miscalibrated_scores(n, dtype, seed=1)
         self.va = VennAbers().fit(self.p, self.y)
-        self.va.predict_proba(self.t[:10])
+        self.va.predict_proba(self.t[: warm_rows(n)])
 
     def time_fit(self, n, dtype):
         VennAbers().fit(self.p, self.y)

@@ -420,26 +420,61 @@ def fit_isotonic(
 
 
 # ---------------------------------------------------------------------------
-# Platt scaling.
+# Platt scaling and beta calibration: one first round, then rounds of sums.
 # ---------------------------------------------------------------------------
 
 
-def _platt_first(x, y, w, x_dtype):
+def _logistic_first(x, y, w, x_dtype, name):
     """Convert a chunk and run the Platt preparation pass, which also finds bad values
-    (then the in-memory checks raise their errors)."""
-    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="scores")
-    iout, fout = platt.prepare(s, labels, w)
+    (then the in-memory checks raise their errors, naming the scores ``name``)."""
+    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name=name)
+    iout, fout = platt.prepare(s, labels, w, name=name)
     return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
 
 
-def _platt_sub(pair, fraction, exponent):
+def _logistic_sub(pair, fraction, exponent):
     s, y, w = platt.subsample(*pair[0], fraction)
     return s, y, rescale_weights(w, exponent)[0]
 
 
-def _platt_pass(pair, center, scale, a, b, targets, want_loss, exponent):
+def _logistic_pass(pair, array_pass, exponent, *args):
     s, y, w = pair[0]
-    return platt.array_pass(s, y, rescale_weights(w, exponent)[0])(center, scale, a, b, targets, want_loss)
+    return array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
+
+
+def _logistic_rounds(cols, name, array_pass):
+    """The first round of a Platt or beta fit, and the rounds that follow it.
+
+    Converts and checks every chunk (scores called ``name``), persists them,
+    and merges their preparation sums. Returns ``(prepared, n, exponent,
+    run_pass, rows)`` for ``platt.fit_passes`` / ``beta.fit_passes``: the
+    passes see the weights rescaled by ``2**-exponent``
+    (:func:`fastcal._validation.weight_exponent` of the largest weight), as
+    the in-memory fit does; ``run_pass(*args)`` is one round of
+    ``array_pass(s, y, w)(*args)`` on every chunk, added on the client in
+    chunk order (deterministic); ``rows(fraction)`` the warm-start subsample.
+    """
+    conv, preps = _first_pass(_logistic_first, cols, name)
+    n = sum(p[2] for p in preps)
+    if n == 0:
+        raise ValueError(f"{name} must have at least 1 element, got 0.")
+    if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, max(p[3] for p in preps))
+
+    def rows(fraction):
+        subs = dask.compute(*[delayed(_logistic_sub)(c, fraction, exponent) for c in conv])
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    def run_pass(*args):
+        sums = dask.compute(*[delayed(_logistic_pass)(c, array_pass, exponent, *args) for c in conv])
+        acc = np.zeros(len(sums[0]))
+        for s in sums:
+            acc += s
+        return acc
+
+    prepared = platt.merge_prepared([(p[0], p[1]) for p in preps], exponent)
+    return prepared, n, exponent, run_pass, rows
 
 
 def fit_platt(
@@ -481,41 +516,9 @@ def fit_platt(
     """
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(scores, y, sample_weight, "scores")
-    conv, preps = _first_pass(_platt_first, cols)
-    n = sum(p[2] for p in preps)
-    if n == 0:
-        raise ValueError("scores must have at least 1 element, got 0.")
-    if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, max(p[3] for p in preps))  # the passes see the weights rescaled
-
-    def rows(fraction):
-        subs = dask.compute(*[delayed(_platt_sub)(c, fraction, exponent) for c in conv])
-        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-
-    def run_pass(center, scale, a, b, targets, want_loss):
-        sums = dask.compute(*[delayed(_platt_pass)(c, center, scale, a, b, targets, want_loss, exponent)
-                              for c in conv])
-        acc = np.zeros(6)
-        for s in sums:  # in chunk order: deterministic
-            acc += s
-        return acc
-
-    fit = platt.fit_passes(platt.merge_prepared([(p[0], p[1]) for p in preps], exponent), n, cols.weighted, run_pass,
-                           rows, max_iter_c, tol_c, exponent)
+    prepared, n, exponent, run_pass, rows = _logistic_rounds(cols, "scores", platt.array_pass)
+    fit = platt.fit_passes(prepared, n, cols.weighted, run_pass, rows, max_iter_c, tol_c, exponent)
     return platt.fitted_estimator(fit, max_iter, tol)
-
-
-def _beta_first(x, y, w, x_dtype):
-    """Convert a chunk of probabilities and run the preparation pass (see :func:`_platt_first`)."""
-    p, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name="p")
-    iout, fout = platt.prepare(p, labels, w, name="p")
-    return (p, labels, w), (iout, fout, p.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
-
-
-def _beta_pass(pair, frame, t1, t2, t3, want_loss, exponent):
-    p, y, w = pair[0]
-    return beta.array_pass(p, y, rescale_weights(w, exponent)[0])(frame, t1, t2, t3, want_loss)
 
 
 def fit_beta(
@@ -538,28 +541,9 @@ def fit_beta(
     model = beta.check_model(parameters)
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(p, y, sample_weight, "p")
-    conv, preps = _first_pass(_beta_first, cols)
-    n = sum(part[2] for part in preps)
-    if n == 0:
-        raise ValueError("p must have at least 1 element, got 0.")
-    if cols.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, max(part[3] for part in preps))  # the passes see the weights rescaled
-
-    def rows(fraction):
-        subs = dask.compute(*[delayed(_platt_sub)(c, fraction, exponent) for c in conv])
-        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-
-    def run_pass(frame, t1, t2, t3, want_loss):
-        sums = dask.compute(*[delayed(_beta_pass)(c, frame, t1, t2, t3, want_loss, exponent) for c in conv])
-        acc = np.zeros(len(sums[0]))
-        for part in sums:  # in chunk order: deterministic
-            acc += part
-        return acc
-
+    prepared, n, _, run_pass, rows = _logistic_rounds(cols, "p", beta.array_pass)
     eps = float(np.finfo(cols.x_dtype).eps)
-    fit = beta.fit_passes(platt.merge_prepared([(part[0], part[1]) for part in preps], exponent), n, cols.weighted,
-                          run_pass, rows, model, eps, max_iter_c, tol_c)
+    fit = beta.fit_passes(prepared, n, cols.weighted, run_pass, rows, model, eps, max_iter_c, tol_c)
     return beta.fitted_estimator(fit, parameters, max_iter, tol)
 
 

@@ -483,8 +483,47 @@ def fit_isotonic_parquet(
 
 
 # ---------------------------------------------------------------------------
-# Platt scaling, in passes over chunks.
+# Platt scaling, in passes over chunks (the setup shared with beta calibration).
 # ---------------------------------------------------------------------------
+
+
+def _logistic_passes(src, name, array_pass):
+    """The first pass of a Platt or beta fit over a :class:`Columns` source, and the passes that follow it.
+
+    One pass over the chunks (scores called ``name``) checks them, merges
+    their preparation sums and keeps the warm-start subsample. Returns
+    ``(prepared, exponent, run_pass, rows)`` for ``platt.fit_passes`` /
+    ``beta.fit_passes``: the passes see the weights rescaled by
+    ``2**-exponent`` (:func:`fastcal._validation.weight_exponent` of the
+    largest weight), as the in-memory fit does; ``run_pass(*args)`` is one
+    pass of ``array_pass(s, y, w)(*args)`` over the chunks, added in chunk
+    order; ``rows(fraction)`` returns the subsample kept.
+    """
+    from . import platt
+
+    if not src.n:
+        raise ValueError(f"{name} must have at least 1 element, got 0.")
+    fraction = platt.subsample_fraction(src.n)
+    preps, subs, wmax = [], [], 0.0
+    for s, y, w in src.chunks(score_name=name, validate=False):
+        preps.append(platt.prepare(s, y, w, name=name))
+        subs.append(platt.subsample(s, y, w, fraction))
+        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
+    if src.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
+        raise ValueError("sample_weight must have a positive sum.")
+    exponent = weight_exponent(None, wmax)
+
+    def run_pass(*args):
+        acc = 0.0
+        for s, y, w in src.chunks(score_name=name, validate=False):
+            acc = acc + array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
+        return acc
+
+    def rows(_):
+        s, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+        return s, y, rescale_weights(w, exponent)[0]
+
+    return platt.merge_prepared(preps, exponent), exponent, run_pass, rows
 
 
 def fit_platt_source(src, max_iter, tol):
@@ -496,30 +535,8 @@ def fit_platt_source(src, max_iter, tol):
     from . import platt
 
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    if not src.n:
-        raise ValueError("scores must have at least 1 element, got 0.")
-    fraction = platt.subsample_fraction(src.n)
-    preps, subs, wmax = [], [], 0.0
-    for s, y, w in src.chunks(score_name="scores", validate=False):
-        preps.append(platt.prepare(s, y, w))
-        subs.append(platt.subsample(s, y, w, fraction))
-        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
-    if src.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, wmax)  # the passes see the weights rescaled, as the in-memory fit
-
-    def run_pass(center, scale, a, b, targets, want_loss):
-        acc = np.zeros(6)
-        for s, y, w in src.chunks(score_name="scores", validate=False):
-            acc += platt.array_pass(s, y, rescale_weights(w, exponent)[0])(center, scale, a, b, targets, want_loss)
-        return acc
-
-    def rows(_):
-        s, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-        return s, y, rescale_weights(w, exponent)[0]
-
-    fit = platt.fit_passes(platt.merge_prepared(preps, exponent), src.n, src.weighted, run_pass, rows, max_iter_c,
-                           tol_c, exponent)
+    prepared, exponent, run_pass, rows = _logistic_passes(src, "scores", platt.array_pass)
+    fit = platt.fit_passes(prepared, src.n, src.weighted, run_pass, rows, max_iter_c, tol_c, exponent)
     return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
 
 
@@ -580,29 +597,9 @@ def fit_beta_source(src, parameters, max_iter, tol):
 
     model = beta.check_model(parameters)
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    fraction = platt.subsample_fraction(src.n)
-    preps, subs, wmax = [], [], 0.0
-    for p, y, w in src.chunks(score_name="p", validate=False):
-        preps.append(platt.prepare(p, y, w, name="p"))
-        subs.append(platt.subsample(p, y, w, fraction))
-        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
-    if src.weighted and not sum(float(part[1].sum()) for part in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, wmax)  # the passes see the weights rescaled, as the in-memory fit
-
-    def run_pass(frame, t1, t2, t3, want_loss):
-        acc = 0.0
-        for p, y, w in src.chunks(score_name="p", validate=False):
-            acc = acc + beta.array_pass(p, y, rescale_weights(w, exponent)[0])(frame, t1, t2, t3, want_loss)
-        return acc
-
-    def rows(_):
-        p, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-        return p, y, rescale_weights(w, exponent)[0]
-
+    prepared, _, run_pass, rows = _logistic_passes(src, "p", beta.array_pass)
     eps = float(np.finfo(src.x_dtype).eps)
-    fit = beta.fit_passes(platt.merge_prepared(preps, exponent), src.n, src.weighted, run_pass, rows, model, eps,
-                          max_iter_c, tol_c)
+    fit = beta.fit_passes(prepared, src.n, src.weighted, run_pass, rows, model, eps, max_iter_c, tol_c)
     return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=3)
 
 
