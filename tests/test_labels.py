@@ -33,13 +33,18 @@ FUNCS = {
 }
 
 
+def _problem(k, seed, n=400):
+    """Class codes 0 .. k - 1 and (n, k) probabilities whose argmax is the class 60% of the time."""
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(k), size=n)
+    return np.where(rng.random(n) < 0.6, P.argmax(axis=1), rng.integers(0, k, n)), P
+
+
 @pytest.mark.parametrize("name", FUNCS)
 def test_names_of_the_classes_do_not_matter(name):
     f = FUNCS[name]
-    rng = np.random.default_rng(1)
-    k, n = 4, 400
-    P = rng.dirichlet(np.ones(k), size=n)
-    codes = np.where(rng.random(n) < 0.6, P.argmax(axis=1), rng.integers(0, k, n))
+    k = 4
+    codes, P = _problem(k, seed=1)
     expected = f(codes, P)
     names = np.array(["ant", "bee", "cat", "dog"])
     for y, labels in ((codes + 1, [1, 2, 3, 4]), (names[codes], names), (codes * 10 - 5, [-5, 5, 15, 25])):
@@ -51,10 +56,8 @@ def test_names_of_the_classes_do_not_matter(name):
 @pytest.mark.parametrize("name", FUNCS)
 def test_a_missing_class_needs_labels_everywhere(name):
     f = FUNCS[name]
-    rng = np.random.default_rng(2)
-    k, n = 4, 400
-    P = rng.dirichlet(np.ones(k), size=n)
-    codes = np.where(rng.random(n) < 0.6, P.argmax(axis=1), rng.integers(0, k, n))
+    k = 4
+    codes, P = _problem(k, seed=2)
     codes[codes == k - 1] = 0  # the last class is absent
     for y in (codes, codes + 1):
         with pytest.raises(ValueError, match=r"has 3 classes \(\{.*\}\) but .* has 4 columns.*pass labels"):
