@@ -20,7 +20,7 @@ import numpy as np
 from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
 from ._parallel import get_num_threads, parallel_for, run
-from ._sort import sort_with
+from ._sort import sort_pairs
 
 __all__ = ["THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
 
@@ -87,8 +87,9 @@ def roc_auc(y, x, w, max_fpr=None):
     r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
-    radix sort carrying labels and weights (:func:`fastcal._sort.sort_with`)
-    and one sequential sweep over tied groups. With ``max_fpr`` in (0, 1) (see
+    radix sort carrying each row's weight, negated for a positive
+    (:func:`fastcal._sort.sort_pairs`: no gather), and one sequential sweep
+    over tied groups. With ``max_fpr`` in (0, 1) (see
     :func:`_partial`), the
     partial area :math:`A_m` under the ROC curve for false-positive rates in
     :math:`[0, m]` (tied scores joined by straight segments, the one that
@@ -101,7 +102,7 @@ def roc_auc(y, x, w, max_fpr=None):
         return _partial(y, x, w, max_fpr)
     if w is None:
         return _unweighted(x, y)
-    u, w_pos, w_neg = _k.weighted_auc_ordered(*sort_with(x, y, np.ascontiguousarray(w, dtype=np.float64)))
+    u, w_pos, w_neg = _k.weighted_auc_signed(*sort_pairs(x, np.ascontiguousarray(w, dtype=np.float64), flip=y))
     if not (w_pos > 0 and w_neg > 0):
         raise _one_class(True)
     return float(u / (w_pos * w_neg))
@@ -185,14 +186,17 @@ def class_mann_whitney(P, codes, k):
 def ovr_weighted(P, codes, k, w):
     """The weighted AUC of each class against the rest: column ``a`` of ``P`` scores rows of class ``a`` as positives.
 
-    One argsort and one sweep per class (:func:`roc_auc`'s weighted path),
-    classes on parallel threads. Returns an array of k floats, NaN for a
+    One radix sort carrying signed weights and one sweep per class
+    (:func:`roc_auc`'s weighted path), classes on parallel threads (each
+    class's sort then runs in its thread). Returns an array of k floats, NaN for a
     class that has no weight, or all of it.
     """
 
+    w64 = np.ascontiguousarray(w, dtype=np.float64)
+
     def one(a):
         x = np.ascontiguousarray(P[:, a])
-        u, w_pos, w_neg = _k.weighted_auc_sorted(x, (codes == a).view(np.uint8), w, np.argsort(x))
+        u, w_pos, w_neg = _k.weighted_auc_signed(*sort_pairs(x, w64, flip=(codes == a).view(np.uint8)))
         return u / (w_pos * w_neg) if w_pos > 0 and w_neg > 0 else math.nan
 
     return np.array(run([(one, (a,)) for a in range(k)]), dtype=np.float64)

@@ -128,44 +128,17 @@ def mann_whitney_twice(pos, neg):
 # weighted: one sweep over the ascending order, tied groups at once
 # --------------------------------------------------------------------------
 @kernel
-def weighted_auc_sorted(x, y, w, order):
-    """ROC AUC from the ascending order ``order`` of ``x``; ties count half.
+def weighted_auc_signed(xs, ps):
+    """``(u, w_pos, w_neg)`` of ascending scores ``xs``, each row's weight and label carried in one float64 of
+    ``ps``: the weight ``|p|``, positive where ``p < 0`` (:func:`fastcal._sort.sort_pairs` with ``flip``).
 
-    Returns ``(u, w_pos, w_neg)`` where ``u`` is the weighted Mann-Whitney
-    statistic ``sum_{i pos, j neg} w_i w_j ([x_i > x_j] + [x_i == x_j] / 2)``,
-    so that AUC = u / (w_pos * w_neg). ``w`` may be None (unit weights).
+    ``u`` is the weighted Mann-Whitney statistic
+    ``sum_{i pos, j neg} w_i w_j ([x_i > x_j] + [x_i == x_j] / 2)``, so that
+    AUC = u / (w_pos * w_neg); ties count half. Sequential reads only; a tie
+    group's weights are added in input order (the sort is stable), so the
+    sums are those of a sweep over a stable argsort, bit for bit. A zero
+    weight (``-0.0`` for a positive) adds nothing to either class.
     """
-    n = order.shape[0]
-    u = 0.0
-    w_pos = 0.0
-    w_neg = 0.0
-    i = 0
-    while i < n:
-        v = x[order[i]]
-        g_pos = 0.0
-        g_neg = 0.0
-        j = i
-        while j < n and x[order[j]] == v:
-            idx = order[j]
-            if w is None:
-                wi = 1.0
-            else:
-                wi = np.float64(w[idx])
-            if y[idx] != 0:
-                g_pos += wi
-            else:
-                g_neg += wi
-            j += 1
-        u += g_pos * (w_neg + 0.5 * g_neg)
-        w_pos += g_pos
-        w_neg += g_neg
-        i = j
-    return u, w_pos, w_neg
-
-
-@kernel
-def weighted_auc_ordered(xs, ys, ws):
-    """:func:`weighted_auc_sorted` on ``xs`` already ascending, ``ys`` and ``ws`` in the same order: sequential reads only."""
     n = xs.shape[0]
     u = 0.0
     w_pos = 0.0
@@ -177,8 +150,9 @@ def weighted_auc_ordered(xs, ys, ws):
         g_neg = 0.0
         j = i
         while j < n and xs[j] == v:
-            wi = np.float64(ws[j])
-            pos = np.float64(ys[j] != 0)
+            p = np.float64(ps[j])
+            wi = abs(p)
+            pos = np.float64(p < 0.0)
             g_pos += wi * pos  # branch-free: adding 0.0 leaves a sum unchanged, bit for bit
             g_neg += wi * (1.0 - pos)
             j += 1
