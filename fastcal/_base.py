@@ -41,6 +41,10 @@ def check_is_fitted(estimator: object, attribute: str) -> None:
 class BaseCalibrator:
     """Parameter handling shared by fastcal's estimators."""
 
+    #: True for estimators that take 1-D scores (as scikit-learn's IsotonicRegression): their scikit-learn
+    #: tags say so (``one_d_array``), and scikit-learn's checks test them for what they are.
+    _one_d_input = False
+
     @classmethod
     def _get_param_names(cls):
         signature = inspect.signature(cls.__init__)
@@ -163,7 +167,7 @@ class BaseCalibrator:
     def __sklearn_tags__(self):
         # Called only by scikit-learn itself (pipelines, clone, checks), so
         # importing it here keeps it out of fastcal's import-time dependencies.
-        from sklearn.utils import RegressorTags, Tags, TargetTags, TransformerTags
+        from sklearn.utils import InputTags, RegressorTags, Tags, TargetTags, TransformerTags
 
         regressor = getattr(self, "_estimator_type", None) == "regressor"
         return Tags(
@@ -171,4 +175,5 @@ class BaseCalibrator:
             target_tags=TargetTags(required=True),
             transformer_tags=TransformerTags() if hasattr(self, "transform") else None,
             regressor_tags=RegressorTags() if regressor else None,
+            input_tags=InputTags(one_d_array=self._one_d_input, two_d_array=not self._one_d_input),
         )

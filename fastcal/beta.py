@@ -489,6 +489,7 @@ class BetaCalibration(BaseCalibrator):
     n_iter_: int
     converged_: bool
 
+    _one_d_input = True  # 1-D probabilities in, as IsotonicRegression
     _state_schema = {"a_": "float", "b_": "float", "c_": "float", "m_": "float", "n_iter_": "int",
                      "converged_": "bool"}
     _parameter_constraints = PARAMETERS
@@ -534,10 +535,3 @@ class BetaCalibration(BaseCalibrator):
             raise ValueError("invalid fastcal model: a 'abm' beta calibration has a_, b_ >= 0 unless one is 0")
         if self.n_iter_ < 0:
             raise ValueError("invalid fastcal model: n_iter_ is negative")
-
-    def __sklearn_tags__(self):
-        # 1-D probabilities in, as IsotonicRegression: scikit-learn's checks test it for that.
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        return tags

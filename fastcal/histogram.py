@@ -22,10 +22,10 @@ from ._validation import (
     as_label_array,
     check_binary_labels,
     check_consistent_length,
-    check_finite,
     check_sample_weight,
     column_or_1d,
     rescale_weights,
+    value_range,
 )
 
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ __all__ = ["HistogramBinning"]
 
 
 def _check_probabilities(p, name):
-    check_finite(p, name)
-    if p.shape[0] and not (p.min() >= 0.0 and p.max() <= 1.0):
+    lo, hi = value_range(p, name)  # one pass: NaN and infinity raise there
+    if lo < 0.0 or hi > 1.0:
         raise ValueError(f"{name} must contain probabilities in [0, 1].")
     return p
 
@@ -131,6 +131,7 @@ class HistogramBinning(BaseCalibrator):
     bin_values_: NDArray[np.float64]
     bin_weights_: NDArray[np.float64]
 
+    _one_d_input = True  # 1-D probabilities in, as IsotonicRegression
     _state_schema = {"bin_edges_": "array", "bin_values_": "array", "bin_weights_": "array"}
     _parameter_constraints = {"n_bins": _binning.PARAMETERS["n_bins"], "strategy": _binning.PARAMETERS["strategy"]}
 
@@ -168,10 +169,3 @@ class HistogramBinning(BaseCalibrator):
             raise ValueError("invalid fastcal model: bin_edges_ must rise from 0 to 1")
         if np.any(values < 0.0) or np.any(values > 1.0) or np.any(weights < 0.0):
             raise ValueError("invalid fastcal model: bin_values_ must be in [0, 1] and bin_weights_ non-negative")
-
-    def __sklearn_tags__(self):
-        # 1-D probabilities in, as IsotonicRegression: scikit-learn's checks test it for that.
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        return tags

@@ -457,14 +457,9 @@ class IsotonicRegression(BaseCalibrator):
         if "X_thresholds_" in state:
             self._build_lookup()
 
-    #: scikit-learn's regressor tags (``__sklearn_tags__``): ``score`` is R^2.
+    #: scikit-learn's regressor tags (``__sklearn_tags__``): ``score`` is R^2; 1-D scores in.
     _estimator_type = "regressor"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        return tags
+    _one_d_input = True
 
 
 def _one_feature(X, name, min_size=1):

@@ -631,6 +631,7 @@ class PlattScaling(BaseCalibrator):
     n_iter_: int
     converged_: bool
 
+    _one_d_input = True  # 1-D scores in, as IsotonicRegression
     _state_schema = {"a_": "float", "b_": "float", "n_iter_": "int", "converged_": "bool"}
     _parameter_constraints = PARAMETERS
 
@@ -649,13 +650,6 @@ class PlattScaling(BaseCalibrator):
         self.n_iter_ = int(fit.n_iter)
         self.converged_ = bool(fit.converged)
         return self
-
-    def __sklearn_tags__(self):
-        # 1-D scores in, as IsotonicRegression: scikit-learn's checks test it for that.
-        tags = super().__sklearn_tags__()
-        tags.input_tags.one_d_array = True
-        tags.input_tags.two_d_array = False
-        return tags
 
     def predict(self, scores: ArrayLike) -> NDArray[np.floating]:
         """Calibrated probabilities 1 / (1 + exp(a_ * s + b_)), in the dtype of ``scores``
