@@ -10,7 +10,10 @@ benchmark to sizes that run in a blink. The side-by-side comparison
 from __future__ import annotations
 
 import gc
+import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -72,3 +75,41 @@ def miscalibrated_scores(n, dtype="float64", seed=0):
     y = (rng.random(n) < 1.0 / (1.0 + np.exp(-s / 2.0))).astype(np.uint8)
     p = (1.0 / (1.0 + np.exp(-s))).astype(dtype)
     return p, y
+
+
+_BIG_RUN = r"""
+import json, sys, time
+import fastcal
+from benchmarks._harness import miscalibrated_scores, warm_rows
+
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) * 1024
+def run(p, y):
+    return CALL
+
+n, dtype, seed = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+p, y = miscalibrated_scores(n, dtype, seed=seed)
+m = warm_rows(n)
+run(p[:m], y[:m])  # compiles (or loads) the kernels of every size-dependent path
+open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
+base = hwm()
+t0 = time.perf_counter()
+run(p, y)
+seconds = time.perf_counter() - t0
+print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=p.nbytes + y.nbytes)))
+"""
+
+
+def big_run(call, n, dtype="float64", seed=0):
+    """One timed call on ``n`` rows of :func:`miscalibrated_scores` in a fresh process, after a warm-up on a prefix.
+
+    ``call`` is an expression of the scores ``p`` and labels ``y`` (e.g.
+    ``"fastcal.smooth_ece(y, p)"``). Returns a dict: ``seconds``, ``extra``
+    (peak memory beyond what the process held before the call, in bytes;
+    Linux ``/proc``) and ``inputs`` (bytes of ``p`` and ``y``).
+    """
+    out = subprocess.run([sys.executable, "-c", _BIG_RUN.replace("CALL", call), str(n), dtype, str(seed)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)

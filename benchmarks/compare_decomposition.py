@@ -13,13 +13,11 @@ subprocess of its own (fresh memory, peak RSS measured).
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
 import numpy as np
 
-from ._harness import Row, best_of, miscalibrated_scores
+from ._harness import Row, best_of, big_run, miscalibrated_scores
 
 SUBJECT = "decomposition"
 
@@ -89,32 +87,8 @@ def _corp_rows(fastcal, n, n_resamples, repeat):
                   times[band, n_resamples, threads], {}, note)
 
 
-_BIG = r"""
-import json, sys, time
-import numpy as np
-import fastcal
-from benchmarks._harness import miscalibrated_scores
-
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) * 1024
-n = int(sys.argv[1])
-p, y = miscalibrated_scores(n, sys.argv[2], seed=15)
-fastcal.score_decomposition(y[:1 << 18], p[:1 << 18])
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
-base = hwm()
-t0 = time.perf_counter()
-d = fastcal.score_decomposition(y, p)
-seconds = time.perf_counter() - t0
-print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=p.nbytes + y.nbytes, total=hwm(),
-                      mcb=d.miscalibration)))
-"""
-
-
 def _big_row(n=10**8, dtype="float64"):
-    out = subprocess.run([sys.executable, "-c", _BIG, str(n), dtype], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout)
+    r = big_run("fastcal.score_decomposition(y, p)", n, dtype, seed=15)
     note = (f"{dtype}; peak memory beyond the inputs {r['extra'] / 2**30:.2f} GiB "
             f"({r['extra'] / r['inputs']:.2f}x the {r['inputs'] / 2**30:.2f} GiB of scores and uint8 labels); "
             "model-diagnostics not run at this size")

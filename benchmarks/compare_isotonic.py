@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import tempfile
 
 import numpy as np
 
-from benchmarks._harness import Row, best_of, miscalibrated_scores
+from benchmarks._harness import Row, best_of, big_run, miscalibrated_scores
 
 SUBJECT = "isotonic"
 
@@ -82,32 +81,8 @@ def rows(quick=False):
         yield _cold_start_row()
 
 
-_BIG_FIT = r"""
-import json, sys, time
-import numpy as np
-import fastcal
-from benchmarks._harness import miscalibrated_scores
-
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) * 1024
-n = int(sys.argv[1])
-x, y = miscalibrated_scores(n, "float64", seed=7)
-fastcal.IsotonicRegression().fit(x[:1 << 19], y[:1 << 19])
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
-base = hwm()
-t0 = time.perf_counter()
-iso = fastcal.IsotonicRegression().fit(x, y)
-seconds = time.perf_counter() - t0
-print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=x.nbytes + y.nbytes,
-                      knots=int(iso.X_thresholds_.shape[0]))))
-"""
-
-
 def _big_fit_row(n=10**8):
-    out = subprocess.run([sys.executable, "-c", _BIG_FIT, str(n)], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout)
+    r = big_run("fastcal.IsotonicRegression().fit(p, y)", n, seed=7)
     note = (f"peak memory beyond the inputs: {r['extra'] / 2**30:.2f} GiB = {r['extra'] / r['inputs']:.2f}x "
             f"the {r['inputs'] / 2**30:.2f} GiB of scores and uint8 labels; scikit-learn not run at this size")
     return Row(SUBJECT, "`IsotonicRegression.fit`, unsorted float64 scores, 0/1 labels", n, r["seconds"], {}, note)

@@ -10,13 +10,11 @@ relplot not run at that size).
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
 import numpy as np
 
-from ._harness import Row, best_of, miscalibrated_scores
+from ._harness import Row, best_of, big_run, miscalibrated_scores
 
 SUBJECT = "diagnostics"
 
@@ -72,32 +70,9 @@ def other_scores(n, seed=0):
     return {"well-calibrated": (truth, y), "under-confident": (1.0 / (1.0 + np.exp(-s / 2.0)), y)}
 
 
-_BIG = r"""
-import json, sys, time
-import fastcal
-from benchmarks._harness import miscalibrated_scores
-
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) * 1024
-n = int(sys.argv[1])
-p, y = miscalibrated_scores(n, sys.argv[2], seed=13)
-fastcal.smooth_ece(y[:1 << 20], p[:1 << 20])
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
-base = hwm()
-t0 = time.perf_counter()
-r = fastcal.smooth_ece(y, p)
-seconds = time.perf_counter() - t0
-print(json.dumps(dict(seconds=seconds, extra=hwm() - base, inputs=p.nbytes + y.nbytes, ece=r.ece,
-                      bandwidth=r.bandwidth)))
-"""
-
-
 def big_row(n=10**8, dtype="float64"):
     """``smooth_ece`` on ``n`` rows in a fresh process: time and peak memory beyond the inputs."""
-    out = subprocess.run([sys.executable, "-c", _BIG, str(n), dtype], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout)
+    r = big_run("fastcal.smooth_ece(y, p)", n, dtype, seed=13)
     note = (f"{dtype}; peak memory beyond the inputs {r['extra'] / 2**20:.0f} MiB "
             f"(the {r['inputs'] / 2**30:.2f} GiB of scores and uint8 labels are read once); relplot not run")
     return Row(SUBJECT, "`smooth_ece`", n, r["seconds"], {}, note)
