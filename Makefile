@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo bench bench-check bench-kernels asv clean
+.PHONY: all venv test demo docs bench bench-check bench-kernels asv clean
 
 all: test
 
@@ -34,7 +34,13 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m fastcal.demo
 
-## bench: side-by-side timings against the peers; rewrites the README's table
+## docs: the documentation site (Sphinx: user guide, API reference from the docstrings, the example
+## gallery run at build time) in docs/_build/html; any warning fails the build
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	@echo "docs: open docs/_build/html/index.html"
+
+## bench: side-by-side timings against the peers; rewrites the table in docs/performance.md
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.compare --write-readme
 
@@ -53,5 +59,6 @@ asv: $(STAMP)
 	$(BIN)/asv run --python=same --quick --show-stderr
 
 clean:
-	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output .import_linter_cache .grimp_cache
+	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output .import_linter_cache .grimp_cache \
+		docs/_build docs/generated docs/auto_examples docs/sg_execution_times.rst
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -3,7 +3,7 @@
 ``python -m benchmarks.compare`` runs the ``rows()`` of every
 ``benchmarks/compare_*.py`` module and prints one Markdown table of times and
 ratios (peer time / fastcal time: above 1 means fastcal is faster).
-``--write-readme`` also replaces the table in README.md between the
+``--write-readme`` also replaces the table in docs/performance.md between the
 ``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers; ``--quick`` uses
 tiny sizes (a smoke run); ``--only isotonic,platt`` picks subjects.
 """
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import benchmarks
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+#: The page that holds the full table (the README shows a few headline rows and links to it).
+README = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
@@ -102,7 +103,7 @@ def write_readme(table):
     text = README.read_text()
     pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
     if not pattern.search(text):
-        raise SystemExit(f"README.md has no {START} ... {END} section")
+        raise SystemExit(f"{README} has no {START} ... {END} section")
     README.write_text(pattern.sub(lambda _: f"{START}\n{table}\n{END}", text))
 
 
@@ -110,7 +111,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--only", help="comma-separated subjects, e.g. isotonic,platt")
-    parser.add_argument("--write-readme", action="store_true", help="replace the table in README.md")
+    parser.add_argument("--write-readme", action="store_true", help="replace the table in docs/performance.md")
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     table = render(collect(quick=args.quick, only=only))

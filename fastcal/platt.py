@@ -529,7 +529,7 @@ def platt_scaling(
     with one more pass.
 
     **Line search.** Along a step d the curvature of F changes by at most a
-    factor exp(M), M = max_i |a_d s_i + b_d| (since |d log(p (1 - p)) / dz| <= 1),
+    factor exp(M), ``M = max_i |a_d s_i + b_d|`` (since ``|d log(p (1 - p)) / dz| <= 1``),
     which certifies Armijo's condition for every step with
     t exp(t M) / 2 <= 1 - 1e-4 (M t <= 0.69) without evaluating F; longer steps
     are checked through the gradient at the trial point (by convexity) and
@@ -652,7 +652,7 @@ class PlattScaling(BaseCalibrator):
         return self
 
     def predict(self, scores: ArrayLike) -> NDArray[np.floating]:
-        """Calibrated probabilities 1 / (1 + exp(a_ * s + b_)), in the dtype of ``scores``
+        """Calibrated probabilities ``1 / (1 + exp(a_ * s + b_))``, in the dtype of ``scores``
         (float32 stays float32; anything else gives float64)."""
         check_is_fitted(self, "a_")
         return _predict(scores, self.a_, self.b_)
