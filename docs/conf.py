@@ -31,7 +31,6 @@ templates_path = ["_templates"]
 # The API reference: one page per public name, from its numpydoc docstring.
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"inherited-members": False}
 autodoc_typehints = "none"  # numpydoc's Parameters sections say the types
 numpydoc_show_class_members = False  # the class template documents the members
 numpydoc_show_inherited_class_members = False
@@ -68,15 +67,18 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_sidebars = {"index": [], "policy": [], "references": []}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["fastcal.css"]
 
 
 def _skip_sklearn_plumbing(app, what, name, obj, skip, options):
-    """Leave out the ``set_*_request`` methods that scikit-learn generates for metadata routing.
-
-    Their docstrings are scikit-learn's and point into scikit-learn's own documentation.
-    """
-    if name.startswith("set_") and name.endswith("_request"):
+    """Leave out the members that scikit-learn's mixins define (``score``, ``get_metadata_routing``,
+    the generated ``set_*_request``): their docstrings are scikit-learn's and point into its own
+    documentation, which documents them."""
+    module = getattr(obj, "__module__", None) or ""
+    if module == "sklearn" or module.startswith("sklearn."):
+        return True
+    if name.startswith("set_") and name.endswith("_request") and "fastcal" not in module:
         return True
     return None
 
@@ -97,3 +99,4 @@ def _add_optional_pages(app, docname, source):
 def setup(app):
     app.connect("autodoc-skip-member", _skip_sklearn_plumbing)
     app.connect("source-read", _add_optional_pages)
+toc_object_entries_show_parents = "hide"  # the page outline lists "fit()", not "IsotonicRegression.fit()"

@@ -41,7 +41,8 @@ calibrated = {
     "beta": beta.predict(p[test]),
 }
 for name, q in calibrated.items():
-    print(f"{name:18s} ECE {fastcal.expected_calibration_error(y[test], q):.4f}")
+    ece = fastcal.expected_calibration_error(y[test], q)
+    print(f"{name:18s} ECE {ece:.4f}")
 
 # %%
 # Binned reliability diagrams
@@ -51,7 +52,8 @@ for name, q in calibrated.items():
 
 fig, axes = plt.subplots(2, 2, figsize=(9, 8), sharex=True, sharey=True)
 for ax, (name, q) in zip(axes.flat, calibrated.items()):
-    reliability_diagram(y[test], {name: q}, n_bins=15, ax=ax, show_histogram=False, title=name)
+    reliability_diagram(y[test], {name: q}, n_bins=15, ax=ax,
+                        show_histogram=False, title=name)
 fig.tight_layout()
 
 # %%
