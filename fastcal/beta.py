@@ -396,7 +396,7 @@ def fitted_estimator(fit, parameters, max_iter, tol, stacklevel=2):
 
 @register
 class BetaCalibration(BaseCalibrator):
-    r"""Beta calibration: :math:`\operatorname{logit} q = a \log p - b \log(1 - p) + c`.
+    r"""Beta calibration: ``logit q = a log p - b log(1 - p) + c``.
 
     A fast, exact counterpart of ``betacal.BetaCalibration`` (Kull, Silva Filho
     & Flach 2017), for probabilities ``p`` of the positive class.

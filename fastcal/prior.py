@@ -429,7 +429,7 @@ def correct_negative_sampling(
 
 
 def negative_sampling_logit_offset(rate: float) -> float:
-    r"""The bias shift :math:`\log r` that undoes negative undersampling in a logistic model.
+    r"""The bias shift ``log r`` that undoes negative undersampling in a logistic model.
 
     A model :math:`p' = \operatorname{sigmoid}(f(x) + b)` trained on all
     positives and a fraction ``rate`` of the negatives is corrected by
