@@ -25,7 +25,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "README.md", "examples/README.rst", "images/README*"]
+exclude_patterns = ["_build", "examples/README.rst"]  # the gallery reads its README itself
 templates_path = ["_templates"]
 
 # The API reference: one page per public name, from its numpydoc docstring.
