@@ -66,7 +66,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_sidebars = {"index": [], "policy": [], "references": []}
+html_sidebars = {page: [] for page in ["index", "performance", "development", "policy", "references"]}  # no section to navigate
 html_static_path = ["_static"]
 html_css_files = ["fastcal.css"]
 
