@@ -6,8 +6,9 @@ in a temporary working directory (the examples write model and data files there)
 that uses Dask starts worker processes, so it must be a script with an
 ``if __name__ == "__main__":`` guard: it runs as a file in a subprocess.
 
-The same module checks the README's shape: at most 450 lines, the demo transcript markers,
-and relative links that point at files that exist.
+The same module runs the README's ``fastcal fit/apply/report`` lines on small files, and
+checks the README's shape (at most 450 lines, the demo transcript markers) and that relative
+links in the Markdown pages point at files that exist.
 """
 
 import os
@@ -105,3 +106,36 @@ def test_relative_links_exist(page):
             continue
         path = target.split("#", 1)[0]
         assert (page.parent / path).exists(), f"{page.name}: broken link {target}"
+
+
+def test_readme_cli_commands_run(tmp_path):
+    # The README's `fastcal fit/apply/report` lines, run as they are on small files with the
+    # columns they name (precompile and demo take minutes and have tests of their own).
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=2_000)
+    y = (rng.random(s.size) < 1 / (1 + np.exp(-s))).astype(np.int8)
+    pq.write_table(pa.table({"score": s, "label": y}), tmp_path / "data.parquet")
+    pq.write_table(pa.table({"s": s, "y": y}), tmp_path / "big.parquet")
+    (tmp_path / "new.csv").write_text("id,score\n1,0.3\n2,-1.5\n")
+    p = rng.random(2_000)
+    rows = "".join(f"{float(a)!r},{int(b)}\n" for a, b in zip(p, rng.random(p.size) < p))
+    (tmp_path / "predictions.csv").write_text("p,label\n" + rows)
+
+    blocks = [code for _, info, code in code_blocks(README) if info == "console" and "fastcal fit" in code]
+    assert len(blocks) == 1
+    commands = [line.split("#", 1)[0].split() for line in blocks[0].splitlines() if line.startswith("fastcal ")]
+    run = [c for c in commands if c[1] in ("fit", "apply", "report")]
+    assert len(run) >= 4
+    for command in run:
+        proc = subprocess.run(
+            [sys.executable, "-m", "fastcal", *command[1:]], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert proc.returncode == 0, (command, proc.stderr)
+        output = command[command.index("-o") + 1]
+        assert (tmp_path / output).stat().st_size > 0, command
+    lines = (tmp_path / "calibrated.csv").read_text().splitlines()
+    assert lines[0] == "id,score,calibrated" and len(lines) == 3
