@@ -113,3 +113,33 @@ def big_run(call, n, dtype="float64", seed=0):
     out = subprocess.run([sys.executable, "-c", _BIG_RUN.replace("CALL", call), str(n), dtype, str(seed)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+def thread_cpu_ns():
+    """CPU time (ns) of every thread of this process, ``{tid: ns}``, from ``/proc/self/task/*/schedstat`` (Linux).
+
+    The first field of ``schedstat`` is the time the thread has spent on a
+    CPU. Two readings around a call give each thread's share of its work;
+    :func:`spread` turns them into the speed-up more cores could give.
+    """
+    times = {}
+    for task in os.scandir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task.name}/schedstat") as f:
+                times[task.name] = int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended between listing and reading
+            pass
+    return times
+
+
+def spread(before, after):
+    """Work over the busiest thread's share: (sum of the threads' CPU time) / (largest one), between two readings.
+
+    1 means one thread did everything; T means T threads shared it evenly.
+    It is the speed-up that enough cores could give the measured call
+    (Amdahl's bound, serial parts included), and unlike a wall-clock
+    speed-up it does not depend on what else the machine is running.
+    """
+    used = [t - before.get(tid, 0) for tid, t in after.items()]
+    used = [u for u in used if u > 0]
+    return sum(used) / max(used) if used else 1.0

@@ -1,35 +1,54 @@
-"""The benchmark gate (``make bench-check``): fail when fastcal's speed-up over a peer falls below its floor.
+"""The benchmark gate (``make bench-check``): fail when fastcal gets slower against its peers, or stops using its threads.
 
 Each case times a fastcal call and the same work done by its peers
-(scikit-learn, SciPy, NumPy, relplot, model-diagnostics) in this process, on the same arrays of 10^6
-rows, and computes ``ratio = peer time / fastcal time``. The gate fails when
-a ratio falls below its floor in ``benchmarks/floors.json``.
+(scikit-learn, SciPy, NumPy, relplot, model-diagnostics) in this process, on
+the same arrays of 10^6 rows, and checks two things.
 
-Noise must not fail it, so:
+**Speed, one thread against one thread.** fastcal runs on one thread
+(:func:`fastcal.set_num_threads`) and the peers' BLAS and OpenMP pools are
+limited to one thread (threadpoolctl), so the ratio compares algorithms and
+kernels, not how many cores the machine lends each side: two vCPUs that are
+hyperthreads of one core, or a CPU-bound process beside the gate, move it
+little. Calls alternate round by round (fastcal, then each peer); the ratio
+of a row is the **median** over rounds of peer time / fastcal time in the same
+round. A median is not lifted by a lucky call the way a best time is, so a 2x
+slowdown halves it. The row fails when that median falls below
+``TOLERANCE`` (0.7) times the reference ratio recorded for this kind of CPU.
 
-- the JIT is warmed (one call of everything) before any timing;
-- each time is the best of several calls, fastcal's and the peers' calls
-  interleaved round by round, so both see the same background load;
-- a row below its floor is measured again (up to ``--retries`` times, with
-  more rounds), and fails only if no measurement reaches the floor;
-- each floor is about half the ratio measured on a quiet machine, lowered
-  where a busy machine measured less (see :func:`floors_from_runs`, and
-  ``floors.json`` for how to update them).
+**Threads, by CPU time.** fastcal's call runs again on ``SPREAD_THREADS`` (8)
+threads, and :func:`benchmarks._harness.spread` reads every thread's CPU time
+from ``/proc/self/task/*/schedstat``: work / busiest thread, the speed-up that
+more cores could give. It does not depend on the machine's load or core
+count. The row fails when the spread (best of a few calls) falls below
+halfway between 1 and its reference, so a path that turns serial fails.
+
+**References per CPU.** Ratios differ between CPUs (NumPy's sorts use
+AVX-512 where they can; Numba compiles for the host), so ``floors.json`` keeps
+one set of reference ratios per CPU name (the one Numba compiles for, e.g.
+``znver3`` or ``icelake-server``). On a CPU with no reference of its own, the
+lowest reference of any CPU is used, with the looser ``OTHER_CPU`` (0.5)
+(and said so); record one with ``--update-floors`` on that machine.
+
+A row below its floor is measured again (``--retries``) and fails only if no
+measurement reaches the floor. ``--slowdown K`` calls fastcal ``K`` times per
+timed call, to check that the gate catches a K-fold slowdown (it should then
+fail every gated row; ``--expect-fail`` makes that the passing outcome).
 
 ``python -m benchmarks.check`` prints the table and writes
-``benchmarks/results/bench-check.json`` (ignored by git); ``--update-floors``
-measures ``--runs`` times and writes new floors (:func:`floors_from_runs`)
-to ``floors.json``; ``--only isotonic,platt`` picks cases by subject;
-``--n`` changes the size (the floors hold for 10^6).
+``benchmarks/results/bench-check.json`` (ignored by git); ``--only
+isotonic,platt`` picks cases by subject; ``--n`` changes the size (the
+references hold for 10^6).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import gc
 import json
 import platform
+import statistics
 import sys
 import time
 import warnings
@@ -39,23 +58,33 @@ from typing import Callable
 
 import numpy as np
 
-from benchmarks._harness import miscalibrated_scores
+from benchmarks._harness import miscalibrated_scores, spread, thread_cpu_ns
 
 HERE = Path(__file__).resolve().parent
 FLOORS = HERE / "floors.json"
 RESULTS = HERE / "results" / "bench-check.json"
 N = 10**6
-PEER_BUDGET = 1.0  # seconds of calls per peer and case, after its first call
+TOLERANCE = 0.7  # a row fails below this fraction of its CPU's reference: 2x slower fails (and the 1.6x of a call
+#                   repeated on warm caches), noise of up to 30% passes
+OTHER_CPU = 0.5  # the fraction of the lowest reference used on a CPU that has none of its own
+SPREAD_THREADS = 8
+BUDGET = 2.0  # seconds of timed rounds per case (fastcal and peers together), after the warm-up calls
+MIN_ROUNDS, MAX_ROUNDS = 5, 25
+SPREAD_CALLS = 3
 
 
 @dataclass
 class Case:
-    """A gated comparison: ``setup(n)`` builds the arrays once and returns ``(ours, {peer: func})`` (no-arg callables)."""
+    """A gated comparison: ``setup(n)`` builds the arrays once and returns ``(ours, {peer: func})`` (no-arg callables).
+
+    ``size`` scales ``n`` for cases whose peer is too slow to call several
+    times at 10^6 rows.
+    """
 
     subject: str
     task: str
     setup: Callable[[int], tuple[Callable[[], object], dict[str, Callable[[], object]]]]
-    rounds: int = 7  # interleaved rounds: fastcal is called in each (the peers within their budget)
+    size: float = 1.0
 
     @property
     def key(self):
@@ -64,18 +93,24 @@ class Case:
 
 @dataclass
 class Result:
-    """One measured case: fastcal's best time, each peer's, and the ratios (peer / fastcal)."""
+    """One measured case: fastcal's median time (one thread), each peer's, the median paired ratios, the spread."""
 
     key: str
     ours: float
     peers: dict[str, float]
     ratios: dict[str, float] = field(default_factory=dict)
+    spread: float | None = None
     floors: dict[str, float] = field(default_factory=dict)
+    spread_floor: float | None = None
+    rounds: int = 0
     attempts: int = 1
 
     def failing(self):
-        """The peers whose ratio is below its floor."""
-        return [p for p, floor in self.floors.items() if self.ratios.get(p, float("inf")) < floor]
+        """The peers whose ratio is below its floor, and ``"spread"`` if the spread is below its floor."""
+        low = [p for p, floor in self.floors.items() if self.ratios.get(p, float("inf")) < floor]
+        if self.spread_floor is not None and self.spread is not None and self.spread < self.spread_floor:
+            low.append("spread")
+        return low
 
 
 def _timed(func):
@@ -91,51 +126,120 @@ def _timed(func):
             gc.enable()
 
 
-def measure(case, n=N, rounds=None, peer_budget=PEER_BUDGET):
-    """Time ``case`` on ``n`` rows: the best of ``rounds`` interleaved rounds, after a warm-up call.
+@contextlib.contextmanager
+def threads(n):
+    """fastcal on ``n`` threads in this thread, and the peers' native pools (BLAS, OpenMP) on one."""
+    import fastcal
+    from threadpoolctl import threadpool_limits
 
-    fastcal is called in every round, after one untimed call that compiles
-    (or loads) its kernels. A peer has no JIT to warm: its first call counts
-    as a sample, and it is called again in the following rounds only while
-    its calls have taken less than ``peer_budget`` seconds in all. Noise can
-    only lengthen a time, so a peer with fewer samples can only look slower,
-    which errs towards passing; fastcal gets every round.
+    with threadpool_limits(1):
+        fastcal.set_num_threads(n)
+        try:
+            yield
+        finally:
+            fastcal.set_num_threads(None)
+
+
+def _repeated(func, times):
+    if times == 1:
+        return func
+
+    def again():
+        for _ in range(times):
+            func()
+    return again
+
+
+def measure(case, n=N, budget=BUDGET, slowdown=1, with_spread=True):
+    """Time ``case`` on ``n`` rows: median paired ratios on one thread, then the spread on :data:`SPREAD_THREADS`.
+
+    Every callable is called once untimed first (fastcal's kernels compile
+    or load; the peers' lazy imports and caches fill). Then rounds alternate
+    fastcal and each peer, as many as fit in ``budget`` seconds (between
+    :data:`MIN_ROUNDS` and :data:`MAX_ROUNDS`).
     """
-    ours, peers = case.setup(n)
-    ours()
-    gc.collect()
-    best = {name: _timed(func) for name, func in peers.items()}
-    spent = dict(best)
-    best_ours = float("inf")
-    for _ in range(rounds or case.rounds):
-        best_ours = min(best_ours, _timed(ours))
-        for name, func in peers.items():
-            if spent[name] < peer_budget:
-                t = _timed(func)
-                spent[name] += t
-                best[name] = min(best[name], t)
-    return Result(case.key, best_ours, best, {p: v / best_ours for p, v in best.items()})
+    ours, peers = case.setup(max(1, int(n * case.size)))
+    ours = _repeated(ours, slowdown)
+    with threads(1):
+        ours(), [func() for func in peers.values()]
+        gc.collect()
+        first = _timed(ours) + sum(_timed(func) for func in peers.values())
+        rounds = int(min(MAX_ROUNDS, max(MIN_ROUNDS, budget // max(first, 1e-9))))
+        ours_t, peer_t = [], {name: [] for name in peers}
+        for _ in range(rounds):
+            ours_t.append(_timed(ours))
+            for name, func in peers.items():
+                peer_t[name].append(_timed(func))
+    result = Result(case.key, statistics.median(ours_t), {p: statistics.median(t) for p, t in peer_t.items()},
+                    {p: statistics.median(a / b for a, b in zip(t, ours_t)) for p, t in peer_t.items()},
+                    rounds=rounds)
+    if with_spread:
+        with threads(SPREAD_THREADS):
+            ours()  # starts the pool's threads
+            spreads = []
+            for _ in range(SPREAD_CALLS):
+                before = thread_cpu_ns()
+                ours()
+                spreads.append(spread(before, thread_cpu_ns()))
+        result.spread = max(spreads)
+    return result
 
 
-def gate(cases, floors, n=N, retries=2, log=None):
-    """Measure every case; re-measure each row below a floor up to ``retries`` times (more rounds each time).
+def cpu_name():
+    """The CPU name Numba compiles for (``NUMBA_CPU_NAME`` if set, else the host's, e.g. ``znver3``)."""
+    import numba
+    from llvmlite import binding
 
-    Returns the results; a result's :meth:`Result.failing` lists the peers
-    still below their floors. A ratio kept is the best over the attempts (a
-    slowdown is real only if no attempt reaches the floor).
+    return numba.config.CPU_NAME or binding.get_host_cpu_name()
+
+
+def floors_for(data, cpu=None):
+    """``({key: {peer: floor}}, {key: spread floor}, note)`` for ``cpu`` from the contents of ``floors.json``.
+
+    A ratio's floor is :data:`TOLERANCE` times the reference of this CPU. On
+    a CPU with none of its own it is :data:`OTHER_CPU` times the lowest
+    reference of any CPU for that row: ratios differ between CPUs by more
+    than the gate's noise, so there the gate catches only larger slowdowns.
+    A spread's floor is halfway between 1 and its reference; spreads below
+    1.5 (paths that run on one thread at this size) are not gated.
     """
+    cpu = cpu or cpu_name()
+    refs = data.get("references", {})
+    own = refs.get(cpu)
+    note = (f"CPU {cpu}: its own reference ratios" if own else
+            f"CPU {cpu} has no reference ratios: using the lowest of {sorted(refs)}; "
+            "record this CPU's with --update-floors")
+    floors = {}
+    for other in ([own] if own else refs.values()):
+        for key, peers in other["ratios"].items():
+            for p, r in peers.items():
+                floor = (TOLERANCE if own else OTHER_CPU) * r
+                floors.setdefault(key, {})[p] = min(floors.get(key, {}).get(p, np.inf), floor)
+    spread_floors = {key: 1 + (s - 1) / 2 for key, s in data.get("spread", {}).get("values", {}).items() if s >= 1.5}
+    return floors, spread_floors, note
+
+
+def gate(cases, data, n=N, retries=2, log=None, slowdown=1, cpu=None):
+    """Measure every case; re-measure each row below a floor up to ``retries`` times.
+
+    Returns the results; a result's :meth:`Result.failing` lists what is
+    still below its floor. The kept ratio and spread are the best over the
+    attempts (a slowdown is real only if no attempt reaches the floor).
+    """
+    floors, spread_floors, _ = floors_for(data, cpu)
     results = []
     for case in cases:
-        result = measure(case, n)
+        result = measure(case, n, slowdown=slowdown)
         result.floors = {p: f for p, f in floors.get(case.key, {}).items() if p in result.ratios}
+        result.spread_floor = spread_floors.get(case.key)
         while result.failing() and result.attempts <= retries:
-            again = measure(case, n, rounds=case.rounds * (result.attempts + 1),
-                            peer_budget=PEER_BUDGET * (result.attempts + 1))
+            again = measure(case, n, budget=BUDGET * (result.attempts + 1), slowdown=slowdown)
             result.attempts += 1
             for p in result.ratios:
                 if again.ratios[p] > result.ratios[p]:
                     result.ratios[p], result.peers[p] = again.ratios[p], again.peers[p]
             result.ours = min(result.ours, again.ours)
+            result.spread = max(result.spread, again.spread)
         if log:
             log(result)
         results.append(result)
@@ -144,13 +248,17 @@ def gate(cases, floors, n=N, retries=2, log=None):
 
 
 def render(results):
-    lines = ["| case | fastcal | peer | peer time | ratio | floor | |", "|---|---|---|---|---|---|---|"]
+    lines = ["| case | fastcal, 1 thread | peer | peer time | ratio (median) | floor | spread, 8 threads | floor | |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for i, (peer, t) in enumerate(r.peers.items()):
             floor = r.floors.get(peer)
-            status = "—" if floor is None else ("FAIL" if r.ratios[peer] < floor else "ok")
+            bad = r.failing()
+            status = "FAIL" if (peer in bad or (i == 0 and "spread" in bad)) else ("ok" if floor is not None else "—")
+            spread_cells = (f"{r.spread:.2f} | {'—' if r.spread_floor is None else f'{r.spread_floor:.2f}'}"
+                            if i == 0 and r.spread is not None else " | ")
             lines.append(f"| {r.key if i == 0 else ''} | {_ms(r.ours) if i == 0 else ''} | {peer} | {_ms(t)} "
-                         f"| {r.ratios[peer]:.1f}x | {'—' if floor is None else f'{floor:.1f}x'} | {status} |")
+                         f"| {r.ratios[peer]:.1f}x | {'—' if floor is None else f'{floor:.1f}x'} | {spread_cells} | {status} |")
     return "\n".join(lines)
 
 
@@ -159,38 +267,31 @@ def _ms(seconds):
 
 
 def load_floors(path=None):
-    return json.loads(Path(path or FLOORS).read_text())["floors"]
+    """The contents of ``floors.json``: ``references`` (per CPU) and ``spread``."""
+    return json.loads(Path(path or FLOORS).read_text())
 
 
-def floors_from_runs(runs):
-    """Floors from several runs of every case: ``{key: {peer: floor}}``.
-
-    ``runs`` is a list (one per run) of lists of :class:`Result`. The quiet
-    ratio of a row is its peer's best time over all runs divided by
-    fastcal's best time over all runs: each side's least disturbed call (on
-    a busy machine the two rarely fall in the same run). The floor is half of
-    it, or half the lowest ratio a run measured if that is lower (on a shared
-    machine a lasting load can slow either side in every run, so the quiet
-    ratio alone is not safe), rounded down to 0.1.
-    """
-    ours, peer, low = {}, {}, {}
+def references_from_runs(runs):
+    """Reference ratios ``{key: {peer: ratio}}`` and spreads ``{key: spread}``: the median over runs of each."""
+    ratios, spreads = {}, {}
     for results in runs:
         for r in results:
-            ours[r.key] = min(ours.get(r.key, float("inf")), r.ours)
-            for p, t in r.peers.items():
-                peer.setdefault(r.key, {})[p] = min(peer.get(r.key, {}).get(p, float("inf")), t)
-                low.setdefault(r.key, {})[p] = min(low.get(r.key, {}).get(p, float("inf")), r.ratios[p])
-    return {key: {p: max(0.1, float(np.floor(10 * min(t / ours[key], low[key][p]) / 2)) / 10)
-                  for p, t in peers.items()} for key, peers in peer.items()}
+            for p, v in r.ratios.items():
+                ratios.setdefault(r.key, {}).setdefault(p, []).append(v)
+            if r.spread is not None:
+                spreads.setdefault(r.key, []).append(r.spread)
+    return ({key: {p: round(statistics.median(v), 2) for p, v in peers.items()} for key, peers in ratios.items()},
+            {key: round(statistics.median(v), 2) for key, v in spreads.items()})
 
 
-def write_floors(floors, path=None, runs=1):
-    """Write ``floors`` (``{key: {peer: floor}}``) to ``floors.json``, keeping its notes."""
-    path = path or FLOORS
-    data = json.loads(Path(path).read_text()) if Path(path).exists() else {}
-    data["floors"] = floors
-    data["measured"] = f"{datetime.date.today().isoformat()}, best of {runs} runs of --update-floors: {_machine()}"
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def write_references(ratios, spreads, path=None, runs=1, cpu=None):
+    """Record this CPU's reference ratios (and the spreads) in ``floors.json``, keeping the other CPUs' and the notes."""
+    path = Path(path or FLOORS)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    when = f"{datetime.date.today().isoformat()}, median of {runs} runs of --update-floors: {_machine()}"
+    data.setdefault("references", {})[cpu or cpu_name()] = {"measured": when, "ratios": ratios}
+    data["spread"] = {"measured": when, "threads": SPREAD_THREADS, "values": spreads}
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def _machine():
@@ -200,8 +301,9 @@ def _machine():
     import scipy
     import sklearn
 
-    return (f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, NumPy {np.__version__}, "
-            f"SciPy {scipy.__version__}, scikit-learn {sklearn.__version__}, Numba {numba.__version__}")
+    return (f"{os.cpu_count()} cores, {platform.machine()} ({cpu_name()}), Python {platform.python_version()}, "
+            f"NumPy {np.__version__}, SciPy {scipy.__version__}, scikit-learn {sklearn.__version__}, "
+            f"Numba {numba.__version__}")
 
 
 # --- the cases ------------------------------------------------------------------------------------
@@ -391,25 +493,25 @@ def _decomposition(n):
 CASES = [
     Case("isotonic", "IsotonicRegression.fit, float64, 0/1 labels", _isotonic_fit("float64")),
     Case("isotonic", "IsotonicRegression.fit, float32, 0/1 labels", _isotonic_fit("float32")),
-    Case("isotonic", "IsotonicRegression.fit, sample weights", _isotonic_fit("float64", weighted=True), rounds=3),
+    Case("isotonic", "IsotonicRegression.fit, sample weights", _isotonic_fit("float64", weighted=True)),
     Case("isotonic", "IsotonicRegression.predict", _isotonic_predict),
-    Case("isotonic", "isotonic_regression, ordered values", _isotonic_ordered, rounds=7),
-    Case("platt", "platt_scaling, float64", _platt("float64"), rounds=3),
-    Case("platt", "PlattScaling.predict", _platt_predict, rounds=9),
-    Case("platt", "calibration_slope_intercept", _slope, rounds=3),
-    Case("temperature", "TemperatureScaling.fit, 10 classes", _temperature, rounds=2),
-    Case("prior", "correct_negative_sampling", _negative_sampling, rounds=15),
-    Case("prior", "adjust_priors, 10 classes", _adjust_multiclass, rounds=5),
-    Case("prior", "estimate_priors_em, 10 classes, 3 iterations", _em, rounds=3),
+    Case("isotonic", "isotonic_regression, ordered values", _isotonic_ordered),
+    Case("platt", "platt_scaling, float64", _platt("float64")),
+    Case("platt", "PlattScaling.predict", _platt_predict, size=4),
+    Case("platt", "calibration_slope_intercept", _slope),
+    Case("temperature", "TemperatureScaling.fit, 10 classes", _temperature, size=0.2),
+    Case("prior", "correct_negative_sampling", _negative_sampling, size=10),
+    Case("prior", "adjust_priors, 10 classes", _adjust_multiclass),
+    Case("prior", "estimate_priors_em, 10 classes, 3 iterations", _em),
     Case("diagnostics", "calibration_curve, uniform", _metric("calibration_curve", n_bins=10)),
     Case("diagnostics", "calibration_curve, quantile", _metric("calibration_curve", n_bins=10, strategy="quantile")),
     Case("diagnostics", "brier_score_loss", _metric("brier_score_loss")),
     Case("diagnostics", "log_loss", _metric("log_loss")),
-    Case("diagnostics", "roc_auc_score", _metric("roc_auc_score"), rounds=3),
+    Case("diagnostics", "roc_auc_score", _metric("roc_auc_score")),
     Case("diagnostics", "expected_calibration_error", _ece),
     Case("diagnostics", "log_loss, 10 classes", _multiclass_log_loss),
-    Case("diagnostics", "smooth_ece", _smooth, rounds=5),
-    Case("diagnostics", "score_decomposition, Brier", _decomposition, rounds=3),
+    Case("diagnostics", "smooth_ece", _smooth),
+    Case("diagnostics", "score_decomposition, Brier", _decomposition),
 ]
 
 
@@ -423,47 +525,68 @@ def _pick(only):
 def _report(result):
     ratios = ", ".join(f"{p} {r:.1f}x" for p, r in result.ratios.items())
     again = f" ({result.attempts} attempts)" if result.attempts > 1 else ""
-    print(f"  {result.key}: {_ms(result.ours)}; {ratios}{again}", file=sys.stderr, flush=True)
+    spread_text = "" if result.spread is None else f"; spread {result.spread:.2f}"
+    print(f"  {result.key}: {_ms(result.ours)}; {ratios}{spread_text}; {result.rounds} rounds{again}",
+          file=sys.stderr, flush=True)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--n", type=int, default=N, help="rows (the floors hold for 10^6)")
+    parser.add_argument("--n", type=int, default=N, help="rows (the references hold for 10^6)")
     parser.add_argument("--only", help="comma-separated subjects, e.g. isotonic,platt")
     parser.add_argument("--retries", type=int, default=2, help="re-measurements of a row below its floor")
-    parser.add_argument("--update-floors", action="store_true", help="measure --runs times and write new floors")
-    parser.add_argument("--runs", type=int, default=3, help="with --update-floors: runs to take the best of")
+    parser.add_argument("--update-floors", action="store_true",
+                        help="measure --runs times and record this CPU's reference ratios and the spreads")
+    parser.add_argument("--runs", type=int, default=3, help="with --update-floors: runs to take the median of")
+    parser.add_argument("--slowdown", type=int, default=1, help="call fastcal this many times per timed call")
+    parser.add_argument("--expect-fail", action="store_true",
+                        help="succeed only if every gated row fails (with --slowdown: the gate catches it)")
     parser.add_argument("--json", type=Path, default=None, help=f"results file (default {RESULTS})")
     args = parser.parse_args(argv)
     args.json = args.json or RESULTS
     cases = _pick(set(args.only.split(",")) if args.only else None)
     t0 = time.perf_counter()
     if args.update_floors:
-        if args.only or args.n != N:
-            raise SystemExit("--update-floors needs every case at the default size")
+        if args.only or args.n != N or args.slowdown != 1:
+            raise SystemExit("--update-floors needs every case at the default size, without --slowdown")
         runs = []
         for run in range(args.runs):
             print(f"run {run + 1} of {args.runs}", file=sys.stderr)
             runs.append(gate(cases, {}, args.n, retries=0, log=_report))
-        write_floors(floors_from_runs(runs), runs=args.runs)
+        write_references(*references_from_runs(runs), runs=args.runs)
         print(f"wrote {FLOORS}; review the diff", file=sys.stderr)
         return 0
-    floors = load_floors()
+    data = load_floors()
+    floors, _, note = floors_for(data)
+    print(note, file=sys.stderr)
     missing = [c.key for c in cases if c.key not in floors]
-    results = gate(cases, floors, args.n, retries=args.retries, log=_report)
+    results = gate(cases, data, args.n, retries=0 if args.expect_fail else args.retries, log=_report,
+                   slowdown=args.slowdown)
     elapsed = time.perf_counter() - t0
     print(render(results))
-    failed = [(r.key, p, r.ratios[p], r.floors[p]) for r in results for p in r.failing()]
+    failed = [(r.key, p) for r in results for p in r.failing()]
+    caught = [r.key for r in results if r.failing()]
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(dict(
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), machine=_machine(),
-        n=args.n, seconds=elapsed, passed=not failed and not missing, missing_floors=missing,
-        results=[asdict(r) for r in results]), indent=2) + "\n")
+        cpu=cpu_name(), n=args.n, slowdown=args.slowdown, seconds=elapsed, passed=not failed and not missing,
+        missing_floors=missing, results=[asdict(r) for r in results]), indent=2) + "\n")
     print(f"\n{len(results)} cases in {elapsed:.0f} s; results in {args.json}", file=sys.stderr)
     if missing:
-        print("no floor in floors.json for: " + "; ".join(missing), file=sys.stderr)
-    for key, peer, ratio, floor in failed:
-        print(f"FAIL {key} against {peer}: {ratio:.2f}x is below the floor {floor:.1f}x", file=sys.stderr)
+        print("no reference in floors.json for: " + "; ".join(missing), file=sys.stderr)
+    if args.expect_fail:
+        missed = [r.key for r in results if r.key not in caught and r.floors]
+        for key in missed:
+            print(f"NOT CAUGHT {key}: passes with fastcal slowed {args.slowdown}x", file=sys.stderr)
+        return 1 if missed else 0
+    for r in results:
+        for p in r.failing():
+            if p == "spread":
+                print(f"FAIL {r.key}: spread {r.spread:.2f} on {SPREAD_THREADS} threads is below "
+                      f"{r.spread_floor:.2f}", file=sys.stderr)
+            else:
+                print(f"FAIL {r.key} against {p}: {r.ratios[p]:.2f}x is below the floor {r.floors[p]:.2f}x",
+                      file=sys.stderr)
     return 1 if failed or missing else 0
 
 
