@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from typing import Any, ClassVar, Self
 
 from . import _persist
@@ -156,8 +157,14 @@ class BaseCalibrator:
         return self
 
     def _wrap_output(self, out, X):
-        """``out`` of ``transform`` as :meth:`set_output` asked (pandas is imported only then)."""
-        if getattr(self, "_sklearn_output_config", {}).get("transform", "default") != "pandas":
+        """``out`` of ``transform`` as :meth:`set_output` asked, else as scikit-learn's global ``transform_output``
+        says (``sklearn.set_config`` or ``config_context``, read only if scikit-learn is loaded), as scikit-learn's
+        estimators do; pandas is imported only then."""
+        how = getattr(self, "_sklearn_output_config", {}).get("transform")
+        if how is None:
+            sklearn = sys.modules.get("sklearn")
+            how = sklearn.get_config().get("transform_output", "default") if sklearn is not None else "default"
+        if how != "pandas":
             return out
         import pandas as pd
 

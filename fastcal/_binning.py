@@ -17,7 +17,7 @@ delayed calls and the merge of the chunks' results.
 
 Internal API:
 
-- parameters: :data:`PARAMETERS`, :func:`check_params`, :data:`STRATEGIES`,
+- parameters: :data:`PARAMETERS`, :func:`check_params`, :data:`MAX_BINS`, :data:`STRATEGIES`,
   :data:`NORMS`, :data:`AVERAGES`, :data:`MULTI_CLASS`, :func:`check_binning`;
 - deterministic chunked reductions: :func:`n_chunks` (how many fixed chunks),
   :func:`chunk_offsets` (where each chunk writes grouped values);
@@ -32,7 +32,9 @@ Internal API:
 - what a table gives: :func:`column_mean`, :func:`curve_from_table`,
   :func:`ece_from_table`, :func:`brier_terms_from_table`;
 - probability matrices: :func:`class_rows` and its columns :data:`RW`,
-  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`; :func:`top_label`.
+  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`; :func:`top_label`; the one
+  check that rows sum to 1, :func:`row_sum_atol`, :func:`warn_rows_off`
+  and :func:`check_row_sums` (every diagnostic of an (n, k) matrix warns alike).
 
 The kernels are in :mod:`fastcal._binning_kernels`.
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -52,6 +55,7 @@ from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
 __all__ = [
     "AVERAGES",
     "MULTICLASS",
+    "MAX_BINS",
     "MULTI_CLASS",
     "NBUCKETS",
     "NORMS",
@@ -79,6 +83,7 @@ __all__ = [
     "check_binning",
     "check_params",
     "chunk_offsets",
+    "check_row_sums",
     "class_rows",
     "column_mean",
     "curve_from_table",
@@ -88,8 +93,10 @@ __all__ = [
     "n_chunks",
     "order_statistics",
     "percentiles_from_order_statistics",
+    "row_sum_atol",
     "select_order_statistics",
     "top_label",
+    "warn_rows_off",
 ]
 
 #: Ways to place the bin edges (see :func:`bin_edges`).
@@ -103,6 +110,10 @@ MULTI_CLASS = ("raise", "ovr", "ovo")
 #: What the calibration diagnostics make of an (n, k) probability matrix (see :func:`top_label`).
 MULTICLASS = ("top_label", "classwise")
 
+#: The most bins of a binned diagnostic or histogram binning, 2**20: its bin table (:data:`NSTAT` float64 per
+#: bin, 64 MiB) and edges stay small, and a larger ``n_bins`` fails before anything is allocated, by name
+#: (``n_bins=10**8`` would take gigabytes and a minute to fill bins that are nearly all empty).
+MAX_BINS = 1 << 20
 #: Rows per chunk of the deterministic chunked reductions, and the most chunks.
 _CHUNK_ROWS = 1 << 16
 _MAX_CHUNKS = 64
@@ -119,7 +130,7 @@ SELECT_MIN_SIZE = 1 << 16
 # ---------------------------------------------------------------------------
 #: What the diagnostics' parameters accept (see :mod:`fastcal._params`): metrics and Dask check them with it.
 PARAMETERS = {
-    "n_bins": [Integer(1)],
+    "n_bins": [Integer(1, MAX_BINS)],
     "strategy": [Options(*STRATEGIES)],
     "norm": [Options(*NORMS)],
     "return_counts": [Boolean()],
@@ -452,6 +463,28 @@ def class_rows(P, codes, w, *, atol, rtol=0.0, logloss=False, brier=False):
     parallel_for(_k.class_rows, part.shape[0], P, codes, w, logloss, brier, clip_lo, clip_hi, float(atol), float(rtol),
                  part, rows=n * k)
     return merge_tables(part[:, None, :])[0]
+
+
+def row_sum_atol(dtype):
+    r"""The absolute tolerance of a row sum of probabilities of ``dtype``: :math:`\sqrt{\epsilon} + 10^{-8}`,
+    scikit-learn 1.9's (its ``log_loss`` and ``brier_score_loss``)."""
+    return math.sqrt(np.finfo(dtype).eps) + 1e-8
+
+
+def warn_rows_off(sums, n, score_name, *, stacklevel):
+    """scikit-learn 1.9's warning when rows of probabilities do not sum to 1 (``sums[ROFF]`` of :func:`class_rows`,
+    with ``atol=row_sum_atol(dtype)``, of ``n`` rows); ``stacklevel`` is counted from the caller."""
+    if sums[ROFF]:
+        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {n} rows. Make sure "
+                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
+
+
+def check_row_sums(P, score_name, *, stacklevel):
+    """Warn (:func:`warn_rows_off`) if rows of the validated (n, k) probability matrix ``P`` do not sum to 1:
+    one parallel pass of :func:`class_rows`, for the diagnostics that do not need its other sums (top-label and
+    class-wise problems, the smooth ECE, the CORP decomposition). ``stacklevel`` is counted from the caller."""
+    sums = class_rows(P, None, None, atol=row_sum_atol(P.dtype))
+    warn_rows_off(sums, P.shape[0], score_name, stacklevel=stacklevel + 1)
 
 
 def top_label(P, codes):

@@ -49,7 +49,8 @@ class InvalidParameterError(ValueError, TypeError):
 
 
 class ConvergenceWarning(UserWarning):
-    """An iterative fit (Newton, EM) stopped at ``max_iter`` before meeting its tolerance."""
+    """An iterative fit (Newton, EM) stopped at ``max_iter`` before meeting its tolerance, or stopped where its
+    optimum does not exist (beta calibration of separable data)."""
 
 
 def warn_not_converged(what, max_iter, steps="iterations", criterion=None, stacklevel=2):

@@ -349,8 +349,12 @@ def predict(s, a, b, out, lo, hi):
 # Here, beside Platt's, because it needs the same vectorisable exp and log.
 # ---------------------------------------------------------------------------
 
-#: Sums returned by the beta pass: objective, gradient (3), Hessian's upper triangle (6).
-N_BETA_STATS = 10
+#: Sums returned by the beta pass: objective, gradient (3), Hessian's upper triangle (6), and the weight of the
+#: rows the model does not classify strictly right (:data:`BETA_WRONG`).
+N_BETA_STATS = 11
+#: Column of the beta pass's sums: the weight of the rows with y = 1 and eta <= 0 or y = 0 and eta >= 0. Zero
+#: means that the model separates the classes, so that the maximum-likelihood fit does not exist.
+BETA_WRONG = 10
 
 
 @kernel
@@ -369,9 +373,11 @@ def _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_lo
     against the labels: F, its gradient in (t1, t2, t3) and the upper triangle of its Hessian.
 
     Per row: F_i = log(1 + e^eta) - y eta, dF_i/deta = q - y, d2F_i/deta2 = q (1 - q),
-    with min(q, 1 - q) = e / (1 + e), e = exp(-|eta|), as in :func:`_newton_chunk`.
+    with min(q, 1 - q) = e / (1 + e), e = exp(-|eta|), as in :func:`_newton_chunk`; and
+    ``out[BETA_WRONG]``, the weight of the rows on the wrong side of eta = 0 (or on it).
     """
     f = 0.0
+    wrong = 0.0
     g1 = 0.0
     g2 = 0.0
     g3 = 0.0
@@ -404,6 +410,7 @@ def _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_lo
             lz *= wi
         else:
             wi = 1.0
+        wrong += wi if (eta <= 0.0 if pos else eta >= 0.0) else 0.0
         g1 += r * x1
         g2 += r * x2
         g3 += r
@@ -427,6 +434,7 @@ def _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_lo
     out[7] = h22
     out[8] = h23
     out[9] = h33
+    out[10] = wrong
 
 
 @kernel

@@ -44,9 +44,13 @@ def column_or_1d(x, name, *, allow_column=True, min_size=1):
 
     Scalars are rejected, as are 2-D arrays other than a single column
     (``(n, 1)``, accepted when ``allow_column``), 0-D arrays and arrays with
-    fewer than ``min_size`` elements.
+    fewer than ``min_size`` elements; what NumPy reads as a 0-D object or
+    string array (None, a dict, a set, a string) is named as what it is.
     """
     arr = np.asarray(x)
+    not_array = _not_array_like(arr)
+    if not_array:
+        raise ValueError(f"{name} must be array-like, got {not_array}.")
     if arr.ndim == 2 and allow_column and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -60,8 +64,22 @@ def column_or_1d(x, name, *, allow_column=True, min_size=1):
     return arr
 
 
+def _not_array_like(arr):
+    """What the 0-D object or string array ``arr`` (``np.asarray`` of None, a dict, a set, a string) holds, for
+    a message ("None", else the type's name); "" for anything else, numbers and arrays of them included."""
+    if arr.ndim != 0 or arr.dtype.kind not in "OUSV":
+        return ""
+    value = arr.item()
+    if isinstance(value, numbers.Number):
+        return ""
+    return "None" if value is None else type(value).__name__
+
+
 def check_numeric(arr, name):
     """Raise ``TypeError`` unless ``arr`` has a real numeric (or bool) dtype."""
+    not_array = _not_array_like(arr)
+    if not_array:
+        raise TypeError(f"{name} must be array-like, got {not_array}.")
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):

@@ -24,6 +24,7 @@ partitions in :mod:`fastcal.dask`. Internal API: :data:`MODELS`,
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 
 import numpy as np
@@ -33,7 +34,7 @@ from . import _platt_kernels as _k
 from ._math_kernels import key_to_float
 from . import platt
 from ._base import BaseCalibrator, check_is_fitted
-from ._errors import warn_not_converged
+from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Options, check
 from ._persist import register
@@ -151,11 +152,16 @@ class BetaObjective:
     def kernel_theta(self, theta):
         return tuple(sum(row[m] * theta[m] for m in range(self.k)) for row in self.basis)
 
+    #: The weight of the rows that the last point evaluated classifies wrongly or not at all
+    #: (:data:`fastcal._platt_kernels.BETA_WRONG`): 0 means the model separates the classes.
+    wrong = math.inf
+
     def stats(self, theta, want_loss=False):
         """F, the gradient and the Hessian's upper triangle at ``theta`` (F only if ``want_loss``, else 0)."""
         st = self.run_pass(self.frame, *self.kernel_theta(theta), want_loss)
+        self.wrong = float(st[_k.BETA_WRONG])
         if self.model == "abm":
-            return st
+            return st[:_k.BETA_WRONG]
         T = self.basis
         g = st[1:4]
         h = [[st[4], st[5], st[6]], [st[5], st[7], st[8]], [st[6], st[8], st[9]]]
@@ -239,6 +245,8 @@ class BetaFit(NamedTuple):
     decrement: float
     #: Passes over the full data.
     n_passes: int
+    #: Whether p separates the classes (the maximum-likelihood fit does not exist; ``converged`` is then False).
+    separated: bool = False
 
 
 def midpoint(model, a, b, c):
@@ -345,7 +353,9 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     if model == "abm" and (a < 0.0 or b < 0.0):
         # betacal: a < 0 drops the log p term, else b < 0 drops the log(1 - p) term; one refit, no further check.
         drop = 0 if a < 0.0 else 1
-        theta = list(res.theta)
+        # From the unconstrained optimum; if there is none (p separates the classes, e.g. the positives in the
+        # middle of its range) the parameters ran off to infinity: from the start point instead.
+        theta = list(res.theta if res.converged and obj.wrong > 0.0 else start)
         theta[drop] = 0.0
         res = _newton.solve(obj, tuple(theta), tol, max_iter, free=(1 - drop, 2))
         n_iter, n_passes = n_iter + res.n_iter, n_passes + res.n_passes
@@ -353,12 +363,23 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
         a, b = (0.0, b) if drop == 0 else (a, 0.0)
     if not all(math.isfinite(v) for v in (a, b, c)):
         raise ValueError("p: the fitted beta calibration's parameters overflow float64.")
-    return BetaFit(a, b, c, midpoint(model, a, b, c), n_iter, bool(res.converged), res.decrement, n_passes)
+    # The last point evaluated classifies every row of positive weight strictly right: so does any multiple of
+    # it, whose loss falls to 0 as the multiple grows. The optimum does not exist; the solver stopped where the
+    # loss is flat to tol (or at max_iter).
+    separated = obj.wrong == 0.0
+    return BetaFit(a, b, c, midpoint(model, a, b, c), n_iter, bool(res.converged) and not separated, res.decrement,
+                   n_passes, separated)
 
 
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
-    """The ConvergenceWarning of a beta fit that stopped at ``max_iter``; ``stacklevel`` from the caller."""
-    if not fit.converged:
+    """The ConvergenceWarning of a beta fit that stopped at ``max_iter``, or whose optimum does not exist (p
+    separates the classes); ``stacklevel`` from the caller."""
+    if fit.separated:
+        warnings.warn("Beta calibration: p separates the classes of y, so the maximum-likelihood fit does not exist "
+                      "(its parameters grow without bound); the fit returned stopped where the loss is flat to "
+                      f"tol={tol:g} or at max_iter={max_iter}, predicts almost 0 and 1, and has converged_=False.",
+                      ConvergenceWarning, stacklevel=stacklevel + 1)
+    elif not fit.converged:
         warn_not_converged("Beta calibration", max_iter, "Newton iterations",
                            f"Newton decrement per unit weight {fit.decrement:.3g} > tol={tol:g}",
                            stacklevel=stacklevel + 1)
@@ -425,7 +446,9 @@ class BetaCalibration(BaseCalibrator):
     n_iter_ : int
         Newton iterations over the full data (both fits where "abm" refits).
     converged_ : bool
-        Whether the stopping rule was met.
+        Whether the stopping rule was met at an optimum: False (with a
+        ``ConvergenceWarning``) at ``max_iter``, and when p separates the
+        classes (no optimum exists, see Notes).
 
     Notes
     -----
@@ -459,8 +482,13 @@ class BetaCalibration(BaseCalibrator):
     over the rows of positive weight (after clipping): a and b are not
     identified; the fit is a = b = 0 and c = log(W+ / W-) (for "ab", the
     minimum-norm (a, b) that gives that probability). p separating the
-    classes: the maximum-likelihood fit is infinite; the solver stops at
-    ``max_iter`` with a ``ConvergenceWarning``.
+    classes (the model classifies every row right at the point where the
+    solver stops, e.g. all positives above all negatives): the
+    maximum-likelihood fit does not exist, as for logistic regression; the
+    fit stops where its loss is flat to ``tol`` (parameters that depend on
+    ``tol``, predictions near 0 and 1), and says so: ``converged_`` False
+    and a ``ConvergenceWarning``. (Platt scaling has no such case: its
+    smoothed targets keep its optimum finite.)
 
     References
     ----------

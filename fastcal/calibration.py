@@ -24,6 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from ._binning import check_binning
 from ._params import Boolean, Options, check_all
 from ._results import Result
 from .beta import BetaCalibration
@@ -354,16 +355,17 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
     def _check_fold(self, y, train, test, i):
         # One-vs-rest calibrators give a class a fold never saw probability 0, as
-        # scikit-learn does; a multinomial temperature needs every class (where
-        # scikit-learn fails with a broadcasting error).
-        for part, idx in (("training", train), ("calibration", test)):
-            missing = np.setdiff1d(self.classes_, np.unique(y[idx]))
-            if missing.size:
-                raise ValueError(
-                    f"method='temperature' needs every class in every fold, but class {missing[0].item()!r} is "
-                    f"missing from the {part} part of fold {i}. Use fewer folds or stratified splits (an integer "
-                    "cv), or method='sigmoid' or 'isotonic'."
-                )
+        # scikit-learn does; a multinomial temperature needs every class in the
+        # classifier's training part, to have a column of scores for it (where
+        # scikit-learn fails with a broadcasting error). Its calibration part may
+        # lack a class: the temperature's loss is still defined (as in scikit-learn).
+        missing = np.setdiff1d(self.classes_, np.unique(y[train]))
+        if missing.size:
+            raise ValueError(
+                f"method='temperature' needs every class in every fold, but class {missing[0].item()!r} is "
+                f"missing from the training part of fold {i}. Use fewer folds or stratified splits (an integer "
+                "cv), or method='sigmoid' or 'isotonic'."
+            )
 
     def __sklearn_tags__(self):
         # Sparse input works exactly when the wrapped classifier takes it, as in scikit-learn.
@@ -497,6 +499,7 @@ def cross_val_calibration_report(
     """
     from .metrics import calibration_report
 
+    n_bins = check_binning(n_bins, "uniform")  # before any fit
     X, y = indexable(X, y)
     y = np.asarray(y)
     classes = np.unique(y)

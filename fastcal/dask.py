@@ -851,6 +851,7 @@ def calibration_curve(
     the values of the few buckets that hold them).
     """
     _binning.check_params(return_counts=return_counts)
+    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     curve = _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
     if return_counts and data.weighted:
@@ -922,7 +923,7 @@ def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
     sums = np.zeros_like(parts[0])
     for part in parts:  # in chunk order: deterministic
         sums += part
-    _m.warn_rows_off(sums, int(P.shape[0]), "y_prob", stacklevel=3)
+    _binning.warn_rows_off(sums, int(P.shape[0]), "y_prob", stacklevel=3)
     return sums, exponent, k
 
 
@@ -989,6 +990,7 @@ def expected_calibration_error(
 ) -> float:
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
     _binning.check_params(norm=norm)
+    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
 
@@ -1027,6 +1029,7 @@ def brier_decomposition(
     """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
     from .metrics import BrierDecomposition
 
+    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
     data = _MetricData(y_true, y_prob, sample_weight, pos_label)
     table = data.table(data.edges(n_bins, strategy), moments=True, brier=True)
     return BrierDecomposition(*_binning.brier_terms_from_table(table))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from . import _decomposition_kernels as _k
-from ._binning import top_label
+from ._binning import check_row_sums, top_label
 from ._labels import matrix_codes
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
@@ -103,16 +103,19 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=
     ``p`` becoming the confidence ``max_j p[:, j]`` and the label whether the
     argmax is the class of ``y``, the columns being the classes in sorted
     order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
+    Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
+    (:func:`fastcal._binning.check_row_sums`).
     The internal entry point of :mod:`fastcal.metrics` and :mod:`fastcal.dask`;
-    ``stacklevel`` (of the warning for unsorted ``labels``) is counted from the caller.
+    ``stacklevel`` (of the warnings for rows off 1 and unsorted ``labels``) is counted from the caller.
     """
     multiclass = check("multiclass", multiclass, [Options("top_label")])
     parr = np.asarray(p)
     if parr.ndim == 2 and parr.shape[1] >= 2:
         P = as_float_array(parr, "p")
-        y_arr = column_or_1d(y, "y", allow_column=False)
+        y_arr = column_or_1d(y, "y")
         check_consistent_length(y=y_arr, p=P)
         check_probability_range(P, "p")
+        check_row_sums(P, "p", stacklevel=stacklevel + 1)
         codes, _ = matrix_codes(y_arr, P.shape[1], labels, "p", y_name="y", stacklevel=stacklevel + 1)
         labels, probs = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
     else:

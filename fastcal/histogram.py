@@ -81,7 +81,7 @@ class HistogramBinning(BaseCalibrator):
     Parameters
     ----------
     n_bins : int, default 10
-        Number of bins.
+        Number of bins, at most 2**20 (as the diagnostics' ``n_bins``).
     strategy : {"uniform", "quantile"}, default "uniform"
         "uniform": bins of equal width on [0, 1]; "quantile": inner edges at
         the quantiles of the calibration probabilities (NumPy's percentiles,
@@ -167,5 +167,10 @@ class HistogramBinning(BaseCalibrator):
                              f"{n_bins} bin_values_ and bin_weights_")
         if edges[0] != 0.0 or edges[-1] != 1.0 or np.any(np.diff(edges) < 0):
             raise ValueError("invalid fastcal model: bin_edges_ must rise from 0 to 1")
-        if np.any(values < 0.0) or np.any(values > 1.0) or np.any(weights < 0.0):
+        if np.any(values < 0.0) or np.any(values > 1.0) or np.any(np.signbit(weights)):  # -0.0 is no weight a fit gives
             raise ValueError("invalid fastcal model: bin_values_ must be in [0, 1] and bin_weights_ non-negative")
+        if not weights.sum() > 0.0:
+            raise ValueError("invalid fastcal model: bin_weights_ must have a positive sum (a fit has data)")
+        empty = weights == 0.0
+        if np.any(values[empty] != (0.5 * (edges[:-1] + edges[1:]))[empty]):
+            raise ValueError("invalid fastcal model: a bin without weight must hold its midpoint (the fit's rule)")

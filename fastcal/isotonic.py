@@ -27,6 +27,7 @@ from ._validation import (
     as_label_array,
     check_consistent_length,
     check_finite,
+    check_numeric,
     check_sample_weight,
     column_or_1d,
     is_binary,
@@ -105,7 +106,9 @@ def isotonic_regression(y: ArrayLike, *, weights: ArrayLike | None = None, incre
     >>> res.blocks
     array([ 0,  4, 10])
     """
-    yarr = np.atleast_1d(np.asarray(y))
+    yarr = np.asarray(y)
+    check_numeric(yarr, "y")  # before atleast_1d: None or a dict named as what it is
+    yarr = np.atleast_1d(yarr)
     if yarr.ndim != 1:
         raise ValueError("Input arrays y and w must have one dimension of equal length.")
     increasing = check("increasing", increasing, [Boolean()])
@@ -279,7 +282,7 @@ class IsotonicRegression(BaseCalibrator):
         ----------
         X : array-like of shape (n_samples,) or (n_samples, 1)
             Scores (training data), finite. float32 stays float32.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, 1)
             Targets, finite (0/1 labels for calibration).
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights; samples of weight zero are ignored.
@@ -291,7 +294,7 @@ class IsotonicRegression(BaseCalibrator):
         self._validate_params()
         x = as_float_array(_one_feature(X, "X"), "X")
         check_finite(x, "X")
-        y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
+        y_arr = column_or_1d(y, "y", min_size=0)  # (n, 1) too, as the other calibrators
         if x.shape[0] != y_arr.shape[0]:  # scikit-learn's words
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{x.shape[0]}, "
                              f"{y_arr.shape[0]}] (X has {x.shape[0]}, y has {y_arr.shape[0]}).")
@@ -299,6 +302,9 @@ class IsotonicRegression(BaseCalibrator):
         if labels.dtype.kind == "f":
             check_finite(labels, "y")
         n = x.shape[0]
+        if sample_weight is not None and np.ndim(sample_weight) == 1 and len(sample_weight) != n:
+            raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {n}, "  # scikit-learn's
+                             f"{len(sample_weight)}] (X and y have {n}, sample_weight has {len(sample_weight)}).")
         w = check_sample_weight(sample_weight, n, rescale=True)
 
         if self.increasing == "auto":
@@ -347,8 +353,9 @@ class IsotonicRegression(BaseCalibrator):
             raise ValueError("invalid fastcal model: X_thresholds_ and y_thresholds_ must share a float dtype")
         if np.any(np.diff(xs) <= 0):
             raise ValueError("invalid fastcal model: X_thresholds_ must be strictly increasing")
-        if not (self.X_min_ <= xs[0] and xs[-1] <= self.X_max_):
-            raise ValueError("invalid fastcal model: X_min_ and X_max_ must enclose X_thresholds_")
+        if not (self.X_min_ == xs[0] and xs[-1] == self.X_max_):  # every fit's knots run from X_min_ to X_max_
+            raise ValueError("invalid fastcal model: X_min_ and X_max_ must be the first and the last of "
+                             "X_thresholds_")
         steps = np.diff(ys)
         if np.any(steps < 0 if self.increasing_ else steps > 0):
             order = "non-decreasing" if self.increasing_ else "non-increasing"

@@ -54,12 +54,15 @@ from ._binning import (
     brier_terms_from_table,
     check_binning,
     check_params,
+    check_row_sums,
     class_rows,
     column_mean,
     curve_from_table,
     ece_from_table,
     order_statistics,
+    row_sum_atol,
     top_label,
+    warn_rows_off,
 )
 from ._errors import InvalidParameterError
 from ._labels import check_labels, class_codes, matrix_codes, shown
@@ -241,20 +244,12 @@ def _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba,
 
 def _class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklevel, **flags):
     """:func:`fastcal._binning.class_rows` of a validated probability matrix; warns, as scikit-learn 1.9, if rows do
-    not sum to 1 (within ``sqrt(eps) + 1e-8``). ``stacklevel`` is counted from the caller."""
+    not sum to 1 (:func:`fastcal._binning.warn_rows_off`). ``stacklevel`` is counted from the caller."""
     codes, _, P, w = _class_matrix(y_true, y_matrix, sample_weight, labels, score_name, proba=True,
                                    stacklevel=stacklevel + 1)
-    sums = class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
+    sums = class_rows(P, codes, w, atol=row_sum_atol(P.dtype), **flags)
     warn_rows_off(sums, P.shape[0], score_name, stacklevel=stacklevel + 1)
     return sums
-
-
-def warn_rows_off(sums, n, score_name, *, stacklevel):
-    """scikit-learn 1.9's warning when rows of probabilities do not sum to 1 (``sums[ROFF]`` of :func:`class_rows`
-    of ``n`` rows); ``stacklevel`` is counted from the caller."""
-    if sums[ROFF]:
-        warnings.warn(f"The {score_name} values do not sum to one: {int(sums[ROFF])} of {n} rows. Make sure "
-                      "to pass probabilities.", UserWarning, stacklevel=stacklevel + 1)
 
 
 def label_set(y_true, name="y_true"):
@@ -278,7 +273,7 @@ def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_na
         check_probability_range(P, score_name)
     codes, _ = class_codes(y, classes)
     w = rescale_weights(check_sample_weight(sample_weight, P.shape[0]), exponent)[0]
-    return class_rows(P, codes, w, atol=math.sqrt(np.finfo(P.dtype).eps) + 1e-8, **flags)
+    return class_rows(P, codes, w, atol=row_sum_atol(P.dtype), **flags)
 
 
 def _in_weight_units(value, sample_weight):
@@ -327,6 +322,7 @@ def _multiclass_problems(y_true, y_prob, sample_weight, labels, pos_label, multi
                          "order (labels, else those of y_true).")
     codes, _, P, w = _class_matrix(y_true, y_prob, sample_weight, labels, "y_prob", proba=True,
                                    stacklevel=stacklevel + 1)
+    check_row_sums(P, "y_prob", stacklevel=stacklevel + 1)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     if multiclass == "top_label":
         return iter([top_label(P, codes)]), w
@@ -473,8 +469,8 @@ def calibration_curve(
         The label of the positive class (required unless the labels are
         {0, 1} or {-1, 1}).
     n_bins : int, default=5
-        Number of bins (>= 1). Empty bins are dropped from the output, so the
-        arrays may be shorter.
+        Number of bins, 1 to 2**20 (:data:`fastcal._binning.MAX_BINS`). Empty
+        bins are dropped from the output, so the arrays may be shorter.
     strategy : {"uniform", "quantile"}, default="uniform"
         "uniform": bins of equal width on [0, 1]; "quantile": edges at the
         percentiles of ``y_prob`` (``np.percentile``'s linear interpolation,
@@ -773,7 +769,7 @@ def brier_decomposition(
     y_true, y_prob, sample_weight, pos_label
         As in :func:`calibration_curve`.
     n_bins : int, default=10
-        Number of bins.
+        Number of bins (at most 2**20, as in :func:`calibration_curve`).
     strategy : {"uniform", "quantile"}, default="uniform"
         Bin edges, as in :func:`calibration_curve`.
 
@@ -861,7 +857,7 @@ def expected_calibration_error(
     y_true, y_prob, sample_weight, pos_label
         As in :func:`calibration_curve`.
     n_bins : int, default=15
-        Number of bins.
+        Number of bins (at most 2**20, as in :func:`calibration_curve`).
     strategy : {"uniform", "quantile"}, default="uniform"
         Bin edges ("quantile" gives the equal-mass ECE).
     norm : {"l1", "l2", "max"}, default="l1"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
+from ._binning import MAX_BINS
 from ._params import Boolean, Integer, Options, Real, check
 from .decomposition import corp_reliability, score_decomposition
 from .metrics import binary_labels, calibration_curve, check_probabilities, expected_calibration_error
@@ -184,7 +185,7 @@ def reliability_diagram(
     show_histogram : bool, default=True
         Draw the histogram panel when creating a new figure.
     hist_bins : int, default=50
-        Number of equal-width histogram bins on [0, 1].
+        Number of equal-width histogram bins on [0, 1] (at most 2**20).
     hist_log : bool, default=False
         Logarithmic count axis for the histogram.
     title : str, optional
@@ -213,6 +214,7 @@ def reliability_diagram(
     """
     method = check("method", method, [Options("binned", "corp", "smooth")])
     show_decomposition = check("show_decomposition", show_decomposition, [Boolean(), None])
+    hist_bins = check("hist_bins", hist_bins, [Integer(1, MAX_BINS)])
     if show_decomposition is None:
         show_decomposition = method == "corp"
     models = _as_named(y_prob, "y_prob", matrices=True)
@@ -364,7 +366,7 @@ def probability_histogram(
     base_rate : float, optional
         The true rate of positives, drawn as a vertical line.
     bins : int, default=50
-        Number of equal-width bins over ``range``.
+        Number of equal-width bins over ``range`` (at most 2**20).
     range : tuple, default=(0, 1)
         Histogram range (e.g. ``(0, 0.2)`` to look at rare-event predictions).
     sample_weight : array-like, optional
@@ -398,7 +400,7 @@ def probability_histogram(
     """
     sets = _as_named(probs, "probs")
     base_rate = check("base_rate", base_rate, [Real(0, 1), None])
-    bins = check("bins", bins, [Integer(1)])
+    bins = check("bins", bins, [Integer(1, MAX_BINS)])
     lo, hi = (float(v) for v in range)
     if not lo < hi:
         raise ValueError(f"range must be (low, high) with low < high; got {range!r}.")

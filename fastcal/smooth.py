@@ -55,7 +55,7 @@ import numpy as np
 import scipy.fft
 
 from . import _smooth_kernels as _k
-from ._binning import top_label
+from ._binning import check_row_sums, top_label
 from ._labels import matrix_codes
 from ._parallel import get_num_threads, parallel_for, run, split
 from ._params import Options, Real, check
@@ -133,9 +133,11 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
     probability of each row, and whether its column (the first, on ties) is
     the class of ``y_true``, the columns being the classes in sorted order
     (``labels``, else those of ``y_true``: :func:`fastcal._labels.matrix_codes`).
+    Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
+    (:func:`fastcal._binning.check_row_sums`).
     The weights are rescaled by :func:`fastcal._validation.rescale_weights`
-    (no result carries weight units). ``stacklevel`` (of the warning for
-    unsorted ``labels``) is counted from the caller.
+    (no result carries weight units). ``stacklevel`` (of the warnings for
+    rows off 1 and unsorted ``labels``) is counted from the caller.
     """
     arr = np.asarray(y_prob)
     y_arr = column_or_1d(y_true, "y_true")
@@ -145,6 +147,7 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
         if P.shape[0] == 0:
             raise ValueError("y_prob must not be empty.")
         check_probability_range(P, "y_prob")
+        check_row_sums(P, "y_prob", stacklevel=stacklevel + 1)
         codes, _ = matrix_codes(y_arr, P.shape[1], labels, "y_prob", stacklevel=stacklevel + 1)
         correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
         return correct, conf, check_sample_weight(sample_weight, P.shape[0], rescale=True)

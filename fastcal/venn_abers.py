@@ -129,7 +129,7 @@ class VennAbers(BaseCalibrator):
         X : array-like of shape (n_samples,) or (n_samples, 1)
             Calibration scores, finite (any real scores: probabilities,
             logits, decision values). float32 stays float32.
-        y : array-like of shape (n_samples,)
+        y : array-like of shape (n_samples,) or (n_samples, 1)
             Labels, 0 or 1.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative frequency weights (see Notes); zero weights drop a row.
@@ -141,7 +141,7 @@ class VennAbers(BaseCalibrator):
         self._validate_params()
         x = as_float_array(column_or_1d(X, "X"), "X")
         check_finite(x, "X")
-        y_arr = column_or_1d(y, "y", allow_column=False, min_size=0)
+        y_arr = column_or_1d(y, "y", min_size=0)  # (n, 1) too, as the other calibrators
         check_consistent_length(X=x, y=y_arr)
         labels = check_binary_labels(y_arr, "y")
         w = check_sample_weight(sample_weight, x.shape[0], rescale=True)  # the mean below cannot overflow

@@ -104,7 +104,7 @@ def test_against_naive(data, scoring):
 
 
 @SETTINGS
-@given(data=class_probabilities(), scoring=st.sampled_from(["brier", "log_loss"]))
+@given(data=class_probabilities(normalised=True), scoring=st.sampled_from(["brier", "log_loss"]))
 def test_top_label_against_naive(data, scoring):
     y, P, w, labels = data  # labels: the classes of the columns, when y lacks some (else None)
     codes = np.searchsorted(np.unique(y) if labels is None else labels, y)

@@ -98,7 +98,7 @@ def test_bad_input_names_the_argument(p, y, w, exc, match):
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(n_bins=0), "n_bins must be an integer >= 1"),
+    (dict(n_bins=0), r"n_bins must be an integer in \[1, 1048576\]"),
     (dict(strategy="median"), "strategy must be 'uniform' or 'quantile'"),
 ])
 def test_bad_parameters(params, match):

@@ -536,7 +536,7 @@ def test_inputs_not_modified():
         ({}, [1.0, 2.0], [0, np.nan], None, ValueError, "y must be finite"),
         ({}, [1.0, 2.0], np.ones((2, 2)), None, ValueError, "y must be a 1-D array"),
         ({}, [1.0, 2.0], [0, 1], [1.0, -1.0], ValueError, "sample_weight must be non-negative"),
-        ({}, [1.0, 2.0], [0, 1], [1.0], ValueError, "sample_weight has 1 elements"),
+        ({}, [1.0, 2.0], [0, 1], [1.0], ValueError, r"inconsistent numbers of samples: \[2, 2, 1\] \(X and y have 2, sample_weight has 1\)"),
         ({}, [1.0, 2.0], [0, 1], [1.0, np.nan], ValueError, "sample_weight must be finite"),
         ({}, ["a", "b"], [0, 1], None, TypeError, "X must be a numeric"),
         (dict(out_of_bounds="wrap"), [1.0, 2.0], [0, 1], None, ValueError, "out_of_bounds must be 'nan', 'clip' or 'raise'"),

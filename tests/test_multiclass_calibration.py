@@ -25,7 +25,7 @@ def _top_label(y, P, labels):
 
 
 @settings(max_examples=60, deadline=None)
-@given(class_probabilities(), st.sampled_from([1, 3, 10]), st.sampled_from(["uniform", "quantile"]))
+@given(class_probabilities(normalised=True), st.sampled_from([1, 3, 10]), st.sampled_from(["uniform", "quantile"]))
 def test_top_label_is_the_binary_problem_of_confidences(data, n_bins, strategy):
     y, P, w, labels = data
     correct, conf = _top_label(y, P, labels)
@@ -44,7 +44,7 @@ def test_top_label_is_the_binary_problem_of_confidences(data, n_bins, strategy):
 
 
 @settings(max_examples=60, deadline=None)
-@given(class_probabilities(), st.sampled_from([2, 5]), st.sampled_from(["uniform", "quantile"]),
+@given(class_probabilities(normalised=True), st.sampled_from([2, 5]), st.sampled_from(["uniform", "quantile"]),
        st.sampled_from(["l1", "l2", "max"]))
 def test_classwise_is_one_binary_problem_per_column(data, n_bins, strategy, norm):
     y, P, w, labels = data

@@ -88,7 +88,7 @@ def test_functions_use_the_same_wording():
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda y, p: fastcal.calibration_curve(y, p, n_bins=0), "n_bins must be an integer >= 1; got 0."),
+        (lambda y, p: fastcal.calibration_curve(y, p, n_bins=0), "n_bins must be an integer in [1, 1048576]; got 0."),
         (lambda y, p: fastcal.calibration_curve(y, p, strategy="median"),
          "strategy must be 'uniform' or 'quantile'; got 'median'."),
         (lambda y, p: fastcal.calibration_curve(y, p, return_counts=1), "return_counts must be True or False; got 1."),
