@@ -184,9 +184,12 @@ def main(argv=None):
         0 on success, 1 for bad data, 2 for bad usage, 128 + the signal's
         number when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129):
         then no output is left behind (see :mod:`.signals`). A bad option
-        exits through ``SystemExit(2)`` (argparse).
+        exits through ``SystemExit(2)`` (argparse). Without ``argv`` (the
+        ``fastcal`` program), a signal during ``precompile`` ends the process
+        at once with that status (see :mod:`.precompile`).
     """
     parser = build_parser()
+    program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["demo"]:
         # Everything after "demo" is the demo's own (argparse's REMAINDER does not take options).
@@ -197,6 +200,7 @@ def main(argv=None):
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    args.program = program
     progress_enabled = not args.quiet and sys.stderr.isatty()
     timings = {}
     with Signals() as signals:
