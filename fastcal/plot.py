@@ -240,7 +240,7 @@ def reliability_diagram(
                 y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
                 pos_label=None if matrix else pos_label, **classes,
             )
-            text = f"ECE {ece:.3f}"
+            text = f"ECE {ece:.4f}"
             extra["marker"] = True
         elif method == "corp":
             corp = corp_reliability(y, p, sample_weight=sample_weight, n_resamples=n_resamples, level=level,
@@ -251,7 +251,7 @@ def reliability_diagram(
         else:
             smooth = smooth_ece(y, p, bandwidth=bandwidth, sample_weight=sample_weight, **classes)
             prob_pred, prob_true = smooth.x, smooth.y
-            text = f"smooth ECE {smooth.ece:.3f}"
+            text = f"smooth ECE {smooth.ece:.4f}"
         if show_decomposition:
             d = score_decomposition(y, p, sample_weight=sample_weight, **classes)
             numbers = f"MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, UNC {d.uncertainty:.4f}"

@@ -198,7 +198,7 @@ def test_reliability_figure_keeps_the_calibrators_apart(pyplot):
         assert (raw.get_marker(), raw.get_linestyle()) != (cal.get_marker(), cal.get_linestyle())
         # The legend's ECE is the table's: every row, 10 uniform bins (calibration_report's default).
         ece = fastcal.calibration_report(y, probs[name], n_bins=10).ece
-        assert cal.get_label() == f"{name} (ECE {ece:.3f})"
+        assert cal.get_label() == f"{name} (ECE {ece:.4f})"
     assert f"{y.shape[0]:,} fresh rows, 10 uniform bins" in fig._suptitle.get_text()
     pyplot.close(fig)
 

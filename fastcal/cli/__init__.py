@@ -7,7 +7,7 @@
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
-    fastcal demo [--n ROWS]
+    fastcal demo [--n ROWS] [--out DIR] [--no-images]
     fastcal precompile [--quiet]
 
 Files are read and written by extension: ``.csv``, ``.parquet`` (pyarrow,
@@ -27,7 +27,8 @@ or format, missing file, column or output directory), 1 on bad data (values
 that are not numbers, missing values, NaN, labels that are not 0/1, no rows,
 an invalid model file), with a one-line ``fastcal: error: ...`` naming the
 file, the column and the row where it applies; 128 + the signal's number
-when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`). Outputs are
+when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`; ``precompile``
+ends at once, see :mod:`.precompile`). Outputs are
 written to a temporary file in the target's directory and renamed when
 complete, so a failure or a signal never leaves a partial output file
 (stdout excepted).
