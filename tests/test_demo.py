@@ -237,3 +237,17 @@ def test_plot_gives_each_model_its_own_marker_and_line_style(pyplot):
     assert len({m for m, _ in styles}) == 5
     assert len({ls for _, ls in styles[:4]}) == 4  # matplotlib names custom dash patterns "--"
     pyplot.close(fig)
+
+
+def test_make_demo_writes_into_a_git_ignored_folder():
+    # `make demo` runs the demo from the repository's root, so its default folder must be ignored by git
+    # (a fresh clone's `git status` stays empty), and the Makefile must say where the pictures go.
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ndemo: ")[1].split("\n\n")[0]
+    assert recipe.splitlines()[1].strip() == "$(BIN)/python -m fastcal.demo $(DEMO_ARGS)"
+    comment = makefile.split("\ndemo: ")[0].rsplit("\n\n", 1)[1]
+    assert f"{demo.DEFAULT_OUT}/" in comment and "demo_output" not in makefile
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{demo.DEFAULT_OUT}/{demo.PICTURES[0]}"], cwd=REPO)
+    assert ignored.returncode == 0, f"{demo.DEFAULT_OUT}/ is not in .gitignore"
+    tracked = subprocess.run(["git", "ls-files", demo.DEFAULT_OUT], cwd=REPO, capture_output=True, text=True)
+    assert tracked.stdout == ""
