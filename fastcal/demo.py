@@ -285,7 +285,7 @@ def reliability_figure(y, probs, raw="model as is"):
 
 
 def corp_figure(y, probs, names=("model as is", "isotonic")):
-    """The CORP diagrams of section 5, on at most :data:`CORP_ROWS` of the rows (a regular subsample, stated in the title)."""
+    """The CORP diagrams of section 5, on at most :data:`CORP_ROWS` rows (a regular subsample, stated in the title)."""
     from fastcal.plot import reliability_diagram
 
     n = y.shape[0]
@@ -391,7 +391,8 @@ def build_parser(prog=None):
     parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                         help=f"folder for the pictures, created if needed (default ./{DEFAULT_OUT}/ in the "
                              "current directory)")
-    parser.add_argument("--no-images", action="store_true", help="draw no pictures (then nothing is written)")
+    parser.add_argument("--no-images", action="store_true",
+                        help="draw no pictures (then nothing is written, --readme aside)")
     parser.add_argument("--readme", metavar="README.md",
                         help=f"also write the transcript into this file, between the lines {TRANSCRIPT_START} "
                              f"and {TRANSCRIPT_END} (make demo-readme)")

@@ -1,4 +1,4 @@
-"""Checks of label, probability and weight columns, raising :class:`~fastcal._io.DataError` that names the file, column and row."""
+"""Checks of label, probability and weight columns, raising a DataError that names the file, column and row."""
 
 from __future__ import annotations
 
