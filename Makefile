@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo docs bench bench-check bench-kernels asv clean
+.PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels asv clean
 
 all: test
 
@@ -30,9 +30,15 @@ test: $(STAMP)
 	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
-## demo: the main job on 10^7 rows, with timings against scikit-learn and plots in demo_output/
+## demo: the main job on 10^7 rows, with timings against scikit-learn; its pictures go to fastcal-demo/
+## in the current directory (git-ignored; the demo writes nothing else). DEMO_ARGS="--n 1000000" for fewer rows
 demo: $(STAMP)
-	$(BIN)/python -m fastcal.demo
+	$(BIN)/python -m fastcal.demo $(DEMO_ARGS)
+
+## demo-readme: the demo, writing its transcript into README.md (between the demo-transcript markers) and
+## its pictures into docs/images/: the README's transcript and pictures, made by one run
+demo-readme: $(STAMP)
+	$(BIN)/python -m fastcal.demo --out docs/images --readme README.md $(DEMO_ARGS)
 
 ## docs: the documentation site (Sphinx: user guide, API reference from the docstrings, the example
 ## gallery run at build time) in docs/_build/html; any warning fails the build
@@ -60,6 +66,6 @@ asv: $(STAMP)
 	$(BIN)/asv run --python=same --quick --show-stderr
 
 clean:
-	rm -rf $(VENV) .asv .pytest_cache .hypothesis demo_output .import_linter_cache .grimp_cache \
+	rm -rf $(VENV) .asv .pytest_cache .hypothesis fastcal-demo .import_linter_cache .grimp_cache \
 		docs/_build docs/generated docs/auto_examples docs/sg_execution_times.rst
 	find . -name __pycache__ -prune -exec rm -rf {} +

@@ -38,7 +38,11 @@ that module for why).
 Where no cache can be written (a read-only install with an unwritable home
 and no ``NUMBA_CACHE_DIR``), Numba refuses ``cache=True`` when the kernel is
 defined. :func:`kernel` then compiles in memory instead, and
-:class:`NoCacheWarning` says so once per process.
+:class:`NoCacheWarning` says so once per process. A ``NUMBA_CACHE_DIR`` that
+is set but unusable (not a folder, not writable) is passed over by Numba in
+silence, for the folder of the sources or the user's cache folder:
+:class:`NoCacheWarning` says that too, once, with where the cache went
+(:func:`cache_dir_problem`; ``fastcal precompile`` refuses to run then).
 
 Options:
 
@@ -59,6 +63,7 @@ import functools
 import hashlib
 import os
 import sys
+import tempfile
 import types
 import warnings
 
@@ -71,6 +76,7 @@ __all__ = [
     "FASTMATH",
     "NoCacheWarning",
     "cache_dependencies",
+    "cache_dir_problem",
     "dependencies",
     "kernel",
 ]
@@ -88,7 +94,8 @@ _OPTIONS = dict(nogil=True, error_model="numpy")
 
 
 class NoCacheWarning(UserWarning):
-    """fastcal found nowhere to cache compiled code, and compiles in memory in every process."""
+    """fastcal found nowhere to cache compiled code, and compiles in memory in every process; or
+    ``NUMBA_CACHE_DIR`` is unusable, and the cache is elsewhere."""
 
 
 _warned_no_cache = False
@@ -219,28 +226,55 @@ def cache_dependencies(dispatcher):
     return getattr(getattr(dispatcher, "_cache", None), "dependencies", None)
 
 
-def _compile(func, fastmath, contract=False):
+def cache_dir_problem():
+    """Why the ``NUMBA_CACHE_DIR`` Numba was given cannot hold the cache (a sentence), or None (unset or usable).
+
+    The test is Numba's own (its cache locators'): create the folder if
+    needed, and a temporary file in it.
+    """
+    path = numba.config.CACHE_DIR
+    if not path:
+        return None
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"NUMBA_CACHE_DIR={path!r} is a file, not a folder"
+    try:
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        return f"NUMBA_CACHE_DIR={path!r} is not a writable folder ({exc.strerror or exc})"
+    return None
+
+
+def _warn_no_cache(message):
     global _warned_no_cache
+    if not _warned_no_cache:
+        _warned_no_cache = True
+        warnings.warn(message, NoCacheWarning, stacklevel=5)
+
+
+def _compile(func, fastmath, contract=False):
     options = dict(_OPTIONS, fastmath=set(FASTMATH) if fastmath else set(CONTRACT) if contract else False)
     dispatcher = numba.njit(**options)(func)
     if not isinstance(dispatcher, Dispatcher):
         return dispatcher  # NUMBA_DISABLE_JIT=1: the Python function itself
+    problem = cache_dir_problem() if not _warned_no_cache else None
     try:
         # What ``cache=True`` does (Dispatcher.enable_caching), with the covering cache.
         dispatcher._cache = _KernelCache(func)
-        return dispatcher
     except RuntimeError as exc:
         if "no locator available" not in str(exc):
             raise
-    if not _warned_no_cache:
-        _warned_no_cache = True
-        warnings.warn(
-            "fastcal cannot cache its compiled kernels: neither its install folder nor the user's "
-            "cache folder is writable. Each new process compiles them again (seconds on first use). "
-            "Set NUMBA_CACHE_DIR to a writable folder to avoid this.",
-            NoCacheWarning,
-            stacklevel=4,
-        )
+    else:
+        if problem is not None:  # Numba passed over NUMBA_CACHE_DIR for another folder
+            _warn_no_cache(f"fastcal cannot cache its compiled kernels where asked: {problem}. They are cached in "
+                           f"{dispatcher._cache._cache_path} instead. Set NUMBA_CACHE_DIR to a writable folder, "
+                           "or unset it.")
+        return dispatcher
+    _warn_no_cache(
+        "fastcal cannot cache its compiled kernels: neither its install folder nor the user's "
+        f"cache folder is writable{' and ' + problem if problem else ''}. Each new process compiles them "
+        "again (seconds on first use). Set NUMBA_CACHE_DIR to a writable folder to avoid this."
+    )
     return dispatcher
 
 

@@ -1,32 +1,75 @@
 """The fastcal demo: the main job, at real sizes, with real output.
 
-``python -m fastcal.demo`` (or ``make demo``, or ``fastcal demo``):
+``fastcal demo`` (or ``python -m fastcal.demo``, or ``make demo``):
 
-1. generates 10^7 scores and labels from an over-confident model and 10^7
-   fresh rows to score on;
+1. generates ``--n`` (default 10^7) scores and labels from an over-confident
+   model and as many fresh rows to score on;
 2. calibrates them by isotonic regression, Platt scaling and beta
    calibration, with fastcal and with scikit-learn (betacal for beta) on the
-   same arrays, printing times, speed-ups and agreement;
+   same arrays, printing times, speed-ups and agreement; then by centered
+   isotonic regression and Venn-Abers;
 3. measures every calibration diagnostic before and after, on the fresh
    rows, against scikit-learn's metrics;
 4. reproduces the undersampling study (a rare-event model trained on 10% of
-   the negatives) and undoes the undersampling;
+   the negatives; at most ``--n`` rows) and undoes the undersampling;
 5. draws the reliability diagrams (binned, and CORP with consistency bands)
-   and probability histograms that the README shows (``docs/images/``).
+   and probability histograms into ``--out`` (default ``./fastcal-demo/``
+   in the current directory; nothing else is written anywhere).
 
-Needs scikit-learn and matplotlib (the ``sklearn`` and ``plot`` extras); compares with
-betacal when it is installed (the ``bench`` extra).
+``--n`` bounds all of the work. Needs scikit-learn and matplotlib (the
+``sklearn`` and ``plot`` extras; matplotlib not with ``--no-images``),
+checked before any work; compares with betacal when it is installed (the
+``bench`` extra).
+
+``--readme README.md`` also writes the printed transcript into that file,
+between the lines :data:`TRANSCRIPT_START` and :data:`TRANSCRIPT_END`
+(which must be there); ``make demo-readme`` runs it with ``--out
+docs/images``, which makes the README's transcript and its pictures in one
+run. The section titles are :data:`SECTIONS`, and :func:`section_titles`
+reads them back from a transcript (``tests/test_demo.py`` checks the
+README's against them).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import io
 import os
+import re
+import sys
 import time
 
 import numpy as np
 
-IMAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "images")
+#: The demo's sections, in order: each is printed as a heading ``== TITLE, DETAIL =====``.
+SECTIONS = (
+    "1. Isotonic calibration",
+    "2. Platt scaling and beta calibration",
+    "2b. Centered isotonic regression and Venn-Abers",
+    "3. Diagnostics",
+    "4. Undoing negative undersampling",
+    "5. Pictures",
+)
+
+#: Where the pictures go by default: a folder of the current directory.
+DEFAULT_OUT = "fastcal-demo"
+
+#: The lines of a README between which ``--readme`` writes the transcript.
+TRANSCRIPT_START = "<!-- demo-transcript:start -->"
+TRANSCRIPT_END = "<!-- demo-transcript:end -->"
+
+#: The pictures the demo draws, in order.
+PICTURES = ("reliability.png", "corp_reliability.png", "undersampling_histogram.png", "undersampling_reliability.png")
+
+#: Rows of the CORP diagram (a subsample above this: 200 refits of the band per model stay quick).
+CORP_ROWS = 10**5
+
+#: Rows of the undersampling study (issue 4's study), or ``--n`` if fewer.
+STUDY_ROWS = 100_000
+
+_HEADING = re.compile(r"^== (.+?) =+$")
 
 
 def over_confident_model(n, seed):
@@ -47,8 +90,25 @@ def timed(func):
     return result, time.perf_counter() - t0
 
 
-def section(title):
-    print(f"\n== {title} " + "=" * max(0, 74 - len(title)))
+def section(index, detail):
+    """Print the heading of section ``SECTIONS[index]``, with ``detail`` (e.g. the rows)."""
+    title = f"{SECTIONS[index]}, {detail}"
+    print(f"\n== {title} " + "=" * max(3, 74 - len(title)))
+
+
+def section_titles(text):
+    """The section titles (:data:`SECTIONS` entries) of the headings in a demo transcript ``text``, in order.
+
+    A heading whose title is not one of :data:`SECTIONS` (with its detail)
+    comes back whole, so a comparison with :data:`SECTIONS` shows it.
+    """
+    found = []
+    for line in text.splitlines():
+        m = _HEADING.match(line.strip())
+        if m:
+            title = m.group(1)
+            found.append(next((s for s in SECTIONS if title == s or title.startswith(s + ", ")), title))
+    return found
 
 
 def speed_table(rows):
@@ -72,7 +132,7 @@ def calibrate(n):
     fastcal.platt_scaling(p_train[:1000], y_train[:1000])
     fastcal.BetaCalibration().fit(p_train[:1000], y_train[:1000])
 
-    section(f"1. Isotonic calibration, {n:,} rows")
+    section(0, f"{n:,} rows")
     iso, t_fit = timed(lambda: fastcal.IsotonicRegression(out_of_bounds="clip").fit(p_train, y_train))
     sk_iso, t_sk_fit = timed(lambda: SkIsotonicRegression(out_of_bounds="clip").fit(p_train, y_train))
     p_iso, t_pred = timed(lambda: iso.predict(p_test))
@@ -82,7 +142,7 @@ def calibrate(n):
     print(f"same {iso.X_thresholds_.shape[0]} knots as scikit-learn: {'yes' if same else 'NO'}; "
           f"largest prediction difference: {np.max(np.abs(p_iso - sk_pred)):.1e}")
 
-    section(f"2. Platt scaling and beta calibration, {n:,} rows")
+    section(1, f"{n:,} rows")
     res, t_platt = timed(lambda: fastcal.platt_scaling(p_train, y_train))
     sk_sig, t_sk_platt = timed(lambda: _SigmoidCalibration().fit(p_train, y_train))
     speed_table([("platt_scaling (Newton)", t_platt, t_sk_platt)])
@@ -123,7 +183,7 @@ def more_calibrators(p_train, y_train, p_test, y_test, p_iso):
     import fastcal
 
     n = p_train.shape[0]
-    section(f"2b. Centered isotonic regression and Venn-Abers, {n:,} rows")
+    section(2, f"{n:,} rows")
     cir, t_cir = timed(lambda: fastcal.IsotonicRegression(centered=True, out_of_bounds="clip").fit(p_train, y_train))
     p_cir = cir.predict(p_test)
     ties = lambda p: 1 - np.unique(p).shape[0] / p.shape[0]  # noqa: E731
@@ -145,7 +205,7 @@ def diagnose(y, probs):
     import fastcal
 
     n = y.shape[0]
-    section(f"3. Diagnostics on {n:,} fresh rows")
+    section(3, f"on {n:,} fresh rows")
     reports = {}
     for name, p in probs.items():
         reports[name], t = timed(lambda p=p: fastcal.calibration_report(y, p, n_bins=10))
@@ -170,19 +230,19 @@ def diagnose(y, probs):
     return reports
 
 
-def undersampling():
-    """Section 4: the undersampling study, before and after the correction."""
+def undersampling(n):
+    """Section 4: the undersampling study (at most ``n`` rows), before and after the correction."""
     import fastcal
     from fastcal.examples import undersampling as study
 
-    section("4. Undoing negative undersampling (100,000 rows, 10% of negatives kept)")
-    figures = study.run(verbose=True, return_predictions=True)
+    rows = min(n, STUDY_ROWS)
+    section(4, f"{rows:,} rows, 10% of negatives kept")
+    figures = study.run(verbose=True, return_predictions=True, n_samples=rows)
     ok = figures["mean_before"] > 3 * figures["true_rate"] and \
         abs(figures["mean_after"] - figures["true_rate"]) < 0.1 * figures["true_rate"]
     print(f"before: mean prediction {figures['mean_before'] / figures['true_rate']:.1f}x the true rate; after: "
           f"{figures['mean_after'] / figures['true_rate']:.2f}x; AUC unchanged: "
           f"{abs(figures['auc_before'] - figures['auc_after']) <= 1e-12} -> {'as expected' if ok else 'UNEXPECTED'}")
-    n = 10**7
     p = np.random.default_rng(3).random(n)
     fastcal.correct_negative_sampling(p[:1000], 0.1)
     out = np.empty_like(p)
@@ -193,60 +253,231 @@ def undersampling():
     return figures
 
 
+def _zoom(limit):
+    """An axis limit a little above ``limit``, rounded up to a multiple of 0.05 (at most 1)."""
+    return min(1.0, float(np.ceil(limit * 1.1 / 0.05)) * 0.05)
+
+
+def reliability_figure(y, probs, raw="model as is"):
+    """The binned reliability diagrams of section 5: one panel per calibrator, each against the model ``raw``.
+
+    Every row is used (binning 10^7 rows takes milliseconds; only points
+    drawn would cost), with the table's 10 uniform bins, so each legend's ECE
+    is the table's. The calibrated curves lie close to the diagonal and to
+    one another: on one panel only the last one drawn would show.
+    """
+    import matplotlib.pyplot as plt
+
+    from fastcal.plot import reliability_diagram
+
+    calibrated = [name for name in probs if name != raw]
+    cols = 2
+    rows = -(-len(calibrated) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 5.2 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, calibrated):
+        reliability_diagram(y, {raw: probs[raw], name: probs[name]}, n_bins=10, ax=ax, title=name)
+    for ax in axes.flat[len(calibrated):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Over-confident model, before and after each calibration: {y.shape[0]:,} fresh rows, "
+                 "10 uniform bins (ECE as in the table)", fontsize="large")
+    fig.tight_layout()
+    return fig
+
+
+def corp_figure(y, probs, names=("model as is", "isotonic")):
+    """The CORP diagrams of section 5, on at most :data:`CORP_ROWS` rows (a regular subsample, stated in the title)."""
+    from fastcal.plot import reliability_diagram
+
+    n = y.shape[0]
+    step = max(1, -(-n // CORP_ROWS))
+    few = slice(None, None, step)
+    corp = {name: probs[name][few] for name in names}
+    sub = f"1 row in {step:,} of the {n:,}: {y[few].shape[0]:,} rows" if step > 1 else f"{n:,} rows"
+    fig, _ = reliability_diagram(y[few], corp, method="corp", n_resamples=200, random_state=0,
+                                 title=f"CORP reliability diagrams with 90% consistency bands\n({sub})")
+    return fig
+
+
+def undersampling_reliability_figure(y, probs):
+    """The reliability diagrams of the undersampled model (section 5), each axis zoomed to where the points are.
+
+    Rare events: the 10 quantile bins of the predictions sit near 0, so on
+    the full [0, 1] square every point would be in the bottom-left corner.
+    """
+    import fastcal
+    from fastcal.plot import reliability_diagram
+
+    curves = [fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile") for p in probs.values()]
+    x_lim = _zoom(max(np.max(prob_pred) for _, prob_pred in curves))
+    y_lim = _zoom(max(np.max(prob_true) for prob_true, _ in curves))
+    fig, (ax, _) = reliability_diagram(y, probs, n_bins=10, strategy="quantile", hist_log=True,
+                                       hist_bins=max(50, round(30 / x_lim)),
+                                       title=f"Undersampled model, before and after the correction\n"
+                                             f"(10 quantile bins; axes zoomed to where the points are: "
+                                             f"x up to {x_lim:.2f}, y up to {y_lim:.2f})")
+    ax.set_xlim(0, x_lim)
+    ax.set_ylim(0, y_lim)
+    return fig
+
+
 def draw(y, probs, figures, directory):
-    """Section 5: the README's pictures."""
+    """Section 5: the pictures, into ``directory`` (created if needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from fastcal.plot import probability_histogram, reliability_diagram
-
-    section("5. Pictures")
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    fig, _ = reliability_diagram(y, probs, n_bins=15, title="Over-confident model, before and after calibration")
-    paths.append(os.path.join(directory, "reliability.png"))
-    fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
-    # CORP on 10^5 of the rows: its consistency band is narrow at 10^6, and 200 refits per model are quick here
-    few = slice(None, None, max(1, y.shape[0] // 10**5))
-    corp = {name: probs[name][few] for name in ("model as is", "isotonic")}
-    fig, _ = reliability_diagram(y[few], corp, method="corp", n_resamples=200, random_state=0,
-                                 title="CORP reliability diagrams with 90% consistency bands")
-    paths.append(os.path.join(directory, "corp_reliability.png"))
-    fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
-    y_u, before, after = figures["y"], figures["p_before"], figures["p_after"]
-    fig, _ = probability_histogram({"trained on the undersample": before, "corrected": after},
-                                   base_rate=float(y_u.mean()), bins=60, log=True,
-                                   title="Predicted probabilities before and after undoing undersampling")
-    paths.append(os.path.join(directory, "undersampling_histogram.png"))
-    fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
-    fig, _ = reliability_diagram(y_u, {"trained on the undersample": before, "corrected": after}, n_bins=10,
-                                 strategy="quantile", hist_log=True,
-                                 title="Undersampled model, before and after the correction")
-    paths.append(os.path.join(directory, "undersampling_reliability.png"))
-    fig.savefig(paths[-1], dpi=100, bbox_inches="tight")
     import matplotlib.pyplot as plt
 
-    plt.close("all")
-    for path in paths:
+    from fastcal.plot import probability_histogram
+
+    section(5, f"into {directory}")
+    os.makedirs(directory, exist_ok=True)
+    y_u = figures["y"]
+    both = {"trained on the undersample": figures["p_before"], "corrected": figures["p_after"]}
+    hist, _ = probability_histogram(both, base_rate=float(y_u.mean()), bins=60, log=True,
+                                    title="Predicted probabilities before and after undoing undersampling")
+    pictures = dict(zip(PICTURES, (reliability_figure(y, probs), corp_figure(y, probs), hist,
+                                   undersampling_reliability_figure(y_u, both))))
+    for name, fig in pictures.items():
+        path = os.path.join(directory, name)
+        fig.savefig(path, dpi=100, bbox_inches="tight")
+        plt.close(fig)
         print(f"wrote {os.path.relpath(path)}")
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="The fastcal demo.")
-    parser.add_argument("--n", type=int, default=10**7, help="rows to calibrate (default 10^7)")
-    parser.add_argument("--images", default=IMAGES, help="where to write the pictures (default docs/images)")
-    parser.add_argument("--no-images", action="store_true", help="skip the pictures")
+#: The extras the demo needs: (import name, what to call it, the fastcal extra that installs it).
+_EXTRAS = (("sklearn", "scikit-learn", "sklearn"), ("matplotlib", "matplotlib", "plot"))
+
+
+def missing_extras(images=True):
+    """The message naming the extras the demo needs that cannot be imported, or None when all are there."""
+    missing = []
+    for module, name, extra in _EXTRAS:
+        if module == "matplotlib" and not images:
+            continue
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append((name, extra))
+    if not missing:
+        return None
+    names = " and ".join(name for name, _ in missing)
+    extras = ",".join(extra for _, extra in missing)
+    return (f"the demo needs {names}, which {'is' if len(missing) == 1 else 'are'} not installed; "
+            f'install {"it" if len(missing) == 1 else "them"} with pip install "fastcal[{extras}]"'
+            + (" (or run the demo with --no-images)" if missing == [("matplotlib", "plot")] else ""))
+
+
+def _rows(text):
+    """``--n``: a whole number of rows (``10000000`` or ``1e7``), at least 1000."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number of rows, got {text!r}")
+    if value < 1000:
+        raise argparse.ArgumentTypeError(f"the demo needs at least 1000 rows, got {text!r}")
+    return int(value)
+
+
+def build_parser(prog=None):
+    """The demo's argument parser (``prog``: its name in the usage line)."""
+    parser = argparse.ArgumentParser(
+        prog=prog or "python -m fastcal.demo",
+        description="The fastcal demo: calibrate --n rows with fastcal and scikit-learn side by side, diagnose, "
+                    "undo undersampling, and draw the pictures into --out. Writes nowhere else.")
+    parser.add_argument("--n", type=_rows, default=10**7, metavar="ROWS",
+                        help="rows to calibrate, and a bound on every step's rows (default 10^7; at least 1000)")
+    parser.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                        help=f"folder for the pictures, created if needed (default ./{DEFAULT_OUT}/ in the "
+                             "current directory)")
+    parser.add_argument("--no-images", action="store_true",
+                        help="draw no pictures (then nothing is written, --readme aside)")
+    parser.add_argument("--readme", metavar="README.md",
+                        help=f"also write the transcript into this file, between the lines {TRANSCRIPT_START} "
+                             f"and {TRANSCRIPT_END} (make demo-readme)")
+    return parser
+
+
+def replace_transcript(text, transcript, path="README.md"):
+    """``text`` (a README) with the lines between the transcript markers replaced by ``transcript``, fenced.
+
+    Raises ValueError naming ``path`` when the markers are missing, repeated or out of order.
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.strip() == TRANSCRIPT_START]
+    ends = [i for i, ln in enumerate(lines) if ln.strip() == TRANSCRIPT_END]
+    if len(starts) != 1 or len(ends) != 1 or not starts[0] < ends[0]:
+        raise ValueError(f"{path} must have one line {TRANSCRIPT_START} and, below it, one line {TRANSCRIPT_END} "
+                         f"(found {len(starts)} and {len(ends)}): the demo's transcript goes between them")
+    block = "```text\n" + transcript.strip("\n") + "\n```\n"
+    return "".join(lines[: starts[0] + 1]) + block + "".join(lines[ends[0]:])
+
+
+def transcript_between_markers(text, path="README.md"):
+    """The text between the transcript markers of ``text`` (a README); ValueError when they are missing."""
+    lines = text.splitlines(keepends=True)
+    replace_transcript(text, "", path)  # the same check of the markers
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == TRANSCRIPT_START)
+    end = next(i for i, ln in enumerate(lines) if ln.strip() == TRANSCRIPT_END)
+    return "".join(lines[start + 1: end])
+
+
+class _Tee(io.TextIOBase):
+    """Write to a stream and keep a copy."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.copy = io.StringIO()
+
+    def write(self, text):
+        self.copy.write(text)
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+
+def main(argv=None, prog=None):
+    """Run the demo with the command-line arguments ``argv`` (default ``sys.argv[1:]``); returns 0.
+
+    Exits with status 2 (``SystemExit``, as argparse does for a bad option)
+    before any work when an extra it needs is missing, or when ``--readme``
+    names a file without the transcript markers.
+    """
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
-    print(f"fastcal demo: {args.n:,} rows")
-    y, probs, _ = calibrate(args.n)
-    diagnose(y, probs)
-    figures = undersampling()
-    if not args.no_images:
-        # Plot a subsample: the pictures do not change, drawing 10^7 points does.
-        keep = slice(None, None, max(1, args.n // 10**6))
-        draw(y[keep], {k: v[keep] for k, v in probs.items()}, figures, args.images)
+    problem = missing_extras(images=not args.no_images)
+    if problem is None and args.readme is not None:
+        try:
+            with open(args.readme, encoding="utf-8") as f:
+                replace_transcript(f.read(), "", args.readme)
+        except (OSError, ValueError) as exc:
+            problem = str(exc)
+    if problem is not None:
+        parser.exit(2, f"{parser.prog}: error: {problem}\n")
+    tee = _Tee(sys.stdout)
+    with contextlib.redirect_stdout(tee) if args.readme else contextlib.nullcontext():
+        run(args.n, None if args.no_images else args.out)
+    if args.readme:
+        with open(args.readme, encoding="utf-8") as f:
+            text = replace_transcript(f.read(), tee.copy.getvalue(), args.readme)
+        with open(args.readme, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"wrote the transcript into {args.readme}")
     return 0
 
 
+def run(n, out):
+    """The demo on ``n`` rows; the pictures into the folder ``out`` (None: no pictures)."""
+    where = f"pictures into {out}" if out is not None else "no pictures"
+    print(f"fastcal demo: {n:,} rows, {where}")
+    y, probs, _ = calibrate(n)
+    diagnose(y, probs)
+    figures = undersampling(n)
+    if out is not None:
+        draw(y, probs, figures, out)
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

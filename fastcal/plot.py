@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 __all__ = ["probability_histogram", "reliability_diagram"]
 
+#: Each model's marker (binned curves) and line style, in turn: curves that lie on top of one another stay
+#: distinguishable, in colour and in grey.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)))
+
 
 def _pyplot():
     try:
@@ -132,7 +137,9 @@ def reliability_diagram(
     """Reliability diagram of one or more models: binned, CORP (with a consistency band) or kernel-smoothed.
 
     The upper panel shows the diagonal of perfect calibration and, for each
-    model, its reliability curve, by ``method``:
+    model, its reliability curve (each model with its own colour, line style
+    and, when binned, marker, so that curves lying on top of one another
+    stay apart), by ``method``:
 
     - "binned": the points ``(prob_pred, prob_true)`` of
       :func:`fastcal.calibration_curve` (empty bins left out), labelled with
@@ -235,8 +242,8 @@ def reliability_diagram(
                 y_true, p, n_bins=n_bins, strategy=strategy, sample_weight=sample_weight,
                 pos_label=None if matrix else pos_label, **classes,
             )
-            text = f"ECE {ece:.3f}"
-            extra["marker"] = "o"
+            text = f"ECE {ece:.4f}"
+            extra["marker"] = True
         elif method == "corp":
             corp = corp_reliability(y, p, sample_weight=sample_weight, n_resamples=n_resamples, level=level,
                                     band=band, random_state=random_state, **classes)
@@ -246,7 +253,7 @@ def reliability_diagram(
         else:
             smooth = smooth_ece(y, p, bandwidth=bandwidth, sample_weight=sample_weight, **classes)
             prob_pred, prob_true = smooth.x, smooth.y
-            text = f"smooth ECE {smooth.ece:.3f}"
+            text = f"smooth ECE {smooth.ece:.4f}"
         if show_decomposition:
             d = score_decomposition(y, p, sample_weight=sample_weight, **classes)
             numbers = f"MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, UNC {d.uncertainty:.4f}"
@@ -271,8 +278,9 @@ def reliability_diagram(
     for i, (label, _, prob_true, prob_pred, text, extra) in enumerate(curves):
         color = colors[i % len(colors)]
         ax.plot(
-            prob_pred, prob_true, marker=extra.get("marker"), markersize=4, linewidth=1.5,
-            color=color, label=f"{label} ({text})",
+            prob_pred, prob_true, marker=_MARKERS[i % len(_MARKERS)] if extra.get("marker") else None,
+            markersize=5, markerfacecolor="none" if i % 2 else color, linewidth=1.5,
+            linestyle=_LINESTYLES[i % len(_LINESTYLES)], color=color, label=f"{label} ({text})",
         )
         lower, upper = extra.get("band", (None, None))
         if lower is not None:
@@ -297,7 +305,8 @@ def reliability_diagram(
         w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         for i, (label, p, *_) in enumerate(curves):
             counts, _ = np.histogram(p, bins=edges, weights=w)
-            hist_ax.stairs(counts, edges, color=colors[i % len(colors)], label=label, linewidth=1.2)
+            hist_ax.stairs(counts, edges, color=colors[i % len(colors)], label=label, linewidth=1.2,
+                           linestyle=_LINESTYLES[i % len(_LINESTYLES)])
         if hist_log:
             hist_ax.set_yscale("log")
         hist_ax.set_xlim(0, 1)

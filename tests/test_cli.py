@@ -282,9 +282,9 @@ def test_demo_subcommand(monkeypatch):
     from fastcal import demo
 
     calls = []
-    monkeypatch.setattr(demo, "main", calls.append)
-    assert main(["demo", "--n", "20000", "--images", "somewhere", "--no-images"]) == 0
-    assert calls == [["--n", "20000", "--images", "somewhere", "--no-images"]]
+    monkeypatch.setattr(demo, "main", lambda argv, prog: calls.append((argv, prog)))
+    assert main(["demo", "--n", "20000", "--out", "somewhere", "--no-images"]) == 0
+    assert calls == [(["--n", "20000", "--out", "somewhere", "--no-images"], "fastcal demo")]
 
 
 # ---------------------------------------------------------------------------

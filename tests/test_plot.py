@@ -39,7 +39,7 @@ def test_reliability_diagram(tmp_path):
     assert_allclose(lines[1].get_ydata(), prob_true)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     ece = fastcal.expected_calibration_error(y, p, n_bins=8)
-    assert labels[1] == f"raw (ECE {ece:.3f})" and labels[2].startswith("recalibrated (ECE ")
+    assert labels[1] == f"raw (ECE {ece:.4f})" and labels[2].startswith("recalibrated (ECE ")
     # the histogram: one outline per model, total count n each
     assert hist_ax is not None and len(hist_ax.patches) == 2
     assert_allclose(hist_ax.patches[0].get_data().values.sum(), len(p))
@@ -137,7 +137,7 @@ def test_reliability_diagram_smooth():
     assert_allclose(line.get_ydata(), r.y)
     d = fastcal.score_decomposition(y, p)
     text = ax.get_legend().get_texts()[1].get_text()
-    assert text == (f"model (smooth ECE {r.ece:.3f}; MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, "
+    assert text == (f"model (smooth ECE {r.ece:.4f}; MCB {d.miscalibration:.4f}, DSC {d.discrimination:.4f}, "
                     f"UNC {d.uncertainty:.4f})")
     _, (ax, _) = plot.reliability_diagram(y, p, method="smooth", bandwidth=0.2)
     assert_allclose(ax.get_lines()[1].get_ydata(), fastcal.smooth_ece(y, p, bandwidth=0.2).y)

@@ -7,7 +7,7 @@
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
-    fastcal demo [--n ROWS]
+    fastcal demo [--n ROWS] [--out DIR] [--no-images]
     fastcal precompile [--quiet]
 
 Files are read and written by extension: ``.csv``, ``.parquet`` (pyarrow,
@@ -27,7 +27,8 @@ or format, missing file, column or output directory), 1 on bad data (values
 that are not numbers, missing values, NaN, labels that are not 0/1, no rows,
 an invalid model file), with a one-line ``fastcal: error: ...`` naming the
 file, the column and the row where it applies; 128 + the signal's number
-when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`). Outputs are
+when stopped by SIGINT, SIGTERM or SIGHUP (:mod:`.signals`; ``precompile``
+ends at once, see :mod:`.precompile`). Outputs are
 written to a temporary file in the target's directory and renamed when
 complete, so a failure or a signal never leaves a partial output file
 (stdout excepted).
@@ -67,7 +68,7 @@ def cmd_demo(args, progress_enabled, timings):
     """Run the fastcal demo with ``args.demo_args`` (a command, as the others)."""
     from .. import demo
 
-    demo.main(args.demo_args)
+    demo.main(args.demo_args, prog="fastcal demo")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -85,8 +86,8 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"fastcal {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    def common(p):
-        p.add_argument("-q", "--quiet", action="store_true", help="no progress bars (and no report table)")
+    def common(p, quiet_help="no progress bars"):
+        p.add_argument("-q", "--quiet", action="store_true", help=quiet_help)
         p.add_argument("--timings", action="store_true", help="print the time of each phase on stderr")
         p.add_argument("--batch-rows", type=positive_int, default=BATCH_ROWS, metavar="N",
                        help=f"rows per batch read and written (default {BATCH_ROWS})")
@@ -96,8 +97,10 @@ def build_parser():
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "temperature",
-                                                         "beta", "histogram", "venn-abers"))
-    fit.add_argument("--score-col", action="append", metavar="COL",
+                                                         "beta", "histogram", "venn-abers"),
+                     help="the calibrator (beta and histogram: scores must be probabilities in [0, 1]; "
+                          "temperature: one score column per class)")
+    fit.add_argument("--score-col", action="append", required=True, metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
     fit.add_argument("--weight-col", metavar="COL", help="column of sample weights")
@@ -121,8 +124,8 @@ def build_parser():
     fit.set_defaults(func=cmd_fit)
 
     app = sub.add_parser("apply", help="apply a model file to a data file")
-    app.add_argument("model", metavar="MODEL.json")
-    app.add_argument("input", metavar="INPUT")
+    app.add_argument("model", metavar="MODEL.json", help="model file written by fastcal fit")
+    app.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     app.add_argument("-o", "--output", required=True, metavar="OUTPUT",
                      help="output file: the input's columns plus the calibrated probabilities "
                           "(.npy: the probabilities only); - for CSV on stdout")
@@ -140,15 +143,18 @@ def build_parser():
     app.set_defaults(func=cmd_apply)
 
     rep = sub.add_parser("report", help="calibration diagnostics and reliability diagram")
-    rep.add_argument("input", metavar="INPUT")
+    rep.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     rep.add_argument("-o", "--output", required=True, metavar="REPORT",
                      help="report.png (reliability diagram), report.html (table and diagram) or report.json")
     rep.add_argument("--score-col", required=True, metavar="COL", help="column of predicted probabilities")
     rep.add_argument("--label-col", required=True, metavar="COL", help="column of 0/1 labels")
-    rep.add_argument("--weight-col", metavar="COL")
-    rep.add_argument("--n-bins", type=positive_int, default=10)
-    rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform")
-    common(rep)
+    rep.add_argument("--weight-col", metavar="COL", help="column of sample weights (default: every row weighs 1)")
+    rep.add_argument("--n-bins", type=positive_int, default=10, metavar="N",
+                     help="bins of the reliability curve and of the ECE (default 10)")
+    rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform",
+                     help="bin edges: equal widths on [0, 1] (uniform, the default) or equal counts of "
+                          "predictions (quantile)")
+    common(rep, quiet_help="no progress bars and no report table on stdout")
     rep.set_defaults(func=cmd_report)
 
     pre = sub.add_parser("precompile", help="compile every kernel into the cache (e.g. in a Dockerfile step)",
@@ -158,7 +164,8 @@ def build_parser():
     pre.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
     pre.set_defaults(func=cmd_precompile, timings=False, traceback=False)
 
-    demo = sub.add_parser("demo", help="the fastcal demo (what make demo runs)", add_help=False)
+    demo = sub.add_parser("demo", help="the fastcal demo (what make demo runs; fastcal demo --help for its options)",
+                          add_help=False)
     demo.add_argument("demo_args", nargs=argparse.REMAINDER)
     demo.set_defaults(func=cmd_demo, quiet=False, timings=False, traceback=False)
     return parser
@@ -178,9 +185,12 @@ def main(argv=None):
         0 on success, 1 for bad data, 2 for bad usage, 128 + the signal's
         number when stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129):
         then no output is left behind (see :mod:`.signals`). A bad option
-        exits through ``SystemExit(2)`` (argparse).
+        exits through ``SystemExit(2)`` (argparse). Without ``argv`` (the
+        ``fastcal`` program), a signal during ``precompile`` ends the process
+        at once with that status (see :mod:`.precompile`).
     """
     parser = build_parser()
+    program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["demo"]:
         # Everything after "demo" is the demo's own (argparse's REMAINDER does not take options).
@@ -191,6 +201,7 @@ def main(argv=None):
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    args.program = program
     progress_enabled = not args.quiet and sys.stderr.isatty()
     timings = {}
     with Signals() as signals:

@@ -1,4 +1,4 @@
-"""Checks of label and weight columns, raising :class:`~fastcal._io.DataError` that names the file, column and row."""
+"""Checks of label, probability and weight columns, raising a DataError that names the file, column and row."""
 
 from __future__ import annotations
 
@@ -36,6 +36,18 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i].item()!r} is not a "
                             f"class index in 0 .. {n_classes - 1}")
+
+
+def check_probabilities(p, path, column, offset=0):
+    """Scores that must be probabilities in [0, 1] (report; fit --method beta or histogram); DataError naming the row.
+
+    ``offset`` as in :func:`check_labels`.
+    """
+    bad = (p < 0) | (p > 1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: {p[i].item()!r} is not a probability "
+                        "in [0, 1]")
 
 
 def check_weights(w, path, column, offset=0, *, positive_sum=True):

@@ -20,10 +20,14 @@ from .._io import (
     open_input,
     read_columns,
 )
-from .checks import check_labels, check_weights
+from .checks import check_labels, check_probabilities, check_weights
 from .options import columns_arg
 from .progress import Progress
 from .signals import committing
+
+
+#: The methods whose scores must be probabilities in [0, 1] (the others take any real scores).
+_PROBABILITY_METHODS = ("beta", "histogram")
 
 
 def _estimator(args):
@@ -77,6 +81,8 @@ def cmd_fit(args, progress_enabled, timings):
             raise DataError(f"{path}: no rows of data")
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
         check_labels(y, path, args.label_col, "binary" if args.method == "venn-abers" else args.method, n_classes)
+        if args.method in _PROBABILITY_METHODS:
+            check_probabilities(data[score_cols[0]], path, score_cols[0])
         w = data[args.weight_col] if args.weight_col else None
         if w is not None:
             check_weights(w, path, args.weight_col)
@@ -117,6 +123,8 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
             x = check_numeric_column(batch[score_col], path, score_col, offset)
             y = check_numeric_column(batch[args.label_col], path, args.label_col, offset)
             check_labels(y, path, args.label_col, args.method, offset=offset)
+            if args.method in _PROBABILITY_METHODS:
+                check_probabilities(x, path, score_col, offset)
             w = None
             if args.weight_col:
                 w = check_numeric_column(batch[args.weight_col], path, args.weight_col, offset)

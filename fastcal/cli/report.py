@@ -9,10 +9,8 @@ import math
 import os
 import time
 
-import numpy as np
-
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target, open_input, read_columns
-from .checks import check_labels, check_weights
+from .checks import check_labels, check_probabilities, check_weights
 from .progress import Progress
 from .signals import committing
 
@@ -101,10 +99,7 @@ def cmd_report(args, progress_enabled, timings):
     p, y = data[args.score_col], data[args.label_col]
     if not len(y):
         raise DataError(f"{path}: no rows of data")
-    bad = (p < 0) | (p > 1)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: column {args.score_col!r}, row {i + 1}: {p[i].item()!r} is not a probability in [0, 1]")
+    check_probabilities(p, path, args.score_col)
     check_labels(y, path, args.label_col, "binary")
     w = data[args.weight_col] if args.weight_col else None
     if w is not None:

@@ -28,8 +28,11 @@ from fastcal import correct_negative_sampling, negative_sampling_logit_offset
 __all__ = ["run"]
 
 
-def run(verbose=True, *, rate=0.1, seed=42, return_predictions=False):
+def run(verbose=True, *, rate=0.1, seed=42, return_predictions=False, n_samples=100_000):
     """Run the study; return its figures as a dict.
+
+    ``n_samples`` rows (100,000 in the study; the demo asks for fewer when
+    its ``--n`` is smaller).
 
     Returns
     -------
@@ -47,7 +50,7 @@ def run(verbose=True, *, rate=0.1, seed=42, return_predictions=False):
     from sklearn.metrics import roc_auc_score
 
     X, y = make_classification(
-        n_samples=100_000,
+        n_samples=n_samples,
         n_features=20,
         n_informative=10,
         n_redundant=5,
