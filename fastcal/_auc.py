@@ -34,23 +34,36 @@ THREADED_SORT_MIN_SIZE = 1 << 17
 RANGE_ROWS = 1 << 17
 
 
+#: The range locator's grid: 16 to 256 cells per value range, the fewest that put at most two pivots in a
+#: cell; where none does, a binary search.
+_CELLS_PER_RANGE = (16, 256)
+
+
 def _locator(x, n_ranges):
-    """Pivots splitting ``x`` into up to ``n_ranges`` value ranges of similar size (sample quantiles), and the grid
-    that finds a value's range in O(1): ``(pivots, xmin, scale, last, cell_first)`` for the kernels."""
+    """Pivots splitting ``x`` into up to ``n_ranges`` value ranges of similar size (sample quantiles), then a +inf
+    sentinel, and the grid that finds a value's range in O(1): ``(pivots, xmin, scale, last, cell_first)``."""
     step = max(1, x.shape[0] // max(1 << 16, 64 * n_ranges))
     sample = np.asarray(x[::step], dtype=np.float64)
     if n_ranges <= 1:
         pivots = np.empty(0, dtype=np.float64)
     else:
         pivots = np.unique(np.quantile(sample, np.arange(1, n_ranges) / n_ranges))
-    cells = 1 << max(10, int(4 * n_ranges - 1).bit_length())
     xmin = float(sample.min())
-    scale = cells / (float(sample.max()) - xmin) if sample.max() > xmin else 0.0
-    if not math.isfinite(scale):
-        scale = 0.0
-    last = float(cells - 1)
-    cell_first = np.searchsorted(_k.pivot_cells(pivots, xmin, scale, last), np.arange(cells + 1), side="left")
-    return pivots, xmin, scale, last, cell_first.astype(np.int64)
+    span = float(sample.max()) - xmin
+    low, high = (max(10, int(c * n_ranges - 1).bit_length()) for c in _CELLS_PER_RANGE)
+    for bits in range(low, high + 1, 2):
+        cells = 1 << bits
+        scale = cells / span if span > 0 else 0.0
+        if not math.isfinite(scale):
+            scale = 0.0
+        last = float(cells - 1)
+        cell_of = _k.pivot_cells(pivots, xmin, scale, last)
+        if pivots.shape[0] == 0 or np.bincount(cell_of).max() <= 2:
+            cell_first = np.searchsorted(cell_of, np.arange(cells), side="left").astype(np.int64)
+            break
+    else:
+        cell_first = np.empty(0, dtype=np.int64)
+    return np.append(pivots, np.inf), xmin, scale, last, cell_first
 
 
 def _unweighted(x, y):
@@ -70,7 +83,7 @@ def _unweighted(x, y):
     n = x.shape[0]
     n_ranges = 1 if n < THREADED_SORT_MIN_SIZE else max(2, n // RANGE_ROWS)
     pivots, *locate = _locator(x, n_ranges)
-    n_ranges = pivots.shape[0] + 1
+    n_ranges = pivots.shape[0]  # the pivots and the sentinel
     nchunks = n_chunks(n, 2 * n_ranges)
     counts = np.zeros((nchunks, 2 * n_ranges), dtype=np.int64)
     parallel_for(_k.region_counts, nchunks, x, y, pivots, *locate, counts, rows=n)

@@ -48,26 +48,33 @@ def pivot_cells(pivots, xmin, scale, last):
 def _range_of(v, pivots, xmin, scale, last, cell_first):
     """The value range of ``v``: the number of ``pivots`` ``<= v``, exactly.
 
-    Pivots in a cell below ``v``'s are below ``v`` and those in a cell above
-    are above it (the cell is non-decreasing in the value), so only the pivots
-    of ``v``'s own cell, ``cell_first[c] .. cell_first[c + 1] - 1``, are
-    compared (a binary search, usually over none or one).
+    ``pivots`` ends with one +inf sentinel (not a pivot). Pivots in a cell below
+    ``v``'s are below ``v`` and those in a cell above are above it (the cell is
+    non-decreasing in the value), so the count starts at ``cell_first[c]``, the
+    pivots in cells below ``v``'s, and steps over the pivots of ``v``'s own cell
+    that are ``<= v`` (the grid is built with at most two pivots per cell).
+    Without a grid (``cell_first`` empty: the pivots crowd into few cells), a
+    binary search.
     """
-    c = _cell(v, xmin, scale, last)
-    lo = cell_first[c]
-    hi = cell_first[c + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if pivots[mid] <= v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    if cell_first.shape[0] == 0:
+        lo = 0
+        hi = pivots.shape[0] - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if pivots[mid] <= v:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+    r = cell_first[_cell(v, xmin, scale, last)]
+    while pivots[r] <= v:  # the sentinel stops it
+        r += 1
+    return r
 
 
 @kernel
 def _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, counts):
-    nr = pivots.shape[0] + 1
+    nr = pivots.shape[0]  # the pivots and the sentinel
     for i in range(start, stop):
         r = _range_of(x[i], pivots, xmin, scale, last, cell_first)
         counts[(y[i] != 0) * nr + r] += 1
@@ -77,12 +84,13 @@ def _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop
 def region_counts(x, y, pivots, xmin, scale, last, cell_first, counts, lo, hi):
     """Per-chunk sizes of the regions ``(label, value range)`` into ``counts[c]`` (``(nchunks, 2 * R)``), chunks ``[lo, hi)``.
 
-    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted) that are
-    ``<= x``, so equal values share a range and every value of range ``r``
-    is strictly below every value of range ``r + 1``. Region ``r`` holds the
-    negatives of range ``r``, region ``R + r`` the positives. ``xmin``,
-    ``scale``, ``last`` and ``cell_first`` locate the range in O(1) (see
-    :func:`_range_of`; ``cell_first[c]``: the pivots whose cell is below ``c``).
+    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted, then one
+    +inf sentinel: ``R - 1`` pivots) that are ``<= x``, so equal values share a
+    range and every value of range ``r`` is strictly below every value of range
+    ``r + 1``. Region ``r`` holds the negatives of range ``r``, region ``R + r``
+    the positives. ``xmin``, ``scale``, ``last`` and ``cell_first`` locate the
+    range in O(1) (see :func:`_range_of`; ``cell_first[c]``: the pivots whose
+    cell is below ``c``; empty for a binary search).
     """
     n = x.shape[0]
     nchunks = counts.shape[0]
@@ -93,7 +101,7 @@ def region_counts(x, y, pivots, xmin, scale, last, cell_first, counts, lo, hi):
 
 @kernel
 def _scatter_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, offsets, out):
-    nr = pivots.shape[0] + 1
+    nr = pivots.shape[0]  # the pivots and the sentinel
     for i in range(start, stop):
         v = x[i]
         g = (y[i] != 0) * nr + _range_of(v, pivots, xmin, scale, last, cell_first)

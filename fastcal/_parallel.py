@@ -230,13 +230,13 @@ def task_bounds(n, rows=None):
     """Bounds ``b`` of the tasks :func:`parallel_for` cuts ``[0, n)`` into: ``n`` and ``rows`` decide, never the threads.
 
     One range under :data:`PARALLEL_MIN_SIZE` rows (``rows`` defaults to
-    ``n``), else ``min(n, rows // TASK_ROWS)`` balanced contiguous ranges
+    ``n``), else ``min(n, rows // TASK_ROWS)`` (at least 1) balanced contiguous ranges
     (:func:`split`).
     """
     rows = n if rows is None else rows
     if rows < PARALLEL_MIN_SIZE or n <= 1:
         return [0, n]
-    return split(n, min(n, rows // TASK_ROWS))
+    return split(n, max(1, min(n, rows // TASK_ROWS)))
 
 
 def parallel_for(kernel, n, *args, rows=None):
