@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels asv clean
+.PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels scaling asv clean
 
 all: test
 
@@ -59,6 +59,12 @@ bench-check: $(STAMP)
 bench-kernels: $(STAMP)
 	mkdir -p benchmarks/results
 	$(BIN)/python -m pytest -q benchmarks/test_kernels.py --benchmark-enable --benchmark-json=benchmarks/results/kernels.json
+
+## scaling: each in-memory path at 10^7 rows (N=1e8 for more) in fresh processes: time at 1 and 2 threads,
+## the per-thread CPU spread at 8 and 16 threads, the extra peak memory; writes docs/scaling.md
+N ?= 1e7
+scaling: $(STAMP)
+	$(BIN)/python -m benchmarks.scaling --n $(N)
 
 ## asv: the asv suite against the working tree, in this environment
 asv: $(STAMP)

@@ -7,7 +7,8 @@ Internal API: :func:`roc_auc` (validated binary input, optionally the
 McClish-standardised partial AUC), :func:`class_mann_whitney` (the counts of
 every class against every other on every column of an (n, k) score matrix:
 one-vs-rest and one-vs-one AUCs without weights), :func:`ovr_weighted` (each
-class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`.
+class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`,
+:data:`RANGE_ROWS`.
 The kernels are in :mod:`fastcal._auc_kernels`.
 """
 
@@ -19,51 +20,80 @@ import numpy as np
 
 from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
-from ._parallel import get_num_threads, parallel_for, run
+from ._parallel import parallel_for, run
 from ._sort import sort_pairs
 
-__all__ = ["THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
+__all__ = ["RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
 
 #: Above this many classes the groups of one column are sorted by one task, not one task each.
 _TASK_PER_GROUP_MAX_CLASSES = 16
 
 #: Without weights, the sorting is split over value ranges on parallel threads above this size.
 THREADED_SORT_MIN_SIZE = 1 << 17
+#: Rows per value range of the unweighted AUC (the number of ranges depends on the size alone).
+RANGE_ROWS = 1 << 17
 
 
-def _pivots(x, n_ranges):
-    """Up to ``n_ranges - 1`` sorted pivots splitting ``x`` into value ranges of similar size (from a sample)."""
-    if n_ranges <= 1:
-        return np.empty(0, dtype=np.float64)
-    step = max(1, x.shape[0] // (1 << 16))
+#: The range locator's grid: 16 to 256 cells per value range, the fewest that put at most two pivots in a
+#: cell; where none does, a binary search.
+_CELLS_PER_RANGE = (16, 256)
+
+
+def _locator(x, n_ranges):
+    """Pivots splitting ``x`` into up to ``n_ranges`` value ranges of similar size (sample quantiles), then a +inf
+    sentinel, and the grid that finds a value's range in O(1): ``(pivots, xmin, scale, last, cell_first)``."""
+    step = max(1, x.shape[0] // max(1 << 16, 64 * n_ranges))
     sample = np.asarray(x[::step], dtype=np.float64)
-    return np.unique(np.quantile(sample, np.arange(1, n_ranges) / n_ranges))
+    if n_ranges <= 1:
+        pivots = np.empty(0, dtype=np.float64)
+    else:
+        pivots = np.unique(np.quantile(sample, np.arange(1, n_ranges) / n_ranges))
+    xmin = float(sample.min())
+    span = float(sample.max()) - xmin
+    low, high = (max(10, int(c * n_ranges - 1).bit_length()) for c in _CELLS_PER_RANGE)
+    for bits in range(low, high + 1, 2):
+        cells = 1 << bits
+        scale = cells / span if span > 0 else 0.0
+        if not math.isfinite(scale):
+            scale = 0.0
+        last = float(cells - 1)
+        cell_of = _k.pivot_cells(pivots, xmin, scale, last)
+        if pivots.shape[0] == 0 or np.bincount(cell_of).max() <= 2:
+            cell_first = np.searchsorted(cell_of, np.arange(cells), side="left").astype(np.int64)
+            break
+    else:
+        cell_first = np.empty(0, dtype=np.int64)
+    return np.append(pivots, np.inf), xmin, scale, last, cell_first
 
 
 def _unweighted(x, y):
     """AUC from the Mann-Whitney count: value ranges x labels, each sorted and merged on its own.
 
-    The scores are scattered (one counting pass, one branch-free copy) into
-    regions by label and by value range (ranges split at sample quantiles,
-    ties never split); pairs in different ranges are counted from the region
-    sizes, pairs in the same range by sorting its two classes (NumPy's sort,
-    which releases the GIL, so ranges run on parallel threads) and one merge
-    sweep. Exact: integer counts, one division at the end.
+    The scores are scattered (one counting pass, one copy) into regions by
+    label and by value range (ranges split at sample quantiles, ties never
+    split; about :data:`RANGE_ROWS` rows each, a number fixed by the size:
+    many more ranges than threads on a big input); pairs in different ranges
+    are counted from the region sizes, pairs in the same range by sorting its
+    two classes (NumPy's sort, which releases the GIL, so ranges run on
+    parallel threads, taken as threads free up) and one merge sweep. Finding
+    a value's range costs O(1) however many ranges there are
+    (:func:`fastcal._auc_kernels.region_counts`). Exact: integer counts, one
+    division at the end.
     """
     n = x.shape[0]
-    n_ranges = 1 if n < THREADED_SORT_MIN_SIZE else max(2, get_num_threads())
-    pivots = _pivots(x, n_ranges)
-    n_ranges = pivots.shape[0] + 1
+    n_ranges = 1 if n < THREADED_SORT_MIN_SIZE else max(2, n // RANGE_ROWS)
+    pivots, *locate = _locator(x, n_ranges)
+    n_ranges = pivots.shape[0]  # the pivots and the sentinel
     nchunks = n_chunks(n, 2 * n_ranges)
     counts = np.zeros((nchunks, 2 * n_ranges), dtype=np.int64)
-    parallel_for(_k.region_counts, nchunks, x, y, pivots, counts, rows=n)
+    parallel_for(_k.region_counts, nchunks, x, y, pivots, *locate, counts, rows=n)
     sizes, start, offsets = chunk_offsets(counts)
     n_neg = int(sizes[:n_ranges].sum())
     n_pos = n - n_neg
     if n_pos == 0 or n_neg == 0:
         raise _one_class(False)
     buf = np.empty(n, dtype=x.dtype)
-    parallel_for(_k.scatter_regions, nchunks, x, y, pivots, offsets, buf, rows=n)
+    parallel_for(_k.scatter_regions, nchunks, x, y, pivots, *locate, offsets, buf, rows=n)
 
     def count_range(r):
         neg = buf[start[r] : start[r] + sizes[r]]

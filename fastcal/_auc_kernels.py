@@ -29,62 +29,88 @@ def _chunk_start(n, nchunks, c):
 # unweighted: scores scattered by label and value range, sorted, then counted
 # --------------------------------------------------------------------------
 @kernel
-def _region_count_chunk(x, y, pivots, start, stop, counts):
-    # Sizes from vectorisable sums: n(x >= pivot_j) and n(x >= pivot_j and y = 1).
-    nr = pivots.shape[0] + 1
-    ge_all = np.zeros(nr + 1, dtype=np.int64)
-    ge_pos = np.zeros(nr + 1, dtype=np.int64)
-    npos = 0
-    for i in range(start, stop):
-        npos += y[i] != 0
-    ge_all[0] = stop - start
-    ge_pos[0] = npos
-    for j in range(nr - 1):
-        pj = pivots[j]
-        a = 0
-        b = 0
-        for i in range(start, stop):
-            g = x[i] >= pj
-            a += g
-            b += g & (y[i] != 0)
-        ge_all[j + 1] = a
-        ge_pos[j + 1] = b
-    for r in range(nr):
-        pos_r = ge_pos[r] - ge_pos[r + 1]
-        counts[nr + r] = pos_r
-        counts[r] = ge_all[r] - ge_all[r + 1] - pos_r
+def _cell(v, xmin, scale, last):
+    """Cell of ``v`` on the locator grid: ``floor((v - xmin) * scale)`` clipped to ``[0, last]``, non-decreasing in ``v``."""
+    u = (np.float64(v) - xmin) * scale
+    return int(min(max(u, 0.0), last))
 
 
 @kernel
-def region_counts(x, y, pivots, counts, lo, hi):
+def pivot_cells(pivots, xmin, scale, last):
+    """The cell of each pivot (non-decreasing, as the pivots are sorted)."""
+    out = np.empty(pivots.shape[0], dtype=np.int64)
+    for j in range(pivots.shape[0]):
+        out[j] = _cell(pivots[j], xmin, scale, last)
+    return out
+
+
+@kernel
+def _range_of(v, pivots, xmin, scale, last, cell_first):
+    """The value range of ``v``: the number of ``pivots`` ``<= v``, exactly.
+
+    ``pivots`` ends with one +inf sentinel (not a pivot). Pivots in a cell below
+    ``v``'s are below ``v`` and those in a cell above are above it (the cell is
+    non-decreasing in the value), so the count starts at ``cell_first[c]``, the
+    pivots in cells below ``v``'s, and steps over the pivots of ``v``'s own cell
+    that are ``<= v`` (the grid is built with at most two pivots per cell).
+    Without a grid (``cell_first`` empty: the pivots crowd into few cells), a
+    binary search.
+    """
+    if cell_first.shape[0] == 0:
+        lo = 0
+        hi = pivots.shape[0] - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if pivots[mid] <= v:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+    r = cell_first[_cell(v, xmin, scale, last)]
+    while pivots[r] <= v:  # the sentinel stops it
+        r += 1
+    return r
+
+
+@kernel
+def _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, counts):
+    nr = pivots.shape[0]  # the pivots and the sentinel
+    for i in range(start, stop):
+        r = _range_of(x[i], pivots, xmin, scale, last, cell_first)
+        counts[(y[i] != 0) * nr + r] += 1
+
+
+@kernel
+def region_counts(x, y, pivots, xmin, scale, last, cell_first, counts, lo, hi):
     """Per-chunk sizes of the regions ``(label, value range)`` into ``counts[c]`` (``(nchunks, 2 * R)``), chunks ``[lo, hi)``.
 
-    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted) that are
-    ``<= x``, so equal values share a range and every value of range ``r``
-    is strictly below every value of range ``r + 1``. Region ``r`` holds the
-    negatives of range ``r``, region ``R + r`` the positives.
+    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted, then one
+    +inf sentinel: ``R - 1`` pivots) that are ``<= x``, so equal values share a
+    range and every value of range ``r`` is strictly below every value of range
+    ``r + 1``. Region ``r`` holds the negatives of range ``r``, region ``R + r``
+    the positives. ``xmin``, ``scale``, ``last`` and ``cell_first`` locate the
+    range in O(1) (see :func:`_range_of`; ``cell_first[c]``: the pivots whose
+    cell is below ``c``; empty for a binary search).
     """
     n = x.shape[0]
     nchunks = counts.shape[0]
     for c in range(lo, hi):
-        _region_count_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), counts[c])
+        _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, _chunk_start(n, nchunks, c),
+                            _chunk_start(n, nchunks, c + 1), counts[c])
 
 
 @kernel
-def _scatter_chunk(x, y, pivots, start, stop, offsets, out):
-    nr = pivots.shape[0] + 1
+def _scatter_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, offsets, out):
+    nr = pivots.shape[0]  # the pivots and the sentinel
     for i in range(start, stop):
         v = x[i]
-        r = 0
-        for j in range(pivots.shape[0]):
-            r += v >= pivots[j]
-        g = (y[i] != 0) * nr + r
-        out[offsets[g]] = v  # branch-free: labels are unpredictable
+        g = (y[i] != 0) * nr + _range_of(v, pivots, xmin, scale, last, cell_first)
+        out[offsets[g]] = v
         offsets[g] += 1
 
 
 @kernel
-def scatter_regions(x, y, pivots, offsets, out, lo, hi):
+def scatter_regions(x, y, pivots, xmin, scale, last, cell_first, offsets, out, lo, hi):
     """Copy chunks ``[lo, hi)`` of ``x`` into ``out`` grouped by region (see :func:`region_counts`), input order kept.
 
     ``offsets[c, g]``: where chunk ``c`` writes its first value of region
@@ -93,7 +119,8 @@ def scatter_regions(x, y, pivots, offsets, out, lo, hi):
     n = x.shape[0]
     nchunks = offsets.shape[0]
     for c in range(lo, hi):
-        _scatter_chunk(x, y, pivots, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), offsets[c], out)
+        _scatter_chunk(x, y, pivots, xmin, scale, last, cell_first, _chunk_start(n, nchunks, c),
+                       _chunk_start(n, nchunks, c + 1), offsets[c], out)
 
 
 @kernel

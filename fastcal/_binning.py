@@ -49,7 +49,7 @@ import numpy as np
 
 from . import _binning_kernels as _k
 from ._binning_kernels import NROW, NSTAT, RBRIER, RLOG, ROFF, RW, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
-from ._parallel import parallel_for
+from ._parallel import TASK_ROWS, parallel_accumulate, parallel_for
 from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
@@ -114,9 +114,10 @@ MULTICLASS = ("top_label", "classwise")
 #: bin, 64 MiB) and edges stay small, and a larger ``n_bins`` fails before anything is allocated, by name
 #: (``n_bins=10**8`` would take gigabytes and a minute to fill bins that are nearly all empty).
 MAX_BINS = 1 << 20
-#: Rows per chunk of the deterministic chunked reductions, and the most chunks.
+#: Rows per chunk of the deterministic chunked reductions, and the most chunks (enough for dynamic
+#: tasks on 64 threads and more; the partial buffers stay under _PARTIAL_BUDGET).
 _CHUNK_ROWS = 1 << 16
-_MAX_CHUNKS = 64
+_MAX_CHUNKS = 1 << 12
 #: Cap on the partial buffers of one reduction (8-byte elements): 32 MB.
 _PARTIAL_BUDGET = 1 << 22
 #: Buckets of the histogram that locates order statistics.
@@ -157,7 +158,7 @@ def check_binning(n_bins, strategy):
 def n_chunks(n, floats_per_chunk=1):
     """Number of fixed chunks of a reduction over ``n`` rows whose partial result per chunk has ``floats_per_chunk`` elements.
 
-    ``min(64, n // 2**16, 2**22 // floats_per_chunk)``, at least 1: a
+    ``min(4096, n // 2**16, 2**22 // floats_per_chunk)``, at least 1: a
     function of the sizes only, never of the thread count, so that partial
     results merged in chunk order are the same on any number of threads.
     """
@@ -195,7 +196,7 @@ def chunk_offsets(counts):
 # order statistics: bucket histogram, gather, select
 # ---------------------------------------------------------------------------
 def bucket_histograms(x, lo, scale):
-    r"""Per-chunk counts of the values of ``x`` in :data:`NBUCKETS` buckets, in one parallel pass.
+    r"""Counts of the values of ``x`` in :data:`NBUCKETS` buckets, in one parallel pass.
 
     Value :math:`v` is in bucket :math:`\min(B - 1, \lfloor (v - lo)\,
     \mathit{scale} \rfloor)` (float64 arithmetic, :math:`B` =
@@ -205,18 +206,23 @@ def bucket_histograms(x, lo, scale):
 
     Returns
     -------
-    ndarray of shape (nchunks, NBUCKETS), int64
-        One row per fixed chunk of ``x`` (:func:`n_chunks`); ``.sum(axis=0)``
-        is the histogram of ``x``.
+    ndarray of shape (k, NBUCKETS), int64
+        ``.sum(axis=0)`` is the histogram of ``x``. The rows are partial
+        counts, one per thread that took part (at most
+        :func:`fastcal._parallel.get_num_threads`; integer counts, so the
+        sum does not depend on how the rows were shared out).
     """
-    n = x.shape[0]
-    hist = np.zeros((n_chunks(n, 8 * NBUCKETS), NBUCKETS), dtype=np.int64)  # at most 16 rows (4 MB)
-    parallel_for(_k.bucket_hist, hist.shape[0], x, lo, scale, hist, rows=n)
-    return hist
+    bufs = parallel_accumulate(_k.bucket_counts, x.shape[0], x, lo, scale,
+                               buffer=lambda: np.zeros(NBUCKETS, dtype=np.int64))
+    return np.stack(bufs)
 
 
-def gather_buckets(x, lo, scale, marked, hist=None):
+def gather_buckets(x, lo, scale, marked):
     """The values of ``x`` in the buckets ``marked``, grouped by bucket, in one parallel pass.
+
+    Each task of rows gathers its marked values in input order; the tasks'
+    values are joined in task order and grouped by bucket by a counting sort
+    (stable), so the result is the same on any number of threads.
 
     Parameters
     ----------
@@ -224,8 +230,6 @@ def gather_buckets(x, lo, scale, marked, hist=None):
         As in :func:`bucket_histograms`.
     marked : ndarray of int
         Bucket numbers, ascending, unique.
-    hist : ndarray, optional
-        ``bucket_histograms(x, lo, scale)``, if already computed.
 
     Returns
     -------
@@ -235,13 +239,17 @@ def gather_buckets(x, lo, scale, marked, hist=None):
     sizes : ndarray of int64
         The size of each group.
     """
-    if hist is None:
-        hist = bucket_histograms(x, lo, scale)
+    n = x.shape[0]
     slot = np.full(NBUCKETS, -1, dtype=np.int64)
     slot[marked] = np.arange(marked.shape[0])
-    sizes, _, pos = chunk_offsets(hist[:, marked])
-    out = np.empty(int(sizes.sum()), dtype=x.dtype)
-    parallel_for(_k.gather_buckets, hist.shape[0], x, lo, scale, slot, pos, out, rows=x.shape[0])
+    # a first guess at a task's share: the marked buckets' share of the buckets, doubled (the output grows past it)
+    expected = int(2 * min(n, TASK_ROWS) * marked.shape[0] / NBUCKETS) + 64
+    parts = parallel_for(_k.gather_marked, n, x, lo, scale, slot, expected)
+    values = parts[0][0] if len(parts) == 1 else np.concatenate([v for v, _ in parts])
+    slots = parts[0][1] if len(parts) == 1 else np.concatenate([s for _, s in parts])
+    sizes = np.zeros(marked.shape[0], dtype=np.int64)
+    out = np.empty(values.shape[0], dtype=x.dtype)
+    _k.group_by_slot(values, slots, sizes, out)
     return out, sizes
 
 
@@ -305,14 +313,11 @@ def order_statistics(x, ranks, lo, hi):
     """
     if x.shape[0] < SELECT_MIN_SIZE:
         return np.partition(x, ranks)[ranks]
-    hist = []
-
     def count(scale):
-        hist.append(bucket_histograms(x, lo, scale))
-        return hist[0].sum(axis=0)
+        return bucket_histograms(x, lo, scale).sum(axis=0)
 
     def gather(scale, marked):
-        return gather_buckets(x, lo, scale, marked, hist[0])
+        return gather_buckets(x, lo, scale, marked)
 
     return select_order_statistics(ranks, lo, hi, x.dtype, count, gather)
 

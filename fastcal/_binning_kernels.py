@@ -256,40 +256,63 @@ def _bucket(x, xmin, scale, nbuckets):
 
 
 @kernel
-def _hist_chunk(x, xmin, scale, start, stop, hist):
+def bucket_counts(x, xmin, scale, hist, lo, hi):
+    """Add the bucket counts of rows ``[lo, hi)`` of ``x`` into ``hist`` (``(nbuckets,)``, int64)."""
     nbuckets = hist.shape[0]
-    for i in range(start, stop):
+    for i in range(lo, hi):
         hist[_bucket(x[i], xmin, scale, nbuckets)] += 1
 
 
 @kernel
-def bucket_hist(x, xmin, scale, hist, lo, hi):
-    """Per-chunk counts of the buckets of ``x`` into ``hist[c]`` (zeros, ``(nchunks, nbuckets)``), chunks ``[lo, hi)``."""
-    n = x.shape[0]
-    nchunks = hist.shape[0]
-    for c in range(lo, hi):
-        _hist_chunk(x, xmin, scale, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), hist[c])
-
-
-@kernel
-def _gather_chunk(x, xmin, scale, slot, start, stop, pos, out):
+def _gather_until_full(x, xmin, scale, slot, i, hi, values, slots, m):
+    """Copy marked values of rows ``i .. hi - 1`` into ``values[m:]`` until the rows or the room run out; the next row
+    and the new ``m``."""
     nbuckets = slot.shape[0]
-    for i in range(start, stop):
+    cap = values.shape[0]
+    while i < hi and m < cap:
         s = slot[_bucket(x[i], xmin, scale, nbuckets)]
         if s >= 0:
-            out[pos[s]] = x[i]
-            pos[s] += 1
+            values[m] = x[i]
+            slots[m] = s
+            m += 1
+        i += 1
+    return i, m
 
 
 @kernel
-def gather_buckets(x, xmin, scale, slot, pos, out, lo, hi):
-    """Copy the values of the marked buckets (``slot[b] >= 0``) of chunks ``[lo, hi)`` into ``out``.
+def gather_marked(x, xmin, scale, slot, expected, lo, hi):
+    """The values of rows ``[lo, hi)`` of ``x`` in the marked buckets (``slot[b] >= 0``), in input order, and their slots.
 
-    ``pos[c, s]`` is where chunk ``c`` writes its first value of marked
-    bucket ``s`` (exclusive prefix sums of the histogram), so chunks never
-    collide; ``pos`` is advanced in place.
+    ``expected`` is a first guess of how many there are; the output grows
+    (doubling) past it. Returns ``(values, slots)``, both of the same length.
     """
-    n = x.shape[0]
-    nchunks = pos.shape[0]
-    for c in range(lo, hi):
-        _gather_chunk(x, xmin, scale, slot, _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), pos[c], out)
+    cap = max(16, min(hi - lo, expected))
+    values = np.empty(cap, dtype=x.dtype)
+    slots = np.empty(cap, dtype=np.int64)
+    i, m = _gather_until_full(x, xmin, scale, slot, lo, hi, values, slots, 0)
+    while i < hi:
+        cap = min(hi - lo, 2 * cap)
+        grown = np.empty(cap, dtype=x.dtype)
+        grown[:m] = values[:m]
+        grown_slots = np.empty(cap, dtype=np.int64)
+        grown_slots[:m] = slots[:m]
+        values = grown
+        slots = grown_slots
+        i, m = _gather_until_full(x, xmin, scale, slot, i, hi, values, slots, m)
+    return values[:m], slots[:m]
+
+
+@kernel
+def group_by_slot(values, slots, sizes, out):
+    """Counting sort of ``values`` by ``slots`` into ``out``, input order kept in each slot; ``sizes`` (zeros) gets the counts."""
+    for i in range(slots.shape[0]):
+        sizes[slots[i]] += 1
+    pos = np.empty(sizes.shape[0], dtype=np.int64)
+    at = 0
+    for s in range(sizes.shape[0]):
+        pos[s] = at
+        at += sizes[s]
+    for i in range(slots.shape[0]):
+        s = slots[i]
+        out[pos[s]] = values[i]
+        pos[s] += 1

@@ -2,13 +2,33 @@
 
 Every kernel is compiled serial and ``nogil`` (:mod:`fastcal._jit`); a kernel
 that can run in parallel takes a half-open range ``lo, hi`` of items (rows, or
-fixed-size chunks of rows) as its last two arguments. :func:`parallel_for`
-cuts ``[0, n)`` into contiguous ranges and runs the kernel on them, one range
-per thread, from a small pool of daemon threads owned by this module. The
-serial path is the same call on the whole range, so the two agree bit for bit
-whenever the kernel's result does not depend on where the ranges are cut:
-elementwise maps, and reductions into per-chunk partial sums whose chunk
-bounds depend on the problem size alone, merged in chunk order.
+fixed-size chunks of rows) as its last two arguments.
+
+The contract of :func:`parallel_for` (``kernel``, ``n`` items standing for
+``rows`` rows):
+
+- **tasks fixed by the size**: above :data:`PARALLEL_MIN_SIZE` rows, ``[0, n)``
+  is cut into ``min(n, rows // TASK_ROWS)`` contiguous, balanced ranges
+  (:func:`task_bounds`). The cut depends on ``n`` and ``rows`` alone, never on
+  the thread count, so a big input has many more tasks than threads (10^7 rows:
+  76 tasks; 10^8 rows: 762).
+- **dynamic**: the tasks are taken one at a time by whichever thread is free
+  (:func:`run`), so uneven tasks, or a thread slowed by another process, do
+  not hold the others back.
+- **serial twin**: under :data:`PARALLEL_MIN_SIZE` rows, or with one thread,
+  the kernel is called once, on ``[0, n)``.
+- **what the results may depend on**: nothing but the input. A kernel run this
+  way must give the same result whatever the cut: elementwise maps; integer
+  counts and order-key minima and maxima, which the caller may add up or take
+  the least of over the returned per-range results (exact in any order); and
+  float reductions written into per-chunk partial buffers whose chunk bounds
+  depend on the problem size alone (the kernel's items are those chunks), merged
+  in chunk order by the caller. A float reduction must never add up the
+  returned per-range results: their number depends on the thread count.
+- :func:`parallel_accumulate` is the one exception to "one result per range":
+  the ranges add exact (integer) contributions into at most
+  :func:`get_num_threads` scratch buffers, so memory stays bounded by the
+  thread count however many tasks there are.
 
 Why not ``numba.njit(parallel=True)``? Its ``prange`` loops run on Numba's
 threading layer, which is one per process and chosen once for every Numba user
@@ -47,11 +67,14 @@ from ._params import Integer, check
 
 __all__ = [
     "PARALLEL_MIN_SIZE",
+    "TASK_ROWS",
     "get_num_threads",
+    "parallel_accumulate",
     "parallel_for",
     "run",
     "set_num_threads",
     "split",
+    "task_bounds",
 ]
 
 #: Below this many rows a call runs in the calling thread: waking a worker
@@ -60,6 +83,11 @@ __all__ = [
 #: to pay between 2^18 rows (Platt prediction, an exp per row) and 2^21
 #: (memory-bound passes such as the finiteness check).
 PARALLEL_MIN_SIZE = 1 << 18
+
+#: Rows per task of :func:`parallel_for` above :data:`PARALLEL_MIN_SIZE` (1 MB of float64): small enough
+#: that 10^7 rows make dozens of tasks for 64 threads to share, large enough that taking a task
+#: (a lock and a kernel dispatch, a few microseconds) costs under 1% of running it.
+TASK_ROWS = 1 << 17
 
 _local = threading.local()
 
@@ -198,17 +226,62 @@ def run(calls):
     return batch.results
 
 
-def parallel_for(kernel, n, *args, rows=None):
-    """Call ``kernel(*args, lo, hi)`` on contiguous ranges covering ``[0, n)``; return the results in order.
+def task_bounds(n, rows=None):
+    """Bounds ``b`` of the tasks :func:`parallel_for` cuts ``[0, n)`` into: ``n`` and ``rows`` decide, never the threads.
 
-    ``n`` counts the kernel's items (rows, or fixed-size chunks); ``rows`` is
-    the work they stand for (default ``n``). Under :data:`PARALLEL_MIN_SIZE`
-    rows, or with one thread, this is the single call ``kernel(*args, 0, n)``.
-    Otherwise the range is cut into one piece per thread.
+    One range under :data:`PARALLEL_MIN_SIZE` rows (``rows`` defaults to
+    ``n``), else ``min(n, rows // TASK_ROWS)`` (at least 1) balanced contiguous ranges
+    (:func:`split`).
     """
     rows = n if rows is None else rows
-    parts = min(n, get_num_threads(), max(1, rows // (PARALLEL_MIN_SIZE // 2)))
-    if rows < PARALLEL_MIN_SIZE or _threads_for(parts) == 1:
+    if rows < PARALLEL_MIN_SIZE or n <= 1:
+        return [0, n]
+    return split(n, max(1, min(n, rows // TASK_ROWS)))
+
+
+def parallel_for(kernel, n, *args, rows=None):
+    """Call ``kernel(*args, lo, hi)`` on the tasks covering ``[0, n)``; return their results in order.
+
+    ``n`` counts the kernel's items (rows, or fixed-size chunks); ``rows`` is
+    the work they stand for (default ``n``). The tasks are
+    :func:`task_bounds`, taken by threads as they free up; with one task or
+    one thread this is the single call ``kernel(*args, 0, n)``, so the number
+    of results depends on the threads: reduce them only exactly (see the
+    module's contract).
+    """
+    bounds = task_bounds(n, rows)
+    tasks = len(bounds) - 1
+    if tasks == 1 or _threads_for(tasks) == 1:
         return [kernel(*args, 0, n)]
-    bounds = split(n, parts)
-    return run([(kernel, (*args, bounds[i], bounds[i + 1])) for i in range(parts)])
+    return run([(kernel, (*args, bounds[i], bounds[i + 1])) for i in range(tasks)])
+
+
+def parallel_accumulate(kernel, n, *args, buffer, rows=None):
+    """Call ``kernel(*args, buf, lo, hi)`` on the tasks of :func:`parallel_for`, each adding into a scratch buffer.
+
+    ``buffer()`` makes a zeroed buffer; at most one per thread is made, and
+    a task adds into whichever is free. Returns the list of buffers made:
+    their sum is the same on any number of threads only if the additions are
+    exact (integer counts), which is the only use allowed.
+    """
+    bounds = task_bounds(n, rows)
+    tasks = len(bounds) - 1
+    threads = _threads_for(tasks)
+    if tasks == 1 or threads == 1:
+        buf = buffer()
+        kernel(*args, buf, 0, n)
+        return [buf]
+    bufs = [buffer() for _ in range(threads)]
+    free = queue.SimpleQueue()
+    for b in bufs:
+        free.put(b)
+
+    def task(lo, hi):
+        buf = free.get()  # never waits: run() has at most `threads` calls going at once
+        try:
+            kernel(*args, buf, lo, hi)
+        finally:
+            free.put(buf)
+
+    run([(task, (bounds[i], bounds[i + 1])) for i in range(tasks)])
+    return bufs

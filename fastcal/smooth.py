@@ -57,7 +57,7 @@ import scipy.fft
 from . import _smooth_kernels as _k
 from ._binning import check_row_sums, top_label
 from ._labels import matrix_codes
-from ._parallel import get_num_threads, parallel_for, run, split
+from ._parallel import get_num_threads, parallel_for, run
 from ._params import Options, Real, check
 from ._results import Result
 from ._validation import (
@@ -79,7 +79,8 @@ __all__ = ["SmoothECEResult", "smooth_ece"]
 GRID = 1 << 17
 #: The smallest bandwidth: 64 grid cells. A fixed point below it is reported as SIGMA_MIN.
 SIGMA_MIN = 64.0 / GRID
-#: Rows per chunk of the binning pass, and chunks binned at once (the slots of partial grids).
+#: Rows per chunk of the binning pass, and the fewest chunks binned at once (the slots of partial grids;
+#: one per thread when there are more threads).
 _CHUNK_ROWS = 1 << 19
 _SLOTS = 8
 #: Pyramid level of a bandwidth: spacing at most sigma / _LEVEL_PER_SIGMA (at least _MIN_CELLS cells).
@@ -182,16 +183,16 @@ def grid_sums(p, y, w):
     """
     n = p.shape[0]
     nchunks = max(1, -(-n // _CHUNK_ROWS))
-    slots = np.empty((min(_SLOTS, nchunks), GRID, _k.NCHAN))
+    # A round deposits as many chunks as there are slots, one chunk per task, then merges them into the total
+    # (in parallel over the grid nodes). The merge is a left fold over the chunks in chunk order whatever the
+    # rounds, so the slots may follow the thread count: every thread has a chunk to deposit in every round.
+    slots = np.empty((min(max(_SLOTS, get_num_threads()), nchunks), GRID, _k.NCHAN))
     ends = np.empty((slots.shape[0], 2))
     below = above = 0.0
     total = slots[0]  # not read before a first round is merged into it
     for first in range(0, nchunks, slots.shape[0]):
         used = min(slots.shape[0], nchunks - first)
-        threads = min(used, get_num_threads())
-        bounds = split(used, threads)
-        run([(_k.deposit, (p, y, w, _CHUNK_ROWS, first, slots, ends, bounds[i], bounds[i + 1]))
-             for i in range(threads)])
+        run([(_k.deposit, (p, y, w, _CHUNK_ROWS, first, slots, ends, c, c + 1)) for c in range(used)])
         for c in range(used):
             below += ends[c, 0]
             above += ends[c, 1]

@@ -377,31 +377,46 @@ def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
     tol = dict(rel_tol=0, abs_tol=auc_atol(y.size))
     assert math.isclose(M.roc_auc_score(y, p), expected, **tol)
     monkeypatch.setattr(A, "THREADED_SORT_MIN_SIZE", 1)
-    for threads in (2, 3, MANY):  # value ranges: one per thread
-        monkeypatch.setattr(A, "get_num_threads", lambda: threads)
-        assert math.isclose(M.roc_auc_score(y, p), expected, **tol)
-        assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), **tol)
-        q = np.round(p, 1)  # heavy ties: pivots coincide
-        assert math.isclose(M.roc_auc_score(y, q), skm.roc_auc_score(y, q), **tol)
-    # the kernels: whole == pieces, regions hold exactly the right values in input order
+    q = np.round(p, 1)  # heavy ties: pivots coincide
+    crowded = p.astype(np.float64) ** 40  # quantiles crowd near 0: the locator falls back to a binary search
+    first = None
+    for range_rows in (1 << 20, 5000, 300):  # 2, 14 and 233 value ranges
+        monkeypatch.setattr(A, "RANGE_ROWS", range_rows)
+        for threads in (1, 2, 3, MANY):
+            with num_threads(threads):
+                got = M.roc_auc_score(y, p)
+                assert math.isclose(got, expected, **tol)
+                first = got if first is None else first
+                assert got == first  # exact integer counts: the same bits however the work is cut
+                assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), **tol)
+                assert math.isclose(M.roc_auc_score(y, q), skm.roc_auc_score(y, q), **tol)
+                assert math.isclose(M.roc_auc_score(y, crowded), skm.roc_auc_score(y, crowded), **tol)
+    assert A._locator(crowded, 233)[-1].size == 0 and A._locator(p, 233)[-1].size > 0
+    # the kernels: whole == pieces, regions hold exactly the right values in input order; two pivots in one
+    # cell of the locator, and values clipped to the end cells, still find their range exactly
     pivots = np.array([0.2, 0.5, 0.5000001])
-    counts, counts2 = (np.zeros((5, 8), dtype=np.int64) for _ in range(2))
-    AK.region_counts(p, y, pivots, counts, 0, 5)
-    in_pieces(AK.region_counts, 5, p, y, pivots, counts2)
-    assert_array_equal(counts, counts2)
-    sizes = counts.sum(axis=0)
-    start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    outs = []
-    for run in (lambda *a: AK.scatter_regions(*a, 0, 5), lambda *a: in_pieces(AK.scatter_regions, 5, *a)):
-        offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
-        out = np.empty_like(p)
-        run(p, y, pivots, offsets, out)
-        outs.append(out)
-    assert_array_equal(outs[0], outs[1])
+    xmin, scale, last = 0.1, 4.0, 3.0
+    grid = np.searchsorted(AK.pivot_cells(pivots, xmin, scale, last), np.arange(4), side="left")
+    sentinel = np.append(pivots, np.inf)
     r = np.searchsorted(pivots, p, side="right")
-    for g in range(8):
-        label, rng = divmod(g, 4)
-        assert_array_equal(outs[0][start[g] : start[g] + sizes[g]], p[(y == label) & (r == rng)])
+    for cell_first in (grid, np.empty(0, dtype=np.int64)):  # the grid, and the binary search
+        locate = (xmin, scale, last, cell_first)
+        counts, counts2 = (np.zeros((5, 8), dtype=np.int64) for _ in range(2))
+        AK.region_counts(p, y, sentinel, *locate, counts, 0, 5)
+        in_pieces(AK.region_counts, 5, p, y, sentinel, *locate, counts2)
+        assert_array_equal(counts, counts2)
+        sizes = counts.sum(axis=0)
+        start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        outs = []
+        for run in (lambda *a: AK.scatter_regions(*a, 0, 5), lambda *a: in_pieces(AK.scatter_regions, 5, *a)):
+            offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
+            out = np.empty_like(p)
+            run(p, y, sentinel, *locate, offsets, out)
+            outs.append(out)
+        assert_array_equal(outs[0], outs[1])
+        for g in range(8):
+            label, rng = divmod(g, 4)
+            assert_array_equal(outs[0][start[g] : start[g] + sizes[g]], p[(y == label) & (r == rng)])
 
 
 def test_roc_auc_one_class():

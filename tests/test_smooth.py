@@ -216,13 +216,13 @@ def test_multiclass_top_label_is_the_binary_problem_of_confidences():
 
 
 def test_same_bits_on_any_number_of_threads():
-    # several rounds of chunk slots, and a partial last chunk
+    # several rounds of chunk slots (one round at 16 threads: a slot per thread), and a partial last chunk
     n = S._CHUNK_ROWS * (S._SLOTS + 1) + 12345
     y, p = miscalibrated(n, 1.1, 9)
     w = np.random.default_rng(9).random(n).astype(np.float32)
     with num_threads(1):
         serial = S.grid_sums(p, y, w)
-    for threads in (2, MANY):
+    for threads in (2, 3, MANY, 8, 16):
         with num_threads(threads):
             assert np.array_equal(S.grid_sums(p, y, w), serial)
     w64 = w.astype(np.float64)

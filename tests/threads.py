@@ -22,6 +22,8 @@ def num_threads(n):
 #: The parallel threshold while :func:`serial_and_parallel` runs its parallel call, so that
 #: test-sized inputs are cut into ranges too.
 SMALL_THRESHOLD = 1 << 10
+#: The rows per task meanwhile: more tasks than threads, as on a big input.
+SMALL_TASK_ROWS = 1 << 7
 
 
 def serial_and_parallel(func, *args, **kwargs):
@@ -29,13 +31,13 @@ def serial_and_parallel(func, *args, **kwargs):
     :data:`SMALL_THRESHOLD` rows (instead of ``PARALLEL_MIN_SIZE``)."""
     with num_threads(1):
         serial = func(*args, **kwargs)
-    before = _parallel.PARALLEL_MIN_SIZE
-    _parallel.PARALLEL_MIN_SIZE = SMALL_THRESHOLD
+    before = _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS
+    _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS = SMALL_THRESHOLD, SMALL_TASK_ROWS
     try:
         with num_threads(MANY):
             parallel = func(*args, **kwargs)
     finally:
-        _parallel.PARALLEL_MIN_SIZE = before
+        _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS = before
     return serial, parallel
 
 
