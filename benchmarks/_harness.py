@@ -77,15 +77,19 @@ def miscalibrated_scores(n, dtype="float64", seed=0):
     return p, y
 
 
+def peak_rss():
+    """Peak resident memory of this process in bytes (``VmHWM``; reset it by writing 5 to ``/proc/self/clear_refs``)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) * 1024
+
+
 _BIG_RUN = r"""
 import json, sys, time
 import fastcal
-from benchmarks._harness import miscalibrated_scores, warm_rows
+from benchmarks._harness import miscalibrated_scores, peak_rss as hwm, warm_rows
 
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) * 1024
 def run(p, y):
     return CALL
 

@@ -54,7 +54,7 @@ _CHILD = r"""
 import json, os, statistics, sys, time
 import numpy as np
 import fastcal
-from benchmarks._harness import miscalibrated_scores, warm_rows
+from benchmarks._harness import miscalibrated_scores, peak_rss, spread, thread_cpu_ns, warm_rows
 
 call, n, threads, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 p, y = miscalibrated_scores(n, "float64", seed=0)
@@ -68,36 +68,18 @@ run(p[:m], y[:m], w[:m], t[:m])  # compiles (or loads) the kernels, starts the w
 run(p[:m], y[:m], w[:m], t[:m])
 
 
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) * 1024
-
-
-def cpu_ns():
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                out[tid] = int(f.read().split()[0])
-        except OSError:  # the thread ended meanwhile
-            pass
-    return out
-
-
 open("/proc/self/clear_refs", "w").write("5")  # reset the peak-RSS mark
-base = hwm()
+base = peak_rss()
 times, spreads = [], []
 for i in range(repeat):
-    before = cpu_ns()
+    before = thread_cpu_ns()
     t0 = time.perf_counter()
     run(p, y, w, t)
     times.append(time.perf_counter() - t0)
-    after = cpu_ns()
+    after = thread_cpu_ns()
     if i == 0:
-        extra = hwm() - base
-    used = [after[k] - before.get(k, 0) for k in after]
-    spreads.append(sum(used) / max(used))
+        extra = peak_rss() - base
+    spreads.append(spread(before, after))
 print(json.dumps(dict(seconds=statistics.median(times), extra=extra, input=p.nbytes, spread=max(spreads))))
 """
 
