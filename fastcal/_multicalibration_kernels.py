@@ -27,7 +27,7 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["KUIPER_SPLIT", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "segment_sums"]
+__all__ = ["KUIPER_SPLIT", "combo_counts", "first_rows", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "segment_sums"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -151,3 +151,31 @@ def kuiper_sf_many(x):
     for i in range(x.shape[0]):
         out[i] = kuiper_sf(x[i])
     return out
+
+
+@kernel
+def combo_counts(codes, feat, mult, base, size):
+    """Rows per key of every combination (keys as in :func:`segment_sums`, ``size`` keys in all), in one pass."""
+    counts = np.zeros(size, dtype=np.int64)
+    n_combos = base.shape[0]
+    depth = feat.shape[1]
+    for j in range(codes.shape[0]):
+        for c in range(n_combos):
+            key = base[c]
+            for d in range(depth):
+                f = feat[c, d]
+                if f < 0:
+                    break
+                key += mult[c, d] * codes[j, f]
+            counts[key] += 1
+    return counts
+
+
+@kernel
+def first_rows(codes, order, k):
+    """First position ``i`` along ``order`` of each code ``codes[order[i]]`` in ``0..k-1`` (``len(order)`` if absent)."""
+    n = order.shape[0]
+    first = np.full(k, n, dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        first[codes[order[i]]] = i
+    return first

@@ -497,6 +497,8 @@ def _multicalibration(dtype):
         multicalibration_error(y, p, segments, numerical=["c"], sample_weight=_weights(N, wdtype),
                                min_samples_per_segment=1)
     multicalibration_error(y, p, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
+    pb, yb = _scores(dtype, n=BIG)  # the radix argsort's int32 order
+    multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)
     kuiper_cdf(3.0)
     kuiper_sf(3.0)

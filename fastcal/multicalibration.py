@@ -176,10 +176,9 @@ def _sigma(ecce_value, std):
         return np.where(std > 0, ecce_value / np.where(std > 0, std, 1.0), np.where(ecce_value != 0, np.inf, 0.0))
 
 
-def _segment_stats(y, p, w, codes, feat, mult, base, lookup, n_segments):
-    """Sort by ``p`` and run :func:`fastcal._multicalibration_kernels.segment_sums`: per segment
-    ``(n, ecce, std)`` (``codes`` in the input order)."""
-    order = argsort(p)
+def _segment_stats(y, p, w, order, codes, feat, mult, base, lookup, n_segments):
+    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows reordered by ``order`` (``argsort(p)``):
+    per segment ``(n, ecce, std)`` (``codes`` in the input order)."""
     ws = np.empty(0) if w is None else w[order]
     count, total, var, lo, hi = _k.segment_sums(p[order], y[order], ws, codes[order], feat, mult, base, lookup,
                                                 n_segments)
@@ -243,7 +242,7 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     """
     y, p, w = _check_inputs(y_true, y_prob, sample_weight)
     codes = np.zeros((p.shape[0], 0), dtype=np.int32)
-    _, value, std = _segment_stats(y, p, w, codes, *_GLOBAL, 1)
+    _, value, std = _segment_stats(y, p, w, argsort(p), codes, *_GLOBAL, 1)
     sigma = _sigma(value, std)
     return ECCEResult(ecce=float(value[0]), std=float(std[0]), ecce_sigma=float(sigma[0]),
                       pvalue=kuiper_sf(sigma[0]))
@@ -335,11 +334,9 @@ def normalized_entropy(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: A
 # ---------------------------------------------------------------------------
 # segments
 # ---------------------------------------------------------------------------
-def _first_rows(codes_sorted, k):
-    """First position of each code ``0..k-1`` in ``codes_sorted`` (n where absent)."""
-    first = np.full(k, codes_sorted.shape[0], dtype=np.int64)
-    np.minimum.at(first, codes_sorted, np.arange(codes_sorted.shape[0]))
-    return first
+def _first_rows(codes, order, k):
+    """First position along the sorted predictions (``order``) of each code ``0..k-1``."""
+    return _k.first_rows(np.ascontiguousarray(codes, dtype=np.int64), order, k)
 
 
 def _factorize(values, name):
@@ -366,20 +363,32 @@ def _factorize(values, name):
             codes = np.where(missing, present.size, index[codes])
             uniques = [uniques[i] for i in present] + [None]
         return codes, uniques
-    objects = values.astype(object)
-    missing = np.array([v is None or (isinstance(v, float) and v != v) for v in objects.tolist()], dtype=bool)
-    try:
-        uniques, codes = np.unique(np.where(missing, "", objects) if missing.any() else objects, return_inverse=True)
-    except TypeError:
-        raise ValueError(f"segments[{name!r}] mixes values of types that cannot be compared.") from None
-    uniques = uniques.tolist()
-    if missing.any():
-        present = np.unique(codes[~missing])
-        index = np.full(len(uniques), -1, dtype=np.int64)
-        index[present] = np.arange(present.size)
-        codes = np.where(missing, present.size, index[codes])
-        uniques = [uniques[i] for i in present] + [None]
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):  # short strings: their bits as integers
+        as_int = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+        codes, uniques = _factorize(as_int, name)
+        return codes, np.array(uniques, dtype=as_int.dtype).view(values.dtype).tolist()
+    # Anything else: a dict of the values in order of appearance (hashing, no sort), then the missing ones merged.
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values.tolist()), dtype=np.int64,
+                        count=values.shape[0])
+    uniques = list(index)
+    missing = [_is_missing(u) for u in uniques]
+    if any(missing):
+        keep = [i for i, m in enumerate(missing) if not m]
+        remap = np.full(len(uniques), len(keep), dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        codes = remap[codes]
+        uniques = [uniques[i] for i in keep] + [None]
     return codes, uniques
+
+
+def _is_missing(value):
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN
+    except (TypeError, ValueError):  # pandas' NA, whose truth value raises
+        return True
 
 
 def _categorical(values, name, order, max_values):
@@ -389,7 +398,7 @@ def _categorical(values, name, order, max_values):
     numeric = values.dtype.kind in "biuf"
     labels = [MISSING if u is None else u for u in uniques]
     k = len(labels)
-    first = _first_rows(codes[order], k)
+    first = _first_rows(codes, order, k)
     if k > max_values:
         counts = np.bincount(codes, minlength=k)
         by_appearance = np.argsort(first, kind="stable")
@@ -419,13 +428,13 @@ def _numerical(values, name, order, max_values):
     bins = np.where(np.isnan(x), np.nan, bins.astype(np.float64))
     codes, uniques = _factorize(bins, name)
     labels = [float("nan") if u is None else int(u) for u in uniques]
-    return _by_appearance(codes, labels, _first_rows(codes[order], len(labels)))
+    return _by_appearance(codes, labels, _first_rows(codes, order, len(labels)))
 
 
 def _categorical_values(x, name, order):
     codes, uniques = _factorize(x, name)
     labels = [float("nan") if u is None else u for u in uniques]
-    return _by_appearance(codes, labels, _first_rows(codes[order], len(labels)))
+    return _by_appearance(codes, labels, _first_rows(codes, order, len(labels)))
 
 
 def _by_appearance(codes, labels, first):
@@ -457,6 +466,20 @@ def _columns(segments, n, numerical):
             raise ValueError(f"segments[{name!r}] has {values.shape[0]} rows, expected {n} (one per sample).")
     categorical = [name for name in columns if name not in numerical]
     return [(name, columns[name], False) for name in categorical] + [(name, columns[name], True) for name in numerical]
+
+
+def _combo_tables(combos, depth):
+    """``(feat, mult, base)`` of :func:`fastcal._multicalibration_kernels.segment_sums` for ``(features, multipliers,
+    first key)`` triples."""
+    width = max(depth, 1)
+    feat = np.full((len(combos), width), -1, dtype=np.int64)
+    mult_table = np.zeros((len(combos), width), dtype=np.int64)
+    base = np.zeros(len(combos), dtype=np.int64)
+    for c, (subset, mult, start) in enumerate(combos):
+        feat[c, :len(subset)] = subset
+        mult_table[c, :len(subset)] = mult
+        base[c] = start
+    return feat, mult_table, base
 
 
 def multicalibration_error(
@@ -569,41 +592,37 @@ def multicalibration_error(
     depth = n_features if max_depth is None else min(max_depth, n_features)
     limit = math.inf if max_n_segments is None else max_n_segments
 
+    code_matrix = (np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)).astype(np.int32)
+    candidates = [subset for d in range(1, depth + 1) for subset in itertools.combinations(range(n_features), d)]
     combos, lookup, segment_values = [], [], [{}]
     n_segments = 1
-    for d in range(1, depth + 1):
-        for subset in itertools.combinations(range(n_features), d):
-            if n_segments >= limit:
-                break
+    while candidates and n_segments < limit:
+        # Count the rows of each value combination of the next combinations of features in one pass: as many
+        # combinations as could be needed to reach the cap on segments (each segment is one of their keys).
+        batch, room = [], 0
+        while candidates and (not batch or room < limit - n_segments):
+            subset = candidates.pop(0)
             sizes = [len(values[f]) for f in subset]
-            mult = [math.prod(sizes[i + 1:]) for i in range(d)]
-            key = np.zeros(n, dtype=np.int64)
-            for f, m in zip(subset, mult):
-                key += m * codes[f]
-            counts = np.bincount(key, minlength=math.prod(sizes))
-            ids = np.full(counts.size, -1, dtype=np.int64)
-            for k in np.flatnonzero(counts >= min_samples):
+            batch.append((subset, sizes, [math.prod(sizes[i + 1:]) for i in range(len(subset))], room))
+            room += math.prod(sizes)
+        counts = _k.combo_counts(code_matrix, *_combo_tables([(subset, mult, start) for subset, _, mult, start in batch],
+                                                              depth), room)
+        for subset, sizes, mult, start in batch:
+            ids = np.full(math.prod(sizes), -1, dtype=np.int64)
+            for k in np.flatnonzero(counts[start:start + ids.size] >= min_samples):
                 if n_segments >= limit:
                     break
                 ids[k] = n_segments
                 n_segments += 1
-                digits = [(k // m) % s for m, s in zip(mult, sizes)]
+                digits = [(k // m) % size for m, size in zip(mult, sizes)]
                 segment_values.append({names[f]: values[f][j] for f, j in zip(subset, digits)})
             if (ids >= 0).any():
                 combos.append((subset, mult, len(lookup) + 1))
                 lookup.extend(ids.tolist())
 
-    width = max(depth, 1)
-    feat = np.full((len(combos) + 1, width), -1, dtype=np.int64)
-    mult_table = np.zeros((len(combos) + 1, width), dtype=np.int64)
-    base = np.zeros(len(combos) + 1, dtype=np.int64)
-    for c, (subset, mult, start) in enumerate(combos, start=1):
-        feat[c, :len(subset)] = subset
-        mult_table[c, :len(subset)] = mult
-        base[c] = start
+    feat, mult_table, base = _combo_tables([((), [], 0)] + combos, depth)
     table = np.array([0] + lookup, dtype=np.int64)  # key 0 of combination 0 (all rows) is segment 0
-    code_matrix = (np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)).astype(np.int32)
-    count, value, std = _segment_stats(y, p, w, code_matrix, feat, mult_table, base, table, n_segments)
+    count, value, std = _segment_stats(y, p, w, order, code_matrix, feat, mult_table, base, table, n_segments)
     sigma = _sigma(value, std)
     pvalues = _k.kuiper_sf_many(sigma)
 
