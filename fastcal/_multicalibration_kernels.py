@@ -1,7 +1,7 @@
 r"""Numba kernels behind :mod:`fastcal.multicalibration`: per-segment cumulative differences, Kuiper's distribution.
 
 The caller validates; these kernels assume clean, contiguous input (scores
-sorted ascending without NaN, labels with nonzero = positive, non-negative
+without NaN and an order that sorts them, labels with nonzero = positive, non-negative
 weights) and never check.
 
 Segments. A row belongs to at most one segment per *combination* of segment
@@ -27,7 +27,8 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["KUIPER_SPLIT", "combo_counts", "first_rows", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "segment_sums"]
+__all__ = ["KUIPER_SPLIT", "combo_counts", "first_rows", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "segment_sums",
+           "tied_range"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -35,8 +36,8 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def segment_sums(p, y, w, codes, feat, mult, base, lookup, n_segments):
-    """One pass over sorted rows: per segment ``(count, W, V, lo, hi)``.
+def segment_sums(p, y, w, codes, order, feat, mult, base, lookup, n_segments):
+    """One pass over the rows in the order ``order`` (sorting ``p``): per segment ``(count, W, V, lo, hi)``.
 
     ``count`` rows, total weight ``W = sum w``, ``V = sum w^2 p (1 - p)``, and
     the minimum ``lo <= 0`` and maximum ``hi >= 0`` of the running sum
@@ -59,10 +60,11 @@ def segment_sums(p, y, w, codes, feat, mult, base, lookup, n_segments):
     while i < n:
         j = i
         n_touched = 0
-        while j < n and p[j] == p[i]:
-            pj = np.float64(p[j])
-            wj = np.float64(w[j]) if weighted else 1.0
-            r = wj * ((1.0 if y[j] != 0 else 0.0) - pj)
+        while j < n and p[order[j]] == p[order[i]]:
+            row = order[j]
+            pj = np.float64(p[row])
+            wj = np.float64(w[row]) if weighted else 1.0
+            r = wj * ((1.0 if y[row] != 0 else 0.0) - pj)
             v = wj * wj * pj * (1.0 - pj)
             for c in range(n_combos):
                 key = base[c]
@@ -70,7 +72,7 @@ def segment_sums(p, y, w, codes, feat, mult, base, lookup, n_segments):
                     f = feat[c, d]
                     if f < 0:
                         break
-                    key += mult[c, d] * codes[j, f]
+                    key += mult[c, d] * codes[row, f]
                 s = lookup[key]
                 if s < 0:
                     continue
@@ -179,3 +181,25 @@ def first_rows(codes, order, k):
     for i in range(n - 1, -1, -1):
         first[codes[order[i]]] = i
     return first
+
+
+@kernel
+def tied_range(ps, rs):
+    """``(lo, hi)``: the minimum and maximum of 0 and of the running sum of ``rs`` after each group of equal ``ps``
+    (sorted): :func:`segment_sums` of one segment, from rows already sorted with their terms."""
+    lo = 0.0
+    hi = 0.0
+    run = 0.0
+    n = ps.shape[0]
+    i = 0
+    while i < n:
+        j = i
+        while j < n and ps[j] == ps[i]:
+            run += rs[j]
+            j += 1
+        if run > hi:
+            hi = run
+        elif run < lo:
+            lo = run
+        i = j
+    return lo, hi

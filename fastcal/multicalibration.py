@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _multicalibration_kernels as _k
 from ._results import Result
-from ._sort import argsort
+from ._sort import argsort, sort_pairs
 from ._validation import (
     as_float_array,
     check_binary_labels,
@@ -177,19 +177,14 @@ def _sigma(ecce_value, std):
 
 
 def _segment_stats(y, p, w, order, codes, feat, mult, base, lookup, n_segments):
-    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows reordered by ``order`` (``argsort(p)``):
-    per segment ``(n, ecce, std)`` (``codes`` in the input order)."""
-    ws = np.empty(0) if w is None else w[order]
-    count, total, var, lo, hi = _k.segment_sums(p[order], y[order], ws, codes[order], feat, mult, base, lookup,
-                                                n_segments)
+    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows taken in the order ``order``
+    (``argsort(p)``, read in place: no reordered copies): per segment ``(n, ecce, std)``."""
+    count, total, var, lo, hi = _k.segment_sums(p, y, np.empty(0) if w is None else w, codes, order, feat, mult,
+                                                base, lookup, n_segments)
     with np.errstate(divide="ignore", invalid="ignore"):
         ecce_value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
         std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
     return count, ecce_value, std
-
-
-_GLOBAL = (np.full((1, 1), -1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.int64),
-           np.zeros(1, dtype=np.int64))  # (feat, mult, base, lookup) of the one segment of all rows
 
 
 # ---------------------------------------------------------------------------
@@ -207,7 +202,7 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     \mathrm{ECCE}`, 0 if both are 0) and ``pvalue`` :math:`= 1 - F(\mathrm{ECCE}/\sigma)`,
     :math:`F` Kuiper's distribution (:func:`kuiper_cdf`).
 
-    One sort (fastcal's radix argsort) and one pass; sums in float64 for
+    One sort (fastcal's radix sort, the terms carried with the scores) and one pass; sums in float64 for
     float32 and float64 input. Unlike MCGrad's ``ecce``, tied predictions
     are pooled, so the result does not depend on the order of the rows; on
     untied predictions the two agree.
@@ -241,11 +236,17 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     (0.125, 0.203101)
     """
     y, p, w = _check_inputs(y_true, y_prob, sample_weight)
-    codes = np.zeros((p.shape[0], 0), dtype=np.int32)
-    _, value, std = _segment_stats(y, p, w, argsort(p), codes, *_GLOBAL, 1)
-    sigma = _sigma(value, std)
-    return ECCEResult(ecce=float(value[0]), std=float(std[0]), ecce_sigma=float(sigma[0]),
-                      pvalue=kuiper_sf(sigma[0]))
+    # One segment: the terms w (y - p) travel with their scores through the sort (no gather after it).
+    p64 = p.astype(np.float64)
+    w64 = np.ones_like(p64) if w is None else w.astype(np.float64)
+    terms = w64 * (np.not_equal(y, 0) - p64)
+    total = float(w64.sum())
+    ps, rs = sort_pairs(p, terms)
+    lo, hi = _k.tied_range(ps, rs)
+    value = (hi - lo) / total
+    std = math.sqrt(float(np.dot(w64 * w64, p64 * (1.0 - p64)))) / total
+    sigma = float(_sigma(np.array([value]), np.array([std]))[0])
+    return ECCEResult(ecce=value, std=std, ecce_sigma=sigma, pvalue=kuiper_sf(sigma))
 
 
 def calibration_ratio(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | None = None,
