@@ -1,7 +1,7 @@
 r"""Numba kernels behind :mod:`fastcal.multicalibration`: per-segment cumulative differences, Kuiper's distribution.
 
 The caller validates; these kernels assume clean, contiguous input (scores
-without NaN and an order that sorts them, labels with nonzero = positive, non-negative
+sorted ascending without NaN, labels with nonzero = positive, non-negative
 weights) and never check.
 
 Segments. A row belongs to at most one segment per *combination* of segment
@@ -36,8 +36,8 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def segment_sums(p, y, w, codes, order, feat, mult, base, lookup, n_segments):
-    """One pass over the rows in the order ``order`` (sorting ``p``): per segment ``(count, W, V, lo, hi)``.
+def segment_sums(p, y, w, codes, feat, mult, base, lookup, n_segments):
+    """One pass over rows sorted by ``p``: per segment ``(count, W, V, lo, hi)``.
 
     ``count`` rows, total weight ``W = sum w``, ``V = sum w^2 p (1 - p)``, and
     the minimum ``lo <= 0`` and maximum ``hi >= 0`` of the running sum
@@ -60,8 +60,8 @@ def segment_sums(p, y, w, codes, order, feat, mult, base, lookup, n_segments):
     while i < n:
         j = i
         n_touched = 0
-        while j < n and p[order[j]] == p[order[i]]:
-            row = order[j]
+        while j < n and p[j] == p[i]:
+            row = j
             pj = np.float64(p[row])
             wj = np.float64(w[row]) if weighted else 1.0
             r = wj * ((1.0 if y[row] != 0 else 0.0) - pj)

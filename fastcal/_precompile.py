@@ -496,8 +496,13 @@ def _multicalibration(dtype):
         segments = {"a": np.arange(N) % 4, "c": np.linspace(0.0, 1.0, N)}
         multicalibration_error(y, p, segments, numerical=["c"], sample_weight=_weights(N, wdtype),
                                min_samples_per_segment=1)
-    multicalibration_error(y, p, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
-    pb, yb = _scores(dtype, n=BIG)  # the radix argsort's int32 order
+    for labels in _labels(y):  # the pass reads the validated labels, predictions and weights in place
+        multicalibration_error(labels, p, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
+    pr, yr, wr = _read_only(p, y, _weights(N, np.float64))
+    multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
+    multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
+    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce), an int32 order (segments)
+    ecce(yb, pb)
     multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)
     kuiper_cdf(3.0)

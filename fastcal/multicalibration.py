@@ -177,10 +177,12 @@ def _sigma(ecce_value, std):
 
 
 def _segment_stats(y, p, w, order, codes, feat, mult, base, lookup, n_segments):
-    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows taken in the order ``order``
-    (``argsort(p)``, read in place: no reordered copies): per segment ``(n, ecce, std)``."""
-    count, total, var, lo, hi = _k.segment_sums(p, y, np.empty(0) if w is None else w, codes, order, feat, mult,
-                                                base, lookup, n_segments)
+    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows reordered by ``order`` (``argsort(p)``):
+    per segment ``(n, ecce, std)``. The rows are gathered first: the pass then reads them in sequence (measured
+    at 10^6 rows: reading them through ``order`` in the pass was several times slower)."""
+    ws = np.empty(0) if w is None else np.take(w, order)
+    count, total, var, lo, hi = _k.segment_sums(np.take(p, order), np.take(y, order), ws, np.take(codes, order, axis=0),
+                                                feat, mult, base, lookup, n_segments)
     with np.errstate(divide="ignore", invalid="ignore"):
         ecce_value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
         std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
