@@ -83,6 +83,7 @@ from .metrics import (
     log_loss,
     roc_auc_score,
 )
+from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import smooth_ece
@@ -483,6 +484,29 @@ def _decomposition(dtype):
         for wdtype in FLOATS:
             corp_reliability(yb, pb, n_resamples=2, band=band, random_state=0, sample_weight=_weights(BIG, wdtype))
         corp_reliability(yb, pb, n_resamples=2, band=band, random_state=0)
+
+
+@warmup("ECCE and multicalibration error")
+def _multicalibration(dtype):
+    p, y = _scores(dtype)
+    for labels in _labels(y):
+        ecce(labels, p)
+    for wdtype in FLOATS:
+        ecce(y, p, sample_weight=_weights(N, wdtype))
+        segments = {"a": np.arange(N) % 4, "c": np.linspace(0.0, 1.0, N)}
+        multicalibration_error(y, p, segments, numerical=["c"], sample_weight=_weights(N, wdtype),
+                               min_samples_per_segment=1)
+    for labels in _labels(y):  # the pass reads the validated labels, predictions and weights in place
+        multicalibration_error(labels, p, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
+    pr, yr, wr = _read_only(p, y, _weights(N, np.float64))
+    multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
+    multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
+    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce), an int32 order (segments)
+    ecce(yb, pb)
+    multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
+    kuiper_cdf(1.0)
+    kuiper_cdf(3.0)
+    kuiper_sf(3.0)
 
 
 @warmup("smooth ECE")

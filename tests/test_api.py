@@ -85,6 +85,8 @@ def _results():
         "ScoreDecomposition": lambda: fastcal.score_decomposition(y, p),
         "CorpReliabilityResult": lambda: fastcal.corp_reliability(y, p, n_resamples=20, random_state=0),
         "SmoothECEResult": lambda: fastcal.smooth_ece(y, p),
+        "ECCEResult": lambda: fastcal.ecce(y, p),
+        "MulticalibrationResult": lambda: fastcal.multicalibration_error(y, p, {"g": (s > 0).astype(int)}),
     }
 
 

@@ -111,6 +111,19 @@ def _ece(w):
     return out
 
 
+def _ecce(w):
+    r = fastcal.ecce(Y, S, sample_weight=w)
+    return {"ecce": _floats([r.ecce, r.std, r.ecce_sigma, r.pvalue])}
+
+
+def _multicalibration(w):
+    r = fastcal.multicalibration_error(Y, S, {"g": np.arange(N) % 3, "x": S[::-1].copy()}, numerical=["x"],
+                                       sample_weight=w, min_samples_per_segment=2)
+    return {"mce": _floats([r.mce, r.mce_sigma, r.mce_pvalue, r.mce_relative, r.mde, r.mde_relative,
+                            r.global_ecce, r.global_ecce_sigma, r.global_ecce_pvalue]),
+            "segments": _floats(np.concatenate([r.segment_ecce, r.segment_ecce_sigma, r.segment_pvalue]))}
+
+
 def _smooth(w):
     out = {}
     for key, (y, p) in {"b": (Y, S), "k": (YK, PK)}.items():
@@ -397,6 +410,14 @@ CASES = {
     "fastcal.decomposition.corp_reliability": _corp,
     "fastcal.dask.score_decomposition": _dask_decomposition,
     "fastcal.smooth.smooth_ece": _smooth,
+    "fastcal.multicalibration.ecce": _ecce,
+    "fastcal.multicalibration.multicalibration_error": _multicalibration,
+    "fastcal.multicalibration.calibration_ratio": lambda w: {
+        f"{a}": _floats(fastcal.calibration_ratio(Y, S, sample_weight=w, adjust_unjoined=a)) for a in (False, True)},
+    "fastcal.multicalibration.proportional_ece": lambda w: {
+        "pece": _floats(fastcal.proportional_ece(Y, S, sample_weight=w, n_bins=5))},
+    "fastcal.multicalibration.normalized_entropy": lambda w: {
+        "ne": _floats(fastcal.normalized_entropy(Y, S, sample_weight=w))},
     "fastcal.venn_abers.VennAbers.fit": _venn_abers,
     "fastcal.dask.smooth_ece": _dask_smooth,
 }

@@ -1,0 +1,372 @@
+"""ECCE, the Kuiper distribution and the multicalibration error against MCGrad, a naive reference and invariants.
+
+MCGrad (``mcgrad`` 0.1.5, installed by ``make venv`` without its declared
+torch/lightgbm dependencies, which its metrics do not use) is the oracle on
+untied data with ``precision_dtype="float64"``: both sum the same float64
+terms in the same order up to the per-segment normalisation (MCGrad divides
+each term by W, fastcal the extremes), so they agree to a few ``n * eps``;
+1e-9 relative is far above that at these sizes. MCGrad's p-values are
+``1 - F`` (an absolute rounding of ~eps), fastcal's the tail series (relative
+rounding): they are compared with ``atol=4 * eps`` besides ``rtol``.
+"""
+
+import math
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate
+
+from fastcal import calibration_ratio, ecce, log_loss, multicalibration_error, normalized_entropy, proportional_ece
+from fastcal.multicalibration import kuiper_cdf, kuiper_sf
+
+from .naive_multicalibration import naive_ecce
+
+EPS = np.finfo(np.float64).eps
+RTOL = 1e-9  # the brief's agreement with MCGrad; the observed differences are ~1e-14
+
+
+@pytest.fixture(scope="module")
+def mcgrad():
+    try:
+        from mcgrad import metrics
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("mcgrad is not installed in CI: `make venv` installs it (pip install --no-deps mcgrad==0.1.5).")
+        pytest.skip("mcgrad is not installed: .venv/bin/pip install --no-deps mcgrad==0.1.5")
+    return metrics
+
+
+def _quiet(func, *args, **kwargs):
+    """Call MCGrad with the deprecation warnings of its pandas calls silenced (only here, not globally)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return func(*args, **kwargs)
+
+
+def _data(n, seed=0, ties=False):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.01, 0.99, n)
+    if ties:
+        p = np.round(p, 1)
+    y = (rng.uniform(size=n) < p ** 1.2).astype(np.uint8)
+    w = rng.exponential(size=n)
+    return y, p, w
+
+
+# ---------------------------------------------------------------------------
+# Kuiper's distribution
+# ---------------------------------------------------------------------------
+def _theta_reference(x, terms=200):
+    h = (np.arange(terms) + 0.5) * math.pi
+    return math.fsum(((8 / x**2 + 2 / h**2) * np.exp(-2 * h**2 / x**2)).tolist())
+
+
+def _alternating_reference(x, terms=200):
+    k = np.arange(1, terms + 1)
+    tails = np.array([math.erfc(kk * x / math.sqrt(2)) for kk in k])
+    return math.fsum((4 * (-1.0) ** (k - 1) * k * tails).tolist())
+
+
+def test_kuiper_series_agree_where_both_converge():
+    # The two closed forms of Feller (1951) are independent formulas: their agreement checks both.
+    for x in np.linspace(1.0, 3.5, 26):
+        assert _theta_reference(x) == pytest.approx(1 - _alternating_reference(x), rel=1e-14, abs=1e-15)
+
+
+def test_kuiper_cdf_and_sf_against_long_series():
+    for x in np.geomspace(0.25, 2.0, 40, endpoint=False):
+        assert kuiper_cdf(x) == pytest.approx(_theta_reference(x), rel=4 * EPS)
+    for x in np.geomspace(2.0, 35.0, 60):
+        assert kuiper_sf(x) == pytest.approx(_alternating_reference(x), rel=8 * EPS)
+        assert kuiper_cdf(x) == pytest.approx(1 - _alternating_reference(x), rel=2 * EPS)
+    assert kuiper_cdf(0.0) == 0.0 and kuiper_sf(0.0) == 1.0 and kuiper_sf(math.inf) == 0.0
+    assert 0 < kuiper_sf(30.0) < 1e-180  # the tail keeps its relative accuracy (MCGrad clamps at 2.2e-16)
+
+
+def test_kuiper_moments():
+    # E[R] = 2 sqrt(2 / pi) and E[R^2] = 4 log 2 for the range R of a standard Brownian motion on [0, 1] (Feller 1951).
+    mean = integrate.quad(kuiper_sf, 0, 2)[0] + integrate.quad(kuiper_sf, 2, np.inf)[0]
+    square = integrate.quad(lambda x: 2 * x * kuiper_sf(x), 0, 2)[0] + integrate.quad(
+        lambda x: 2 * x * kuiper_sf(x), 2, np.inf)[0]
+    assert mean == pytest.approx(2 * math.sqrt(2 / math.pi), rel=1e-10)
+    assert square == pytest.approx(4 * math.log(2), rel=1e-10)
+
+
+def test_kuiper_cdf_against_mcgrad(mcgrad):
+    x = np.geomspace(0.2, 8.2, 80)
+    ours = np.array([kuiper_cdf(v) for v in x])
+    np.testing.assert_allclose(ours, mcgrad._ecce_cdf(x), rtol=1e-13, atol=4 * EPS)
+
+
+# ---------------------------------------------------------------------------
+# ECCE
+# ---------------------------------------------------------------------------
+@pytest.mark.nojit
+def test_ecce_small_example():
+    r = ecce([0, 0, 1, 1], [0.1, 0.4, 0.6, 0.9])
+    # D = 0, -0.025, -0.125, -0.025, 0
+    assert r.ecce == pytest.approx(0.125, rel=1e-15)
+    assert r.std == pytest.approx(math.sqrt(0.66) / 4, rel=1e-15)
+    assert r.ecce_sigma == pytest.approx(r.ecce / r.std, rel=1e-15)
+    assert r.pvalue == pytest.approx(kuiper_sf(r.ecce_sigma), rel=1e-15)
+
+
+@pytest.mark.nojit
+def test_ecce_pools_ties():
+    # MCGrad gives 0.25 and 0.125 here (its order of tied rows); pooled, one step of sum 0.
+    assert ecce([1, 1, 0, 0], [0.5] * 4).ecce == 0.0
+    assert ecce([1, 0, 1, 0], [0.5] * 4).ecce == 0.0
+    assert ecce([1, 1, 0, 0], [0.5] * 4).pvalue == 1.0
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("n", [50, 1000, 20_000])
+def test_ecce_against_mcgrad(mcgrad, weighted, n):
+    y, p, w = _data(n, seed=n)
+    w = w if weighted else None
+    r = ecce(y, p, sample_weight=w)
+    assert r.ecce == pytest.approx(mcgrad.ecce(y, p, w), rel=RTOL)
+    assert r.ecce_sigma == pytest.approx(mcgrad.ecce_sigma(y, p, w), rel=RTOL)
+    assert r.pvalue == pytest.approx(mcgrad.ecce_pvalue(y, p, w), rel=RTOL, abs=4 * EPS)
+    assert r.std == pytest.approx(mcgrad._ecce_standard_deviation(p, y, w), rel=RTOL)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 2**31), ties=st.booleans(), weighted=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), wdtype=st.sampled_from([np.float32, np.float64]))
+def test_ecce_against_naive(n, seed, ties, weighted, dtype, wdtype):
+    y, p, w = _data(n, seed, ties)
+    p = p.astype(dtype)
+    w = w.astype(wdtype) if weighted else None
+    r = ecce(y, p, sample_weight=w)
+    expected, std = naive_ecce(y, p, w)
+    # The same float64 terms summed in the same order but for the grouping of ties: a few n eps of the sum of |terms|.
+    scale = np.sum(np.abs(y - p.astype(np.float64)) * (1 if w is None else w)) / (n if w is None else np.sum(w, dtype=np.float64))
+    assert r.ecce == pytest.approx(expected, rel=1e-12, abs=4 * n * EPS * scale)
+    assert r.std == pytest.approx(std, rel=1e-12)
+
+
+def test_ecce_tie_permutation_invariance():
+    rng = np.random.default_rng(3)
+    y, p, w = _data(5000, seed=3, ties=True)
+    r = ecce(y, p, sample_weight=w)
+    for _ in range(3):
+        perm = rng.permutation(p.shape[0])
+        permuted = ecce(y[perm], p[perm], sample_weight=w[perm])
+        # Equal up to the rounding of the sums, whose terms come in another order: n eps relative.
+        for name in ("ecce", "std", "ecce_sigma", "pvalue"):
+            assert getattr(permuted, name) == pytest.approx(getattr(r, name), rel=p.shape[0] * EPS)
+    # Unpooled, the order of the tied rows would move the ECCE by a whole step (MCGrad's 0.25 against 0.125).
+    assert r.ecce == pytest.approx(naive_ecce(y, p, w)[0], rel=p.shape[0] * EPS)
+
+
+def test_ecce_weight_scaling():
+    y, p, w = _data(3000, seed=4)
+    r = ecce(y, p, sample_weight=w)
+    assert ecce(y, p, sample_weight=w * 1024.0) == r  # a power of two: exactly
+    scaled = ecce(y, p, sample_weight=w * 3.7)
+    for name in ("ecce", "std", "ecce_sigma", "pvalue"):
+        assert getattr(scaled, name) == pytest.approx(getattr(r, name), rel=1e-12)
+    assert ecce(y, p, sample_weight=np.ones_like(p)) == ecce(y, p)
+
+
+def test_ecce_float32_sums_in_float64():
+    y, p, w = _data(200_000, seed=5)
+    p32 = p.astype(np.float32)
+    r = ecce(y, p32, sample_weight=w.astype(np.float32))
+    expected, std = naive_ecce(y, p32, w.astype(np.float32))
+    assert r.ecce == pytest.approx(expected, rel=1e-10)
+    assert r.std == pytest.approx(std, rel=1e-12)
+    assert isinstance(r.ecce, float)
+
+
+@pytest.mark.nojit
+def test_ecce_validation():
+    with pytest.raises(ValueError, match="y_true"):
+        ecce([0, 2, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="y_prob"):
+        ecce([0, 1, 1], [0.1, 1.2, 0.3])
+    with pytest.raises(ValueError, match="y_prob"):
+        ecce([0, 1, 1], [0.1, np.nan, 0.3])
+    with pytest.raises(ValueError, match="Inconsistent"):
+        ecce([0, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="sample_weight"):
+        ecce([0, 1, 1], [0.1, 0.2, 0.3], sample_weight=[1, -1, 1])
+    y, p = np.array([0, 1, 1]), np.array([0.1, 0.2, 0.3])
+    ecce(y, p)
+    np.testing.assert_array_equal(p, [0.1, 0.2, 0.3])  # inputs not modified
+
+
+# ---------------------------------------------------------------------------
+# calibration ratio, proportional ECE, normalized entropy
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("adjust_unjoined", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_ratio_against_mcgrad(mcgrad, adjust_unjoined, weighted):
+    y, p, w = _data(5000, seed=6)
+    w = w if weighted else None
+    ours = calibration_ratio(y, p, sample_weight=w, adjust_unjoined=adjust_unjoined)
+    assert ours == pytest.approx(mcgrad.calibration_ratio(y, p, w, adjust_unjoined=adjust_unjoined), rel=1e-12)
+    with pytest.raises(ValueError, match="no positive"):
+        calibration_ratio([0, 0], [0.1, 0.2])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_proportional_ece_against_mcgrad(mcgrad, weighted):
+    y, p, w = _data(5000, seed=7)  # continuous: no prediction on a bin edge, where the bins' closed sides differ
+    w = w if weighted else None
+    expected = _quiet(mcgrad.proportional_expected_calibration_error, y, p, w)
+    assert proportional_ece(y, p, sample_weight=w) == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="mean prediction is 0"):
+        proportional_ece([0, 1], [0.0, 0.9])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_normalized_entropy(mcgrad, weighted):
+    y, p, w = _data(5000, seed=8)
+    w = w if weighted else None
+    wf = np.ones_like(p) if w is None else w
+    rate = np.dot(wf, y) / wf.sum()
+    expected = log_loss(y, p, sample_weight=w) / log_loss(y, np.full_like(p, rate), sample_weight=w)
+    ne = normalized_entropy(y, p, sample_weight=w)
+    assert ne == pytest.approx(expected, rel=1e-12)
+    # MCGrad's baseline is the log loss of a float32 array of the base rate: float32 logarithms and float32 pairwise
+    # sums, each a few 2^-24 relative (log2(5000) < 13 levels of pairwise sums): at most 16 * 2^-24 together.
+    assert ne == pytest.approx(mcgrad.normalized_entropy(y, p, w), rel=16 * 2.0**-24)
+    with pytest.raises(ValueError, match="one class"):
+        normalized_entropy([1, 1], [0.2, 0.3])
+
+
+# ---------------------------------------------------------------------------
+# multicalibration error
+# ---------------------------------------------------------------------------
+def _segment_data(n, seed, ties=False):
+    y, p, w = _data(n, seed, ties)
+    rng = np.random.default_rng(seed + 1)
+    a = rng.choice(["x", "y", "z", "u", "v"], n, p=[0.4, 0.25, 0.15, 0.12, 0.08])
+    b = rng.choice([3, 0, 7, 5], n, p=[0.45, 0.3, 0.15, 0.1])
+    c = rng.normal(size=n)
+    y = np.where(a == "x", rng.uniform(size=n) < p ** 1.5, y).astype(np.uint8)
+    return y, p, w, {"a": a, "b": b, "c": c}
+
+
+def _mcgrad_mce(mcgrad, y, p, w, segments, numerical, **kwargs):
+    import pandas as pd
+
+    df = pd.DataFrame({"label": y, "score": p, **segments})
+    if w is not None:
+        df["weight"] = w
+    categorical = [name for name in segments if name not in numerical]
+    m = _quiet(mcgrad.MulticalibrationError, df, "label", "score", None if w is None else "weight", categorical or None,
+                                     list(numerical) or None, precision_dtype="float64", **kwargs)
+    _quiet(lambda: m.segments_ecce)
+    return m
+
+
+SCALARS = ("mce", "mce_sigma", "mce_relative", "mde", "mde_relative", "global_ecce", "global_ecce_sigma")
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize(("numerical", "kwargs"), [
+    ((), {}),
+    (("c",), {}),
+    (("c",), {"max_depth": 2, "max_values_per_segment_feature": 4, "min_samples_per_segment": 200}),
+    (("c", "b"), {"max_n_segments": 50}),
+])
+def test_multicalibration_against_mcgrad(mcgrad, weighted, numerical, kwargs):
+    y, p, w, segments = _segment_data(20_000, seed=11)
+    w = w if weighted else None
+    if not numerical:
+        segments.pop("c")
+    m = _mcgrad_mce(mcgrad, y, p, w, segments, numerical, **kwargs)
+    r = multicalibration_error(y, p, segments, numerical=numerical, sample_weight=w, **kwargs)
+    for name in SCALARS:
+        assert getattr(r, name) == pytest.approx(float(getattr(m, name)), rel=RTOL), name
+    assert r.mce_pvalue == pytest.approx(float(m.mce_pvalue), rel=RTOL, abs=4 * EPS)
+    assert r.global_ecce_pvalue == pytest.approx(float(m.global_ecce_pvalue), rel=RTOL, abs=4 * EPS)
+    np.testing.assert_allclose(r.segment_ecce, m.segments_ecce, rtol=RTOL)
+    np.testing.assert_allclose(r.segment_ecce_sigma, m.segments_ecce_sigma, rtol=RTOL)
+    np.testing.assert_allclose(r.segment_pvalue, m.segments_ecce_pvalue, rtol=RTOL, atol=4 * EPS)
+    masks = m._segments[0].reshape(-1, p.shape[0])[: m.total_number_segments]
+    np.testing.assert_array_equal(r.segment_n, masks.sum(axis=1))
+    table = m._segments[1]
+    expected = [{} for _ in range(m.total_number_segments)]
+    for column, value, index in table.itertuples(index=False):
+        expected[index][column] = value
+    assert len(r.segment_values) == len(expected)
+    for ours, theirs in zip(r.segment_values, expected):
+        assert ours.keys() == theirs.keys()
+        for key in ours:
+            assert ours[key] == theirs[key] or (ours[key] != ours[key] and theirs[key] != theirs[key])
+
+
+def test_multicalibration_segments_against_naive_with_ties():
+    y, p, w, segments = _segment_data(5000, seed=12, ties=True)
+    segments.pop("c")
+    r = multicalibration_error(y, p, segments, sample_weight=w, max_values_per_segment_feature=5,
+                               min_samples_per_segment=1)
+    assert r.segment_values[0] == {} and r.segment_n[0] == 5000
+    assert len(r.segment_values) == 1 + 5 + 4 + 20
+    for values, n, value, sigma in zip(r.segment_values, r.segment_n, r.segment_ecce, r.segment_ecce_sigma):
+        mask = np.ones(p.shape[0], dtype=bool)
+        for name, v in values.items():
+            mask &= segments[name] == v
+        expected, std = naive_ecce(y[mask], p[mask], w[mask])
+        assert n == mask.sum()
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
+
+
+def test_multicalibration_invariants():
+    y, p, w, segments = _segment_data(8000, seed=13, ties=True)
+    r = multicalibration_error(y, p, segments, numerical=["c"], sample_weight=w)
+    perm = np.random.default_rng(0).permutation(p.shape[0])
+    permuted = multicalibration_error(y[perm], p[perm], {k: v[perm] for k, v in segments.items()}, numerical=["c"],
+                                      sample_weight=w[perm])
+    # Same segments (their value order is first appearance along the sorted predictions: tied rows may reorder it).
+    ours = dict(zip(map(lambda d: tuple(sorted(d.items())), r.segment_values), r.segment_ecce))
+    theirs = dict(zip(map(lambda d: tuple(sorted(d.items())), permuted.segment_values), permuted.segment_ecce))
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        assert theirs[key] == pytest.approx(ours[key], rel=1e-12, abs=1e-15)
+    assert permuted.mce_sigma == pytest.approx(r.mce_sigma, rel=1e-12)
+    assert multicalibration_error(y, p, segments, numerical=["c"], sample_weight=w * 64.0) == r
+    r32 = multicalibration_error(y, p.astype(np.float32), segments, numerical=["c"], sample_weight=w)
+    r64 = multicalibration_error(y, p.astype(np.float32).astype(np.float64), segments, numerical=["c"],
+                                 sample_weight=w)
+    assert r32 == r64  # float32 scores are summed in float64: the same bits as their float64 copies
+    assert isinstance(r32.mce, float) and r32.segment_ecce.dtype == np.float64
+
+
+def test_multicalibration_dataframe_and_options():
+    pd = pytest.importorskip("pandas", reason="pandas is part of the test extra: pip install -e '.[all]'")
+    y, p, w, segments = _segment_data(3000, seed=14)
+    r = multicalibration_error(y, p, segments, numerical=["c"])
+    assert multicalibration_error(y, p, pd.DataFrame(segments), numerical=["c"]) == r
+    only = multicalibration_error(y, p, {})
+    assert len(only.segment_values) == 1 and only.global_ecce == pytest.approx(ecce(y, p).ecce, rel=1e-15)
+    assert only.mce_sigma == only.global_ecce_sigma
+    assert len(multicalibration_error(y, p, segments, max_n_segments=7).segment_values) == 7
+    assert len(multicalibration_error(y, p, segments, max_depth=0).segment_values) == 1
+    assert r.to_dict()["segment_values"][0] == {}
+
+
+@pytest.mark.nojit
+def test_multicalibration_validation():
+    y, p = np.array([0, 1, 1, 0]), np.array([0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError, match=r"segments\['a'\] has 3 rows"):
+        multicalibration_error(y, p, {"a": [1, 2, 3]})
+    with pytest.raises(ValueError, match="numerical"):
+        multicalibration_error(y, p, {"a": [1, 2, 3, 4]}, numerical=["b"])
+    with pytest.raises(ValueError, match="max_depth"):
+        multicalibration_error(y, p, {"a": [1, 2, 3, 4]}, max_depth=-1)
+    with pytest.raises(TypeError, match="min_samples_per_segment"):
+        multicalibration_error(y, p, {"a": [1, 2, 3, 4]}, min_samples_per_segment=2.5)
+    with pytest.raises(TypeError, match="segments must be"):
+        multicalibration_error(y, p, [1, 2, 3, 4])
+    with pytest.raises(ValueError, match="y_prob"):
+        multicalibration_error(y, p + 1, {"a": [1, 2, 3, 4]})
