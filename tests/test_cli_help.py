@@ -88,3 +88,16 @@ def test_fit_takes_real_scores_where_the_method_does(tmp_path, capsys, method):
     argv = ["fit", "--method", method, "--score-col", "s", "--label-col", "label", str(tmp_path / "d.csv"),
             "-o", str(tmp_path / "m.json")]
     assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["report", "in.csv", "-o", "out.json"], ["fit", "in.csv", "-o", "m.json", "--method", "histogram"]])
+def test_too_many_bins_is_refused_before_the_data_is_read(tmp_path, capsys, command):
+    # in.csv does not exist: the refusal must come from the option, before any file is opened
+    args = [*command, "--score-col", "p", "--label-col", "y", "--n-bins", str(10**8)]
+    args = [str(tmp_path / a) if a.endswith((".csv", ".json")) else a for a in args]
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--n-bins" in err and "expected at most 1048576 bins, got '100000000'" in err
+    assert "No such file" not in err and not any((tmp_path / f).exists() for f in ("out.json", "m.json"))

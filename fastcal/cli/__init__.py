@@ -52,7 +52,7 @@ import sys
 from .._io import BATCH_ROWS, DataError, UsageError
 from .apply import cmd_apply
 from .fit import cmd_fit
-from .options import bool_arg, memory_arg, positive_int
+from .options import bins_arg, bool_arg, memory_arg, positive_int
 from .precompile import cmd_precompile
 from .report import cmd_report
 from .signals import Interrupted, Signals
@@ -114,7 +114,7 @@ def build_parser():
                      help="sigmoid, beta: Newton iterations (default 100)")
     fit.add_argument("--parameters", choices=("abm", "ab", "am"), default="abm",
                      help="beta: the parameters fitted (default abm)")
-    fit.add_argument("--n-bins", type=positive_int, default=10, help="histogram: number of bins (default 10)")
+    fit.add_argument("--n-bins", type=bins_arg, default=10, help="histogram: number of bins (default 10)")
     fit.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform",
                      help="histogram: bin edges (default uniform)")
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
@@ -149,7 +149,7 @@ def build_parser():
     rep.add_argument("--score-col", required=True, metavar="COL", help="column of predicted probabilities")
     rep.add_argument("--label-col", required=True, metavar="COL", help="column of 0/1 labels")
     rep.add_argument("--weight-col", metavar="COL", help="column of sample weights (default: every row weighs 1)")
-    rep.add_argument("--n-bins", type=positive_int, default=10, metavar="N",
+    rep.add_argument("--n-bins", type=bins_arg, default=10, metavar="N",
                      help="bins of the reliability curve and of the ECE (default 10)")
     rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform",
                      help="bin edges: equal widths on [0, 1] (uniform, the default) or equal counts of "

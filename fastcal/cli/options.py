@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .._binning import MAX_BINS
 from .._io import UsageError
 
 
@@ -29,13 +30,21 @@ def bool_arg(text):
 
 
 def positive_int(text):
-    """An integer >= 1 (``--batch-rows``, ``--max-iter``, ``--n-bins``)."""
+    """An integer >= 1 (``--batch-rows``, ``--max-iter``)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def bins_arg(text):
+    """``--n-bins``: an integer from 1 to the library's most bins, checked before any data is read."""
+    value = positive_int(text)
+    if value > MAX_BINS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_BINS} bins, got {text!r}")
     return value
 
 
