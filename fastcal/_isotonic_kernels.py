@@ -483,6 +483,26 @@ def range_scatter(x, labels, x0, scale, cell_range, n_ranges, offsets, out, lo, 
 
 
 @kernel
+def range_scatter_carried(x, p, flip, x0, scale, cell_range, offsets, xo, po, lo, hi):
+    """As :func:`range_scatter` without labels, moving with each score a float64 ``p`` into ``po``.
+
+    Where ``flip[i] != 0`` (``flip`` empty: nowhere) the value is ``-p[i]``:
+    a weight carrying its 0/1 label as its sign (see :func:`pav_carried`).
+    """
+    flipping = flip.shape[0] > 0
+    for i in range(lo, hi):
+        v = x[i]
+        s = range_of_score(v, x0, scale, cell_range)
+        j = offsets[s]
+        offsets[s] = j + 1
+        xo[j] = v
+        pv = np.float64(p[i])
+        if flipping and flip[i] != 0:
+            pv = -pv
+        po[j] = pv
+
+
+@kernel
 def clean_cuts(a, b, start_a, start_b, eps, tries, cut_a, cut_b):
     """Tie-group starts near given positions of the merged sorted runs ``a`` and ``b``.
 
