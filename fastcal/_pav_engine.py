@@ -213,7 +213,7 @@ def _summarise_binary(X, labels, eps, sign, centered):
     none = buf[:0]
 
     def unit(ia0, ia1, ib0, ib1, out):
-        nb = _k.pav_binary(neg[ia0:ia1], none, pos[ib0:ib1], 0.0, eps, sign, *out[:4])
+        nb = _k.pav_binary(neg[ia0:ia1], pos[ib0:ib1], eps, sign, *out[:4])
         if centered:
             _score_sums(neg[ia0:ia1], none, 0, out, nb)
             _k.score_sums(pos[ib0:ib1], none, 0, out[2], nb, out[4])

@@ -508,7 +508,7 @@ def _sorted_class_runs(X, labels):
     The scores are split by label, then sorted by value (no argsort) in two
     threads; NumPy's sort releases the GIL. To balance the threads, the larger
     class is cut so that one thread sorts half of all scores and the other
-    sorts the rest; :func:`~fastcal._isotonic_kernels.pav_binary` merges the runs.
+    sorts the rest.
     """
     n = X.shape[0]
     n_pos = _k.count_positive(labels)
