@@ -123,11 +123,6 @@ def split_by_label(x, y, buf):
 
 
 @kernel
-def _head(a, i):
-    return np.float64(a[i]) if i < a.shape[0] else np.inf
-
-
-@kernel
 def push_block(sw, swy, xf, xl, top, w, wy, first, last):
     """Push a block (weight ``w``, weighted sum ``wy``, scores ``first .. last``) on the PAV stack.
 
@@ -152,38 +147,34 @@ def push_block(sw, swy, xf, xl, top, w, wy, first, last):
 
 
 @kernel
-def pav_binary(big_a, big_b, small, big_label, eps, sign, sw, swy, xf, xl):
+def pav_binary(neg, pos, eps, sign, sw, swy, xf, xl):
     """Isotonic fit of 0/1 labels given the scores of each class as sorted runs.
 
-    The scores of the larger class (label ``big_label``) are the sorted runs
-    ``big_a`` and ``big_b``, those of the other class the sorted run
-    ``small``. One pass merges the three runs, pools scores closer than
-    ``eps`` into groups (a score starts a new group when it exceeds the
-    group's first score by at least ``eps``: scikit-learn's rule, ``eps`` being
-    the dtype's resolution) and feeds each group, with ``sign`` times its
-    count of positives, to the PAV stack (:func:`push_block`). The merge is
-    branch-free: the labels interleave at random. Returns the number of blocks.
+    ``neg`` holds the sorted scores of label 0, ``pos`` those of label 1.
+    One pass merges the two runs (label 0 first among equal scores), pools
+    scores closer than ``eps`` into groups (a score starts a new group when
+    it exceeds the group's first score by at least ``eps``: scikit-learn's
+    rule, ``eps`` being the dtype's resolution) and feeds each group, with
+    ``sign`` times its count of positives, to the PAV stack
+    (:func:`push_block`). The merge is branch-free: the labels interleave at
+    random (measured: 18% faster than the former three-run merge). Returns
+    the number of blocks.
     """
-    n = big_a.shape[0] + big_b.shape[0] + small.shape[0]
-    small_label = 1.0 - big_label
-    ia = 0
-    ib = 0
-    ic = 0
+    n0 = neg.shape[0]
+    n1 = pos.shape[0]
+    i0 = 0
+    i1 = 0
     top = 0
     cur = 0.0
     count = 0.0
     hits = 0.0
-    for k in range(n):
-        a = _head(big_a, ia)
-        b = _head(big_b, ib)
-        c = _head(small, ic)
-        from_a = a <= b
-        big = a if from_a else b
-        is_small = c < big
-        v = c if is_small else big
-        ia += np.int64(from_a and not is_small)
-        ib += np.int64(not from_a and not is_small)
-        ic += np.int64(is_small)
+    for k in range(n0 + n1):
+        a = np.float64(neg[i0]) if i0 < n0 else np.inf
+        b = np.float64(pos[i1]) if i1 < n1 else np.inf
+        one = b < a
+        v = b if one else a
+        i1 += np.int64(one)
+        i0 += np.int64(not one)
         if k == 0:
             cur = v
         elif v - cur >= eps:
@@ -192,7 +183,7 @@ def pav_binary(big_a, big_b, small, big_label, eps, sign, sw, swy, xf, xl):
             count = 0.0
             hits = 0.0
         count += 1.0
-        hits += small_label if is_small else big_label
+        hits += np.float64(one)
     return push_group(sw, swy, xf, xl, top, count, hits, sign, cur)
 
 
@@ -431,32 +422,137 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
 
 
 # --------------------------------------------------------------------------
-# Centered isotonic regression: the weighted mean score of each block
+# The PAV engine's chunks (see fastcal._pav_engine): rows by score range,
+# cuts at tie-group starts, and each block's sum of weight times score
 # --------------------------------------------------------------------------
 
 
 @kernel
-def block_index(x, xf, table, scale, out, lo, hi):
-    """``out[i]``: the block of score ``x[i]`` (the last ``k`` with ``xf[k] <= x[i]``, 0 below ``xf[0]``), rows ``lo .. hi - 1``.
+def range_of_score(v, x0, scale, cell_range):
+    """The score range of ``v``: ``cell_range`` of its cell ``(v - x0) * scale`` (clipped to the cells).
 
-    ``table, scale`` is :func:`build_lookup` over the blocks' first scores
-    ``xf``: the cell of a score bounds the search to a few blocks.
+    The cell is a non-decreasing function of ``v`` and so is ``cell_range``:
+    every score of a range is below every score of the ranges above it, and
+    equal scores share their range. Branch-free (a search among range bounds
+    mispredicted its branches: 30 ns a row against 4).
     """
-    x, out = x[lo:hi], out[lo:hi]  # indices from 0: no wraparound check
-    nb = xf.shape[0]
-    n_cells = table.shape[0] - 1
-    x0 = np.float64(xf[0])
-    for i in range(x.shape[0]):
-        v = np.float64(x[i])
-        c = cell_of(v, x0, scale, n_cells)
-        a = table[c]
-        b = table[c + 1]
-        while a < b:  # the first xf >= v
-            mid = (a + b) >> 1
-            if xf[mid] < v:
-                a = mid + 1
+    c = min(max((np.float64(v) - x0) * scale, 0.0), np.float64(cell_range.shape[0] - 1))
+    return cell_range[np.int64(c)]
+
+
+@kernel
+def range_counts(x, labels, x0, scale, cell_range, n_ranges, counts, lo, hi):
+    """``counts[s]`` (zeroed by the caller): rows ``lo .. hi - 1`` of slot ``s``.
+
+    A row's slot is its score range (:func:`range_of_score`), plus
+    ``n_ranges`` when its label is non-zero (``labels`` empty: no labels,
+    one class).
+    """
+    labelled = labels.shape[0] > 0
+    for i in range(lo, hi):
+        s = range_of_score(x[i], x0, scale, cell_range)
+        if labelled:
+            s += n_ranges * np.int64(labels[i] != 0)
+        counts[s] += 1
+
+
+@kernel
+def range_scatter(x, labels, x0, scale, cell_range, n_ranges, offsets, out, lo, hi):
+    """Copy rows ``lo .. hi - 1`` of ``x`` to ``out`` by slot (as :func:`range_counts`), in row order.
+
+    ``offsets[s]`` is where this range's rows of slot ``s`` start (advanced as they are written).
+    """
+    labelled = labels.shape[0] > 0
+    for i in range(lo, hi):
+        v = x[i]
+        s = range_of_score(v, x0, scale, cell_range)
+        if labelled:
+            s += n_ranges * np.int64(labels[i] != 0)
+        j = offsets[s]
+        offsets[s] = j + 1
+        out[j] = v
+
+
+@kernel
+def range_scatter_carried(x, p, flip, x0, scale, cell_range, offsets, xo, po, lo, hi):
+    """As :func:`range_scatter` without labels, moving with each score a float64 ``p`` into ``po``.
+
+    Where ``flip[i] != 0`` (``flip`` empty: nowhere) the value is ``-p[i]``:
+    a weight carrying its 0/1 label as its sign (see :func:`pav_carried`).
+    """
+    flipping = flip.shape[0] > 0
+    for i in range(lo, hi):
+        v = x[i]
+        s = range_of_score(v, x0, scale, cell_range)
+        j = offsets[s]
+        offsets[s] = j + 1
+        xo[j] = v
+        pv = np.float64(p[i])
+        if flipping and flip[i] != 0:
+            pv = -pv
+        po[j] = pv
+
+
+@kernel
+def clean_cuts(a, b, start_a, start_b, eps, tries, cut_a, cut_b):
+    """Tie-group starts near given positions of the merged sorted runs ``a`` and ``b``.
+
+    ``(start_a[c], start_b[c])`` is a position of the merge of ``a`` and
+    ``b`` (``b`` may be empty): every row before it is ``<=`` every row from
+    it on. From there the merge is walked for at most ``tries`` rows; the
+    first row at least ``eps`` above the row before it starts a tie group
+    whatever the groups before it (a group's first score is at most the row
+    before), and its position is stored in ``(cut_a[c], cut_b[c])``;
+    ``-1, -1`` when none is found.
+    """
+    na = a.shape[0]
+    nb = b.shape[0]
+    for c in range(start_a.shape[0]):
+        ia = start_a[c]
+        ib = start_b[c]
+        cut_a[c] = -1
+        cut_b[c] = -1
+        prev = -np.inf
+        if ia > 0:
+            prev = np.float64(a[ia - 1])
+        if ib > 0:
+            prev = max(prev, np.float64(b[ib - 1]))
+        for _ in range(tries):
+            va = np.float64(a[ia]) if ia < na else np.inf
+            vb = np.float64(b[ib]) if ib < nb else np.inf
+            v = min(va, vb)
+            if v == np.inf:
+                break
+            if v - prev >= eps:
+                cut_a[c] = ia
+                cut_b[c] = ib
+                break
+            prev = v
+            if va <= vb:
+                ia += 1
             else:
-                b = mid
-        if a == nb or xf[a] != v:
-            a -= 1
-        out[i] = a if a > 0 else 0
+                ib += 1
+
+
+@kernel
+def score_sums(x, p, kind, xf, nb, swx):
+    """Add each row's weight times score to its block's ``swx`` (the centered fit's block centres).
+
+    ``x`` are sorted scores fitted into the blocks of first scores
+    ``xf[:nb]``; a row belongs to the last block with ``xf[k] <= x`` (a tie
+    group's rows lie between its first score and the next group's). The
+    weight is 1 (``kind`` 0), ``p[i]`` (1) or ``|p[i]|`` (2, a weight carried
+    with its label as sign, see :func:`pav_carried`). Sums run in row order.
+    """
+    k = 0
+    for i in range(x.shape[0]):
+        v = x[i]
+        while k + 1 < nb and xf[k + 1] <= v:
+            k += 1
+        if kind == 0:
+            wk = 1.0
+        elif kind == 1:
+            wk = np.float64(p[i])
+        else:
+            wk = abs(np.float64(p[i]))
+        swx[k] += wk * np.float64(v)

@@ -53,7 +53,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, beta, histogram, platt, smooth
+from . import _binning, _partition, _pav_engine, beta, histogram, platt, smooth
 from ._errors import not_fitted
 from ._labels import matrix_classes
 from ._params import Integer, Options, check
@@ -285,17 +285,14 @@ def _take_below(pair, limit, keep_zero):
 
 
 def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, centered, *extra):
-    from .isotonic import pav_fit, with_score_sums
-
     x, y, w = _positive(pair[0], keep_zero)
     if entry > lo:
         keep = x >= x.dtype.type(entry)
         x, y, w = x[keep], y[keep], None if w is None else w[keep]
     if extra:
         x, y, w = _assemble((x, y, w), *extra)
-    w = rescale_weights(w, exponent)[0]  # one exponent for all units: pool_blocks adds them
-    blocks = pav_fit(x, y, w, sign)
-    return with_score_sums(x, w, blocks) if centered else blocks
+    w = rescale_weights(w, exponent)[0]  # one exponent for all units: merge adds them
+    return _pav_engine.summarise(x, y, w, sign, centered=centered)
 
 
 def fit_isotonic(
@@ -416,7 +413,7 @@ def fit_isotonic(
                                         *extra))
     blocks = dask.compute(*units)
     del parts
-    return set_fitted_blocks(est, blocks)
+    return set_fitted_blocks(est, _pav_engine.merge(blocks))
 
 
 # ---------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Literal, Self, TypedDict
 import numpy as np
 
 from . import _isotonic_kernels as _k
+from . import _pav_engine
 from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
-from ._sort import sort_pairs, sort_with
 from ._parallel import parallel_for, run
 from ._validation import (
     as_float_array,
@@ -30,7 +30,6 @@ from ._validation import (
     check_numeric,
     check_sample_weight,
     column_or_1d,
-    is_binary,
     rescale_weights,
 )
 
@@ -202,9 +201,13 @@ class IsotonicRegression(BaseCalibrator):
     As in scikit-learn, a fit with a single threshold predicts that constant
     everywhere, whatever ``out_of_bounds`` says.
 
-    A fit sorts the scores. With 0/1 labels and no weights fastcal sorts the
-    scores of each class by value (no argsort) in two threads and merges the
-    two runs; already sorted scores are detected and not sorted again.
+    A fit sorts the scores and runs on every thread fastcal is given
+    (:func:`fastcal.set_num_threads`), with the same result at any thread
+    count: the engine (:mod:`fastcal._pav_engine`) cuts the rows into score
+    ranges whose number depends on the row count alone, sorts and fits them
+    as threads free up, and pools the ranges' blocks. With 0/1 labels and no
+    weights the scores of each class are sorted by value (no argsort);
+    already sorted scores are detected and not sorted again.
 
     References
     ----------
@@ -315,29 +318,19 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             x, labels, w = x[keep], labels[keep], w[keep]
 
-        blocks = pav_fit(x, labels, w, 1.0 if self.increasing_ else -1.0)
-        return self._set_blocks(with_score_sums(x, w, blocks) if self.centered else blocks)
+        return self._set_blocks(_pav_engine.summarise(x, labels, w, 1.0 if self.increasing_ else -1.0,
+                                                      centered=self.centered))
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
 
-        Fits of data that is split by score range (threads, Dask partitions,
-        chunks of a file) end here too, after :func:`pool_blocks`. Centered
-        fits need the fifth array ``swx`` (see :func:`with_score_sums`).
+        Fits of data that is split by score range (Dask partitions, chunks of
+        a file) end here too, after :func:`fastcal._pav_engine.merge`. Centered
+        fits need the fifth array ``swx``.
         """
-        sw, swy, xf, xl = blocks[:4]
-        vals = swy / sw
-        if not self.increasing_:
-            vals = -vals
-        vals = vals.astype(xf.dtype, copy=False)
-        if self.y_min is not None or self.y_max is not None:
-            lo = -np.inf if self.y_min is None else self.y_min
-            hi = np.inf if self.y_max is None else self.y_max
-            np.clip(vals, lo, hi, out=vals)
-        if self.centered:
-            self.X_thresholds_, self.y_thresholds_ = _centered_knots(vals, sw, xf, xl, blocks[4])
-        else:
-            self.X_thresholds_, self.y_thresholds_ = _k.thresholds(vals, xf, xl, vals.shape[0])
+        xf, xl = blocks[2], blocks[3]
+        self.X_thresholds_, self.y_thresholds_ = _pav_engine.finish(
+            blocks, 1.0 if self.increasing_ else -1.0, y_min=self.y_min, y_max=self.y_max, centered=self.centered)
         self.X_min_ = xf[0]
         self.X_max_ = xl[xl.shape[0] - 1]
         self._build_lookup()
@@ -370,7 +363,7 @@ class IsotonicRegression(BaseCalibrator):
 
     def _build_lookup(self):
         xs = self.X_thresholds_
-        self._lookup = _k.build_lookup(xs, _lookup_cells(xs.shape[0])) if xs.shape[0] > 1 else None
+        self._lookup = _k.build_lookup(xs, _pav_engine.lookup_cells(xs.shape[0])) if xs.shape[0] > 1 else None
 
     # -- prediction ----------------------------------------------------------
 
@@ -478,88 +471,16 @@ def _one_feature(X, name, min_size=1):
     return column_or_1d(arr, name, min_size=min_size)
 
 
-def _lookup_cells(n_thresholds):
-    """Cells of the prediction lookup table: a power of two, 16 to 32 per knot, at most 2^16.
-
-    Most cells then hold no knot, so a prediction rarely searches; a larger
-    table would no longer fit in the L2 cache (measured: 2 cells per knot
-    predicts 25% slower, 2^18 cells 50% slower).
-    """
-    return 1 << min(16, max(4, int(16 * n_thresholds - 1).bit_length()))
-
-
-def _centered_knots(vals, sw, xf, xl, swx):
-    """Knots of the centered fit: block centres ``swx / sw`` (clipped into ``[xf, xl]``) and the end points.
-
-    Blocks whose values became equal in the scores' dtype (or by ``y_min``/``y_max``) are one block here.
-    """
-    starts = np.flatnonzero(np.concatenate(([True], vals[1:] != vals[:-1])))
-    if starts.shape[0] < vals.shape[0]:
-        ends = np.append(starts[1:], vals.shape[0]) - 1
-        sw, swx = np.add.reduceat(sw, starts), np.add.reduceat(swx, starts)
-        vals, xf, xl = vals[starts], xf[starts], xl[ends]
-    centers = np.clip((swx / sw).astype(xf.dtype), xf, xl)
-    xs, ys = [centers], [vals]
-    if xf[0] < centers[0]:
-        xs.insert(0, xf[:1])
-        ys.insert(0, vals[:1])
-    if xl[-1] > centers[-1]:
-        xs.append(xl[-1:])
-        ys.append(vals[-1:])
-    return np.concatenate(xs), np.concatenate(ys)
-
-
-def with_score_sums(X, w, blocks):
-    """PAV blocks of ``X`` (from :func:`pav_fit`) with a fifth array ``swx``: each block's sum of weight times score.
-
-    Centered isotonic regression needs it; it pools like the other sums
-    (:func:`pool_blocks`). Each row's block is found through the prediction
-    lookup table (in parallel), and the sums are a ``bincount`` in row order,
-    so they do not depend on the thread count.
-    """
-    nb = blocks[0].shape[0]
-    idx = np.empty(X.shape[0], dtype=np.int32 if nb < 2**31 else np.int64)
-    table, scale = _k.build_lookup(blocks[2], _lookup_cells(nb))
-    parallel_for(_k.block_index, X.shape[0], X, blocks[2], table, scale, idx)
-    wx = X.astype(np.float64) if w is None else X * w.astype(np.float64)
-    swx = np.bincount(idx, weights=wx, minlength=nb)
-    return (*blocks, swx)
-
-
 def pav_fit(X, labels, w, sign):
     """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
     spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
     float32/float64 array, ``labels`` a label array (see
-    :func:`~fastcal._validation.as_label_array`), ``w`` None or positive weights.
+    :func:`~fastcal._validation.as_label_array`), ``w`` None or positive
+    weights. This is :func:`fastcal._pav_engine.summarise` (every thread).
     """
-    n = X.shape[0]
-    eps = X.dtype.type(np.finfo(X.dtype).resolution)
-    # The stack is as deep as the number of blocks; pages never written are never touched.
-    sw = np.empty(n)
-    swy = np.empty(n)
-    xf = np.empty(n, dtype=X.dtype)
-    xl = np.empty(n, dtype=X.dtype)
-    stack = (sw, swy, xf, xl)
-    if _k.is_sorted(X):
-        nb = _k.pav_ordered(X, labels, _weights_or_empty(w), n, eps, sign, *stack)
-    elif (binary := bool(is_binary(labels))) and w is None:
-        nb = _pav_binary(*_sorted_class_runs(X, labels), eps, sign, stack)
-    elif binary or w is None:
-        # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
-        # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
-        if binary:
-            xs, ps = sort_pairs(X, w.astype(np.float64, copy=False), flip=labels)
-        else:
-            xs, ps = sort_pairs(X, labels.astype(np.float64, copy=False))
-        kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
-        nb = _pav_sorted(xs, (ps, kind), eps, sign, stack)
-    else:
-        xs, ys, ws = sort_with(X, labels, w)
-        nb = _pav_sorted(xs, (ys, ws), eps, sign, stack)
-    # Copies: views would keep the n-sized stack arrays alive.
-    return sw[:nb].copy(), swy[:nb].copy(), xf[:nb].copy(), xl[:nb].copy()
+    return _pav_engine.summarise(X, labels, w, sign)
 
 
 def new_estimator(params):
@@ -570,40 +491,10 @@ def new_estimator(params):
     return est
 
 
-def set_fitted_blocks(est, parts):
-    """Fit ``est`` (``increasing_`` set) from the PAV blocks of data parts adjacent in score order.
-
-    ``parts`` as for :func:`pool_blocks` (one part is taken as it is); returns ``est``.
-    """
-    return est._set_blocks(pool_blocks(parts) if len(parts) > 1 else parts[0])
-
-
-def pool_blocks(parts):
-    """Pool the PAV blocks of parts of the data that are adjacent in score order.
-
-    ``parts`` are block tuples ``(sw, swy, xf, xl)`` from :func:`pav_fit`, in
-    increasing score order, with the same ``sign``; a part's lowest score must
-    start a tie group (be at least the dtype's resolution above the previous
-    part's highest score). Pooling adjacent violators over the parts' blocks
-    gives exactly the blocks of a fit of all the data at once, because the
-    blocks of a part are unions of blocks of the whole. Parts with the fifth
-    array ``swx`` (centered fits) give the pooled ``swx`` too: each part's
-    block adds its sum to the pooled block that contains it, in order.
-    """
-    arrays = [np.concatenate(a) for a in zip(*parts)]
-    sw, swy, xf, xl = arrays[:4]
-    first = xf.copy() if len(arrays) > 4 else None
-    nb = _k.push_blocks(sw, swy, xf, xl, 0, 0, sw.shape[0])
-    pooled = (sw[:nb], swy[:nb], xf[:nb], xl[:nb])
-    if first is None:
-        return pooled
-    swx = np.zeros(nb)
-    np.add.at(swx, np.searchsorted(pooled[2], first, side="right") - 1, arrays[4])
-    return (*pooled, swx)
-
-
-def _weights_or_empty(w):
-    return np.empty(0, dtype=np.float64) if w is None else w
+def set_fitted_blocks(est, blocks):
+    """Fit ``est`` (``increasing_`` set) from the summary ``blocks`` of all the data
+    (:func:`fastcal._pav_engine.merge` of the parts'); returns ``est``."""
+    return est._set_blocks(blocks)
 
 
 def sorted_class_runs(X, labels):
@@ -624,7 +515,7 @@ def _sorted_class_runs(X, labels):
     The scores are split by label, then sorted by value (no argsort) in two
     threads; NumPy's sort releases the GIL. To balance the threads, the larger
     class is cut so that one thread sorts half of all scores and the other
-    sorts the rest; :func:`~fastcal._isotonic_kernels.pav_binary` merges the runs.
+    sorts the rest.
     """
     n = X.shape[0]
     n_pos = _k.count_positive(labels)
@@ -646,85 +537,6 @@ def _sorted_class_runs(X, labels):
 def _sort_each(*arrays):
     for a in arrays:
         a.sort()
-
-
-def _pav_binary(big_a, big_b, small, big_label, eps, sign, stack):
-    """Run :func:`~fastcal._isotonic_kernels.pav_binary`, in two threads on big input.
-
-    The score range is cut at a score ``P`` with about half the scores below
-    it and none within ``eps`` below it, so that ``P`` starts a new tie group
-    either way. Each thread fits one side into its own part of the stack
-    arrays; the blocks of the upper side are then pooled onto the lower
-    side's stack, which gives exactly the fit of the whole.
-    """
-    runs = (big_a, big_b, small)
-    n = sum(r.shape[0] for r in runs)
-    cuts = _range_cut(runs, eps) if n >= _THREADED_SORT_MIN_SIZE else None
-    if cuts is None:
-        return _k.pav_binary(big_a, big_b, small, big_label, eps, sign, *stack)
-    lower = [r[:c] for r, c in zip(runs, cuts)]
-    upper = [r[c:] for r, c in zip(runs, cuts)]
-    offset = sum(cuts)
-    upper_stack = [a[offset:] for a in stack]
-    top, nb_upper = run([(_k.pav_binary, (*lower, big_label, eps, sign, *stack)),
-                         (_k.pav_binary, (*upper, big_label, eps, sign, *upper_stack))])
-    return _k.push_blocks(*stack, top, offset, offset + nb_upper)
-
-
-def _range_cut(runs, eps, tries=64):
-    """Cut points of the sorted ``runs`` at a score ``P`` near the median of all, or None.
-
-    Below ``P`` no score lies within ``eps``, so ``P`` starts a tie group.
-    """
-    n = sum(r.shape[0] for r in runs)
-    ref = max(runs, key=len)
-    lo, hi = 0, ref.shape[0]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if sum(np.searchsorted(r, ref[mid]) for r in runs) < n // 2:
-            lo = mid
-        else:
-            hi = mid
-    for i in range(hi, min(hi + tries, ref.shape[0])):
-        cut_at = ref[i]
-        cuts = [int(np.searchsorted(r, cut_at)) for r in runs]
-        below = [float(r[c - 1]) for r, c in zip(runs, cuts) if c > 0]
-        if below and float(cut_at) - max(below) >= eps:
-            return cuts
-    return None
-
-
-def _pav_sorted(xs, rows, eps, sign, stack, tries=64):
-    """The PAV of sorted scores ``xs``, in two threads on big input; returns the number of blocks.
-
-    ``rows`` is ``(ys, ws)`` for :func:`~fastcal._isotonic_kernels.pav_ordered`
-    or ``(p, kind)`` for :func:`~fastcal._isotonic_kernels.pav_carried`
-    (``kind`` an int). The rows are cut near the middle, before a score at
-    least ``eps`` above the one before it, so that it starts a tie group
-    either way; the blocks of the upper half are pooled onto the lower half's,
-    as in :func:`_pav_binary`.
-    """
-    carried = isinstance(rows[1], int)
-
-    def call(lo, hi, out):
-        if carried:
-            p, kind = rows
-            return _k.pav_carried, (xs[lo:hi], p[lo:hi], kind, eps, sign, *out)
-        ys, ws = rows
-        return _k.pav_ordered, (xs[lo:hi], ys[lo:hi], ws[lo:hi], hi - lo, eps, sign, *out)
-
-    n = xs.shape[0]
-    cut = None
-    if n >= _THREADED_SORT_MIN_SIZE:
-        for c in range(n // 2, min(n // 2 + tries, n)):
-            if float(xs[c]) - float(xs[c - 1]) >= eps:
-                cut = c
-                break
-    if cut is None:
-        fit, args = call(0, n, stack)
-        return fit(*args)
-    top, nb_upper = run([call(0, cut, stack), call(cut, n, [a[cut:] for a in stack])])
-    return _k.push_blocks(*stack, top, cut, cut + nb_upper)
 
 
 def _spearman_increasing(X, y):

@@ -15,9 +15,9 @@ scores; the sample's quantiles cut the score range into partitions of about
 ``memory_budget / 64`` rows each. A second pass appends every chunk's rows to
 the temporary file of their partition (an external bucket sort). Then the
 partitions are read back one at a time, **in increasing score order**, and
-each is fitted by the pool-adjacent-violators kernel of
-:mod:`fastcal.isotonic`; the blocks of the parts are pooled into the blocks of
-the whole (:func:`fastcal.isotonic.pool_blocks`). This is exact because the
+each is summarised by the PAV engine (:func:`fastcal._pav_engine.summarise`,
+on every thread); the blocks of the parts are pooled into the blocks of
+the whole (:func:`fastcal._pav_engine.merge`) and finished by the estimator. This is exact because the
 PAV blocks of a contiguous range of scores are unions of the blocks of the
 whole fit, provided each part begins at the start of one of the fit's *tie
 groups*: scikit-learn (and fastcal) pools scores closer than the dtype's
@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import numpy as np
 
+from . import _pav_engine
 from ._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
 from ._params import Integer, check
 from ._partition import (
@@ -291,15 +292,9 @@ class _PartitionFiles:
 
 
 def _fit_blocks(part, sign, exponent, centered):
-    """PAV blocks of a unit, copied out of the kernel's n-sized stack arrays (views would keep them alive);
-    the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
-    from .isotonic import pav_fit, with_score_sums
-
+    """The engine's summary (PAV blocks) of a unit; the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
     w = rescale_weights(part[2], exponent)[0]
-    blocks = pav_fit(part[0], part[1], w, sign)
-    if centered:
-        blocks = with_score_sums(part[0], w, blocks)
-    return tuple(a.copy() for a in blocks)
+    return _pav_engine.summarise(part[0], part[1], w, sign, centered=centered)
 
 
 def _concat(a, b):
@@ -390,7 +385,7 @@ def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     finally:
         if files is not None:
             files.cleanup()
-    return set_fitted_blocks(est, blocks)
+    return set_fitted_blocks(est, _pav_engine.merge(blocks))
 
 
 def fit_isotonic(

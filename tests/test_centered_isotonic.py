@@ -161,19 +161,25 @@ def test_model_files_from_before_centered_load_as_step_fits():
         IsotonicRegression.from_dict(data)
 
 
-def test_block_index_kernel_and_threads():
+def test_score_sums_kernel_and_threads():
+    # Each sorted row adds its weight times score to the last block whose first score is <= it.
     from fastcal import _isotonic_kernels as kernels
 
-    from .threads import in_pieces, serial_and_parallel
+    from .threads import serial_and_parallel
 
     rng = np.random.default_rng(8)
     for nb in (1, 2, 7, 300):
         xf = np.sort(rng.choice(np.unique(np.round(rng.normal(size=5 * nb), 3)), nb, replace=False))  # increasing
-        x = np.concatenate([xf, rng.normal(size=2000), [xf[0] - 1, xf[-1] + 1]])
-        table, scale = kernels.build_lookup(xf, 64)
-        idx = np.empty(x.shape[0], dtype=np.int64)
-        in_pieces(kernels.block_index, x.shape[0], x, xf, table, scale, idx)
-        assert_array_equal(idx, np.maximum(np.searchsorted(xf, x, side="right") - 1, 0))
+        x = np.sort(np.concatenate([xf, rng.normal(size=2000) * 0.5 + xf.mean(), [xf[0] - 1, xf[-1] + 1]]))
+        p = rng.uniform(-2, 2, x.shape[0])
+        idx = np.maximum(np.searchsorted(xf, x, side="right") - 1, 0)
+        for kind, wk in ((0, np.ones_like(p)), (1, p), (2, np.abs(p))):
+            swx = np.zeros(nb)
+            kernels.score_sums(x, p, kind, xf, nb, swx)
+            expected = np.zeros(nb)
+            for i in range(x.shape[0]):  # row order, as the kernel adds
+                expected[idx[i]] += wk[i] * x[i]
+            assert_array_equal(swx, expected)
     x, y, w = _data(5000, 3)
     serial, parallel = serial_and_parallel(
         lambda: IsotonicRegression(centered=True).fit(x, y, sample_weight=w).X_thresholds_)

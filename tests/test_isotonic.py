@@ -13,7 +13,7 @@ from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal import _isotonic_kernels as kernels
-from fastcal import _sort
+from fastcal import _parallel, _pav_engine, _sort
 from fastcal import isotonic as isotonic_module
 from fastcal._validation import as_label_array
 
@@ -248,12 +248,12 @@ def test_thresholds_match_naive(n, seed, increasing, n_distinct):
 @pytest.mark.parametrize("pos_rate", [0.5, 0.01, 0.99])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_input_paths_match_sklearn(pos_rate, dtype):
-    # Large enough for the two-thread sort and the two-thread PAV.
-    n = 300_000
+    # Large enough for several chunks of the engine (range partition, sorts and PAV per chunk).
+    n = 600_000
     rng = np.random.default_rng(7)
     x = rng.random(n).astype(dtype)
     y = (rng.random(n) < pos_rate * 2 * x).astype(np.uint8)
-    assert n >= isotonic_module._THREADED_SORT_MIN_SIZE
+    assert _pav_engine.chunk_count(n) > 1
     assert_same_as_sklearn(x, y, out_of_bounds="clip")
     assert_same_as_sklearn(x, y, increasing=False)
     # Weighted 0/1 labels and unweighted real-valued targets take the radix sort carrying them; weighted
@@ -286,44 +286,96 @@ def test_close_pivot_does_not_split_a_tie_group():
     assert_same_as_sklearn(x, y)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_weighted_fit_same_bits_at_any_thread_count(monkeypatch, dtype):
-    # The weighted path: radix sort, then PAV in two halves cut at a tie group. Scores packed
-    # tighter than eps around the middle force the cut to search, and ties carry weights summed
-    # in input order, so any change of order or cut would show in the last bits.
-    monkeypatch.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 1 << 10)
-    n = 20_000
+def _thread_count_data(n, dtype, seed=5):
+    """Scores packed tighter than eps around the middle (the chunk cuts must search, or give up), a large tie
+    group, signed zeros; real-valued targets and weights whose sums show any change of order in the last bits."""
     eps = np.finfo(dtype).resolution
-    rng = np.random.default_rng(5)
-    x = np.concatenate([rng.random(n // 2), 0.5 + eps * 0.01 * np.arange(n // 2)]).astype(dtype)
+    rng = np.random.default_rng(seed)
+    x = np.concatenate([rng.random(n // 2), 0.5 + eps * 0.01 * np.arange(n - n // 2)]).astype(dtype)
+    rng.shuffle(x)
     x[::9] = 0.25  # a large tie group
     x[::13] = -0.0
     x[::17] = 0.0
-    y = rng.random(n) + x
+    y01 = (rng.random(n) < np.clip(x, 0, 1)).astype(np.uint8)
+    return x, y01, rng.random(n) + x, rng.uniform(0.1, 3.0, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("centered", [False, True])
+def test_same_bits_at_any_thread_count(monkeypatch, dtype, centered):
+    # Every path of the engine (0/1, weighted 0/1, real-valued, weighted real-valued, sorted input), cut into
+    # many chunks: the thresholds are the same to the last bit at 1, 2, 3, 8 and 16 threads, and step fits
+    # match scikit-learn.
+    from .threads import num_threads
+
+    n = 40_000
+    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)  # ~40 chunks
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)  # the sorts' passes cut in ranges too
+    x, y01, yr, w = _thread_count_data(n, dtype)
+    order = np.argsort(x, kind="stable")
+    cases = [(x, y01, None), (x, y01, w), (x, yr, None), (x, yr, w), (x[order], y01[order], None),
+             (x[order], yr[order], w[order])]
+    for xc, yc, wc in cases:
+        fits = []
+        for threads in (1, 2, 3, 8, 16):
+            with num_threads(threads):
+                fits.append(IsotonicRegression(centered=centered).fit(xc, yc, sample_weight=wc))
+        for fit in fits[1:]:
+            assert_array_equal(fit.X_thresholds_.view(np.uint8), fits[0].X_thresholds_.view(np.uint8))
+            assert_array_equal(fit.y_thresholds_.view(np.uint8), fits[0].y_thresholds_.view(np.uint8))
+        if not centered:
+            assert_same_as_sklearn(xc, yc, wc)
+
+
+def test_same_bits_at_any_thread_count_default_chunks():
+    # The engine's own chunk size (several chunks of CHUNK_ROWS rows), 0/1 and weighted labels.
+    from .threads import num_threads
+
+    n = 5 * _pav_engine.CHUNK_ROWS
+    rng = np.random.default_rng(9)
+    x = rng.random(n)
+    y = (rng.random(n) < x).astype(np.uint8)
     w = rng.uniform(0.1, 3.0, n)
-    fits = [IsotonicRegression().fit(x, y, sample_weight=w) for _ in range(2)]
-    fits += list(serial_and_parallel(IsotonicRegression().fit, x, y, sample_weight=w))
-    with monkeypatch.context() as m:
-        m.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 10 * n)  # one-thread PAV
-        fits.append(IsotonicRegression().fit(x, y, sample_weight=w))
-    for fit in fits[1:]:
-        assert_array_equal(fit.X_thresholds_, fits[0].X_thresholds_)
-        assert_array_equal(fit.y_thresholds_, fits[0].y_thresholds_)
-    assert_same_as_sklearn(x, y, w)
+    for wc in (None, w):
+        fits = []
+        for threads in (1, 2, 3, 8, 16):
+            with num_threads(threads):
+                fits.append(IsotonicRegression().fit(x, y, sample_weight=wc))
+        for fit in fits[1:]:
+            assert_array_equal(fit.X_thresholds_, fits[0].X_thresholds_)
+            assert_array_equal(fit.y_thresholds_.view(np.uint8), fits[0].y_thresholds_.view(np.uint8))
+
+
+@given(data=scores_and_labels(max_size=3000), chunk_rows=st.sampled_from([1, 7, 64, 1 << 20]))
+@settings(max_examples=60, deadline=None)
+def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
+    # Unweighted 0/1 labels: counts are exact, so any chunking (down to one row per chunk, cuts forced to
+    # search and to give up among ties) gives the blocks of one pass over the scores sorted as a whole.
+    x, y, _ = data
+    labels = as_label_array(y, "y")
+    if not set(np.unique(labels).tolist()) <= {0, 1}:
+        labels = (labels > np.median(labels)).astype(np.uint8)
+    order = np.argsort(x, kind="stable")
+    xs = x[order] + x.dtype.type(0.0)
+    n = x.shape[0]
+    eps = _pav_engine.resolution(x.dtype)
+    for sign in (1.0, -1.0):
+        stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
+        nb = kernels.pav_ordered(xs, labels[order], np.empty(0), n, eps, sign, *stack)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(_pav_engine, "CHUNK_ROWS", chunk_rows)
+            got = _pav_engine.summarise(x, labels, None, sign)
+        for a, b in zip(got, stack):
+            assert_array_equal(a, b[:nb])
 
 
 def stable_argsort_blocks(x, labels, w, sign):
     """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
-    gather (-0.0 made +0.0), then :func:`~fastcal._isotonic_kernels.pav_ordered` (cut in two halves on big
-    input, as the fit does: pooling the halves' blocks adds in another order than one pass)."""
-    n = x.shape[0]
+    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._isotonic_kernels.pav_ordered`
+    on the same chunks: the chunks depend on the sorted scores alone)."""
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)
-    ws = np.empty(0) if w is None else w[order]
-    stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
-    eps = x.dtype.type(np.finfo(x.dtype).resolution)
-    nb = isotonic_module._pav_sorted(xs, (labels[order], ws), eps, sign, stack)
-    return [a[:nb] for a in stack]
+    return _pav_engine.summarise(xs, labels[order], None if w is None else w[order], sign)
 
 
 @given(data=st.one_of(scores_and_labels(max_size=3000), scores_and_labels(max_size=3000, binary=False)), weight_dtype=st.sampled_from([np.float32, np.float64]),
@@ -345,7 +397,7 @@ def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signe
     w = rng.uniform(0.1, 3.0, n).astype(weight_dtype) if binary else None
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_sort, "RADIX_MIN_SIZE", radix_min)
-        m.setattr(isotonic_module, "_THREADED_SORT_MIN_SIZE", 1 << 10)
+        m.setattr(_pav_engine, "CHUNK_ROWS", 1 << 8)
         expected = stable_argsort_blocks(x, labels, w, sign)
         for got in serial_and_parallel(isotonic_module.pav_fit, x, labels, w, sign):
             for a, b in zip(got, expected):
@@ -582,7 +634,7 @@ def test_pooling_blocks_of_score_ranges_equals_whole_fit(increasing):
         parts.append(isotonic_module.pav_fit(x[m], y[m], w[m], sign))
     pooled = IsotonicRegression(increasing=increasing)
     pooled.increasing_ = increasing
-    pooled._set_blocks(isotonic_module.pool_blocks(parts))
+    pooled._set_blocks(_pav_engine.merge(parts))
     whole = IsotonicRegression(increasing=increasing).fit(x, y, sample_weight=w)
     assert_array_equal(pooled.X_thresholds_, whole.X_thresholds_)
     # weighted means of 0/1 labels over <= n rows (terms of one sign), summed in other groupings
