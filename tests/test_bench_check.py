@@ -94,7 +94,7 @@ def test_floors_own_cpu_else_the_lowest():
     assert floors == {"k": {"p": 7.0}} and "its own" in note
     floors, _, note = check.floors_for(data, "c")
     assert floors == {"k": {"p": 2.5}} and "no reference ratios" in note  # half the lowest
-    assert spreads == {"k": 2.0}  # halfway between 1 and 3; a path measured at 1.1 is not gated
+    assert spreads == {"k": 1 + 2 / 3}  # a third of the way from 1 to 3; a path measured at 1.1 is not gated
 
 
 def test_main_exit_status_json_slowdown_and_missing_floor(monkeypatch, tmp_path, capsys):
