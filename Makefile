@@ -25,11 +25,12 @@ venv: $(STAMP)
 
 ## test: the import contracts in pyproject.toml (the layers); the whole suite (unit, property,
 ## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
-## `slow` large-input tests (results must not depend on the thread count; the slow ones are about
-## memory, signals and the compile cache, not threads); a subset with the JIT disabled
+## `slow` tests (results must not depend on the thread count; the slow ones are about memory, signals,
+## the compile cache, the docs' blocks, the demo and scikit-learn's test files, not threads); a subset
+## with the JIT disabled
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --durations=20 $(PYTEST_ARGS)
 	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 

@@ -13,6 +13,9 @@ import pytest
 import fastcal
 from fastcal import demo
 
+# Run once per `make test`: subprocess runs of the demo check its files and messages, not threads.
+pytestmark = pytest.mark.slow
+
 PACKAGE = Path(fastcal.__file__).resolve().parent
 REPO = PACKAGE.parent
 README = REPO / "README.md"
@@ -77,6 +80,7 @@ for name in {blocked!r}:
 import time
 t0 = time.perf_counter()
 from fastcal.cli import main
+
 try:
     status = main(["demo", "--n", "1000000", *{extra!r}])
 finally:

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# Run once per `make test`: the blocks' results do not depend on the thread count, and they take minutes.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 GUIDE = ROOT / "docs" / "user_guide"

@@ -48,7 +48,8 @@ _MODULES = [_load(name) for name in SUBSTITUTES]
 # scikit-learn runs these files with only DeprecationWarning and FutureWarning as errors: its set-ups warn
 # (LinearSVC not converging, a FrozenEstimator given sample weights, a training fold that lacks a class), as
 # fastcal does where scikit-learn does. Here, as there, such warnings are shown, not raised.
-pytestmark = [pytest.mark.filterwarnings("default::UserWarning"), pytest.mark.filterwarnings("default::RuntimeWarning")]
+# Run once per `make test`: scikit-learn's files check conventions, not threads, and take minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("default::UserWarning"), pytest.mark.filterwarnings("default::RuntimeWarning")]
 
 #: Tests (their node names in this module, parameters included) that fail by fastcal's design, with the reason.
 BY_DESIGN = {
