@@ -153,7 +153,7 @@ def _repeated(func, times):
     return again
 
 
-def measure(case, n=N, budget=BUDGET, slowdown=1, with_spread=True):
+def measure(case, n=N, budget=BUDGET, slowdown=1):
     """Time ``case`` on ``n`` rows: median paired ratios on one thread, then the spread on :data:`SPREAD_THREADS`.
 
     Every callable is called once untimed first (fastcal's kernels compile
@@ -176,15 +176,14 @@ def measure(case, n=N, budget=BUDGET, slowdown=1, with_spread=True):
     result = Result(case.key, statistics.median(ours_t), {p: statistics.median(t) for p, t in peer_t.items()},
                     {p: statistics.median(a / b for a, b in zip(t, ours_t)) for p, t in peer_t.items()},
                     rounds=rounds)
-    if with_spread:
-        with threads(SPREAD_THREADS):
-            ours()  # starts the pool's threads
-            spreads = []
-            for _ in range(SPREAD_CALLS):
-                before = thread_cpu_ns()
-                ours()
-                spreads.append(spread(before, thread_cpu_ns()))
-        result.spread = max(spreads)
+    with threads(SPREAD_THREADS):
+        ours()  # starts the pool's threads
+        spreads = []
+        for _ in range(SPREAD_CALLS):
+            before = thread_cpu_ns()
+            ours()
+            spreads.append(spread(before, thread_cpu_ns()))
+    result.spread = max(spreads)
     return result
 
 

@@ -129,7 +129,7 @@ def test_update_floors_records_this_cpu_and_keeps_the_others(monkeypatch, tmp_pa
     ratios = iter([9.0, 7.0, 8.0])
     spreads = iter([1.9, 1.7, 1.8])
 
-    def fake_measure(case, n, budget=None, slowdown=1, with_spread=True):
+    def fake_measure(case, n, budget=None, slowdown=1):
         r = next(ratios)
         return check.Result(case.key, 1.0, {"peer": r}, {"peer": r}, spread=next(spreads))
 
