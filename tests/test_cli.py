@@ -7,6 +7,7 @@ exactly the same code without paying for a new interpreter each time.
 """
 
 import json
+import contextlib
 import os
 import pty
 import subprocess
@@ -639,20 +640,35 @@ def long_inputs(tmp_path_factory):
     return d
 
 
-def _interrupt_when(argv, ready, signum, env=None, timeout=120):
-    """Start ``fastcal argv``, send ``signum`` once ``ready()`` holds, return the finished process."""
+def _interrupt_when(argv, ready, signum, env=None, timeout=120, stdin=None):
+    """Start ``fastcal argv``, send ``signum`` once ``ready()`` holds, return the finished process.
+
+    With ``stdin`` (bytes), the first half is piped in before the wait and the rest after the signal: the
+    command cannot finish, and commit its output, before it has been signalled.
+    """
     import signal as _signal
     import time
 
     proc = subprocess.Popen([sys.executable, "-m", "fastcal", *map(str, argv)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env)
+                            stderr=subprocess.PIPE, stdin=None if stdin is None else subprocess.PIPE, env=env)
     deadline = time.monotonic() + timeout
     try:
+        if stdin is not None:
+            proc.stdin.write(stdin[:len(stdin) // 2])
+            proc.stdin.flush()
         while not ready():
             assert proc.poll() is None, ("finished before it could be interrupted", proc.communicate())
             assert time.monotonic() < deadline, "never got ready"
             time.sleep(0.02)
         proc.send_signal(signum)
+        if stdin is not None:
+            try:
+                proc.stdin.write(stdin[len(stdin) // 2:])
+                proc.stdin.close()
+            except BrokenPipeError:  # it stopped reading
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
+            proc.stdin = None
         out, err = proc.communicate(timeout=timeout)
     finally:
         if proc.poll() is None:
@@ -674,8 +690,9 @@ def test_signal_during_apply_leaves_no_partial_output(long_inputs, model, tmp_pa
     def writing():  # the temporary output exists and has rows in it
         return any(p.name.startswith(".fastcal-") and p.stat().st_size > 1 << 16 for p in tmp_path.iterdir())
 
-    rc, err = _interrupt_when(["apply", model, long_inputs / "in.csv", "-o", tmp_path / "out.csv", "--batch-rows",
-                               "2000"], writing, signum)  # small batches: seconds of work left when signalled
+    # the input comes on stdin, its second half only after the signal: the run cannot end before it
+    rc, err = _interrupt_when(["apply", model, "-", "-o", tmp_path / "out.csv", "--batch-rows", "2000"], writing,
+                              signum, stdin=(long_inputs / "in.csv").read_bytes())
     assert rc == 128 + signum, err
     assert "fastcal: interrupted" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []

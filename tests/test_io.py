@@ -394,6 +394,11 @@ def test_formats_by_extension(monkeypatch):
 def test_open_input_missing_file_and_column(tmp_path):
     with pytest.raises(UsageError, match="missing.npy: no such file"):
         open_input(str(tmp_path / "missing.npy"))
+    (tmp_path / "dir.csv").mkdir()
+    os.mkfifo(tmp_path / "fifo.csv")
+    for name in ("dir.csv", "fifo.csv"):
+        with pytest.raises(UsageError, match=f"{name}: not a regular file; pipe CSV into stdin and give - "):
+            open_input(str(tmp_path / name))
     np.save(tmp_path / "m.npy", np.zeros((4, 3)))
     reader = open_input(str(tmp_path / "m.npy"))
     assert reader.names == ["0", "1", "2"]

@@ -124,6 +124,8 @@ def open_input(path, batch_rows=BATCH_ROWS):
     """
     fmt = format_of(path, "input")
     if path != "-" and not os.path.isfile(path):
+        if os.path.exists(path):  # a directory, or a pipe such as <(zcat data.csv.gz): it is read more than once
+            raise UsageError(f"{path}: not a regular file; pipe CSV into stdin and give - as the input instead")
         raise UsageError(f"{path}: no such file")
     if fmt == "csv":
         reader = csv_reader(path)
