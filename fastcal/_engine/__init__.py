@@ -1,0 +1,177 @@
+"""fastcal's engines, and the one small API through which every backend drives them.
+
+An *engine* computes one algorithm (an isotonic fit, a Newton fit, a table
+of bin sums, ...) from data it never holds whole. It is written once, as
+
+summarise
+    a chunk of rows into a small *summary* (sums, counts, PAV blocks, a bin
+    table), where the chunk lives;
+merge
+    summaries, in chunk order, into the summary of their union (for the
+    PAV, of chunks adjacent in score order);
+finish
+    the result from the merged summary, on the caller's side.
+
+Algorithms that need several passes (a Newton fit takes one pass per step)
+or a range partition by score (the PAV, the AUC) are *drivers*: plain
+functions that take a :class:`Rows` and call its three methods. Nothing
+else of a backend is visible to them. A backend is therefore an adapter and
+nothing more: it turns its data into a :class:`Rows` (and back, for the
+results that are rows), and calls the driver. Today's adapters:
+
+- in memory, on fastcal's own threads (:mod:`fastcal._parallel`): the
+  drivers' per-chunk functions are the same kernels, run on score ranges
+  or row tasks whose bounds depend on the input size alone;
+- :class:`ListRows` below: chunks held in this process (tests, and the
+  reference any other adapter must equal);
+- out of core (:mod:`fastcal.outofcore`): chunks read from files, partitions
+  written to temporary files;
+- Dask (:mod:`fastcal.dask`): chunks persisted on the workers;
+- Spark (:mod:`fastcal.spark`): partitions of a cached DataFrame, per-chunk
+  functions run by ``mapInArrow``.
+
+Another system (Ray, Beam, Flink) drives the engines the same way: implement
+the three methods of :class:`Rows`, and call the drivers.
+
+The ``Rows`` contract
+---------------------
+A ``Rows`` is a table of aligned columns cut into *chunks*; a chunk is a
+tuple of 1-D NumPy arrays of equal length (a column may be ``None``, the
+same in every chunk, e.g. no weights). The columns' meaning is the driver's
+business: the backend moves them and never looks inside, except at the key
+column of :meth:`Rows.partition`.
+
+``map(fn, *args) -> list``
+    ``fn(chunk, *args)`` for every chunk, run where the chunk lives, results
+    returned to the caller in chunk order. ``fn`` is a module-level
+    function of fastcal (a backend may pickle it by reference, so workers
+    need fastcal installed); ``args`` and results are small and picklable.
+``convert(fn, *args) -> (Rows, list)``
+    ``fn(chunk, *args)`` returns ``(new_chunk, fact)``; the new chunks are
+    kept where they are (persisted, cached, or recomputed from the source
+    on every pass: the backend chooses, but every pass sees the same rows),
+    the facts come back in chunk order. Validation and conversion run here,
+    once, and raise the in-memory fit's errors.
+``partition(bounds, key=0) -> Rows``
+    The rows cut by the value of column ``key``: partition ``j`` holds the
+    rows whose key ``v`` has ``bounds[j - 1] <= v < bounds[j]`` (``bounds``
+    ascending values of the key's dtype, compared in it; ``len(bounds) + 1``
+    partitions, some maybe empty, in that order). Within a partition the row order is the backend's
+    (drivers sort when order matters). Calling it again on a partitioned
+    ``Rows`` with moved bounds re-cuts it (backends may move only the rows
+    that change side).
+``release()``
+    Free what the backend keeps for this ``Rows`` (cached partitions,
+    temporary files). Idempotent; a ``Rows`` is not used after it.
+``parallelism``
+    How many chunks the backend can work on at once (a hint for the number
+    of partitions; never a bound that changes a result).
+
+Exactness
+---------
+Each engine documents its exactness rule next to its summary. The common
+ground: a driver's result depends on the rows, on the chunk order where its
+merges add floating-point sums, and on nothing else: not on the backend,
+the thread count, or where a chunk ran. Integer counts are exact; float
+sums are accumulated in float64 per chunk and added in chunk order, so two
+backends that cut the same rows into the same chunks return the same bits,
+and any two cuts agree to the rounding of the sums.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["ListRows", "Reduction", "Rows", "reduce"]
+
+Chunk = tuple  # of 1-D NumPy arrays or None, one per column
+
+
+class Rows(Protocol):
+    """What a backend gives the engines: see the module docstring for the contract."""
+
+    parallelism: int
+
+    def map(self, fn: Callable[..., Any], *args: Any) -> list: ...
+
+    def convert(self, fn: Callable[..., tuple[Chunk, Any]], *args: Any) -> tuple[Rows, list]: ...
+
+    def partition(self, bounds: np.ndarray, key: int = 0) -> Rows: ...
+
+    def release(self) -> None: ...
+
+
+class Reduction:
+    """One pass of summarise → merge → finish (a flox ``Aggregation``): see :func:`reduce`.
+
+    Parameters
+    ----------
+    summarise : callable
+        ``summarise(chunk, *args)``: a module-level function returning the chunk's summary.
+    merge : callable
+        ``merge(summaries)``: the summary of all the chunks, from theirs in chunk order.
+    finish : callable, optional
+        ``finish(summary)``: the result (default: the merged summary itself).
+    """
+
+    __slots__ = ("finish", "merge", "summarise")
+
+    def __init__(self, summarise, merge, finish=None):
+        self.summarise = summarise
+        self.merge = merge
+        self.finish = finish
+
+
+def reduce(rows: Rows, reduction: Reduction, *args: Any) -> Any:
+    """``finish(merge(rows.map(summarise, *args)))``: one pass of ``reduction`` over ``rows``."""
+    merged = reduction.merge(rows.map(reduction.summarise, *args))
+    return merged if reduction.finish is None else reduction.finish(merged)
+
+
+class ListRows:
+    """:class:`Rows` of chunks held in this process, worked on one after another.
+
+    The reference adapter: every other backend must give the drivers the
+    results this one gives for the same chunks. ``partition`` keeps the
+    rows' order (chunk order, then row order within a chunk).
+
+    Parameters
+    ----------
+    chunks : sequence of tuples
+        The chunks: tuples of equal-length 1-D arrays (or ``None``), with the
+        same columns in every chunk.
+    """
+
+    parallelism = 1
+
+    def __init__(self, chunks: Sequence[Chunk]):
+        self.chunks = [tuple(c) for c in chunks]
+
+    def map(self, fn, *args):
+        return [fn(c, *args) for c in self.chunks]
+
+    def convert(self, fn, *args):
+        pairs = [fn(c, *args) for c in self.chunks]
+        return ListRows([p[0] for p in pairs]), [p[1] for p in pairs]
+
+    def partition(self, bounds, key=0):
+        pieces = [[] for _ in range(len(bounds) + 1)]
+        for c in self.chunks:
+            j = np.searchsorted(np.asarray(bounds, dtype=c[key].dtype), c[key], side="right")
+            for part in np.unique(j):
+                rows = np.flatnonzero(j == part)
+                pieces[part].append(tuple(None if col is None else col[rows] for col in c))
+        template = self.chunks[0] if self.chunks else ()
+        out = []
+        for ps in pieces:
+            if ps:
+                out.append(tuple(None if ps[0][i] is None else np.concatenate([p[i] for p in ps])
+                                 for i in range(len(ps[0]))))
+            else:
+                out.append(tuple(None if col is None else col[:0] for col in template))
+        return ListRows(out)
+
+    def release(self):
+        self.chunks = []
