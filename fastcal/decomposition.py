@@ -33,6 +33,7 @@ from ._binning import check_row_sums, top_label
 from ._labels import matrix_codes
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
+from ._pav_engine import sort_for_fit
 from ._results import Result
 from ._sort import argsort
 from ._validation import (
@@ -174,17 +175,28 @@ def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
                               uncertainty=unc, scoring=scoring)
 
 
-def decompose(labels, p, w, scorings):
+def shared_sort(labels, p, w):
+    """The sort of the scores that :func:`decompose` ``(labels, p, w, ...)`` makes, for the caller to share with
+    other statistics of the same rows (:func:`fastcal._auc.roc_auc`'s ``by_label``), then pass to
+    :func:`decompose`; None where the fit sorts otherwise (see :func:`fastcal._pav_engine.sort_for_fit`).
+    The scores are sorted as float64 (the fit's)."""
+    if w is not None:
+        return None
+    return sort_for_fit(p.astype(np.float64, copy=False), labels, w)
+
+
+def decompose(labels, p, w, scorings, by_label=None):
     """:class:`ScoreDecomposition` of validated rows for each of ``scorings``, from one PAV fit.
 
     ``labels`` 0/1, ``p`` probabilities (float32/float64), ``w`` None or
-    non-negative weights (zero-weight rows are dropped here). The internal
-    entry point of :func:`fastcal.metrics.calibration_report`.
+    non-negative weights (zero-weight rows are dropped here). ``by_label``:
+    :func:`shared_sort` of the same rows, if made. The internal entry point
+    of :func:`fastcal.metrics.calibration_report`.
     """
     if w is not None and w.min() == 0:
         keep = w > 0
         labels, p, w = labels[keep], p[keep], w[keep]
-    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0)
+    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0, by_label)
     out = []
     for scoring in scorings:
         recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
