@@ -404,3 +404,24 @@ def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
         assert got.keys() == unshared.keys()
         for key, value in unshared.items():
             assert_array_equal(got[key], value)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_corp_reliability_one_sort_same_curve(weighted, monkeypatch):
+    # With bands, the fit runs on the rows the resamples sort (one sort); without, on its own range partition:
+    # the same curve, bit for bit, with several score ranges and at every thread count.
+    from fastcal import _pav_engine
+
+    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
+    rng = np.random.default_rng(12)
+    n = 30_000
+    p = rng.random(n)
+    p[::3] = np.round(p[::3], 3)
+    y = (rng.random(n) < p).astype(np.uint8)
+    w = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.1, 3, n)) if weighted else None
+    alone = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=0)
+    for threads in (1, 2, MANY):
+        with num_threads(threads):
+            banded = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=4, random_state=0)
+        assert_array_equal(banded.x, alone.x)
+        assert_array_equal(banded.y, alone.y)
