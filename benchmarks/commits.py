@@ -1,7 +1,10 @@
 """Two source trees of fastcal side by side: the same paths, the same arrays, fresh processes, alternating.
 
-``python -m benchmarks.compare_commits --old /tmp/old [--new .] [--paths roc_auc,iso_w] [--threads 1,2]
+``python -m benchmarks.commits --old /tmp/old [--new .] [--paths roc_auc,iso_w] [--threads 1,2]
 [--n 1e7] [--rounds 5] [--repeat 3]``
+
+(Not ``compare_commits.py``: ``benchmarks.compare`` and ``benchmarks.smoke``
+take every ``compare_*`` module for a peer comparison with a ``rows()``.)
 
 Make the old tree with ``git worktree add /tmp/old <commit>``; both trees run
 on this virtual environment's packages, each imported through ``PYTHONPATH``
