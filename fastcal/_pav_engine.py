@@ -54,14 +54,17 @@ How the in-memory :func:`summarise` orders the rows:
   label), a prefix sum places them, a second parallel pass scatters the
   scores (not the labels: each class gets its own run) into place, and each
   range's two classes are sorted by value (NumPy's sort, no argsort) in
-  whichever thread takes the range. The whole is then two sorted runs (the
-  scores of label 0 and those of label 1), fitted range by range by
-  :func:`~fastcal._isotonic_kernels.pav_binary`.
+  whichever thread takes the range (:func:`fastcal._sort.sort_by_label`).
+  The whole is then two sorted runs (the scores of label 0 and those of
+  label 1), fitted range by range by
+  :func:`~fastcal._isotonic_kernels.pav_binary`. A caller that needs the
+  same sort for another statistic (the AUC of ``calibration_report``) makes
+  it once with :func:`sort_for_fit` and passes it as ``by_label``.
 - Weighted 0/1 labels, and real-valued targets without weights: the same
   range partition moves one float64 with each score (the target, or the
   weight signed by the label), and each range is radix-sorted carrying it
-  (:func:`fastcal._sort.sort_pairs`, stable: the rows end in the order of a
-  stable sort of the whole); weighted real-valued targets are argsorted and
+  (:func:`fastcal._sort.range_sorted_pairs`, stable: the rows end in the
+  order of a stable sort of the whole); weighted real-valued targets are argsorted and
   gathered (:func:`fastcal._sort.sort_with`, its passes on every thread).
 - Sorted scores are fitted as they are.
 
