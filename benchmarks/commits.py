@@ -55,6 +55,7 @@ PATHS = {
     "smooth_ece": "fastcal.smooth_ece(y, p)",
     "decomposition": "fastcal.score_decomposition(y, p)",
     "report": "fastcal.calibration_report(y, p)",
+    "corp_bands": "fastcal.corp_reliability(y, p, n_resamples=8, random_state=0)",
     "curve_quantile": "fastcal.calibration_curve(y, p, n_bins=10, strategy='quantile')",
     "ece": "fastcal.expected_calibration_error(y, p)",
     "ece_quantile": "fastcal.expected_calibration_error(y, p, strategy='quantile')",
