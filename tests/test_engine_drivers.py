@@ -273,3 +273,121 @@ def test_logistic_errors():
             fit(_rows((x, y, None), [0, 30, 100]), **kw)
         assert str(eng.value) == str(mem.value)
     assert fastcal  # the public package imports
+
+
+# ---------------------------------------------------------------------------
+# Binned diagnostics, smooth ECE, histogram binning, score decomposition.
+# ---------------------------------------------------------------------------
+
+from fastcal._engine import binned as ebin  # noqa: E402
+from fastcal._engine import decomposition as edec  # noqa: E402
+
+from .strategies import probabilities  # noqa: E402
+
+
+def _metric_rows(y, p, w, cuts):
+    return _rows((p, y, w), cuts)
+
+
+def _assert_close_sums(got, want, n):
+    # Per-chunk float64 sums added in chunk order against one pass over the n rows: sums and ratios of sums of
+    # positive terms agree to 4 n eps relative; terms built from them with cancellation (ECE, decomposition
+    # terms, all <= 1) to 20 n eps absolute.
+    for a, b in zip(got, want):
+        assert_allclose(a, b, rtol=4 * n * EPS, atol=20 * n * EPS)
+
+
+@given(probabilities(max_size=400, weighted="zeros"), st.booleans(), st.integers(1, 25),
+       st.sampled_from(["uniform", "quantile"]), st.sampled_from(CUTS), st.integers(0, 2**31))
+@settings(max_examples=80, deadline=None)
+def test_binned_drivers_equal_in_memory(data, use_weights, n_bins, strategy, cuts, seed):
+    y, p, w = data
+    w = w if use_weights else None
+    n = len(p)
+    cut = _cuts(n, cuts, np.random.default_rng(seed))
+    kw = dict(x_dtype=p.dtype, weighted=w is not None)
+    got = ebin.calibration_curve(_metric_rows(y, p, w, cut), n_bins=n_bins, strategy=strategy, return_counts=True,
+                                 **kw)
+    want = fastcal.calibration_curve(y, p, n_bins=n_bins, strategy=strategy, sample_weight=w, return_counts=True)
+    if w is None:  # the same bins (quantile edges exact): the same counts, bit for bit
+        assert_array_equal(got[2], want[2])
+    _assert_close_sums(got, want, n)
+    for norm in ("l1", "l2", "max"):
+        assert ebin.expected_calibration_error(_metric_rows(y, p, w, cut), n_bins=n_bins, strategy=strategy,
+                                               norm=norm, **kw) == pytest.approx(
+            fastcal.expected_calibration_error(y, p, n_bins=n_bins, strategy=strategy, norm=norm, sample_weight=w),
+            abs=20 * n * EPS)
+    _assert_close_sums(ebin.brier_decomposition(_metric_rows(y, p, w, cut), n_bins=n_bins, strategy=strategy,
+                                                **kw).to_dict().values(),
+                       fastcal.brier_decomposition(y, p, n_bins=n_bins, strategy=strategy,
+                                                   sample_weight=w).to_dict().values(), n)
+    _assert_close_sums([ebin.brier_score_loss(_metric_rows(y, p, w, cut), **kw),
+                        ebin.log_loss(_metric_rows(y, p, w, cut), **kw),
+                        ebin.log_loss(_metric_rows(y, p, w, cut), normalize=False, **kw)],
+                       [fastcal.brier_score_loss(y, p, sample_weight=w), fastcal.log_loss(y, p, sample_weight=w),
+                        fastcal.log_loss(y, p, sample_weight=w, normalize=False)], n)
+    hist = ebin.fit_histogram(_metric_rows(y, p, w, cut), n_bins=n_bins, strategy=strategy, **kw)
+    ref = fastcal.HistogramBinning(n_bins=n_bins, strategy=strategy).fit(p, y, sample_weight=w)
+    assert_array_equal(hist.bin_edges_, ref.bin_edges_)
+    assert_allclose(hist.bin_values_, ref.bin_values_, rtol=4 * n * EPS, atol=4 * n * EPS)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("cuts", CUTS)
+def test_smooth_ece_and_decomposition_equal_in_memory(weighted, cuts):
+    rng = np.random.default_rng(9)
+    n = 20_000
+    p = np.round(rng.beta(2, 3, n), 3)  # ties, across chunk and partition bounds
+    y = np.where(rng.random(n) < p ** 1.3, 1, -1)  # {-1, 1} labels, as in memory
+    w = rng.uniform(0, 2, n) if weighted else None
+    cut = _cuts(n, cuts, rng)
+    kw = dict(x_dtype=p.dtype, weighted=weighted)
+    got = ebin.smooth_ece(_metric_rows(y, p, w, cut), **kw)
+    want = fastcal.smooth_ece(y, p, sample_weight=w)
+    # Grid sums in another order (4 n eps relative); both fixed points are roots to 1e-10 of two functions that close.
+    assert got.ece == pytest.approx(want.ece, rel=4 * n * EPS, abs=1e-9)
+    assert got.bandwidth == pytest.approx(want.bandwidth, abs=1e-9)
+    fixed = ebin.smooth_ece(_metric_rows(y, p, w, cut), bandwidth=0.05, **kw)
+    assert fixed.ece == pytest.approx(fastcal.smooth_ece(y, p, sample_weight=w, bandwidth=0.05).ece, rel=4 * n * EPS)
+    for scoring in ("brier", "log_loss"):
+        got = edec.score_decomposition(_metric_rows(y, p, w, cut), scoring=scoring, **kw)
+        want = fastcal.score_decomposition((y > 0).astype(np.uint8), p, scoring=scoring, sample_weight=w)
+        _assert_close_sums(list(got.to_dict().values())[:4], list(want.to_dict().values())[:4], n)
+
+
+def test_losses_of_class_matrices():
+    rng = np.random.default_rng(0)
+    P = rng.dirichlet(np.ones(3), 100)
+    y = rng.integers(0, 3, 100)
+    w = rng.random(100)
+    for f, ref in ((ebin.log_loss, fastcal.log_loss), (ebin.brier_score_loss, fastcal.brier_score_loss)):
+        for weights in (None, w):
+            got = f(_rows((P, y, weights), [0, 0, 30, 31, 100]), x_dtype=np.float64, weighted=weights is not None,
+                    n_classes=3)
+            assert got == pytest.approx(ref(y, P, sample_weight=weights), rel=100 * EPS)  # 100 terms, other order
+
+
+def test_metrics_errors():
+    # fastcal.dask's messages (tests/test_dask.py), the in-memory ones where the check is the same.
+    p = np.linspace(0, 1, 100)
+    y = (p > 0.5).astype(np.uint8)
+    kw = dict(x_dtype=np.float64, weighted=False)
+    cases = [((p * 2, y, None), "outside \\[0, 1\\]"), ((np.where(p > 0.9, np.nan, p), y, None), "y_prob"),
+             ((p, y, -np.ones(100)), "sample_weight must be non-negative"),
+             ((p, y, np.zeros(100)), "positive sum"), ((p, np.where(np.arange(100) % 2, 2, 5), None), "pos_label is not specified")]
+    for cols, match in cases:
+        weighted = cols[2] is not None
+        with pytest.raises(ValueError, match=match) as eng:
+            ebin.brier_score_loss(_rows(cols, [0, 50, 50, 100]), x_dtype=np.float64, weighted=weighted)
+        if not weighted:  # the same check fails (the chunked message reports the failing chunk's range)
+            with pytest.raises(ValueError) as mem:
+                fastcal.brier_score_loss(cols[1], cols[0], sample_weight=cols[2])
+            assert str(eng.value).split(" (")[0] == str(mem.value).split(" (")[0].replace("y_proba", "y_prob")
+    # {-1, 0} over all rows is ambiguous even if every chunk alone is not.
+    y2 = np.where(np.arange(100) < 50, -1, 0)
+    with pytest.raises(ValueError, match="pos_label is not specified"):
+        ebin.brier_score_loss(_rows((p, y2, None), [0, 50, 100]), **kw)
+    with pytest.raises(ValueError, match="y_prob must have at least 1 element"):
+        ebin.log_loss(ListRows([(p[:0], y[:0], None)]), **kw)
+    with pytest.raises(fastcal.InvalidParameterError, match="bandwidth"):
+        ebin.smooth_ece(_rows((p, y, None), [0, 100]), bandwidth=-1, **kw)
