@@ -84,7 +84,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ListRows", "Reduction", "Rows", "reduce", "split_chunk"]
+__all__ = ["ListRows", "Reduction", "Rows", "fit_dtype", "flat_column", "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
 
@@ -197,3 +197,17 @@ def split_chunk(chunk, bounds, key=0):
     starts = np.searchsorted(j[order], np.arange(bounds.shape[0] + 2))
     return [tuple(None if c is None else c[order[a:b]] for c in chunk)
             for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+
+
+def fit_dtype(dtype):
+    """The dtype the drivers compute scores in: float32 and float64 stay, anything else becomes float64."""
+    from .._partition import fit_dtype as _fit_dtype
+
+    return _fit_dtype(dtype)
+
+
+def flat_column(a, name):
+    """``a`` as a 1-D array (an ``(n, 1)`` column flattened); ``ValueError`` naming ``name`` otherwise."""
+    from .._partition import flat_column as _flat_column
+
+    return _flat_column(a, name)
