@@ -31,7 +31,32 @@ results that are rows), and calls the driver. Today's adapters:
   functions run by ``mapInArrow``.
 
 Another system (Ray, Beam, Flink) drives the engines the same way: implement
-the three methods of :class:`Rows`, and call the drivers.
+the methods of :class:`Rows`, and call the drivers.
+
+The drivers
+-----------
+Each is ``f(rows, *, x_dtype, weighted, **parameters)``: ``rows`` of raw
+NumPy chunks as the backend has them (the driver's ``convert`` validates and
+converts them, raising the in-memory errors), ``w`` None in every chunk when
+``weighted`` is False, ``x_dtype`` the declared dtype of column 0 (needed
+when chunks are empty), the other parameters those of the public function.
+Each module states its exactness rule.
+
+:mod:`fastcal._engine.isotonic`
+    ``fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params)``
+    on chunks ``(scores, y, w)``: an :class:`fastcal.IsotonicRegression`.
+:mod:`fastcal._engine.logistic`
+    ``fit_platt`` and ``fit_beta`` on chunks ``(scores, y, w)`` / ``(p, y, w)``.
+:mod:`fastcal._engine.binned`
+    ``calibration_curve``, ``expected_calibration_error``,
+    ``brier_score_loss``, ``log_loss``, ``brier_decomposition``,
+    ``smooth_ece``, ``fit_histogram`` on chunks ``(y_prob, y_true, w)``.
+:mod:`fastcal._engine.decomposition`
+    ``score_decomposition``, ``roc_auc_score``, ``calibration_report`` on
+    chunks ``(y_prob, y_true, w)``.
+
+Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
+``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`.
 
 The ``Rows`` contract
 ---------------------
