@@ -425,3 +425,53 @@ def test_adapters_import_no_engine_internals(module):
     bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
     assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
     assert "_engine" in found
+
+
+# ---------------------------------------------------------------------------
+# ROC AUC.
+# ---------------------------------------------------------------------------
+
+
+@given(st.sampled_from([False, True, "zeros"]).flatmap(lambda wt: scores_and_labels(min_size=2, max_size=300,
+                                                                                    weighted=wt)),
+       st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31))
+@settings(max_examples=150, deadline=None)
+def test_roc_auc_equals_in_memory(data, n_partitions, cuts, seed):
+    x, y, w = data
+    rng = np.random.default_rng(seed)
+    y = y.astype(np.int64)
+    y[0], y[-1] = 0, 1  # both classes
+    if w is not None:
+        w[0] = w[-1] = 1.0
+    got = edec.roc_auc_score(_rows((x, y, w), _cuts(x.shape[0], cuts, rng)), x_dtype=x.dtype, weighted=w is not None,
+                             n_partitions=n_partitions)
+    want = fastcal.roc_auc_score(y, x, sample_weight=w)
+    if w is None:
+        assert got == want  # integer counts, the same division: bit for bit
+    else:  # float64 sums of <= n products of weights, in another order
+        assert got == pytest.approx(want, rel=8 * x.shape[0] * EPS, abs=8 * x.shape[0] * EPS)
+
+
+def test_roc_auc_labels_and_errors():
+    rng = np.random.default_rng(0)
+    x = np.round(rng.random(1000), 2)  # heavy ties across partition bounds
+    y = np.where(rng.random(1000) < x, 7, 3)  # the greater label is positive, as in memory
+    rows = _rows((x, y, None), [0, 400, 400, 999, 1000])
+    assert edec.roc_auc_score(rows, x_dtype=np.float64, weighted=False, n_partitions=9) == \
+        fastcal.roc_auc_score(y, x)
+    assert edec.roc_auc_score(_rows((x, y, None), [0, 1000]), x_dtype=np.float64, weighted=False, pos_label=3) == \
+        fastcal.roc_auc_score(y, x, pos_label=3)
+    kw = dict(x_dtype=np.float64, weighted=False)
+    with pytest.raises(ValueError, match="Only one class present in y_true"):
+        edec.roc_auc_score(_rows((x, np.ones(1000), None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="Only one class present in y_true \\(with positive weight\\)"):
+        edec.roc_auc_score(_rows((x, (x > 0.5).astype(int), (x > 0.5) * 1.0), [0, 500, 1000]), x_dtype=np.float64,
+                           weighted=True)
+    bad = x.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="y_score must be finite"):
+        edec.roc_auc_score(_rows((bad, y, None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="multiclass ROC AUC"):
+        edec.roc_auc_score(_rows((x, np.arange(1000) % 3, None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+        edec.roc_auc_score(_rows((x, y, -np.ones(1000)), [0, 1000]), x_dtype=np.float64, weighted=True)

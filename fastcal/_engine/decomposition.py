@@ -1,4 +1,23 @@
-r"""Score decomposition (CORP) over a :class:`~fastcal._engine.Rows`: the exact isotonic fit, then score sums.
+r"""Score decomposition (CORP) and the ROC AUC over a :class:`~fastcal._engine.Rows`.
+
+ROC AUC
+-------
+:func:`roc_auc_score` (binary) validates the chunks ``(y_score, y_true, w)``
+as :func:`fastcal.roc_auc_score` does (finite scores; the positive label
+from the set of all labels, the greater of two unless ``pos_label``),
+samples the scores, and range-partitions the rows by score
+(:meth:`Rows.partition`): equal scores never straddle a bound. Each
+partition sorts its scores and returns its positive and negative weights
+and its within-partition Mann-Whitney sum (ties count half); merged in score
+order, a partition's positives also beat every negative of the partitions
+before it. Without weights the counts are integers, added exactly, and the
+AUC is the in-memory one bit for bit (``u2 / (2 n_pos n_neg)``, the same
+division). With weights, the float64 sums (weights rescaled by one power of
+two) agree with the in-memory sweep to their rounding (about ``n`` eps
+relative).
+
+Score decomposition
+-------------------
 
 Chunks are ``(y_prob, y_true, w)``, raw, validated as by the binned
 diagnostics (:class:`fastcal._engine.binned.Metrics`: binary labels {0, 1} or
@@ -27,7 +46,10 @@ from .._validation import rescale_weights
 from . import isotonic
 from .binned import Metrics
 
-__all__ = ["score_decomposition"]
+__all__ = ["roc_auc_score", "score_decomposition"]
+
+#: Rows per partition of the AUC (each is sorted in memory where it lives).
+AUC_PARTITION_ROWS = 1 << 23
 
 
 def _fit_columns(chunk):
@@ -59,3 +81,90 @@ def score_decomposition(rows, *, x_dtype, weighted, scoring="brier"):
         data.release()
     score_sum, weight, positives, recal_sum = (float(v) for v in np.sum(np.array(parts, dtype=np.float64), axis=0))
     return decomposition.decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
+
+
+def _auc_sample(chunk, size):
+    x = chunk[0]
+    step = max(1, x.shape[0] // max(1, size))
+    return np.sort(x[::step]).astype(np.float64), x.shape[0]
+
+
+def _auc_part(chunk, positive, exponent):
+    """``(pos, neg, u)`` of one score range: positive and negative weights (counts without weights) and the sum
+    over its positives of the negatives below plus half those tied (twice that, an integer, without weights)."""
+    x, y, w = chunk
+    if not x.shape[0]:
+        return 0, 0, 0
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    pos = np.isin(y[order], positive)
+    starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
+    if w is None:
+        p_g = np.add.reduceat(pos.astype(np.int64), starts)
+        n_g = np.add.reduceat((~pos).astype(np.int64), starts)
+        below = np.cumsum(n_g) - n_g
+        return int(p_g.sum()), int(n_g.sum()), int((p_g * (2 * below + n_g)).sum())
+    ws = rescale_weights(w, exponent)[0][order]
+    p_g = np.add.reduceat(np.where(pos, ws, 0.0), starts)
+    n_g = np.add.reduceat(np.where(pos, 0.0, ws), starts)
+    below = np.cumsum(n_g) - n_g
+    return float(p_g.sum()), float(n_g.sum()), float((p_g * (below + 0.5 * n_g)).sum())
+
+
+def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None):
+    """:func:`fastcal.roc_auc_score` of binary rows ``(y_score, y_true, w)``: see the module docstring.
+
+    ``n_partitions`` score ranges (default: one per :data:`AUC_PARTITION_ROWS`
+    rows, at least ``rows.parallelism``, at most one per chunk); the result
+    does not depend on it.
+    """
+    from .._params import Integer
+    from .._validation import weight_exponent
+
+    n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
+    many = ("a multiclass ROC AUC needs y_score of shape (n_samples, n_classes), the probabilities of the classes, "
+            "and multi_class='ovr' or 'ovo'")
+    data = Metrics(rows, x_dtype, weighted, pos_label, prob=False, greater=True, many=many)
+    try:
+        samples = data.rows.map(_auc_sample, 1024)
+        if n_partitions is None:
+            n_partitions = min(len(samples), max(int(rows.parallelism), -(-data.n // AUC_PARTITION_ROWS)))
+        values = np.concatenate([s for s, _ in samples])
+        strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
+        bounds = _quantile_bounds(values, strides, int(n_partitions), data.dtype)
+        parts = data.rows.partition(bounds)
+        try:
+            sums = parts.map(_auc_part, data.positive, weight_exponent(None, data.weight_max))
+        finally:
+            parts.release()
+    finally:
+        data.release()
+    if weighted:
+        u, w_pos, w_neg = 0.0, 0.0, 0.0
+        for p_j, n_j, u_j in sums:  # in score order
+            u += u_j + p_j * w_neg
+            w_pos += p_j
+            w_neg += n_j
+        if not (w_pos > 0 and w_neg > 0):
+            raise ValueError("Only one class present in y_true (with positive weight). ROC AUC score is not defined "
+                             "in that case.")
+        return float(u / (w_pos * w_neg))
+    u2, n_pos, n_neg = 0, 0, 0
+    for p_j, n_j, u_j in sums:
+        u2 += u_j + 2 * p_j * n_neg
+        n_pos += p_j
+        n_neg += n_j
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
+    return float(u2) / (2.0 * n_pos * n_neg)
+
+
+def _quantile_bounds(values, strides, n_parts, dtype):
+    """At most ``n_parts - 1`` distinct bounds at weighted quantiles of the sampled ``values``."""
+    if n_parts <= 1 or not values.shape[0]:
+        return np.empty(0, dtype=dtype)
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(strides[order])
+    idx = np.minimum(np.searchsorted(cum, cum[-1] * np.arange(1, n_parts) / n_parts) + 1, values.shape[0] - 1)
+    bounds = np.unique(values[idx])
+    return bounds[bounds > values[0]].astype(dtype)
