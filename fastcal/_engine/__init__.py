@@ -105,6 +105,7 @@ and any two cuts agree to the rounding of the sums.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
@@ -236,3 +237,17 @@ def flat_column(a, name):
     from .._partition import flat_column as _flat_column
 
     return _flat_column(a, name)
+
+
+def user_stacklevel():
+    """The ``stacklevel`` of the first frame outside fastcal, counted from the caller of this function (1).
+
+    Where a driver's warnings point, whichever adapter (and however many of
+    its frames) called the driver: the user's line.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "fastcal":
+        frame = frame.f_back
+        level += 1
+    return level

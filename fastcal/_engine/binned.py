@@ -41,6 +41,7 @@ import numpy as np
 from .. import _binning, _partition, histogram, metrics, smooth
 from .._labels import matrix_classes
 from .._validation import rescale_weights, weight_exponent
+from . import user_stacklevel
 
 __all__ = [
     "Metrics",
@@ -268,7 +269,7 @@ def _class_sums(rows, n_classes, labels, **flags):
     conv, facts = rows.convert(_matrix_convert)
     try:
         found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
-        classes = matrix_classes(found, labels, n_classes, "y_prob", stacklevel=4)
+        classes = matrix_classes(found, labels, n_classes, "y_prob", stacklevel=user_stacklevel())
         exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
         parts = conv.map(_matrix_sums, classes, exponent, flags)
     finally:
@@ -276,7 +277,7 @@ def _class_sums(rows, n_classes, labels, **flags):
     sums = np.zeros_like(parts[0])
     for part in parts:  # in chunk order: deterministic
         sums += part
-    _binning.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=4)
+    _binning.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=user_stacklevel())
     return sums, exponent
 
 

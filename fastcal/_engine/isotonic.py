@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _pav_engine, _partition
 from .._validation import rescale_weights
+from . import user_stacklevel
 
 __all__ = ["PARTITION_ROWS", "fit_isotonic"]
 
@@ -166,7 +167,7 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
         heads = parts.map(_head, eps, keep_zero, auto)
         if auto:
             rho = _partition.spearman_from_partials([h[4] for h in heads])
-            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=4)
+            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=user_stacklevel() + 1)
         else:
             est.increasing_ = bool(est.increasing)
         sign = 1.0 if est.increasing_ else -1.0

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import _partition, beta, platt
 from .._validation import rescale_weights, weight_exponent
+from . import user_stacklevel
 
 __all__ = ["fit_beta", "fit_platt"]
 
@@ -92,7 +93,7 @@ def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):
                                passes.exponent)
     finally:
         passes.conv.release()
-    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
+    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=user_stacklevel())
 
 
 def fit_beta(rows, *, x_dtype, weighted, parameters="abm", max_iter=100, tol=None):
@@ -109,4 +110,4 @@ def fit_beta(rows, *, x_dtype, weighted, parameters="abm", max_iter=100, tol=Non
                               max_iter_c, tol_c)
     finally:
         passes.conv.release()
-    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=3)
+    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=user_stacklevel())
