@@ -475,3 +475,55 @@ def test_roc_auc_labels_and_errors():
         edec.roc_auc_score(_rows((x, np.arange(1000) % 3, None), [0, 500, 1000]), **kw)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         edec.roc_auc_score(_rows((x, y, -np.ones(1000)), [0, 1000]), x_dtype=np.float64, weighted=True)
+
+
+# ---------------------------------------------------------------------------
+# Calibration report.
+# ---------------------------------------------------------------------------
+
+
+def _assert_same_report(got, want, n):
+    g, w = got.to_dict(), want.to_dict()
+    assert g.keys() == w.keys()
+    for key in g:
+        a, b = g[key], w[key]
+        if key in ("n", "n_bins", "strategy", "slope_converged"):
+            assert a == b, key
+        elif key in ("slope", "intercept", "calibration_in_the_large", "slope_se", "intercept_se", "slope_ci",
+                     "intercept_ci"):
+            # Newton to the solver's tolerance (1e-10 on the decrement): parameters and their errors to 1e-7.
+            assert_allclose(a, b, rtol=1e-7, atol=1e-7, err_msg=key)
+        else:  # sums in another order: 4 n eps relative, 20 n eps absolute for terms with cancellation
+            assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=4 * n * EPS,
+                            atol=20 * n * EPS, err_msg=key)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("cuts", CUTS)
+def test_calibration_report_equals_in_memory(weighted, strategy, cuts):
+    rng = np.random.default_rng(11)
+    n = 30_000
+    p = np.round(rng.beta(2, 3, n), 3)  # ties
+    y = (rng.random(n) < p ** 1.2).astype(np.uint8)
+    w = rng.uniform(0, 2, n) if weighted else None
+    got = edec.calibration_report(_metric_rows(y, p, w, _cuts(n, cuts, rng)), x_dtype=p.dtype, weighted=weighted,
+                                  n_bins=7, strategy=strategy)
+    want = fastcal.calibration_report(y, p, sample_weight=w, n_bins=7, strategy=strategy)
+    _assert_same_report(got, want, n)
+    if not weighted:
+        assert got.auc == want.auc  # integer counts: bit for bit
+        assert_array_equal(got.bin_edges, want.bin_edges)
+
+
+def test_calibration_report_degenerate_data_warns_as_in_memory():
+    p = np.linspace(0.01, 0.99, 200).astype(np.float32)
+    for y in ((p > 0.5).astype(np.uint8), np.ones(200, dtype=np.uint8)):  # separated; one class
+        with pytest.warns(UserWarning, match="calibration_report: ") as eng:
+            got = edec.calibration_report(_metric_rows(y, p, None, [0, 50, 50, 200]), x_dtype=np.float32,
+                                          weighted=False)
+        with pytest.warns(UserWarning, match="calibration_report: ") as mem:
+            want = fastcal.calibration_report(y, p)
+        assert [str(r.message) for r in eng] == [str(r.message) for r in mem]
+        assert eng[0].filename == __file__
+        _assert_same_report(got, want, 200)

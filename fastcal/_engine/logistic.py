@@ -31,7 +31,7 @@ from .. import _partition, beta, platt
 from .._validation import rescale_weights, weight_exponent
 from . import user_stacklevel
 
-__all__ = ["fit_beta", "fit_platt"]
+__all__ = ["Passes", "fit_beta", "fit_platt"]
 
 
 def _convert(chunk, x_dtype, name):
@@ -53,8 +53,16 @@ def _pass(chunk, array_pass, exponent, *args):
     return array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
 
 
-class _Passes:
+class Passes:
     """The converted rows of a Platt or beta fit and the passes over them (see the module docstring)."""
+
+    @classmethod
+    def of(cls, conv, n, exponent, array_pass):
+        """The passes of ``array_pass`` over rows ``conv`` already converted (``n`` rows, weights rescaled by
+        ``2**-exponent`` in each pass)."""
+        self = cls.__new__(cls)
+        self.conv, self.n, self.exponent, self.array_pass = conv, n, exponent, array_pass
+        return self
 
     def __init__(self, rows, x_dtype, weighted, name, array_pass):
         self.conv, preps = rows.convert(_convert, _partition.fit_dtype(x_dtype), name)
@@ -87,7 +95,7 @@ def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):
     passes over the rows after the conversion.
     """
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    passes = _Passes(rows, x_dtype, weighted, "scores", platt.array_pass)
+    passes = Passes(rows, x_dtype, weighted, "scores", platt.array_pass)
     try:
         fit = platt.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, max_iter_c, tol_c,
                                passes.exponent)
@@ -103,7 +111,7 @@ def fit_beta(rows, *, x_dtype, weighted, parameters="abm", max_iter=100, tol=Non
     """
     model = beta.check_model(parameters)
     max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    passes = _Passes(rows, x_dtype, weighted, "p", beta.array_pass)
+    passes = Passes(rows, x_dtype, weighted, "p", beta.array_pass)
     try:
         eps = float(np.finfo(_partition.fit_dtype(x_dtype)).eps)
         fit = beta.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, model, eps,
