@@ -237,15 +237,16 @@ class DaskRows:
     frees the persisted chunks).
     """
 
-    def __init__(self, chunks, parallelism=None, bounds=None):
+    def __init__(self, chunks, parallelism=None, bounds=None, n_rows=None):
         self.chunks = list(chunks)
         self.parallelism = _n_threads() if parallelism is None else parallelism
         self.bounds = bounds
+        self.n_rows = n_rows
 
     @classmethod
     def from_columns(cls, cols):
-        """The raw chunks ``(x, y, w)`` of a :class:`_Chunks`."""
-        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples])
+        """The raw chunks ``(x, y, w)`` of a :class:`_Chunks` (their number of rows when known)."""
+        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
 
     def map(self, fn, *args):
         return list(dask.compute(*[delayed(fn)(c, *args) for c in self.chunks]))

@@ -298,6 +298,11 @@ class FileRows:
         self.template = template  # empty chunk of the partitions' dtypes
         self.files = [] if parts is None else sorted({id(f): f for ps in parts for f, _ in ps}.values(), key=id)
 
+    @property
+    def n_rows(self):
+        """The source's rows (known up front) for the raw chunks; None for converted or partitioned ones."""
+        return self.src.n if self.parts is None and not self.fns else None
+
     def _raw(self, skip=()):
         if self.parts is None:
             yield from self.src.raw_chunks()

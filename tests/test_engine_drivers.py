@@ -527,3 +527,30 @@ def test_calibration_report_degenerate_data_warns_as_in_memory():
         assert [str(r.message) for r in eng] == [str(r.message) for r in mem]
         assert eng[0].filename == __file__
         _assert_same_report(got, want, 200)
+
+
+class _NoCount(ListRows):
+    """ListRows that does not know its number of rows (as a Dask dataframe of unknown partition lengths)."""
+
+    n_rows = None
+
+    def convert(self, fn, *args):
+        pairs = [fn(c, *args) for c in self.chunks]
+        return _NoCount([p[0] for p in pairs]), [p[1] for p in pairs]
+
+
+def test_n_rows_hint_never_changes_a_result():
+    rng = np.random.default_rng(4)
+    n = 200_000  # above the warm-start threshold: the subsample is used
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * s))).astype(np.uint8)
+    w = rng.uniform(0, 3, n)
+    chunks = [(s[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
+    assert ListRows(chunks).n_rows == n and ListRows([]).n_rows == 0
+    kw = dict(x_dtype=np.float64, weighted=True)
+    with_hint, without = elog.fit_platt(ListRows(chunks), **kw), elog.fit_platt(_NoCount(chunks), **kw)
+    assert (with_hint.a_, with_hint.b_, with_hint.n_iter_) == (without.a_, without.b_, without.n_iter_)
+    p = 1 / (1 + np.exp(-s))
+    chunks = [(p[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
+    with_hint, without = elog.fit_beta(ListRows(chunks), **kw), elog.fit_beta(_NoCount(chunks), **kw)
+    assert (with_hint.a_, with_hint.b_, with_hint.c_) == (without.a_, without.b_, without.c_)

@@ -91,6 +91,11 @@ column of :meth:`Rows.partition`.
 ``parallelism``
     How many chunks the backend can work on at once (a hint for the number
     of partitions; never a bound that changes a result).
+``n_rows`` (optional)
+    The number of rows, if the backend knows it without a pass (else None,
+    or no such attribute). Drivers use it only to fold work into an earlier
+    pass (the warm-start subsample of a Newton fit into the conversion);
+    a result never depends on it.
 
 Exactness
 ---------
@@ -174,6 +179,10 @@ class ListRows:
 
     def __init__(self, chunks: Sequence[Chunk]):
         self.chunks = [tuple(c) for c in chunks]
+
+    @property
+    def n_rows(self):
+        return sum(int(np.shape(c[0])[0]) for c in self.chunks)
 
     def map(self, fn, *args):
         return [fn(c, *args) for c in self.chunks]
