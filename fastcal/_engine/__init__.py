@@ -84,7 +84,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ListRows", "Reduction", "Rows", "reduce"]
+__all__ = ["ListRows", "Reduction", "Rows", "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
 
@@ -175,3 +175,25 @@ class ListRows:
 
     def release(self):
         self.chunks = []
+
+
+def split_chunk(chunk, bounds, key=0):
+    """The rows of ``chunk`` cut by the value of column ``key``: one chunk per range, in order.
+
+    Range ``j`` holds the rows whose key ``v`` has ``bounds[j - 1] <= v <
+    bounds[j]`` (the semantics of :meth:`Rows.partition`); row order is kept
+    within a range. A helper for adapters whose ``partition`` is a shuffle
+    (Dask, files): the range partition kernel of the isotonic fit for
+    ``(scores, labels, weights)`` chunks, NumPy otherwise.
+    """
+    from .._partition import split_by_bounds
+
+    bounds = np.asarray(bounds)
+    x = chunk[key]
+    if key == 0 and len(chunk) == 3 and chunk[1] is not None and x.ndim == 1 and x.dtype.kind == "f":
+        return split_by_bounds(chunk[0], chunk[1], chunk[2], bounds.astype(x.dtype), drop_zero=False)
+    j = np.searchsorted(bounds.astype(x.dtype), x, side="right")
+    order = np.argsort(j, kind="stable")
+    starts = np.searchsorted(j[order], np.arange(bounds.shape[0] + 2))
+    return [tuple(None if c is None else c[order[a:b]] for c in chunk)
+            for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
