@@ -58,23 +58,44 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from . import _partition
+from ._engine import binned as _binned
+from ._engine import decomposition as _decomposition
+from ._engine import isotonic as _isotonic
+from ._engine import logistic as _logistic
 from ._errors import not_fitted
 from ._parallel import get_num_threads, set_num_threads
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from typing import Literal, TypeAlias, Unpack
+
+    from numpy.typing import NDArray
 
     from .beta import BetaCalibration
+    from .decomposition import ScoreDecomposition
     from .histogram import HistogramBinning
-    from .isotonic import IsotonicRegression
+    from .isotonic import IsotonicParams, IsotonicRegression
+    from .metrics import BrierDecomposition
     from .platt import PlattScaling
+    from .smooth import SmoothECEResult
 
     #: The fitted 1-D calibrators :func:`predict` applies.
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
 
 __all__ = [
     "SparkRows",
+    "brier_decomposition",
+    "brier_score_loss",
+    "calibration_curve",
+    "expected_calibration_error",
+    "fit_beta",
+    "fit_histogram",
+    "fit_isotonic",
+    "fit_platt",
+    "log_loss",
     "predict",
+    "score_decomposition",
+    "smooth_ece",
 ]
 
 #: Rows per Arrow batch a task returns (a few MB).
@@ -384,6 +405,7 @@ class SparkRows:
         keys = _partition_keys(n)
         df = df.withColumn(h_col, F.element_at(_int_array(keys), F.col(j_col) + 1))
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(StorageLevel.MEMORY_AND_DISK)
+        cut.count()  # cached now: the caller may release the rows this was cut from
         return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
 
     def release(self) -> None:
@@ -660,3 +682,233 @@ def predict(estimator: OneD, df: DataFrame, score_col: str, output_col: str) -> 
     if isinstance(estimator, PlattScaling):
         return _platt_prediction(estimator, df, score_col, output_col, spark_type)
     return _beta_prediction(estimator, df, score_col, output_col, spark_type)
+
+
+# ---------------------------------------------------------------------------
+# Fits and diagnostics: a SparkRows of the columns, then the engine's driver.
+# ---------------------------------------------------------------------------
+
+
+def _call(driver, df, columns, labels, **kwargs):
+    """``driver(rows, x_dtype=..., weighted=..., **kwargs)`` on the SparkRows of ``df``'s ``columns``
+    (the first the scores, the third the weights or None)."""
+    rows = SparkRows.from_columns(df, columns, labels)
+    try:
+        return driver(rows, x_dtype=_partition.fit_dtype(rows._dtypes[0]), weighted=columns[2] is not None,
+                      **kwargs)
+    finally:
+        rows.release()
+
+
+def fit_isotonic(
+    df: DataFrame,
+    score_col: str,
+    label_col: str,
+    *,
+    weight_col: str | None = None,
+    n_partitions: int | None = None,
+    **params: Unpack[IsotonicParams],
+) -> IsotonicRegression:
+    """Fit :class:`fastcal.IsotonicRegression` on a DataFrame's columns: exactly the in-memory fit.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+    score_col : str
+        The scores, numeric and finite; a float column is fitted in float32.
+    label_col : str
+        The targets (0/1 labels for calibration), numeric or boolean.
+    weight_col : str, optional
+        Non-negative weights; rows of weight zero are dropped, as in ``fit``.
+    n_partitions : int, optional
+        Score ranges the rows are shuffled into, each fitted in one task.
+        Default: one per 2^23 rows, at least ``spark.default.parallelism``, at
+        most the DataFrame's partition count.
+    **params
+        ``IsotonicRegression`` parameters (``y_min``, ``y_max``,
+        ``increasing``, ``out_of_bounds``, ``centered``).
+
+    Returns
+    -------
+    IsotonicRegression
+        Fitted, with the thresholds of ``IsotonicRegression(**params).fit`` on
+        the collected columns, bit for bit (block means to the rounding of
+        their sums, added in another order).
+
+    Notes
+    -----
+    The driver of :mod:`fastcal._engine.isotonic` on :class:`SparkRows`:
+    one ``mapInArrow`` job validates and converts the partitions (cached)
+    and returns a sample of each; the rows are range-partitioned by score in
+    the JVM (one shuffle, cached); small jobs find where the fit's tie
+    groups begin near the bounds (and move the bounds there, a second
+    shuffle, only when scores closer than the float resolution straddle a
+    bound); one job fits every part with the PAV kernel and returns its
+    blocks, which the driver pools. Nothing but samples and blocks reaches
+    the driver.
+    """
+    return _call(_isotonic.fit_isotonic, df, (score_col, label_col, weight_col),
+                 ("score_col", "label_col", "weight_col"), n_partitions=n_partitions, **params)
+
+
+def fit_platt(
+    df: DataFrame,
+    score_col: str,
+    label_col: str,
+    *,
+    weight_col: str | None = None,
+    max_iter: int = 100,
+    tol: float | None = None,
+) -> PlattScaling:
+    """Fit :class:`fastcal.PlattScaling` on a DataFrame's columns: ``a_``, ``b_`` equal to the in-memory fit (~1e-10).
+
+    The validated columns are cached; every Newton step is one ``mapInArrow``
+    job whose tasks return their partition's objective, gradient and Hessian
+    sums (the fused Numba kernel of the in-memory fit), added on the driver in
+    partition order (:mod:`fastcal._engine.logistic`). ``max_iter`` and
+    ``tol`` as in :class:`fastcal.PlattScaling`.
+    """
+    return _call(_logistic.fit_platt, df, (score_col, label_col, weight_col),
+                 ("score_col", "label_col", "weight_col"), max_iter=max_iter, tol=tol)
+
+
+def fit_beta(
+    df: DataFrame,
+    prob_col: str,
+    label_col: str,
+    *,
+    weight_col: str | None = None,
+    parameters: Literal["abm", "ab", "am"] = "abm",
+    max_iter: int = 100,
+    tol: float | None = None,
+) -> BetaCalibration:
+    """Fit :class:`fastcal.BetaCalibration` on a DataFrame's columns: ``a_``, ``b_``, ``c_`` equal to the in-memory
+    fit (~1e-10). ``prob_col`` holds probabilities in [0, 1]; the passes as in :func:`fit_platt`."""
+    return _call(_logistic.fit_beta, df, (prob_col, label_col, weight_col),
+                 ("prob_col", "label_col", "weight_col"), parameters=parameters, max_iter=max_iter, tol=tol)
+
+
+def fit_histogram(
+    df: DataFrame,
+    prob_col: str,
+    label_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+) -> HistogramBinning:
+    """Fit :class:`fastcal.HistogramBinning` on a DataFrame's columns: equal to the in-memory fit.
+
+    The bins of :func:`calibration_curve` ("quantile" edges exactly NumPy's
+    percentiles of the whole column), the partitions' bin tables added in
+    partition order. Labels {0, 1} or {-1, 1}.
+    """
+    return _call(_binned.fit_histogram, df, (prob_col, label_col, weight_col),
+                 ("prob_col", "label_col", "weight_col"), n_bins=n_bins, strategy=strategy)
+
+
+def _metric(driver, df, label_col, prob_col, weight_col, **kwargs):
+    return _call(driver, df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"), **kwargs)
+
+
+def calibration_curve(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    pos_label: float | None = None,
+    n_bins: int = 5,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    return_counts: bool = False,
+) -> tuple[NDArray[np.float64], ...]:
+    """:func:`fastcal.calibration_curve` of a DataFrame's columns: the partitions' bin sums, added on the driver.
+
+    Same arguments (the columns by name), bins and results as the in-memory
+    function; ``"quantile"`` edges are NumPy's percentiles of the whole
+    column, exactly (two more jobs select the order statistics).
+    """
+    return _metric(_binned.calibration_curve, df, label_col, prob_col, weight_col, pos_label=pos_label,
+                   n_bins=n_bins, strategy=strategy, return_counts=return_counts)
+
+
+def expected_calibration_error(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 15,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    norm: Literal["l1", "l2", "max"] = "l1",
+    pos_label: float | None = None,
+) -> float:
+    """:func:`fastcal.expected_calibration_error` of a DataFrame's columns (the partitions' bin sums)."""
+    return _metric(_binned.expected_calibration_error, df, label_col, prob_col, weight_col, n_bins=n_bins,
+                   strategy=strategy, norm=norm, pos_label=pos_label)
+
+
+def brier_score_loss(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    pos_label: float | None = None,
+) -> float:
+    """:func:`fastcal.brier_score_loss` of a DataFrame's columns (binary: ``prob_col`` is P(y = 1))."""
+    return _metric(_binned.brier_score_loss, df, label_col, prob_col, weight_col, pos_label=pos_label)
+
+
+def log_loss(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    pos_label: float | None = None,
+    normalize: bool = True,
+) -> float:
+    """:func:`fastcal.log_loss` of a DataFrame's columns (binary: ``prob_col`` is P(y = 1))."""
+    return _metric(_binned.log_loss, df, label_col, prob_col, weight_col, pos_label=pos_label, normalize=normalize)
+
+
+def brier_decomposition(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    pos_label: float | None = None,
+) -> BrierDecomposition:
+    """:func:`fastcal.brier_decomposition` of a DataFrame's columns (the partitions' bin sums and moments)."""
+    return _metric(_binned.brier_decomposition, df, label_col, prob_col, weight_col, n_bins=n_bins,
+                   strategy=strategy, pos_label=pos_label)
+
+
+def smooth_ece(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    bandwidth: float | None = None,
+) -> SmoothECEResult:
+    """:func:`fastcal.smooth_ece` of a DataFrame's columns: each partition's sums on the grid, added on the driver
+    in partition order, then smoothed as in memory. Labels {0, 1} or {-1, 1}."""
+    return _metric(_binned.smooth_ece, df, label_col, prob_col, weight_col, bandwidth=bandwidth)
+
+
+def score_decomposition(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    scoring: Literal["brier", "log_loss"] = "brier",
+) -> ScoreDecomposition:
+    """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
+    :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
+    return _metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)

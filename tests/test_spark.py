@@ -285,31 +285,38 @@ def _knot_scores(xs, rng, n, dtype):
     return np.concatenate([np.asarray(p, dtype=np.float64) for p in pieces]).astype(dtype)
 
 
-def _predict_both(spark, est, scores, *, extra=True):
+def _predict_all(spark, estimators, scores):
+    """Every estimator's Spark predictions of ``scores`` (one column each, one job) and its in-memory ones."""
     df = _from_arrays(spark, 2, s=scores, k=np.arange(scores.shape[0]))
-    out = fs.predict(est, df, "s", "p")
-    assert out.columns == ["s", "k", "p"]
-    s, k, p = _collect(out, "s", "k", "p")
-    order = np.argsort(k)
-    assert_array_equal(k[order], np.arange(scores.shape[0]))  # every row, once
-    assert_array_equal(s[order], scores)
-    return p[order], est.predict(scores)
+    out = df
+    for i, est in enumerate(estimators):
+        out = fs.predict(est, out, "s", f"p{i}")
+    names = [f"p{i}" for i in range(len(estimators))]
+    assert out.columns == ["s", "k"] + names  # every input column kept, the new ones after them
+    cols = _collect(out, "s", "k", *names)
+    order = np.argsort(cols[1])
+    assert_array_equal(cols[1][order], np.arange(scores.shape[0]))  # every row, once
+    assert_array_equal(cols[0][order], scores)
+    return [(c[order], est.predict(scores)) for c, est in zip(cols[2:], estimators)]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("increasing", [True, False])
-@pytest.mark.parametrize("out_of_bounds", ["nan", "clip"])
-def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype, increasing, out_of_bounds):
+def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
     rng = np.random.default_rng(5)
     x = rng.random(3000).astype(dtype)
     x[:600] = np.round(x[:600], 2)  # ties
-    y = (rng.random(3000) < (x if increasing else 1 - x)).astype(np.int64)
-    est = IsotonicRegression(increasing=increasing, out_of_bounds=out_of_bounds).fit(x, y)
-    assert est.X_thresholds_.shape[0] > 20
-    scores = _knot_scores(est.X_thresholds_, rng, 2000, dtype)
-    got, want = _predict_both(spark, est, scores)
-    assert got.dtype == want.dtype == dtype
-    assert_array_equal(got, want)  # bit for bit, NaN where in-memory gives NaN
+    estimators = []
+    for increasing in (True, False):
+        y = (rng.random(3000) < (x if increasing else 1 - x)).astype(np.int64)
+        for out_of_bounds in ("nan", "clip"):
+            estimators.append(IsotonicRegression(increasing=increasing, out_of_bounds=out_of_bounds).fit(x, y))
+        estimators.append(IsotonicRegression(increasing=increasing, centered=True, out_of_bounds="clip").fit(x, y))
+    estimators.append(IsotonicRegression().fit(np.array([0.3, 0.3], dtype), [0, 1]))  # a single knot
+    assert estimators[-1].X_thresholds_.shape[0] == 1 and estimators[0].X_thresholds_.shape[0] > 20
+    scores = np.concatenate([_knot_scores(e.X_thresholds_, rng, 300, dtype) for e in estimators])
+    for got, want in _predict_all(spark, estimators, scores):
+        assert got.dtype == want.dtype == dtype
+        assert_array_equal(got, want)  # bit for bit, NaN where in-memory gives NaN
 
 
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
@@ -317,20 +324,8 @@ def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     x = rng.random(500).astype(np.float32)
     est = IsotonicRegression(out_of_bounds="clip").fit(x, rng.random(500) < x)
     scores = np.concatenate([rng.random(500), est.X_thresholds_.astype(np.float64) + 1e-12])  # float64 column
-    got, want = _predict_both(spark, est, scores)
+    [(got, want)] = _predict_all(spark, [est], scores)
     assert got.dtype == want.dtype == np.float32
-    assert_array_equal(got, want)
-
-
-def test_predict_isotonic_centered_and_single_knot(spark):
-    rng = np.random.default_rng(7)
-    x = rng.random(2000)
-    est = IsotonicRegression(centered=True, out_of_bounds="clip").fit(x, rng.random(2000) < x)
-    got, want = _predict_both(spark, est, _knot_scores(est.X_thresholds_, rng, 1000, np.float64))
-    assert_array_equal(got, want)
-    one = IsotonicRegression().fit([0.3, 0.3], [0, 1])
-    assert one.X_thresholds_.shape[0] == 1
-    got, want = _predict_both(spark, one, np.array([0.1, 0.3, 0.9]))
     assert_array_equal(got, want)
 
 
@@ -361,21 +356,20 @@ def test_predict_keeps_nulls_as_nulls(spark):
         assert p[1] is None and p[0] is not None and p[2] is not None
 
 
-@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
-def test_predict_histogram_equals_the_in_memory_predict(spark, strategy):
+def test_predict_histogram_equals_the_in_memory_predict(spark):
     rng = np.random.default_rng(8)
     p = rng.random(4000) ** 2
-    p[:500] = np.round(p[:500], 1)  # quantile edges repeat
-    est = HistogramBinning(n_bins=15, strategy=strategy).fit(p, rng.random(4000) < p)
-    edges = est.bin_edges_
+    p[:2000] = np.round(p[:2000], 1)  # quantile edges repeat
+    y = rng.random(4000) < p
+    estimators = [HistogramBinning(n_bins=15, strategy=strategy).fit(p, y) for strategy in ("uniform", "quantile")]
+    estimators.append(HistogramBinning(n_bins=1).fit([0.2, 0.6], [0, 1]))
+    assert np.any(np.diff(estimators[1].bin_edges_) == 0)
+    edges = np.concatenate([e.bin_edges_ for e in estimators])
     scores = np.clip(np.concatenate([edges, np.nextafter(edges, 2), np.nextafter(edges, -1), rng.random(3000)]), 0, 1)
-    got, want = _predict_both(spark, est, scores)
-    assert got.dtype == want.dtype == np.float64
-    assert_array_equal(got, want)
-    one = HistogramBinning(n_bins=1).fit([0.2, 0.6], [0, 1])
-    got, want = _predict_both(spark, one, np.array([0.0, 0.5, 1.0]))
-    assert_array_equal(got, want)
-    out = fs.predict(est, _from_arrays(spark, 1, s=np.array([0.5, 1.5])), "s", "q")
+    for got, want in _predict_all(spark, estimators, scores):
+        assert got.dtype == want.dtype == np.float64
+        assert_array_equal(got, want)
+    out = fs.predict(estimators[0], _from_arrays(spark, 1, s=np.array([0.5, 1.5])), "s", "q")
     with pytest.raises(Exception, match=r"p must contain probabilities in \[0, 1\]"):
         out.collect()
 
@@ -386,25 +380,24 @@ def test_predict_platt_and_beta_within_an_ulp_or_two(spark, dtype):
     p = rng.random(20000)
     y = rng.random(20000) < p ** 1.5
     scores = np.concatenate([rng.normal(0, 4, 5000), [0.0, -0.0, 40.0, -40.0, 800.0, -800.0]]).astype(dtype)
+    probs = np.concatenate([rng.random(5000), [0.0, 1.0, 1e-300, 1 - 1e-16]]).astype(dtype)
     platt = PlattScaling().fit(p, y)
-    got, want = _predict_both(spark, platt, scores)
+    betas = [BetaCalibration(parameters=model).fit(p, y) for model in ("abm", "ab", "am")]
+    [(got, want)] = _predict_all(spark, [platt], scores)
     assert got.dtype == want.dtype == dtype
     # fastcal's exp is within 1.1 ulp of the exact value, the JVM's StrictMath.exp within 1 ulp:
     # the logistic function of both stays within 2 ulp (in float32 the float64 differences round away).
     assert _ulps(got, want).max() <= (2 if dtype == np.float64 else 1)
-    probs = np.concatenate([rng.random(5000), [0.0, 1.0, 1e-300, 1 - 1e-16]]).astype(dtype)
     eps = np.finfo(dtype).eps
     pc = np.clip(probs.astype(np.float64), eps, 1 - eps)
-    for model in ("abm", "ab", "am"):
-        beta = BetaCalibration(parameters=model).fit(p, y)
-        got, want = _predict_both(spark, beta, probs)
+    for beta, (got, want) in zip(betas, _predict_all(spark, betas, probs)):
         assert got.dtype == want.dtype == dtype
         # fastcal's log is within 2 ulp and the JVM's within 1: eta = a log p' - b log(1 - p') + c differs by up to
         # about 4 eps (|a log p'| + |b log(1 - p')| + |c|), which the logistic function turns into the same
         # relative difference of its (small) result, plus the exp's 2 ulp.
         terms = np.abs(beta.a_ * np.log(pc)) + np.abs(beta.b_ * np.log1p(-pc)) + abs(beta.c_)
         rel = np.abs(got.astype(np.float64) - want) / np.maximum(np.abs(want.astype(np.float64)), np.finfo(dtype).tiny)
-        assert np.all(rel <= (4 * terms + 3) * eps), (model, np.max(rel / ((4 * terms + 3) * eps)))
+        assert np.all(rel <= (4 * terms + 3) * eps), np.max(rel / ((4 * terms + 3) * eps))
         assert np.median(_ulps(got, want)) == 0
 
 
@@ -434,3 +427,135 @@ def test_predict_large_isotonic_model_in_the_jvm(spark):
     got_s, got_p = _collect(out, "s", "p")
     assert_array_equal(got_s, s)
     assert_array_equal(got_p, est.predict(s))
+
+
+# ---------------------------------------------------------------------------
+# Fits and diagnostics on the engine's drivers, against the in-memory ones on the collected columns.
+# ---------------------------------------------------------------------------
+
+EPS = np.finfo(np.float64).eps
+
+
+def _columns(df, *names):
+    return [None if n is None else c for n, c in zip(names, _collect(df, *[n for n in names if n is not None]) + [None])]
+
+
+def _assert_same_isotonic(got, ref, atol):
+    assert type(got) is IsotonicRegression
+    assert got.increasing_ == ref.increasing_
+    assert got.X_thresholds_.dtype == ref.X_thresholds_.dtype
+    assert_array_equal(got.X_thresholds_, ref.X_thresholds_)  # bit for bit
+    assert (got.X_min_, got.X_max_) == (ref.X_min_, ref.X_max_)
+    # Block means: float64 sums of the same rows added in another order (0/1 labels, weights below 2).
+    np.testing.assert_allclose(got.y_thresholds_, ref.y_thresholds_, rtol=0, atol=atol)
+    assert got.get_params() == ref.get_params()
+
+
+@pytest.mark.parametrize("float32, weighted, params", [
+    (False, False, {}),
+    (True, True, {"increasing": "auto", "centered": True, "y_min": 0.1}),
+])
+def test_fit_isotonic_equals_the_in_memory_fit(spark, float32, weighted, params):
+    n = 30_000
+    df = _frame(spark, n, 3, seed=11, float32=float32)
+    s, y, w = _collect(df, "s", "y", "w")
+    got = fs.fit_isotonic(df, "s", "y", weight_col="w" if weighted else None, **params)
+    ref = IsotonicRegression(**params).fit(s, y, sample_weight=w if weighted else None)
+    _assert_same_isotonic(got, ref, n * EPS)
+
+
+def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
+    # float32 scores on a lattice finer than the float32 resolution: every bound of the 16 score ranges lies in a
+    # chain of tie groups, chains cross several bounds; the issue saw a Python worker crash on such data.
+    import fastcal._partition as part
+
+    eps = float(np.float32(np.finfo(np.float32).resolution))
+    unclean = []
+    original = part.unclean_boundaries
+    monkeypatch.setattr(part, "unclean_boundaries", lambda *a: unclean.append(original(*a)) or unclean[-1])
+    for step, weight_col in ((0.3, "w"),):
+        df = spark.range(0, 20_000, numPartitions=16).select(
+            (F.lit(0.25) + F.floor(F.rand(21) * 400) * (step * eps)).cast("float").alias("s"),
+            (F.rand(22) < 0.5).cast("int").alias("y"), (F.rand(23) * 1.5 + 0.5).alias("w"))
+        s, y, w = _collect(df, "s", "y", "w")
+        assert s.dtype == np.float32 and np.unique(s).shape[0] > 100
+        got = fs.fit_isotonic(df, "s", "y", weight_col=weight_col, n_partitions=16)
+        ref = IsotonicRegression().fit(s, y, sample_weight=None if weight_col is None else w)
+        _assert_same_isotonic(got, ref, 20_000 * EPS)
+    assert unclean and all(len(u) >= 8 for u in unclean)  # the chains were followed across most bounds
+
+
+def test_fit_platt_and_beta_equal_the_in_memory_fits(spark):
+    df = _frame(spark, 30_000, 3, seed=31)
+    s, y, w = _collect(df, "s", "y", "w")
+    # Newton fits stop at a decrement of 1e-10 per unit weight; the sums differ in their order only.
+    for weighted in (False, True):
+        got = fs.fit_platt(df, "s", "y", weight_col="w" if weighted else None)
+        ref = PlattScaling().fit(s, y, sample_weight=w if weighted else None)
+        np.testing.assert_allclose([got.a_, got.b_], [ref.a_, ref.b_], rtol=1e-10)
+        assert got.converged_ and got.n_iter_ == ref.n_iter_
+    for model, weighted in (("abm", True), ("am", False)):
+        got = fs.fit_beta(df, "s", "y", weight_col="w" if weighted else None, parameters=model)
+        ref = BetaCalibration(parameters=model).fit(s, y, sample_weight=w if weighted else None)
+        np.testing.assert_allclose([got.a_, got.b_, got.c_], [ref.a_, ref.b_, ref.c_], rtol=1e-10)
+
+
+def _close(got, want):
+    # float64 sums of the same 2e4 rows added in another order: a few n eps of the terms, under 1e-12.
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
+    df = _frame(spark, 20_000, 3, seed=41)
+    s, y, w = _collect(df, "s", "y", "w")
+    got = fs.calibration_curve(df, "y", "s", n_bins=7, return_counts=True)
+    for g, r in zip(got, fastcal.calibration_curve(y, s, n_bins=7, return_counts=True)):
+        _close(g, r)
+    got = fs.calibration_curve(df, "y", "s", weight_col="w", strategy="quantile", n_bins=7, return_counts=True)
+    for g, r in zip(got, fastcal.calibration_curve(y, s, sample_weight=w, strategy="quantile", n_bins=7,
+                                                   return_counts=True)):
+        _close(g, r)
+    _close(fs.expected_calibration_error(df, "y", "s", strategy="quantile", norm="l2"),
+           fastcal.expected_calibration_error(y, s, strategy="quantile", norm="l2"))
+    terms = ("brier", "reliability", "resolution", "uncertainty", "within_bin_variance", "within_bin_covariance")
+    got, ref = fs.brier_decomposition(df, "y", "s", weight_col="w"), fastcal.brier_decomposition(y, s, sample_weight=w)
+    _close([getattr(got, t) for t in terms], [getattr(ref, t) for t in terms])
+    for strategy, weighted in (("uniform", True), ("quantile", False)):
+        got = fs.fit_histogram(df, "s", "y", weight_col="w" if weighted else None, n_bins=12, strategy=strategy)
+        ref = HistogramBinning(n_bins=12, strategy=strategy).fit(s, y, sample_weight=w if weighted else None)
+        assert_array_equal(got.bin_edges_, ref.bin_edges_)
+        _close(got.bin_values_, ref.bin_values_)
+        _close(got.bin_weights_, ref.bin_weights_)
+
+
+def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
+    df = _frame(spark, 20_000, 3, seed=43)
+    s, y, w = _collect(df, "s", "y", "w")
+    _close(fs.brier_score_loss(df, "y", "s"), fastcal.brier_score_loss(y, s))
+    _close(fs.log_loss(df, "y", "s", weight_col="w", normalize=False),
+           fastcal.log_loss(y, s, sample_weight=w, normalize=False))
+    got, ref = fs.smooth_ece(df, "y", "s", weight_col="w"), fastcal.smooth_ece(y, s, sample_weight=w)
+    _close([got.ece, got.bandwidth, got.error_bound], [ref.ece, ref.bandwidth, ref.error_bound])
+    _close(got.y, ref.y)
+    for weighted in (False, True):
+        got = fs.score_decomposition(df, "y", "s", weight_col="w" if weighted else None)
+        ref = fastcal.score_decomposition(y, s, sample_weight=w if weighted else None)
+        # miscalibration and discrimination are differences of sums of the size of the score: 1e-12 of the score.
+        for field in ("score", "miscalibration", "discrimination", "uncertainty"):
+            np.testing.assert_allclose(getattr(got, field), getattr(ref, field), rtol=0, atol=1e-12 * ref.score)
+
+
+def test_fits_raise_the_in_memory_errors(spark):
+    df = _frame(spark, 1000, 2).withColumn("s", F.when(F.col("id") == 5, float("nan")).otherwise(F.col("s")))
+    with pytest.raises(ValueError, match="X must be finite, but contains NaN"):
+        fs.fit_isotonic(df, "s", "y")
+    with pytest.raises(ValueError, match="scores"):
+        fs.fit_platt(df, "s", "y")
+    bad_w = _frame(spark, 1000, 2).withColumn("w", F.when(F.col("id") == 5, -1.0).otherwise(F.col("w")))
+    with pytest.raises(ValueError, match="sample_weight"):
+        fs.fit_isotonic(bad_w, "s", "y", weight_col="w")
+    with pytest.raises(ValueError, match="X must have at least 1 element"):
+        fs.fit_isotonic(_frame(spark, 10, 2).where("id < 0"), "s", "y")
+    with pytest.raises(ValueError, match="weight_col='v' is not a column"):
+        fs.brier_score_loss(df, "y", "s", weight_col="v")
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == 0  # every cache released, errors too
