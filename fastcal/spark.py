@@ -114,7 +114,7 @@ _SPARK_OF_NUMPY = {
     np.dtype(np.uint32): T.LongType(),
 }
 
-_NUMPY_OF_SPARK = {
+_NUMPY_OF_SPARK: dict[type, type] = {
     T.DoubleType: np.float64,
     T.FloatType: np.float32,
     T.LongType: np.int64,
@@ -287,7 +287,9 @@ class SparkRows:
         if not isinstance(df, DataFrame):
             raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
         fields = {f.name: f for f in df.schema.fields}
-        selected, names, dtypes = [], [], []
+        selected: list[Column] = []
+        names: list[str | None] = []
+        dtypes: list[Any] = []
         for i, (name, label) in enumerate(zip(columns, labels)):
             if name is None:
                 names.append(None)
@@ -352,7 +354,9 @@ class SparkRows:
         from it, so ``fn`` runs once per partition.
         """
         probe, _ = fn(self._empty_chunk(), *args)
-        out_columns, out_fields, out_dtypes = [], [], []
+        out_columns: list[str | None] = []
+        out_fields: list[str] = []
+        out_dtypes: list[np.dtype] = []
         for i, col in enumerate(probe):
             if col is None:
                 out_columns.append(None)
