@@ -237,15 +237,16 @@ class DaskRows:
     frees the persisted chunks).
     """
 
-    def __init__(self, chunks, parallelism=None, bounds=None):
+    def __init__(self, chunks, parallelism=None, bounds=None, n_rows=None):
         self.chunks = list(chunks)
         self.parallelism = _n_threads() if parallelism is None else parallelism
         self.bounds = bounds
+        self.n_rows = n_rows
 
     @classmethod
     def from_columns(cls, cols):
-        """The raw chunks ``(x, y, w)`` of a :class:`_Chunks`."""
-        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples])
+        """The raw chunks ``(x, y, w)`` of a :class:`_Chunks` (their number of rows when known)."""
+        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
 
     def map(self, fn, *args):
         return list(dask.compute(*[delayed(fn)(c, *args) for c in self.chunks]))
@@ -341,14 +342,17 @@ def fit_isotonic(
 
     Notes
     -----
-    Passes: the chunks are validated and converted (and persisted), a strided
-    sample of each (up to 4096 scores) gives the partition boundaries; each chunk is
-    split by score range and the pieces are shuffled to the partitions
-    (persisted); a small summary of each partition finds boundaries that fall
-    inside a run of scores closer than the dtype's resolution (then a second
-    small round follows the tie groups across them); each partition is fitted
-    where it lives and only its PAV blocks travel to the client. Memory: the
-    data is held once as chunks and once as partitions during the shuffle.
+    The engine's :func:`fastcal._engine.isotonic.fit_isotonic` over
+    :class:`DaskRows`. Passes: the chunks are validated and converted (and
+    persisted), a strided sample of each (one score in 4096, 64 to 4096)
+    gives the partition boundaries; each chunk is split by score range and
+    the pieces are shuffled to the partitions (persisted); a small summary
+    of each partition finds boundaries that fall inside a run of scores
+    closer than the dtype's resolution (then a small round follows the tie
+    groups across them, and only the partitions whose bounds move are split
+    again); each partition is fitted where it lives and only its PAV blocks
+    travel to the client. Memory: the data is held once as chunks and once
+    as partitions during the shuffle.
 
     ``increasing="auto"`` computes Spearman's rho exactly from the range
     partitions (average ranks of the scores; the ranks of 0/1 labels are

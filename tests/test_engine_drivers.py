@@ -391,3 +391,166 @@ def test_metrics_errors():
         ebin.log_loss(ListRows([(p[:0], y[:0], None)]), **kw)
     with pytest.raises(fastcal.InvalidParameterError, match="bandwidth"):
         ebin.smooth_ece(_rows((p, y, None), [0, 100]), bandwidth=-1, **kw)
+
+
+# ---------------------------------------------------------------------------
+# The adapters stay adapters.
+# ---------------------------------------------------------------------------
+
+ENGINE_INTERNALS = {"_partition", "_binning", "_pav_engine", "_newton", "_auc", "_sort", "_labels", "_validation"}
+
+
+@pytest.mark.parametrize("module", ["fastcal.dask", "fastcal.outofcore", "fastcal.spark"])
+def test_adapters_import_no_engine_internals(module):
+    """What pyproject's import-linter contract says, also for an adapter the contract cannot list yet (it must
+    exist there): imports of fastcal's modules are fastcal._engine's and public modules, never the engines'
+    internals or kernels, even inside functions."""
+    import ast
+    import importlib.util
+    import pathlib
+
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        assert module == "fastcal.spark"  # the only adapter still being written
+        return
+    tree = ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {(node.module or "").split(".")[0]} if node.module else {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fastcal."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("fastcal.")}
+    bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
+    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
+    assert "_engine" in found
+
+
+# ---------------------------------------------------------------------------
+# ROC AUC.
+# ---------------------------------------------------------------------------
+
+
+@given(st.sampled_from([False, True, "zeros"]).flatmap(lambda wt: scores_and_labels(min_size=2, max_size=300,
+                                                                                    weighted=wt)),
+       st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31))
+@settings(max_examples=150, deadline=None)
+def test_roc_auc_equals_in_memory(data, n_partitions, cuts, seed):
+    x, y, w = data
+    rng = np.random.default_rng(seed)
+    y = y.astype(np.int64)
+    y[0], y[-1] = 0, 1  # both classes
+    if w is not None:
+        w[0] = w[-1] = 1.0
+    got = edec.roc_auc_score(_rows((x, y, w), _cuts(x.shape[0], cuts, rng)), x_dtype=x.dtype, weighted=w is not None,
+                             n_partitions=n_partitions)
+    want = fastcal.roc_auc_score(y, x, sample_weight=w)
+    if w is None:
+        assert got == want  # integer counts, the same division: bit for bit
+    else:  # float64 sums of <= n products of weights, in another order
+        assert got == pytest.approx(want, rel=8 * x.shape[0] * EPS, abs=8 * x.shape[0] * EPS)
+
+
+def test_roc_auc_labels_and_errors():
+    rng = np.random.default_rng(0)
+    x = np.round(rng.random(1000), 2)  # heavy ties across partition bounds
+    y = np.where(rng.random(1000) < x, 7, 3)  # the greater label is positive, as in memory
+    rows = _rows((x, y, None), [0, 400, 400, 999, 1000])
+    assert edec.roc_auc_score(rows, x_dtype=np.float64, weighted=False, n_partitions=9) == \
+        fastcal.roc_auc_score(y, x)
+    assert edec.roc_auc_score(_rows((x, y, None), [0, 1000]), x_dtype=np.float64, weighted=False, pos_label=3) == \
+        fastcal.roc_auc_score(y, x, pos_label=3)
+    kw = dict(x_dtype=np.float64, weighted=False)
+    with pytest.raises(ValueError, match="Only one class present in y_true"):
+        edec.roc_auc_score(_rows((x, np.ones(1000), None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="Only one class present in y_true \\(with positive weight\\)"):
+        edec.roc_auc_score(_rows((x, (x > 0.5).astype(int), (x > 0.5) * 1.0), [0, 500, 1000]), x_dtype=np.float64,
+                           weighted=True)
+    bad = x.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="y_score must be finite"):
+        edec.roc_auc_score(_rows((bad, y, None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="multiclass ROC AUC"):
+        edec.roc_auc_score(_rows((x, np.arange(1000) % 3, None), [0, 500, 1000]), **kw)
+    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
+        edec.roc_auc_score(_rows((x, y, -np.ones(1000)), [0, 1000]), x_dtype=np.float64, weighted=True)
+
+
+# ---------------------------------------------------------------------------
+# Calibration report.
+# ---------------------------------------------------------------------------
+
+
+def _assert_same_report(got, want, n):
+    g, w = got.to_dict(), want.to_dict()
+    assert g.keys() == w.keys()
+    for key in g:
+        a, b = g[key], w[key]
+        if key in ("n", "n_bins", "strategy", "slope_converged"):
+            assert a == b, key
+        elif key in ("slope", "intercept", "calibration_in_the_large", "slope_se", "intercept_se", "slope_ci",
+                     "intercept_ci"):
+            # Newton to the solver's tolerance (1e-10 on the decrement): parameters and their errors to 1e-7.
+            assert_allclose(a, b, rtol=1e-7, atol=1e-7, err_msg=key)
+        else:  # sums in another order: 4 n eps relative, 20 n eps absolute for terms with cancellation
+            assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=4 * n * EPS,
+                            atol=20 * n * EPS, err_msg=key)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("cuts", CUTS)
+def test_calibration_report_equals_in_memory(weighted, strategy, cuts):
+    rng = np.random.default_rng(11)
+    n = 30_000
+    p = np.round(rng.beta(2, 3, n), 3)  # ties
+    y = (rng.random(n) < p ** 1.2).astype(np.uint8)
+    w = rng.uniform(0, 2, n) if weighted else None
+    got = edec.calibration_report(_metric_rows(y, p, w, _cuts(n, cuts, rng)), x_dtype=p.dtype, weighted=weighted,
+                                  n_bins=7, strategy=strategy)
+    want = fastcal.calibration_report(y, p, sample_weight=w, n_bins=7, strategy=strategy)
+    _assert_same_report(got, want, n)
+    if not weighted:
+        assert got.auc == want.auc  # integer counts: bit for bit
+        assert_array_equal(got.bin_edges, want.bin_edges)
+
+
+def test_calibration_report_degenerate_data_warns_as_in_memory():
+    p = np.linspace(0.01, 0.99, 200).astype(np.float32)
+    for y in ((p > 0.5).astype(np.uint8), np.ones(200, dtype=np.uint8)):  # separated; one class
+        with pytest.warns(UserWarning, match="calibration_report: ") as eng:
+            got = edec.calibration_report(_metric_rows(y, p, None, [0, 50, 50, 200]), x_dtype=np.float32,
+                                          weighted=False)
+        with pytest.warns(UserWarning, match="calibration_report: ") as mem:
+            want = fastcal.calibration_report(y, p)
+        assert [str(r.message) for r in eng] == [str(r.message) for r in mem]
+        assert eng[0].filename == __file__
+        _assert_same_report(got, want, 200)
+
+
+class _NoCount(ListRows):
+    """ListRows that does not know its number of rows (as a Dask dataframe of unknown partition lengths)."""
+
+    n_rows = None
+
+    def convert(self, fn, *args):
+        pairs = [fn(c, *args) for c in self.chunks]
+        return _NoCount([p[0] for p in pairs]), [p[1] for p in pairs]
+
+
+def test_n_rows_hint_never_changes_a_result():
+    rng = np.random.default_rng(4)
+    n = 200_000  # above the warm-start threshold: the subsample is used
+    s = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * s))).astype(np.uint8)
+    w = rng.uniform(0, 3, n)
+    chunks = [(s[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
+    assert ListRows(chunks).n_rows == n and ListRows([]).n_rows == 0
+    kw = dict(x_dtype=np.float64, weighted=True)
+    with_hint, without = elog.fit_platt(ListRows(chunks), **kw), elog.fit_platt(_NoCount(chunks), **kw)
+    assert (with_hint.a_, with_hint.b_, with_hint.n_iter_) == (without.a_, without.b_, without.n_iter_)
+    p = 1 / (1 + np.exp(-s))
+    chunks = [(p[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
+    with_hint, without = elog.fit_beta(ListRows(chunks), **kw), elog.fit_beta(_NoCount(chunks), **kw)
+    assert (with_hint.a_, with_hint.b_, with_hint.c_) == (without.a_, without.b_, without.c_)

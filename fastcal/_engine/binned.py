@@ -41,6 +41,7 @@ import numpy as np
 from .. import _binning, _partition, histogram, metrics, smooth
 from .._labels import matrix_classes
 from .._validation import rescale_weights, weight_exponent
+from . import user_stacklevel
 
 __all__ = [
     "Metrics",
@@ -54,16 +55,26 @@ __all__ = [
 ]
 
 
-def _convert(chunk, pos_label):
+def _convert(chunk, pos_label, prob=True):
     """A validated chunk ``(p, labels, w)`` and its facts ``(n, lo, hi, classes, weight sum or None,
-    largest weight)``."""
-    from .._validation import as_float_array, as_label_array, column_or_1d, is_binary
+    largest weight)``. ``prob`` False: scores (finite, any range, called ``y_score``), labels as given (the
+    caller decides the positive label from the set of all of them)."""
+    from .._validation import as_float_array, as_label_array, check_finite, column_or_1d, is_binary
 
     p, y, w = chunk
+    name = "y_prob" if prob else "y_score"
     y_arr = column_or_1d(np.asarray(y), "y_true", min_size=0)
-    p_arr = column_or_1d(np.asarray(p), "y_prob", min_size=0)
+    p_arr = column_or_1d(np.asarray(p), name, min_size=0)
     if y_arr.shape[0] != p_arr.shape[0]:
-        raise ValueError(f"Inconsistent numbers of samples: y_true has {y_arr.shape[0]}, y_prob has {p_arr.shape[0]}.")
+        raise ValueError(f"Inconsistent numbers of samples: y_true has {y_arr.shape[0]}, {name} has {p_arr.shape[0]}.")
+    if not prob:
+        x = as_float_array(p_arr, name)
+        check_finite(x, name)
+        if w is not None:
+            w = _partition.prepare_chunk(x, np.zeros(x.shape[0], np.uint8), w, x.dtype, score_name=name)[2]
+        classes = np.unique(y_arr)
+        return (x, y_arr, w), (x.shape[0], math.inf, -math.inf, classes, None if w is None else float(w.sum()),
+                               float(w.max()) if w is not None and w.shape[0] else 0.0)
     n = y_arr.shape[0]
     lab = as_label_array(y_arr, "y_true") if y_arr.dtype.kind in "biuf" else None
     if lab is not None and is_binary(lab):
@@ -108,9 +119,9 @@ class Metrics:
     released with :meth:`release`.
     """
 
-    def __init__(self, rows, x_dtype, weighted, pos_label):
+    def __init__(self, rows, x_dtype, weighted, pos_label, *, prob=True, greater=False, many=None):
         _binning.check_params(pos_label=pos_label)
-        self.rows, facts = rows.convert(_convert, pos_label)
+        self.rows, facts = rows.convert(_convert, pos_label, prob)
         try:
             self.n = sum(f[0] for f in facts)
             if self.n == 0:
@@ -119,13 +130,16 @@ class Metrics:
             self.hi = max(f[2] for f in facts)
             self.dtype = _partition.fit_dtype(x_dtype)
             # The in-memory label rules, applied to the set of all labels.
-            metrics.binary_labels(np.unique(np.concatenate([f[3] for f in facts])), pos_label)
+            self.classes = np.unique(np.concatenate([f[3] for f in facts]))
+            positive = metrics.binary_labels(self.classes, pos_label, greater=greater, many=many) != 0
+            self.positive = self.classes[positive]  # the labels that are positive
             if weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
                 raise ValueError("sample_weight must have a positive sum.")
         except BaseException:
             self.rows.release()
             raise
         self.weighted = weighted
+        self.weight_max = max(f[5] for f in facts)
         # The weights of every chunk are rescaled by one power of two, as in memory (see rescale_weights).
         self.exponent = weight_exponent(None, max(f[5] for f in facts))
 
@@ -255,7 +269,7 @@ def _class_sums(rows, n_classes, labels, **flags):
     conv, facts = rows.convert(_matrix_convert)
     try:
         found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
-        classes = matrix_classes(found, labels, n_classes, "y_prob", stacklevel=4)
+        classes = matrix_classes(found, labels, n_classes, "y_prob", stacklevel=user_stacklevel())
         exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
         parts = conv.map(_matrix_sums, classes, exponent, flags)
     finally:
@@ -263,7 +277,7 @@ def _class_sums(rows, n_classes, labels, **flags):
     sums = np.zeros_like(parts[0])
     for part in parts:  # in chunk order: deterministic
         sums += part
-    _binning.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=4)
+    _binning.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=user_stacklevel())
     return sums, exponent
 
 

@@ -9,7 +9,9 @@ chunk when ``weighted`` is False). The driver
    of weight zero;
 2. cuts the score range at quantiles of the samples (:meth:`Rows.partition`);
 3. summarises the head of every partition (where its first tie group can
-   begin) and, with ``increasing="auto"``, its Spearman partial sums;
+   begin) and, with ``increasing="auto"``, its Spearman partial sums; with a
+   given direction it fits the partition in the same visit (step 5), which
+   is the fit when every bound is clean;
 4. for partitions that begin less than the dtype's resolution above the end
    of the one before, follows the chain of tie groups across the bound
    (:func:`fastcal._partition.chain_exits`), and re-cuts the partitioned rows
@@ -37,6 +39,7 @@ import numpy as np
 
 from .. import _pav_engine, _partition
 from .._validation import rescale_weights
+from . import user_stacklevel
 
 __all__ = ["PARTITION_ROWS", "fit_isotonic"]
 
@@ -74,6 +77,11 @@ def _head(part, eps, keep_zero, auto):
     """A partition's :func:`fastcal._partition.head_summary` and (``auto``) its Spearman partial sums."""
     sp = _partition.spearman_partial(part[0], part[1]) if auto else None
     return (*_partition.head_summary(part[0], part[2] if keep_zero else None, eps), sp)
+
+
+def _head_and_fit(part, eps, keep_zero, sign, exponent, centered):
+    """:func:`_head` and :func:`_fit_part` of a partition, in one visit."""
+    return _head(part, eps, keep_zero, False), _fit_part(part, sign, keep_zero, exponent, centered)
 
 
 def _exits(part, eps, wanted, keep_zero):
@@ -163,12 +171,17 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
         if conv is not rows:
             conv.release()
     try:
-        heads = parts.map(_head, eps, keep_zero, auto)
+        blocks = None
         if auto:
+            heads = parts.map(_head, eps, keep_zero, auto)
             rho = _partition.spearman_from_partials([h[4] for h in heads])
-            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=4)
+            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=user_stacklevel() + 1)
         else:
+            # The direction is known: fit every partition in the pass that summarises its head. Where all the
+            # bounds are clean (the partitions are the parts), that was the fit.
             est.increasing_ = bool(est.increasing)
+            first = parts.map(_head_and_fit, eps, keep_zero, 1.0 if est.increasing_ else -1.0, exponent, est.centered)
+            heads, blocks = [h for h, _ in first], [b for _, b in first]
         sign = 1.0 if est.increasing_ else -1.0
 
         # Tie groups across bounds: the entry of each partition, then the bounds moved there.
@@ -184,8 +197,10 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
             if units is not parts:
                 parts.release()
                 parts = units
-        blocks = [b for b in parts.map(_fit_part, sign, keep_zero, exponent, est.centered) if b is not None]
+            blocks = None
+        if blocks is None:
+            blocks = parts.map(_fit_part, sign, keep_zero, exponent, est.centered)
     finally:
         parts.release()
-    return set_fitted_blocks(est, _pav_engine.merge(blocks))
+    return set_fitted_blocks(est, _pav_engine.merge([b for b in blocks if b is not None]))
 
