@@ -58,7 +58,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from . import _partition
 from ._engine import binned as _binned
 from ._engine import decomposition as _decomposition
 from ._engine import isotonic as _isotonic
@@ -73,6 +72,7 @@ if TYPE_CHECKING:
 
     from .beta import BetaCalibration
     from .decomposition import ScoreDecomposition
+    from .metrics import CalibrationReport
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
@@ -87,6 +87,7 @@ __all__ = [
     "brier_decomposition",
     "brier_score_loss",
     "calibration_curve",
+    "calibration_report",
     "expected_calibration_error",
     "fit_beta",
     "fit_histogram",
@@ -94,6 +95,7 @@ __all__ = [
     "fit_platt",
     "log_loss",
     "predict",
+    "roc_auc_score",
     "score_decomposition",
     "smooth_ece",
 ]
@@ -698,8 +700,7 @@ def _call(driver, df, columns, labels, **kwargs):
     (the first the scores, the third the weights or None)."""
     rows = SparkRows.from_columns(df, columns, labels)
     try:
-        return driver(rows, x_dtype=_partition.fit_dtype(rows._dtypes[0]), weighted=columns[2] is not None,
-                      **kwargs)
+        return driver(rows, x_dtype=rows._dtypes[0], weighted=columns[2] is not None, **kwargs)
     finally:
         rows.release()
 
@@ -916,3 +917,47 @@ def score_decomposition(
     """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
     :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
     return _metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
+
+
+def roc_auc_score(
+    df: DataFrame,
+    label_col: str,
+    score_col: str,
+    *,
+    weight_col: str | None = None,
+    pos_label: float | None = None,
+    n_partitions: int | None = None,
+) -> float:
+    """:func:`fastcal.roc_auc_score` of a DataFrame's columns (binary), exact.
+
+    The rows are range-partitioned by score in the JVM (as :func:`fit_isotonic`
+    does), each partition's Mann-Whitney counts are computed in its task and
+    merged in score order on the driver (:mod:`fastcal._engine.decomposition`):
+    equal to the in-memory AUC bit for bit without weights, to the rounding
+    of the sums with them. ``n_partitions`` score ranges (the result does not
+    depend on it).
+    """
+    return _metric(_decomposition.roc_auc_score, df, label_col, score_col, weight_col, pos_label=pos_label,
+                   n_partitions=n_partitions)
+
+
+def calibration_report(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    pos_label: float | None = None,
+) -> CalibrationReport:
+    """:func:`fastcal.calibration_report` of a DataFrame's columns (binary).
+
+    One validation pass, one bin table, the exact AUC of :func:`roc_auc_score`,
+    both CORP decompositions from one exact isotonic fit, and the calibration
+    slope and intercept from Newton passes over the cached logits
+    (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
+    report, sums to their rounding and the slope to the solver's tolerance.
+    """
+    return _metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
+                   strategy=strategy, pos_label=pos_label)

@@ -559,3 +559,21 @@ def test_fits_raise_the_in_memory_errors(spark):
     with pytest.raises(ValueError, match="weight_col='v' is not a column"):
         fs.brier_score_loss(df, "y", "s", weight_col="v")
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == 0  # every cache released, errors too
+
+
+def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(spark):
+    df = _frame(spark, 20_000, 3, seed=47).withColumn("t", F.round(F.col("s"), 2))  # t: scores with ties
+    s, y, w, t = _collect(df, "s", "y", "w", "t")
+    assert fs.roc_auc_score(df, "y", "t", n_partitions=4) == fastcal.roc_auc_score(y, t)  # integer counts: exact
+    _close(fs.roc_auc_score(df, "y", "s", weight_col="w"), fastcal.roc_auc_score(y, s, sample_weight=w))
+    got = fs.calibration_report(df, "y", "s", n_bins=8).to_dict()
+    ref = fastcal.calibration_report(y, s, n_bins=8).to_dict()
+    assert got.keys() == ref.keys()
+    slope = {k for k in ref if k.startswith(("slope", "intercept", "calibration_in"))}
+    for key, value in ref.items():
+        if isinstance(value, (bool, int, str)) or value is None:
+            assert got[key] == value, key
+        elif key in slope:  # a Newton fit: the solver's tolerance
+            np.testing.assert_allclose(got[key], value, rtol=1e-10, err_msg=key)
+        else:  # sums of the same rows in another order; differences of sums: 1e-12 of the Brier score's size
+            np.testing.assert_allclose(got[key], value, rtol=1e-12, atol=1e-14, err_msg=key)
