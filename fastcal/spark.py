@@ -430,12 +430,25 @@ def _temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
 
 
+def _double_literal(v) -> str:
+    """A Spark SQL double literal of ``v`` (finite): its shortest round-trip decimal, exact."""
+    return f"{float(v)!r}D"
+
+
 def _double_array(values) -> Column:
-    """A literal ``array<double>`` of ``values`` (exact: shortest round-trip decimal strings)."""
+    """A literal ``array<double>`` of ``values`` (finite), exact."""
     values = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise ValueError("internal: a literal array must be finite")
-    return F.expr("array(" + ", ".join(f"CAST({float(v)!r} AS DOUBLE)" for v in values) + ")")
+    return F.expr("array(" + ", ".join(_double_literal(v) for v in values) + ")")
+
+
+def _segments_array(xs, ys) -> Column:
+    """A literal array whose element ``j`` (1-based) is the struct ``(xl, xh, yl, yh)`` of knots ``j - 1`` and ``j``."""
+    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    items = (f"named_struct('xl', {_double_literal(xs[j - 1])}, 'xh', {_double_literal(xs[j])}, "
+             f"'yl', {_double_literal(ys[j - 1])}, 'yh', {_double_literal(ys[j])})" for j in range(1, xs.shape[0]))
+    return F.expr("array(" + ", ".join(items) + ")")
 
 
 def _int_array(values) -> Column:
@@ -529,6 +542,15 @@ def _finite_or_raise(t: Column, name: str, value: Column) -> Column:
             .otherwise(value))
 
 
+def _with_count_below(df, value: Column, sorted_values, out):
+    """``df`` with column ``out``: how many of ``sorted_values`` (strictly increasing, finite) are ``< value``.
+
+    For floats, ``x < v`` exactly when ``nextafter(x, inf) <= v``: a binary search
+    (:func:`_with_bucket`) over the values moved up by one ulp.
+    """
+    return _with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
+
+
 def _isotonic_prediction(est, df, score, out_col):
     xs, ys = est.X_thresholds_, est.y_thresholds_
     out_type = "float" if xs.dtype == np.float32 else "double"
@@ -537,16 +559,16 @@ def _isotonic_prediction(est, df, score, out_col):
     if m == 1:
         return df.withColumn(out_col, _finite_or_raise(t, "T", F.lit(float(ys[0]))).cast(out_type))
     x0, xm = float(xs[0]), float(xs[-1])
-    tc = F.least(F.greatest(t, F.lit(x0)), F.lit(xm))
-    b_col = _temp_name("b")
-    df = _with_bucket(df, tc, xs, b_col)
-    X, Y = _double_array(xs), _double_array(ys)
-    b = F.col(b_col)
-    # j: the first knot >= t (b - 1 when the b-th knot equals t), clipped to 1 .. m - 1 (1-based: knots j, j + 1).
-    j = F.when(F.element_at(X, F.greatest(b, F.lit(1))) == tc, b - 1).otherwise(b)
-    j = F.least(F.greatest(j, F.lit(1)), F.lit(m - 1))
-    x_lo, x_hi = F.element_at(X, j), F.element_at(X, j + 1)
-    y_lo, y_hi = F.element_at(Y, j), F.element_at(Y, j + 1)
+    tc_col, j_col, k_col = _temp_name("t"), _temp_name("j"), _temp_name("k")
+    df = df.withColumn(tc_col, F.least(F.greatest(t, F.lit(x0)), F.lit(xm)))
+    tc = F.col(tc_col)
+    # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
+    # as the kernel's search; its segment (knots j - 1 and j) looked up once.
+    df = _with_count_below(df, tc, xs[:-1], j_col)
+    j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
+    df = df.withColumn(k_col, F.element_at(_segments_array(xs, ys), j))
+    k = F.col(k_col)
+    x_lo, x_hi, y_lo, y_hi = k["xl"], k["xh"], k["yl"], k["yh"]
     inside = y_lo + (tc - x_lo) / (x_hi - x_lo) * (y_hi - y_lo)
     mode = est.out_of_bounds
     if mode == "clip":
@@ -562,7 +584,7 @@ def _isotonic_prediction(est, df, score, out_col):
                      F.lit(f") in x_new is above the interpolation range's maximum value ({xs[-1]}). "
                            "x_new: the argument T."))))
                  .otherwise(inside))
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(b_col)
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col, k_col)
 
 
 def _histogram_prediction(est, df, score, out_col):
@@ -574,15 +596,13 @@ def _histogram_prediction(est, df, score, out_col):
         (p < 0.0) | (p > 1.0), F.raise_error(F.lit("p must contain probabilities in [0, 1].")))
     if inner.shape[0] == 0:
         return df.withColumn(out_col, check.otherwise(F.lit(float(values[0]))))
-    # The in-memory rule: values[i], i = the number of inner edges < p (searchsorted, side="left").
+    # The in-memory rule: values[i], i = the number of inner edges < p (searchsorted, side="left"), i.e.
+    # the repeated edges counted in full below the number k of distinct ones < p.
     distinct, counts = np.unique(inner, return_counts=True)
     b_col = _temp_name("b")
-    df = _with_bucket(df, p, distinct, b_col)
-    b = F.col(b_col)
-    U = _double_array(distinct)
-    k = F.when((b >= 1) & (F.element_at(U, F.greatest(b, F.lit(1))) == p), b - 1).otherwise(b)
+    df = _with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = F.element_at(_double_array(by_k), k + 1)
+    value = F.element_at(_double_array(by_k), F.col(b_col) + 1)
     return df.withColumn(out_col, check.otherwise(value)).drop(b_col)
 
 
