@@ -320,9 +320,6 @@ class SparkRows:
     def _empty_chunk(self):
         return tuple(None if c is None else np.empty(0, dtype=d) for c, d in zip(self._columns, self._dtypes))
 
-    def _task_args(self):
-        return self._columns, self._dtypes, self._labels
-
     def _by_partition(self, rows, fn, args):
         """Results keyed by partition id, in order; partitions Spark did not run (empty) run here, on no rows."""
         found = dict(rows)

@@ -436,10 +436,6 @@ def test_predict_large_isotonic_model_in_the_jvm(spark):
 EPS = np.finfo(np.float64).eps
 
 
-def _columns(df, *names):
-    return [None if n is None else c for n, c in zip(names, _collect(df, *[n for n in names if n is not None]) + [None])]
-
-
 def _assert_same_isotonic(got, ref, atol):
     assert type(got) is IsotonicRegression
     assert got.increasing_ == ref.increasing_
