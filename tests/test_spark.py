@@ -28,6 +28,9 @@ from fastcal._engine import ListRows
 pytestmark = [
     # pyspark's own notice about pandas 3 (installed for other tests), raised by mapInArrow's version check.
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    # A JVM and Python workers: `make test` runs these once (about 2 minutes), not again on one thread; each task
+    # runs fastcal on spark.task.cpus threads whatever NUMBA_NUM_THREADS says, and the engine's tests cover threads.
+    pytest.mark.slow,
 ]
 
 
