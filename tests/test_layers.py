@@ -32,12 +32,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "fastcal"
 
-OPTIONAL = ("sklearn", "dask", "distributed", "matplotlib", "pyarrow", "pandas")
+OPTIONAL = ("sklearn", "dask", "distributed", "matplotlib", "pyarrow", "pandas", "pyspark")
 
 #: Modules that import an optional dependency when they are imported: they exist to use it.
 IMPORTS_OPTIONAL = {
     "fastcal.calibration": "scikit-learn's estimator API",
     "fastcal.dask": "dask.array and dask.delayed",
+    "fastcal.spark": "pyspark's DataFrame and SQL functions",
 }
 
 #: Modules that do something when imported, other than defining names.

@@ -1,0 +1,110 @@
+"""fastcal.spark against Spark MLlib at scale, side by side in one local SparkSession.
+
+Usage::
+
+    python -m benchmarks.spark_bench [--rows 10000000] [--partitions 8] [--repeat 2]
+
+The data is made in the JVM (``spark.range`` and ``rand``), cached and
+counted before any timing, so every timing starts from the same cached
+DataFrame. It measures, warm (after one untimed call of each):
+
+- ``fastcal.spark.fit_isotonic`` against MLlib's ``IsotonicRegression.fit``
+  and against one ``df.select(score, label).toArrow()`` (the cost of moving
+  the two columns to Python once);
+- ``fastcal.spark.predict`` of the fitted model (a ``count`` of a
+  ``sum`` of the new column, so the column is computed) against MLlib's
+  ``IsotonicRegressionModel.transform`` (the same aggregation).
+
+It also checks that the two fits agree: MLlib's boundaries equal fastcal's
+thresholds and the predictions agree. Prints the best of ``--repeat`` times
+and the ratios. The machine's other load is noise: compare ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+
+def _best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--driver-memory", default="4g")
+    args = parser.parse_args(argv)
+
+    import numpy as np
+    from pyspark.ml.regression import IsotonicRegression as MLlibIsotonic
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    import fastcal.spark as fs
+
+    warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas")  # a script: its own filters
+    spark = (SparkSession.builder.master("local[2]").appName("fastcal-spark-bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", args.driver_memory)
+             .config("spark.pyspark.python", sys.executable).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    s = F.rand(0)
+    df = spark.range(0, args.rows, numPartitions=args.partitions).select(
+        s.alias("score"), (F.rand(1) < s * s).cast("double").alias("label")).cache()
+    df.count()
+    print(f"rows {args.rows:,}, partitions {args.partitions}, Spark {spark.version}", flush=True)
+
+    def arrow():
+        return df.select("score", "label").toArrow().num_rows
+
+    def ours():
+        return fs.fit_isotonic(df, "score", "label", out_of_bounds="clip")
+
+    ml = MLlibIsotonic(featuresCol="score", labelCol="label")
+
+    def theirs():
+        return ml.fit(df)
+
+    results = {}
+    for name, fn in (("toArrow", arrow), ("fastcal fit_isotonic", ours), ("MLlib fit", theirs)):
+        fn()  # warm: workers started, kernels loaded, JVM code generated
+        results[name], out = _best(fn, args.repeat)
+        if name == "fastcal fit_isotonic":
+            iso = out
+        if name == "MLlib fit":
+            model = out
+        print(f"{name:28s} {results[name]:8.2f} s", flush=True)
+
+    bounds = np.asarray(model.boundaries.toArray())
+    print("MLlib boundaries == fastcal thresholds:", bool(np.array_equal(bounds, iso.X_thresholds_)),
+          f"({bounds.shape[0]} vs {iso.X_thresholds_.shape[0]} knots)", flush=True)
+
+    def predict_ours():
+        return fs.predict(iso, df, "score", "p").agg(F.sum("p")).collect()[0][0]
+
+    def predict_theirs():
+        return model.transform(df).agg(F.sum("prediction")).collect()[0][0]
+
+    for name, fn in (("fastcal predict", predict_ours), ("MLlib transform", predict_theirs)):
+        fn()
+        results[name], total = _best(fn, args.repeat)
+        print(f"{name:28s} {results[name]:8.2f} s   (sum {total:.10g})", flush=True)
+
+    print(f"MLlib fit / fastcal fit:          {results['MLlib fit'] / results['fastcal fit_isotonic']:.2f}x")
+    print(f"fastcal fit / toArrow:            {results['fastcal fit_isotonic'] / results['toArrow']:.2f}x")
+    print(f"fastcal predict / MLlib transform: {results['fastcal predict'] / results['MLlib transform']:.2f}x")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
