@@ -501,7 +501,7 @@ def _multicalibration(dtype):
     pr, yr, wr = _read_only(p, y, _weights(N, np.float64))
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
-    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce), an int32 order (segments)
+    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce and the segments)
     ecce(yb, pb)
     multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)

@@ -370,3 +370,53 @@ def test_multicalibration_validation():
         multicalibration_error(y, p, [1, 2, 3, 4])
     with pytest.raises(ValueError, match="y_prob"):
         multicalibration_error(y, p + 1, {"a": [1, 2, 3, 4]})
+
+
+def _chunked(monkeypatch):
+    """Test-sized inputs cut into many chunks of rows, as 10^7 rows are."""
+    from fastcal import _parallel
+
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 8)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "gather"])
+def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
+    """Chunks of rows (merged in chunk order), blocks of the cell table, cells numbered by np.unique, and cells
+    read at the row number after the sort: each equals the naive ECCE of every segment, and the result is the
+    same bits on 1 and 7 threads."""
+    from fastcal import multicalibration as mc
+
+    from .threads import MANY, num_threads
+
+    y, p, w, segments = _segment_data(6000, seed=15, ties=True)
+    w = w if weighted else None
+    kwargs = dict(numerical=["c"], sample_weight=w, min_samples_per_segment=1, max_values_per_segment_feature=5)
+    _chunked(monkeypatch)
+    if path == "blocks":
+        monkeypatch.setattr(mc, "TABLE_CELLS", 300)  # 3 columns of the 100-cell table per pass
+    elif path == "sparse_cells":
+        monkeypatch.setattr(mc, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
+    elif path == "gather":
+        monkeypatch.setattr(mc, "CARRY_BITS", 4)
+    with num_threads(1):
+        r = multicalibration_error(y, p, segments, **kwargs)
+    with num_threads(MANY):
+        assert multicalibration_error(y, p, segments, **kwargs) == r
+    assert len(r.segment_values) == 1 + 5 + 4 + 5 + 20 + 25 + 20 + 100
+    wf = np.ones_like(p) if w is None else w
+    for values, n, value, sigma in zip(r.segment_values, r.segment_n, r.segment_ecce, r.segment_ecce_sigma):
+        mask = np.ones(p.shape[0], dtype=bool)
+        for name, v in values.items():
+            column = segments[name]
+            if name == "c":  # a quantile bin: the bin numbers of the numerical feature
+                edges = np.unique(np.percentile(column, np.linspace(0, 100, 6)))
+                bins = np.searchsorted(edges, column, side="left") - 1
+                bins[column == edges[0]] = 0
+                column = bins
+            mask &= column == v
+        expected, std = naive_ecce(y[mask], p[mask], wf[mask])
+        assert n == mask.sum()
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
