@@ -15,6 +15,7 @@ from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
 from .beta import BetaCalibration
+from .grouped import GroupedCalibrator
 from .decomposition import CorpReliabilityResult, ScoreDecomposition, corp_reliability, score_decomposition
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression, isotonic_regression
@@ -86,6 +87,7 @@ __all__ = [
     "CorpReliabilityResult",
     "CrossValCalibrationReport",
     "ECCEResult",
+    "GroupedCalibrator",
     "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",

@@ -287,3 +287,22 @@ def count_distinct(x, limit):
             if n_seen > limit:
                 return n_seen
     return n_seen
+
+
+@kernel
+def counting_order(codes, k):
+    """``(order, starts)``: the rows ordered by ``codes`` (``0..k-1``), stably (a counting sort), and where each
+    code's rows start in that order (``starts[k]`` is the number of rows)."""
+    n = codes.shape[0]
+    starts = np.zeros(k + 1, dtype=np.int64)
+    for i in range(n):
+        starts[codes[i] + 1] += 1
+    for j in range(k):
+        starts[j + 1] += starts[j]
+    fill = starts[:k].copy()
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        c = codes[i]
+        order[fill[c]] = i
+        fill[c] += 1
+    return order, starts

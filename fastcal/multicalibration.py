@@ -414,6 +414,21 @@ def _coded(values, name, p):
     return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
 
 
+def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
+    """``(codes, uniques)``: the values of the 1-D array ``values`` numbered ``0..k-1`` (int64), and the ``k``
+    distinct values as Python objects (None for a missing value: NaN, None, pandas' NA).
+
+    The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`): integers and short strings
+    of a small range are counted in one pass, other values numbered by ``np.unique`` or a dict. The order of
+    ``uniques`` is the values' order for numbers and strings, of first appearance for other objects.
+    """
+    values = np.asarray(values)
+    zeros = np.zeros(values.shape[0])
+    codes, offset, index, uniques, _, _ = _coded(values, name, zeros)
+    codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
+    return codes, [None if _is_missing(u) else u for u in uniques]
+
+
 def _rank(first_p, first_row):
     rank = np.empty(first_p.shape[0], dtype=np.int64)
     rank[np.lexsort((first_row, first_p))] = np.arange(first_p.shape[0])
