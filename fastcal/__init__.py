@@ -35,9 +35,11 @@ from .multicalibration import (
     MulticalibrationResult,
     calibration_ratio,
     ecce,
+    SegmentReport,
     multicalibration_error,
     normalized_entropy,
     proportional_ece,
+    segment_report,
 )
 from .platt import (
     PlattResult,
@@ -98,6 +100,7 @@ __all__ = [
     "PlattScaling",
     "PriorEMResult",
     "ScoreDecomposition",
+    "SegmentReport",
     "SlopeInterceptResult",
     "SmoothECEResult",
     "TemperatureScaling",
@@ -126,6 +129,7 @@ __all__ = [
     "proportional_ece",
     "roc_auc_score",
     "score_decomposition",
+    "segment_report",
     "set_num_threads",
     "smooth_ece",
 ]

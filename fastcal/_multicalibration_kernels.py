@@ -306,3 +306,86 @@ def counting_order(codes, k):
         order[fill[c]] = i
         fill[c] += 1
     return order, starts
+
+
+#: Columns of :func:`group_report`'s table.
+G_N, G_W, G_SY, G_SP, G_BRIER, G_LOG, G_ECE, G_LO, G_HI, G_VAR, G_U, G_WPOS, G_WNEG = range(13)
+G_COLUMNS = 13
+
+
+@kernel
+def group_report(ps, ys, ws, starts, edges, one, clip_lo, clip_hi, out, lo, hi):
+    """Groups ``lo..hi``: group ``g``'s rows are ``starts[g]..starts[g+1]`` of ``ps`` (sorted ascending within the
+    group), labels ``ys`` and weights ``ws`` (empty: ones); row ``g`` of ``out`` gets the columns ``G_*``: rows,
+    ``W``, ``sum w y``, ``sum w p``, ``sum w (p - y)^2``, ``-sum w log q`` (``q`` the probability of the observed
+    class clipped to ``[clip_lo, clip_hi]`` in the dtype of ``ps``), ``sum_k W_k |ybar_k - pbar_k|`` over the bins
+    ``edges`` (a row is in the bin of the inner edges strictly below it), the extremes of the running sum of
+    ``w (y - p)`` after each group of equal scores, ``sum w^2 p (1 - p)``, the Mann-Whitney sum (ties count half)
+    and the weights of the positives and the negatives."""
+    weighted = ws.shape[0] > 0
+    n_inner = edges.shape[0] - 2
+    for g in range(lo, hi):
+        a = starts[g]
+        b = starts[g + 1]
+        row = out[g]
+        row[:] = 0.0
+        row[G_N] = b - a
+        k = 0
+        bw = 0.0
+        by = 0.0
+        bp = 0.0
+        run = 0.0
+        neg_below = 0.0
+        i = a
+        while i < b:
+            x = ps[i]
+            j = i
+            tie_pos = 0.0
+            tie_neg = 0.0
+            xf = np.float64(x)
+            bin_k = k
+            while bin_k < n_inner and edges[bin_k + 1] < xf:
+                bin_k += 1
+            if bin_k != k:
+                if bw > 0:
+                    row[G_ECE] += bw * abs(by / bw - bp / bw)
+                bw = 0.0
+                by = 0.0
+                bp = 0.0
+                k = bin_k
+            while j < b and ps[j] == x:
+                wi = np.float64(ws[j]) if weighted else 1.0
+                pos = ys[j] != 0
+                yf = 1.0 if pos else 0.0
+                row[G_W] += wi
+                row[G_SY] += wi * yf
+                row[G_SP] += wi * xf
+                e = xf - yf
+                row[G_BRIER] += wi * e * e
+                q = x if pos else one - x
+                if q < clip_lo:
+                    q = clip_lo
+                elif q > clip_hi:
+                    q = clip_hi
+                row[G_LOG] -= wi * np.log(np.float64(q))
+                row[G_VAR] += wi * wi * xf * (1.0 - xf)
+                run += wi * (yf - xf)
+                bw += wi
+                by += wi * yf
+                bp += wi * xf
+                if pos:
+                    tie_pos += wi
+                else:
+                    tie_neg += wi
+                j += 1
+            if run > row[G_HI]:
+                row[G_HI] = run
+            elif run < row[G_LO]:
+                row[G_LO] = run
+            row[G_U] += tie_pos * (neg_below + 0.5 * tie_neg)
+            row[G_WPOS] += tie_pos
+            row[G_WNEG] += tie_neg
+            neg_below += tie_neg
+            i = j
+        if bw > 0:
+            row[G_ECE] += bw * abs(by / bw - bp / bw)

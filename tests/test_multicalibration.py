@@ -420,3 +420,69 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         assert n == mask.sum()
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
         assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# segment_report
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("ties", [False, True])
+def test_segment_report_equals_per_group_metrics(weighted, dtype, ties):
+    from fastcal import brier_score_loss, expected_calibration_error, roc_auc_score, segment_report
+
+    y, p, w, segments = _segment_data(6000, seed=21, ties=ties)
+    p = p.astype(dtype)
+    p[:3] = [0.0, 1.0, 0.3]  # log loss clipping; a prediction on a bin edge
+    w = w if weighted else None
+    groups = segments["a"]
+    y[groups == "v"] = 1  # a group of one class: AUC NaN
+    r = segment_report(y, p, groups, sample_weight=w)
+    assert r.groups == ["u", "v", "x", "y", "z"]
+    for i, g in enumerate(r.groups):
+        m = groups == g
+        yg, pg, wg = y[m], p[m], None if w is None else w[m]
+        wf = np.ones(m.sum()) if wg is None else wg
+        assert r.n[i] == m.sum()
+        assert r.weight_sum[i] == pytest.approx(wf.sum(), rel=1e-13)
+        assert r.base_rate[i] == pytest.approx(np.dot(wf, yg) / wf.sum(), rel=1e-13)
+        assert r.mean_prediction[i] == pytest.approx(np.dot(wf, pg.astype(np.float64)) / wf.sum(), rel=1e-13)
+        assert r.calibration_ratio[i] == pytest.approx(calibration_ratio(yg, pg, sample_weight=wg), rel=1e-13)
+        assert r.ece[i] == pytest.approx(expected_calibration_error(yg, pg, n_bins=10, sample_weight=wg),
+                                         rel=1e-12, abs=1e-15)
+        e = ecce(yg, pg, sample_weight=wg)
+        assert r.ecce[i] == pytest.approx(e.ecce, rel=1e-12, abs=1e-15)
+        assert r.ecce_sigma[i] == pytest.approx(e.ecce_sigma, rel=1e-12, abs=1e-15)
+        assert r.pvalue[i] == pytest.approx(e.pvalue, rel=1e-9, abs=4 * EPS)
+        assert r.brier[i] == pytest.approx(brier_score_loss(yg, pg, sample_weight=wg), rel=1e-12)
+        if g == "v":
+            assert np.isnan(r.auc[i])
+            continue
+        assert r.log_loss[i] == pytest.approx(log_loss(yg, pg, sample_weight=wg), rel=1e-12)
+        assert r.auc[i] == pytest.approx(roc_auc_score(yg, pg, sample_weight=wg), rel=1e-12)
+
+
+def test_segment_report_threads_types_and_output(monkeypatch):
+    from fastcal import segment_report
+
+    from .threads import MANY, num_threads
+
+    y, p, w, segments = _segment_data(20_000, seed=22, ties=True)
+    groups = np.random.default_rng(3).integers(0, 500, p.shape[0])
+    _chunked(monkeypatch)
+    with num_threads(1):
+        r = segment_report(y, p, groups, sample_weight=w)
+    with num_threads(MANY):
+        assert segment_report(y, p, groups, sample_weight=w) == r
+    assert segment_report(y, p, groups, sample_weight=w * 64.0).ecce_sigma.tolist() == r.ecce_sigma.tolist()
+    as_str = segment_report(y, p, np.char.add("g", groups.astype(str)), sample_weight=w)
+    order = np.argsort([int(g[1:]) for g in as_str.groups])
+    np.testing.assert_array_equal(as_str.ecce[order], r.ecce)
+    pd = pytest.importorskip("pandas", reason="pandas is part of the test extra: pip install -e '.[all]'")
+    frame = r.to_pandas()
+    assert list(frame["group"]) == r.groups and frame["ecce"].tolist() == r.ecce.tolist()
+    assert r.to_dict()["groups"] == r.groups and "ecce_sigma" in str(r)
+    cat = segment_report(y, p, pd.Categorical(np.array(["a", "b"])[groups % 2]))
+    assert sorted(cat.groups) == ["a", "b"] and cat.n.sum() == p.shape[0]  # objects: in order of appearance
+    with pytest.raises(ValueError, match="Inconsistent"):
+        segment_report(y, p, groups[:-1])
