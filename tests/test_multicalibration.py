@@ -486,3 +486,34 @@ def test_segment_report_threads_types_and_output(monkeypatch):
     assert sorted(cat.groups) == ["a", "b"] and cat.n.sum() == p.shape[0]  # objects: in order of appearance
     with pytest.raises(ValueError, match="Inconsistent"):
         segment_report(y, p, groups[:-1])
+
+
+def test_segment_sigmas_plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fastcal import segment_report
+    from fastcal.plot import segment_sigmas
+
+    y, p, w, segments = _segment_data(6000, seed=23)
+    r = segment_report(y, p, segments["a"], sample_weight=w)
+    fig, ax = segment_sigmas(r, alpha=0.01, top=3)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    biggest = [r.groups[i] for i in np.argsort(-r.ecce_sigma)[:3]][::-1]
+    assert labels == biggest  # the largest sigma at the top
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == sorted(widths) and widths[-1] == pytest.approx(r.ecce_sigma.max())
+    line = ax.get_lines()[0].get_xdata()[0]
+    assert kuiper_sf(line) == pytest.approx(0.01, rel=1e-9)  # the significance line
+    plt.close(fig)
+    m = multicalibration_error(y, p, segments, numerical=["c"])
+    fig, ax = segment_sigmas(m, top=1)
+    worst = m.segment_values[int(np.argmax(m.segment_ecce_sigma))]
+    assert ax.get_yticklabels()[0].get_text() == (", ".join(f"{k}={v}" for k, v in worst.items()) or "all")
+    plt.close(fig)
+    with pytest.raises(TypeError, match="SegmentReport"):
+        segment_sigmas({"a": 1})
+    with pytest.raises(ValueError, match="alpha"):
+        segment_sigmas(r, alpha=1.5)

@@ -396,6 +396,7 @@ def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.plot.reliability_diagram(y, p, method="corp", n_resamples=10, level=0.8, band="confidence",
                                                  random_state=0, show_decomposition=True)[0], Figure)
     assert_type(fastcal.plot.reliability_diagram(y, p, method="smooth", bandwidth=0.1, ax=ax)[1][0], Axes)
+    assert_type(fastcal.plot.segment_sigmas(fastcal.segment_report(y, p, y), alpha=0.01, top=5, ax=ax)[1], Axes)
 
 
 def main(tmp: str) -> None:
