@@ -158,12 +158,13 @@ class GroupedCalibrator(BaseCalibrator):
         s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
         w_sorted = np.take(w, order) if w is not None else None
         models: list[Any] = [None] * fitted.size
+        kind, params = type(template), template.get_params()
 
         def fit_groups(positions):
             for i in positions:
                 a, b = starts[fitted[i]], starts[fitted[i] + 1]
                 weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                models[i] = _clone(template).fit(s_sorted[a:b], y_sorted[a:b], sample_weight=weight)
+                models[i] = kind(**params).fit(s_sorted[a:b], y_sorted[a:b], sample_weight=weight)
 
         positions = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted])]), range(fitted.size))
         _parallel.run([(fit_groups, (task,)) for task in positions])
