@@ -83,7 +83,8 @@ from .metrics import (
     log_loss,
     roc_auc_score,
 )
-from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error
+from .grouped import GroupedCalibrator
+from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import smooth_ece
@@ -507,6 +508,13 @@ def _multicalibration(dtype):
     kuiper_cdf(1.0)
     kuiper_cdf(3.0)
     kuiper_sf(3.0)
+    groups = np.array(["a", "b", "c"])[np.arange(N) % 3]
+    for labels in _labels(y):  # the report by segment reads the validated labels, predictions and weights
+        segment_report(labels, p, groups)
+    for wdtype in FLOATS:
+        segment_report(y, p, np.arange(N) % 3, sample_weight=_weights(N, wdtype))
+        GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
+    GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
 
 
 @warmup("smooth ECE")

@@ -676,10 +676,12 @@ def multicalibration_error(
     and the relative forms are ``100 * mce / pi`` and ``100 * mde / pi``
     (percent of the prevalence; inf if :math:`\pi = 0`).
 
-    One sort of the predictions, then one pass over the rows updates the
-    float64 sums of every segment each row is in (tie groups pooled per
-    segment): O(n (log n + number of feature combinations)), not one pass
-    per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
+    Each row's cell (its values of every feature) is numbered; weights and
+    variances are summed per cell; one sort of the predictions carries each
+    row's label and cell, then one pass over the sorted rows moves the
+    float64 running sum of every segment each row is in (tie groups pooled
+    per segment): O(n (log n + number of feature combinations)), not one
+    pass per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
     even with fewer rows than ``min_samples_per_segment``; exactly
     ``max_n_segments`` segments are kept (MCGrad keeps whole chunks of 50);
     the p-values are not clamped (MCGrad's are at least 2.2e-16).
