@@ -7,6 +7,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
+# Numba's cache for everything make runs (kept in the venv, so a clean clone starts cold and `make clean` empties it)
+NUMBA_CACHE_DIR ?= $(abspath $(VENV))/numba-cache
+export NUMBA_CACHE_DIR
+COLD_CACHE := $(abspath $(VENV))/numba-cache-cold
 
 .PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels scaling asv clean
 
@@ -23,14 +27,18 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-## test: the import contracts in pyproject.toml (the layers); the whole suite (unit, property,
+## test: the import contracts in pyproject.toml (the layers); one cold `fastcal precompile` into an empty Numba
+## cache (tests/test_precompile.py checks what it compiled), copied into NUMBA_CACHE_DIR so that the passes
+## start warm; the whole suite (unit, property,
 ## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
 ## `slow` tests (results must not depend on the thread count; the slow ones are about memory, signals,
 ## the compile cache, the docs' blocks, the demo and scikit-learn's test files, not threads); a subset
 ## with the JIT disabled
 test: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest --durations=20 $(PYTEST_ARGS)
+	rm -rf $(COLD_CACHE) && $(BIN)/python tests/precompile_cold.py $(COLD_CACHE) > $(COLD_CACHE).json
+	mkdir -p $(NUMBA_CACHE_DIR) && cp -R $(COLD_CACHE)/. $(NUMBA_CACHE_DIR)/
+	FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 $(PYTEST_ARGS)
 	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 

@@ -8,7 +8,7 @@ McClish-standardised partial AUC), :func:`class_mann_whitney` (the counts of
 every class against every other on every column of an (n, k) score matrix:
 one-vs-rest and one-vs-one AUCs without weights), :func:`ovr_weighted` (each
 class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`,
-:data:`RANGE_ROWS`.
+:data:`RANGE_ROWS`, :data:`MAX_RANGES`, :func:`range_count`.
 The kernels are in :mod:`fastcal._auc_kernels`.
 """
 
@@ -21,9 +21,9 @@ import numpy as np
 from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
 from ._parallel import parallel_for, run
-from ._sort import sort_pairs
+from ._sort import sort_by_label, sort_pairs
 
-__all__ = ["RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "roc_auc"]
+__all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "range_count", "roc_auc"]
 
 #: Above this many classes the groups of one column are sorted by one task, not one task each.
 _TASK_PER_GROUP_MAX_CLASSES = 16
@@ -34,78 +34,43 @@ THREADED_SORT_MIN_SIZE = 1 << 17
 RANGE_ROWS = 1 << 17
 
 
-#: The range locator's grid: 16 to 256 cells per value range, the fewest that put at most two pivots in a
-#: cell; where none does, a binary search.
-_CELLS_PER_RANGE = (16, 256)
+#: The most value ranges of the unweighted AUC (the partition's counts: 2 * ranges^2 int64, 16 MB).
+MAX_RANGES = 1024
 
 
-def _locator(x, n_ranges):
-    """Pivots splitting ``x`` into up to ``n_ranges`` value ranges of similar size (sample quantiles), then a +inf
-    sentinel, and the grid that finds a value's range in O(1): ``(pivots, xmin, scale, last, cell_first)``."""
-    step = max(1, x.shape[0] // max(1 << 16, 64 * n_ranges))
-    sample = np.asarray(x[::step], dtype=np.float64)
-    if n_ranges <= 1:
-        pivots = np.empty(0, dtype=np.float64)
-    else:
-        pivots = np.unique(np.quantile(sample, np.arange(1, n_ranges) / n_ranges))
-    xmin = float(sample.min())
-    span = float(sample.max()) - xmin
-    low, high = (max(10, int(c * n_ranges - 1).bit_length()) for c in _CELLS_PER_RANGE)
-    for bits in range(low, high + 1, 2):
-        cells = 1 << bits
-        scale = cells / span if span > 0 else 0.0
-        if not math.isfinite(scale):
-            scale = 0.0
-        last = float(cells - 1)
-        cell_of = _k.pivot_cells(pivots, xmin, scale, last)
-        if pivots.shape[0] == 0 or np.bincount(cell_of).max() <= 2:
-            cell_first = np.searchsorted(cell_of, np.arange(cells), side="left").astype(np.int64)
-            break
-    else:
-        cell_first = np.empty(0, dtype=np.int64)
-    return np.append(pivots, np.inf), xmin, scale, last, cell_first
+def range_count(n):
+    """Value ranges of the unweighted AUC of ``n`` rows: a function of the size alone."""
+    return 1 if n < THREADED_SORT_MIN_SIZE else max(2, min(MAX_RANGES, n // RANGE_ROWS))
 
 
-def _unweighted(x, y):
-    """AUC from the Mann-Whitney count: value ranges x labels, each sorted and merged on its own.
+def _unweighted(x, y, by_label=None):
+    """AUC from the Mann-Whitney count over the scores sorted per class and value range.
 
-    The scores are scattered (one counting pass, one copy) into regions by
-    label and by value range (ranges split at sample quantiles, ties never
-    split; about :data:`RANGE_ROWS` rows each, a number fixed by the size:
-    many more ranges than threads on a big input); pairs in different ranges
-    are counted from the region sizes, pairs in the same range by sorting its
-    two classes (NumPy's sort, which releases the GIL, so ranges run on
-    parallel threads, taken as threads free up) and one merge sweep. Finding
-    a value's range costs O(1) however many ranges there are
-    (:func:`fastcal._auc_kernels.region_counts`). Exact: integer counts, one
-    division at the end.
+    The scores are grouped by label and value range, each group sorted
+    (:func:`fastcal._sort.sort_by_label`: ranges of about :data:`RANGE_ROWS`
+    rows, a number fixed by the size, sorted on whichever thread takes them;
+    or ``by_label``, the same sort made for another statistic of the call).
+    Every value of a range is below every value of the next, so pairs in
+    different ranges are counted from the group sizes, and pairs in the same
+    range by one merge sweep of its two sorted classes
+    (:func:`fastcal._auc_kernels.mann_whitney_twice`), range by range on
+    parallel threads. Exact: integer counts, one division at the end.
     """
-    n = x.shape[0]
-    n_ranges = 1 if n < THREADED_SORT_MIN_SIZE else max(2, n // RANGE_ROWS)
-    pivots, *locate = _locator(x, n_ranges)
-    n_ranges = pivots.shape[0]  # the pivots and the sentinel
-    nchunks = n_chunks(n, 2 * n_ranges)
-    counts = np.zeros((nchunks, 2 * n_ranges), dtype=np.int64)
-    parallel_for(_k.region_counts, nchunks, x, y, pivots, *locate, counts, rows=n)
-    sizes, start, offsets = chunk_offsets(counts)
-    n_neg = int(sizes[:n_ranges].sum())
-    n_pos = n - n_neg
+    view = sort_by_label(x, y, range_count(x.shape[0])) if by_label is None else by_label
+    ranges, starts = view.ranges, view.starts
+    sizes = np.diff(starts)
+    n_neg = int(starts[ranges])
+    n_pos = int(starts[-1]) - n_neg
     if n_pos == 0 or n_neg == 0:
         raise _one_class(False)
-    buf = np.empty(n, dtype=x.dtype)
-    parallel_for(_k.scatter_regions, nchunks, x, y, pivots, *locate, offsets, buf, rows=n)
-
-    def count_range(r):
-        neg = buf[start[r] : start[r] + sizes[r]]
-        pos = buf[start[n_ranges + r] : start[n_ranges + r] + sizes[n_ranges + r]]
-        neg.sort()
-        pos.sort()
-        return int(_k.mann_whitney_twice(pos, neg))
-
-    u2 = sum(run([(count_range, (r,)) for r in range(n_ranges)]))
-    neg_below = np.concatenate(([0], np.cumsum(sizes[:n_ranges])[:-1]))
-    u2 += 2 * sum(int(sizes[n_ranges + r]) * int(neg_below[r]) for r in range(n_ranges))
+    u2 = sum(run([(_count_range, (view, r)) for r in range(ranges)]))
+    neg_below = np.concatenate(([0], np.cumsum(sizes[:ranges])[:-1]))
+    u2 += 2 * sum(int(sizes[ranges + r]) * int(neg_below[r]) for r in range(ranges))
     return float(u2) / (2.0 * n_pos * n_neg)
+
+
+def _count_range(view, r):
+    return int(_k.mann_whitney_twice(view.slot(view.ranges + r), view.slot(r)))
 
 
 def _one_class(weighted):
@@ -113,7 +78,7 @@ def _one_class(weighted):
     return ValueError(f"Only one class present in y_true{what}. ROC AUC score is not defined in that case.")
 
 
-def roc_auc(y, x, w, max_fpr=None):
+def roc_auc(y, x, w, max_fpr=None, by_label=None):
     r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
@@ -126,12 +91,15 @@ def roc_auc(y, x, w, max_fpr=None):
     crosses :math:`m` interpolated), standardised as McClish (1989):
     :math:`\tfrac12\left(1 + \frac{A_m - m^2/2}{m - m^2/2}\right)`, 0.5 for
     a useless and 1 for a perfect ranking. ``ValueError`` if a class is
-    missing (or has no weight).
+    missing (or has no weight). ``by_label``: the scores already sorted per
+    class (:func:`fastcal._sort.sort_by_label` of ``x`` or of ``x`` as
+    float64, any number of ranges), shared with another statistic of the
+    call; used without weights.
     """
     if max_fpr is not None and max_fpr != 1:
         return _partial(y, x, w, max_fpr)
     if w is None:
-        return _unweighted(x, y)
+        return _unweighted(x, y, by_label)
     u, w_pos, w_neg = _k.weighted_auc_signed(*sort_pairs(x, np.ascontiguousarray(w, dtype=np.float64), flip=y))
     if not (w_pos > 0 and w_neg > 0):
         raise _one_class(True)

@@ -4,8 +4,7 @@ The wrapper validates; these kernels assume clean, contiguous input (finite
 scores, labels with nonzero meaning positive, class codes in ``[0, k)``,
 non-negative weights) and never check.
 
-Determinism. :func:`region_counts`, :func:`scatter_regions`,
-:func:`class_counts` and :func:`scatter_by_class` split the rows
+Determinism. :func:`class_counts` and :func:`scatter_by_class` split the rows
 into ``nchunks`` contiguous chunks whose bounds depend only on ``n`` and
 ``nchunks`` (chosen by the wrapper from the problem size, never from the
 thread count) and handle the chunks ``c`` in ``[lo, hi)``, so
@@ -28,101 +27,6 @@ def _chunk_start(n, nchunks, c):
 # --------------------------------------------------------------------------
 # unweighted: scores scattered by label and value range, sorted, then counted
 # --------------------------------------------------------------------------
-@kernel
-def _cell(v, xmin, scale, last):
-    """Cell of ``v`` on the locator grid: ``floor((v - xmin) * scale)`` clipped to ``[0, last]``, non-decreasing in ``v``."""
-    u = (np.float64(v) - xmin) * scale
-    return int(min(max(u, 0.0), last))
-
-
-@kernel
-def pivot_cells(pivots, xmin, scale, last):
-    """The cell of each pivot (non-decreasing, as the pivots are sorted)."""
-    out = np.empty(pivots.shape[0], dtype=np.int64)
-    for j in range(pivots.shape[0]):
-        out[j] = _cell(pivots[j], xmin, scale, last)
-    return out
-
-
-@kernel
-def _range_of(v, pivots, xmin, scale, last, cell_first):
-    """The value range of ``v``: the number of ``pivots`` ``<= v``, exactly.
-
-    ``pivots`` ends with one +inf sentinel (not a pivot). Pivots in a cell below
-    ``v``'s are below ``v`` and those in a cell above are above it (the cell is
-    non-decreasing in the value), so the count starts at ``cell_first[c]``, the
-    pivots in cells below ``v``'s, and steps over the pivots of ``v``'s own cell
-    that are ``<= v`` (the grid is built with at most two pivots per cell).
-    Without a grid (``cell_first`` empty: the pivots crowd into few cells), a
-    binary search.
-    """
-    if cell_first.shape[0] == 0:
-        lo = 0
-        hi = pivots.shape[0] - 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if pivots[mid] <= v:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
-    r = cell_first[_cell(v, xmin, scale, last)]
-    while pivots[r] <= v:  # the sentinel stops it
-        r += 1
-    return r
-
-
-@kernel
-def _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, counts):
-    nr = pivots.shape[0]  # the pivots and the sentinel
-    for i in range(start, stop):
-        r = _range_of(x[i], pivots, xmin, scale, last, cell_first)
-        counts[(y[i] != 0) * nr + r] += 1
-
-
-@kernel
-def region_counts(x, y, pivots, xmin, scale, last, cell_first, counts, lo, hi):
-    """Per-chunk sizes of the regions ``(label, value range)`` into ``counts[c]`` (``(nchunks, 2 * R)``), chunks ``[lo, hi)``.
-
-    Value range ``r`` of ``x`` is the number of ``pivots`` (sorted, then one
-    +inf sentinel: ``R - 1`` pivots) that are ``<= x``, so equal values share a
-    range and every value of range ``r`` is strictly below every value of range
-    ``r + 1``. Region ``r`` holds the negatives of range ``r``, region ``R + r``
-    the positives. ``xmin``, ``scale``, ``last`` and ``cell_first`` locate the
-    range in O(1) (see :func:`_range_of`; ``cell_first[c]``: the pivots whose
-    cell is below ``c``; empty for a binary search).
-    """
-    n = x.shape[0]
-    nchunks = counts.shape[0]
-    for c in range(lo, hi):
-        _region_count_chunk(x, y, pivots, xmin, scale, last, cell_first, _chunk_start(n, nchunks, c),
-                            _chunk_start(n, nchunks, c + 1), counts[c])
-
-
-@kernel
-def _scatter_chunk(x, y, pivots, xmin, scale, last, cell_first, start, stop, offsets, out):
-    nr = pivots.shape[0]  # the pivots and the sentinel
-    for i in range(start, stop):
-        v = x[i]
-        g = (y[i] != 0) * nr + _range_of(v, pivots, xmin, scale, last, cell_first)
-        out[offsets[g]] = v
-        offsets[g] += 1
-
-
-@kernel
-def scatter_regions(x, y, pivots, xmin, scale, last, cell_first, offsets, out, lo, hi):
-    """Copy chunks ``[lo, hi)`` of ``x`` into ``out`` grouped by region (see :func:`region_counts`), input order kept.
-
-    ``offsets[c, g]``: where chunk ``c`` writes its first value of region
-    ``g`` (exclusive prefix sums of the counts); advanced in place.
-    """
-    n = x.shape[0]
-    nchunks = offsets.shape[0]
-    for c in range(lo, hi):
-        _scatter_chunk(x, y, pivots, xmin, scale, last, cell_first, _chunk_start(n, nchunks, c),
-                       _chunk_start(n, nchunks, c + 1), offsets[c], out)
-
-
 @kernel
 def mann_whitney_twice(pos, neg):
     """Twice the Mann-Whitney U of sorted ``pos`` against sorted ``neg``, exactly, as int64.

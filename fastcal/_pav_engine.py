@@ -54,14 +54,17 @@ How the in-memory :func:`summarise` orders the rows:
   label), a prefix sum places them, a second parallel pass scatters the
   scores (not the labels: each class gets its own run) into place, and each
   range's two classes are sorted by value (NumPy's sort, no argsort) in
-  whichever thread takes the range. The whole is then two sorted runs (the
-  scores of label 0 and those of label 1), fitted range by range by
-  :func:`~fastcal._isotonic_kernels.pav_binary`.
+  whichever thread takes the range (:func:`fastcal._sort.sort_by_label`).
+  The whole is then two sorted runs (the scores of label 0 and those of
+  label 1), fitted range by range by
+  :func:`~fastcal._isotonic_kernels.pav_binary`. A caller that needs the
+  same sort for another statistic (the AUC of ``calibration_report``) makes
+  it once with :func:`sort_for_fit` and passes it as ``by_label``.
 - Weighted 0/1 labels, and real-valued targets without weights: the same
   range partition moves one float64 with each score (the target, or the
   weight signed by the label), and each range is radix-sorted carrying it
-  (:func:`fastcal._sort.sort_pairs`, stable: the rows end in the order of a
-  stable sort of the whole); weighted real-valued targets are argsorted and
+  (:func:`fastcal._sort.range_sorted_pairs`, stable: the rows end in the
+  order of a stable sort of the whole); weighted real-valued targets are argsorted and
   gathered (:func:`fastcal._sort.sort_with`, its passes on every thread).
 - Sorted scores are fitted as they are.
 
@@ -84,10 +87,11 @@ import numpy as np
 
 from . import _isotonic_kernels as _k
 from ._parallel import run, split
-from ._sort import sort_pairs, sort_with
+from ._sort import range_sorted_pairs, sort_by_label, sort_with
 from ._validation import is_binary
 
-__all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "summarise"]
+__all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
+           "summarise"]
 
 #: Rows per score-range chunk of the in-memory fit: a chunk's sorts work in
 #: the L2 cache. Measured at 10^7 float64 rows, one thread, 0/1 labels
@@ -130,7 +134,16 @@ def lookup_cells(n_knots):
 # ---------------------------------------------------------------------------
 
 
-def summarise(X, labels, w, sign, *, centered=False):
+def sort_for_fit(X, labels, w):
+    """The sort of the rows that :func:`summarise` ``(X, labels, w, ...)`` would make, for other statistics of the
+    same call to share (the AUC): :class:`fastcal._sort.ByLabel`, or None where the fit sorts otherwise
+    (weights, labels other than 0/1, scores already sorted)."""
+    if w is not None or _k.is_sorted(X) or not is_binary(labels):
+        return None
+    return sort_by_label(X, labels, chunk_count(X.shape[0]))
+
+
+def summarise(X, labels, w, sign, *, centered=False, by_label=None):
     """The summary (PAV blocks) of the rows ``X``, ``labels``, ``w``, fitted on every thread.
 
     Parameters
@@ -145,6 +158,8 @@ def summarise(X, labels, w, sign, *, centered=False):
         1.0 for an increasing fit, -1.0 for a decreasing one (targets times ``sign``).
     centered : bool
         Add the fifth array ``swx`` (each block's sum of weight times score).
+    by_label : fastcal._sort.ByLabel, optional
+        :func:`sort_for_fit` of the same rows, if the caller made it (not None).
 
     Returns
     -------
@@ -154,6 +169,8 @@ def summarise(X, labels, w, sign, *, centered=False):
     """
     n = X.shape[0]
     eps = resolution(X.dtype)
+    if by_label is not None:
+        return _summarise_binary(X, labels, eps, sign, centered, by_label)
     targets = split(n, chunk_count(n))[1:-1]
     empty = np.empty(0, dtype=np.float64)
     if _k.is_sorted(X):
@@ -167,9 +184,9 @@ def summarise(X, labels, w, sign, *, centered=False):
         # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
         # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
         if binary:
-            xs, ps = _range_sorted_pairs(X, w, labels)
+            xs, ps = range_sorted_pairs(X, w, labels, chunk_count(n))
         else:
-            xs, ps = _range_sorted_pairs(X, labels, labels[:0])
+            xs, ps = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
         kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
 
         def unit(ia0, ia1, ib0, ib1, out):
@@ -203,14 +220,18 @@ def _score_sums(x, p, kind, out, nb):
     _k.score_sums(x, p, kind, out[2], nb, out[4])
 
 
-def _summarise_binary(X, labels, eps, sign, centered):
-    """:func:`summarise` of 0/1 labels without weights: range partition, sort per range and class, fit."""
+def _summarise_binary(X, labels, eps, sign, centered, by_label=None):
+    """:func:`summarise` of 0/1 labels without weights: range partition, sort per range and class, fit.
+
+    ``by_label``: the rows already sorted per class (:func:`fastcal._sort.sort_by_label` with
+    :func:`chunk_count` ranges), shared with another statistic of the same call.
+    """
     n = X.shape[0]
-    buf, starts, n_ranges = _range_partition(X, labels, chunk_count(n))
-    n_neg = int(starts[n_ranges])
-    run([(_sort_slots, (buf, starts, r, n_ranges)) for r in range(n_ranges)])
-    neg, pos = buf[:n_neg], buf[n_neg:]
-    none = buf[:0]
+    view = sort_by_label(X, labels, chunk_count(n)) if by_label is None else by_label
+    starts, n_ranges = view.starts, view.ranges
+    neg, pos = view.neg, view.pos
+    n_neg = neg.shape[0]
+    none = neg[:0]
 
     def unit(ia0, ia1, ib0, ib1, out):
         nb = _k.pav_binary(neg[ia0:ia1], pos[ib0:ib1], eps, sign, *out[:4])
@@ -221,111 +242,6 @@ def _summarise_binary(X, labels, eps, sign, centered):
 
     return _fit_runs(neg, pos, starts[1:n_ranges].tolist(), (starts[n_ranges + 1:2 * n_ranges] - n_neg).tolist(),
                      unit, eps, centered)
-
-
-def _range_sorted_pairs(X, p, flip):
-    """``X`` sorted (stably, -0.0 as +0.0) with ``p`` (as float64, negated where ``flip != 0``) moved alike: ``(xs, ps)``.
-
-    The same rows in the same order as :func:`fastcal._sort.sort_pairs` of
-    the whole, made by ranges: the rows are range-partitioned by score
-    (:func:`_range_map`, in row order within a range), then each range is
-    radix-sorted carrying ``p`` (:func:`fastcal._sort.sort_pairs`, stable) by
-    whichever thread takes it and written back in place. Extra memory: the
-    two output arrays and each working thread's sort of one range (measured
-    at 10^7 float64 rows: 2.5 input arrays, against 4.0 for one radix sort of all the rows).
-    """
-    n = X.shape[0]
-    n_ranges = chunk_count(n)
-    x0, scale, cell_range = _range_map(X, n_ranges)
-    ranges = int(cell_range[-1]) + 1
-    chunks = split(n, n_ranges)
-    counts = np.zeros((n_ranges, ranges), dtype=np.int64)
-    no_labels = flip[:0]
-    run([(_k.range_counts, (X, no_labels, x0, scale, cell_range, ranges, counts[c], chunks[c], chunks[c + 1]))
-         for c in range(n_ranges)])
-    starts = np.zeros(ranges + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0), out=starts[1:])
-    offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
-    xs = np.empty(n, dtype=X.dtype)
-    ps = np.empty(n, dtype=np.float64)
-    run([(_k.range_scatter_carried, (X, p, flip, x0, scale, cell_range, offsets[c], xs, ps, chunks[c], chunks[c + 1]))
-         for c in range(n_ranges)])
-    run([(_sort_range_pairs, (xs, ps, int(starts[r]), int(starts[r + 1]))) for r in range(ranges)])
-    return xs, ps
-
-
-def _sort_range_pairs(xs, ps, lo, hi):
-    sx, sp = sort_pairs(xs[lo:hi], ps[lo:hi])
-    xs[lo:hi] = sx
-    ps[lo:hi] = sp
-
-
-def _sort_slots(buf, starts, r, n_ranges):
-    """Sort range ``r``'s scores of each class in place (NumPy's sort releases the GIL)."""
-    buf[starts[r]:starts[r + 1]].sort()
-    buf[starts[n_ranges + r]:starts[n_ranges + r + 1]].sort()
-
-
-def _range_partition(X, labels, n_ranges):
-    """The scores grouped by (label, score range): ``(buf, starts, ranges)``.
-
-    ``buf[starts[s]:starts[s + 1]]`` holds, in row order, the scores of slot
-    ``s``: range ``s`` of label 0 for ``s < ranges``, range ``s - ranges``
-    of label 1 after. A row's range is a non-decreasing function of its
-    score (:func:`_range_map`), so the ranges are intervals of scores in
-    order and equal scores share one. Rows are counted and scattered by
-    row-chunks, as many as the ranges, in parallel: the chunks' counts per
-    slot give each (chunk, slot) its place, so the layout does not depend on
-    the thread count.
-    """
-    n = X.shape[0]
-    x0, scale, cell_range = _range_map(X, n_ranges)
-    ranges = int(cell_range[-1]) + 1
-    chunks = split(n, n_ranges)
-    counts = np.zeros((n_ranges, 2 * ranges), dtype=np.int64)
-    run([(_k.range_counts, (X, labels, x0, scale, cell_range, ranges, counts[c], chunks[c], chunks[c + 1]))
-         for c in range(n_ranges)])
-    starts = np.zeros(2 * ranges + 1, dtype=np.int64)
-    np.cumsum(counts.sum(axis=0), out=starts[1:])
-    offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
-    buf = np.empty(n, dtype=X.dtype)
-    run([(_k.range_scatter, (X, labels, x0, scale, cell_range, ranges, offsets[c], buf, chunks[c], chunks[c + 1]))
-         for c in range(n_ranges)])
-    return buf, starts, ranges
-
-
-#: Cells per range of :func:`_range_map`: the ranges are balanced to a 64th of a range.
-CELLS_PER_RANGE = 64
-
-
-def _range_map(X, n_ranges):
-    """A non-decreasing map from scores to at most ``n_ranges`` ranges: ``(x0, scale, cell_range)``.
-
-    A score ``v`` falls in the cell ``(v - x0) * scale`` (clipped to the
-    cells) of equal width, between the 1st and 99th percentiles of a strided
-    sample of ``64 * n_ranges`` scores, and in the range ``cell_range`` of
-    that cell; consecutive cells are grouped into ranges of about equal
-    counts of the sample. Scores packed into a few cells make fewer, larger
-    ranges (the fit stays exact, with less parallelism).
-    """
-    one = (0.0, 0.0, np.zeros(1, dtype=np.int64))
-    if n_ranges <= 1:
-        return one
-    step = max(1, X.shape[0] // (64 * n_ranges))
-    sample = np.sort(X[::step]).astype(np.float64)
-    m = sample.shape[0]
-    lo, hi = float(sample[m // 100]), float(sample[m - 1 - m // 100])
-    if not hi > lo:
-        lo, hi = float(sample[0]), float(sample[-1])
-    n_cells = CELLS_PER_RANGE * n_ranges
-    scale = n_cells / (hi - lo) if hi > lo else 0.0
-    if not (0.0 < scale < np.inf):
-        return one
-    cells = np.minimum(np.maximum((sample - lo) * scale, 0.0), n_cells - 1).astype(np.int64)
-    below = np.cumsum(np.bincount(cells, minlength=n_cells)) - np.bincount(cells, minlength=n_cells)
-    cell_range = (below * n_ranges) // m  # the range of a cell: the share of the sample below it
-    _, cell_range = np.unique(cell_range, return_inverse=True)  # no empty ranges in between
-    return lo, scale, np.ascontiguousarray(cell_range, dtype=np.int64)
 
 
 def _fit_runs(a, b, targets_a, targets_b, unit, eps, centered):

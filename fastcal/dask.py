@@ -39,6 +39,11 @@ return the same numbers; :func:`score_decomposition` adds the exact
 isotonic fit of :func:`fit_isotonic` to them; :func:`smooth_ece` adds up the
 chunks' grid sums (:func:`fastcal.smooth.grid_sums`) and smooths them as the
 in-memory function.
+
+This module is an adapter: :class:`DaskRows` gives the engine's drivers
+(:mod:`fastcal._engine`) the chunks of Dask data, and every fit and
+diagnostic above is one call of a driver (the algorithms, and their
+exactness rules, are written there once for every backend).
 """
 
 from __future__ import annotations
@@ -53,11 +58,12 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from . import _binning, _partition, _pav_engine, beta, histogram, platt, smooth
+from ._engine import binned as _binned
+from ._engine import decomposition as _decomposition
+from ._engine import isotonic as _isotonic
+from ._engine import logistic as _logistic
+from ._engine import split_chunk
 from ._errors import not_fitted
-from ._labels import matrix_classes
-from ._params import Integer, Options, check
-from ._validation import rescale_weights, weight_exponent
 
 if TYPE_CHECKING:
     from typing import TypeAlias, Unpack
@@ -96,11 +102,6 @@ __all__ = [
     "score_decomposition",
     "smooth_ece",
 ]
-
-#: Default rows per partition of the isotonic shuffle (about 150 MB of
-#: float64 scores, labels and weights with the fit's working memory).
-_PARTITION_ROWS = 1 << 23
-
 
 # ---------------------------------------------------------------------------
 # Inputs: aligned chunks of scores, labels and weights.
@@ -176,7 +177,7 @@ def _columns(scores, y, sample_weight, score_name, y_name="y", weight_name="samp
             # Partitions of one DataFrame: zip them (lengths are checked per partition).
             xs, ys = parts[0].to_delayed(), parts[1].to_delayed()
             ws = parts[2].to_delayed() if len(parts) == 3 else [sample_weight] * len(xs)
-            return _Chunks(list(zip(xs, ys, ws)), None, _partition.fit_dtype(_dtype_of(parts[0])),
+            return _Chunks(list(zip(xs, ys, ws)), None, _dtype_of(parts[0]),
                            sample_weight is not None)
     x = _as_dask_1d(scores, score_name, allow_column=True)
     if x.shape[0] == 0:
@@ -203,22 +204,92 @@ def _columns(scores, y, sample_weight, score_name, y_name="y", weight_name="samp
         ws = w.rechunk(x.chunks).to_delayed().ravel().tolist()
     else:
         ws = [sample_weight if scalar_w else None] * len(xs)
-    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), _partition.fit_dtype(x.dtype), sample_weight is not None)
+    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), np.dtype(x.dtype), sample_weight is not None)
 
 
 def _pick(pair, i):
     return pair[i]
 
 
-def _first_pass(first, cols, *args):
-    """Run ``first(x, y, w, x_dtype, *args)`` on every chunk: it returns ``(converted chunk, facts)``.
+def _chunk(*columns):
+    return columns
 
-    The pairs are persisted (on the workers, with distributed): later rounds
-    start from the converted chunks without recomputing the inputs' graph.
-    Returns the persisted pairs and the facts, fetched to the client.
+
+def _empty_like(chunk):
+    return tuple(None if c is None else c[:0] for c in chunk)
+
+
+def _concat(*pieces):
+    return tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
+
+
+class DaskRows:
+    """The :class:`fastcal._engine.Rows` of Dask: chunks as Delayed tuples of NumPy arrays.
+
+    ``map`` computes one task per chunk; ``convert`` persists the converted
+    chunks (on the workers, with distributed) so that later passes start
+    from them without recomputing the inputs' graph; ``partition`` is a
+    shuffle: every chunk split by the key's ranges
+    (:func:`fastcal._engine.split_chunk`), partition ``j`` the
+    concatenation of the ``j``-th pieces (persisted). Re-cutting partitioned
+    rows splits only the partitions a new bound falls in; the others are
+    kept as they are. ``release`` drops the references (distributed then
+    frees the persisted chunks).
     """
-    pairs = list(dask.persist(*[delayed(first)(x, y, w, cols.x_dtype, *args) for x, y, w in cols.triples]))
-    return pairs, dask.compute(*[delayed(_pick)(p, 1) for p in pairs])
+
+    def __init__(self, chunks, parallelism=None, bounds=None, n_rows=None):
+        self.chunks = list(chunks)
+        self.parallelism = _n_threads() if parallelism is None else parallelism
+        self.bounds = bounds
+        self.n_rows = n_rows
+
+    @classmethod
+    def from_columns(cls, cols):
+        """The raw chunks ``(x, y, w)`` of a :class:`_Chunks` (their number of rows when known)."""
+        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
+
+    def map(self, fn, *args):
+        return list(dask.compute(*[delayed(fn)(c, *args) for c in self.chunks]))
+
+    def convert(self, fn, *args):
+        pairs = dask.persist(*[delayed(fn)(c, *args) for c in self.chunks])
+        facts = dask.compute(*[delayed(_pick)(p, 1) for p in pairs])
+        return DaskRows([delayed(_pick)(p, 0) for p in pairs], self.parallelism), list(facts)
+
+    def partition(self, bounds, key=0):
+        bounds = np.asarray(bounds)
+        n_parts = bounds.shape[0] + 1
+        pieces = [[] for _ in range(n_parts)]
+        old = self.bounds if self.bounds is not None and len(self.chunks) == self.bounds.shape[0] + 1 else None
+        for i, c in enumerate(self.chunks):
+            if old is not None:
+                lo = old[i - 1] if i else -np.inf
+                hi = old[i] if i < old.shape[0] else np.inf
+                first = int(np.searchsorted(bounds, bounds.dtype.type(lo), side="right"))
+                last = int(np.searchsorted(bounds, bounds.dtype.type(hi), side="left"))
+                if first == last:  # every row of this partition stays together: moved as it is
+                    pieces[first].append((c, True))
+                    continue
+            split = delayed(split_chunk, nout=n_parts)(c, bounds, key)
+            for j in range(n_parts):
+                pieces[j].append((split[j], False))
+        parts = []
+        for ps in pieces:
+            if len(ps) == 1 and ps[0][1]:
+                parts.append(ps[0][0])
+            elif ps:
+                parts.append(delayed(_concat)(*[p for p, _ in ps]))
+            else:
+                parts.append(delayed(_empty_like)(self.chunks[0]))
+        return DaskRows(dask.persist(*parts), self.parallelism, bounds)
+
+    def release(self):
+        self.chunks = []
+
+
+def _rows(cols):
+    """A driver's ``rows``, ``x_dtype`` and ``weighted`` for the aligned chunks ``cols``."""
+    return {"rows": DaskRows.from_columns(cols), "x_dtype": cols.x_dtype, "weighted": cols.weighted}
 
 
 def _n_threads():
@@ -234,65 +305,6 @@ def _n_threads():
 # ---------------------------------------------------------------------------
 # Isotonic regression.
 # ---------------------------------------------------------------------------
-
-
-def _isotonic_first(x, y, w, x_dtype, auto, sample_size):
-    chunk = _partition.prepare_chunk(x, y, w, x_dtype, score_name="X")
-    return chunk, _partition.summarize_chunk(*chunk, sample_size=sample_size, binary=auto)
-
-
-def _split(pair, bounds, drop_zero):
-    return _partition.split_by_bounds(*pair[0], bounds, drop_zero=drop_zero)
-
-
-def _assemble(*pieces):
-    return tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
-
-
-def _assemble_head(eps, keep_zero, auto, *pieces):
-    """A partition from its pieces, with its summary (see :func:`_head`)."""
-    part = _assemble(*pieces)
-    return part, _head(part, eps, keep_zero, auto)
-
-
-def _positive(part, keep_zero):
-    x, y, w = part
-    if keep_zero and w is not None:
-        keep = w > 0
-        return x[keep], y[keep], w[keep]
-    return x, y, w
-
-
-def _head(part, eps, keep_zero, auto):
-    """Summary of a partition ``(x, y, w)``: rows, min, max, the distinct scores within
-    eps of the min and the first score beyond (entry candidates), Spearman sums."""
-    sp = _partition.spearman_partial(part[0], part[1]) if auto else None
-    x, _, w = part
-    return (*_partition.head_summary(x, w if keep_zero else None, eps), sp)
-
-
-def _exits(pair, eps, cands, keep_zero):
-    x = _positive(pair[0], keep_zero)[0]
-    return _partition.chain_exits(np.sort(x), eps, cands)
-
-
-def _take_below(pair, limit, keep_zero):
-    x, y, w = _positive(pair[0], keep_zero)
-    if limit == math.inf:
-        return x, y, w
-    keep = x < x.dtype.type(limit)
-    return x[keep], y[keep], None if w is None else w[keep]
-
-
-def _fit_unit(pair, entry, lo, sign, keep_zero, exponent, centered, *extra):
-    x, y, w = _positive(pair[0], keep_zero)
-    if entry > lo:
-        keep = x >= x.dtype.type(entry)
-        x, y, w = x[keep], y[keep], None if w is None else w[keep]
-    if extra:
-        x, y, w = _assemble((x, y, w), *extra)
-    w = rescale_weights(w, exponent)[0]  # one exponent for all units: merge adds them
-    return _pav_engine.summarise(x, y, w, sign, centered=centered)
 
 
 def fit_isotonic(
@@ -330,14 +342,17 @@ def fit_isotonic(
 
     Notes
     -----
-    Passes: the chunks are validated and converted (and persisted), a strided
-    sample of each (up to 4096 scores) gives the partition boundaries; each chunk is
-    split by score range and the pieces are shuffled to the partitions
-    (persisted); a small summary of each partition finds boundaries that fall
-    inside a run of scores closer than the dtype's resolution (then a second
-    small round follows the tie groups across them); each partition is fitted
-    where it lives and only its PAV blocks travel to the client. Memory: the
-    data is held once as chunks and once as partitions during the shuffle.
+    The engine's :func:`fastcal._engine.isotonic.fit_isotonic` over
+    :class:`DaskRows`. Passes: the chunks are validated and converted (and
+    persisted), a strided sample of each (one score in 4096, 64 to 4096)
+    gives the partition boundaries; each chunk is split by score range and
+    the pieces are shuffled to the partitions (persisted); a small summary
+    of each partition finds boundaries that fall inside a run of scores
+    closer than the dtype's resolution (then a small round follows the tie
+    groups across them, and only the partitions whose bounds move are split
+    again); each partition is fitted where it lives and only its PAV blocks
+    travel to the client. Memory: the data is held once as chunks and once
+    as partitions during the shuffle.
 
     ``increasing="auto"`` computes Spearman's rho exactly from the range
     partitions (average ranks of the scores; the ranks of 0/1 labels are
@@ -355,123 +370,13 @@ def fit_isotonic(
     >>> bool(np.array_equal(iso.X_thresholds_, ref.X_thresholds_))
     True
     """
-    from .isotonic import new_estimator, set_fitted_blocks
-
-    n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
-    est = new_estimator(params)
-    auto = est.increasing == "auto"
     cols = _columns(scores, y, sample_weight, "X")
-    dtype = cols.x_dtype
-    eps = _partition.resolution(dtype)
-
-    sample_size = max(64, min(_partition.SAMPLE_PER_CHUNK, (1 << 20) // len(cols.triples)))  # 2^20 at most in all
-    conv, summaries = _first_pass(_isotonic_first, cols, auto, sample_size)
-    n = sum(s.n for s in summaries)
-    if n == 0:
-        raise ValueError("X must have at least 1 element, got 0.")
-    _partition.check_total_weight(summaries, cols.weighted)
-    exponent = _partition.global_weight_exponent(summaries)
-    if auto:
-        _partition.auto_needs_binary(summaries)
-    n_fit = sum(s.n_fit for s in summaries)
-    if n_partitions is None:
-        n_partitions = min(len(conv), max(_n_threads(), -(-n_fit // _PARTITION_ROWS)))
-    bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
-    n_parts = bounds.shape[0] + 1
-    keep_zero = auto and any(s.has_zero for s in summaries)
-
-    # Shuffle: every chunk is split by score range; partition j gathers the j-th pieces.
-    splits = [delayed(_split, nout=n_parts)(c, bounds, not keep_zero) for c in conv]
-    parts = list(dask.persist(*[delayed(_assemble_head)(eps, keep_zero, auto, *[s[j] for s in splits])
-                                for j in range(n_parts)]))
-    del conv, splits
-    heads = dask.compute(*[delayed(_pick)(p, 1) for p in parts])
-    if auto:
-        rho = _partition.spearman_from_partials([h[4] for h in heads])
-        est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=3)
-    else:
-        est.increasing_ = bool(est.increasing)
-    sign = 1.0 if est.increasing_ else -1.0
-
-    # Tie groups across boundaries: the entry score of each partition.
-    need = _partition.unclean_boundaries(heads, eps)
-    exits = dict(zip(need, dask.compute(*[delayed(_exits)(parts[j], eps, heads[j][3], keep_zero) for j in need])))
-    entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
-    live = list(entries)
-
-    # Fit each unit (a partition from its entry on, plus the rows of the next
-    # partitions that belong to its last tie group) where it lives.
-    entered = [j for j in live if entries[j] is not None]
-    units = []
-    for a, j in enumerate(entered):
-        stop = entered[a + 1] if a + 1 < len(entered) else None
-        following = live[live.index(j) + 1: live.index(stop) if stop is not None else len(live)]
-        extra = [delayed(_take_below)(parts[k], math.inf, keep_zero) for k in following]
-        if stop is not None and entries[stop] > heads[stop][1]:
-            extra.append(delayed(_take_below)(parts[stop], entries[stop], keep_zero))
-        units.append(delayed(_fit_unit)(parts[j], entries[j], heads[j][1], sign, keep_zero, exponent, est.centered,
-                                        *extra))
-    blocks = dask.compute(*units)
-    del parts
-    return set_fitted_blocks(est, _pav_engine.merge(blocks))
+    return _isotonic.fit_isotonic(**_rows(cols), n_partitions=n_partitions, **params)
 
 
 # ---------------------------------------------------------------------------
 # Platt scaling and beta calibration: one first round, then rounds of sums.
 # ---------------------------------------------------------------------------
-
-
-def _logistic_first(x, y, w, x_dtype, name):
-    """Convert a chunk and run the Platt preparation pass, which also finds bad values
-    (then the in-memory checks raise their errors, naming the scores ``name``)."""
-    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name=name)
-    iout, fout = platt.prepare(s, labels, w, name=name)
-    return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0)
-
-
-def _logistic_sub(pair, fraction, exponent):
-    s, y, w = platt.subsample(*pair[0], fraction)
-    return s, y, rescale_weights(w, exponent)[0]
-
-
-def _logistic_pass(pair, array_pass, exponent, *args):
-    s, y, w = pair[0]
-    return array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
-
-
-def _logistic_rounds(cols, name, array_pass):
-    """The first round of a Platt or beta fit, and the rounds that follow it.
-
-    Converts and checks every chunk (scores called ``name``), persists them,
-    and merges their preparation sums. Returns ``(prepared, n, exponent,
-    run_pass, rows)`` for ``platt.fit_passes`` / ``beta.fit_passes``: the
-    passes see the weights rescaled by ``2**-exponent``
-    (:func:`fastcal._validation.weight_exponent` of the largest weight), as
-    the in-memory fit does; ``run_pass(*args)`` is one round of
-    ``array_pass(s, y, w)(*args)`` on every chunk, added on the client in
-    chunk order (deterministic); ``rows(fraction)`` the warm-start subsample.
-    """
-    conv, preps = _first_pass(_logistic_first, cols, name)
-    n = sum(p[2] for p in preps)
-    if n == 0:
-        raise ValueError(f"{name} must have at least 1 element, got 0.")
-    if cols.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, max(p[3] for p in preps))
-
-    def rows(fraction):
-        subs = dask.compute(*[delayed(_logistic_sub)(c, fraction, exponent) for c in conv])
-        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-
-    def run_pass(*args):
-        sums = dask.compute(*[delayed(_logistic_pass)(c, array_pass, exponent, *args) for c in conv])
-        acc = np.zeros(len(sums[0]))
-        for s in sums:
-            acc += s
-        return acc
-
-    prepared = platt.merge_prepared([(p[0], p[1]) for p in preps], exponent)
-    return prepared, n, exponent, run_pass, rows
 
 
 def fit_platt(
@@ -511,11 +416,8 @@ def fit_platt(
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(scores, y, sample_weight, "scores")
-    prepared, n, exponent, run_pass, rows = _logistic_rounds(cols, "scores", platt.array_pass)
-    fit = platt.fit_passes(prepared, n, cols.weighted, run_pass, rows, max_iter_c, tol_c, exponent)
-    return platt.fitted_estimator(fit, max_iter, tol)
+    return _logistic.fit_platt(**_rows(cols), max_iter=max_iter, tol=tol)
 
 
 def fit_beta(
@@ -535,13 +437,8 @@ def fit_beta(
     and 3x3 Hessian sums added on the client in chunk order (and, for "abm"
     with a negative a or b, the rounds of the refit).
     """
-    model = beta.check_model(parameters)
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
     cols = _columns(p, y, sample_weight, "p")
-    prepared, n, _, run_pass, rows = _logistic_rounds(cols, "p", beta.array_pass)
-    eps = float(np.finfo(cols.x_dtype).eps)
-    fit = beta.fit_passes(prepared, n, cols.weighted, run_pass, rows, model, eps, max_iter_c, tol_c)
-    return beta.fitted_estimator(fit, parameters, max_iter, tol)
+    return _logistic.fit_beta(**_rows(cols), parameters=parameters, max_iter=max_iter, tol=tol)
 
 
 # ---------------------------------------------------------------------------
@@ -679,96 +576,8 @@ def adjust_priors(proba: Data, train_priors: float | ArrayLike, new_priors: floa
 # ---------------------------------------------------------------------------
 
 
-def _metric_first(p, y, w, x_dtype, pos_label):
-    """A validated metrics chunk ``(labels, p, w)`` and its facts ``(n, lo, hi, classes, weight sum or None,
-    largest weight)``."""
-    from . import metrics as _m
-    from ._validation import as_float_array, as_label_array, column_or_1d, is_binary
-
-    y_arr = column_or_1d(np.asarray(y), "y_true", min_size=0)
-    p_arr = column_or_1d(np.asarray(p), "y_prob", min_size=0)
-    if y_arr.shape[0] != p_arr.shape[0]:
-        raise ValueError(f"Inconsistent numbers of samples: y_true has {y_arr.shape[0]}, y_prob has {p_arr.shape[0]}.")
-    n = y_arr.shape[0]
-    lab = as_label_array(y_arr, "y_true") if y_arr.dtype.kind in "biuf" else None
-    if lab is not None and is_binary(lab):
-        npos = int(np.count_nonzero(lab))
-        classes = np.array([c for c, present in ((0, npos < n), (1, npos > 0)) if present], dtype=y_arr.dtype)
-    else:
-        classes = np.unique(y_arr)
-    labels = _m.binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
-    if p_arr.shape[0]:
-        pv, lo, hi = _m.check_probabilities(p_arr, "y_prob")
-    else:
-        pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
-    if w is not None:
-        w = _partition.prepare_chunk(pv, labels, w, pv.dtype, score_name="y_prob")[2]
-    return (labels, pv, w), (pv.shape[0], lo, hi, classes, None if w is None else float(w.sum()),
-                             float(w.max()) if w is not None and w.shape[0] else 0.0)
-
-
-def _metric_table(chunk, edges, flags, exponent):
-    y, p, w = chunk[0]
-    return _binning.bin_stats(p, y, rescale_weights(w, exponent)[0], edges, **flags)
-
-
-def _metric_counts(chunk, lo, scale):
-    return _binning.bucket_histograms(chunk[0][1], lo, scale).sum(axis=0)
-
-
-def _metric_gather(chunk, lo, scale, marked):
-    return _binning.gather_buckets(chunk[0][1], lo, scale, marked)[0]
-
-
-class _MetricData:
-    """Validated metrics chunks (persisted) and what the client knows of all of them."""
-
-    def __init__(self, y_true, y_prob, sample_weight, pos_label):
-        from . import metrics as _m
-
-        _binning.check_params(pos_label=pos_label)
-        cols = _columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
-        self.chunks, facts = _first_pass(_metric_first, cols, pos_label)
-        self.n = sum(f[0] for f in facts)
-        if self.n == 0:
-            raise ValueError("y_prob must have at least 1 element, got 0.")
-        self.lo = min(f[1] for f in facts)
-        self.hi = max(f[2] for f in facts)
-        self.dtype = np.dtype(cols.x_dtype)
-        # The in-memory label rules, applied to the set of all labels.
-        _m.binary_labels(np.unique(np.concatenate([f[3] for f in facts])), pos_label)
-        if cols.weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
-            raise ValueError("sample_weight must have a positive sum.")
-        self.weighted = cols.weighted
-        # The weights of every chunk are rescaled by one power of two, as in memory (see rescale_weights).
-        self.exponent = weight_exponent(None, max(f[5] for f in facts))
-
-    def in_weight_units(self, value):
-        """A sum of rescaled weights (see :meth:`table`) in the units of ``sample_weight``."""
-        return np.ldexp(value, self.exponent)
-
-    def edges(self, n_bins, strategy):
-        n_bins = _binning.check_binning(n_bins, strategy)
-        return _binning.bin_edges(n_bins, strategy, self.n, self.order_statistics)
-
-    def order_statistics(self, ranks):
-        """Exact values of the given ranks: the chunks' bucket counts, added; the chunks' values of the marked buckets."""
-        lo = self.lo
-
-        def count(scale):
-            return sum(dask.compute(*[delayed(_metric_counts)(c, lo, scale) for c in self.chunks]))
-
-        def gather(scale, marked):
-            pieces = dask.compute(*[delayed(_metric_gather)(c, lo, scale, marked) for c in self.chunks])
-            return _binning.gather_buckets(np.concatenate(pieces), lo, scale, marked)
-
-        return _binning.select_order_statistics(ranks, lo, self.hi, self.dtype, count, gather)
-
-    def table(self, edges, **flags):
-        """The bin table of all the rows: the chunks' tables, added in chunk order (weights rescaled by
-        ``2**-exponent``)."""
-        return _binning.merge_tables(dask.compute(*[delayed(_metric_table)(c, edges, flags, self.exponent)
-                                                    for c in self.chunks]))
+def _metric_rows(y_true, y_prob, sample_weight):
+    return _columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
 
 
 def fit_histogram(
@@ -789,10 +598,7 @@ def fit_histogram(
     {-1, 1}), whose checks (and messages, naming ``y_prob`` and ``y_true``)
     it shares.
     """
-    n_bins, strategy = histogram.check_params(n_bins, strategy)
-    data = _MetricData(y, p, sample_weight, None)
-    edges = histogram.bin_edges(n_bins, strategy, data.n, data.order_statistics)
-    return histogram.fitted_estimator(n_bins, strategy, edges, data.table(edges), data.exponent)
+    return _binned.fit_histogram(**_rows(_metric_rows(y, p, sample_weight)), n_bins=n_bins, strategy=strategy)
 
 
 @overload
@@ -847,13 +653,8 @@ def calibration_curve(
     rounds select the order statistics (a histogram of 2^15 buckets, then
     the values of the few buckets that hold them).
     """
-    _binning.check_params(return_counts=return_counts)
-    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
-    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    curve = _binning.curve_from_table(data.table(data.edges(n_bins, strategy)), data.weighted, return_counts)
-    if return_counts and data.weighted:
-        return (*curve[:2], data.in_weight_units(curve[2]))
-    return curve
+    return _binned.calibration_curve(**_rows(_metric_rows(y_true, y_prob, sample_weight)), pos_label=pos_label,
+                n_bins=n_bins, strategy=strategy, return_counts=return_counts)
 
 
 def _is_class_matrix(y_prob):
@@ -874,27 +675,8 @@ def _is_dataframe(obj):
     return isinstance(obj, dd.DataFrame)
 
 
-def _matrix_first(P, y, w):
-    """A chunk of an (n, k) probability matrix: its labels and largest weight (the weights checked)."""
-    from . import metrics as _m
-    from ._validation import check_sample_weight
-
-    y = np.asarray(y)
-    w = check_sample_weight(w, y.shape[0]) if w is not None else None
-    return _m.label_set(y), (float(w.max()) if w is not None and w.shape[0] else 0.0)
-
-
-def _matrix_sums(P, y, w, classes, exponent, flags):
-    from . import metrics as _m
-
-    return _m.class_sums_chunk(np.asarray(y), np.asarray(P), w, classes, exponent, "y_prob", **flags)
-
-
-def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
-    """:func:`fastcal._binning.class_rows` of all the rows of an (n, k) matrix ``y_prob``: per-chunk sums added in
-    chunk order, the weights rescaled by one power of two (see ``rescale_weights``), as in memory."""
-    from . import metrics as _m
-
+def _matrix_rows(y_true, y_prob, sample_weight):
+    """:class:`DaskRows` of an (n, k) matrix ``y_prob``: chunks ``(P, y, w)`` of whole rows, and ``k``."""
     P = y_prob.to_dask_array(lengths=True) if _is_dataframe(y_prob) else y_prob
     P = P if isinstance(P, da.Array) else da.from_array(np.asarray(P))
     P = _known_chunks(P.rechunk({1: -1}))
@@ -911,17 +693,8 @@ def _class_sums(y_true, y_prob, sample_weight, labels, **flags):
         if w.shape[0] != P.shape[0]:
             raise ValueError(f"sample_weight has {w.shape[0]} elements, expected {P.shape[0]} (one per sample).")
         ws = list(w.rechunk((P.chunks[0],)).to_delayed())
-    triples = list(zip(P.to_delayed().reshape(-1), y.to_delayed(), ws))
-    facts = dask.compute(*[delayed(_matrix_first)(p, yc, wc) for p, yc, wc in triples])
-    found = np.unique(np.concatenate([f[0] for f in facts])) if facts else np.empty(0)
-    classes = matrix_classes(found, labels, k, "y_prob", stacklevel=3)
-    exponent = weight_exponent(None, max((f[1] for f in facts), default=0.0))
-    parts = dask.compute(*[delayed(_matrix_sums)(p, yc, wc, classes, exponent, flags) for p, yc, wc in triples])
-    sums = np.zeros_like(parts[0])
-    for part in parts:  # in chunk order: deterministic
-        sums += part
-    _binning.warn_rows_off(sums, int(P.shape[0]), "y_prob", stacklevel=3)
-    return sums, exponent, k
+    triples = zip(P.to_delayed().reshape(-1), y.to_delayed(), ws)
+    return DaskRows([delayed(_chunk)(p, yc, wc) for p, yc, wc in triples]), k
 
 
 def brier_score_loss(
@@ -940,11 +713,10 @@ def brier_score_loss(
     order, as in memory (halved for k = 2, scikit-learn's "auto").
     """
     if _is_class_matrix(y_prob):
-        sums, _, k = _class_sums(y_true, y_prob, sample_weight, labels, brier=True)
-        score = float(sums[_binning.RBRIER] / sums[_binning.RW])
-        return 0.5 * score if k < 3 else score
-    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _binning.column_mean(data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER)
+        rows, k = _matrix_rows(y_true, y_prob, sample_weight)
+        return _binned.brier_score_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, labels=labels,
+                                        n_classes=k)
+    return _binned.brier_score_loss(**_rows(_metric_rows(y_true, y_prob, sample_weight)), pos_label=pos_label)
 
 
 def log_loss(
@@ -964,15 +736,12 @@ def log_loss(
     of k columns): one column per class, the classes of ``y_true`` or
     ``labels`` in sorted order, as in memory.
     """
-    _binning.check_params(normalize=normalize)
     if _is_class_matrix(y_prob):
-        sums, exponent, _ = _class_sums(y_true, y_prob, sample_weight, labels, logloss=True)
-        loss = sums[_binning.RLOG]
-        return float(loss / sums[_binning.RW]) if normalize else float(np.ldexp(loss, exponent))
-    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)
-    return (_binning.column_mean(table, _binning.SLOG) if normalize
-            else float(data.in_weight_units(table[:, _binning.SLOG].sum())))
+        rows, k = _matrix_rows(y_true, y_prob, sample_weight)
+        return _binned.log_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, normalize=normalize,
+                                labels=labels, n_classes=k)
+    return _binned.log_loss(**_rows(_metric_rows(y_true, y_prob, sample_weight)), pos_label=pos_label,
+                            normalize=normalize)
 
 
 def expected_calibration_error(
@@ -986,15 +755,8 @@ def expected_calibration_error(
     pos_label: float | str | None = None,
 ) -> float:
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
-    _binning.check_params(norm=norm)
-    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
-    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    return _binning.ece_from_table(data.table(data.edges(n_bins, strategy)))[norm]
-
-
-def _grid_sums(chunk, exponent):
-    y, p, w = chunk[0]
-    return smooth.grid_sums(p, y, rescale_weights(w, exponent)[0])
+    return _binned.expected_calibration_error(**_rows(_metric_rows(y_true, y_prob, sample_weight)), n_bins=n_bins,
+                                              strategy=strategy, norm=norm, pos_label=pos_label)
 
 
 def smooth_ece(
@@ -1007,11 +769,8 @@ def smooth_ece(
     """:func:`fastcal.smooth_ece` of Dask data: each chunk's sums binned onto the grid, added on the client in chunk
     order, then smoothed as in memory (the same grid, kernel and fixed point; equal up to the order of the sums).
     Binary only; labels {0, 1} or {-1, 1}."""
-    bandwidth = smooth.check_bandwidth(bandwidth)
     _binary_only("smooth_ece", y_prob)
-    data = _MetricData(y_true, y_prob, sample_weight, None)
-    grids = dask.compute(*[delayed(_grid_sums)(c, data.exponent) for c in data.chunks])
-    return smooth.smooth_ece_from_grid(smooth.merge_grids(grids), bandwidth)
+    return _binned.smooth_ece(**_rows(_metric_rows(y_true, y_prob, sample_weight)), bandwidth=bandwidth)
 
 
 def brier_decomposition(
@@ -1024,12 +783,8 @@ def brier_decomposition(
     pos_label: float | str | None = None,
 ) -> BrierDecomposition:
     """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
-    from .metrics import BrierDecomposition
-
-    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
-    data = _MetricData(y_true, y_prob, sample_weight, pos_label)
-    table = data.table(data.edges(n_bins, strategy), moments=True, brier=True)
-    return BrierDecomposition(*_binning.brier_terms_from_table(table))
+    return _binned.brier_decomposition(**_rows(_metric_rows(y_true, y_prob, sample_weight)), n_bins=n_bins,
+                                       strategy=strategy, pos_label=pos_label)
 
 
 def _binary_only(func, y_prob):
@@ -1048,29 +803,6 @@ def _binary_only(func, y_prob):
 # ---------------------------------------------------------------------------
 
 
-def _fit_columns(chunk):
-    """A validated metrics chunk as the isotonic fit's columns: 0/1 labels (uint8), float64 predictions, weights."""
-    labels, p, w = chunk[0]
-    return (labels != 0).view(np.uint8), p.astype(np.float64), w
-
-
-def _length(columns):
-    return columns[0].shape[0]
-
-
-def _column(chunks, sizes, i, dtype):
-    return da.concatenate([da.from_delayed(delayed(_pick)(c, i), (n,), dtype=dtype) for c, n in zip(chunks, sizes)])
-
-
-def _decomposition_sums(chunk, estimator, scoring, exponent):
-    from .decomposition import score_sums
-
-    labels, p, w = chunk[0]
-    w = rescale_weights(w, exponent)[0]
-    recal = estimator.predict(p.astype(np.float64)) if p.shape[0] else p.astype(np.float64)
-    return (*score_sums(labels, p, w, scoring), score_sums(labels, recal, w, scoring)[0])
-
-
 def score_decomposition(
     y: Data,
     p: Data,
@@ -1087,17 +819,5 @@ def score_decomposition(
     fit's predictions, merged in chunk order. Equal to the in-memory result
     to ~1e-15 (sums in another order). Binary only: ``p`` is 1-D.
     """
-    from .decomposition import decomposition_from_sums
-
-    scoring = check("scoring", scoring, [Options("brier", "log_loss")])
     _binary_only("score_decomposition", p)
-    data = _MetricData(y, p, sample_weight, None)
-    cols = [delayed(_fit_columns)(c) for c in data.chunks]
-    sizes = dask.compute(*[delayed(_length)(c) for c in cols])
-    labels = _column(cols, sizes, 0, np.uint8)
-    scores = _column(cols, sizes, 1, np.float64)
-    weights = _column(cols, sizes, 2, np.float64) if data.weighted else None
-    iso = fit_isotonic(scores, labels, weights, out_of_bounds="clip")
-    parts = dask.compute(*[delayed(_decomposition_sums)(c, iso, scoring, data.exponent) for c in data.chunks])
-    score_sum, weight, positives, recal_sum = (float(v) for v in np.sum(np.array(parts, dtype=np.float64), axis=0))
-    return decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring)
+    return _decomposition.score_decomposition(**_rows(_metric_rows(y, p, sample_weight)), scoring=scoring)

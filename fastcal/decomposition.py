@@ -33,8 +33,9 @@ from ._binning import check_row_sums, top_label
 from ._labels import matrix_codes
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
+from ._pav_engine import sort_for_fit
 from ._results import Result
-from ._sort import argsort
+from ._sort import argsort, sort_with
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -174,17 +175,28 @@ def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
                               uncertainty=unc, scoring=scoring)
 
 
-def decompose(labels, p, w, scorings):
+def shared_sort(labels, p, w):
+    """The sort of the scores that :func:`decompose` ``(labels, p, w, ...)`` makes, for the caller to share with
+    other statistics of the same rows (:func:`fastcal._auc.roc_auc`'s ``by_label``), then pass to
+    :func:`decompose`; None where the fit sorts otherwise (see :func:`fastcal._pav_engine.sort_for_fit`).
+    The scores are sorted as float64 (the fit's)."""
+    if w is not None:
+        return None
+    return sort_for_fit(p.astype(np.float64, copy=False), labels, w)
+
+
+def decompose(labels, p, w, scorings, by_label=None):
     """:class:`ScoreDecomposition` of validated rows for each of ``scorings``, from one PAV fit.
 
     ``labels`` 0/1, ``p`` probabilities (float32/float64), ``w`` None or
-    non-negative weights (zero-weight rows are dropped here). The internal
-    entry point of :func:`fastcal.metrics.calibration_report`.
+    non-negative weights (zero-weight rows are dropped here). ``by_label``:
+    :func:`shared_sort` of the same rows, if made. The internal entry point
+    of :func:`fastcal.metrics.calibration_report`.
     """
     if w is not None and w.min() == 0:
         keep = w > 0
         labels, p, w = labels[keep], p[keep], w[keep]
-    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0)
+    sw, swy, _, _ = pav_fit(p.astype(np.float64, copy=False), labels, w, 1.0, by_label)
     out = []
     for scoring in scorings:
         recal_sum = float(_k.block_score(sw, swy, scoring == "log_loss"))
@@ -377,7 +389,8 @@ def corp_reliability(
 
     Notes
     -----
-    The rows are sorted by prediction once; each resample is then one O(n)
+    The rows are sorted by prediction once (a parallel radix argsort and
+    gather), for the fit and the resamples; each resample is then one O(n)
     pass (draws, tie groups and the PAV stack fused) over that order, the
     resamples run in parallel on fastcal's threads. Memory: the sorted rows,
     one n-sized scratch set per thread, and ``n_resamples * len(x)`` values.
@@ -403,12 +416,18 @@ def corp_reliability(
     key = _seed_key(random_state) if n_resamples else np.uint64(0)
     labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass, labels=labels, stacklevel=2)
     p64 = probs.astype(np.float64, copy=False)
-    sw, swy, xf, xl = pav_fit(p64, labels, w, 1.0)
-    x, fit = corp_curve(sw, swy, xf, xl)
     lower = upper = None
     if n_resamples:
-        draws = resample_curves(labels, p64, w, x, n_resamples, key, band)
+        # One sort for the fit and the resamples: the rows in score order, gathered on every thread.
+        ps, ls, ws = sort_with(p64, labels, _weights(w))
+        sw, swy, xf, xl = pav_fit(ps, ls, None if w is None else ws, 1.0)
+        x, fit = corp_curve(sw, swy, xf, xl)
+        draws = _resample_sorted(ps, ls.astype(np.float64), ws.astype(np.float64, copy=False), x, n_resamples, key,
+                                 band)
         lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    else:
+        sw, swy, xf, xl = pav_fit(p64, labels, w, 1.0)
+        x, fit = corp_curve(sw, swy, xf, xl)
     return CorpReliabilityResult(x=x, y=fit, lower=lower, upper=upper, level=float(level), band=band,
                            n_resamples=int(n_resamples))
 
@@ -423,6 +442,12 @@ def resample_curves(labels, p64, w, x, n_resamples, key, band):
     ys = labels[order].astype(np.float64)
     ws = _weights(None if w is None else w[order].astype(np.float64, copy=False))
     del order
+    return _resample_sorted(ps, ys, ws, x, n_resamples, key, band)
+
+
+def _resample_sorted(ps, ys, ws, x, n_resamples, key, band):
+    """:func:`resample_curves` of rows already in score order: scores ``ps``, float64 labels ``ys``, float64
+    weights ``ws`` (empty: none)."""
     starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
     n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
     starts = starts[: n_groups + 1]

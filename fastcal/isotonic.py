@@ -471,16 +471,18 @@ def _one_feature(X, name, min_size=1):
     return column_or_1d(arr, name, min_size=min_size)
 
 
-def pav_fit(X, labels, w, sign):
+def pav_fit(X, labels, w, sign, by_label=None):
     """PAV blocks of the scores ``X`` with targets ``sign * labels``: ``(sw, swy, xf, xl)``.
 
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
     spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
     float32/float64 array, ``labels`` a label array (see
     :func:`~fastcal._validation.as_label_array`), ``w`` None or positive
-    weights. This is :func:`fastcal._pav_engine.summarise` (every thread).
+    weights. This is :func:`fastcal._pav_engine.summarise` (every thread);
+    ``by_label`` is :func:`fastcal._pav_engine.sort_for_fit` of the same rows,
+    if the caller shares that sort with another statistic.
     """
-    return _pav_engine.summarise(X, labels, w, sign)
+    return _pav_engine.summarise(X, labels, w, sign, by_label=by_label)
 
 
 def new_estimator(params):

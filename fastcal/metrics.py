@@ -67,7 +67,7 @@ from ._binning import (
 from ._errors import InvalidParameterError
 from ._labels import check_labels, class_codes, matrix_codes, shown
 from ._results import Result
-from .decomposition import decompose
+from .decomposition import decompose, shared_sort
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -1280,8 +1280,10 @@ def calibration_report(
     ece = ece_from_table(table)
     prob_true, prob_pred = curve_from_table(table, w is not None, False)
     both = 0 < positives < total
-    auc = roc_auc(y, p, w) if both else math.nan
-    corp_brier, corp_log = decompose(y, p, w, ("brier", "log_loss"))
+    # One sort of the scores per class for the AUC and the CORP decomposition's isotonic fit.
+    by_label = shared_sort(y, p, w) if both else None
+    auc = roc_auc(y, p, w, by_label=by_label) if both else math.nan
+    corp_brier, corp_log = decompose(y, p, w, ("brier", "log_loss"), by_label=by_label)
     # The standard errors are those of frequency weights, in the caller's units.
     slope_fit, missing = slope_intercept_fit(y, p, None if w is None else _in_weight_units(w, sample_weight),
                                              strict=False)

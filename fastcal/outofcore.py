@@ -38,7 +38,11 @@ gradient and Hessian: sums over rows, which the fused Numba kernel computes
 chunk by chunk and which are added up over the chunks. One pass over the file
 per iteration (plus a few line-search passes, rarely); the iterations start
 from the solution of a subsample (at most 2^20 rows) kept in memory, so a fit
-takes about three passes.
+takes about four passes (validation, the subsample, two or three Newton steps).
+
+The algorithms are the engine's drivers (:mod:`fastcal._engine`); this
+module is their adapter: :class:`FileRows` streams the chunks and keeps the
+partitions in temporary files.
 
 Memory
 ------
@@ -67,31 +71,11 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 import numpy as np
 
-from . import _pav_engine
+from ._engine import fit_dtype, flat_column, split_chunk
+from ._engine import isotonic as _isotonic
+from ._engine import logistic as _logistic
 from ._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
 from ._params import Integer, check
-from ._partition import (
-    SAMPLE_PER_CHUNK,
-    auto_needs_binary,
-    chain_exits,
-    check_total_weight,
-    choose_bounds,
-    convert_chunk,
-    fit_dtype,
-    flat_column,
-    global_weight_exponent,
-    head_summary,
-    increasing_from_rho,
-    merge_heads,
-    prepare_chunk,
-    resolution,
-    spearman_from_partials,
-    spearman_partial,
-    split_by_bounds,
-    summarize_chunk,
-    tie_entries,
-)
-from ._validation import rescale_weights, weight_exponent
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -143,17 +127,14 @@ class Columns:
         self.x_dtype = np.dtype(x_dtype)
         self.weighted = weighted
 
-    def chunks(self, *, score_name="X", binary=False, validate=True):
-        """Chunks ``(x, labels, w)``, converted; validated unless ``validate`` is False (a later pass)."""
-        offset = 0
-        check = prepare_chunk if validate else convert_chunk
-        kw = dict(binary=binary) if validate else {}
+    def raw_chunks(self):
+        """The raw chunks ``(x, y, w)``; ``ValueError`` if they do not hold :attr:`n` rows."""
+        read = 0
         for x, y, w in self.factory():
-            chunk = check(x, y, w, self.x_dtype, score_name=score_name, offset=offset, **kw)
-            offset += chunk[0].shape[0]
-            yield chunk
-        if offset != self.n:
-            raise ValueError(f"expected {self.n} rows, read {offset}")
+            read += int(np.shape(x)[0]) if np.ndim(x) else 1
+            yield x, y, w
+        if read != self.n:
+            raise ValueError(f"expected {self.n} rows, read {read}")
 
 
 def _array_source(scores, y, sample_weight, chunk_rows, score_name):
@@ -251,13 +232,14 @@ def budget_rows(memory_budget, chunk_rows):
 
 
 class _PartitionFiles:
-    """Append-only files, one set (x, y[, w]) per partition, in a temporary directory."""
+    """Append-only files, one per column and partition, in a temporary directory; removed by :meth:`cleanup`."""
 
     def __init__(self, n_parts, dtypes, tmpdir):
         self.dir = tempfile.mkdtemp(prefix="fastcal-partitions-", dir=tmpdir)
         self.n_parts = n_parts
-        self.dtypes = dtypes  # (x, y, w or None)
+        self.dtypes = dtypes  # one per column, None for a column of None
         self.rows = np.zeros(n_parts, dtype=np.int64)
+        self.users = 1
 
     def _path(self, j, k):
         return os.path.join(self.dir, f"part{j:06d}.{k}")
@@ -270,122 +252,148 @@ class _PartitionFiles:
             if a is None:
                 continue
             with open(self._path(j, k), "ab") as f:
-                a.tofile(f)
+                np.ascontiguousarray(a).tofile(f)
         self.rows[j] += m
 
-    def read(self, j, *, delete=True):
+    def read(self, j):
         if not self.rows[j]:
             return None
-        out = []
-        for k, dtype in enumerate(self.dtypes):
-            if dtype is None:
-                out.append(None)
-                continue
-            path = self._path(j, k)
-            out.append(np.fromfile(path, dtype=dtype))
-            if delete:
-                os.unlink(path)
-        return tuple(out)
+        return tuple(None if dtype is None else np.fromfile(self._path(j, k), dtype=dtype)
+                     for k, dtype in enumerate(self.dtypes))
 
     def cleanup(self):
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.users -= 1
+        if self.users <= 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _fit_blocks(part, sign, exponent, centered):
-    """The engine's summary (PAV blocks) of a unit; the weights rescaled by ``2**-exponent``, the same for every unit (see ``global_weight_exponent``)."""
-    w = rescale_weights(part[2], exponent)[0]
-    return _pav_engine.summarise(part[0], part[1], w, sign, centered=centered)
+def _apply(chunk, fns):
+    for fn, args in fns:
+        chunk = fn(chunk, *args)[0]
+    return chunk
 
 
-def _concat(a, b):
-    return tuple(None if p is None else np.concatenate((p, q)) for p, q in zip(a, b))
+class FileRows:
+    """The :class:`fastcal._engine.Rows` of out-of-core data: chunks streamed, partitions in temporary files.
 
+    Chunks are read from a :class:`Columns` source on every pass (one at a
+    time: memory holds one chunk); ``convert`` returns rows whose chunks are
+    the source's, converted again on every pass. ``partition`` is one pass
+    that appends every chunk's rows of each key range to that range's files
+    (an external bucket sort, in ``tmpdir``); a partition is read whole when
+    a pass reaches it, so it must fit in memory (the fits size them from the
+    memory budget). Re-cutting partitioned rows rewrites only the partitions
+    a moved bound falls in; the others are kept as they are. ``release``
+    removes the files; so does an error or a signal inside ``partition``.
+    """
 
-def _select(part, mask):
-    return tuple(None if p is None else p[mask] for p in part)
+    parallelism = 1
+
+    def __init__(self, src, tmpdir=None, *, fns=(), parts=None, bounds=None, template=None):
+        self.src = src
+        self.tmpdir = tmpdir
+        self.fns = tuple(fns)
+        self.parts = parts  # per partition, the (files, j) it is read from
+        self.bounds = bounds
+        self.template = template  # empty chunk of the partitions' dtypes
+        self.files = [] if parts is None else sorted({id(f): f for ps in parts for f, _ in ps}.values(), key=id)
+
+    @property
+    def n_rows(self):
+        """The source's rows (known up front) for the raw chunks; None for converted or partitioned ones."""
+        return self.src.n if self.parts is None and not self.fns else None
+
+    def _raw(self, skip=()):
+        if self.parts is None:
+            yield from self.src.raw_chunks()
+            return
+        for i, sources in enumerate(self.parts):
+            if i in skip:
+                yield None
+                continue
+            pieces = [p for p in (f.read(j) for f, j in sources) if p is not None]
+            if not pieces:
+                yield self.template
+            elif len(pieces) == 1:
+                yield pieces[0]
+            else:
+                yield tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
+
+    def _chunks(self, skip=()):
+        for chunk in self._raw(skip):
+            yield None if chunk is None else _apply(chunk, self.fns)
+
+    def map(self, fn, *args):
+        return [fn(c, *args) for c in self._chunks()]
+
+    def convert(self, fn, *args):
+        facts = [fn(c, *args)[1] for c in self._chunks()]
+        return self._derived(fns=self.fns + ((fn, args),)), facts
+
+    def _derived(self, **kw):
+        for f in self.files:
+            f.users += 1
+        kw = {"parts": self.parts, "bounds": self.bounds, "template": self.template, **kw}
+        return FileRows(self.src, self.tmpdir, **kw)
+
+    def partition(self, bounds, key=0):
+        bounds = np.asarray(bounds)
+        n_parts = bounds.shape[0] + 1
+        whole = {}
+        if self.parts is not None and not self.fns and len(self.parts) == self.bounds.shape[0] + 1:
+            old = self.bounds
+            for i in range(len(self.parts)):
+                lo = old[i - 1] if i else -np.inf
+                hi = old[i] if i < old.shape[0] else np.inf
+                first = int(np.searchsorted(bounds, bounds.dtype.type(lo), side="right"))
+                if first == int(np.searchsorted(bounds, bounds.dtype.type(hi), side="left")):
+                    whole[i] = first  # every row stays together: its files are kept
+        files = None
+        template = self.template
+        try:
+            for chunk in self._chunks(whole):
+                if chunk is None:  # a partition kept whole
+                    continue
+                if files is None:
+                    dtypes = tuple(None if c is None else c.dtype for c in chunk)
+                    files = _PartitionFiles(n_parts, dtypes, self.tmpdir)
+                    template = tuple(None if c is None else c[:0] for c in chunk)
+                for j, piece in enumerate(split_chunk(chunk, bounds, key)):
+                    files.append(j, piece)
+        except BaseException:
+            if files is not None:
+                files.cleanup()
+            raise
+        parts = [[] for _ in range(n_parts)]
+        kept = {}
+        for i, j in whole.items():
+            parts[j].extend(self.parts[i])
+            kept.update((id(f), f) for f, _ in self.parts[i])
+        for f in kept.values():  # now also the new rows' (a FileRows holds one use of each of its files)
+            f.users += 1
+        if files is not None:
+            for j in range(n_parts):
+                parts[j].append((files, j))
+        return FileRows(self.src, self.tmpdir, parts=parts, bounds=bounds, template=template)
+
+    def release(self):
+        files, self.files, self.parts = self.files, [], [[] for _ in (self.parts or ())]
+        for f in files:
+            f.cleanup()
 
 
 def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
-    """The exact out-of-core isotonic fit of a :class:`Columns` source (the CLI's entry point too)."""
-    from .isotonic import new_estimator, set_fitted_blocks
-
-    est = new_estimator(params)
+    """The exact out-of-core isotonic fit of a :class:`Columns` source (the CLI's entry point too): the engine's
+    driver (:func:`fastcal._engine.isotonic.fit_isotonic`) over :class:`FileRows`, partitions of about
+    ``part_rows`` rows."""
     if not src.n:
         raise ValueError(f"{score_name} must have at least 1 element, got 0.")
-    auto = est.increasing == "auto"
-    dtype = src.x_dtype
-    eps = resolution(dtype)
-
-    # Pass 1: validate, sample, count. About 64 sampled scores per partition
-    # place the boundaries well enough (a partition is at most ~2x its target).
-    n_chunks = max(1, -(-src.n // src.chunk_rows))
-    per_chunk = int(min(SAMPLE_PER_CHUNK, max(16, -(-64 * -(-src.n // part_rows) // n_chunks))))
-    summaries = [summarize_chunk(*c, sample_size=per_chunk, binary=auto) for c in src.chunks(score_name=score_name)]
-    check_total_weight(summaries, src.weighted)
-    exponent = global_weight_exponent(summaries)
-    n_fit = sum(s.n_fit for s in summaries)
-    if auto:
-        auto_needs_binary(summaries)
-    n_parts = max(1, -(-n_fit // part_rows))
-    bounds = choose_bounds(summaries, n_parts, dtype)
-    keep_zero = auto and any(s.has_zero for s in summaries)
-
-    # Pass 2: append every chunk's rows to its partition's file; summarise the heads of the pieces.
-    files = None
-    pieces = [[] for _ in range(bounds.shape[0] + 1)]
+    rows = FileRows(src, tmpdir)
     try:
-        for x, labels, w in src.chunks(score_name=score_name, validate=False):
-            if files is None:
-                files = _PartitionFiles(bounds.shape[0] + 1, (dtype, labels.dtype, None if w is None else w.dtype),
-                                        tmpdir)
-            for j, piece in enumerate(split_by_bounds(x, labels, w, bounds, drop_zero=not keep_zero)):
-                files.append(j, piece)
-                if piece[0].shape[0]:
-                    pieces[j].append(head_summary(piece[0], piece[2] if keep_zero else None, eps))
-        heads = [merge_heads(p, eps) for p in pieces]
-
-        # Direction: Spearman's rho over all rows, from the partitions (ranges of scores).
-        if auto:
-            partials = []
-            for j in range(files.n_parts):
-                part = files.read(j, delete=False)
-                if part is not None:
-                    partials.append(spearman_partial(part[0], part[1]))
-                del part
-            est.increasing_ = increasing_from_rho(spearman_from_partials(partials), src.n, stacklevel=4)
-        else:
-            est.increasing_ = bool(est.increasing)
-        sign = 1.0 if est.increasing_ else -1.0
-
-        # Pass 3: fit the units in score order (see _partition.tie_entries); a
-        # partition's rows below its entry join the unit before.
-        blocks = []
-        pending = None
-        part = None
-
-        def exits_of(j):
-            return chain_exits(np.sort(part[0]), eps, heads[j][3])
-
-        for j, entry in tie_entries(heads, eps, exits_of):
-            part = files.read(j)
-            if keep_zero and part[2] is not None:
-                part = _select(part, part[2] > 0)
-            if entry is None:
-                pending = _concat(pending, part)
-                continue
-            rest = part
-            if pending is not None:
-                if entry > heads[j][1]:
-                    below = part[0] < part[0].dtype.type(entry)
-                    pending = _concat(pending, _select(part, below))
-                    rest = _select(part, ~below)
-                blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
-            pending = rest
-        blocks.append(_fit_blocks(pending, sign, exponent, est.centered))
+        return _isotonic.fit_isotonic(rows, x_dtype=src.x_dtype, weighted=src.weighted,
+                                      n_partitions=max(1, -(-src.n // part_rows)), **params)
     finally:
-        if files is not None:
-            files.cleanup()
-    return set_fitted_blocks(est, _pav_engine.merge(blocks))
+        rows.release()
 
 
 def fit_isotonic(
@@ -430,10 +438,11 @@ def fit_isotonic(
 
     Notes
     -----
-    Three passes over the data (validation and sampling; partitioning into
-    temporary files; fitting the partitions in score order), plus one read of
-    the partitions with ``increasing="auto"``, which computes Spearman's rho
-    exactly from the partitions. See the module docstring for why the merge
+    Two passes over the data (validation and sampling; partitioning into
+    temporary files), then two reads of the partitions (their heads, and
+    with ``increasing="auto"`` Spearman's rho, exactly; the fit of each
+    partition in score order), and, when bounds fall inside chains of tie
+    groups, a rewrite of the partitions those bounds move through. See the module docstring for why the merge
     of the partitions' fits is exact.
 
     Examples
@@ -482,57 +491,15 @@ def fit_isotonic_parquet(
 # ---------------------------------------------------------------------------
 
 
-def _logistic_passes(src, name, array_pass):
-    """The first pass of a Platt or beta fit over a :class:`Columns` source, and the passes that follow it.
-
-    One pass over the chunks (scores called ``name``) checks them, merges
-    their preparation sums and keeps the warm-start subsample. Returns
-    ``(prepared, exponent, run_pass, rows)`` for ``platt.fit_passes`` /
-    ``beta.fit_passes``: the passes see the weights rescaled by
-    ``2**-exponent`` (:func:`fastcal._validation.weight_exponent` of the
-    largest weight), as the in-memory fit does; ``run_pass(*args)`` is one
-    pass of ``array_pass(s, y, w)(*args)`` over the chunks, added in chunk
-    order; ``rows(fraction)`` returns the subsample kept.
-    """
-    from . import platt
-
-    if not src.n:
-        raise ValueError(f"{name} must have at least 1 element, got 0.")
-    fraction = platt.subsample_fraction(src.n)
-    preps, subs, wmax = [], [], 0.0
-    for s, y, w in src.chunks(score_name=name, validate=False):
-        preps.append(platt.prepare(s, y, w, name=name))
-        subs.append(platt.subsample(s, y, w, fraction))
-        wmax = max(wmax, float(w.max())) if w is not None and w.shape[0] else wmax
-    if src.weighted and not sum(float(p[1].sum()) for p in preps) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
-    exponent = weight_exponent(None, wmax)
-
-    def run_pass(*args):
-        acc = 0.0
-        for s, y, w in src.chunks(score_name=name, validate=False):
-            acc = acc + array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
-        return acc
-
-    def rows(_):
-        s, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
-        return s, y, rescale_weights(w, exponent)[0]
-
-    return platt.merge_prepared(preps, exponent), exponent, run_pass, rows
-
-
 def fit_platt_source(src, max_iter, tol):
     """Platt scaling of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
 
-    :func:`fastcal.platt.fit_passes` with one pass over the chunks per call;
-    the first pass also keeps the warm-start subsample.
+    The engine's :func:`fastcal._engine.logistic.fit_platt` over :class:`FileRows`:
+    one pass over the chunks per Newton step, after the validation and the warm-start subsample.
     """
-    from . import platt
-
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    prepared, exponent, run_pass, rows = _logistic_passes(src, "scores", platt.array_pass)
-    fit = platt.fit_passes(prepared, src.n, src.weighted, run_pass, rows, max_iter_c, tol_c, exponent)
-    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=3)
+    if not src.n:
+        raise ValueError("scores must have at least 1 element, got 0.")
+    return _logistic.fit_platt(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, max_iter=max_iter, tol=tol)
 
 
 def fit_platt(
@@ -550,10 +517,10 @@ def fit_platt(
     ``scores``, ``y``, ``sample_weight`` as in :func:`fit_isotonic` (arrays,
     memory maps or ``.npy`` paths); ``max_iter`` and ``tol`` as in
     :class:`fastcal.PlattScaling`. One pass validates the data, computes the
-    class weights and score range and keeps a subsample (at most 2^20 rows,
-    evenly spaced blocks) from which the Newton iterations start; each Newton
-    iteration is then one pass over the chunks with the fused
-    objective/gradient/Hessian kernel: about three passes in all.
+    class weights and score range, one more collects a subsample (at most
+    2^20 rows, evenly spaced blocks) from which the Newton iterations start;
+    each Newton iteration is then one pass over the chunks with the fused
+    objective/gradient/Hessian kernel: about four passes in all.
     """
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = _array_source(scores, y, sample_weight, chunk_rows, "scores")
@@ -585,17 +552,12 @@ def fit_platt_parquet(
 def fit_beta_source(src, parameters, max_iter, tol):
     """Beta calibration of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
 
-    :func:`fastcal.beta.fit_passes` with one pass over the chunks per call,
-    as :func:`fit_platt_source`; the first pass also keeps the warm-start subsample.
+    The engine's :func:`fastcal._engine.logistic.fit_beta` over :class:`FileRows`, as :func:`fit_platt_source`.
     """
-    from . import beta, platt
-
-    model = beta.check_model(parameters)
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    prepared, _, run_pass, rows = _logistic_passes(src, "p", beta.array_pass)
-    eps = float(np.finfo(src.x_dtype).eps)
-    fit = beta.fit_passes(prepared, src.n, src.weighted, run_pass, rows, model, eps, max_iter_c, tol_c)
-    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=3)
+    if not src.n:
+        raise ValueError("p must have at least 1 element, got 0.")
+    return _logistic.fit_beta(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, parameters=parameters,
+                              max_iter=max_iter, tol=tol)
 
 
 def fit_beta(
@@ -614,7 +576,7 @@ def fit_beta(
     ``p`` (probabilities), ``y``, ``sample_weight`` as in :func:`fit_isotonic`
     (arrays, memory maps or ``.npy`` paths); ``parameters``, ``max_iter`` and
     ``tol`` as in :class:`fastcal.BetaCalibration`. As :func:`fit_platt`: one
-    pass validates the data and keeps a subsample for the warm start, then one
+    pass validates the data, one collects a subsample for the warm start, then one
     pass per Newton iteration (two or three), and, for "abm" with a negative
     a or b, the passes of the refit.
     """

@@ -756,20 +756,43 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True):
     check_consistent_length(y=yv, p=pv)
     with np.errstate(over="ignore"):
         w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
-    n = pv.shape[0]
-    eps = float(np.finfo(pv.dtype).eps)
+    x, prepared = logit_rows(yv, pv, w)
+    return slope_intercept_passes(prepared, x.shape[0], w is not None, exponent, array_pass(x, yv, w),
+                                  lambda fraction: subsample(x, yv, w, fraction), strict=strict)
 
-    x = np.empty(n)
-    (bad_p, bad_y, npos, *keys), (wpos, wneg) = _run_logit(yv, pv, w, eps, x)
+
+def logit_rows(y, p, w):
+    """The clipped logits ``x`` of validated-shape rows ``(y, p, w)`` (weights rescaled, or None) and their
+    preparation results (merge chunks' with :func:`merge_prepared`, weight exponent 0); raises the errors of
+    :func:`calibration_slope_intercept` for bad ``p`` or ``y``."""
+    eps = float(np.finfo(p.dtype).eps)
+    x = np.empty(p.shape[0])
+    prepared = _run_logit(y, p, w, eps, x)
+    bad_p, bad_y = prepared[0][:2]
     if bad_p:
-        check_finite(pv, "p")
+        check_finite(p, "p")
         raise ValueError("p must contain probabilities in [0, 1].")
     if bad_y:
-        check_binary_labels(yv, "y")
-    if w is None:
+        check_binary_labels(y, "y")
+    return x, (np.asarray(prepared[0]), np.asarray(prepared[1]))
+
+
+def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_rows, *, strict=True):
+    """:func:`slope_intercept_fit` of rows a caller can pass over: the fit of every backend.
+
+    ``prepared`` is the merged :func:`logit_rows` of all ``n`` rows (weights
+    rescaled by ``2**-exponent``), ``run_pass`` one pass of
+    :func:`array_pass` over their logits, ``subsample_rows(fraction)`` about
+    that share of the rows ``(x, y, w)`` for the warm start (see
+    :func:`fit_passes`).
+    """
+    (_, _, npos, *keys), (wpos, wneg) = prepared
+    npos = int(npos)
+    wpos, wneg = float(wpos), float(wneg)
+    if not weighted:
         wpos, wneg = float(npos), float(n - npos)
     total = check_total_weight(wpos, wneg)
-    lo_pos, hi_pos, lo_neg, hi_neg = (key_to_float(k) for k in keys)
+    lo_pos, hi_pos, lo_neg, hi_neg = (key_to_float(int(k)) for k in keys)
     nan = math.nan
     if wpos == 0.0 or wneg == 0.0:
         if strict:
@@ -794,7 +817,18 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True):
     # a = -beta, b = -alpha. The logits of the rows of weight 0, which may lie
     # outside [lo, hi], are bounded by 37 in magnitude and cannot overflow.
     center, scale, xmax = center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
-    obj = array_objective(x, yv, w, center, scale, xmax, (1.0, 0.0, 0.0, 1.0), total)
+    targets = (1.0, 0.0, 0.0, 1.0)
+
+    def sub():
+        if n < WARM_START_MIN:
+            return None
+        xs, ys, ws = subsample_rows(subsample_fraction(n))
+        total_sub = float(ws.sum(dtype=np.float64)) if ws is not None else float(xs.shape[0])
+        if not (xs.shape[0] and total_sub > 0.0):
+            return None
+        return array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub)
+
+    obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
     start = obj.to_internal(-1.0, 0.0)

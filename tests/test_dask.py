@@ -25,6 +25,7 @@ import pandas as pd  # noqa: E402
 import fastcal  # noqa: E402
 import fastcal.dask as fd  # noqa: E402
 from fastcal import IsotonicRegression, PlattScaling  # noqa: E402
+from fastcal._engine import isotonic as engine_isotonic  # noqa: E402
 
 from .strategies import probabilities, scores_and_labels  # noqa: E402
 
@@ -167,8 +168,8 @@ def test_fit_isotonic_tie_chains_across_every_boundary_sync(step, monkeypatch):
     x = (np.float32(0.25) + (rng.integers(0, 400, 20_000) * step * eps)).astype(np.float32)
     y = (rng.random(20_000) < 0.5).astype(np.uint8)
     calls = []
-    original = fd._exits
-    monkeypatch.setattr(fd, "_exits", lambda *a: calls.append(1) or original(*a))
+    original = engine_isotonic._exits  # the isotonic driver's chain-following step (fastcal._engine)
+    monkeypatch.setattr(engine_isotonic, "_exits", lambda *a: calls.append(1) or original(*a))
     with dask.config.set(scheduler="sync"):
         got = fd.fit_isotonic(*_chunked(x, y, chunks=2000), n_partitions=10)
     assert calls

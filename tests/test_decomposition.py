@@ -371,3 +371,57 @@ def test_calibration_report_carries_the_decompositions(dtype, weighted):
     assert report.brier == pytest.approx(brier.score, abs=atol(len(p), [brier.score, 0, 0, brier.uncertainty]))
     assert report.uncertainty == pytest.approx(brier.uncertainty, abs=atol(len(p), [0, 0, 0, 1]))
     assert "CORP miscalibration (Brier)" in str(report)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
+    # The report sorts the scores once for its AUC and its CORP fit (several score ranges here): the same bits as
+    # roc_auc_score and score_decomposition, each sorting on its own, at every thread count; and as the report
+    # with the sharing turned off.
+    from fastcal import _pav_engine, metrics
+
+    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
+    rng = np.random.default_rng(11)
+    n = 40_000
+    p = rng.random(n).astype(dtype)
+    p[::3] = np.round(p[::3], 3)  # ties, across classes and ranges
+    y = (rng.random(n) < p).astype(np.uint8)
+    brier = fastcal.score_decomposition(y, p)
+    log = fastcal.score_decomposition(y, p, scoring="log_loss")
+    auc = fastcal.roc_auc_score(y, p)
+    with monkeypatch.context() as m:
+        m.setattr(metrics, "shared_sort", lambda *args: None)
+        unshared = fastcal.calibration_report(y, p).to_dict()
+    for threads in (1, 2, 3, MANY):
+        with num_threads(threads):
+            report = fastcal.calibration_report(y, p)
+        assert report.auc == auc
+        assert (report.brier_miscalibration, report.brier_discrimination) == (brier.miscalibration,
+                                                                              brier.discrimination)
+        assert (report.log_loss_miscalibration, report.log_loss_discrimination) == (log.miscalibration,
+                                                                                    log.discrimination)
+        got = report.to_dict()
+        assert got.keys() == unshared.keys()
+        for key, value in unshared.items():
+            assert_array_equal(got[key], value)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_corp_reliability_one_sort_same_curve(weighted, monkeypatch):
+    # With bands, the fit runs on the rows the resamples sort (one sort); without, on its own range partition:
+    # the same curve, bit for bit, with several score ranges and at every thread count.
+    from fastcal import _pav_engine
+
+    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
+    rng = np.random.default_rng(12)
+    n = 30_000
+    p = rng.random(n)
+    p[::3] = np.round(p[::3], 3)
+    y = (rng.random(n) < p).astype(np.uint8)
+    w = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.1, 3, n)) if weighted else None
+    alone = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=0)
+    for threads in (1, 2, MANY):
+        with num_threads(threads):
+            banded = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=4, random_state=0)
+        assert_array_equal(banded.x, alone.x)
+        assert_array_equal(banded.y, alone.y)

@@ -17,6 +17,7 @@ import fastcal
 from fastcal import _binning
 from fastcal import _auc as A
 from fastcal import _auc_kernels as AK
+from fastcal._sort import sort_by_label
 from fastcal import metrics as M
 
 from . import naive_metrics as naive
@@ -372,13 +373,13 @@ def test_roc_auc(data, use_weights, flip):
 
 def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
     y, p = miscalibrated(70_001, np.float32, seed=9)
-    p[::3] = np.round(p[::3], 3)  # ties, also across classes and at the range pivots
+    p[::3] = np.round(p[::3], 3)  # ties, also across classes and at the range bounds
     expected = skm.roc_auc_score(y, p)
     tol = dict(rel_tol=0, abs_tol=auc_atol(y.size))
     assert math.isclose(M.roc_auc_score(y, p), expected, **tol)
     monkeypatch.setattr(A, "THREADED_SORT_MIN_SIZE", 1)
-    q = np.round(p, 1)  # heavy ties: pivots coincide
-    crowded = p.astype(np.float64) ** 40  # quantiles crowd near 0: the locator falls back to a binary search
+    q = np.round(p, 1)  # heavy ties: few distinct scores, ranges merge
+    crowded = p.astype(np.float64) ** 40  # scores crowd near 0: most fall in the lowest cells
     first = None
     for range_rows in (1 << 20, 5000, 300):  # 2, 14 and 233 value ranges
         monkeypatch.setattr(A, "RANGE_ROWS", range_rows)
@@ -391,32 +392,19 @@ def test_roc_auc_threaded_and_parallel_paths(monkeypatch):
                 assert math.isclose(M.roc_auc_score(y[:11], p[:11]), skm.roc_auc_score(y[:11], p[:11]), **tol)
                 assert math.isclose(M.roc_auc_score(y, q), skm.roc_auc_score(y, q), **tol)
                 assert math.isclose(M.roc_auc_score(y, crowded), skm.roc_auc_score(y, crowded), **tol)
-    assert A._locator(crowded, 233)[-1].size == 0 and A._locator(p, 233)[-1].size > 0
-    # the kernels: whole == pieces, regions hold exactly the right values in input order; two pivots in one
-    # cell of the locator, and values clipped to the end cells, still find their range exactly
-    pivots = np.array([0.2, 0.5, 0.5000001])
-    xmin, scale, last = 0.1, 4.0, 3.0
-    grid = np.searchsorted(AK.pivot_cells(pivots, xmin, scale, last), np.arange(4), side="left")
-    sentinel = np.append(pivots, np.inf)
-    r = np.searchsorted(pivots, p, side="right")
-    for cell_first in (grid, np.empty(0, dtype=np.int64)):  # the grid, and the binary search
-        locate = (xmin, scale, last, cell_first)
-        counts, counts2 = (np.zeros((5, 8), dtype=np.int64) for _ in range(2))
-        AK.region_counts(p, y, sentinel, *locate, counts, 0, 5)
-        in_pieces(AK.region_counts, 5, p, y, sentinel, *locate, counts2)
-        assert_array_equal(counts, counts2)
-        sizes = counts.sum(axis=0)
-        start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        outs = []
-        for run in (lambda *a: AK.scatter_regions(*a, 0, 5), lambda *a: in_pieces(AK.scatter_regions, 5, *a)):
-            offsets = np.ascontiguousarray(start[None, :] + np.cumsum(counts, axis=0) - counts)
-            out = np.empty_like(p)
-            run(p, y, sentinel, *locate, offsets, out)
-            outs.append(out)
-        assert_array_equal(outs[0], outs[1])
-        for g in range(8):
-            label, rng = divmod(g, 4)
-            assert_array_equal(outs[0][start[g] : start[g] + sizes[g]], p[(y == label) & (r == rng)])
+    # the shared sort: each class's scores ascending, every range's scores below the next range's
+    for x in (p, q, crowded):
+        view = sort_by_label(x, y, 233)
+        assert_array_equal(view.neg, np.sort(x[y == 0]))
+        assert_array_equal(view.pos, np.sort(x[y == 1]))
+        assert view.ranges > 1
+        for r in range(view.ranges - 1):
+            below = np.concatenate([view.slot(r), view.slot(view.ranges + r)])
+            above = np.concatenate([view.slot(s) for s in (r + 1, view.ranges + r + 1)])
+            if below.size and above.size:
+                assert below.max() < above.min()
+        # the AUC from a sort made for another statistic (any number of ranges) is the same
+        assert A.roc_auc(y, x, None, by_label=view) == A.roc_auc(y, x, None)
 
 
 def test_roc_auc_one_class():

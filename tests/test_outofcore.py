@@ -23,6 +23,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from fastcal import IsotonicRegression, PlattScaling
 from fastcal import _partition
 from fastcal import outofcore as oc
+from fastcal._engine import isotonic as engine_isotonic
 
 from .strategies import scores_and_labels
 
@@ -82,12 +83,12 @@ def assert_same_fit(got, ref, atol=1e-10, rtol=0.0):
 @settings(max_examples=60, deadline=None)
 def test_chain_exits_match_naive(seed, dtype, n):
     rng = np.random.default_rng(seed)
-    eps = oc.resolution(dtype)
+    eps = _partition.resolution(dtype)
     # Scores on a lattice finer than eps, with ties: long chains of close scores.
     step = eps * rng.choice([0.3, 0.5, 0.7, 1.0, 1.5])
     x = np.sort((1.0 + rng.integers(0, max(2, n // 2), n) * step).astype(dtype))
     starts = np.unique(x)[: 7]
-    got = oc.chain_exits(x, eps, starts)
+    got = _partition.chain_exits(x, eps, starts)
     want = [naive_chain_exit(x, eps, s) for s in starts]
     assert_array_equal(got, want)
 
@@ -122,7 +123,7 @@ def test_split_by_bounds_matches_naive(seed, dtype, n_bounds, weighted):
     y = rng.integers(0, 2, n).astype(np.uint8)
     w = rng.choice([0.0, 0.5, 2.0], n) if weighted else None
     bounds = np.unique(np.round(rng.random(n_bounds), 3)).astype(dtype)  # > 32: the binary search
-    pieces = oc.split_by_bounds(x, y, w, bounds, drop_zero=True)
+    pieces = _partition.split_by_bounds(x, y, w, bounds, drop_zero=True)
     assert len(pieces) == bounds.shape[0] + 1
     for (px, py, pw), idx in zip(pieces, naive_split(x, bounds)):
         if w is not None:
@@ -140,9 +141,9 @@ def test_spearman_from_range_partitions_equals_scipy(seed, n, n_distinct):
     x = rng.integers(0, n_distinct, n).astype(np.float64)
     y = (rng.random(n) < 0.5).astype(np.uint8)
     cuts = np.unique(rng.choice(x, 3))
-    parts = [oc.spearman_partial(x[m], y[m]) for m in
+    parts = [_partition.spearman_partial(x[m], y[m]) for m in
              [(x < cuts[0])] + [(x >= a) & (x < b) for a, b in zip(cuts[:-1], cuts[1:])] + [x >= cuts[-1]]]
-    got = oc.spearman_from_partials(parts)
+    got = _partition.spearman_from_partials(parts)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want = scipy.stats.spearmanr(x, y)[0]
@@ -179,7 +180,7 @@ def test_isotonic_boundaries_inside_tie_chains(kind, weights, monkeypatch):
     if kind == "dense_float32":
         x = (rng.random(n) * 0.01).astype(np.float32)
     elif kind == "lattice_float64":
-        x = 1.0 + rng.integers(0, 3000, n) * (0.4 * oc.resolution(np.float64))
+        x = 1.0 + rng.integers(0, 3000, n) * (0.4 * _partition.resolution(np.float64))
     else:
         x = np.round(rng.random(n), 3)
     y = (rng.random(n) < 0.5).astype(np.uint8)
@@ -188,8 +189,8 @@ def test_isotonic_boundaries_inside_tie_chains(kind, weights, monkeypatch):
         w = rng.uniform(0, 2, n)
         w[rng.random(n) < 0.2] = 0
     calls = []
-    original = oc.chain_exits
-    monkeypatch.setattr(oc, "chain_exits", lambda *a: calls.append(1) or original(*a))
+    original = engine_isotonic._exits  # the isotonic driver's chain-following step (fastcal._engine)
+    monkeypatch.setattr(engine_isotonic, "_exits", lambda *a: calls.append(1) or original(*a))
     got = fit_chunked(x, y, w, part_rows=1000, chunk_rows=4096)
     ref = IsotonicRegression().fit(x, y, sample_weight=w)
     assert_same_fit(got, ref, atol=0, rtol=label_fit_rtol(n, x.dtype))

@@ -1,7 +1,7 @@
 """``fastcal precompile``: every kernel gets compiled, and a new process then compiles nothing.
 
 One cold run (an empty ``NUMBA_CACHE_DIR``) of the warm-ups, through the
-command line's code, is shared by the tests. In that process every ``@kernel``
+command line's code (tests/precompile_cold.py), is shared by the tests. In that process every ``@kernel``
 dispatcher of every fastcal module must have compiled at least one signature:
 a kernel that no warm-up reaches (a new kernel, a new module) fails here until
 :mod:`fastcal._precompile` gets a warm-up for it. Then new processes, reading
@@ -18,25 +18,7 @@ import pytest
 
 from fastcal import _precompile
 
-#: In a fresh interpreter: run what the CLI runs, then list every kernel of every fastcal module.
-COLD = r"""
-import importlib, json, pkgutil, sys
-import fastcal
-from fastcal.cli import main
-from numba.core.registry import CPUDispatcher
-
-status = main(["precompile", "--quiet"])
-kernels = {}
-for info in pkgutil.walk_packages(fastcal.__path__, "fastcal."):
-    if info.name.endswith("__main__"):
-        continue  # runs the command line when imported
-    module = importlib.import_module(info.name)
-    for name, obj in vars(module).items():
-        if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == info.name:
-            kernels[f"{info.name}.{name}"] = dict(signatures=len(obj.signatures),
-                                                  compiled=sum(obj.stats.cache_misses.values()))
-print(json.dumps(dict(status=status, kernels=kernels)))
-"""
+from . import precompile_cold
 
 #: In a fresh interpreter: the first calls of the subjects, as a user's job would make them; compilations counted.
 FIRST_CALLS = r"""
@@ -90,10 +72,18 @@ def _python(code_or_args, cache, timeout=1800):
 
 @pytest.fixture(scope="module")
 def cold(tmp_path_factory):
-    """The shared cold run: ``(cache folder, report)``; a few minutes, all kernels compiled once."""
-    cache = tmp_path_factory.mktemp("numba-cache")
-    report = json.loads(_python(COLD, cache).stdout.splitlines()[-1])
-    return cache, report
+    """The shared cold run: ``(cache folder, report)``; a few minutes, all kernels compiled once.
+
+    ``make test`` makes it before the suite (tests/precompile_cold.py) and names its report in
+    ``FASTCAL_COLD_PRECOMPILE``; otherwise it is made here.
+    """
+    given = os.environ.get("FASTCAL_COLD_PRECOMPILE")
+    if given:
+        with open(given) as f:
+            report = json.load(f)
+    else:
+        report = precompile_cold.run(tmp_path_factory.mktemp("numba-cache"))
+    return report["cache"], report
 
 
 @pytest.mark.slow

@@ -31,7 +31,32 @@ results that are rows), and calls the driver. Today's adapters:
   functions run by ``mapInArrow``.
 
 Another system (Ray, Beam, Flink) drives the engines the same way: implement
-the three methods of :class:`Rows`, and call the drivers.
+the methods of :class:`Rows`, and call the drivers.
+
+The drivers
+-----------
+Each is ``f(rows, *, x_dtype, weighted, **parameters)``: ``rows`` of raw
+NumPy chunks as the backend has them (the driver's ``convert`` validates and
+converts them, raising the in-memory errors), ``w`` None in every chunk when
+``weighted`` is False, ``x_dtype`` the declared dtype of column 0 (needed
+when chunks are empty), the other parameters those of the public function.
+Each module states its exactness rule.
+
+:mod:`fastcal._engine.isotonic`
+    ``fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params)``
+    on chunks ``(scores, y, w)``: an :class:`fastcal.IsotonicRegression`.
+:mod:`fastcal._engine.logistic`
+    ``fit_platt`` and ``fit_beta`` on chunks ``(scores, y, w)`` / ``(p, y, w)``.
+:mod:`fastcal._engine.binned`
+    ``calibration_curve``, ``expected_calibration_error``,
+    ``brier_score_loss``, ``log_loss``, ``brier_decomposition``,
+    ``smooth_ece``, ``fit_histogram`` on chunks ``(y_prob, y_true, w)``.
+:mod:`fastcal._engine.decomposition`
+    ``score_decomposition``, ``roc_auc_score``, ``calibration_report`` on
+    chunks ``(y_prob, y_true, w)``.
+
+Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
+``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`.
 
 The ``Rows`` contract
 ---------------------
@@ -66,6 +91,11 @@ column of :meth:`Rows.partition`.
 ``parallelism``
     How many chunks the backend can work on at once (a hint for the number
     of partitions; never a bound that changes a result).
+``n_rows`` (optional)
+    The number of rows, if the backend knows it without a pass (else None,
+    or no such attribute). Drivers use it only to fold work into an earlier
+    pass (the warm-start subsample of a Newton fit into the conversion);
+    a result never depends on it.
 
 Exactness
 ---------
@@ -80,11 +110,12 @@ and any two cuts agree to the rounding of the sums.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ListRows", "Reduction", "Rows", "reduce"]
+__all__ = ["ListRows", "Reduction", "Rows", "fit_dtype", "flat_column", "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
 
@@ -149,6 +180,10 @@ class ListRows:
     def __init__(self, chunks: Sequence[Chunk]):
         self.chunks = [tuple(c) for c in chunks]
 
+    @property
+    def n_rows(self):
+        return sum(int(np.shape(c[0])[0]) for c in self.chunks)
+
     def map(self, fn, *args):
         return [fn(c, *args) for c in self.chunks]
 
@@ -175,3 +210,53 @@ class ListRows:
 
     def release(self):
         self.chunks = []
+
+
+def split_chunk(chunk, bounds, key=0):
+    """The rows of ``chunk`` cut by the value of column ``key``: one chunk per range, in order.
+
+    Range ``j`` holds the rows whose key ``v`` has ``bounds[j - 1] <= v <
+    bounds[j]`` (the semantics of :meth:`Rows.partition`); row order is kept
+    within a range. A helper for adapters whose ``partition`` is a shuffle
+    (Dask, files): the range partition kernel of the isotonic fit for
+    ``(scores, labels, weights)`` chunks, NumPy otherwise.
+    """
+    from .._partition import split_by_bounds
+
+    bounds = np.asarray(bounds)
+    x = chunk[key]
+    if key == 0 and len(chunk) == 3 and chunk[1] is not None and x.ndim == 1 and x.dtype.kind == "f":
+        return split_by_bounds(chunk[0], chunk[1], chunk[2], bounds.astype(x.dtype), drop_zero=False)
+    j = np.searchsorted(bounds.astype(x.dtype), x, side="right")
+    order = np.argsort(j, kind="stable")
+    starts = np.searchsorted(j[order], np.arange(bounds.shape[0] + 2))
+    return [tuple(None if c is None else c[order[a:b]] for c in chunk)
+            for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+
+
+def fit_dtype(dtype):
+    """The dtype the drivers compute scores in: float32 and float64 stay, anything else becomes float64."""
+    from .._partition import fit_dtype as _fit_dtype
+
+    return _fit_dtype(dtype)
+
+
+def flat_column(a, name):
+    """``a`` as a 1-D array (an ``(n, 1)`` column flattened); ``ValueError`` naming ``name`` otherwise."""
+    from .._partition import flat_column as _flat_column
+
+    return _flat_column(a, name)
+
+
+def user_stacklevel():
+    """The ``stacklevel`` of the first frame outside fastcal, counted from the caller of this function (1).
+
+    Where a driver's warnings point, whichever adapter (and however many of
+    its frames) called the driver: the user's line.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "fastcal":
+        frame = frame.f_back
+        level += 1
+    return level

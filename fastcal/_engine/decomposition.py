@@ -1,0 +1,295 @@
+r"""Score decomposition (CORP) and the ROC AUC over a :class:`~fastcal._engine.Rows`.
+
+ROC AUC
+-------
+:func:`roc_auc_score` (binary) validates the chunks ``(y_score, y_true, w)``
+as :func:`fastcal.roc_auc_score` does (finite scores; the positive label
+from the set of all labels, the greater of two unless ``pos_label``),
+samples the scores, and range-partitions the rows by score
+(:meth:`Rows.partition`): equal scores never straddle a bound. Each
+partition sorts its scores and returns its positive and negative weights
+and its within-partition Mann-Whitney sum (ties count half); merged in score
+order, a partition's positives also beat every negative of the partitions
+before it. Without weights the counts are integers, added exactly, and the
+AUC is the in-memory one bit for bit (``u2 / (2 n_pos n_neg)``, the same
+division). With weights, the float64 sums (weights rescaled by one power of
+two) agree with the in-memory sweep to their rounding (about ``n`` eps
+relative).
+
+Calibration report
+------------------
+:func:`calibration_report` is :func:`fastcal.calibration_report` of binary
+rows from the drivers above and the binned tables: one conversion
+(:class:`fastcal._engine.binned.Metrics`), one bin table, the AUC, the two
+CORP decompositions from one isotonic fit, and the calibration slope,
+intercept and calibration-in-the-large from the logits of ``p``
+(:func:`fastcal.platt.logit_rows` per chunk, then
+:func:`fastcal.platt.slope_intercept_passes`: one pass per Newton step).
+Exactness: each field as its driver's rule says (``n``, the bin edges and
+counts and the unweighted AUC bit-identical; sums to their rounding; slope
+and intercept to the solver's tolerance, about 1e-10 relative).
+
+Score decomposition
+-------------------
+
+Chunks are ``(y_prob, y_true, w)``, raw, validated as by the binned
+diagnostics (:class:`fastcal._engine.binned.Metrics`: binary labels {0, 1} or
+{-1, 1}, probabilities in [0, 1]). The recalibration is
+:func:`fastcal._engine.isotonic.fit_isotonic` on the float64 predictions and
+0/1 labels (its own range partition); one more :meth:`Rows.map` sums, per
+chunk, the scores of ``p`` and of the fit's predictions
+(:func:`fastcal.decomposition.score_sums`), added in chunk order.
+
+Exactness
+---------
+The recalibration's blocks are the in-memory PAV fit's (thresholds
+bit-identical, see :mod:`fastcal._engine.isotonic`); the sums are float64
+per chunk added in chunk order, so the decomposition equals the in-memory
+one to the rounding of those sums (about ``n`` eps relative; deterministic
+for given chunks).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from .. import decomposition, platt
+from .._params import Options, check
+from .._validation import rescale_weights
+from . import isotonic, user_stacklevel
+from .binned import Metrics
+
+__all__ = ["calibration_report", "roc_auc_score", "score_decomposition"]
+
+#: Rows per partition of the AUC (each is sorted in memory where it lives).
+AUC_PARTITION_ROWS = 1 << 23
+
+
+def _fit_columns(chunk):
+    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights."""
+    p, labels, w = chunk
+    return (p.astype(np.float64), (labels != 0).view(np.uint8), w), None
+
+
+def _sums(chunk, estimator, scorings, exponent):
+    """Per scoring: ``(score sum, weight, positives, score sum of the recalibration)`` of one chunk."""
+    p, labels, w = chunk
+    w = rescale_weights(w, exponent)[0]
+    p64 = p.astype(np.float64)
+    recal = estimator.predict(p64) if p.shape[0] else p64
+    return [(*decomposition.score_sums(labels, p, w, scoring), decomposition.score_sums(labels, recal, w, scoring)[0])
+            for scoring in scorings]
+
+
+def _decompositions(data, scorings):
+    """:class:`fastcal.decomposition.ScoreDecomposition` of validated :class:`Metrics` rows for each of
+    ``scorings``, from one isotonic fit."""
+    fit_rows, _ = data.rows.convert(_fit_columns)
+    try:
+        iso = isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
+    finally:
+        fit_rows.release()
+    parts = data.rows.map(_sums, iso, scorings, data.exponent)
+    out = []
+    for k, scoring in enumerate(scorings):
+        score_sum, weight, positives, recal_sum = (
+            float(v) for v in np.sum(np.array([p[k] for p in parts], dtype=np.float64), axis=0))
+        out.append(decomposition.decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring))
+    return out
+
+
+def score_decomposition(rows, *, x_dtype, weighted, scoring="brier"):
+    """:func:`fastcal.score_decomposition` of binary rows ``(y_prob, y_true, w)``: see the module docstring."""
+    scoring = check("scoring", scoring, [Options("brier", "log_loss")])
+    data = Metrics(rows, x_dtype, weighted, None)
+    try:
+        return _decompositions(data, (scoring,))[0]
+    finally:
+        data.release()
+
+def _auc_sample(chunk, size):
+    x = chunk[0]
+    step = max(1, x.shape[0] // max(1, size))
+    return np.sort(x[::step]).astype(np.float64), x.shape[0]
+
+
+def _auc_part(chunk, positive, exponent):
+    """``(pos, neg, u)`` of one score range: positive and negative weights (counts without weights) and the sum
+    over its positives of the negatives below plus half those tied (twice that, an integer, without weights)."""
+    x, y, w = chunk
+    if not x.shape[0]:
+        return 0, 0, 0
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    pos = (y[order] != 0) if positive is None else np.isin(y[order], positive)
+    starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
+    if w is None:
+        p_g = np.add.reduceat(pos.astype(np.int64), starts)
+        n_g = np.add.reduceat((~pos).astype(np.int64), starts)
+        below = np.cumsum(n_g) - n_g
+        return int(p_g.sum()), int(n_g.sum()), int((p_g * (2 * below + n_g)).sum())
+    ws = rescale_weights(w, exponent)[0][order]
+    p_g = np.add.reduceat(np.where(pos, ws, 0.0), starts)
+    n_g = np.add.reduceat(np.where(pos, 0.0, ws), starts)
+    below = np.cumsum(n_g) - n_g
+    return float(p_g.sum()), float(n_g.sum()), float((p_g * (below + 0.5 * n_g)).sum())
+
+
+def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None):
+    """:func:`fastcal.roc_auc_score` of binary rows ``(y_score, y_true, w)``: see the module docstring.
+
+    ``n_partitions`` score ranges (default: one per :data:`AUC_PARTITION_ROWS`
+    rows, at least ``rows.parallelism``, at most one per chunk); the result
+    does not depend on it.
+    """
+    from .._params import Integer
+    from .._validation import weight_exponent
+
+    n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
+    many = ("a multiclass ROC AUC needs y_score of shape (n_samples, n_classes), the probabilities of the classes, "
+            "and multi_class='ovr' or 'ovo'")
+    data = Metrics(rows, x_dtype, weighted, pos_label, prob=False, greater=True, many=many)
+    try:
+        return _auc(data, data.positive, rows.parallelism, n_partitions)
+    finally:
+        data.release()
+
+
+def _auc(data, positive, parallelism, n_partitions=None):
+    """The AUC of validated :class:`Metrics` rows (``positive`` the positive labels, None: nonzero)."""
+    from .._validation import weight_exponent
+
+    samples = data.rows.map(_auc_sample, 1024)
+    if n_partitions is None:
+        n_partitions = min(len(samples), max(int(parallelism), -(-data.n // AUC_PARTITION_ROWS)))
+    values = np.concatenate([s for s, _ in samples])
+    strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
+    bounds = _quantile_bounds(values, strides, int(n_partitions), data.dtype)
+    parts = data.rows.partition(bounds)
+    try:
+        sums = parts.map(_auc_part, positive, weight_exponent(None, data.weight_max))
+    finally:
+        parts.release()
+    if data.weighted:
+        u, w_pos, w_neg = 0.0, 0.0, 0.0
+        for p_j, n_j, u_j in sums:  # in score order
+            u += u_j + p_j * w_neg
+            w_pos += p_j
+            w_neg += n_j
+        if not (w_pos > 0 and w_neg > 0):
+            raise ValueError("Only one class present in y_true (with positive weight). ROC AUC score is not defined "
+                             "in that case.")
+        return float(u / (w_pos * w_neg))
+    u2, n_pos, n_neg = 0, 0, 0
+    for p_j, n_j, u_j in sums:
+        u2 += u_j + 2 * p_j * n_neg
+        n_pos += p_j
+        n_neg += n_j
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
+    return float(u2) / (2.0 * n_pos * n_neg)
+
+
+def _quantile_bounds(values, strides, n_parts, dtype):
+    """At most ``n_parts - 1`` distinct bounds at weighted quantiles of the sampled ``values``."""
+    if n_parts <= 1 or not values.shape[0]:
+        return np.empty(0, dtype=dtype)
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(strides[order])
+    idx = np.minimum(np.searchsorted(cum, cum[-1] * np.arange(1, n_parts) / n_parts) + 1, values.shape[0] - 1)
+    bounds = np.unique(values[idx])
+    return bounds[bounds > values[0]].astype(dtype)
+
+
+def _logits(chunk, exponent):
+    """The logits of a validated metrics chunk, ``(x, labels, w)`` (``w`` as given), and their preparation results
+    (the weights rescaled by ``2**-exponent``)."""
+    p, labels, w = chunk
+    x, prepared = platt.logit_rows(labels, p, rescale_weights(w, exponent)[0])
+    return (x, labels, w), prepared
+
+
+def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None):
+    """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring."""
+    from .. import _binning, metrics
+    from . import logistic
+
+    n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
+    data = Metrics(rows, x_dtype, weighted, pos_label)
+    try:
+        edges = data.edges(n_bins, strategy)
+        table = data.table(edges, moments=True, brier=True, logloss=True)
+        weight = table[:, _binning.W]
+        total = float(weight.sum())
+        positives = float(table[:, _binning.SY].sum())
+        both = 0 < positives < total
+        auc = _auc(data, None, rows.parallelism) if both else math.nan
+        corp_brier, corp_log = _decompositions(data, ("brier", "log_loss"))
+        logit_rows, preps = data.rows.convert(_logits, data.exponent)
+        try:
+            passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass)
+            slope_fit, missing = platt.slope_intercept_passes(
+                platt.merge_prepared(preps), data.n, weighted, data.exponent, passes.run_pass, passes.rows,
+                strict=False)
+        finally:
+            logit_rows.release()
+    finally:
+        data.release()
+    if missing is not None:
+        what = ("the ROC AUC and the calibration slope and intercept are NaN, the calibration-in-the-large "
+                f"{slope_fit.calibration_in_the_large:+}" if not both else
+                f"the calibration slope is {slope_fit.slope:+} and the intercept NaN" if math.isinf(slope_fit.slope)
+                else "the calibration slope and intercept are NaN")
+        warnings.warn(f"calibration_report: {missing}, so the maximum-likelihood calibration slope does not exist: "
+                      f"{what} (with their standard errors).", UserWarning, stacklevel=user_stacklevel())
+    decomposition_ = metrics.BrierDecomposition(*_binning.brier_terms_from_table(table))
+    ece = _binning.ece_from_table(table)
+    prob_true, prob_pred = _binning.curve_from_table(table, weighted, False)
+    optional = {}
+    for name, attr in (("slope_se", "slope_se"), ("intercept_se", "intercept_se"), ("slope_ci", "slope_ci"),
+                       ("intercept_ci", "intercept_ci"), ("slope_converged", "converged")):
+        value = getattr(slope_fit, attr, None)
+        if value is None:
+            continue
+        if name.endswith("_ci"):
+            value = tuple(float(v) for v in np.ravel(value))
+        elif name == "slope_converged":
+            value = bool(value)
+        else:
+            value = float(value)
+        optional[name] = value
+    return metrics.CalibrationReport(
+        n=int(data.n),
+        weight_sum=float(data.in_weight_units(total)) if weighted else total,
+        base_rate=positives / total,
+        mean_prediction=_binning.column_mean(table, _binning.SP),
+        auc=auc,
+        brier=decomposition_.brier,
+        log_loss=_binning.column_mean(table, _binning.SLOG),
+        ece=ece["l1"],
+        rmsce=ece["l2"],
+        mce=ece["max"],
+        reliability=decomposition_.reliability,
+        resolution=decomposition_.resolution,
+        uncertainty=decomposition_.uncertainty,
+        within_bin_variance=decomposition_.within_bin_variance,
+        within_bin_covariance=decomposition_.within_bin_covariance,
+        slope=float(slope_fit.slope),
+        intercept=float(slope_fit.intercept),
+        calibration_in_the_large=float(slope_fit.calibration_in_the_large),
+        brier_miscalibration=corp_brier.miscalibration,
+        brier_discrimination=corp_brier.discrimination,
+        log_loss_miscalibration=corp_log.miscalibration,
+        log_loss_discrimination=corp_log.discrimination,
+        log_loss_uncertainty=corp_log.uncertainty,
+        n_bins=edges.shape[0] - 1,
+        strategy=strategy,
+        bin_edges=edges,
+        bin_weights=(data.in_weight_units(weight) if weighted else weight).astype(np.float64),
+        prob_true=prob_true,
+        prob_pred=prob_pred,
+        **optional,
+    )

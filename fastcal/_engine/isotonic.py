@@ -1,0 +1,206 @@
+r"""The exact isotonic fit over a :class:`~fastcal._engine.Rows`: range partition by score, PAV per part, merge.
+
+Chunks are ``(scores, y, w)`` as the backend has them (``w`` None in every
+chunk when ``weighted`` is False). The driver
+
+1. converts and validates every chunk (:func:`fastcal._partition.prepare_chunk`:
+   the in-memory fit's errors), summarising it (rows, weights, a strided
+   sample of the scores) and, unless ``increasing="auto"``, dropping its rows
+   of weight zero;
+2. cuts the score range at quantiles of the samples (:meth:`Rows.partition`);
+3. summarises the head of every partition (where its first tie group can
+   begin) and, with ``increasing="auto"``, its Spearman partial sums; with a
+   given direction it fits the partition in the same visit (step 5), which
+   is the fit when every bound is clean;
+4. for partitions that begin less than the dtype's resolution above the end
+   of the one before, follows the chain of tie groups across the bound
+   (:func:`fastcal._partition.chain_exits`), and re-cuts the partitioned rows
+   with each bound moved to where the whole fit's tie group begins
+   (:func:`fastcal._partition.tie_entries`): every part then begins at the
+   start of one of the whole fit's tie groups;
+5. fits each part where it lives (:func:`fastcal._pav_engine.summarise`)
+   and merges the parts' PAV blocks in score order
+   (:func:`fastcal._pav_engine.merge`).
+
+Exactness
+---------
+The thresholds (``X_thresholds_``, ``X_min_``, ``X_max_``) and the direction
+are bit-identical to ``IsotonicRegression(**params).fit`` on the same rows,
+whatever the chunks, the bounds or the backend: the PAV blocks of a range of
+scores that begins at a tie-group start are unions of the whole fit's blocks.
+The block means (``y_thresholds_``) agree to the rounding of their float64
+sums, which are added in another order (a few ulps; exact at weights that
+are powers of two and 0/1 labels when no block spans two parts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _pav_engine, _partition
+from .._validation import rescale_weights
+from . import user_stacklevel
+
+__all__ = ["PARTITION_ROWS", "fit_isotonic"]
+
+#: Default rows per partition (about 150 MB of float64 scores, labels and
+#: weights with the fit's working memory).
+PARTITION_ROWS = 1 << 23
+
+
+def _sample_size(n):
+    """Scores sampled from a chunk of ``n`` rows: one per 4096 rows, 64 to 4096."""
+    return max(64, min(_partition.SAMPLE_PER_CHUNK, n >> 12))
+
+
+def _convert(chunk, x_dtype, auto):
+    """A validated chunk and its :class:`fastcal._partition.ChunkSummary`; rows of weight zero dropped
+    unless ``auto`` (Spearman's rho counts them, as in memory)."""
+    x, y, w = chunk
+    xs, labels, ws = _partition.prepare_chunk(x, y, w, x_dtype, score_name="X")
+    summary = _partition.summarize_chunk(xs, labels, ws, sample_size=_sample_size(xs.shape[0]), binary=auto)
+    if ws is not None and not auto and summary.has_zero:
+        keep = ws > 0
+        xs, labels, ws = xs[keep], labels[keep], ws[keep]
+    return (xs, labels, ws), summary
+
+
+def _positive(part, keep_zero):
+    x, y, w = part
+    if keep_zero and w is not None:
+        keep = w > 0
+        return x[keep], y[keep], w[keep]
+    return x, y, w
+
+
+def _head(part, eps, keep_zero, auto):
+    """A partition's :func:`fastcal._partition.head_summary` and (``auto``) its Spearman partial sums."""
+    sp = _partition.spearman_partial(part[0], part[1]) if auto else None
+    return (*_partition.head_summary(part[0], part[2] if keep_zero else None, eps), sp)
+
+
+def _head_and_fit(part, eps, keep_zero, sign, exponent, centered):
+    """:func:`_head` and :func:`_fit_part` of a partition, in one visit."""
+    return _head(part, eps, keep_zero, False), _fit_part(part, sign, keep_zero, exponent, centered)
+
+
+def _exits(part, eps, wanted, keep_zero):
+    """The chain exits of the candidates ``wanted[lo]`` of the partition whose smallest (fitted) score is ``lo``;
+    None for the other partitions."""
+    x = _positive(part, keep_zero)[0]
+    if not x.shape[0]:
+        return None
+    cands = wanted.get(float(x.min()))
+    return None if cands is None else _partition.chain_exits(np.sort(x), eps, cands)
+
+
+def _fit_part(part, sign, keep_zero, exponent, centered):
+    x, y, w = _positive(part, keep_zero)
+    if not x.shape[0]:
+        return None
+    w = rescale_weights(w, exponent)[0]  # one exponent for all parts: merge adds them
+    return _pav_engine.summarise(x, y, w, sign, centered=centered)
+
+
+def moved_bounds(heads, entries, dtype):
+    """The bounds that cut partitions with these ``heads`` into the fit's parts.
+
+    ``entries`` maps each non-empty partition to its entry
+    (:func:`fastcal._partition.tie_entries`). Bound ``j - 1`` (the start of
+    partition ``j``) moves up to partition ``j``'s entry; to the next
+    partition's bound when partition ``j`` is empty or wholly in the part
+    before (entry None), and to +inf after the last entry.
+    """
+    n_parts = len(heads)
+    out = np.empty(max(0, n_parts - 1), dtype=dtype)
+    nxt = np.inf
+    for j in range(n_parts - 1, 0, -1):
+        if heads[j][0] and entries[j] is not None:
+            nxt = entries[j]
+        out[j - 1] = nxt
+    return out
+
+
+def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
+    """Fit :class:`fastcal.IsotonicRegression` on ``rows`` of ``(scores, y, w)``: see the module docstring.
+
+    Parameters
+    ----------
+    rows : Rows
+        Chunks ``(scores, y, w)``, raw (validated here).
+    x_dtype : dtype
+        The declared dtype of the scores (fitted in float32 if float32, else float64).
+    weighted : bool
+        Whether the chunks carry weights.
+    n_partitions : int, optional
+        Score ranges fitted apart. Default: one per :data:`PARTITION_ROWS`
+        rows, at least ``rows.parallelism``, at most one per chunk.
+    **params
+        ``IsotonicRegression`` parameters.
+
+    Returns
+    -------
+    IsotonicRegression
+        Fitted; thresholds bit-identical to the in-memory fit.
+    """
+    from .._params import Integer, check
+    from ..isotonic import new_estimator, set_fitted_blocks
+
+    n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
+    est = new_estimator(params)
+    auto = est.increasing == "auto"
+    dtype = _partition.fit_dtype(x_dtype)
+    eps = _partition.resolution(dtype)
+
+    conv, summaries = rows.convert(_convert, dtype, auto)
+    try:
+        n = sum(s.n for s in summaries)
+        if n == 0:
+            raise ValueError("X must have at least 1 element, got 0.")
+        _partition.check_total_weight(summaries, weighted)
+        exponent = _partition.global_weight_exponent(summaries)
+        if auto:
+            _partition.auto_needs_binary(summaries)
+        keep_zero = auto and any(s.has_zero for s in summaries)
+        n_fit = sum(s.n_fit for s in summaries)
+        if n_partitions is None:
+            n_partitions = min(len(summaries), max(int(rows.parallelism), -(-n_fit // PARTITION_ROWS)))
+        bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
+        parts = conv.partition(bounds)
+    finally:
+        if conv is not rows:
+            conv.release()
+    try:
+        blocks = None
+        if auto:
+            heads = parts.map(_head, eps, keep_zero, auto)
+            rho = _partition.spearman_from_partials([h[4] for h in heads])
+            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=user_stacklevel() + 1)
+        else:
+            # The direction is known: fit every partition in the pass that summarises its head. Where all the
+            # bounds are clean (the partitions are the parts), that was the fit.
+            est.increasing_ = bool(est.increasing)
+            first = parts.map(_head_and_fit, eps, keep_zero, 1.0 if est.increasing_ else -1.0, exponent, est.centered)
+            heads, blocks = [h for h, _ in first], [b for _, b in first]
+        sign = 1.0 if est.increasing_ else -1.0
+
+        # Tie groups across bounds: the entry of each partition, then the bounds moved there.
+        need = _partition.unclean_boundaries(heads, eps)
+        exits = {}
+        if need:
+            wanted = {float(heads[j][1]): heads[j][3] for j in need}
+            found = parts.map(_exits, eps, wanted, keep_zero)
+            exits = {j: found[j] for j in need}
+        entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
+        if need:
+            units = parts.partition(moved_bounds(heads, entries, dtype))
+            if units is not parts:
+                parts.release()
+                parts = units
+            blocks = None
+        if blocks is None:
+            blocks = parts.map(_fit_part, sign, keep_zero, exponent, est.centered)
+    finally:
+        parts.release()
+    return set_fitted_blocks(est, _pav_engine.merge([b for b in blocks if b is not None]))
+

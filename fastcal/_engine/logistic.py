@@ -1,0 +1,131 @@
+r"""Platt scaling and beta calibration over a :class:`~fastcal._engine.Rows`: Newton steps on the caller's side.
+
+Chunks are ``(scores, y, w)`` (``p`` for beta calibration), raw. One
+:meth:`Rows.convert` validates and converts them (the in-memory fit's
+errors, the scores named ``scores`` or ``p``) and returns each chunk's
+preparation sums (:func:`fastcal.platt.prepare`: class weights, score range,
+bad values); a :meth:`Rows.map` collects the warm-start subsample
+(:func:`fastcal.platt.subsample` of every chunk, the same share of each);
+then every objective evaluation of the Newton solver
+(:func:`fastcal.platt.fit_passes`, :func:`fastcal.beta.fit_passes`) is one
+:meth:`Rows.map` of the fused objective/gradient/Hessian kernel
+(:func:`fastcal.platt.array_pass`, :func:`fastcal.beta.array_pass`), its
+sums added in chunk order. The weights of every chunk are rescaled by one
+power of two, that of the largest weight of all
+(:func:`fastcal._validation.weight_exponent`), as in memory.
+
+Exactness
+---------
+Deterministic for given chunks (sums added in chunk order). The parameters
+agree with the in-memory fit to the solver's tolerance, about 1e-10
+relative: the per-chunk sums round differently from the in-memory kernel's
+tasks, and the Newton iterations may stop one step apart. Degenerate fits
+(one class, constant scores) are exactly the in-memory ones.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _partition, beta, platt
+from .._validation import rescale_weights, weight_exponent
+from . import user_stacklevel
+
+__all__ = ["Passes", "fit_beta", "fit_platt"]
+
+
+def _convert(chunk, x_dtype, name, fraction=None):
+    """A converted chunk and its facts ``(prepare sums, rows, largest weight, subsample or None)``;
+    :func:`fastcal.platt.prepare` finds bad values (then the in-memory checks raise their errors, naming the
+    scores ``name``). With ``fraction``, the facts carry the chunk's warm-start subsample (weights as given)."""
+    x, y, w = chunk
+    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name=name)
+    iout, fout = platt.prepare(s, labels, w, name=name)
+    sub = None if fraction is None else platt.subsample(s, labels, w, fraction)
+    return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub)
+
+
+def _subsample(chunk, fraction, exponent):
+    s, y, w = platt.subsample(*chunk, fraction)
+    return s, y, rescale_weights(w, exponent)[0]
+
+
+def _pass(chunk, array_pass, exponent, *args):
+    s, y, w = chunk
+    return array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
+
+
+class Passes:
+    """The converted rows of a Platt or beta fit and the passes over them (see the module docstring)."""
+
+    @classmethod
+    def of(cls, conv, n, exponent, array_pass):
+        """The passes of ``array_pass`` over rows ``conv`` already converted (``n`` rows, weights rescaled by
+        ``2**-exponent`` in each pass)."""
+        self = cls.__new__(cls)
+        self.conv, self.n, self.exponent, self.array_pass = conv, n, exponent, array_pass
+        self.fraction = None
+        return self
+
+    def __init__(self, rows, x_dtype, weighted, name, array_pass):
+        # The subsample the fit will ask for, taken in the conversion when the number of rows is known.
+        n_rows = getattr(rows, "n_rows", None)
+        self.fraction = None if not n_rows else platt.subsample_fraction(n_rows)
+        self.conv, preps = rows.convert(_convert, _partition.fit_dtype(x_dtype), name, self.fraction)
+        self.subsamples = [p[4] for p in preps]
+        self.array_pass = array_pass
+        self.n = sum(p[2] for p in preps)
+        if self.n == 0 or (weighted and not sum(float(p[1].sum()) for p in preps) > 0):
+            self.conv.release()
+            if self.n == 0:
+                raise ValueError(f"{name} must have at least 1 element, got 0.")
+            raise ValueError("sample_weight must have a positive sum.")
+        self.exponent = weight_exponent(None, max(p[3] for p in preps))
+        self.prepared = platt.merge_prepared([(p[0], p[1]) for p in preps], self.exponent)
+
+    def rows(self, fraction):
+        if fraction == self.fraction:  # taken in the conversion
+            s, y, w = (None if parts[0] is None else np.concatenate(parts) for parts in zip(*self.subsamples))
+            return s, y, rescale_weights(w, self.exponent)[0]
+        subs = self.conv.map(_subsample, fraction, self.exponent)
+        return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
+
+    def run_pass(self, *args):
+        sums = self.conv.map(_pass, self.array_pass, self.exponent, *args)
+        acc = np.zeros(len(sums[0]))
+        for s in sums:  # in chunk order: deterministic
+            acc += s
+        return acc
+
+
+def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):
+    """Fit :class:`fastcal.PlattScaling` on ``rows`` of ``(scores, y, w)``: see the module docstring.
+
+    ``max_iter`` and ``tol`` as in :class:`fastcal.PlattScaling`; about three
+    passes over the rows after the conversion.
+    """
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    passes = Passes(rows, x_dtype, weighted, "scores", platt.array_pass)
+    try:
+        fit = platt.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, max_iter_c, tol_c,
+                               passes.exponent)
+    finally:
+        passes.conv.release()
+    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=user_stacklevel())
+
+
+def fit_beta(rows, *, x_dtype, weighted, parameters="abm", max_iter=100, tol=None):
+    """Fit :class:`fastcal.BetaCalibration` on ``rows`` of ``(p, y, w)``: see the module docstring.
+
+    ``parameters``, ``max_iter`` and ``tol`` as in :class:`fastcal.BetaCalibration`.
+    """
+    model = beta.check_model(parameters)
+    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
+    passes = Passes(rows, x_dtype, weighted, "p", beta.array_pass)
+    try:
+        eps = float(np.finfo(_partition.fit_dtype(x_dtype)).eps)
+        fit = beta.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, model, eps,
+                              max_iter_c, tol_c)
+    finally:
+        passes.conv.release()
+    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=user_stacklevel())
