@@ -15,6 +15,7 @@ from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
 from ._persist import load
 from .beta import BetaCalibration
+from .grouped import GroupedCalibrator
 from .decomposition import CorpReliabilityResult, ScoreDecomposition, corp_reliability, score_decomposition
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression, isotonic_regression
@@ -34,9 +35,11 @@ from .multicalibration import (
     MulticalibrationResult,
     calibration_ratio,
     ecce,
+    SegmentReport,
     multicalibration_error,
     normalized_entropy,
     proportional_ece,
+    segment_report,
 )
 from .platt import (
     PlattResult,
@@ -86,6 +89,7 @@ __all__ = [
     "CorpReliabilityResult",
     "CrossValCalibrationReport",
     "ECCEResult",
+    "GroupedCalibrator",
     "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",
@@ -96,6 +100,7 @@ __all__ = [
     "PlattScaling",
     "PriorEMResult",
     "ScoreDecomposition",
+    "SegmentReport",
     "SlopeInterceptResult",
     "SmoothECEResult",
     "TemperatureScaling",
@@ -124,6 +129,7 @@ __all__ = [
     "proportional_ece",
     "roc_auc_score",
     "score_decomposition",
+    "segment_report",
     "set_num_threads",
     "smooth_ece",
 ]

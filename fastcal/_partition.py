@@ -75,13 +75,12 @@ def resolution(dtype):
     return float(dtype.type(np.finfo(dtype).resolution))
 
 
-def split_by_bounds(x, y, w, bounds, drop_zero=True):
+def split_by_bounds(x, y, w, bounds):
     """Rows of a chunk grouped by score range: a list of ``(x, y, w)`` per range.
 
     Range ``j`` holds the scores ``bounds[j-1] <= x < bounds[j]`` (the first
     range everything below ``bounds[0]``, the last everything from
-    ``bounds[-1]`` on). Rows of weight zero are left out when ``drop_zero``.
-    Order within a range is the input order.
+    ``bounds[-1]`` on). Order within a range is the input order.
     """
     nb = bounds.shape[0]
     n = x.shape[0]
@@ -94,9 +93,7 @@ def split_by_bounds(x, y, w, bounds, drop_zero=True):
         padded = np.full(size, np.inf, dtype=x.dtype)
         padded[:nb] = bounds
         _k.buckets_search(x, padded, bucket)
-    if w is not None and drop_zero:
-        _k.drop_nonpositive(w, bucket, nb + 1)
-    counts = np.bincount(bucket, minlength=nb + 2)[: nb + 1]
+    counts = np.bincount(bucket, minlength=nb + 1)
     starts = np.zeros(nb + 2, dtype=np.int64)
     np.cumsum(counts, out=starts[1:])
     m = int(starts[-1])

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["buckets_linear", "buckets_search", "chain_exits", "drop_nonpositive", "near_min", "range_of",
+__all__ = ["buckets_linear", "buckets_search", "chain_exits", "near_min", "range_of",
            "split_scatter"]
 
 
@@ -43,21 +43,10 @@ def buckets_linear(x, bounds, bucket):
 
 
 @kernel
-def drop_nonpositive(w, bucket, sentinel):
-    for i in range(w.shape[0]):
-        if not w[i] > 0:
-            bucket[i] = sentinel
-
-
-@kernel
 def split_scatter(x, y, w, bucket, pos, xo, yo, wo):
-    """Copy each row to the next free slot of its bucket (stable within a bucket); rows
-    with a bucket beyond ``pos`` (the sentinel) are dropped."""
-    nb = pos.shape[0]
+    """Copy each row to the next free slot of its bucket (stable within a bucket)."""
     for i in range(x.shape[0]):
         b = bucket[i]
-        if b >= nb:
-            continue
         k = pos[b]
         pos[b] = k + 1
         xo[k] = x[i]

@@ -41,7 +41,10 @@ FORMAT = "fastcal"
 VERSION = 1
 
 #: Persistable classes by name; each declares ``_state_schema``: fitted
-#: attribute -> "array" | "float" | "int" | "bool".
+#: attribute -> "array" | "float" | "int" | "bool", or, for estimators made of
+#: others (GroupedCalibrator), "model" (a nested model, as a file holds it),
+#: "models" (a list of them) or "values" (a list of JSON scalars: group names).
+#: A parameter that is an estimator is saved as ``{"type": ..., "params": ...}``.
 _REGISTRY: dict[str, type] = {}
 _ARRAY_DTYPES = ("float32", "float64", "int64")
 
@@ -64,6 +67,16 @@ def _encode(value, kind, name):
         return int(value)
     if kind == "bool":
         return bool(value)
+    if kind == "model":
+        return to_dict(value)
+    if kind == "models":
+        return [to_dict(v) for v in value]
+    if kind == "values":
+        for v in value:
+            if not (v is None or isinstance(v, (str, bool)) or _is_int64(v)
+                    or (isinstance(v, float) and math.isfinite(v))):
+                raise ValueError(f"cannot save {name}: {v!r} is not a string, an int64, a finite float, a bool or None")
+        return list(value)
     raise AssertionError(kind)
 
 
@@ -118,19 +131,41 @@ def _decode(value, kind, where):
         if not isinstance(value, bool):
             _bad(where, f"must be true or false, got {value!r}")
         return value
+    if kind == "model":
+        return from_dict(value)
+    if kind == "models":
+        if not isinstance(value, list):
+            _bad(where, "must be a list of models")
+        return [from_dict(v) for v in value]
+    if kind == "values":
+        if not isinstance(value, list) or not all(v is None or isinstance(v, (str, bool)) or _is_int64(v)
+                                                  or (isinstance(v, float) and _finite(v)) for v in value):
+            _bad(where, "must be a list of strings, int64 integers, finite numbers, booleans or nulls")
+        return value
     raise AssertionError(kind)
 
 
-def _check_param(value, where):
-    """Constructor parameters: JSON scalars, or lists of them (e.g. class priors)."""
+def _check_param(value, where, *, estimator=True):
+    """Constructor parameters: JSON scalars, lists of them (e.g. class priors), or an estimator's
+    ``{"type": ..., "params": ...}`` (built, unfitted)."""
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, dict) and estimator:
+        if set(value) != {"type", "params"} or not isinstance(value["params"], dict):
+            _bad(where, "must be an estimator's object with the fields type and params")
+        cls = _REGISTRY.get(value["type"]) if isinstance(value["type"], str) else None
+        if cls is None:
+            _bad(f"{where} type", f"is {value['type']!r}; known types: {sorted(_REGISTRY)}")
+        names = set(cls._get_param_names())
+        if set(value["params"]) != names:
+            _bad(f"{where} params", f"must be exactly {sorted(names)}; got {sorted(value['params'])}")
+        return cls(**{k: _check_param(v, f"{where}.{k}") for k, v in value["params"].items()})
     if _is_number(value):
         if not _finite(value):
             _bad(where, "must be a finite number within float64's range")
         return value
     if isinstance(value, list):
-        return [_check_param(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return [_check_param(v, f"{where}[{i}]", estimator=False) for i, v in enumerate(value)]
     _bad(where, f"has unsupported type {type(value).__name__}")
 
 
@@ -142,15 +177,24 @@ def to_dict(estimator):
     missing = [name for name in cls._state_schema if not hasattr(estimator, name)]
     if missing:
         raise not_fitted(f"This {cls.__name__} instance is not fitted yet; fit it before saving it.")
-    params = {}
-    for name, value in estimator.get_params().items():
-        if isinstance(value, (np.ndarray, tuple)):
-            value = np.asarray(value).tolist()
-        elif isinstance(value, np.generic):
-            value = value.item()
-        params[name] = _check_param(value, f"parameter {name!r}")
+    params = {name: _param_value(value, f"parameter {name!r}") for name, value in estimator.get_params().items()}
     state = {name: _encode(getattr(estimator, name), kind, name) for name, kind in cls._state_schema.items()}
     return {"format": FORMAT, "version": VERSION, "type": cls.__name__, "params": params, "state": state}
+
+
+def _param_value(value, where):
+    """A constructor parameter as a file holds it: an estimator as ``{"type": ..., "params": ...}``, arrays and
+    tuples as lists, NumPy scalars as Python ones (checked by :func:`_check_param`)."""
+    if _REGISTRY.get(type(value).__name__) is type(value):
+        return {"type": type(value).__name__,
+                "params": {k: _param_value(v, f"{where}.{k}") for k, v in value.get_params().items()}}
+    if isinstance(value, (np.ndarray, tuple)):
+        value = np.asarray(value).tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, dict):
+        _bad(where, "is a dict; only estimators are saved as objects")
+    return _check_param(value, where)
 
 
 def from_dict(data):

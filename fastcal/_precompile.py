@@ -83,7 +83,8 @@ from .metrics import (
     log_loss,
     roc_auc_score,
 )
-from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error
+from .grouped import GroupedCalibrator
+from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import smooth_ece
@@ -501,12 +502,19 @@ def _multicalibration(dtype):
     pr, yr, wr = _read_only(p, y, _weights(N, np.float64))
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
-    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce), an int32 order (segments)
+    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce and the segments)
     ecce(yb, pb)
     multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)
     kuiper_cdf(3.0)
     kuiper_sf(3.0)
+    groups = np.array(["a", "b", "c"])[np.arange(N) % 3]
+    for labels in _labels(y):  # the report by segment reads the validated labels, predictions and weights
+        segment_report(labels, p, groups)
+    for wdtype in FLOATS:
+        segment_report(y, p, np.arange(N) % 3, sample_weight=_weights(N, wdtype))
+        GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
+    GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
 
 
 @warmup("smooth ECE")

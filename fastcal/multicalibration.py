@@ -34,6 +34,7 @@ independent random variables. Ann. Math. Statist. 22(3).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import numbers
@@ -44,6 +45,8 @@ import numpy as np
 
 from . import _multicalibration_kernels as _k
 from ._results import Result
+from . import _parallel
+from ._parallel import parallel_for, run, split, task_bounds
 from ._sort import argsort, sort_pairs
 from ._validation import (
     as_float_array,
@@ -52,6 +55,7 @@ from ._validation import (
     check_probability_range,
     check_sample_weight,
     column_or_1d,
+    rescale_weights,
 )
 from .metrics import calibration_curve, log_loss
 
@@ -63,6 +67,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ECCEResult",
     "MulticalibrationResult",
+    "SegmentReport",
     "calibration_ratio",
     "ecce",
     "kuiper_cdf",
@@ -70,12 +75,21 @@ __all__ = [
     "multicalibration_error",
     "normalized_entropy",
     "proportional_ece",
+    "segment_report",
 ]
 
 #: The value that stands for the collapsed, least frequent values of a categorical feature (MCGrad's).
 OTHER = "__OTHER"
 #: The value that stands for a missing value of a categorical feature (MCGrad's).
 MISSING = "__NA"
+#: Cells per row up to which every combination of feature values gets a cell number, seen or not (see ``_cells``).
+DENSE_CELLS = 4
+#: Entries of the table of segments of each cell used by one pass over the rows (int32: 16 MB).
+TABLE_CELLS = 1 << 22
+#: Chunks times numbers of the per-chunk partial results merged in chunk order (float64: 16 MB), at most.
+CHUNK_ENTRIES = 1 << 21
+#: Bits of the int64 the sort carries with each score (the sign bit stays 0).
+CARRY_BITS = 63
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -174,19 +188,6 @@ def _sigma(ecce_value, std):
     """``ecce / std``, with MCGrad's rule for ``std == 0``: inf if the ECCE is not 0, else 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(std > 0, ecce_value / np.where(std > 0, std, 1.0), np.where(ecce_value != 0, np.inf, 0.0))
-
-
-def _segment_stats(y, p, w, order, codes, feat, mult, base, lookup, n_segments):
-    """:func:`fastcal._multicalibration_kernels.segment_sums` of the rows reordered by ``order`` (``argsort(p)``):
-    per segment ``(n, ecce, std)``. The rows are gathered first: the pass then reads them in sequence (measured
-    at 10^6 rows: reading them through ``order`` in the pass was several times slower)."""
-    ws = np.empty(0) if w is None else np.take(w, order)
-    count, total, var, lo, hi = _k.segment_sums(np.take(p, order), np.take(y, order), ws, np.take(codes, order, axis=0),
-                                                feat, mult, base, lookup, n_segments)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ecce_value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
-        std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
-    return count, ecce_value, std
 
 
 # ---------------------------------------------------------------------------
@@ -337,24 +338,12 @@ def normalized_entropy(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: A
 # ---------------------------------------------------------------------------
 # segments
 # ---------------------------------------------------------------------------
-def _first_rows(codes, order, k):
-    """First position along the sorted predictions (``order``) of each code ``0..k-1``."""
-    return _k.first_rows(np.ascontiguousarray(codes, dtype=np.int64), order, k)
-
-
 def _factorize(values, name):
     """``(codes, uniques)``: integer codes of ``values`` into ``uniques``; NaN (floats) and None (objects) are the
     value ``None`` at the end of ``uniques``."""
     if values.dtype.kind in "biu":
-        lo = int(values.min())
-        if int(values.max()) - lo < 4 * values.shape[0]:  # small range: counts, no sort
-            shifted = (values - lo).astype(np.int64) if values.dtype.kind != "b" else values.astype(np.int64)
-            present = np.flatnonzero(np.bincount(shifted))
-            index = np.full(int(shifted.max()) + 1, -1, dtype=np.int64)
-            index[present] = np.arange(present.size)
-            return index[shifted], (present + lo if values.dtype.kind != "b" else present.astype(bool)).tolist()
         uniques, codes = np.unique(values, return_inverse=True)
-        return codes, uniques.tolist()
+        return codes.reshape(-1), uniques.tolist()
     if values.dtype.kind == "f":
         missing = np.isnan(values)
         uniques, codes = np.unique(np.where(missing, 0.0, values), return_inverse=True)
@@ -394,58 +383,108 @@ def _is_missing(value):
         return True
 
 
-def _categorical(values, name, order, max_values):
-    """Codes (input order, int64) and values of a categorical feature, in order of first appearance along the
-    sorted predictions: the ``max_values - 1`` most frequent values kept, the others one value."""
-    codes, uniques = _factorize(values, name)
-    numeric = values.dtype.kind in "biuf"
+def _coded(values, name, p):
+    """``(codes, offset, index, uniques, counts, rank)``: a feature's values as integer codes, ``index[codes - offset]``
+    numbering its ``k`` distinct values ``uniques`` (None: missing), with each value's rows and its rank of first
+    appearance along the rows sorted (stably) by ``p``.
+
+    Integers (and short strings, as the integers of their bits) of a range
+    under 4 per row are their own codes, less their minimum: one pass counts
+    them (:func:`fastcal._multicalibration_kernels.code_stats`), no sort.
+    Other values are numbered by :func:`_factorize` first.
+    """
+    raw = values
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
+        values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+    n = values.shape[0]
+    if values.dtype.kind in "biu" and n:
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 4 * n and hi < 2**63:
+            codes = np.ascontiguousarray(values)
+            counts, first_p, first_row = _k.code_stats(codes, lo, p, hi - lo + 1)
+            present = np.flatnonzero(counts)
+            index = np.zeros(hi - lo + 1, dtype=np.int64)
+            index[present] = np.arange(present.size)
+            if raw.dtype.kind in "US":
+                uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
+            elif raw.dtype.kind == "b":
+                uniques = present.astype(bool).tolist()
+            else:
+                uniques = (present + lo).tolist()
+            return codes, lo, index, uniques, counts[present], _rank(first_p[present], first_row[present])
+    codes, uniques = _factorize(raw, name)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    counts, first_p, first_row = _k.code_stats(codes, 0, p, len(uniques))
+    return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
+
+
+def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
+    """``(codes, uniques)``: the values of the 1-D array ``values`` numbered ``0..k-1`` (int64), and the ``k``
+    distinct values as Python objects (None for a missing value: NaN, None, pandas' NA).
+
+    The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`): integers and short strings
+    of a small range are counted in one pass, other values numbered by ``np.unique`` or a dict. The order of
+    ``uniques`` is the values' order for numbers and strings, of first appearance for other objects.
+    """
+    values = np.asarray(values)
+    zeros = np.zeros(values.shape[0])
+    codes, offset, index, uniques, _, _ = _coded(values, name, zeros)
+    codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
+    return codes, [None if _is_missing(u) else u for u in uniques]
+
+
+def _rank(first_p, first_row):
+    rank = np.empty(first_p.shape[0], dtype=np.int64)
+    rank[np.lexsort((first_row, first_p))] = np.arange(first_p.shape[0])
+    return rank
+
+
+def _categorical(values, name, p, max_values):
+    """``(codes, offset, remap, labels)`` of a categorical feature: ``remap[codes - offset]`` numbers its values in
+    order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept, the others
+    one value."""
+    codes, offset, index, uniques, counts, first = _coded(values, name, p)
     labels = [MISSING if u is None else u for u in uniques]
     k = len(labels)
-    first = _first_rows(codes, order, k)
+    group = np.arange(k)
     if k > max_values:
-        counts = np.bincount(codes, minlength=k)
         by_appearance = np.argsort(first, kind="stable")
         by_count = by_appearance[np.argsort(-counts[by_appearance], kind="stable")]
         collapsed = by_count[max_values - 1:]
         kept = np.sort(by_count[:max_values - 1])
         finite = [u for u in uniques if u is not None]
-        other = (min(finite) - 1 if finite else -1) if numeric else OTHER
-        index = np.full(k, len(kept), dtype=np.int64)
-        index[kept] = np.arange(len(kept))
-        codes = index[codes]
+        other = (min(finite) - 1 if finite else -1) if values.dtype.kind in "biuf" else OTHER
+        group = np.full(k, len(kept), dtype=np.int64)
+        group[kept] = np.arange(len(kept))
         labels = [labels[i] for i in kept] + [other]
         first = np.append(first[kept], first[collapsed].min())
-    return _by_appearance(codes, labels, first)
+    return _by_appearance(codes, offset, group[index], labels, first)
 
 
-def _numerical(values, name, order, max_values):
-    """Codes and values of a numerical feature: its values if at most ``max_values``, else quantile bin numbers
-    (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN its own value."""
-    x = as_float_array(values, f"segments[{name!r}]").astype(np.float64)
-    finite = x[~np.isnan(x)]
-    if np.unique(finite).size <= max_values:
-        return _categorical_values(x, name, order)
-    edges = np.unique(np.percentile(finite, np.linspace(0, 1, max_values + 1) * 100))
-    bins = np.searchsorted(edges, x, side="left") - 1
-    bins[x == edges[0]] = 0
-    bins = np.where(np.isnan(x), np.nan, bins.astype(np.float64))
-    codes, uniques = _factorize(bins, name)
-    labels = [float("nan") if u is None else int(u) for u in uniques]
-    return _by_appearance(codes, labels, _first_rows(codes, order, len(labels)))
+def _numerical(values, name, p, max_values):
+    """``(codes, offset, remap, labels)`` of a numerical feature: its values if at most ``max_values``, else quantile
+    bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN
+    its own value (``nan``)."""
+    x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
+    binned = _k.count_distinct(x, max_values) > max_values
+    if binned:
+        missing = np.isnan(x)
+        edges = np.unique(np.percentile(x[~missing], np.linspace(0, 1, max_values + 1) * 100))
+        bins = np.searchsorted(edges, x, side="left") - 1
+        bins[x == edges[0]] = 0
+        x = np.where(missing, np.nan, bins.astype(np.float64))
+    codes, offset, index, uniques, _, first = _coded(x, name, p)
+    labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
+    return _by_appearance(codes, offset, index, labels, first)
 
 
-def _categorical_values(x, name, order):
-    codes, uniques = _factorize(x, name)
-    labels = [float("nan") if u is None else u for u in uniques]
-    return _by_appearance(codes, labels, _first_rows(codes, order, len(labels)))
-
-
-def _by_appearance(codes, labels, first):
-    """Codes renumbered so that value ``j`` is the ``j``-th to appear along the sorted predictions."""
+def _by_appearance(codes, offset, index, labels, first):
+    """``(codes, offset, remap, labels)``, ``remap`` the value numbers ``index`` renumbered so that value ``j`` is
+    the ``j``-th to appear along the sorted predictions (``first``: each value's rank of appearance)."""
     rank = np.argsort(first, kind="stable")
-    index = np.empty(len(labels), dtype=np.int64)
-    index[rank] = np.arange(len(labels))
-    return index[codes], [labels[i] for i in rank]
+    renumber = np.empty(len(labels), dtype=np.int64)
+    renumber[rank] = np.arange(len(labels))
+    return codes, offset, renumber[index], [labels[i] for i in rank]
 
 
 def _columns(segments, n, numerical):
@@ -471,18 +510,129 @@ def _columns(segments, n, numerical):
     return [(name, columns[name], False) for name in categorical] + [(name, columns[name], True) for name in numerical]
 
 
-def _combo_tables(combos, depth):
-    """``(feat, mult, base)`` of :func:`fastcal._multicalibration_kernels.segment_sums` for ``(features, multipliers,
-    first key)`` triples."""
-    width = max(depth, 1)
-    feat = np.full((len(combos), width), -1, dtype=np.int64)
-    mult_table = np.zeros((len(combos), width), dtype=np.int64)
-    base = np.zeros(len(combos), dtype=np.int64)
-    for c, (subset, mult, start) in enumerate(combos):
-        feat[c, :len(subset)] = subset
-        mult_table[c, :len(subset)] = mult
-        base[c] = start
-    return feat, mult_table, base
+def _cells(features, n):
+    """``(cells, digits, counts)``: each row's cell (its combination of values of every feature, numbered
+    ``0..m-1``), each cell's value of each feature (``digits``, ``m`` x features) and its rows.
+
+    Mixed-radix numbers of the values while they stay few (:data:`DENSE_CELLS` per row, per 2^14 rows at least),
+    with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
+    """
+    sizes = [len(labels) for _, _, _, _, labels in features]
+    dense = DENSE_CELLS * max(n, 1 << 14)
+    cells = np.zeros(n, dtype=np.int64)
+    span, compacted = 1, False
+    for (_, codes, offset, remap, _), size in zip(features, sizes):
+        if span * size > dense:
+            uniques, inverse = np.unique(cells, return_inverse=True)
+            cells, span, compacted = inverse.astype(np.int64).reshape(-1), uniques.size, True
+        _k.add_digit(cells, codes, offset, remap, size)
+        span *= size
+    if not compacted:
+        digits = np.empty((span, len(features)), dtype=np.int64)
+        place = np.arange(span)
+        for f in range(len(features) - 1, -1, -1):
+            place, digits[:, f] = np.divmod(place, sizes[f])
+        return cells, digits, np.bincount(cells, minlength=span)
+    uniques, first, inverse, counts = np.unique(cells, return_index=True, return_inverse=True, return_counts=True)
+    digits = np.empty((uniques.size, len(features)), dtype=np.int64)
+    for f, (_, codes, offset, remap, _) in enumerate(features):
+        digits[:, f] = remap[codes[first].astype(np.int64) - offset]
+    return inverse.astype(np.int64).reshape(-1), digits, counts
+
+
+def _row_chunks(n, width):
+    """Bounds of the chunks of ``n`` rows whose partial results (``width`` numbers per chunk) are merged in chunk
+    order: :func:`fastcal._parallel.task_bounds`, fewer if chunks x width would pass :data:`CHUNK_ENTRIES`. They
+    depend on the size of the problem alone."""
+    bounds = task_bounds(n)
+    most = max(1, CHUNK_ENTRIES // max(width, 1))
+    if len(bounds) - 1 > most:
+        bounds = split(n, most)
+    return np.array(bounds, dtype=np.int64)
+
+
+def _run_chunks(kernel, n, args, bounds):
+    """``kernel(*args, k, k + 1)`` for every chunk ``k`` of ``bounds``, each a task on fastcal's threads (in this
+    thread under :data:`fastcal._parallel.PARALLEL_MIN_SIZE` rows)."""
+    calls = [(kernel, (*args, k, k + 1)) for k in range(bounds.size - 1)]
+    if n < _parallel.PARALLEL_MIN_SIZE:  # read at each call: tests lower it
+        for func, call_args in calls:
+            func(*call_args)
+    else:
+        run(calls)
+
+
+def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
+    """Per segment ``(count, W, V, lo, hi)``: rows, ``W = sum w``, ``V = sum w^2 p (1 - p)`` and the extremes of
+    the running sum of ``w (y - p)`` along the sorted scores, after each group of equal scores; and the
+    weight of the positive rows, ``sum w y``.
+
+    Counts and sums need no order: they are summed per cell in the input
+    order (:func:`fastcal._multicalibration_kernels.cell_sums`), then per
+    segment over its cells. The extremes take one sort, which carries each
+    row's label and cell (and row number, for its weight) with its score,
+    then one pass over the sorted rows that moves the running sum of every
+    segment a row is in, through a table of the segments of each cell
+    (:func:`fastcal._multicalibration_kernels.running_extremes`). Both passes
+    run in chunks of rows cut by the size of the problem alone (the sorted
+    ones moved back to the start of a group of equal scores), each a task on
+    fastcal's threads, merged in chunk order: the same at any thread count.
+    Combinations of features whose table would pass :data:`TABLE_CELLS`
+    entries are split into blocks, one pass each.
+    """
+    n = p.shape[0]
+    m = digits.shape[0]
+    none = np.empty(0, dtype=np.int64)
+    weights = np.empty(0) if w is None else w
+    columns = [(0, np.zeros(m, dtype=np.int64))]  # segment 0: every cell
+    for subset, mult, local, start, _ in combos:
+        columns.append((start, local[digits[:, list(subset)] @ np.array(mult, dtype=np.int64)]))
+
+    # The sort carries with each score its label, then its row number (for its weight) if weighted, then its
+    # cell, in one int64 if they fit (no gather after the sort); else the label and the row number (cell read there).
+    row_bits = (n - 1).bit_length() if w is not None else 0
+    packed = (m - 1).bit_length() + row_bits + 1 <= CARRY_BITS
+    if not packed:
+        row_bits = (n - 1).bit_length()
+    carry = np.empty(n, dtype=np.int64)
+    bounds = _row_chunks(n, 3 * m)
+    parts = np.zeros((3, bounds.size - 1, m))
+    _run_chunks(_k.cell_sums, n, (cells, p, y, weights, row_bits, packed, bounds, carry, *parts), bounds)
+    cell_total, cell_var, cell_positive = np.zeros(m), np.zeros(m), np.zeros(m)
+    for k in range(bounds.size - 1):  # in chunk order
+        cell_total += parts[0, k]
+        cell_var += parts[1, k]
+        cell_positive += parts[2, k]
+    del parts
+    count = np.zeros(n_segments, dtype=np.int64)
+    total, var = np.zeros(n_segments), np.zeros(n_segments)
+    for start, col in columns:
+        keep = col >= 0
+        size = int(col.max()) + 1 if keep.any() else 0
+        at = slice(start, start + size)
+        count[at] = np.bincount(col[keep], weights=cell_counts[keep], minlength=size)
+        total[at] = np.bincount(col[keep], weights=cell_total[keep], minlength=size)
+        var[at] = np.bincount(col[keep], weights=cell_var[keep], minlength=size)
+
+    sorted_p, carried = sort_pairs(p, carry)
+    del carry
+    gathered = none if packed else cells
+    lo, hi = np.zeros(n_segments), np.zeros(n_segments)
+    per_block = max(1, TABLE_CELLS // max(m, 1))
+    for b in range(0, len(columns), per_block):
+        block = columns[b:b + per_block]
+        first = block[0][0]
+        last = combos[b + len(block) - 2][3] + combos[b + len(block) - 2][4] if b + len(block) > 1 else 1
+        table = np.empty((m, len(block)), dtype=np.int32)
+        for c, (start, col) in enumerate(block):
+            table[:, c] = np.where(col >= 0, col + (start - first), -1)
+        bounds = _row_chunks(n, 3 * (last - first))
+        _k.group_starts(sorted_p, bounds)
+        parts = np.zeros((3, bounds.size - 1, last - first))
+        _run_chunks(_k.running_extremes, n, (sorted_p, carried, row_bits, weights, gathered, table, bounds, *parts),
+                    bounds)
+        lo[first:last], hi[first:last] = _k.merge_extremes(*parts)
+    return count, total, var, lo, hi, float(cell_positive.sum())
 
 
 def multicalibration_error(
@@ -527,10 +677,12 @@ def multicalibration_error(
     and the relative forms are ``100 * mce / pi`` and ``100 * mde / pi``
     (percent of the prevalence; inf if :math:`\pi = 0`).
 
-    One sort of the predictions, then one pass over the rows updates the
-    float64 sums of every segment each row is in (tie groups pooled per
-    segment): O(n (log n + number of feature combinations)), not one pass
-    per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
+    Each row's cell (its values of every feature) is numbered; weights and
+    variances are summed per cell; one sort of the predictions carries each
+    row's label and cell, then one pass over the sorted rows moves the
+    float64 running sum of every segment each row is in (tie groups pooled
+    per segment): O(n (log n + number of feature combinations)), not one
+    pass per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
     even with fewer rows than ``min_samples_per_segment``; exactly
     ``max_n_segments`` segments are kept (MCGrad keeps whole chunks of 50);
     the p-values are not clamped (MCGrad's are at least 2.2e-16).
@@ -584,53 +736,40 @@ def multicalibration_error(
     min_samples = _check_int(min_samples_per_segment, "min_samples_per_segment", 0)
     max_n_segments = _check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
     features = _columns(segments, n, numerical)
-    order = argsort(p)
-    names, codes, values = [], [], []
-    for name, column, is_numerical in features:
-        c, v = (_numerical if is_numerical else _categorical)(column, name, order, max_values)
-        names.append(name)
-        codes.append(c)
-        values.append(v)
-    n_features = len(names)
+    features = [(name, *(_numerical if is_numerical else _categorical)(column, name, p, max_values))
+                for name, column, is_numerical in features]
+    n_features = len(features)
     depth = n_features if max_depth is None else min(max_depth, n_features)
     limit = math.inf if max_n_segments is None else max_n_segments
-
-    code_matrix = (np.stack(codes, axis=1) if codes else np.zeros((n, 0), dtype=np.int64)).astype(np.int32)
-    candidates = [subset for d in range(1, depth + 1) for subset in itertools.combinations(range(n_features), d)]
-    combos, lookup, segment_values = [], [], [{}]
+    cells, digits, cell_counts = _cells(features, n)
+    sizes = [len(labels) for _, _, _, _, labels in features]
+    combos, segment_values = [], [{}]
     n_segments = 1
-    while candidates and n_segments < limit:
-        # Count the rows of each value combination of the next combinations of features in one pass: as many
-        # combinations as could be needed to reach the cap on segments (each segment is one of their keys).
-        batch, room = [], 0
-        while candidates and (not batch or room < limit - n_segments):
-            subset = candidates.pop(0)
-            sizes = [len(values[f]) for f in subset]
-            batch.append((subset, sizes, [math.prod(sizes[i + 1:]) for i in range(len(subset))], room))
-            room += math.prod(sizes)
-        counts = _k.combo_counts(code_matrix, *_combo_tables([(subset, mult, start) for subset, _, mult, start in batch],
-                                                              depth), room)
-        for subset, sizes, mult, start in batch:
-            ids = np.full(math.prod(sizes), -1, dtype=np.int64)
-            for k in np.flatnonzero(counts[start:start + ids.size] >= min_samples):
-                if n_segments >= limit:
-                    break
-                ids[k] = n_segments
-                n_segments += 1
-                digits = [(k // m) % size for m, size in zip(mult, sizes)]
-                segment_values.append({names[f]: values[f][j] for f, j in zip(subset, digits)})
-            if (ids >= 0).any():
-                combos.append((subset, mult, len(lookup) + 1))
-                lookup.extend(ids.tolist())
-
-    feat, mult_table, base = _combo_tables([((), [], 0)] + combos, depth)
-    table = np.array([0] + lookup, dtype=np.int64)  # key 0 of combination 0 (all rows) is segment 0
-    count, value, std = _segment_stats(y, p, w, order, code_matrix, feat, mult_table, base, table, n_segments)
+    for subset in (s for d in range(1, depth + 1) for s in itertools.combinations(range(n_features), d)):
+        if n_segments >= limit:
+            break
+        size = [sizes[f] for f in subset]
+        mult = [math.prod(size[i + 1:]) for i in range(len(subset))]
+        keys = digits[:, list(subset)] @ np.array(mult, dtype=np.int64)
+        counts = np.bincount(keys, weights=cell_counts, minlength=math.prod(size))
+        chosen = np.flatnonzero(counts >= min_samples)[:max(0, min(limit - n_segments, counts.size))]
+        if not chosen.size:
+            continue
+        local = np.full(counts.size, -1, dtype=np.int64)
+        local[chosen] = np.arange(chosen.size)
+        for k in chosen.tolist():
+            place = [(k // m) % z for m, z in zip(mult, size)]
+            segment_values.append({features[f][0]: features[f][4][j] for f, j in zip(subset, place)})
+        combos.append((subset, mult, local, n_segments, chosen.size))
+        n_segments += chosen.size
+    count, total, var, lo, hi, positive = _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
+        std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
     sigma = _sigma(value, std)
     pvalues = _k.kuiper_sf_many(sigma)
 
-    wf = np.ones(n) if w is None else w.astype(np.float64)
-    rate = float(np.dot(wf, y.astype(np.float64)) / wf.sum())
+    rate = positive / total[0] if total[0] > 0 else math.nan
     prevalence = min(rate, 1 - rate)
     mce_sigma = float(sigma.max())
     mce = mce_sigma * float(std[0])
@@ -645,3 +784,136 @@ def multicalibration_error(
         global_ecce_pvalue=float(pvalues[0]), segment_values=segment_values, segment_n=count,
         segment_ecce=value, segment_ecce_sigma=sigma, segment_pvalue=pvalues,
     )
+
+
+# ---------------------------------------------------------------------------
+# the report by segment
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False, repr=False)
+class SegmentReport(Result):
+    """One row of calibration diagnostics per group (see :func:`segment_report`); ``to_pandas()`` gives a DataFrame."""
+
+    groups: list[Any]
+    n: NDArray[np.int64]
+    weight_sum: NDArray[np.float64]
+    base_rate: NDArray[np.float64]
+    mean_prediction: NDArray[np.float64]
+    calibration_ratio: NDArray[np.float64]
+    ece: NDArray[np.float64]
+    ecce: NDArray[np.float64]
+    ecce_sigma: NDArray[np.float64]
+    pvalue: NDArray[np.float64]
+    brier: NDArray[np.float64]
+    log_loss: NDArray[np.float64]
+    auc: NDArray[np.float64]
+
+    def to_pandas(self) -> Any:
+        """The report as a pandas DataFrame, one row per group (needs pandas)."""
+        import pandas as pd
+
+        columns = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "groups"}
+        return pd.DataFrame({"group": pd.Series(self.groups, dtype=object), **columns})
+
+    def __str__(self) -> str:
+        names = ("n", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce_sigma", "pvalue", "auc")
+        head = f"{'group':>16}" + "".join(f"{name[:10]:>11}" for name in names)
+        lines = [head]
+        for i, g in enumerate(self.groups):
+            cells = "".join(f"{int(getattr(self, name)[i]):>11d}" if name == "n" else f"{getattr(self, name)[i]:>11.4g}"
+                            for name in names)
+            lines.append(f"{str(g)[:16]:>16}{cells}")
+        return "\n".join(lines)
+
+
+def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
+                   sample_weight: ArrayLike | None = None, n_bins: int = 10) -> SegmentReport:
+    r"""Calibration diagnostics of each group of rows, in one pass: one row per group.
+
+    For the rows of each group (weights :math:`w`, default 1, :math:`W = \sum w`):
+    ``n``, ``weight_sum`` :math:`W`, ``base_rate`` :math:`\sum w y / W`,
+    ``mean_prediction`` :math:`\sum w p / W`, ``calibration_ratio``
+    :math:`\sum w p / \sum w y` (:func:`calibration_ratio`; NaN without a
+    positive), ``ece`` (:func:`fastcal.expected_calibration_error` with
+    ``n_bins`` uniform bins), ``ecce``, ``ecce_sigma`` and ``pvalue``
+    (:func:`ecce`), ``brier`` (:func:`fastcal.brier_score_loss`),
+    ``log_loss`` (:func:`fastcal.log_loss`, scikit-learn's clipping) and ``auc``
+    (:func:`fastcal.roc_auc_score`, ties counting half; NaN unless both
+    classes are present). Each equals the single metric on the group's rows,
+    up to the order of the float64 sums.
+
+    One stable sort of the predictions, one counting sort of the groups (the
+    rows of each group then follow in order of prediction), one gather, and
+    one pass over the groups (:func:`fastcal._multicalibration_kernels.group_report`),
+    in tasks of groups cut by the number of groups and rows alone: the same
+    at any thread count.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Labels in {0, 1}.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities in [0, 1].
+    groups : array-like of shape (n_samples,)
+        The group of each row: any hashable values (ints, strings, a pandas
+        categorical; NaN and None are one group).
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights.
+    n_bins : int, default=10
+        Uniform bins of the ECE.
+
+    Returns
+    -------
+    SegmentReport
+        ``groups`` (in the order of :func:`group_codes`) and one array per column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal import segment_report
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.1, 0.9, 10_000)
+    >>> country = rng.choice(["fr", "de"], 10_000)
+    >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)
+    >>> r = segment_report(y, p, country)
+    >>> r.groups, r.pvalue < 1e-6
+    (['de', 'fr'], array([False,  True]))
+    """
+    y_arr = column_or_1d(y_true, "y_true")
+    p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
+    g = column_or_1d(groups, "groups")
+    check_consistent_length(y_true=y_arr, y_prob=p, groups=g)
+    check_probability_range(p, "y_prob")
+    y = check_binary_labels(y_arr, "y_true")
+    w = check_sample_weight(sample_weight, p.shape[0])
+    n_bins = _check_int(n_bins, "n_bins", 1)
+    codes, uniques = group_codes(g, "groups")
+    k = len(uniques)
+    order = argsort(p)
+    perm, starts = _k.counting_order(np.take(codes, order), k)
+    rows = np.take(order, perm)
+    del order, perm
+    ps, ys = np.take(p, rows), np.take(y, rows)
+    # weights times a power of two (rescale_weights): the same bits at any scale of sample_weight
+    ws, exponent = (np.empty(0), 0) if w is None else rescale_weights(np.take(w, rows))
+    del rows
+    dt = p.dtype.type
+    clip_lo = dt(np.finfo(p.dtype).eps)
+    out = np.empty((k, _k.G_COLUMNS))
+    parallel_for(_k.group_report, k, ps, ys, ws, starts, np.linspace(0.0, 1.0, n_bins + 1), dt(1), clip_lo,
+                 dt(1) - clip_lo, out, rows=p.shape[0])
+    total = out[:, _k.G_W]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ecce_value = (out[:, _k.G_HI] - out[:, _k.G_LO]) / total
+        std = np.sqrt(out[:, _k.G_VAR]) / total
+        positives = out[:, _k.G_SY]
+        both = (out[:, _k.G_WPOS] > 0) & (out[:, _k.G_WNEG] > 0)
+        sigma = _sigma(ecce_value, std)
+        return SegmentReport(
+            groups=uniques, n=out[:, _k.G_N].astype(np.int64), weight_sum=np.ldexp(total, exponent),
+            base_rate=positives / total,
+            mean_prediction=out[:, _k.G_SP] / total,
+            calibration_ratio=np.where(positives > 0, out[:, _k.G_SP] / np.where(positives > 0, positives, 1), np.nan),
+            ece=out[:, _k.G_ECE] / total, ecce=ecce_value, ecce_sigma=sigma, pvalue=_k.kuiper_sf_many(sigma),
+            brier=out[:, _k.G_BRIER] / total, log_loss=out[:, _k.G_LOG] / total,
+            auc=np.where(both, out[:, _k.G_U] / (out[:, _k.G_WPOS] * out[:, _k.G_WNEG]), np.nan),
+        )

@@ -17,6 +17,7 @@ from ._binning import MAX_BINS
 from ._params import Boolean, Integer, Options, Real, check
 from .decomposition import corp_reliability, score_decomposition
 from .metrics import binary_labels, calibration_curve, check_probabilities, expected_calibration_error
+from .multicalibration import MulticalibrationResult, SegmentReport, kuiper_sf
 from .smooth import smooth_ece
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure, SubFigure
     from numpy.typing import ArrayLike
 
-__all__ = ["probability_histogram", "reliability_diagram"]
+__all__ = ["probability_histogram", "reliability_diagram", "segment_sigmas"]
 
 #: Each model's marker (binned curves) and line style, in turn: curves that lie on top of one another stay
 #: distinguishable, in colour and in grey.
@@ -446,4 +447,96 @@ def probability_histogram(
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title(title if title is not None else "Distribution of predicted probabilities")
+    return fig, ax
+
+
+def _sigma_at(alpha):
+    """The ECCE in sigmas whose Kuiper p-value is ``alpha`` (bisection on :func:`fastcal.multicalibration.kuiper_sf`)."""
+    lo, hi = 0.0, 40.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if kuiper_sf(mid) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def segment_sigmas(
+    result: SegmentReport | MulticalibrationResult,
+    *,
+    alpha: float = 0.05,
+    top: int = 30,
+    ax: Axes | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (7.0, 5.0),
+) -> tuple[Figure | SubFigure, Axes]:
+    """The ECCE of each segment in standard deviations, largest first, against the line of significance.
+
+    One horizontal bar per group of a :func:`fastcal.segment_report` (or per
+    segment of a :func:`fastcal.multicalibration_error`, "all" being segment
+    0), the ``top`` largest ``ecce_sigma`` first; the dashed line is the
+    sigma whose Kuiper p-value is ``alpha`` (1.96... for a normal test, here
+    about 2.5 at 0.05): a bar beyond it is a segment miscalibrated at level
+    ``alpha`` (one test; with many segments, compare against ``alpha`` divided
+    by their number).
+
+    Parameters
+    ----------
+    result : SegmentReport or MulticalibrationResult
+        The segments to draw.
+    alpha : float, default=0.05
+        Significance level of the line, in (0, 1).
+    top : int, default=30
+        Most segments drawn (the largest sigmas).
+    ax : matplotlib Axes, optional
+        Axes to draw on; a new figure is created when None.
+    title : str, optional
+        Axes title.
+    figsize : tuple, default=(7, 5)
+        Size of a new figure.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    ax : matplotlib Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal import segment_report
+    >>> from fastcal.plot import segment_sigmas
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.1, 0.9, 10_000)
+    >>> country = rng.choice(["fr", "de", "us"], 10_000)
+    >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)
+    >>> fig, ax = segment_sigmas(segment_report(y, p, country))
+    >>> [t.get_text() for t in ax.get_yticklabels()][-1]  # the top bar: the largest sigma
+    'fr'
+    """
+    alpha = check("alpha", alpha, [Real(0, 1, open_low=True, open_high=True)])
+    top = check("top", top, [Integer(1)])
+    if isinstance(result, SegmentReport):
+        labels = [str(g) for g in result.groups]
+    elif isinstance(result, MulticalibrationResult):
+        labels = [", ".join(f"{k}={v}" for k, v in values.items()) or "all" for values in result.segment_values]
+    else:
+        raise TypeError(f"result must be a SegmentReport or a MulticalibrationResult, got {type(result).__name__}.")
+    sigma = np.asarray(result.ecce_sigma if isinstance(result, SegmentReport) else result.segment_ecce_sigma)
+    shown = np.argsort(-sigma, kind="stable")[:top][::-1]
+    line = _sigma_at(alpha)
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    values = np.minimum(sigma[shown], np.finfo(np.float64).max)
+    colors = ["C3" if v > line else "C0" for v in values]
+    ax.barh(np.arange(shown.size), values, color=colors)
+    ax.set_yticks(np.arange(shown.size), [labels[i] for i in shown])
+    ax.axvline(line, color="black", linestyle="--", linewidth=1.2, label=f"p-value {alpha:g} ({line:.2f} sigma)")
+    ax.set_xlabel("ECCE / sigma")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    ax.set_title(title if title is not None else "Calibration by segment")
     return fig, ax

@@ -87,6 +87,7 @@ def _results():
         "SmoothECEResult": lambda: fastcal.smooth_ece(y, p),
         "ECCEResult": lambda: fastcal.ecce(y, p),
         "MulticalibrationResult": lambda: fastcal.multicalibration_error(y, p, {"g": (s > 0).astype(int)}),
+        "SegmentReport": lambda: fastcal.segment_report(y, p, (s > 0).astype(int)),
     }
 
 

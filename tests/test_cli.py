@@ -901,3 +901,66 @@ def test_apply_csv_passes_bytes_that_are_not_utf8(model, data, tmp_path, monkeyp
     assert main(["apply", str(model), str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv")]) == 0
     assert_csv_pass_through((tmp_path / "out.csv").read_bytes(), b"id,score", rows, b"\n", True,
                             reference(data).predict(np.array([0.5, 0.25])))
+
+
+# ---------------------------------------------------------------------------
+# segments: report --segment-col, fit --group-col, apply --group-col
+# ---------------------------------------------------------------------------
+def _segment_files(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(30)
+    n = 4000
+    p = rng.uniform(0.05, 0.95, n)
+    g = rng.choice(["fr", "de", "us", "xx"], n, p=[0.4, 0.4, 0.19, 0.01])
+    y = (rng.uniform(size=n) < np.where(g == "fr", p**2, p)).astype(np.int64)
+    with open(tmp_path / "seg.csv", "w") as f:
+        f.write("score,label,country\n")
+        f.writelines(f"{float(a)!r},{b},{c}\n" for a, b, c in zip(p, y, g))
+    pq.write_table(pa.table({"score": p, "label": y, "country": g}), tmp_path / "seg.parquet")
+    return p, y, g
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_report_by_segment(tmp_path, capsys, kind):
+    p, y, g = _segment_files(tmp_path)
+    assert main(["report", str(tmp_path / f"seg.{kind}"), "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "country", "-o", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "By country:" in out and "multicalibration error over country: mce " in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    want = fastcal.segment_report(y, p, g)
+    by_group = dict(zip(doc["segments"]["groups"], doc["segments"]["ecce_sigma"]))
+    assert by_group == pytest.approx(dict(zip(want.groups, want.ecce_sigma.tolist())), rel=1e-12)
+    mce = fastcal.multicalibration_error(y, p, {"country": g}, max_values_per_segment_feature=4)
+    assert doc["multicalibration"]["mce_sigma"] == pytest.approx(mce.mce_sigma, rel=1e-12)
+    assert doc["segment_col"] == "country"
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_fit_and_apply_by_group(tmp_path, kind):
+    p, y, g = _segment_files(tmp_path)
+    data = str(tmp_path / f"seg.{kind}")
+    model = str(tmp_path / "m.json")
+    assert main(["fit", data, "-o", model, "--method", "sigmoid", "--score-col", "score", "--label-col", "label",
+                 "--group-col", "country", "--min-group-rows", "50", "-q"]) == 0
+    est = fastcal.load(model)
+    want = fastcal.GroupedCalibrator(fastcal.PlattScaling(), min_samples_per_group=50).fit(p, y, g)
+    assert sorted(est.groups_) == ["de", "fr", "us"]  # "xx" has under 50 rows: the global fit
+    out = tmp_path / f"out.{kind}"
+    assert main(["apply", model, data, "-o", str(out), "--score-col", "score", "--group-col", "country", "-q"]) == 0
+    if kind == "csv":
+        calibrated = np.loadtxt(out, delimiter=",", skiprows=1, usecols=3)
+    else:
+        import pyarrow.parquet as pq
+
+        calibrated = pq.read_table(out).column("calibrated").to_numpy()
+    np.testing.assert_allclose(calibrated, want.predict(p, g), rtol=1e-15)
+    # the model needs its group column, and a plain model takes none
+    assert main(["apply", model, data, "-o", str(tmp_path / "o2.csv"), "--score-col", "score", "-q"]) == 2
+    assert not (tmp_path / "o2.csv").exists()
+    assert main(["fit", data, "-o", model, "--method", "sigmoid", "--score-col", "score", "--label-col", "label",
+                 "--group-col", "nope", "-q"]) == 2
+    assert main(["fit", data, "-o", model, "--method", "sigmoid", "--score-col", "score", "--label-col", "label",
+                 "--group-col", "country", "--memory-budget", "1G", "-q"]) == 2

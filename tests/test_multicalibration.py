@@ -370,3 +370,150 @@ def test_multicalibration_validation():
         multicalibration_error(y, p, [1, 2, 3, 4])
     with pytest.raises(ValueError, match="y_prob"):
         multicalibration_error(y, p + 1, {"a": [1, 2, 3, 4]})
+
+
+def _chunked(monkeypatch):
+    """Test-sized inputs cut into many chunks of rows, as 10^7 rows are."""
+    from fastcal import _parallel
+
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 8)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "gather"])
+def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
+    """Chunks of rows (merged in chunk order), blocks of the cell table, cells numbered by np.unique, and cells
+    read at the row number after the sort: each equals the naive ECCE of every segment, and the result is the
+    same bits on 1 and 7 threads."""
+    from fastcal import multicalibration as mc
+
+    from .threads import MANY, num_threads
+
+    y, p, w, segments = _segment_data(6000, seed=15, ties=True)
+    w = w if weighted else None
+    kwargs = dict(numerical=["c"], sample_weight=w, min_samples_per_segment=1, max_values_per_segment_feature=5)
+    _chunked(monkeypatch)
+    if path == "blocks":
+        monkeypatch.setattr(mc, "TABLE_CELLS", 300)  # 3 columns of the 100-cell table per pass
+    elif path == "sparse_cells":
+        monkeypatch.setattr(mc, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
+    elif path == "gather":
+        monkeypatch.setattr(mc, "CARRY_BITS", 4)
+    with num_threads(1):
+        r = multicalibration_error(y, p, segments, **kwargs)
+    with num_threads(MANY):
+        assert multicalibration_error(y, p, segments, **kwargs) == r
+    assert len(r.segment_values) == 1 + 5 + 4 + 5 + 20 + 25 + 20 + 100
+    wf = np.ones_like(p) if w is None else w
+    for values, n, value, sigma in zip(r.segment_values, r.segment_n, r.segment_ecce, r.segment_ecce_sigma):
+        mask = np.ones(p.shape[0], dtype=bool)
+        for name, v in values.items():
+            column = segments[name]
+            if name == "c":  # a quantile bin: the bin numbers of the numerical feature
+                edges = np.unique(np.percentile(column, np.linspace(0, 100, 6)))
+                bins = np.searchsorted(edges, column, side="left") - 1
+                bins[column == edges[0]] = 0
+                column = bins
+            mask &= column == v
+        expected, std = naive_ecce(y[mask], p[mask], wf[mask])
+        assert n == mask.sum()
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# segment_report
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("ties", [False, True])
+def test_segment_report_equals_per_group_metrics(weighted, dtype, ties):
+    from fastcal import brier_score_loss, expected_calibration_error, roc_auc_score, segment_report
+
+    y, p, w, segments = _segment_data(6000, seed=21, ties=ties)
+    p = p.astype(dtype)
+    p[:3] = [0.0, 1.0, 0.3]  # log loss clipping; a prediction on a bin edge
+    w = w if weighted else None
+    groups = segments["a"]
+    y[groups == "v"] = 1  # a group of one class: AUC NaN
+    r = segment_report(y, p, groups, sample_weight=w)
+    assert r.groups == ["u", "v", "x", "y", "z"]
+    for i, g in enumerate(r.groups):
+        m = groups == g
+        yg, pg, wg = y[m], p[m], None if w is None else w[m]
+        wf = np.ones(m.sum()) if wg is None else wg
+        assert r.n[i] == m.sum()
+        assert r.weight_sum[i] == pytest.approx(wf.sum(), rel=1e-13)
+        assert r.base_rate[i] == pytest.approx(np.dot(wf, yg) / wf.sum(), rel=1e-13)
+        assert r.mean_prediction[i] == pytest.approx(np.dot(wf, pg.astype(np.float64)) / wf.sum(), rel=1e-13)
+        assert r.calibration_ratio[i] == pytest.approx(calibration_ratio(yg, pg, sample_weight=wg), rel=1e-13)
+        assert r.ece[i] == pytest.approx(expected_calibration_error(yg, pg, n_bins=10, sample_weight=wg),
+                                         rel=1e-12, abs=1e-15)
+        e = ecce(yg, pg, sample_weight=wg)
+        assert r.ecce[i] == pytest.approx(e.ecce, rel=1e-12, abs=1e-15)
+        assert r.ecce_sigma[i] == pytest.approx(e.ecce_sigma, rel=1e-12, abs=1e-15)
+        assert r.pvalue[i] == pytest.approx(e.pvalue, rel=1e-9, abs=4 * EPS)
+        assert r.brier[i] == pytest.approx(brier_score_loss(yg, pg, sample_weight=wg), rel=1e-12)
+        if g == "v":
+            assert np.isnan(r.auc[i])
+            continue
+        assert r.log_loss[i] == pytest.approx(log_loss(yg, pg, sample_weight=wg), rel=1e-12)
+        assert r.auc[i] == pytest.approx(roc_auc_score(yg, pg, sample_weight=wg), rel=1e-12)
+
+
+def test_segment_report_threads_types_and_output(monkeypatch):
+    from fastcal import segment_report
+
+    from .threads import MANY, num_threads
+
+    y, p, w, segments = _segment_data(20_000, seed=22, ties=True)
+    groups = np.random.default_rng(3).integers(0, 500, p.shape[0])
+    _chunked(monkeypatch)
+    with num_threads(1):
+        r = segment_report(y, p, groups, sample_weight=w)
+    with num_threads(MANY):
+        assert segment_report(y, p, groups, sample_weight=w) == r
+    assert segment_report(y, p, groups, sample_weight=w * 64.0).ecce_sigma.tolist() == r.ecce_sigma.tolist()
+    as_str = segment_report(y, p, np.char.add("g", groups.astype(str)), sample_weight=w)
+    order = np.argsort([int(g[1:]) for g in as_str.groups])
+    np.testing.assert_array_equal(as_str.ecce[order], r.ecce)
+    pd = pytest.importorskip("pandas", reason="pandas is part of the test extra: pip install -e '.[all]'")
+    frame = r.to_pandas()
+    assert list(frame["group"]) == r.groups and frame["ecce"].tolist() == r.ecce.tolist()
+    assert r.to_dict()["groups"] == r.groups and "ecce_sigma" in str(r)
+    cat = segment_report(y, p, pd.Categorical(np.array(["a", "b"])[groups % 2]))
+    assert sorted(cat.groups) == ["a", "b"] and cat.n.sum() == p.shape[0]  # objects: in order of appearance
+    with pytest.raises(ValueError, match="Inconsistent"):
+        segment_report(y, p, groups[:-1])
+
+
+def test_segment_sigmas_plot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fastcal import segment_report
+    from fastcal.plot import segment_sigmas
+
+    y, p, w, segments = _segment_data(6000, seed=23)
+    r = segment_report(y, p, segments["a"], sample_weight=w)
+    fig, ax = segment_sigmas(r, alpha=0.01, top=3)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    biggest = [r.groups[i] for i in np.argsort(-r.ecce_sigma)[:3]][::-1]
+    assert labels == biggest  # the largest sigma at the top
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == sorted(widths) and widths[-1] == pytest.approx(r.ecce_sigma.max())
+    line = ax.get_lines()[0].get_xdata()[0]
+    assert kuiper_sf(line) == pytest.approx(0.01, rel=1e-9)  # the significance line
+    plt.close(fig)
+    m = multicalibration_error(y, p, segments, numerical=["c"])
+    fig, ax = segment_sigmas(m, top=1)
+    worst = m.segment_values[int(np.argmax(m.segment_ecce_sigma))]
+    assert ax.get_yticklabels()[0].get_text() == (", ".join(f"{k}={v}" for k, v in worst.items()) or "all")
+    plt.close(fig)
+    with pytest.raises(TypeError, match="SegmentReport"):
+        segment_sigmas({"a": 1})
+    with pytest.raises(ValueError, match="alpha"):
+        segment_sigmas(r, alpha=1.5)

@@ -123,11 +123,9 @@ def test_split_by_bounds_matches_naive(seed, dtype, n_bounds, weighted):
     y = rng.integers(0, 2, n).astype(np.uint8)
     w = rng.choice([0.0, 0.5, 2.0], n) if weighted else None
     bounds = np.unique(np.round(rng.random(n_bounds), 3)).astype(dtype)  # > 32: the binary search
-    pieces = _partition.split_by_bounds(x, y, w, bounds, drop_zero=True)
+    pieces = _partition.split_by_bounds(x, y, w, bounds)
     assert len(pieces) == bounds.shape[0] + 1
-    for (px, py, pw), idx in zip(pieces, naive_split(x, bounds)):
-        if w is not None:
-            idx = idx[w[idx] > 0]
+    for (px, py, pw), idx in zip(pieces, naive_split(x, bounds)):  # every row, weight zero too
         assert_array_equal(px, x[idx])  # stable: input order within a range
         assert_array_equal(py, y[idx])
         if w is not None:

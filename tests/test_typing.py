@@ -286,6 +286,12 @@ def metrics(s: NDArray[np.float64], y: NDArray[np.int64], return_counts: bool) -
     assert_type(mc, fastcal.MulticalibrationResult)
     assert_type(mc.mce + mc.mce_pvalue + mc.mde_relative, float)
     assert_type(mc.segment_ecce_sigma, NDArray[np.float64])
+    sr = fastcal.segment_report(y, p, y, sample_weight=np.ones(s.shape[0]), n_bins=5)
+    assert_type(sr, fastcal.SegmentReport)
+    assert_type(sr.ecce_sigma, NDArray[np.float64])
+    grouped = fastcal.GroupedCalibrator(fastcal.PlattScaling(), min_samples_per_group=2).fit(s, y, y)
+    assert_type(grouped, fastcal.GroupedCalibrator)
+    assert_type(grouped.predict(s, y), NDArray[np.floating])
     assert_type(fastcal.calibration_ratio(y, p, adjust_unjoined=True), float)
     assert_type(fastcal.proportional_ece(y, p, n_bins=10), float)
     assert_type(fastcal.normalized_entropy(y, p), float)
@@ -390,6 +396,7 @@ def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.plot.reliability_diagram(y, p, method="corp", n_resamples=10, level=0.8, band="confidence",
                                                  random_state=0, show_decomposition=True)[0], Figure)
     assert_type(fastcal.plot.reliability_diagram(y, p, method="smooth", bandwidth=0.1, ax=ax)[1][0], Axes)
+    assert_type(fastcal.plot.segment_sigmas(fastcal.segment_report(y, p, y), alpha=0.01, top=5, ax=ax)[1], Axes)
 
 
 def main(tmp: str) -> None:

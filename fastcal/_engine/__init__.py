@@ -226,7 +226,7 @@ def split_chunk(chunk, bounds, key=0):
     bounds = np.asarray(bounds)
     x = chunk[key]
     if key == 0 and len(chunk) == 3 and chunk[1] is not None and x.ndim == 1 and x.dtype.kind == "f":
-        return split_by_bounds(chunk[0], chunk[1], chunk[2], bounds.astype(x.dtype), drop_zero=False)
+        return split_by_bounds(chunk[0], chunk[1], chunk[2], bounds.astype(x.dtype))
     j = np.searchsorted(bounds.astype(x.dtype), x, side="right")
     order = np.argsort(j, kind="stable")
     starts = np.searchsorted(j[order], np.arange(bounds.shape[0] + 2))

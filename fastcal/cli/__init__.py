@@ -120,6 +120,12 @@ def build_parser():
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
                           "than memory (isotonic, centered-isotonic, sigmoid, beta)")
+    fit.add_argument("--group-col", metavar="COL",
+                     help="fit one calibrator per value of COL (fastcal.GroupedCalibrator); apply then needs "
+                          "--group-col too")
+    fit.add_argument("--min-group-rows", type=positive_int, default=100, metavar="N",
+                     help="with --group-col: fewest rows of a group with its own calibrator; smaller and "
+                          "unseen groups use the fit on all rows (default 100)")
     common(fit)
     fit.set_defaults(func=cmd_fit)
 
@@ -133,6 +139,7 @@ def build_parser():
                      help="column of scores (default: the only column, or 'score')")
     app.add_argument("--output-col", default="calibrated", metavar="NAME",
                      help="name of the new column (default calibrated; NAME_j per class for temperature)")
+    app.add_argument("--group-col", metavar="COL", help="column of the groups of a model fitted with --group-col")
     prior = app.add_mutually_exclusive_group()
     prior.add_argument("--prior-rate", type=float, metavar="R",
                        help="then undo negative undersampling at rate R (fastcal.correct_negative_sampling)")
@@ -154,6 +161,9 @@ def build_parser():
     rep.add_argument("--strategy", choices=("uniform", "quantile"), default="uniform",
                      help="bin edges: equal widths on [0, 1] (uniform, the default) or equal counts of "
                           "predictions (quantile)")
+    rep.add_argument("--segment-col", metavar="COL",
+                     help="also report each value of COL (fastcal.segment_report) and the multicalibration error "
+                          "over them (fastcal.multicalibration_error)")
     common(rep, quiet_help="no progress bars and no report table on stdout")
     rep.set_defaults(func=cmd_report)
 

@@ -43,7 +43,13 @@ def cmd_apply(args, progress_enabled, timings):
             score_cols = ["score"]
         else:
             raise UsageError(f"{path}: say which column holds the scores with --score-col")
-    reader.require(score_cols)
+    grouped = isinstance(est, fastcal.GroupedCalibrator)
+    if grouped and not args.group_col:
+        raise UsageError(f"{args.model}: a model fitted by group needs --group-col (the column of the groups)")
+    if args.group_col and not grouped:
+        raise UsageError(f"{args.model}: --group-col is for models fitted with --group-col; this one is a "
+                         f"{type(est).__name__}")
+    reader.require(score_cols + ([args.group_col] if grouped else []))
     multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if multiclass:
         k = est.n_classes_
@@ -68,8 +74,9 @@ def cmd_apply(args, progress_enabled, timings):
             if not piece.n:  # an input without rows: the output gets the columns only
                 p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
+                groups = _column(piece, args.group_col) if grouped else None
                 p = _calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
-                               offset)
+                               offset, groups)
             if multiclass:
                 new = {c: np.ascontiguousarray(p[:, j]) for j, c in enumerate(out_cols)}
             else:
@@ -93,13 +100,23 @@ def cmd_apply(args, progress_enabled, timings):
     timings.update(read=t_read, compute=t_compute, write=t_write)
 
 
-def _calibrate(est, cols, multiclass, args, priors, path, offset):
+def _column(piece, name):
+    """Column ``name`` of a piece as read (text from CSV), as an ndarray: the groups of a grouped model."""
+    batch = piece.batch()
+    values = batch[name] if isinstance(batch, dict) else batch.column(batch.column_names.index(name))
+    return values if isinstance(values, np.ndarray) else values.to_numpy(zero_copy_only=False)
+
+
+def _calibrate(est, cols, multiclass, args, priors, path, offset, groups=None):
     """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on)."""
     import fastcal
 
     X = cols[0] if len(cols) == 1 else np.column_stack(cols)
     try:
-        p = est.predict_proba(X) if multiclass else est.predict(X)
+        if groups is not None:
+            p = est.predict(X, groups)
+        else:
+            p = est.predict_proba(X) if multiclass else est.predict(X)
         if args.prior_rate is not None:
             p = fastcal.correct_negative_sampling(p, args.prior_rate)
         if priors is not None:

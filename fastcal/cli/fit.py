@@ -48,6 +48,13 @@ def _estimator(args):
     return fastcal.TemperatureScaling()
 
 
+def fastcal_grouped(est, min_rows):
+    """``est`` wrapped in a :class:`fastcal.GroupedCalibrator` (``fastcal fit --group-col``)."""
+    import fastcal
+
+    return fastcal.GroupedCalibrator(est, min_samples_per_group=min_rows)
+
+
 def cmd_fit(args, progress_enabled, timings):
     """Fit the calibrator ``args`` ask for and save it (a command: see :func:`fastcal.cli.main`)."""
     score_cols = columns_arg(args.score_col)
@@ -63,9 +70,16 @@ def cmd_fit(args, progress_enabled, timings):
     if args.memory_budget is not None and args.input == "-":
         raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
-    cols = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
+    numeric = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
+    cols = numeric + ([args.group_col] if args.group_col else [])
     reader.require(cols)
     path = display_name(args.input)
+    if args.group_col:
+        if args.memory_budget is not None:
+            raise UsageError("--group-col fits in memory: leave out --memory-budget")
+        if args.method == "temperature":
+            raise UsageError("--group-col takes a calibrator of one score column, not temperature")
+        est = fastcal_grouped(est, args.min_group_rows)
     if args.memory_budget is not None:
         if args.method in ("temperature", "histogram", "venn-abers"):
             raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
@@ -73,7 +87,7 @@ def cmd_fit(args, progress_enabled, timings):
         est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
-        data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
+        data = read_columns(reader, cols, numeric, Progress(f"reading {path}", reader.n_rows, progress_enabled))
         timings["read"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         y = data[args.label_col]
@@ -91,7 +105,10 @@ def cmd_fit(args, progress_enabled, timings):
         Progress("", enabled=progress_enabled).status(f"fitting {args.method} on {len(y):,} rows")
         t0 = time.perf_counter()
         try:
-            est.fit(X, y, sample_weight=w)
+            if args.group_col:
+                est.fit(X, y, data[args.group_col], sample_weight=w)
+            else:
+                est.fit(X, y, sample_weight=w)
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
         timings["fit"] = time.perf_counter() - t0
@@ -99,7 +116,7 @@ def cmd_fit(args, progress_enabled, timings):
     try:
         with committing():
             est.save(args.output)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # a model that cannot be saved (e.g. groups that are not JSON values)
         raise DataError(f"{args.output}: {exc}") from None
     timings["write"] = time.perf_counter() - t0
 

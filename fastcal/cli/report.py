@@ -76,6 +76,17 @@ def _json_ready(value):
     return value
 
 
+def _json_key(value):
+    """A group as JSON holds it: strings, numbers, booleans and null as they are, anything else as its str."""
+    return value if value is None or isinstance(value, (str, bool, int, float)) else str(value)
+
+
+def _mce_summary(mce):
+    names = ("mce", "mce_sigma", "mce_pvalue", "mce_relative", "mde", "global_ecce", "global_ecce_sigma",
+             "global_ecce_pvalue")
+    return {name: getattr(mce, name) for name in names}
+
+
 def cmd_report(args, progress_enabled, timings):
     """Write the report on ``args.input`` and print its table (a command: see :func:`fastcal.cli.main`)."""
     import fastcal
@@ -90,11 +101,12 @@ def cmd_report(args, progress_enabled, timings):
             raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
     check_output_dir(args.output)
     reader = open_input(args.input, args.batch_rows)
-    cols = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    numeric = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    cols = numeric + ([args.segment_col] if args.segment_col else [])
     reader.require(cols)
     path = display_name(args.input)
     t0 = time.perf_counter()
-    data = read_columns(reader, cols, cols, Progress(f"reading {path}", reader.n_rows, progress_enabled))
+    data = read_columns(reader, cols, numeric, Progress(f"reading {path}", reader.n_rows, progress_enabled))
     timings["read"] = time.perf_counter() - t0
     p, y = data[args.score_col], data[args.label_col]
     if not len(y):
@@ -108,6 +120,12 @@ def cmd_report(args, progress_enabled, timings):
     try:
         report = fastcal.calibration_report(y, p, sample_weight=w, n_bins=args.n_bins, strategy=args.strategy)
         corp = _corp(y, p, w)
+        segments = mce = None
+        if args.segment_col:
+            groups = data[args.segment_col]
+            segments = fastcal.segment_report(y, p, groups, sample_weight=w, n_bins=args.n_bins)
+            mce = fastcal.multicalibration_error(y, p, {args.segment_col: groups}, sample_weight=w,
+                                                 max_values_per_segment_feature=max(2, len(segments.groups)))
     except ValueError as exc:
         raise DataError(f"{path}: {exc}") from None
     timings["compute"] = time.perf_counter() - t0
@@ -117,6 +135,10 @@ def cmd_report(args, progress_enabled, timings):
         if kind == ".json":
             doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col,
                    "report": _json_ready(report.to_dict()), "corp": _json_ready(corp.to_dict())}
+            if segments is not None:
+                doc["segment_col"] = args.segment_col
+                doc["segments"] = _json_ready({**segments.to_dict(), "groups": [_json_key(g) for g in segments.groups]})
+                doc["multicalibration"] = _json_ready(_mce_summary(mce))
             with open(target.tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=1, allow_nan=False)
         else:
@@ -140,3 +162,7 @@ def cmd_report(args, progress_enabled, timings):
     timings["write"] = time.perf_counter() - t0
     if not args.quiet:
         print(report)
+        if segments is not None:
+            print(f"\nBy {args.segment_col}:\n{segments}")
+            print(f"\nmulticalibration error over {args.segment_col}: "
+                  + ", ".join(f"{k} {v:.4g}" for k, v in _mce_summary(mce).items()))
