@@ -1273,27 +1273,60 @@ def calibration_report(
 
     table, edges, (y, p, w) = _binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True,
                                       brier=True, logloss=True)
-    weight = table[:, W]
-    total = float(weight.sum())
     positives = float(table[:, SY].sum())
-    decomposition = BrierDecomposition(*brier_terms_from_table(table))
-    ece = ece_from_table(table)
-    prob_true, prob_pred = curve_from_table(table, w is not None, False)
-    both = 0 < positives < total
+    both = 0 < positives < float(table[:, W].sum())
     # One sort of the scores per class for the AUC and the CORP decomposition's isotonic fit.
     by_label = shared_sort(y, p, w) if both else None
     auc = roc_auc(y, p, w, by_label=by_label) if both else math.nan
-    corp_brier, corp_log = decompose(y, p, w, ("brier", "log_loss"), by_label=by_label)
+    corp = decompose(y, p, w, ("brier", "log_loss"), by_label=by_label)
     # The standard errors are those of frequency weights, in the caller's units.
     slope_fit, missing = slope_intercept_fit(y, p, None if w is None else _in_weight_units(w, sample_weight),
                                              strict=False)
+    return report_from_parts(table, edges, strategy, int(p.shape[0]), w is not None,
+                             lambda v: _in_weight_units(v, sample_weight), auc, corp, slope_fit, missing, 3)
+
+
+def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc, corp, slope_fit, missing, stacklevel):
+    """The :class:`CalibrationReport` of binary data from its parts: what :func:`calibration_report` and the
+    engine's driver (:func:`fastcal._engine.decomposition.calibration_report`) both computed.
+
+    Parameters
+    ----------
+    table : ndarray
+        The bin table (``fastcal._binning``'s columns, with moments, Brier and log-loss sums).
+    edges : ndarray
+        The bin edges.
+    strategy : str
+        How they were chosen.
+    n : int
+        The number of rows.
+    weighted : bool
+        Whether the rows were weighted.
+    in_weight_units : callable
+        A sum of the table's weights in the units of ``sample_weight``.
+    auc : float
+        The ROC AUC (NaN unless both classes are present).
+    corp : tuple
+        The CORP decompositions of the Brier score and of the log loss.
+    slope_fit, missing
+        :func:`fastcal.platt.slope_intercept_fit`'s result (``strict=False``): the fit, and why the
+        maximum-likelihood slope does not exist (or None); warned about here, at ``stacklevel``.
+    """
+    weight = table[:, W]
+    total = float(weight.sum())
+    positives = float(table[:, SY].sum())
+    both = 0 < positives < total
     if missing is not None:
         what = ("the ROC AUC and the calibration slope and intercept are NaN, the calibration-in-the-large "
                 f"{slope_fit.calibration_in_the_large:+}" if not both else
                 f"the calibration slope is {slope_fit.slope:+} and the intercept NaN" if math.isinf(slope_fit.slope)
                 else "the calibration slope and intercept are NaN")
         warnings.warn(f"calibration_report: {missing}, so the maximum-likelihood calibration slope does not exist: "
-                      f"{what} (with their standard errors).", UserWarning, stacklevel=2)
+                      f"{what} (with their standard errors).", UserWarning, stacklevel=stacklevel)
+    decomposition = BrierDecomposition(*brier_terms_from_table(table))
+    ece = ece_from_table(table)
+    prob_true, prob_pred = curve_from_table(table, weighted, False)
+    corp_brier, corp_log = corp
     optional: dict[str, Any] = {}
     for name, attr in (
         ("slope_se", "slope_se"),
@@ -1313,8 +1346,8 @@ def calibration_report(
             value = float(value)
         optional[name] = value
     return CalibrationReport(
-        n=int(p.shape[0]),
-        weight_sum=float(_in_weight_units(total, sample_weight)),
+        n=n,
+        weight_sum=float(in_weight_units(total)),
         base_rate=positives / total,
         mean_prediction=column_mean(table, SP),
         auc=auc,
@@ -1339,7 +1372,7 @@ def calibration_report(
         n_bins=edges.shape[0] - 1,
         strategy=strategy,
         bin_edges=edges,
-        bin_weights=_in_weight_units(weight, sample_weight).astype(np.float64),
+        bin_weights=np.asarray(in_weight_units(weight), dtype=np.float64),
         prob_true=prob_true,
         prob_pred=prob_pred,
         **optional,

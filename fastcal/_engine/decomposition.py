@@ -52,7 +52,6 @@ for given chunks).
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
@@ -222,12 +221,10 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
     try:
         edges = data.edges(n_bins, strategy)
         table = data.table(edges, moments=True, brier=True, logloss=True)
-        weight = table[:, _binning.W]
-        total = float(weight.sum())
         positives = float(table[:, _binning.SY].sum())
-        both = 0 < positives < total
+        both = 0 < positives < float(table[:, _binning.W].sum())
         auc = _auc(data, None, rows.parallelism) if both else math.nan
-        corp_brier, corp_log = _decompositions(data, ("brier", "log_loss"))
+        corp = _decompositions(data, ("brier", "log_loss"))
         logit_rows, preps = data.rows.convert(_logits, data.exponent)
         try:
             passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass)
@@ -238,58 +235,6 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
             logit_rows.release()
     finally:
         data.release()
-    if missing is not None:
-        what = ("the ROC AUC and the calibration slope and intercept are NaN, the calibration-in-the-large "
-                f"{slope_fit.calibration_in_the_large:+}" if not both else
-                f"the calibration slope is {slope_fit.slope:+} and the intercept NaN" if math.isinf(slope_fit.slope)
-                else "the calibration slope and intercept are NaN")
-        warnings.warn(f"calibration_report: {missing}, so the maximum-likelihood calibration slope does not exist: "
-                      f"{what} (with their standard errors).", UserWarning, stacklevel=user_stacklevel())
-    decomposition_ = metrics.BrierDecomposition(*_binning.brier_terms_from_table(table))
-    ece = _binning.ece_from_table(table)
-    prob_true, prob_pred = _binning.curve_from_table(table, weighted, False)
-    optional = {}
-    for name, attr in (("slope_se", "slope_se"), ("intercept_se", "intercept_se"), ("slope_ci", "slope_ci"),
-                       ("intercept_ci", "intercept_ci"), ("slope_converged", "converged")):
-        value = getattr(slope_fit, attr, None)
-        if value is None:
-            continue
-        if name.endswith("_ci"):
-            value = tuple(float(v) for v in np.ravel(value))
-        elif name == "slope_converged":
-            value = bool(value)
-        else:
-            value = float(value)
-        optional[name] = value
-    return metrics.CalibrationReport(
-        n=int(data.n),
-        weight_sum=float(data.in_weight_units(total)) if weighted else total,
-        base_rate=positives / total,
-        mean_prediction=_binning.column_mean(table, _binning.SP),
-        auc=auc,
-        brier=decomposition_.brier,
-        log_loss=_binning.column_mean(table, _binning.SLOG),
-        ece=ece["l1"],
-        rmsce=ece["l2"],
-        mce=ece["max"],
-        reliability=decomposition_.reliability,
-        resolution=decomposition_.resolution,
-        uncertainty=decomposition_.uncertainty,
-        within_bin_variance=decomposition_.within_bin_variance,
-        within_bin_covariance=decomposition_.within_bin_covariance,
-        slope=float(slope_fit.slope),
-        intercept=float(slope_fit.intercept),
-        calibration_in_the_large=float(slope_fit.calibration_in_the_large),
-        brier_miscalibration=corp_brier.miscalibration,
-        brier_discrimination=corp_brier.discrimination,
-        log_loss_miscalibration=corp_log.miscalibration,
-        log_loss_discrimination=corp_log.discrimination,
-        log_loss_uncertainty=corp_log.uncertainty,
-        n_bins=edges.shape[0] - 1,
-        strategy=strategy,
-        bin_edges=edges,
-        bin_weights=(data.in_weight_units(weight) if weighted else weight).astype(np.float64),
-        prob_true=prob_true,
-        prob_pred=prob_pred,
-        **optional,
-    )
+    units = data.in_weight_units if weighted else (lambda v: v)
+    return metrics.report_from_parts(table, edges, strategy, int(data.n), weighted, units, auc, corp, slope_fit,
+                                     missing, user_stacklevel() + 1)  # it warns one frame below this one
