@@ -82,7 +82,8 @@ def test_block_runs(code, tmp_path, monkeypatch):
         script.write_text(code)
         # pyspark's notice about pandas 3 (installed for other tests) is its own, not the example's.
         warn = "error,ignore:PySpark does not yet fully support pandas:FutureWarning" if "pyspark" in code else "error"
-        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": warn}
+        # PYSPARK_PYTHON: Spark's Python workers run this interpreter, as the Spark page tells users to set it
+        env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": warn, "PYSPARK_PYTHON": sys.executable}
         proc = subprocess.run(
             [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )

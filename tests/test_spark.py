@@ -45,6 +45,9 @@ def spark():
         pytest.skip("Java is missing: the Spark tests need a Java runtime (17 or later) on PATH or in JAVA_HOME")
     from pyspark.sql import SparkSession
 
+    # Spark's Python workers run PYSPARK_PYTHON (default: python3 on PATH, which need not have fastcal): this one.
+    env = pytest.MonkeyPatch()
+    env.setenv("PYSPARK_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[2]").appName("fastcal-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -58,6 +61,7 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    env.undo()
 
 
 def _frame(spark, n, parts, seed=0, *, float32=False):
