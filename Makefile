@@ -32,7 +32,7 @@ venv: $(STAMP)
 ## start warm; the whole suite (unit, property,
 ## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
 ## `slow` tests (results must not depend on the thread count; the slow ones are about memory, signals,
-## the compile cache, the docs' blocks, the demo and scikit-learn's test files, not threads); a subset
+## the compile cache, host processes, the asv benchmarks, the docs' blocks, the demo and scikit-learn's test files, not threads); a subset
 ## with the JIT disabled
 test: $(STAMP)
 	$(BIN)/lint-imports

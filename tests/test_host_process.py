@@ -25,6 +25,8 @@ import pytest
 
 from . import host_workload
 
+pytestmark = pytest.mark.slow  # each scenario starts its own interpreters and sets their threads: run once, not again on one thread
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 300
 

@@ -12,9 +12,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import fastcal
 from fastcal import _jit, _math_kernels, _precompile
+
+# the compile cache, in fresh interpreters: run once, not again on one thread
+pytestmark = pytest.mark.slow
 
 SCRIPT = r"""
 import json, time
