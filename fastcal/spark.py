@@ -283,6 +283,21 @@ class SparkRows:
         self._owned = owned
         self.parallelism = int(df.sparkSession.sparkContext.defaultParallelism)
 
+    @property
+    def columns(self) -> tuple:
+        """The DataFrame's column names, one per chunk column (``None`` for an absent column)."""
+        return self._columns
+
+    @property
+    def dtypes(self) -> tuple:
+        """The NumPy dtype of each chunk column (``None`` for an absent column)."""
+        return self._dtypes
+
+    @property
+    def cached(self) -> bool:
+        """Whether this object holds a DataFrame it cached (released by :meth:`release`)."""
+        return self._owned is not None and self._owned.is_cached
+
     @classmethod
     def from_columns(cls, df: DataFrame, columns, labels) -> SparkRows:
         """Rows of ``df``'s ``columns`` (names, or ``None`` for an absent column); ``labels`` name them in errors."""
@@ -396,7 +411,7 @@ class SparkRows:
         distinct bounds, :func:`_bucket`), then the rows are shuffled by a
         hash partitioning whose keys are chosen so that ``j`` goes to
         partition ``j`` exactly (Spark's partition of a key is
-        ``pmod(murmur3(key), n)``; :func:`_partition_keys`). The result is
+        ``pmod(murmur3(key), n)``; :func:`partition_keys`). The result is
         persisted and released by :meth:`release`.
         """
         name = self._columns[key]
@@ -405,7 +420,7 @@ class SparkRows:
         n = bounds.shape[0] + 1
         j_col, h_col = _temp_name("j"), _temp_name("h")
         df = _with_bucket_count(self._df, F.col(name), bounds, j_col)
-        keys = _partition_keys(n)
+        keys = partition_keys(n)
         df = df.withColumn(h_col, F.element_at(_int_array(keys), F.col(j_col) + 1))
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(StorageLevel.MEMORY_AND_DISK)
         cut.count()  # cached now: the caller may release the rows this was cut from
@@ -503,7 +518,7 @@ def _murmur3_int(value, seed=42):
     return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
-def _partition_keys(n):
+def partition_keys(n):
     """``keys[j]``: an int whose Spark hash partition among ``n`` is ``j`` (``pmod(hash(key), n) == j``)."""
     keys = [None] * n
     missing, k = n, 0
@@ -717,7 +732,7 @@ def _call(driver, df, columns, labels, **kwargs):
     (the first the scores, the third the weights or None)."""
     rows = SparkRows.from_columns(df, columns, labels)
     try:
-        return driver(rows, x_dtype=rows._dtypes[0], weighted=columns[2] is not None, **kwargs)
+        return driver(rows, x_dtype=rows.dtypes[0], weighted=columns[2] is not None, **kwargs)
     finally:
         rows.release()
 

@@ -168,8 +168,8 @@ def test_fit_isotonic_tie_chains_across_every_boundary_sync(step, monkeypatch):
     x = (np.float32(0.25) + (rng.integers(0, 400, 20_000) * step * eps)).astype(np.float32)
     y = (rng.random(20_000) < 0.5).astype(np.uint8)
     calls = []
-    original = engine_isotonic._exits  # the isotonic driver's chain-following step (fastcal._engine)
-    monkeypatch.setattr(engine_isotonic, "_exits", lambda *a: calls.append(1) or original(*a))
+    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step (fastcal._engine)
+    monkeypatch.setattr(engine_isotonic, "partition_exits", lambda *a: calls.append(1) or original(*a))
     with dask.config.set(scheduler="sync"):
         got = fd.fit_isotonic(*_chunked(x, y, chunks=2000), n_partitions=10)
     assert calls

@@ -88,8 +88,8 @@ def test_fit_isotonic_tie_chains_across_every_bound(step, weighted, monkeypatch)
     y = (rng.random(n) < 0.5).astype(np.uint8)
     w = rng.uniform(0.5, 2.0, n) if weighted else None
     calls = []
-    original = eiso._exits
-    monkeypatch.setattr(eiso, "_exits", lambda *a: calls.append(1) or original(*a))
+    original = eiso.partition_exits
+    monkeypatch.setattr(eiso, "partition_exits", lambda *a: calls.append(1) or original(*a))
     got = eiso.fit_isotonic(_rows((x, y, w), list(range(0, n + 1, 2000))), x_dtype=np.float32, weighted=weighted,
                             n_partitions=40)
     assert calls  # the chains were followed

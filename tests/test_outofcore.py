@@ -187,8 +187,8 @@ def test_isotonic_boundaries_inside_tie_chains(kind, weights, monkeypatch):
         w = rng.uniform(0, 2, n)
         w[rng.random(n) < 0.2] = 0
     calls = []
-    original = engine_isotonic._exits  # the isotonic driver's chain-following step (fastcal._engine)
-    monkeypatch.setattr(engine_isotonic, "_exits", lambda *a: calls.append(1) or original(*a))
+    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step (fastcal._engine)
+    monkeypatch.setattr(engine_isotonic, "partition_exits", lambda *a: calls.append(1) or original(*a))
     got = fit_chunked(x, y, w, part_rows=1000, chunk_rows=4096)
     ref = IsotonicRegression().fit(x, y, sample_weight=w)
     assert_same_fit(got, ref, atol=0, rtol=label_fit_rtol(n, x.dtype))

@@ -94,7 +94,7 @@ def _glom(rows):
     chunks = []
     for part in parts:
         cols, i = [], 0
-        for name, dtype in zip(rows._columns, rows._dtypes):
+        for name, dtype in zip(rows.columns, rows.dtypes):
             if name is None:
                 cols.append(None)
             else:
@@ -184,10 +184,10 @@ def test_convert_caches_new_chunks_and_returns_facts(spark, dtype):
 
         assert conv.map(dump) == ref_conv.map(dump)
         assert conv.map(dump)[0][0] == [np.dtype(dtype).str, "|i1", "<f8"]
-        assert conv._owned.is_cached
+        assert conv.cached
     finally:
         conv.release()
-    assert not conv._owned if conv._owned is None else not conv._owned.is_cached
+    assert not conv.cached
     conv.release()  # idempotent
 
 
@@ -252,7 +252,7 @@ def test_partition_holds_exactly_the_keys_between_the_bounds(spark, dtype):
 
 def test_partition_keys_follow_sparks_hash(spark):
     for n in (1, 2, 3, 16, 97):
-        keys = fs._partition_keys(n)
+        keys = fs.partition_keys(n)
         got = spark.createDataFrame([(k,) for k in keys], "k int").select(
             F.expr(f"pmod(hash(k), {n})").alias("p")).collect()
         assert [r["p"] for r in got] == list(range(n))

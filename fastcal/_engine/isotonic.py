@@ -84,7 +84,7 @@ def _head_and_fit(part, eps, keep_zero, sign, exponent, centered):
     return _head(part, eps, keep_zero, False), _fit_part(part, sign, keep_zero, exponent, centered)
 
 
-def _exits(part, eps, wanted, keep_zero):
+def partition_exits(part, eps, wanted, keep_zero):
     """The chain exits of the candidates ``wanted[lo]`` of the partition whose smallest (fitted) score is ``lo``;
     None for the other partitions."""
     x = _positive(part, keep_zero)[0]
@@ -189,7 +189,7 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
         exits = {}
         if need:
             wanted = {float(heads[j][1]): heads[j][3] for j in need}
-            found = parts.map(_exits, eps, wanted, keep_zero)
+            found = parts.map(partition_exits, eps, wanted, keep_zero)
             exits = {j: found[j] for j in need}
         entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
         if need:
