@@ -1279,6 +1279,7 @@ def calibration_report(
     by_label = shared_sort(y, p, w) if both else None
     auc = roc_auc(y, p, w, by_label=by_label) if both else math.nan
     corp = decompose(y, p, w, ("brier", "log_loss"), by_label=by_label)
+    del by_label  # the slope fit's logits would otherwise sit beside the sorted copy: 2x the scores at the peak
     # The standard errors are those of frequency weights, in the caller's units.
     slope_fit, missing = slope_intercept_fit(y, p, None if w is None else _in_weight_units(w, sample_weight),
                                              strict=False)
