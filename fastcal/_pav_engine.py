@@ -83,12 +83,14 @@ arrays as long as the number of blocks) in score order, :func:`merge` and
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from . import _isotonic_kernels as _k
 from ._parallel import run, split
 from ._sort import range_sorted_pairs, sort_by_label, sort_with
-from ._validation import is_binary
+from ._validation import is_binary, rescale_weights
 
 __all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
            "summarise"]
@@ -143,7 +145,7 @@ def sort_for_fit(X, labels, w):
     return sort_by_label(X, labels, chunk_count(X.shape[0]))
 
 
-def summarise(X, labels, w, sign, *, centered=False, by_label=None):
+def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0):
     """The summary (PAV blocks) of the rows ``X``, ``labels``, ``w``, fitted on every thread.
 
     Parameters
@@ -153,13 +155,20 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None):
     labels : ndarray
         Targets as a label array (:func:`fastcal._validation.as_label_array`).
     w : ndarray or None
-        Positive weights (rescaled), or None for unit weights.
+        Positive weights, or None for unit weights; ``ldexp(w, -w_exponent)``
+        are the rescaled weights (:func:`fastcal._validation.rescale_weights`).
     sign : float
         1.0 for an increasing fit, -1.0 for a decreasing one (targets times ``sign``).
     centered : bool
         Add the fifth array ``swx`` (each block's sum of weight times score).
     by_label : fastcal._sort.ByLabel, optional
         :func:`sort_for_fit` of the same rows, if the caller made it (not None).
+    w_exponent : int
+        The exponent of the weights' rescaling, applied here: to the sorted
+        copy of the signed weights that weighted 0/1 labels need anyway (so
+        the rescaled weights take no array of their own), otherwise to a
+        copy of ``w``. Scaling by a power of two rounds once, whichever
+        array it is applied to, so the bits are those of rescaled weights.
 
     Returns
     -------
@@ -169,6 +178,9 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None):
     """
     n = X.shape[0]
     eps = resolution(X.dtype)
+    binary = bool(is_binary(labels))
+    if w is not None and w_exponent and not (binary and by_label is None and not _k.is_sorted(X)):
+        w, w_exponent = rescale_weights(w, w_exponent)[0], 0
     if by_label is not None:
         return _summarise_binary(X, labels, eps, sign, centered, by_label)
     targets = split(n, chunk_count(n))[1:-1]
@@ -177,7 +189,6 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None):
         ws = empty if w is None else w
         return _fit_runs(X, X[:0], targets, [0] * len(targets), _ordered_unit(X, labels, ws, eps, sign, centered),
                          eps, centered)
-    binary = bool(is_binary(labels))
     if binary and w is None:
         return _summarise_binary(X, labels, eps, sign, centered)
     if binary or w is None:
@@ -185,6 +196,8 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None):
         # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
         if binary:
             xs, ps = range_sorted_pairs(X, w, labels, chunk_count(n))
+            if w_exponent:
+                run([(_scale, (ps[a:b], -w_exponent)) for a, b in itertools.pairwise(split(n, chunk_count(n)))])
         else:
             xs, ps = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
         kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
@@ -199,6 +212,10 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None):
     xs, ys, ws = sort_with(X, labels, w)
     return _fit_runs(xs, xs[:0], targets, [0] * len(targets), _ordered_unit(xs, ys, ws, eps, sign, centered),
                      eps, centered)
+
+
+def _scale(a, e):
+    np.ldexp(a, e, out=a)
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):

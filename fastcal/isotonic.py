@@ -31,6 +31,7 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
     rescale_weights,
+    weight_exponent,
 )
 
 if TYPE_CHECKING:
@@ -308,7 +309,8 @@ class IsotonicRegression(BaseCalibrator):
         if sample_weight is not None and np.ndim(sample_weight) == 1 and len(sample_weight) != n:
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {n}, "  # scikit-learn's
                              f"{len(sample_weight)}] (X and y have {n}, sample_weight has {len(sample_weight)}).")
-        w = check_sample_weight(sample_weight, n, rescale=True)
+        w = check_sample_weight(sample_weight, n)  # rescaled by the engine, without a copy of their own
+        exponent = weight_exponent(w)
 
         if self.increasing == "auto":
             self.increasing_ = _spearman_increasing(x, labels)
@@ -319,7 +321,7 @@ class IsotonicRegression(BaseCalibrator):
             x, labels, w = x[keep], labels[keep], w[keep]
 
         return self._set_blocks(_pav_engine.summarise(x, labels, w, 1.0 if self.increasing_ else -1.0,
-                                                      centered=self.centered))
+                                                      centered=self.centered, w_exponent=exponent))
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).

@@ -29,8 +29,8 @@ PATHS = {
     "fastcal.score_decomposition(y, p)": 1,
     # one sorted copy shared by the AUC and the CORP fit; the slope fit's logits come after it is freed
     "fastcal.calibration_report(y, p)": 1,
-    # the rescaled weights, then the sorted scores and the signed weights that travel with them
-    "fastcal.IsotonicRegression().fit(p, y, sample_weight=p)": 3,
+    # the sorted scores and the signed weights that travel with them, rescaled in place
+    "fastcal.IsotonicRegression().fit(p, y, sample_weight=p)": 2,
 }
 
 
