@@ -56,6 +56,7 @@ PATHS = {
     "decomposition": "fastcal.score_decomposition(y, p)",
     "report": "fastcal.calibration_report(y, p)",
     "corp_bands": "fastcal.corp_reliability(y, p, n_resamples=8, random_state=0)",
+    "venn_abers": "fastcal.VennAbers().fit(p, y)",
     "curve_quantile": "fastcal.calibration_curve(y, p, n_bins=10, strategy='quantile')",
     "ece": "fastcal.expected_calibration_error(y, p)",
     "ece_quantile": "fastcal.expected_calibration_error(y, p, strategy='quantile')",

@@ -91,38 +91,6 @@ def is_sorted(x):
 
 
 @kernel
-def count_positive(y):
-    """Number of non-zero labels."""
-    c = 0
-    for i in range(y.shape[0]):
-        if y[i] != 0:
-            c += 1
-    return c
-
-
-@kernel
-def split_by_label(x, y, buf):
-    """Scatter ``x`` by label into ``buf`` (``x.shape[0] + 1`` long), without branches.
-
-    Scores of label 0 fill ``buf[:n0]`` forwards, scores of label 1 fill
-    ``buf[n0 + 1:]`` backwards; every score is stored on both sides, the
-    wrong-side copy landing on a slot that a later score (or nobody: the gap
-    ``buf[n0]``) overwrites. Random labels make a branch mispredict half the
-    time; two stores are cheaper.
-    """
-    n = x.shape[0]
-    i0 = 0
-    i1 = 0
-    for i in range(n):
-        v = x[i]
-        one = np.int64(y[i] != 0)
-        buf[i0] = v
-        buf[n - i1] = v
-        i0 += 1 - one
-        i1 += one
-
-
-@kernel
 def push_block(sw, swy, xf, xl, top, w, wy, first, last):
     """Push a block (weight ``w``, weighted sum ``wy``, scores ``first .. last``) on the PAV stack.
 

@@ -34,32 +34,25 @@ def _head(a, i):
 
 
 @kernel
-def group_class_runs(big_a, big_b, small, big_label, c, cw, cy):
-    """Distinct scores of 0/1 labels given as sorted runs per class; return their number ``k``.
+def group_class_runs(neg, pos, c, cw, cy):
+    """Distinct scores of 0/1 labels given as the sorted scores of each class; return their number ``k``.
 
-    ``big_a`` and ``big_b`` are sorted runs of the scores of label
-    ``big_label``, ``small`` the sorted scores of the other label. On return
-    ``c[:k]`` holds the distinct scores (exact equality), ``cw[:k]`` their
-    counts and ``cy[:k]`` their counts of label 1.
+    ``neg`` and ``pos`` are the ascending scores of label 0 and of label 1.
+    On return ``c[:k]`` holds the distinct scores (exact equality), ``cw[:k]``
+    their counts and ``cy[:k]`` their counts of label 1. The merge selects
+    without branching on the labels, which random labels would mispredict.
     """
-    n = big_a.shape[0] + big_b.shape[0] + small.shape[0]
-    small_label = 1.0 - big_label
-    ia = 0
-    ib = 0
-    ic = 0
+    i0 = 0
+    i1 = 0
     k = -1
     cur = 0.0
-    for j in range(n):
-        a = _head(big_a, ia)
-        b = _head(big_b, ib)
-        s = _head(small, ic)
-        from_a = a <= b
-        big = a if from_a else b
-        is_small = s < big
-        v = s if is_small else big
-        ia += np.int64(from_a and not is_small)
-        ib += np.int64(not from_a and not is_small)
-        ic += np.int64(is_small)
+    for _ in range(neg.shape[0] + pos.shape[0]):
+        a = _head(neg, i0)
+        b = _head(pos, i1)
+        one = np.int64(b < a)
+        v = b if one else a
+        i0 += 1 - one
+        i1 += one
         if k < 0 or v != cur:
             k += 1
             cur = v
@@ -67,7 +60,7 @@ def group_class_runs(big_a, big_b, small, big_label, c, cw, cy):
             cw[k] = 0.0
             cy[k] = 0.0
         cw[k] += 1.0
-        cy[k] += small_label if is_small else big_label
+        cy[k] += one
     return k + 1
 
 

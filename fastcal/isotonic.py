@@ -21,7 +21,7 @@ from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
-from ._parallel import parallel_for, run
+from ._parallel import parallel_for
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -53,9 +53,6 @@ class IsotonicParams(TypedDict, total=False):
     increasing: bool | Literal["auto"]
     out_of_bounds: OutOfBounds
     centered: bool
-
-#: Sorting in two threads pays from about this many scores on.
-_THREADED_SORT_MIN_SIZE = 1 << 18
 
 
 def isotonic_regression(y: ArrayLike, *, weights: ArrayLike | None = None, increasing: bool = True) -> OptimizeResult:
@@ -499,48 +496,6 @@ def set_fitted_blocks(est, blocks):
     """Fit ``est`` (``increasing_`` set) from the summary ``blocks`` of all the data
     (:func:`fastcal._pav_engine.merge` of the parts'); returns ``est``."""
     return est._set_blocks(blocks)
-
-
-def sorted_class_runs(X, labels):
-    """The scores of 0/1 ``labels`` sorted per class, without an argsort: ``(big_a, big_b, small, big_label)``.
-
-    ``big_a`` and ``big_b`` are sorted runs of the scores of the larger class
-    (label ``big_label``), ``small`` the sorted scores of the other; the sorts
-    run in two threads on big input. ``X`` is a contiguous float32/float64
-    array (it is not modified). Other fits over sorted scores (Venn-Abers)
-    share this ordering with the isotonic fit.
-    """
-    return _sorted_class_runs(X, labels)
-
-
-def _sorted_class_runs(X, labels):
-    """Sorted runs of the scores of each class: ``(big_a, big_b, small, big_label)``.
-
-    The scores are split by label, then sorted by value (no argsort) in two
-    threads; NumPy's sort releases the GIL. To balance the threads, the larger
-    class is cut so that one thread sorts half of all scores and the other
-    sorts the rest.
-    """
-    n = X.shape[0]
-    n_pos = _k.count_positive(labels)
-    n_neg = n - n_pos
-    buf = np.empty(n + 1, dtype=X.dtype)
-    _k.split_by_label(X, labels, buf)
-    neg, pos = buf[:n_neg], buf[n_neg + 1 :]
-    big, small, big_label = (neg, pos, 0.0) if n_neg >= n_pos else (pos, neg, 1.0)
-    if n < _THREADED_SORT_MIN_SIZE:
-        big.sort()
-        small.sort()
-        return big, big[:0], small, big_label
-    cut = n // 2
-    first, second = big[:cut], big[cut:]
-    run([(first.sort, ()), (_sort_each, (second, small))])
-    return first, second, small, big_label
-
-
-def _sort_each(*arrays):
-    for a in arrays:
-        a.sort()
 
 
 def _spearman_increasing(X, y):

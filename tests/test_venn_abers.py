@@ -132,6 +132,35 @@ def test_weights_scale_and_unit_weights():
     assert_allclose(c, d, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("decimals", [3, None], ids=["ties", "distinct"])
+def test_fit_over_many_score_ranges_equals_grouping_of_the_sorted_scores(dtype, decimals):
+    # Enough rows for several score ranges (fastcal._pav_engine.chunk_count), with ties within and at the
+    # range bounds: the unweighted fit groups each range on its own. Oracle: np.unique's groups and counts,
+    # and the weighted path (argsort + one grouping pass) with unit weights.
+    rng = np.random.default_rng(11)
+    n = 5 * (1 << 17) + 123
+    x = rng.normal(size=n)
+    x = (x if decimals is None else np.round(x, decimals)).astype(dtype)
+    y = (rng.random(n) < 0.3).astype(np.int8)
+    c, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    positives = np.bincount(inverse, weights=y, minlength=c.shape[0])
+    va = VennAbers().fit(x, y)
+    assert va.c_.dtype == dtype
+    assert_array_equal(va.c_, c)
+    w, wy = np.concatenate([[0], np.cumsum(counts)]), np.concatenate([[0], np.cumsum(positives)])
+    p0, p1 = np.empty(c.shape[0] + 1), np.empty(c.shape[0] + 1)
+    kernels.tables(w.astype(np.float64), wy, 1.0, p0, p1)
+    assert_array_equal(va.p0_, p0)
+    assert_array_equal(va.p1_, p1)
+    unit = VennAbers().fit(x, y, sample_weight=np.ones(n))
+    assert_array_equal(unit.c_, va.c_)
+    assert_array_equal(unit.p0_, va.p0_)
+    assert_array_equal(unit.p1_, va.p1_)
+    serial, parallel = serial_and_parallel(lambda: VennAbers().fit(x, y).p1_)
+    assert_array_equal(serial, parallel)
+
+
 def test_parallel_prediction_is_bit_identical():
     rng = np.random.default_rng(5)
     x = rng.random(3000)
