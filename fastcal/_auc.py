@@ -21,7 +21,7 @@ import numpy as np
 from . import _auc_kernels as _k
 from ._binning import chunk_offsets, n_chunks
 from ._parallel import parallel_for, run
-from ._sort import sort_by_label, sort_pairs
+from ._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
 
 __all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "range_count", "roc_auc"]
 
@@ -82,25 +82,28 @@ def roc_auc(y, x, w, max_fpr=None, by_label=None):
     r"""The AUC of scores ``x`` against labels ``y`` (nonzero = positive), weights ``w`` or None; ties count half.
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
-    radix sort carrying each row's weight, negated for a positive
-    (:func:`fastcal._sort.sort_pairs`: no gather), and one sequential sweep
-    over tied groups. With ``max_fpr`` in (0, 1) (see
+    sort carrying each row's weight, negated for a positive, made by score
+    ranges on every thread (:func:`fastcal._sort.range_sorted_pairs`: no
+    gather; the bits of one stable sort), and one sequential sweep over tied
+    groups. With ``max_fpr`` in (0, 1) (see
     :func:`_partial`), the
     partial area :math:`A_m` under the ROC curve for false-positive rates in
     :math:`[0, m]` (tied scores joined by straight segments, the one that
     crosses :math:`m` interpolated), standardised as McClish (1989):
     :math:`\tfrac12\left(1 + \frac{A_m - m^2/2}{m - m^2/2}\right)`, 0.5 for
     a useless and 1 for a perfect ranking. ``ValueError`` if a class is
-    missing (or has no weight). ``by_label``: the scores already sorted per
-    class (:func:`fastcal._sort.sort_by_label` of ``x`` or of ``x`` as
-    float64, any number of ranges), shared with another statistic of the
-    call; used without weights.
+    missing (or has no weight). ``by_label``: the sort of the scores (those
+    of ``x`` or of ``x`` as float64, any number of ranges) that another
+    statistic of the call shares: :func:`fastcal._sort.sort_by_label` without
+    weights, :func:`fastcal._sort.range_sorted_pairs` of the weights (times
+    any power of two) signed by the labels with them.
     """
     if max_fpr is not None and max_fpr != 1:
         return _partial(y, x, w, max_fpr)
     if w is None:
         return _unweighted(x, y, by_label)
-    u, w_pos, w_neg = _k.weighted_auc_signed(*sort_pairs(x, np.ascontiguousarray(w, dtype=np.float64), flip=y))
+    pairs = by_label if isinstance(by_label, SortedPairs) else range_sorted_pairs(x, w, y, range_count(x.shape[0]))
+    u, w_pos, w_neg = _k.weighted_auc_signed(*pairs)
     if not (w_pos > 0 and w_neg > 0):
         raise _one_class(True)
     return float(u / (w_pos * w_neg))

@@ -89,7 +89,7 @@ import numpy as np
 
 from . import _isotonic_kernels as _k
 from ._parallel import run, split
-from ._sort import range_sorted_pairs, sort_by_label, sort_with
+from ._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
 from ._validation import is_binary, rescale_weights
 
 __all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
@@ -138,11 +138,14 @@ def lookup_cells(n_knots):
 
 def sort_for_fit(X, labels, w):
     """The sort of the rows that :func:`summarise` ``(X, labels, w, ...)`` would make, for other statistics of the
-    same call to share (the AUC): :class:`fastcal._sort.ByLabel`, or None where the fit sorts otherwise
-    (weights, labels other than 0/1, scores already sorted)."""
-    if w is not None or _k.is_sorted(X) or not is_binary(labels):
+    same call to share (the AUC): for 0/1 labels, :class:`fastcal._sort.ByLabel` without weights, and
+    :class:`fastcal._sort.SortedPairs` (the weights signed by the labels) with positive weights (rescaled);
+    None where the fit sorts otherwise (other labels, zero weights, scores already sorted)."""
+    if _k.is_sorted(X) or not is_binary(labels) or (w is not None and not w.min() > 0):
         return None
-    return sort_by_label(X, labels, chunk_count(X.shape[0]))
+    if w is None:
+        return sort_by_label(X, labels, chunk_count(X.shape[0]))
+    return range_sorted_pairs(X, w, labels, chunk_count(X.shape[0]))
 
 
 def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0):
@@ -161,8 +164,8 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
         1.0 for an increasing fit, -1.0 for a decreasing one (targets times ``sign``).
     centered : bool
         Add the fifth array ``swx`` (each block's sum of weight times score).
-    by_label : fastcal._sort.ByLabel, optional
-        :func:`sort_for_fit` of the same rows, if the caller made it (not None).
+    by_label : fastcal._sort.ByLabel or fastcal._sort.SortedPairs, optional
+        :func:`sort_for_fit` of the same rows (and weights), if the caller made it (not None).
     w_exponent : int
         The exponent of the weights' rescaling, applied here: to the sorted
         copy of the signed weights that weighted 0/1 labels need anyway (so
@@ -181,6 +184,8 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
     binary = bool(is_binary(labels))
     if w is not None and w_exponent and not (binary and by_label is None and not _k.is_sorted(X)):
         w, w_exponent = rescale_weights(w, w_exponent)[0], 0
+    if isinstance(by_label, SortedPairs):
+        return _summarise_pairs(by_label, 2 if X.dtype == np.float32 else 1, eps, sign, centered)
     if by_label is not None:
         return _summarise_binary(X, labels, eps, sign, centered, by_label)
     targets = split(n, chunk_count(n))[1:-1]
@@ -195,23 +200,31 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
         # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
         # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
         if binary:
-            xs, ps = range_sorted_pairs(X, w, labels, chunk_count(n))
+            pairs = range_sorted_pairs(X, w, labels, chunk_count(n))
             if w_exponent:
-                run([(_scale, (ps[a:b], -w_exponent)) for a, b in itertools.pairwise(split(n, chunk_count(n)))])
+                run([(_scale, (pairs.ps[a:b], -w_exponent)) for a, b in itertools.pairwise(split(n, chunk_count(n)))])
         else:
-            xs, ps = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
+            pairs = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
         kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
-
-        def unit(ia0, ia1, ib0, ib1, out):
-            nb = _k.pav_carried(xs[ia0:ia1], ps[ia0:ia1], kind, eps, sign, *out[:4])
-            if centered:
-                _score_sums(xs[ia0:ia1], ps[ia0:ia1], 0 if kind == 0 else 2, out, nb)
-            return nb
-
-        return _fit_runs(xs, xs[:0], targets, [0] * len(targets), unit, eps, centered)
+        return _summarise_pairs(pairs, kind, eps, sign, centered)
     xs, ys, ws = sort_with(X, labels, w)
     return _fit_runs(xs, xs[:0], targets, [0] * len(targets), _ordered_unit(xs, ys, ws, eps, sign, centered),
                      eps, centered)
+
+
+def _summarise_pairs(pairs, kind, eps, sign, centered):
+    """:func:`summarise` of sorted scores with one float64 carried per row (``kind``: see
+    :func:`~fastcal._isotonic_kernels.pav_carried`)."""
+    xs, ps = pairs
+    targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
+
+    def unit(ia0, ia1, ib0, ib1, out):
+        nb = _k.pav_carried(xs[ia0:ia1], ps[ia0:ia1], kind, eps, sign, *out[:4])
+        if centered:
+            _score_sums(xs[ia0:ia1], ps[ia0:ia1], 0 if kind == 0 else 2, out, nb)
+        return nb
+
+    return _fit_runs(xs, xs[:0], targets, [0] * len(targets), unit, eps, centered)
 
 
 def _scale(a, e):

@@ -29,13 +29,15 @@ not depend on the thread count.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _sort_kernels as _k
 from . import _parallel
 from ._parallel import get_num_threads, parallel_for, run, split
 
-__all__ = ["ByLabel", "argsort", "range_map", "range_sorted_pairs", "sort_by_label", "sort_pairs"]
+__all__ = ["ByLabel", "SortedPairs", "argsort", "range_map", "range_sorted_pairs", "sort_by_label", "sort_pairs"]
 
 #: Bits per digit of 32-bit keys: 256 buckets per pass keep every pass's write targets in the L1 cache
 #: (11-bit digits save passes but measured slower: 2048 scattered write streams).
@@ -310,6 +312,18 @@ def _sort_slots(buf, starts, r, ranges):
     buf[starts[ranges + r]:starts[ranges + r + 1]].sort()
 
 
+class SortedPairs(NamedTuple):
+    """Scores sorted ascending, ``xs``, and the float64 carried with each, ``ps`` (:func:`range_sorted_pairs`).
+
+    With weights signed by 0/1 labels (``flip`` = the labels), the sort that the
+    weighted isotonic fit and the weighted AUC both make; one statistic of a
+    call can pass it to another.
+    """
+
+    xs: np.ndarray
+    ps: np.ndarray
+
+
 def range_sorted_pairs(X, p, flip, n_ranges):
     """:func:`sort_pairs` ``(X, p, flip)`` made by about ``n_ranges`` score ranges: the same ``(xs, ps)``, bit for bit.
 
@@ -337,7 +351,7 @@ def range_sorted_pairs(X, p, flip, n_ranges):
     run([(_k.range_scatter_carried, (X, p, flip, x0, scale, cell_range, offsets[c], xs, ps, chunks[c], chunks[c + 1]))
          for c in range(n_ranges)])
     run([(_sort_range_pairs, (xs, ps, int(starts[r]), int(starts[r + 1]))) for r in range(ranges)])
-    return xs, ps
+    return SortedPairs(xs, ps)
 
 
 def _sort_range_pairs(xs, ps, lo, hi):

@@ -180,8 +180,6 @@ def shared_sort(labels, p, w):
     other statistics of the same rows (:func:`fastcal._auc.roc_auc`'s ``by_label``), then pass to
     :func:`decompose`; None where the fit sorts otherwise (see :func:`fastcal._pav_engine.sort_for_fit`).
     The scores are sorted as float64 (the fit's)."""
-    if w is not None:
-        return None
     return sort_for_fit(p.astype(np.float64, copy=False), labels, w)
 
 

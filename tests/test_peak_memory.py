@@ -31,6 +31,8 @@ PATHS = {
     "fastcal.calibration_report(y, p)": 1,
     # the sorted scores and the signed weights that travel with them, rescaled in place
     "fastcal.IsotonicRegression().fit(p, y, sample_weight=p)": 2,
+    # the same, and the validated weights rescaled by the input check
+    "fastcal.roc_auc_score(y, p, sample_weight=p)": 3,
 }
 
 
