@@ -1006,3 +1006,20 @@ def test_multiclass_kernels_in_pieces():
                 expected = 2 * (pos[:, None] > neg[None, :]).sum() + (pos[:, None] == neg[None, :]).sum()
                 assert u2[a, b] == expected
     assert_array_equal(np.diag(u2), 0)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_report_shares_one_sort_with_the_same_bits(weighted):
+    # Enough rows for several score ranges: the report sorts the scores once (per class without weights,
+    # carrying signed weights with them) for its AUC and its CORP fit; each equals its own function's,
+    # which sorts on its own, bit for bit. Ties included (scores rounded), zero weights excluded (they
+    # take the unshared path).
+    y, p = miscalibrated(5 * (1 << 17) + 77, seed=19)
+    p = np.round(p, 4)
+    w = np.random.default_rng(4).uniform(0.25, 3, p.size) if weighted else None
+    r = M.calibration_report(y, p, sample_weight=w)
+    assert r.auc == M.roc_auc_score(y, p, sample_weight=w)
+    for scoring in ("brier", "log_loss"):
+        d = fastcal.score_decomposition(y, p, sample_weight=w, scoring=scoring)
+        assert getattr(r, f"{scoring}_miscalibration") == d.miscalibration
+        assert getattr(r, f"{scoring}_discrimination") == d.discrimination
