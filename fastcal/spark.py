@@ -47,6 +47,7 @@ environment); a new worker then loads the kernels in a few seconds, and with
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import pickle
 import uuid
@@ -62,6 +63,7 @@ from ._engine import binned as _binned
 from ._engine import decomposition as _decomposition
 from ._engine import isotonic as _isotonic
 from ._engine import logistic as _logistic
+from ._engine import segments as _segments
 from ._errors import not_fitted
 from ._parallel import get_num_threads, set_num_threads
 
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
+    from .multicalibration import ECCEResult, SegmentReport
     from .platt import PlattScaling
     from .smooth import SmoothECEResult
 
@@ -87,7 +90,9 @@ __all__ = [
     "brier_decomposition",
     "brier_score_loss",
     "calibration_curve",
+    "calibration_ratio",
     "calibration_report",
+    "ecce",
     "expected_calibration_error",
     "fit_beta",
     "fit_histogram",
@@ -97,6 +102,7 @@ __all__ = [
     "predict",
     "roc_auc_score",
     "score_decomposition",
+    "segment_report",
     "smooth_ece",
 ]
 
@@ -993,3 +999,99 @@ def calibration_report(
     """
     return _metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
                    strategy=strategy, pos_label=pos_label)
+
+
+# ---------------------------------------------------------------------------
+# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ---------------------------------------------------------------------------
+
+
+def ecce(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    n_partitions: int | None = None,
+) -> ECCEResult:
+    """:func:`fastcal.ecce` of a DataFrame's columns: the ECCE, its sigma and p-value.
+
+    The rows are range-partitioned by probability in the JVM (as
+    :func:`fit_isotonic` does: equal probabilities are never split), each
+    partition's task returns its sum and the extremes of its running sums, and
+    the driver merges them in score order by prefix offsets
+    (:mod:`fastcal._engine.segments`): equal to the in-memory result to the
+    rounding of the float64 sums. ``n_partitions``: probability ranges (the
+    result does not depend on it).
+    """
+    return _metric(_segments.ecce, df, label_col, prob_col, weight_col, n_partitions=n_partitions)
+
+
+def calibration_ratio(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    adjust_unjoined: bool = False,
+) -> float:
+    """:func:`fastcal.calibration_ratio` of a DataFrame's columns: per-partition sums, added on the driver."""
+    return _metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col, adjust_unjoined=adjust_unjoined)
+
+
+def _group_numbers(df, group_col):
+    """``(df with an int column numbering group_col, its name, the values by number)`` for a non-numeric column.
+
+    The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
+    NumPy array of them (strings), or sorted (other objects: dates, decimals); a missing value, null, is last. Each
+    row gets its value's number by a broadcast join.
+    """
+    from .multicalibration import group_codes
+
+    values = [r[0] for r in df.select(group_col).distinct().collect()]
+    present = [v for v in values if v is not None]
+    array = np.array(present)
+    ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
+    if len(present) < len(values):
+        ordered.append(None)
+    number = _temp_name("g")
+    value = _temp_name("v")
+    session = df.sparkSession
+    table = session.createDataFrame([(v, i) for i, v in enumerate(ordered) if v is not None],
+                                    T.StructType([T.StructField(value, df.schema[group_col].dataType),
+                                                  T.StructField(number, T.LongType())]))
+    out = df.join(F.broadcast(table), df[group_col] == table[value], "left").drop(value)
+    if ordered and ordered[-1] is None:
+        out = out.withColumn(number, F.coalesce(F.col(number), F.lit(len(ordered) - 1).cast("long")))
+    return out, number, ordered
+
+
+def segment_report(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    group_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 10,
+    n_partitions: int | None = None,
+) -> SegmentReport:
+    """:func:`fastcal.segment_report` of a DataFrame's columns: one row per group, in the in-memory order.
+
+    The groups are numbered as the in-memory function numbers the whole
+    column, the rows are shuffled so that each partition holds whole groups,
+    and each partition's task runs the in-memory report on its rows
+    (:mod:`fastcal._engine.segments`): ``n`` exact, the rest to the rounding
+    of a group's sums. A numeric or boolean ``group_col`` is used as it is
+    (no nulls); any other column is numbered first: strings in the order the
+    in-memory function gives a NumPy array of them, other values (dates)
+    sorted; nulls are one group, last.
+    """
+    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+    if group_col in fields and type(fields[group_col].dataType) not in _NUMPY_OF_SPARK:
+        numbered, column, ordered = _group_numbers(df, group_col)
+        report = _call(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
+                       ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+        return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
+    return _call(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
+                 ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
