@@ -300,3 +300,103 @@ def test_group_bounds():
     assert eseg.group_bounds(np.array([3]), 4).shape == (0,)
     assert eseg.group_bounds(np.array([1, 1, 1]), 1).shape == (0,)
     assert math.isfinite(float(eseg.group_bounds(np.arange(1, 50), 7).sum()))
+
+
+# ---------------------------------------------------------------------------
+# The multicalibration error.
+# ---------------------------------------------------------------------------
+
+
+def _same_labels(a, b):
+    if isinstance(b, float) and math.isnan(b):
+        return isinstance(a, float) and math.isnan(a)
+    return a == b and type(a) is type(b)
+
+
+def _assert_same_mce(got, ref, rtol=RTOL):
+    assert len(got.segment_values) == len(ref.segment_values)
+    for a, b in zip(got.segment_values, ref.segment_values):
+        assert list(a) == list(b) and all(_same_labels(a[k], b[k]) for k in b), (a, b)
+    assert_array_equal(got.segment_n, ref.segment_n)
+    for name in ("segment_ecce", "segment_ecce_sigma"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=rtol, atol=0, err_msg=name)
+    finite = np.isfinite(ref.segment_ecce_sigma)
+    assert_allclose(got.segment_pvalue[finite], ref.segment_pvalue[finite],
+                    rtol=rtol * (1 + ref.segment_ecce_sigma[finite].max() ** 2))
+    for name in ("mce", "mce_sigma", "mce_relative", "mde", "mde_relative", "global_ecce", "global_ecce_sigma"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=rtol, err_msg=name)
+
+
+def _features(n, rng):
+    country = rng.choice(["fr", "de", "us", "it", "es"], n, p=[0.4, 0.3, 0.15, 0.1, 0.05])
+    device = rng.integers(0, 4, n)
+    age = rng.normal(40, 10, n)
+    age[rng.uniform(size=n) < 0.05] = np.nan
+    small = rng.choice([1.5, 2.5], n)  # numerical with few values: not binned
+    obj = np.array(rng.choice(["a", "b", "c", "d"], n).tolist(), dtype=object)
+    obj[rng.uniform(size=n) < 0.1] = None
+    return {"country": country, "device": device, "age": age, "small": small, "obj": obj}
+
+
+MCE_PARAMS = [
+    dict(numerical=["age", "small"]),
+    dict(numerical=["small", "age"], max_depth=2, max_values_per_segment_feature=4, min_samples_per_segment=5),
+    dict(numerical=(), max_depth=None, max_n_segments=40),
+    dict(numerical="age", max_values_per_segment_feature=2, min_samples_per_segment=0, max_n_segments=None),
+]
+
+
+@pytest.mark.parametrize("params", MCE_PARAMS)
+@pytest.mark.parametrize("kind", ["one", "random"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multicalibration_error_equals_in_memory(params, kind, weighted):
+    rng = np.random.default_rng(21)
+    p, y, w = _data(1500, 22, weighted=weighted, zeros=True)
+    feats = _features(1500, rng)
+    names = list(feats)
+    ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, **params)
+    cuts = _cuts(1500, kind, np.random.default_rng(23))
+    for n_partitions in (None, 4):
+        got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), cuts), x_dtype=p.dtype,
+                                          weighted=weighted, names=names, n_partitions=n_partitions, **params)
+        _assert_same_mce(got, ref)
+
+
+def test_multicalibration_error_float32_one_row_per_chunk_and_no_features():
+    rng = np.random.default_rng(24)
+    p, y, w = _data(80, 25, dtype=np.float32, weighted=True)
+    feats = {"g": rng.integers(0, 3, 80), "x": rng.uniform(size=80)}
+    ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, numerical=["x"], min_samples_per_segment=2)
+    got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), _cuts(80, "rows", None)), x_dtype=p.dtype,
+                                      weighted=True, names=list(feats), numerical=["x"], min_samples_per_segment=2,
+                                      n_partitions=80)
+    _assert_same_mce(got, ref)
+    ref = fastcal.multicalibration_error(y, p, {})
+    got = eseg.multicalibration_error(_rows((p, y, None), [0, 40, 80]), x_dtype=p.dtype, weighted=False, names=[])
+    _assert_same_mce(got, ref)
+
+
+def test_multicalibration_error_value_order_across_chunks():
+    """Values ordered by first appearance along the sorted predictions, ties of prediction by row: "b" first (its
+    row 0 has the least p), then "a" (row 2, p tied with "c"'s row 5), then "c"."""
+    p = np.array([0.1, 0.5, 0.2, 0.3, 0.4, 0.2, 0.6, 0.7])
+    y = np.array([0, 1, 0, 1, 0, 1, 1, 0])
+    g = np.array(["b", "c", "a", "b", "a", "c", "a", "b"])
+    ref = fastcal.multicalibration_error(y, p, {"g": g}, min_samples_per_segment=0, max_values_per_segment_feature=5)
+    assert [v.get("g") for v in ref.segment_values] == [None, "b", "a", "c"]
+    for cuts in ([0, 3, 8], [0, 5, 6, 8], list(range(9))):
+        got = eseg.multicalibration_error(_rows((p, y, None, g), cuts), x_dtype=p.dtype, weighted=False,
+                                          names=["g"], min_samples_per_segment=0, max_values_per_segment_feature=5)
+        _assert_same_mce(got, ref)
+
+
+def test_multicalibration_error_parameter_errors():
+    p, y = np.array([0.2, 0.7, 0.4]), np.array([0, 1, 1])
+    rows = ListRows([(p, y, None, np.array([1, 2, 1]))])
+    for kw in (dict(max_depth=-1), dict(max_values_per_segment_feature=0), dict(max_n_segments=1.5),
+               dict(numerical=["nope"])):
+        with pytest.raises((ValueError, TypeError)) as ref:
+            fastcal.multicalibration_error(y, p, {"g": np.array([1, 2, 1])}, **kw)
+        with pytest.raises(type(ref.value)) as got:
+            eseg.multicalibration_error(rows, x_dtype=p.dtype, weighted=False, names=["g"], **kw)
+        assert str(got.value) == str(ref.value)

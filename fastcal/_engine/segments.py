@@ -202,13 +202,14 @@ def merge_ranges(parts):
     return lo, hi, before
 
 
-def score_ranges(data, n_partitions, parallelism):
-    """The validated rows of ``data`` range-partitioned by probability (column 0): the isotonic driver's step
-    (bounds at quantiles of the chunks' samples); equal probabilities always share a range."""
+def score_ranges(rows, data, n_partitions, parallelism):
+    """Validated ``rows`` (those of ``data``, or converted from them chunk for chunk) range-partitioned by
+    probability (column 0): the isotonic driver's step (bounds at quantiles of the chunks' samples,
+    :func:`fastcal._partition.choose_bounds`); equal probabilities always share a range."""
     if n_partitions is None:
         n_partitions = min(len(data.summaries), max(int(parallelism), -(-data.n // PARTITION_ROWS)))
     bounds = _partition.choose_bounds(data.summaries, int(n_partitions), data.dtype)
-    return data.rows.partition(bounds)
+    return rows.partition(bounds)
 
 
 def ecce(rows, *, x_dtype, weighted, n_partitions=None):
@@ -237,7 +238,7 @@ def ecce(rows, *, x_dtype, weighted, n_partitions=None):
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     data = _Data(rows, x_dtype, weighted)
     try:
-        parts = score_ranges(data, n_partitions, rows.parallelism)
+        parts = score_ranges(data.rows, data, n_partitions, rows.parallelism)
         try:
             sums = parts.map(_ecce_part, data.exponent)
         finally:
@@ -408,3 +409,403 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
     columns = {name: np.concatenate([r[1][name] for r in reports]) for name in _REPORT_COLUMNS}
     columns["weight_sum"] = np.ldexp(columns["weight_sum"], data.exponent)
     return SegmentReport(groups=list(uniques), **columns)
+
+
+# ---------------------------------------------------------------------------
+# Multicalibration error: global feature statistics, cells, per-segment running extremes over score ranges.
+# ---------------------------------------------------------------------------
+
+#: MCGrad's values for collapsed and missing categories (those of :mod:`fastcal.multicalibration`).
+OTHER = "__OTHER"
+MISSING = "__NA"
+
+
+def _check_int(value, name, minimum, *, allow_none=False):
+    """The in-memory checks of :func:`fastcal.multicalibration_error`'s integer parameters (same messages)."""
+    import numbers
+
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
+    return int(value)
+
+
+def _convert_features(chunk, dtype, names, order):
+    """:func:`_convert` of a chunk ``(p, y, w, *features)``, the features put in the ``order`` given."""
+    new, facts = _convert(chunk, dtype, names)
+    return (*new[:3], *(new[3 + i] for i in order)), facts
+
+
+def _feature_values(chunk, f, numerical, name, edges):
+    """Feature ``f``'s values in a validated chunk (column ``3 + f``): as they are (categorical), or float64
+    (numerical), binned at ``edges`` when given (bin numbers as floats, NaN kept) as in memory."""
+    values = chunk[3 + f]
+    if not numerical:
+        return values
+    x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
+    if edges is None:
+        return x
+    missing = np.isnan(x)
+    bins = np.searchsorted(edges, x, side="left") - 1
+    bins[x == edges[0]] = 0
+    return np.where(missing, np.nan, bins.astype(np.float64))
+
+
+def _numerical_facts(chunk, f, name, limit):
+    """``(distinct values up to limit + 1, or None past it; rows not NaN; least; greatest)`` of a numerical
+    feature in a chunk."""
+    x = _feature_values(chunk, f, True, name, None)
+    x = x[~np.isnan(x)]
+    if not x.shape[0]:
+        return np.empty(0), 0, math.inf, -math.inf
+    distinct = np.unique(x)
+    return (distinct if distinct.shape[0] <= limit else None), x.shape[0], float(x.min()), float(x.max())
+
+
+def _numerical_counts(chunk, f, name, lo, scale):
+    from .. import _binning
+
+    x = _feature_values(chunk, f, True, name, None)
+    return _binning.bucket_histograms(x[~np.isnan(x)], lo, scale).sum(axis=0)
+
+
+def _numerical_gather(chunk, f, name, lo, scale, marked):
+    from .. import _binning
+
+    x = _feature_values(chunk, f, True, name, None)
+    return _binning.gather_buckets(x[~np.isnan(x)], lo, scale, marked)[0]
+
+
+def _value_stats(chunk, specs):
+    """Per feature ``(values, counts, first p, first row)``: its distinct values in the chunk (an array of the
+    feature's dtype, in order of first appearance), their rows, and each one's first row along the chunk's rows
+    sorted stably by probability (its probability in float64 and its row in the chunk)."""
+    from ..multicalibration import group_codes
+
+    p = chunk[0]
+    order = np.argsort(p, kind="stable")
+    out = []
+    for f, (name, numerical, edges) in enumerate(specs):
+        values = _feature_values(chunk, f, numerical, name, edges)
+        codes, uniques = group_codes(values, f"segments[{name!r}]")
+        if not codes.shape[0]:
+            out.append((values[:0], np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)))
+            continue
+        _, first = np.unique(codes, return_index=True)
+        seen = np.argsort(first, kind="stable")  # codes in order of first appearance
+        _, along = np.unique(codes[order], return_index=True)
+        rows = order[along]
+        out.append((values[first[seen]], np.bincount(codes, minlength=len(uniques))[seen],
+                    p[rows].astype(np.float64)[seen], rows[seen]))
+    return out
+
+
+def _digits_and_cells(chunk, specs, distinct, tables, exponent):
+    """The chunk ``(p, labels, w, digits...)``: each feature's value number (int64) by the global ``tables``;
+    and its cells: the distinct rows of digits, their rows, ``sum w``, ``sum w^2 p (1 - p)`` and ``sum w y``."""
+    p, labels, w = chunk[:3]
+    digits = []
+    for f, (name, numerical, edges) in enumerate(specs):
+        values = _feature_values(chunk, f, numerical, name, edges)
+        if values.shape[0]:
+            digits.append(tables[f][_numbered(distinct[f], values)[0]])
+        else:
+            digits.append(np.zeros(0, dtype=np.int64))
+    w64, p64, _ = _float64_terms(p, labels, w, exponent)
+    matrix = np.stack(digits, axis=1) if digits else np.zeros((p.shape[0], 0), dtype=np.int64)
+    if p.shape[0] and not digits:  # no features: one cell
+        cells, inverse, counts = matrix[:1], np.zeros(p.shape[0], dtype=np.int64), np.array([p.shape[0]])
+    if p.shape[0]:
+        if digits:
+            cells, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        m = cells.shape[0]
+        sums = (np.bincount(inverse, weights=w64, minlength=m),
+                np.bincount(inverse, weights=w64 * w64 * p64 * (1.0 - p64), minlength=m),
+                np.bincount(inverse, weights=w64 * np.not_equal(labels, 0), minlength=m))
+    else:
+        cells, counts, sums = matrix[:0], np.zeros(0, np.int64), (np.zeros(0),) * 3
+    return (p, labels, w, *digits), (cells, counts, *sums)
+
+
+def _segment_extremes(chunk, columns, n_segments, exponent):
+    """``(S, m, M)`` per segment of one probability range: the sum of ``w (y - p)`` of the segment's rows, the
+    least (<= 0) and greatest (>= 0) running sum after each of its groups of equal probabilities, from 0 at the
+    range's start. ``columns``: ``(first segment, features, radix multipliers, local numbers)`` per combination
+    of features (segment 0, all rows: no features)."""
+    p, labels, w = chunk[:3]
+    end, lo, hi = np.zeros(n_segments), np.zeros(n_segments), np.zeros(n_segments)
+    if not p.shape[0]:
+        return end, lo, hi
+    order = np.argsort(p, kind="stable")
+    ps = p[order]
+    _, _, terms = _float64_terms(ps, labels[order], None if w is None else w[order], exponent)
+    digits = np.stack([chunk[3 + f][order] for f in range(len(chunk) - 3)], axis=1) if len(chunk) > 3 else None
+    for start, subset, mult, local in columns:
+        if subset:
+            seg = local[digits[:, list(subset)] @ np.asarray(mult, dtype=np.int64)]
+            idx = np.flatnonzero(seg >= 0)
+            seg = seg[idx]
+            by = np.argsort(seg, kind="stable")  # by segment, in probability order within each
+            idx, seg = idx[by], seg[by]
+        else:
+            idx, seg = np.arange(ps.shape[0]), np.zeros(ps.shape[0], dtype=np.int64)
+        if not idx.shape[0]:
+            continue
+        pp, tt = ps[idx], terms[idx]
+        cut = np.flatnonzero(seg[1:] != seg[:-1]) + 1
+        bounds = np.concatenate(([0], cut, [idx.shape[0]]))
+        is_end = np.concatenate(((pp[1:] != pp[:-1]) | (seg[1:] != seg[:-1]), [True]))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            run = np.cumsum(tt[a:b])  # sequential, as the in-memory running sum
+            at = run[is_end[a:b]]
+            s = start + int(seg[a])
+            end[s], lo[s], hi[s] = run[-1], min(0.0, float(at.min())), max(0.0, float(at.max()))
+    return end, lo, hi
+
+
+def _quantile_edges(feats, f, name, facts, max_values):
+    """The in-memory bin edges of numerical feature ``f``: ``np.unique`` of NumPy's percentiles at
+    ``linspace(0, 100, max_values + 1)`` of its values other than NaN, exactly (two passes of bucket counts and
+    gathered values)."""
+    from .. import _binning
+
+    count_all = sum(c for _, c, _, _ in facts)
+    lo = min(c[2] for c in facts)
+    hi = max(c[3] for c in facts)
+
+    def select(ranks):
+        def count(scale):
+            return sum(feats.map(_numerical_counts, f, name, lo, scale))
+
+        def gather(scale, marked):
+            pieces = feats.map(_numerical_gather, f, name, lo, scale, marked)
+            return _binning.gather_buckets(np.concatenate(pieces), lo, scale, marked)
+
+        return _binning.select_order_statistics(ranks, lo, hi, np.dtype(np.float64), count, gather)
+
+    return np.unique(_binning.percentiles_from_order_statistics(count_all, max_values, select))
+
+
+def _global_values(stats_per_chunk, offsets, f):
+    """Feature ``f``'s distinct values in global order of first appearance, their numbering by ``group_codes``,
+    and per number: rows, first probability, first row (global)."""
+    pieces = [s[f] for s in stats_per_chunk]
+    distinct = np.concatenate([v for v, *_ in pieces])
+    distinct, _ = _distinct(distinct)
+    _, uniques = _numbered(distinct, distinct)
+    k = len(uniques)
+    counts = np.zeros(k, dtype=np.int64)
+    first_p = np.full(k, np.inf)
+    first_row = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    for (values, c, fp, fr), offset in zip(pieces, offsets):
+        if not values.shape[0]:
+            continue
+        num = _numbered(distinct, values)[0]
+        counts[num] += c
+        rows = fr + offset
+        better = (fp < first_p[num]) | ((fp == first_p[num]) & (rows < first_row[num]))
+        first_p[num[better]] = fp[better]
+        first_row[num[better]] = rows[better]
+    return distinct, uniques, counts, first_p, first_row
+
+
+def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_values, kind):
+    """``(table, labels)``: each value number's digit and the digits' labels, as the in-memory ``_categorical``
+    and ``_numerical`` number a feature's values (kept values in order of first appearance along the sorted
+    probabilities; for a categorical feature past ``max_values`` values, the most frequent ``max_values - 1``
+    kept and the others one value)."""
+    rank = np.empty(len(uniques), dtype=np.int64)
+    rank[np.lexsort((first_row, first_p))] = np.arange(len(uniques))
+    k = len(uniques)
+    group = np.arange(k)
+    first = rank
+    if numerical:
+        labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
+    else:
+        labels = [MISSING if u is None else u for u in uniques]
+        if k > max_values:
+            by_appearance = np.argsort(first, kind="stable")
+            by_count = by_appearance[np.argsort(-counts[by_appearance], kind="stable")]
+            collapsed = by_count[max_values - 1:]
+            kept = np.sort(by_count[:max_values - 1])
+            finite = [u for u in uniques if u is not None]
+            other = (min(finite) - 1 if finite else -1) if kind in "biuf" else OTHER
+            group = np.full(k, len(kept), dtype=np.int64)
+            group[kept] = np.arange(len(kept))
+            labels = [labels[i] for i in kept] + [other]
+            first = np.append(first[kept], first[collapsed].min())
+    order = np.argsort(first, kind="stable")
+    renumber = np.empty(len(labels), dtype=np.int64)
+    renumber[order] = np.arange(len(labels))
+    return renumber[group], [labels[i] for i in order]
+
+
+def _choose_segments(names, sizes, digits, cell_counts, depth, min_samples, limit):
+    """MCGrad's segments of the cells ``digits`` (m x features) holding ``cell_counts`` rows, as the in-memory
+    :func:`fastcal.multicalibration_error` chooses them: ``(combos, segment_values, n_segments)``.
+
+    A copy of the selection loop of the in-memory function (which has no named helper for it yet).
+    """
+    import itertools
+
+    combos, segment_values = [], [{}]
+    n_segments = 1
+    n_features = len(names)
+    for subset in (s for d in range(1, depth + 1) for s in itertools.combinations(range(n_features), d)):
+        if n_segments >= limit:
+            break
+        size = [sizes[f] for f in subset]
+        mult = [math.prod(size[i + 1:]) for i in range(len(subset))]
+        keys = digits[:, list(subset)] @ np.array(mult, dtype=np.int64)
+        counts = np.bincount(keys, weights=cell_counts, minlength=math.prod(size))
+        chosen = np.flatnonzero(counts >= min_samples)[:max(0, min(limit - n_segments, counts.size))]
+        if not chosen.size:
+            continue
+        local = np.full(counts.size, -1, dtype=np.int64)
+        local[chosen] = np.arange(chosen.size)
+        for k in chosen.tolist():
+            place = [(k // m) % z for m, z in zip(mult, size)]
+            segment_values.append({names[f][0]: names[f][1][j] for f, j in zip(subset, place)})
+        combos.append((subset, mult, local, n_segments, chosen.size))
+        n_segments += chosen.size
+    return combos, segment_values, n_segments
+
+
+def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,
+                           max_values_per_segment_feature=3, min_samples_per_segment=10, max_n_segments=1000,
+                           n_partitions=None):
+    """:func:`fastcal.multicalibration_error` of rows ``(y_prob, y_true, w, *features)``.
+
+    ``names`` are the features' names, one per extra column, in the order of the chunks' columns; the other
+    parameters are the in-memory function's.
+
+    Passes: the conversion (validation); the numerical features' distinct values (up to the limit) and
+    ranges; for each binned one, NumPy's percentiles of all its values, exactly (two passes of
+    :func:`fastcal._binning.select_order_statistics` and :func:`fastcal._binning.percentiles_from_order_statistics`);
+    each feature's distinct values with their rows and first row along the sorted probabilities (the value
+    order of the in-memory function: first appearance, ties of probability by row number); a conversion giving
+    each row its digits and each chunk its cells (rows, weight, variance, positives); then the range partition
+    by probability, and per range and segment the sum and the running extremes after each tie group, merged
+    per segment by prefix offsets.
+
+    Exactness: the features' value orders, the collapsed categories, the quantile bins, the segments and
+    their ``n`` are the in-memory ones, exactly; ECCE, sigma and p-values to the rounding of float64 sums
+    in another order (1e-12 relative at the sizes tested).
+    """
+    from ..multicalibration import MulticalibrationResult, kuiper_sf
+
+    names = [str(n) if not isinstance(n, str) else n for n in names]
+    max_depth = _check_int(max_depth, "max_depth", 0, allow_none=True)
+    max_values = _check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
+    min_samples = _check_int(min_samples_per_segment, "min_samples_per_segment", 0)
+    max_n_segments = _check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
+    numerical = [numerical] if isinstance(numerical, str) else list(numerical)
+    unknown = [name for name in numerical if name not in names]
+    if unknown:
+        raise ValueError(f"numerical names {unknown} that are not features of segments ({names}).")
+    # MCGrad's order: categorical features, then the numerical ones in the order of `numerical`
+    order = [i for i, name in enumerate(names) if name not in numerical] + [names.index(n) for n in numerical]
+
+    data = _Data(rows, x_dtype, weighted, _convert_features, tuple(f"segments[{n!r}]" for n in names), order)
+    conv = None
+    try:
+        feats = data.rows  # (p, y, w, features in MCGrad's order)
+        specs = [(names[i], names[i] in numerical, None) for i in order]
+        offsets = np.concatenate(([0], np.cumsum([s.n for s in data.summaries])))[:-1].tolist()
+        for f, (name, is_num, _) in enumerate(specs):
+            if not is_num:
+                continue
+            facts = feats.map(_numerical_facts, f, name, max_values)
+            many = any(d is None for d, *_ in facts)
+            if not many:
+                union = np.unique(np.concatenate([d for d, *_ in facts]))
+                many = union.shape[0] > max_values
+            if many:
+                specs[f] = (name, True, _quantile_edges(feats, f, name, facts, max_values))
+        stats = feats.map(_value_stats, specs)
+        distinct, tables, labels = [], [], []
+        for f, (name, is_num, edges) in enumerate(specs):
+            values, uniques, counts, first_p, first_row = _global_values(stats, offsets, f)
+            table, value_labels = _value_table(uniques, counts, first_p, first_row, is_num, edges is not None,
+                                               max_values, values.dtype.kind)
+            distinct.append(values)
+            tables.append(table)
+            labels.append(value_labels)
+        conv, cells = feats.convert(_digits_and_cells, specs, distinct, tables, data.exponent)
+    except BaseException:
+        if conv is not None:
+            conv.release()
+        raise
+    finally:
+        data.release()
+    try:
+        cell_digits = np.concatenate([c[0] for c in cells]) if cells else np.zeros((0, len(specs)), np.int64)
+        if specs:
+            digits, inverse = np.unique(cell_digits, axis=0, return_inverse=True)
+        else:  # no features: one cell
+            digits, inverse = cell_digits[:1], np.zeros(cell_digits.shape[0], dtype=np.int64)
+        inverse = inverse.reshape(-1)
+        m = digits.shape[0]
+        cell_counts = np.bincount(inverse, weights=np.concatenate([c[1] for c in cells]), minlength=m)
+        cell_sums = [np.zeros(m) for _ in range(3)]
+        start = 0
+        for c in cells:  # in chunk order
+            k = c[0].shape[0]
+            for j in range(3):
+                np.add.at(cell_sums[j], inverse[start:start + k], c[2 + j])
+            start += k
+        n_features = len(specs)
+        depth = n_features if max_depth is None else min(max_depth, n_features)
+        limit = math.inf if max_n_segments is None else max_n_segments
+        sizes = [len(lab) for lab in labels]
+        combos, segment_values, n_segments = _choose_segments(
+            [(specs[f][0], labels[f]) for f in range(n_features)], sizes, digits, cell_counts.astype(np.int64),
+            depth, min_samples, limit)
+        columns = [(0, (), (), None)] + [(s, subset, mult, local) for subset, mult, local, s, _ in combos]
+        count = np.zeros(n_segments, dtype=np.int64)
+        total, var = np.zeros(n_segments), np.zeros(n_segments)
+        count[0], total[0], var[0] = int(cell_counts.sum()), cell_sums[0].sum(), cell_sums[1].sum()
+        for s0, subset, mult, local in columns[1:]:
+            col = local[digits[:, list(subset)] @ np.asarray(mult, dtype=np.int64)]
+            keep = col >= 0
+            size = int(col.max()) + 1 if keep.any() else 0
+            at = slice(s0, s0 + size)
+            count[at] = np.bincount(col[keep], weights=cell_counts[keep], minlength=size).astype(np.int64)
+            total[at] = np.bincount(col[keep], weights=cell_sums[0][keep], minlength=size)
+            var[at] = np.bincount(col[keep], weights=cell_sums[1][keep], minlength=size)
+        positive = float(cell_sums[2].sum())
+        parts = score_ranges(conv, data, n_partitions, rows.parallelism)
+        try:
+            ranges = parts.map(_segment_extremes, columns, n_segments, data.exponent)
+        finally:
+            parts.release()
+    finally:
+        conv.release()
+    ends = np.array([r[0] for r in ranges]).reshape(len(ranges), n_segments)
+    before = np.cumsum(ends, axis=0) - ends
+    lo = np.minimum(0.0, (before + np.array([r[1] for r in ranges]).reshape(ends.shape)).min(axis=0))
+    hi = np.maximum(0.0, (before + np.array([r[2] for r in ranges]).reshape(ends.shape)).max(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
+        std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
+    sigma = np.array([_sigma(float(v), float(s)) for v, s in zip(value, std)])
+    pvalues = np.array([kuiper_sf(x) for x in sigma])
+    rate = positive / total[0] if total[0] > 0 else math.nan
+    prevalence = min(rate, 1 - rate)
+    mce_sigma = float(sigma.max())
+    mce = mce_sigma * float(std[0])
+    mde = 5 * float(std[0])
+
+    def relative(x):
+        return 100 * x / prevalence if prevalence > 0 else math.inf
+
+    return MulticalibrationResult(
+        mce=mce, mce_sigma=mce_sigma, mce_pvalue=float(pvalues.min()), mce_relative=relative(mce), mde=mde,
+        mde_relative=relative(mde), global_ecce=float(value[0]), global_ecce_sigma=float(sigma[0]),
+        global_ecce_pvalue=float(pvalues[0]), segment_values=segment_values, segment_n=count,
+        segment_ecce=value, segment_ecce_sigma=sigma, segment_pvalue=pvalues,
+    )
