@@ -77,7 +77,9 @@ if TYPE_CHECKING:
     from .isotonic import IsotonicParams, IsotonicRegression
     from .decomposition import ScoreDecomposition
     from .metrics import BrierDecomposition, CalibrationReport
-    from .multicalibration import ECCEResult, SegmentReport
+    from collections.abc import Iterable, Mapping
+
+    from .multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
     from .platt import PlattScaling
     from .smooth import SmoothECEResult
 
@@ -103,6 +105,7 @@ __all__ = [
     "fit_isotonic",
     "fit_platt",
     "log_loss",
+    "multicalibration_error",
     "predict",
     "roc_auc_score",
     "score_decomposition",
@@ -947,3 +950,44 @@ def segment_report(y_true: Data, y_prob: Data, groups: Data, *, sample_weight: D
     cols = _metric_rows(y_true, y_prob, sample_weight)
     return _segments.segment_report(**_with_columns(cols, y_prob, {"groups": groups}), n_bins=n_bins,
                                     n_partitions=n_partitions)
+
+
+def multicalibration_error(
+    y_true: Data,
+    y_prob: Data,
+    segments: Mapping[str, Data] | dd.DataFrame,
+    *,
+    sample_weight: Data | float | None = None,
+    numerical: Iterable[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 3,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_partitions: int | None = None,
+) -> MulticalibrationResult:
+    """:func:`fastcal.multicalibration_error` of Dask data: the same segments, values and numbers.
+
+    ``segments``: a mapping of names to Dask arrays or Series (or a Dask
+    DataFrame of the features), aligned with ``y_prob``. The features' value
+    orders, collapsed categories and quantile bins come from reductions on
+    the client (the bins are NumPy's percentiles of the whole column,
+    exactly); each chunk's cells are summed; the per-segment running sums
+    come from a range partition by probability, merged per segment by prefix
+    offsets (:mod:`fastcal._engine.segments`). Equal to the in-memory result
+    (segments and counts exactly; the ECCEs to ~1e-12 relative).
+    ``n_partitions``: probability ranges (the result does not depend on it).
+    """
+    if _is_dataframe(segments):
+        features = {str(c): segments[c] for c in segments.columns}
+    elif hasattr(segments, "items"):
+        features = dict(segments.items())
+    else:
+        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
+                        f"{type(segments).__name__}.")
+    cols = _metric_rows(y_true, y_prob, sample_weight)
+    rows = _with_columns(cols, y_prob, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
+        _rows(cols)
+    return _segments.multicalibration_error(
+        **rows, names=list(features), numerical=numerical, max_depth=max_depth,
+        max_values_per_segment_feature=max_values_per_segment_feature,
+        min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)

@@ -128,3 +128,42 @@ def test_errors():
         fd.ecce(_arr(y * 2, (25, 25)), _arr(p, (25, 25)))
     with pytest.raises(ValueError, match="fastcal.dask.roc_auc_score is binary only"):
         fd.roc_auc_score(_arr(y, (50,)), da.from_array(np.ones((50, 3))))
+
+
+def _same_mce(got, ref):
+    assert len(got.segment_values) == len(ref.segment_values)
+    for a, b in zip(got.segment_values, ref.segment_values):
+        assert list(a) == list(b)
+        for k in b:
+            assert (a[k] == b[k]) or (a[k] != a[k] and b[k] != b[k]), (a, b)  # NaN: the missing value's label
+    assert_array_equal(got.segment_n, ref.segment_n)
+    assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
+    assert_allclose(got.segment_ecce_sigma, ref.segment_ecce_sigma, rtol=RTOL, atol=0)
+    for name in ("mce", "mce_sigma", "mde", "global_ecce"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=RTOL, err_msg=name)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS[1:])
+def test_multicalibration_error(chunks):
+    p, y, w, g = _data(1000, 6)
+    rng = np.random.default_rng(7)
+    age = rng.normal(40, 10, 1000)
+    age[::17] = np.nan
+    device = rng.integers(0, 5, 1000)
+    ref = fastcal.multicalibration_error(y, p, {"country": g, "device": device, "age": age}, sample_weight=w,
+                                         numerical=["age"], min_samples_per_segment=5)
+    got = fd.multicalibration_error(_arr(y, chunks), _arr(p, chunks),
+                                    {"country": _arr(g, chunks), "device": _arr(device, chunks),
+                                     "age": _arr(age, chunks)},
+                                    sample_weight=_arr(w, chunks), numerical=["age"], min_samples_per_segment=5,
+                                    n_partitions=3)
+    _same_mce(got, ref)
+
+
+def test_multicalibration_error_dataframe():
+    p, y, _, g = _data(600, 8, np.float32, weighted=False)
+    frame = pd.DataFrame({"p": p, "y": y, "country": g, "k": np.arange(600) % 4})
+    df = dd.from_pandas(frame, npartitions=4)
+    ref = fastcal.multicalibration_error(y, p, frame[["country", "k"]], max_depth=None)
+    got = fd.multicalibration_error(df["y"], df["p"], df[["country", "k"]], max_depth=None)
+    _same_mce(got, ref)

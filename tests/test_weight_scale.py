@@ -427,7 +427,22 @@ CASES = {
     "fastcal.dask.roc_auc_score": _dask("roc_auc_score"),
     "fastcal.dask.calibration_report": lambda w: _dask_report(w),
     "fastcal.dask.segment_report": lambda w: _dask_segment_report(w),
+    "fastcal.dask.multicalibration_error": lambda w: _dask_multicalibration(w),
 }
+
+
+def _dask_multicalibration(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.multicalibration_error(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                                  {"g": da.from_array(np.arange(N) % 3, chunks=20),
+                                   "x": da.from_array(S[::-1].copy(), chunks=20)},
+                                  numerical=["x"], sample_weight=da.from_array(w, chunks=20),
+                                  min_samples_per_segment=2)
+    return {"mce": _floats([r.mce, r.mce_sigma, r.mce_pvalue, r.mce_relative, r.mde, r.mde_relative]),
+            "segments": _floats(np.concatenate([r.segment_ecce, r.segment_ecce_sigma, r.segment_pvalue]))}
 
 
 def _dask_report(w):
