@@ -78,7 +78,9 @@ if TYPE_CHECKING:
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
     from .metrics import BrierDecomposition
-    from .multicalibration import ECCEResult, SegmentReport
+    from collections.abc import Sequence
+
+    from .multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
     from .platt import PlattScaling
     from .smooth import SmoothECEResult
 
@@ -99,6 +101,7 @@ __all__ = [
     "fit_isotonic",
     "fit_platt",
     "log_loss",
+    "multicalibration_error",
     "predict",
     "roc_auc_score",
     "score_decomposition",
@@ -1095,3 +1098,66 @@ def segment_report(
         return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
     return _call(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
                  ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+
+
+def multicalibration_error(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    segment_cols: str | Sequence[str],
+    *,
+    weight_col: str | None = None,
+    numerical: str | Sequence[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 3,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_partitions: int | None = None,
+) -> MulticalibrationResult:
+    """:func:`fastcal.multicalibration_error` of a DataFrame's columns, ``segment_cols`` the features.
+
+    The features' value orders, collapsed categories and quantile bins come
+    from reductions on the driver (the bins are NumPy's percentiles of the
+    whole column, exactly), each partition's cells are summed in its task,
+    and the per-segment running sums come from a range partition by
+    probability in the JVM, merged per segment by prefix offsets
+    (:mod:`fastcal._engine.segments`): the in-memory segments and counts
+    exactly, the ECCEs to ~1e-12 relative. A non-numeric feature (strings) is
+    numbered in the JVM first, as in :func:`segment_report`; its labels are
+    its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
+    memory). Numeric features hold no nulls.
+    """
+    names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+    frame, columns, numbered = df, [], {}
+    for name in names:
+        if name in fields and type(fields[name].dataType) not in _NUMPY_OF_SPARK:
+            frame, column, ordered = _group_numbers(frame, name)
+            numbered[name] = ordered
+            columns.append(column)
+        else:
+            columns.append(name)
+    rows = SparkRows.from_columns(frame, (prob_col, label_col, weight_col, *columns),
+                                  ("prob_col", "label_col", "weight_col",
+                                   *(f"segment_cols[{i}]" for i in range(len(names)))))
+    try:
+        result = _segments.multicalibration_error(
+            rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,
+            max_depth=max_depth, max_values_per_segment_feature=max_values_per_segment_feature,
+            min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments,
+            n_partitions=n_partitions)
+    finally:
+        rows.release()
+    if not numbered:
+        return result
+
+    def label(name, value):
+        if name not in numbered:
+            return value
+        if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
+            return _segments.OTHER
+        original = numbered[name][int(value)]
+        return _segments.MISSING if original is None else original
+
+    values = [{name: label(name, v) for name, v in seg.items()} for seg in result.segment_values]
+    return dataclasses.replace(result, segment_values=values)

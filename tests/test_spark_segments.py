@@ -33,22 +33,21 @@ def _same_report(got, ref, groups=None):
     assert_allclose(got.pvalue, ref.pvalue, rtol=RTOL * (1 + ref.ecce_sigma.max() ** 2), equal_nan=True)
 
 
-def test_ecce_and_report(spark):
-    """Two calls (a Spark job is seconds here): the ECCE of ties and zero weights, and the report by a string column
-    with nulls (numbered in the JVM); ratio, integer groups, float32 and the chunkings are the drivers' (ListRows)
-    and Dask's tests."""
+def test_report_and_multicalibration_error(spark):
+    """Two calls (a Spark job takes seconds here): the report by a string column with nulls (numbered in the JVM,
+    partitions of whole groups), and the multicalibration error of that column and an integer one (labels mapped
+    back, "__NA" and "__OTHER"; its segment 0 is the ECCE of all rows, from the range partition by probability,
+    here of tied probabilities and zero weights). The ECCE and ratio adapters, numerical bins, float32 and the
+    chunkings are covered by the drivers' (ListRows) and Dask's tests."""
     df = _frame(spark, 3000, 3, seed=5).select(
         F.round("s", 2).alias("p"), "y",
         F.when(F.col("id") % 9 == 0, 0.0).otherwise(F.col("w")).alias("w"),
         F.when(F.col("id") % 13 == 0, None).otherwise(
             F.element_at(F.array(*[F.lit(v) for v in ("fr", "de", "it", "ab", "ba")]),
-                         (F.col("id") % 5 + 1).cast("int"))).alias("g"))
-    p, y, w = _collect(df, "p", "y", "w")
+                         (F.col("id") % 5 + 1).cast("int"))).alias("g"),
+        (F.col("id") % 3).alias("k"))
+    p, y, w, k = _collect(df, "p", "y", "w", "k")
     g = np.array(df.select("g").toArrow().column("g").to_pylist(), dtype=object)
-    ref = fastcal.ecce(y, p, sample_weight=w)
-    got = fs.ecce(df, "y", "p", weight_col="w", n_partitions=4)
-    assert_allclose([got.ecce, got.std, got.ecce_sigma, got.pvalue],
-                    [ref.ecce, ref.std, ref.ecce_sigma, ref.pvalue], rtol=RTOL)
     # strings: numbered in the order of the in-memory function on a NumPy array of them ("ab" < "ba" < ... as
     # the integers of their bits), null last
     present = g != None  # noqa: E711 - elementwise
@@ -58,3 +57,13 @@ def test_ecce_and_report(spark):
     _same_report(got, fastcal.segment_report(y, p, codes, sample_weight=w, n_bins=6), ref_groups)
     with pytest.raises(ValueError, match="group_col='nope' is not a column"):  # no job
         fs.segment_report(df, "y", "p", "nope")
+
+    ref = fastcal.multicalibration_error(y, p, {"g": g, "k": k}, sample_weight=w, min_samples_per_segment=5)
+    got = fs.multicalibration_error(df, "y", "p", ["g", "k"], weight_col="w", min_samples_per_segment=5,
+                                    n_partitions=4)
+    assert got.segment_values == ref.segment_values
+    assert any(v.get("g") == "__OTHER" for v in ref.segment_values)
+    assert_array_equal(got.segment_n, ref.segment_n)
+    assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
+    assert_allclose([got.mce, got.mce_sigma, got.mce_pvalue, got.global_ecce, got.global_ecce_sigma],
+                    [ref.mce, ref.mce_sigma, ref.mce_pvalue, ref.global_ecce, ref.global_ecce_sigma], rtol=RTOL)

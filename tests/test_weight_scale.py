@@ -477,7 +477,7 @@ def _dask_segment_report(w):
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report", "ecce",
-    "segment_report",
+    "multicalibration_error", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}
 
