@@ -285,8 +285,12 @@ def test_segment_report_errors():
     with pytest.raises(ValueError) as got:
         eseg.segment_report(ListRows([(p, y, None, g[:2])]), x_dtype=p.dtype, weighted=False)
     assert "Inconsistent numbers of samples" in str(ref.value) and "Inconsistent numbers of samples" in str(got.value)
-    with pytest.raises(ValueError, match="n_bins"):
-        eseg.segment_report(ListRows([(p, y, None, g)]), x_dtype=p.dtype, weighted=False, n_bins=0)
+    for n_bins in (0, 2.5):
+        with pytest.raises((ValueError, TypeError)) as ref:
+            fastcal.segment_report(y, p, g, n_bins=n_bins)
+        with pytest.raises(type(ref.value)) as got:
+            eseg.segment_report(ListRows([(p, y, None, g)]), x_dtype=p.dtype, weighted=False, n_bins=n_bins)
+        assert str(got.value) == str(ref.value)
     with pytest.raises(ValueError) as ref:
         fastcal.segment_report(np.array([0, 2, 1]), p, g)
     with pytest.raises(ValueError) as got:

@@ -177,6 +177,19 @@ class _Data:
         self.rows.release()
 
 
+def _check_int(value, name, minimum, *, allow_none=False):
+    """The in-memory checks of :func:`fastcal.multicalibration_error`'s integer parameters (same messages)."""
+    import numbers
+
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
+    return int(value)
+
+
 def _float64_terms(p, labels, w, exponent):
     """``(w64, p64, w64 (y - p))`` of validated rows, ``w64`` the rescaled weights in float64 (ones without)."""
     p64 = p.astype(np.float64)
@@ -405,7 +418,7 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
     from ..multicalibration import SegmentReport
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
-    n_bins = check("n_bins", n_bins, [Integer(1)])
+    n_bins = _check_int(n_bins, "n_bins", 1)  # the in-memory check and message
     found = rows.map(_group_values)
     pieces = [values for values, _ in found]
     distinct_all = np.concatenate(pieces) if pieces else np.empty(0)
@@ -441,19 +454,6 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
 #: MCGrad's values for collapsed and missing categories (those of :mod:`fastcal.multicalibration`).
 OTHER = "__OTHER"
 MISSING = "__NA"
-
-
-def _check_int(value, name, minimum, *, allow_none=False):
-    """The in-memory checks of :func:`fastcal.multicalibration_error`'s integer parameters (same messages)."""
-    import numbers
-
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
-    return int(value)
 
 
 def _convert_features(chunk, dtype, names, order):
