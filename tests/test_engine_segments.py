@@ -404,3 +404,17 @@ def test_multicalibration_error_parameter_errors():
         with pytest.raises(type(ref.value)) as got:
             eseg.multicalibration_error(rows, x_dtype=p.dtype, weighted=False, names=["g"], **kw)
         assert str(got.value) == str(ref.value)
+
+
+@pytest.mark.parametrize("n_features", [6, 20])
+def test_multicalibration_error_many_cells(n_features):
+    """Cells numbered by np.unique of their mixed-radix numbers (10^6 combinations, past 4 per row) and of their
+    rows of digits (10^20 combinations, past 2^62)."""
+    rng = np.random.default_rng(26)
+    p, y, w = _data(2000, 27, weighted=True)
+    feats = {f"f{i}": rng.integers(0, 10, 2000) for i in range(n_features)}
+    params = dict(max_values_per_segment_feature=10, max_depth=1 if n_features > 6 else 2, min_samples_per_segment=3)
+    ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, **params)
+    got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), [0, 700, 1300, 2000]), x_dtype=p.dtype,
+                                      weighted=True, names=list(feats), n_partitions=3, **params)
+    _assert_same_mce(got, ref)

@@ -528,29 +528,47 @@ def _value_stats(chunk, specs):
 
 def _digits_and_cells(chunk, specs, distinct, tables, exponent):
     """The chunk ``(p, labels, w, digits...)``: each feature's value number (int64) by the global ``tables``;
-    and its cells: the distinct rows of digits, their rows, ``sum w``, ``sum w^2 p (1 - p)`` and ``sum w y``."""
+    and its cells: the distinct rows of digits, their rows, ``sum w``, ``sum w^2 p (1 - p)`` and ``sum w y``.
+
+    A cell is numbered by the mixed-radix number of its digits (one ``bincount`` when there are few, under
+    4 per row, else ``np.unique``), or by ``np.unique`` of the rows of digits past 2^62 combinations.
+    """
     p, labels, w = chunk[:3]
+    n = p.shape[0]
     digits = []
     for f, (name, numerical, edges) in enumerate(specs):
         values = _feature_values(chunk, f, numerical, name, edges)
-        if values.shape[0]:
-            digits.append(tables[f][_numbered(distinct[f], values)[0]])
-        else:
-            digits.append(np.zeros(0, dtype=np.int64))
+        digits.append(tables[f][_numbered(distinct[f], values)[0]] if n else np.zeros(0, dtype=np.int64))
     w64, p64, _ = _float64_terms(p, labels, w, exponent)
-    matrix = np.stack(digits, axis=1) if digits else np.zeros((p.shape[0], 0), dtype=np.int64)
-    if p.shape[0] and not digits:  # no features: one cell
-        cells, inverse, counts = matrix[:1], np.zeros(p.shape[0], dtype=np.int64), np.array([p.shape[0]])
-    if p.shape[0]:
-        if digits:
-            cells, inverse, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
-        inverse = inverse.reshape(-1)
-        m = cells.shape[0]
-        sums = (np.bincount(inverse, weights=w64, minlength=m),
-                np.bincount(inverse, weights=w64 * w64 * p64 * (1.0 - p64), minlength=m),
-                np.bincount(inverse, weights=w64 * np.not_equal(labels, 0), minlength=m))
+    sizes = [int(t.max()) + 1 if t.shape[0] else 1 for t in tables]
+    span = math.prod(sizes)
+    if not n:
+        empty = np.zeros((0, len(specs)), dtype=np.int64)
+        return (p, labels, w, *digits), (empty, np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0))
+    if span < 1 << 62:
+        key = np.zeros(n, dtype=np.int64)
+        for d, size in zip(digits, sizes):
+            key *= size
+            key += d
+        if span <= max(4 * n, 1 << 16):
+            counts = np.bincount(key, minlength=span)
+            present = np.flatnonzero(counts)
+            slot = np.zeros(span, dtype=np.int64)
+            slot[present] = np.arange(present.shape[0])
+            inverse, counts, keys = slot[key], counts[present], present
+        else:
+            keys, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        cells = np.empty((keys.shape[0], len(specs)), dtype=np.int64)
+        rest = keys.copy()
+        for f in range(len(specs) - 1, -1, -1):
+            rest, cells[:, f] = np.divmod(rest, sizes[f])
     else:
-        cells, counts, sums = matrix[:0], np.zeros(0, np.int64), (np.zeros(0),) * 3
+        cells, inverse, counts = np.unique(np.stack(digits, axis=1), axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    m = cells.shape[0]
+    sums = (np.bincount(inverse, weights=w64, minlength=m),
+            np.bincount(inverse, weights=w64 * w64 * p64 * (1.0 - p64), minlength=m),
+            np.bincount(inverse, weights=w64 * np.not_equal(labels, 0), minlength=m))
     return (p, labels, w, *digits), (cells, counts, *sums)
 
 
