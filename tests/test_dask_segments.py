@@ -21,9 +21,26 @@ RTOL = 1e-12
 
 
 @pytest.fixture(autouse=True)
-def _threads():
+def _threads(request):
+    if "client" in request.fixturenames:  # the LocalCluster's test: its client is the scheduler
+        yield
+        return
     with dask.config.set(scheduler="threads"):
         yield
+
+
+@pytest.fixture(scope="module")
+def client():
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
 
 
 def _data(n, seed, dtype=np.float64, weighted=True):
@@ -167,3 +184,18 @@ def test_multicalibration_error_dataframe():
     ref = fastcal.multicalibration_error(y, p, frame[["country", "k"]], max_depth=None)
     got = fd.multicalibration_error(df["y"], df["p"], df[["country", "k"]], max_depth=None)
     _same_mce(got, ref)
+
+
+def test_on_a_local_cluster_of_two_processes(client):
+    """The chunk functions and their arguments travel between processes (pickled): the report by object groups
+    and the multicalibration error of a string and a numerical feature, on two worker processes."""
+    p, y, w, g = _data(1200, 9)
+    groups = np.array(g.tolist(), dtype=object)
+    groups[::10] = None
+    x = np.random.default_rng(10).normal(size=1200)
+    chunks = (300, 0, 500, 400)
+    got = fd.segment_report(_arr(y, chunks), _arr(p, chunks), _arr(groups, chunks), sample_weight=_arr(w, chunks))
+    _same_report(got, fastcal.segment_report(y, p, groups, sample_weight=w))
+    got = fd.multicalibration_error(_arr(y, chunks), _arr(p, chunks), {"g": _arr(g, chunks), "x": _arr(x, chunks)},
+                                    sample_weight=_arr(w, chunks), numerical=["x"], n_partitions=2)
+    _same_mce(got, fastcal.multicalibration_error(y, p, {"g": g, "x": x}, sample_weight=w, numerical=["x"]))
