@@ -590,7 +590,8 @@ def _segment_extremes(chunk, columns, n_segments, exponent):
             seg = local[digits[:, list(subset)] @ np.asarray(mult, dtype=np.int64)]
             idx = np.flatnonzero(seg >= 0)
             seg = seg[idx]
-            by = np.argsort(seg, kind="stable")  # by segment, in probability order within each
+            small = seg.astype(np.int16) if n_segments < 1 << 15 else seg  # a radix sort for 16-bit keys
+            by = np.argsort(small, kind="stable")  # by segment, in probability order within each
             idx, seg = idx[by], seg[by]
         else:
             idx, seg = np.arange(ps.shape[0]), np.zeros(ps.shape[0], dtype=np.int64)
