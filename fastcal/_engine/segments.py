@@ -103,6 +103,7 @@ from .._validation import (
     rescale_weights,
     weight_exponent,
 )
+from ..multicalibration import MISSING, OTHER  # MCGrad's values for collapsed and missing categories
 from . import isotonic
 
 __all__ = ["calibration_ratio", "ecce", "multicalibration_error", "segment_report"]
@@ -451,9 +452,6 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
 # Multicalibration error: global feature statistics, cells, per-segment running extremes over score ranges.
 # ---------------------------------------------------------------------------
 
-#: MCGrad's values for collapsed and missing categories (those of :mod:`fastcal.multicalibration`).
-OTHER = "__OTHER"
-MISSING = "__NA"
 
 
 def _convert_features(chunk, dtype, names, order):
