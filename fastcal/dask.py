@@ -62,6 +62,7 @@ from ._engine import binned as _binned
 from ._engine import decomposition as _decomposition
 from ._engine import isotonic as _isotonic
 from ._engine import logistic as _logistic
+from ._engine import segments as _segments
 from ._engine import split_chunk
 from ._errors import not_fitted
 
@@ -75,7 +76,10 @@ if TYPE_CHECKING:
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
     from .decomposition import ScoreDecomposition
-    from .metrics import BrierDecomposition
+    from .metrics import BrierDecomposition, CalibrationReport
+    from collections.abc import Iterable, Mapping
+
+    from .multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
     from .platt import PlattScaling
     from .smooth import SmoothECEResult
 
@@ -91,15 +95,21 @@ __all__ = [
     "brier_decomposition",
     "brier_score_loss",
     "calibration_curve",
+    "calibration_ratio",
+    "calibration_report",
     "correct_negative_sampling",
+    "ecce",
     "expected_calibration_error",
     "fit_beta",
     "fit_histogram",
     "fit_isotonic",
     "fit_platt",
     "log_loss",
+    "multicalibration_error",
     "predict",
+    "roc_auc_score",
     "score_decomposition",
+    "segment_report",
     "smooth_ece",
 ]
 
@@ -821,3 +831,163 @@ def score_decomposition(
     """
     _binary_only("score_decomposition", p)
     return _decomposition.score_decomposition(**_rows(_metric_rows(y, p, sample_weight)), scoring=scoring)
+
+
+# ---------------------------------------------------------------------------
+# ROC AUC and the calibration report: the drivers of fastcal._engine.decomposition.
+# ---------------------------------------------------------------------------
+
+
+def roc_auc_score(
+    y_true: Data,
+    y_score: Data,
+    *,
+    sample_weight: Data | float | None = None,
+    pos_label: float | str | None = None,
+    n_partitions: int | None = None,
+) -> float:
+    """:func:`fastcal.roc_auc_score` of binary Dask data, exact.
+
+    The rows are range-partitioned by score with a shuffle (as
+    :func:`fit_isotonic` does), each partition's Mann-Whitney counts are
+    computed on the workers and merged in score order on the client
+    (:mod:`fastcal._engine.decomposition`): equal to the in-memory AUC bit for
+    bit without weights, to the rounding of the sums with them. Binary only
+    (``y_score`` 1-D); ``n_partitions`` score ranges (the result does not
+    depend on it).
+    """
+    _binary_only("roc_auc_score", y_score)
+    return _decomposition.roc_auc_score(**_rows(_columns(y_score, y_true, sample_weight, "y_score",
+                                                         y_name="y_true")),
+                                        pos_label=pos_label, n_partitions=n_partitions)
+
+
+def calibration_report(
+    y_true: Data,
+    y_prob: Data,
+    *,
+    sample_weight: Data | float | None = None,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    pos_label: float | str | None = None,
+) -> CalibrationReport:
+    """:func:`fastcal.calibration_report` of binary Dask data.
+
+    One validation pass, one bin table, the exact AUC of :func:`roc_auc_score`,
+    both CORP decompositions from one exact isotonic fit, and the calibration
+    slope and intercept from Newton passes over the persisted logits
+    (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
+    report, sums to their rounding and the slope to the solver's tolerance.
+    """
+    _binary_only("calibration_report", y_prob)
+    return _decomposition.calibration_report(**_rows(_metric_rows(y_true, y_prob, sample_weight)), n_bins=n_bins,
+                                             strategy=strategy, pos_label=pos_label)
+
+
+# ---------------------------------------------------------------------------
+# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ---------------------------------------------------------------------------
+
+
+def _with_columns(cols, y_prob, extra):
+    """The driver's ``rows`` of the aligned chunks ``cols`` of ``y_prob`` with more columns ``extra`` (name:
+    values; each chunk ``(p, y, w, *extra)``), aligned with ``y_prob``'s chunks (zipped with its partitions when
+    every column is a Series of a DataFrame of as many partitions)."""
+    if all(_is_series(v) for v in extra.values()) and cols.n is None:
+        parts = [_series(v) for v in extra.values()]
+        if any(p.npartitions != len(cols.triples) for p in parts):
+            raise ValueError("the columns must be Series of one Dask DataFrame (the same partitions).")
+        others = [p.to_delayed() for p in parts]
+    else:
+        x = _as_dask_1d(y_prob, "y_prob", allow_column=True)
+        others = []
+        for name, values in extra.items():
+            arr = _as_dask_1d(values, name, chunks=x.chunks)
+            if arr.shape[0] != x.shape[0]:
+                raise ValueError(f"Inconsistent numbers of samples: y_prob has {x.shape[0]}, {name} has "
+                                 f"{arr.shape[0]}.")
+            others.append(arr.rechunk(x.chunks).to_delayed().ravel().tolist())
+    chunks = [delayed(_chunk)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
+    return {"rows": DaskRows(chunks, n_rows=cols.n), "x_dtype": cols.x_dtype, "weighted": cols.weighted}
+
+
+def ecce(y_true: Data, y_prob: Data, *, sample_weight: Data | float | None = None,
+         n_partitions: int | None = None) -> ECCEResult:
+    """:func:`fastcal.ecce` of Dask data: the ECCE, its sigma and p-value.
+
+    The rows are range-partitioned by probability with a shuffle (the
+    isotonic fit's range partition: equal probabilities are never split),
+    each partition returns its sum and the extremes of its running sums, and
+    the client merges them in score order by prefix offsets
+    (:mod:`fastcal._engine.segments`). Equal to the in-memory result to the
+    rounding of the float64 sums (about 1e-12 relative or better).
+    ``n_partitions``: probability ranges (the result does not depend on it).
+    """
+    return _segments.ecce(**_rows(_metric_rows(y_true, y_prob, sample_weight)), n_partitions=n_partitions)
+
+
+def calibration_ratio(y_true: Data, y_prob: Data, *, sample_weight: Data | float | None = None,
+                      adjust_unjoined: bool = False) -> float:
+    """:func:`fastcal.calibration_ratio` of Dask data: per-chunk sums, added on the client in chunk order."""
+    return _segments.calibration_ratio(**_rows(_metric_rows(y_true, y_prob, sample_weight)),
+                                       adjust_unjoined=adjust_unjoined)
+
+
+def segment_report(y_true: Data, y_prob: Data, groups: Data, *, sample_weight: Data | float | None = None,
+                   n_bins: int = 10, n_partitions: int | None = None) -> SegmentReport:
+    """:func:`fastcal.segment_report` of Dask data: one row per group, in the in-memory order.
+
+    The groups are numbered as the in-memory function numbers the whole
+    column (each chunk's distinct values, gathered on the client), the rows
+    are shuffled so that each partition holds whole groups, and each
+    partition runs the in-memory report on its rows
+    (:mod:`fastcal._engine.segments`). Equal to the in-memory report (``n``
+    exactly; the rest to the rounding of a group's sums). ``groups``: a Dask
+    array or Series (any values; NaN and None are one group);
+    ``n_partitions``: partitions of whole groups (the result does not depend
+    on it).
+    """
+    cols = _metric_rows(y_true, y_prob, sample_weight)
+    return _segments.segment_report(**_with_columns(cols, y_prob, {"groups": groups}), n_bins=n_bins,
+                                    n_partitions=n_partitions)
+
+
+def multicalibration_error(
+    y_true: Data,
+    y_prob: Data,
+    segments: Mapping[str, Data] | dd.DataFrame,
+    *,
+    sample_weight: Data | float | None = None,
+    numerical: Iterable[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 3,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_partitions: int | None = None,
+) -> MulticalibrationResult:
+    """:func:`fastcal.multicalibration_error` of Dask data: the same segments, values and numbers.
+
+    ``segments``: a mapping of names to Dask arrays or Series (or a Dask
+    DataFrame of the features), aligned with ``y_prob``. The features' value
+    orders, collapsed categories and quantile bins come from reductions on
+    the client (the bins are NumPy's percentiles of the whole column,
+    exactly); each chunk's cells are summed; the per-segment running sums
+    come from a range partition by probability, merged per segment by prefix
+    offsets (:mod:`fastcal._engine.segments`). Equal to the in-memory result
+    (segments and counts exactly; the ECCEs to ~1e-12 relative).
+    ``n_partitions``: probability ranges (the result does not depend on it).
+    """
+    if _is_dataframe(segments):
+        features = {str(c): segments[c] for c in segments.columns}
+    elif hasattr(segments, "items"):
+        features = dict(segments.items())
+    else:
+        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
+                        f"{type(segments).__name__}.")
+    cols = _metric_rows(y_true, y_prob, sample_weight)
+    rows = _with_columns(cols, y_prob, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
+        _rows(cols)
+    return _segments.multicalibration_error(
+        **rows, names=list(features), numerical=numerical, max_depth=max_depth,
+        max_values_per_segment_feature=max_values_per_segment_feature,
+        min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)

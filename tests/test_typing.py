@@ -380,6 +380,12 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(d.resolution, float)
     assert_type(fastcal.dask.score_decomposition(yd, p, scoring="brier", sample_weight=None).uncertainty, float)
     assert_type(fastcal.dask.smooth_ece(yd, p, bandwidth=None, sample_weight=None), fastcal.SmoothECEResult)
+    assert_type(fastcal.dask.roc_auc_score(yd, p, sample_weight=None, pos_label=1, n_partitions=2), float)
+    assert_type(fastcal.dask.calibration_report(yd, p, n_bins=5, strategy="quantile"), fastcal.CalibrationReport)
+    assert_type(fastcal.dask.ecce(yd, p, sample_weight=None, n_partitions=2).ecce_sigma, float)
+    assert_type(fastcal.dask.calibration_ratio(yd, p, adjust_unjoined=True), float)
+    assert_type(fastcal.dask.segment_report(yd, p, yd, n_bins=5, n_partitions=2), fastcal.SegmentReport)
+    assert_type(fastcal.dask.multicalibration_error(yd, p, {"g": yd}, max_depth=1, n_partitions=2).mce, float)
 
 
 def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:

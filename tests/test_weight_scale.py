@@ -422,13 +422,62 @@ CASES = {
     "fastcal.dask.smooth_ece": _dask_smooth,
     "fastcal.multicalibration.segment_report": lambda w: _segment_report(w),
     "fastcal.grouped.GroupedCalibrator.fit": lambda w: _grouped(w),
+    "fastcal.dask.ecce": _dask("ecce"),
+    "fastcal.dask.calibration_ratio": _dask("calibration_ratio"),
+    "fastcal.dask.roc_auc_score": _dask("roc_auc_score"),
+    "fastcal.dask.calibration_report": lambda w: _dask_report(w),
+    "fastcal.dask.segment_report": lambda w: _dask_segment_report(w),
+    "fastcal.dask.multicalibration_error": lambda w: _dask_multicalibration(w),
 }
+
+
+def _dask_multicalibration(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.multicalibration_error(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                                  {"g": da.from_array(np.arange(N) % 3, chunks=20),
+                                   "x": da.from_array(S[::-1].copy(), chunks=20)},
+                                  numerical=["x"], sample_weight=da.from_array(w, chunks=20),
+                                  min_samples_per_segment=2)
+    return {"mce": _floats([r.mce, r.mce_sigma, r.mce_pvalue, r.mce_relative, r.mde, r.mde_relative]),
+            "segments": _floats(np.concatenate([r.segment_ecce, r.segment_ecce_sigma, r.segment_pvalue]))}
+
+
+def _dask_report(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.calibration_report(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                              sample_weight=da.from_array(w, chunks=20))
+    out = {k: _floats(v) for k, v in r.to_dict().items() if isinstance(v, float) and k not in
+           ("weight_sum", "slope_se", "intercept_se")}
+    out["weight_sum"] = (_floats(r.weight_sum), 1)
+    out["bin_weights"] = (_floats(r.bin_weights), 1)
+    out["se"] = (_floats([r.slope_se, r.intercept_se]), -0.5)
+    return out
+
+
+def _dask_segment_report(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.segment_report(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                          da.from_array(np.arange(N) % 3, chunks=20), sample_weight=da.from_array(w, chunks=20),
+                          n_partitions=2)
+    out = {k: _nan_marked(v) for k, v in r.to_dict().items() if k not in ("groups", "n", "weight_sum")}
+    out["weight_sum"] = (_floats(r.weight_sum), 1)
+    return out
 
 #: fastcal.spark hands the weight column to the engine's drivers (fastcal._engine), the drivers the Dask cases above
 #: cover; tests/test_spark.py runs its weighted functions at two exact scales (a Spark job per call: all the scales
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
-    "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_report",
+    "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report", "ecce",
+    "multicalibration_error", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}
 

@@ -54,6 +54,10 @@ Each module states its exactness rule.
 :mod:`fastcal._engine.decomposition`
     ``score_decomposition``, ``roc_auc_score``, ``calibration_report`` on
     chunks ``(y_prob, y_true, w)``.
+:mod:`fastcal._engine.segments`
+    ``ecce``, ``calibration_ratio`` on chunks ``(y_prob, y_true, w)``;
+    ``segment_report`` on chunks ``(y_prob, y_true, w, groups)``;
+    ``multicalibration_error`` on chunks ``(y_prob, y_true, w, *features)``.
 
 Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
 ``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`.

@@ -1,0 +1,201 @@
+"""fastcal.dask's ECCE, calibration ratio, report by segment, ROC AUC and calibration report against the in-memory
+functions on the same (collected) columns.
+
+The drivers' exactness over many chunkings is tested on ListRows (tests/test_engine_segments.py); here the Dask
+adapter: arrays and DataFrame columns, chunks that split tie groups and groups, empty and one-row chunks, weights,
+float32, strings and objects as groups. Tolerances as there: 1e-12 relative (float64 sums in another order).
+"""
+
+import dask
+import dask.array as da
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import fastcal
+from fastcal import dask as fd
+
+RTOL = 1e-12
+
+
+@pytest.fixture(autouse=True)
+def _threads(request):
+    if "client" in request.fixturenames:  # the LocalCluster's test: its client is the scheduler
+        yield
+        return
+    with dask.config.set(scheduler="threads"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def client():
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=40)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def _data(n, seed, dtype=np.float64, weighted=True):
+    rng = np.random.default_rng(seed)
+    p = np.round(rng.uniform(0, 1, n), 2).astype(dtype)  # ties
+    g = rng.choice(["fr", "de", "it", "nl", "x"], n)
+    y = (rng.uniform(size=n) < np.where(g == "fr", p ** 2, p)).astype(np.int64)
+    w = rng.exponential(1.0, n) if weighted else None
+    if weighted:
+        w[::7] = 0.0
+    return p, y, w, g
+
+
+CHUNKS = [(1000,), (1, 0, 300, 299, 400), (50,) * 20]
+
+
+def _arr(a, chunks):
+    return da.from_array(a, chunks=(chunks,) if isinstance(chunks, tuple) else chunks)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_ecce_and_ratio(chunks, dtype):
+    p, y, w, _ = _data(1000, 1, dtype)
+    for weights in (None, w):
+        ref = fastcal.ecce(y, p, sample_weight=weights)
+        wd = None if weights is None else _arr(weights, chunks)
+        for n_partitions in (None, 1, 4):
+            got = fd.ecce(_arr(y, chunks), _arr(p, chunks), sample_weight=wd, n_partitions=n_partitions)
+            assert_allclose([got.ecce, got.std, got.ecce_sigma, got.pvalue],
+                            [ref.ecce, ref.std, ref.ecce_sigma, ref.pvalue], rtol=RTOL)
+        for adjust in (False, True):
+            assert_allclose(fd.calibration_ratio(_arr(y, chunks), _arr(p, chunks), sample_weight=wd,
+                                                 adjust_unjoined=adjust),
+                            fastcal.calibration_ratio(y, p, sample_weight=weights, adjust_unjoined=adjust), rtol=RTOL)
+
+
+def _same_report(got, ref):
+    assert got.groups == ref.groups
+    assert_array_equal(got.n, ref.n)
+    for name in ("weight_sum", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce", "ecce_sigma",
+                 "brier", "log_loss", "auc"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=RTOL, equal_nan=True, err_msg=name)
+    # p-values of large sigmas: relative error grows as sigma^2 times sigma's (Kuiper's tail)
+    assert_allclose(got.pvalue, ref.pvalue, rtol=RTOL * (1 + ref.ecce_sigma.max() ** 2), equal_nan=True)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS)
+def test_segment_report_arrays(chunks):
+    p, y, w, g = _data(1000, 2)
+    for weights in (None, w):
+        ref = fastcal.segment_report(y, p, g, sample_weight=weights, n_bins=5)
+        got = fd.segment_report(_arr(y, chunks), _arr(p, chunks), _arr(g, chunks),
+                                sample_weight=None if weights is None else _arr(weights, chunks), n_bins=5,
+                                n_partitions=3)
+        _same_report(got, ref)
+    ints = (np.arange(1000) * 7919) % 13
+    _same_report(fd.segment_report(_arr(y, chunks), _arr(p, chunks), _arr(ints, chunks), n_partitions=2),
+                 fastcal.segment_report(y, p, ints))
+
+
+def test_dataframe_columns_and_objects_with_missing_values():
+    p, y, w, g = _data(900, 3, np.float32)
+    groups = pd.Series(g, dtype=object)
+    groups[::11] = None
+    frame = dd.from_pandas(pd.DataFrame({"p": p, "y": y, "w": w, "g": groups}), npartitions=5)
+    ref = fastcal.segment_report(y, p, groups.to_numpy(), sample_weight=w)
+    got = fd.segment_report(frame["y"], frame["p"], frame["g"], sample_weight=frame["w"])
+    assert got.groups[-1] is None and ref.groups[-1] is None
+    _same_report(got, ref)
+    e = fd.ecce(frame["y"], frame["p"], sample_weight=frame["w"])
+    assert_allclose(e.ecce, fastcal.ecce(y, p, sample_weight=w).ecce, rtol=RTOL)
+
+
+def test_roc_auc_score_and_calibration_report():
+    p, y, w, _ = _data(800, 4)
+    chunks = (0, 1, 399, 400)
+    yd, pd_, wd = _arr(y, chunks), _arr(p, chunks), _arr(w, chunks)
+    assert fd.roc_auc_score(yd, pd_) == fastcal.roc_auc_score(y, p)  # integer counts: the same bits
+    assert_allclose(fd.roc_auc_score(yd, pd_, sample_weight=wd), fastcal.roc_auc_score(y, p, sample_weight=w),
+                    rtol=RTOL)
+    assert fd.roc_auc_score(yd, pd_, n_partitions=3, pos_label=0) == fastcal.roc_auc_score(y, p, pos_label=0)
+    ref = fastcal.calibration_report(y, p, sample_weight=w, n_bins=8).to_dict()
+    got = fd.calibration_report(yd, pd_, sample_weight=wd, n_bins=8).to_dict()
+    assert got.keys() == ref.keys()
+    for key in ref:
+        a, b = got[key], ref[key]
+        if key in ("calibration_slope", "calibration_intercept"):
+            assert_allclose(a, b, rtol=1e-9)  # Newton fits: the solver's tolerance
+        elif isinstance(b, str) or b is None:
+            assert a == b, key
+        else:  # numbers and lists of numbers: sums in another order
+            assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-11, equal_nan=True,
+                            err_msg=key)
+
+
+def test_errors():
+    p, y, _, g = _data(50, 5)
+    with pytest.raises(ValueError, match="Inconsistent numbers of samples"):
+        fd.segment_report(_arr(y, (50,)), _arr(p, (50,)), _arr(g[:40], (40,)))
+    with pytest.raises(ValueError, match="y_true must contain only the labels 0 and 1"):
+        fd.ecce(_arr(y * 2, (25, 25)), _arr(p, (25, 25)))
+    with pytest.raises(ValueError, match="fastcal.dask.roc_auc_score is binary only"):
+        fd.roc_auc_score(_arr(y, (50,)), da.from_array(np.ones((50, 3))))
+
+
+def _same_mce(got, ref):
+    assert len(got.segment_values) == len(ref.segment_values)
+    for a, b in zip(got.segment_values, ref.segment_values):
+        assert list(a) == list(b)
+        for k in b:
+            assert (a[k] == b[k]) or (a[k] != a[k] and b[k] != b[k]), (a, b)  # NaN: the missing value's label
+    assert_array_equal(got.segment_n, ref.segment_n)
+    assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
+    assert_allclose(got.segment_ecce_sigma, ref.segment_ecce_sigma, rtol=RTOL, atol=0)
+    for name in ("mce", "mce_sigma", "mde", "global_ecce"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=RTOL, err_msg=name)
+
+
+@pytest.mark.parametrize("chunks", CHUNKS[1:])
+def test_multicalibration_error(chunks):
+    p, y, w, g = _data(1000, 6)
+    rng = np.random.default_rng(7)
+    age = rng.normal(40, 10, 1000)
+    age[::17] = np.nan
+    device = rng.integers(0, 5, 1000)
+    ref = fastcal.multicalibration_error(y, p, {"country": g, "device": device, "age": age}, sample_weight=w,
+                                         numerical=["age"], min_samples_per_segment=5)
+    got = fd.multicalibration_error(_arr(y, chunks), _arr(p, chunks),
+                                    {"country": _arr(g, chunks), "device": _arr(device, chunks),
+                                     "age": _arr(age, chunks)},
+                                    sample_weight=_arr(w, chunks), numerical=["age"], min_samples_per_segment=5,
+                                    n_partitions=3)
+    _same_mce(got, ref)
+
+
+def test_multicalibration_error_dataframe():
+    p, y, _, g = _data(600, 8, np.float32, weighted=False)
+    frame = pd.DataFrame({"p": p, "y": y, "country": g, "k": np.arange(600) % 4})
+    df = dd.from_pandas(frame, npartitions=4)
+    ref = fastcal.multicalibration_error(y, p, frame[["country", "k"]], max_depth=None)
+    got = fd.multicalibration_error(df["y"], df["p"], df[["country", "k"]], max_depth=None)
+    _same_mce(got, ref)
+
+
+def test_on_a_local_cluster_of_two_processes(client):
+    """The chunk functions and their arguments travel between processes (pickled): the report by object groups
+    and the multicalibration error of a string and a numerical feature, on two worker processes."""
+    p, y, w, g = _data(1200, 9)
+    groups = np.array(g.tolist(), dtype=object)
+    groups[::10] = None
+    x = np.random.default_rng(10).normal(size=1200)
+    chunks = (300, 0, 500, 400)
+    got = fd.segment_report(_arr(y, chunks), _arr(p, chunks), _arr(groups, chunks), sample_weight=_arr(w, chunks))
+    _same_report(got, fastcal.segment_report(y, p, groups, sample_weight=w))
+    got = fd.multicalibration_error(_arr(y, chunks), _arr(p, chunks), {"g": _arr(g, chunks), "x": _arr(x, chunks)},
+                                    sample_weight=_arr(w, chunks), numerical=["x"], n_partitions=2)
+    _same_mce(got, fastcal.multicalibration_error(y, p, {"g": g, "x": x}, sample_weight=w, numerical=["x"]))

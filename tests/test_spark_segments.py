@@ -1,0 +1,69 @@
+"""fastcal.spark's ECCE, calibration ratio and report by segment against the in-memory functions on the collected
+columns (few, small Spark jobs: the drivers' chunkings are tested on ListRows in tests/test_engine_segments.py).
+
+Tolerance 1e-12 relative: float64 sums of the same terms in another order; ``n`` and the group order exact.
+"""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import pyspark  # noqa: F401 - the spark extra is a test dependency: a missing one fails, never skips
+from pyspark.sql import functions as F
+
+import fastcal
+import fastcal.spark as fs
+
+from .test_spark import _collect, _frame, spark  # noqa: F401 - the session fixture, shared
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    pytest.mark.slow,
+]
+
+RTOL = 1e-12
+
+
+def _same_report(got, ref, groups=None):
+    assert got.groups == (ref.groups if groups is None else groups)
+    assert_array_equal(got.n, ref.n)
+    for name in ("weight_sum", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce", "ecce_sigma",
+                 "brier", "log_loss", "auc"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=RTOL, equal_nan=True, err_msg=name)
+    assert_allclose(got.pvalue, ref.pvalue, rtol=RTOL * (1 + ref.ecce_sigma.max() ** 2), equal_nan=True)
+
+
+def test_report_and_multicalibration_error(spark):
+    """Two calls (a Spark job takes seconds here): the report by a string column with nulls (numbered in the JVM,
+    partitions of whole groups), and the multicalibration error of that column and an integer one (labels mapped
+    back, "__NA" and "__OTHER"; its segment 0 is the ECCE of all rows, from the range partition by probability,
+    here of tied probabilities and zero weights). The ECCE and ratio adapters, numerical bins, float32 and the
+    chunkings are covered by the drivers' (ListRows) and Dask's tests."""
+    df = _frame(spark, 3000, 3, seed=5).select(
+        F.round("s", 2).alias("p"), "y",
+        F.when(F.col("id") % 9 == 0, 0.0).otherwise(F.col("w")).alias("w"),
+        F.when(F.col("id") % 13 == 0, None).otherwise(
+            F.element_at(F.array(*[F.lit(v) for v in ("fr", "de", "it", "ab", "ba")]),
+                         (F.col("id") % 5 + 1).cast("int"))).alias("g"),
+        (F.col("id") % 3).alias("k"))
+    p, y, w, k = _collect(df, "p", "y", "w", "k")
+    g = np.array(df.select("g").toArrow().column("g").to_pylist(), dtype=object)
+    # strings: numbered in the order of the in-memory function on a NumPy array of them ("ab" < "ba" < ... as
+    # the integers of their bits), null last
+    present = g != None  # noqa: E711 - elementwise
+    ref_groups = fastcal.segment_report(y[present], p[present], g[present].astype(str)).groups + [None]
+    got = fs.segment_report(df, "y", "p", "g", weight_col="w", n_bins=6)
+    codes = np.array([ref_groups.index(v) for v in g])
+    _same_report(got, fastcal.segment_report(y, p, codes, sample_weight=w, n_bins=6), ref_groups)
+    with pytest.raises(ValueError, match="group_col='nope' is not a column"):  # no job
+        fs.segment_report(df, "y", "p", "nope")
+
+    ref = fastcal.multicalibration_error(y, p, {"g": g, "k": k}, sample_weight=w, min_samples_per_segment=5)
+    got = fs.multicalibration_error(df, "y", "p", ["g", "k"], weight_col="w", min_samples_per_segment=5,
+                                    n_partitions=4)
+    assert got.segment_values == ref.segment_values
+    assert any(v.get("g") == "__OTHER" for v in ref.segment_values)
+    assert_array_equal(got.segment_n, ref.segment_n)
+    assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
+    assert_allclose([got.mce, got.mce_sigma, got.mce_pvalue, got.global_ecce, got.global_ecce_sigma],
+                    [ref.mce, ref.mce_sigma, ref.mce_pvalue, ref.global_ecce, ref.global_ecce_sigma], rtol=RTOL)
