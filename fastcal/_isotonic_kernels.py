@@ -595,19 +595,17 @@ def pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knot
 
 
 @kernel
-def pav_groups_weighted(xs, rows_at, gs, ws, scales, g0, g1, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
+def pav_groups_weighted(xs, rows_at, gs, ws, g0, g1, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
     """The isotonic fits of weighted 0/1 labels of groups ``g0 .. g1 - 1``, each on its own rows.
 
     ``xs`` are the groups' scores sorted stably, ``rows_at`` (float64) the
     position of each in ``gs`` (the rows' groups, float64) and ``ws`` (their
-    weights, in the weight dtype, negated where the label is 1), which hold
-    each group's rows in input order. A counting sort by group (stable: each
-    group's rows end sorted by score, ties in input order, as the engine's
-    stable sort of the group's rows leaves them) gives each group its rows;
-    each weight is multiplied by its group's ``scales[g]`` (a power of two in
-    the weight dtype: the rescaling of
-    :func:`fastcal._validation.rescale_weights`) and the group fitted by
-    :func:`pav_carried` (sums in that order: the group's own fit) and
+    weights as the group's own fit rescales them,
+    :func:`fastcal._validation.rescale_weights`, negated where the label is
+    1), which hold each group's rows in input order. A counting sort by group
+    (stable: each group's rows end sorted by score, ties in input order, as
+    the engine's stable sort of the group's rows leaves them) gives each
+    group its rows, fitted by :func:`pav_carried` (sums in that order: the group's own fit) and
     finished by :func:`knots_of_blocks`. Outputs as :func:`pav_groups`.
     """
     ng = g1 - g0
@@ -623,7 +621,7 @@ def pav_groups_weighted(xs, rows_at, gs, ws, scales, g0, g1, eps, sign, y_lo, y_
         j = order[i]
         r = np.int64(rows_at[j])
         sx[i] = xs[j]
-        sp[i] = ws[r] * scales[np.int64(gs[r])]
+        sp[i] = ws[r]
     rows = 0
     for k in range(ng):
         rows = max(rows, s[k + 1] - s[k])

@@ -139,16 +139,15 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
     starts = np.zeros(slots + 1, dtype=np.int64)
     np.cumsum(per_chunk.sum(axis=0), out=starts[1:])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
+    if weighted:  # each group's own rescaling (rescale_weights), on the rows, before they move
+        exponent = np.zeros(group_of.size, dtype=np.int32)
+        exponent[fitted] = np.frexp(wmax.max(axis=0))[1] - 1
+        wv = np.ldexp(wv, -exponent[codes]).astype(wv.dtype, copy=False)
     xs = np.empty(starts[-1], dtype=x.dtype)
     gs = np.empty(starts[-1], dtype=np.float64)  # carried through the sort by score (sort_pairs)
     ws = np.empty(starts[-1] if weighted else 0, dtype=wv.dtype)
     _parallel.run([(_gk.scatter_slots, (codes, group_of, bucket_of, labels, wv, not weighted, x, offsets[c], xs, gs,
                                         ws, bounds[c], bounds[c + 1])) for c in range(chunks)])
-    if weighted:
-        exponent = np.frexp(wmax.max(axis=0))[1] - 1  # each group's own rescaling
-        scales = np.ldexp(np.ones(fitted.size, dtype=w.dtype), -exponent)
-    else:
-        scales = np.empty(0, dtype=np.float64)
     increasing = bool(params["increasing"])
     sign = 1.0 if increasing else -1.0
     y_lo = -np.inf if params["y_min"] is None else float(params["y_min"])
@@ -162,7 +161,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
         knots_x, knots_y = np.empty(b - a, dtype=x.dtype), np.empty(b - a, dtype=x.dtype)
         if weighted:
             sx, at = sort_pairs(xs[a:b], np.arange(b - a, dtype=np.float64))
-            m = _ik.pav_groups_weighted(sx, at, gs[a:b], ws[a:b], scales, first[k], first[k + 1], eps, sign, y_lo,
+            m = _ik.pav_groups_weighted(sx, at, gs[a:b], ws[a:b], first[k], first[k + 1], eps, sign, y_lo,
                                         y_hi, knots_x, knots_y, n_knots)
         else:
             g0, ng = first[k], first[k + 1] - first[k]
