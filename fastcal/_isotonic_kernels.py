@@ -549,15 +549,19 @@ def knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_
 
 
 @kernel
-def by_group(xs, gs, g0, ng):
-    """``(out, starts)``: the scores ``xs`` ordered by their groups ``gs`` (float64 numbers ``g0 .. g0 + ng - 1``)
-    with a counting sort, stably; group ``g0 + k`` is ``out[starts[k]:starts[k + 1]]``."""
+def by_group(xs, ws, gs, g0, ng):
+    """``(out, out_w, starts)``: the scores ``xs`` (and the weights ``ws``, unless empty) ordered by their groups
+    ``gs`` (numbers ``g0 .. g0 + ng - 1``) with a counting sort, stably; group ``g0 + k`` is
+    ``out[starts[k]:starts[k + 1]]``."""
     starts = group_starts(gs, g0, ng)
     order = order_by_group(gs, g0, starts)
     out = np.empty(xs.shape[0], dtype=xs.dtype)
+    out_w = np.empty(ws.shape[0], dtype=ws.dtype)
     for i in range(xs.shape[0]):
         out[i] = xs[order[i]]
-    return out, starts
+    for i in range(ws.shape[0]):
+        out_w[i] = ws[order[i]]
+    return out, out_w, starts
 
 
 @kernel
@@ -595,49 +599,41 @@ def pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knot
 
 
 @kernel
-def pav_groups_weighted(xs, rows_at, gs, ws, g0, g1, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
-    """The isotonic fits of weighted 0/1 labels of groups ``g0 .. g1 - 1``, each on its own rows.
+def pav_groups_weighted(z, zw, order, starts, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
+    """The isotonic fits of weighted 0/1 labels of groups ``g0 .. g0 + len(starts) - 2``, each on its own rows.
 
-    ``xs`` are the groups' scores sorted stably, ``rows_at`` (float64) the
-    position of each in ``gs`` (the rows' groups, float64) and ``ws`` (their
-    weights as the group's own fit rescales them,
+    Group ``g0 + k`` has the scores ``z[starts[k]:starts[k + 1]]`` and the
+    weights ``zw`` (as the group's own fit rescales them,
     :func:`fastcal._validation.rescale_weights`, negated where the label is
-    1), which hold each group's rows in input order. A counting sort by group
-    (stable: each group's rows end sorted by score, ties in input order, as
-    the engine's stable sort of the group's rows leaves them) gives each
-    group its rows, fitted by :func:`pav_carried` (sums in that order: the group's own fit) and
+    1) in input order (:func:`by_group`); ``order`` (within each group) sorts
+    them by score stably (ties in input order, as the engine's stable sort of
+    the group's rows leaves them). Each group is fitted by
+    :func:`pav_carried` (sums in that order: the group's own fit) and
     finished by :func:`knots_of_blocks`. Outputs as :func:`pav_groups`.
     """
-    ng = g1 - g0
-    n = xs.shape[0]
-    gx = np.empty(n)
-    for i in range(n):
-        gx[i] = gs[np.int64(rows_at[i])]
-    s = group_starts(gx, g0, ng)
-    order = order_by_group(gx, g0, s)
-    sx = np.empty(n, dtype=xs.dtype)
-    sp = np.empty(n)
-    for i in range(n):
-        j = order[i]
-        r = np.int64(rows_at[j])
-        sx[i] = xs[j]
-        sp[i] = ws[r]
+    ng = starts.shape[0] - 1
     rows = 0
     for k in range(ng):
-        rows = max(rows, s[k + 1] - s[k])
+        rows = max(rows, starts[k + 1] - starts[k])
+    sx = np.empty(rows, dtype=z.dtype)
+    sp = np.empty(rows)
     sw = np.empty(rows)
     swy = np.empty(rows)
-    xf = np.empty(rows, dtype=xs.dtype)
-    xl = np.empty(rows, dtype=xs.dtype)
-    vals = np.empty(rows, dtype=xs.dtype)
+    xf = np.empty(rows, dtype=z.dtype)
+    xl = np.empty(rows, dtype=z.dtype)
+    vals = np.empty(rows, dtype=z.dtype)
     m = 0
     for k in range(ng):
-        a = s[k]
-        b = s[k + 1]
-        if a == b:
+        a = starts[k]
+        r = starts[k + 1] - a
+        if r == 0:
             n_knots[g0 + k] = 0
             continue
-        nb = pav_carried(sx[a:b], sp[a:b], 1, eps, sign, sw, swy, xf, xl)
+        for i in range(r):
+            j = a + order[a + i]
+            sx[i] = z[j] + 0.0  # -0.0 as +0.0, as the engine's radix sort of the weighted fit gives it
+            sp[i] = zw[j]
+        nb = pav_carried(sx[:r], sp[:r], 1, eps, sign, sw, swy, xf, xl)
         t = knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_y, m)
         n_knots[g0 + k] = t
         m += t

@@ -27,7 +27,6 @@ from . import _parallel
 from ._base import BaseCalibrator, check_is_fitted
 from ._pav_engine import chunk_count, resolution
 from ._persist import register
-from ._sort import sort_pairs
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -144,7 +143,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
         exponent[fitted] = np.frexp(wmax.max(axis=0))[1] - 1
         wv = np.ldexp(wv, -exponent[codes]).astype(wv.dtype, copy=False)
     xs = np.empty(starts[-1], dtype=x.dtype)
-    gs = np.empty(starts[-1], dtype=np.float64)  # carried through the sort by score (sort_pairs)
+    gs = np.empty(starts[-1], dtype=np.int32)
     ws = np.empty(starts[-1] if weighted else 0, dtype=wv.dtype)
     _parallel.run([(_gk.scatter_slots, (codes, group_of, bucket_of, labels, wv, not weighted, x, offsets[c], xs, gs,
                                         ws, bounds[c], bounds[c + 1])) for c in range(chunks)])
@@ -159,14 +158,18 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
     def fit_bucket(k):
         a, c, b = starts[step * k], starts[step * k + step - 1], starts[step * (k + 1)]
         knots_x, knots_y = np.empty(b - a, dtype=x.dtype), np.empty(b - a, dtype=x.dtype)
+        g0, ng = first[k], first[k + 1] - first[k]
         if weighted:
-            sx, at = sort_pairs(xs[a:b], np.arange(b - a, dtype=np.float64))
-            m = _ik.pav_groups_weighted(sx, at, gs[a:b], ws[a:b], first[k], first[k + 1], eps, sign, y_lo,
-                                        y_hi, knots_x, knots_y, n_knots)
+            z, zw, s0 = _ik.by_group(xs[a:b], ws[a:b], gs[a:b], g0, ng)
+            order = np.empty(b - a, dtype=np.int64)
+            bounds = s0.tolist()
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                order[lo:hi] = np.argsort(z[lo:hi], kind="stable")  # NumPy's stable sort: each group's own order
+            m = _ik.pav_groups_weighted(z, zw, order, s0, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
         else:
-            g0, ng = first[k], first[k + 1] - first[k]
-            z, s0 = _ik.by_group(xs[a:c], gs[a:c], g0, ng)
-            o, s1 = _ik.by_group(xs[c:b], gs[c:b], g0, ng)
+            none = ws[:0]
+            z, _, s0 = _ik.by_group(xs[a:c], none, gs[a:c], g0, ng)
+            o, _, s1 = _ik.by_group(xs[c:b], none, gs[c:b], g0, ng)
             for run, bounds in ((z, s0.tolist()), (o, s1.tolist())):
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     run[lo:hi].sort()  # NumPy's sort: several times Numba's, and the order of ties cannot matter
