@@ -4,13 +4,21 @@ r"""Calibration by group: one clone of a 1-D calibrator per group, and a global 
 (:class:`~fastcal.IsotonicRegression`, :class:`~fastcal.PlattScaling`,
 :class:`~fastcal.BetaCalibration`, :class:`~fastcal.HistogramBinning`,
 :class:`~fastcal.VennAbers`). ``fit`` numbers the groups
-(:func:`fastcal.multicalibration.group_codes`), orders the rows by group with
-one counting sort, gathers scores, labels and weights once in that order, and
-fits a clone of the calibrator on each group's contiguous rows; the groups
-are cut into tasks of about :data:`fastcal._parallel.TASK_ROWS` rows (a cut
-that depends on the group sizes alone, never on the threads) that fastcal's
-threads take in turn. Each fit is the calibrator's own, so a group's model is
-exactly the model its calibrator fits on that group's rows alone.
+(:func:`fastcal.multicalibration.group_codes`) and fits the calibrator on all
+rows and on each group's rows; a group's model is exactly the model its
+calibrator fits on that group's rows alone.
+
+Isotonic step fits of 0/1 labels (the default calibrator) are batched
+(:func:`_fit_isotonic_groups`): one counting pass and one scatter lay the rows
+out by buckets of consecutive groups, and each bucket (a task of about
+:data:`fastcal._parallel.TASK_ROWS` rows, cut by the group sizes alone, taken
+by fastcal's threads) is ordered by group and score and fitted group by group
+by the PAV engine's kernels, in the arithmetic of each group's own fit (the
+same bits). Their predictions run in one pass over the rows
+(:func:`_predict_isotonic`). Other calibrators, and the isotonic fits that are
+not batched, fit a clone per group: the rows ordered by group with one
+counting sort, the groups cut into tasks of about ``TASK_ROWS`` rows that
+fastcal's threads take in turn.
 """
 
 from __future__ import annotations
@@ -221,6 +229,12 @@ class GroupedCalibrator(BaseCalibrator):
     strings, a pandas categorical; NaN and None are one group), so
     scikit-learn's estimator checks, which call ``fit(X, y)``, do not apply;
     the conventions they check are tested in ``tests/test_grouped.py``.
+
+    With an :class:`~fastcal.IsotonicRegression` of a given direction
+    (``increasing`` True or False, not centered) and 0/1 labels, all groups
+    are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
+    of their own fits, and ``predict`` runs in one pass over the rows; other
+    calibrators and parameters fit one clone per group.
 
     Examples
     --------
