@@ -671,14 +671,13 @@ def predict_groups(T, model, offsets, knots_x, knots_y, clip, out, lo, hi):
                 out[i] = np.nan
                 continue
             t = x_max
-        lo = a
-        hi = b
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if knots_x[mid] < t:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = a  # the first knot >= t, by a binary search without branches (a select per step)
+        length = b - a
+        while length > 1:
+            half = length >> 1
+            lo = lo + half if knots_x[lo + half] < t else lo
+            length -= half
+        lo += np.int64(knots_x[lo] < t)
         if lo < a + 1:
             lo = a + 1
         elif lo > b - 1:
