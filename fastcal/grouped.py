@@ -98,9 +98,10 @@ def _batchable(template):
     return not isinstance(params["increasing"], str) and not params["centered"]
 
 
-def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
+def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models):
     """Fit an ``IsotonicRegression`` like ``template`` on the rows of each group ``fitted[i]`` (of the group
-    ``codes``), all in one pass; set ``models[i]``; return the positions ``i`` left to the calibrator's own ``fit``.
+    ``codes``; ``sizes``: the rows of each group), all in one pass; set ``models[i]``; return the positions ``i``
+    left to the calibrator's own ``fit``.
 
     The groups are cut into buckets of consecutive groups of about
     ``TASK_ROWS`` rows (by their sizes alone). One counting pass and one
@@ -123,7 +124,8 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
     n = x.shape[0]
     w = check_sample_weight(weights, n)  # a scalar weight: the same weight on every row, as in each fit
     weighted = w is not None
-    counts = np.bincount(codes[w > 0] if weighted else codes, minlength=int(codes.max()) + 1)[fitted]
+    sizes = np.bincount(codes[w > 0], minlength=sizes.size) if weighted else sizes
+    counts = sizes[fitted]  # a copy
     own = np.flatnonzero([r == 0 or chunk_count(int(r)) > 1 for r in counts]) if (
         counts.min() == 0 or chunk_count(int(counts.max())) > 1) else np.empty(0, dtype=np.int64)
     counts[own] = 0
@@ -131,7 +133,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models):
     buckets = _tasks(group_starts, range(fitted.size))
     first = np.array([b[0] for b in buckets] + [fitted.size], dtype=np.int64)
     bucket_of = np.repeat(np.arange(len(buckets)), np.diff(first))
-    group_of = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    group_of = np.full(sizes.size, -1, dtype=np.int64)
     group_of[fitted] = np.arange(fitted.size)
     group_of[fitted[own]] = -1
     slots = len(buckets) * (1 if weighted else 2)
@@ -291,7 +293,7 @@ class GroupedCalibrator(BaseCalibrator):
         models: list[Any] = [None] * fitted.size
         generic: Any = range(fitted.size)
         if _batchable(template) and fitted.size:
-            generic = _fit_isotonic_groups(template, s, yv, weights, codes, fitted, models)
+            generic = _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
         if len(generic):
             order, starts = _k.counting_order(codes, len(uniques))
             s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
