@@ -459,3 +459,198 @@ def score_sums(x, p, kind, xf, nb, swx):
         else:
             wk = abs(np.float64(p[i]))
         swx[k] += wk * np.float64(v)
+
+
+# --------------------------------------------------------------------------
+# Many isotonic fits in one pass: one per group of rows (fastcal.grouped)
+# --------------------------------------------------------------------------
+
+
+@kernel
+def group_starts(gs, g0, ng):
+    """``starts`` (``ng + 1`` long): where each group ``g0 .. g0 + ng - 1`` of ``gs`` (float64 group numbers) starts
+    in the rows ordered by group (:func:`order_by_group`)."""
+    starts = np.zeros(ng + 1, dtype=np.int64)
+    for i in range(gs.shape[0]):
+        starts[np.int64(gs[i]) - g0 + 1] += 1
+    for k in range(ng):
+        starts[k + 1] += starts[k]
+    return starts
+
+
+@kernel
+def order_by_group(gs, g0, starts):
+    """The positions of the rows of ``gs`` ordered by group, stably (a counting sort): ``order``, with group
+    ``g0 + k`` at ``order[starts[k]:starts[k + 1]]``."""
+    fill = starts[:starts.shape[0] - 1].copy()
+    order = np.empty(gs.shape[0], dtype=np.int64)
+    for i in range(gs.shape[0]):
+        k = np.int64(gs[i]) - g0
+        order[fill[k]] = i
+        fill[k] += 1
+    return order
+
+
+@kernel
+def knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_y, m):
+    """The knots of the PAV blocks ``[:nb]`` written to ``knots_x``/``knots_y`` from ``m``; returns their number.
+
+    :func:`fastcal._pav_engine.finish` in the same arithmetic: the block
+    means ``sign * swy / sw`` rounded to the dtype of ``vals`` (the scores'),
+    clipped to ``[y_lo, y_hi]``, then :func:`thresholds`.
+    """
+    for j in range(nb):
+        v = swy[j] / sw[j]
+        if sign < 0:
+            v = -v
+        vals[j] = v
+        v = np.float64(vals[j])
+        if v < y_lo:
+            vals[j] = y_lo
+        elif v > y_hi:
+            vals[j] = y_hi
+    tx, ty = thresholds(vals[:nb], xf[:nb], xl[:nb], nb)
+    t = tx.shape[0]
+    knots_x[m:m + t] = tx
+    knots_y[m:m + t] = ty
+    return t
+
+
+@kernel
+def by_group(xs, ws, gs, g0, ng):
+    """``(out, out_w, starts)``: the scores ``xs`` (and the weights ``ws``, unless empty) ordered by their groups
+    ``gs`` (numbers ``g0 .. g0 + ng - 1``) with a counting sort, stably; group ``g0 + k`` is
+    ``out[starts[k]:starts[k + 1]]``."""
+    starts = group_starts(gs, g0, ng)
+    order = order_by_group(gs, g0, starts)
+    out = np.empty(xs.shape[0], dtype=xs.dtype)
+    out_w = np.empty(ws.shape[0], dtype=ws.dtype)
+    for i in range(xs.shape[0]):
+        out[i] = xs[order[i]]
+    for i in range(ws.shape[0]):
+        out_w[i] = ws[order[i]]
+    return out, out_w, starts
+
+
+@kernel
+def pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
+    """The isotonic fits of 0/1 labels without weights of groups ``g0 .. g0 + len(s0) - 2``, each on its own rows.
+
+    Group ``g0 + k`` has the sorted scores ``z[s0[k]:s0[k + 1]]`` of label 0
+    and ``o[s1[k]:s1[k + 1]]`` of label 1 (:func:`by_group`, then each run
+    sorted), fitted by :func:`pav_binary` (sums of counts, exact in any
+    order: the blocks of the group's own fit) and finished by
+    :func:`knots_of_blocks`. ``knots_x`` and ``knots_y`` (as long as the
+    rows: a fit has at most one knot per row) receive the knots from 0 on,
+    ``n_knots[g]`` their number per group (0: a group without rows). Returns
+    the number of knots written.
+    """
+    ng = s0.shape[0] - 1
+    rows = 0
+    for k in range(ng):
+        rows = max(rows, s0[k + 1] - s0[k] + s1[k + 1] - s1[k])
+    sw = np.empty(rows)
+    swy = np.empty(rows)
+    xf = np.empty(rows, dtype=z.dtype)
+    xl = np.empty(rows, dtype=z.dtype)
+    vals = np.empty(rows, dtype=z.dtype)
+    m = 0
+    for k in range(ng):
+        if s0[k + 1] == s0[k] and s1[k + 1] == s1[k]:
+            n_knots[g0 + k] = 0
+            continue
+        nb = pav_binary(z[s0[k]:s0[k + 1]], o[s1[k]:s1[k + 1]], eps, sign, sw, swy, xf, xl)
+        t = knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_y, m)
+        n_knots[g0 + k] = t
+        m += t
+    return m
+
+
+@kernel
+def pav_groups_weighted(z, zw, order, starts, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
+    """The isotonic fits of weighted 0/1 labels of groups ``g0 .. g0 + len(starts) - 2``, each on its own rows.
+
+    Group ``g0 + k`` has the scores ``z[starts[k]:starts[k + 1]]`` and the
+    weights ``zw`` (as the group's own fit rescales them,
+    :func:`fastcal._validation.rescale_weights`, negated where the label is
+    1) in input order (:func:`by_group`); ``order`` (within each group) sorts
+    them by score stably (ties in input order, as the engine's stable sort of
+    the group's rows leaves them). Each group is fitted by
+    :func:`pav_carried` (sums in that order: the group's own fit) and
+    finished by :func:`knots_of_blocks`. Outputs as :func:`pav_groups`.
+    """
+    ng = starts.shape[0] - 1
+    rows = 0
+    for k in range(ng):
+        rows = max(rows, starts[k + 1] - starts[k])
+    sx = np.empty(rows, dtype=z.dtype)
+    sp = np.empty(rows)
+    sw = np.empty(rows)
+    swy = np.empty(rows)
+    xf = np.empty(rows, dtype=z.dtype)
+    xl = np.empty(rows, dtype=z.dtype)
+    vals = np.empty(rows, dtype=z.dtype)
+    m = 0
+    for k in range(ng):
+        a = starts[k]
+        r = starts[k + 1] - a
+        if r == 0:
+            n_knots[g0 + k] = 0
+            continue
+        for i in range(r):
+            j = a + order[a + i]
+            sx[i] = z[j] + 0.0  # -0.0 as +0.0, as the engine's radix sort of the weighted fit gives it
+            sp[i] = zw[j]
+        nb = pav_carried(sx[:r], sp[:r], 1, eps, sign, sw, swy, xf, xl)
+        t = knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_y, m)
+        n_knots[g0 + k] = t
+        m += t
+    return m
+
+
+@kernel
+def predict_groups(T, model, offsets, knots_x, knots_y, clip, out, lo, hi):
+    """``out[i]``, ``i`` in ``lo .. hi - 1``: the fit of model ``model[i]`` at ``T[i]``, as :func:`predict` gives it.
+
+    Model ``g``'s knots are ``offsets[g] .. offsets[g + 1] - 1`` of ``knots_x``
+    and ``knots_y``. The arithmetic of :func:`predict_one` (NaN outside the
+    knots unless ``clip``) and :func:`interpolate_one`, found by a binary
+    search over the model's knots instead of a lookup table: the knot found is
+    the first one ``>= T[i]`` either way, so the value has the bits of the
+    model's own prediction. A model of one knot predicts its value everywhere.
+    """
+    for i in range(lo, hi):
+        g = model[i]
+        a = offsets[g]
+        b = offsets[g + 1]
+        if b - a == 1:
+            out[i] = knots_y[a]
+            continue
+        t = np.float64(T[i])
+        x_min = np.float64(knots_x[a])
+        x_max = np.float64(knots_x[b - 1])
+        if t < x_min:
+            if not clip:
+                out[i] = np.nan
+                continue
+            t = x_min
+        elif t > x_max:
+            if not clip:
+                out[i] = np.nan
+                continue
+            t = x_max
+        lo = a  # the first knot >= t, by a binary search without branches (a select per step)
+        length = b - a
+        while length > 1:
+            half = length >> 1
+            lo = lo + half if knots_x[lo + half] < t else lo
+            length -= half
+        lo += np.int64(knots_x[lo] < t)
+        if lo < a + 1:
+            lo = a + 1
+        elif lo > b - 1:
+            lo = b - 1
+        x_lo = np.float64(knots_x[lo - 1])
+        y_lo = np.float64(knots_y[lo - 1])
+        frac = (t - x_lo) / (np.float64(knots_x[lo]) - x_lo)
+        out[i] = y_lo + frac * (np.float64(knots_y[lo]) - y_lo)

@@ -515,6 +515,15 @@ def _multicalibration(dtype):
         segment_report(y, p, np.arange(N) % 3, sample_weight=_weights(N, wdtype))
         GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
     GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
+    pb, yb = _scores(dtype, n=BIG)  # a bucket of groups past the radix sort's threshold (weighted isotonic)
+    for labels in _labels(y):  # the batched isotonic fits read the validated labels in place
+        GroupedCalibrator(IsotonicRegression(), min_samples_per_group=2).fit(p, labels, groups).predict(p, groups)
+        for wdtype in FLOATS:
+            GroupedCalibrator(IsotonicRegression(), min_samples_per_group=2).fit(p, labels, groups,
+                                                                                 _weights(N, wdtype))
+    for wdtype in FLOATS:
+        GroupedCalibrator(IsotonicRegression(), min_samples_per_group=2).fit(pb, yb, np.arange(BIG) % 2,
+                                                                             _weights(BIG, wdtype))
 
 
 @warmup("smooth ECE")

@@ -4,13 +4,21 @@ r"""Calibration by group: one clone of a 1-D calibrator per group, and a global 
 (:class:`~fastcal.IsotonicRegression`, :class:`~fastcal.PlattScaling`,
 :class:`~fastcal.BetaCalibration`, :class:`~fastcal.HistogramBinning`,
 :class:`~fastcal.VennAbers`). ``fit`` numbers the groups
-(:func:`fastcal.multicalibration.group_codes`), orders the rows by group with
-one counting sort, gathers scores, labels and weights once in that order, and
-fits a clone of the calibrator on each group's contiguous rows; the groups
-are cut into tasks of about :data:`fastcal._parallel.TASK_ROWS` rows (a cut
-that depends on the group sizes alone, never on the threads) that fastcal's
-threads take in turn. Each fit is the calibrator's own, so a group's model is
-exactly the model its calibrator fits on that group's rows alone.
+(:func:`fastcal.multicalibration.group_codes`) and fits the calibrator on all
+rows and on each group's rows; a group's model is exactly the model its
+calibrator fits on that group's rows alone.
+
+Isotonic step fits of 0/1 labels (the default calibrator) are batched
+(:func:`_fit_isotonic_groups`): one counting pass and one scatter lay the rows
+out by buckets of consecutive groups, and each bucket (a task of about
+:data:`fastcal._parallel.TASK_ROWS` rows, cut by the group sizes alone, taken
+by fastcal's threads) is ordered by group and score and fitted group by group
+by the PAV engine's kernels, in the arithmetic of each group's own fit (the
+same bits). Their predictions run in one pass over the rows
+(:func:`_predict_isotonic`). Other calibrators, and the isotonic fits that are
+not batched, fit a clone per group: the rows ordered by group with one
+counting sort, the groups cut into tasks of about ``TASK_ROWS`` rows that
+fastcal's threads take in turn.
 """
 
 from __future__ import annotations
@@ -20,11 +28,22 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
+from . import _grouped_kernels as _gk
+from . import _isotonic_kernels as _ik
 from . import _multicalibration_kernels as _k
 from . import _parallel
 from ._base import BaseCalibrator, check_is_fitted
+from ._pav_engine import chunk_count, resolution
 from ._persist import register
-from ._validation import check_consistent_length, column_or_1d
+from ._validation import (
+    as_float_array,
+    as_label_array,
+    check_consistent_length,
+    check_finite,
+    check_sample_weight,
+    column_or_1d,
+    is_binary,
+)
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
@@ -70,6 +89,117 @@ def _tasks(starts, groups):
     return tasks
 
 
+def _batchable(template):
+    """Whether the groups' fits of ``template`` run batched (:func:`_fit_isotonic_groups`): isotonic step fits of
+    a given direction (``increasing="auto"`` and centered fits go through the calibrator's own ``fit``)."""
+    if type(template) is not IsotonicRegression:
+        return False
+    params = template.get_params()
+    return not isinstance(params["increasing"], str) and not params["centered"]
+
+
+def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models):
+    """Fit an ``IsotonicRegression`` like ``template`` on the rows of each group ``fitted[i]`` (of the group
+    ``codes``; ``sizes``: the rows of each group), all in one pass; set ``models[i]``; return the positions ``i``
+    left to the calibrator's own ``fit``.
+
+    The groups are cut into buckets of consecutive groups of about
+    ``TASK_ROWS`` rows (by their sizes alone). One counting pass and one
+    scatter (:mod:`fastcal._grouped_kernels`, by row chunks fixed by the row
+    count) lay the rows out bucket by bucket (and by label, without weights),
+    in input order; rows of weight zero are dropped. Each bucket, taken by
+    one of fastcal's threads, is then ordered by group and fitted group by
+    group (:func:`~fastcal._isotonic_kernels.pav_groups`), each group's
+    weights rescaled by its own power of two as its own fit does
+    (:func:`~fastcal._validation.rescale_weights`). Left to the calibrator:
+    fits of labels other than 0/1, groups without a row of positive weight
+    (whose fit raises) and groups of so many rows that their own fit is cut
+    into several chunks (:func:`fastcal._pav_engine.chunk_count`).
+    """
+    params = template.get_params()
+    x = as_float_array(s, "scores")  # the fit's own conversions: float32 stays float32
+    labels = as_label_array(yv, "y")
+    if not is_binary(labels):
+        return list(range(fitted.size))
+    n = x.shape[0]
+    w = check_sample_weight(weights, n)  # a scalar weight: the same weight on every row, as in each fit
+    weighted = w is not None
+    sizes = np.bincount(codes[w > 0], minlength=sizes.size) if weighted else sizes
+    counts = sizes[fitted]  # a copy
+    own = np.flatnonzero([r == 0 or chunk_count(int(r)) > 1 for r in counts]) if (
+        counts.min() == 0 or chunk_count(int(counts.max())) > 1) else np.empty(0, dtype=np.int64)
+    counts[own] = 0
+    group_starts = np.concatenate([[0], np.cumsum(counts)])
+    buckets = _tasks(group_starts, range(fitted.size))
+    first = np.array([b[0] for b in buckets] + [fitted.size], dtype=np.int64)
+    bucket_of = np.repeat(np.arange(len(buckets)), np.diff(first))
+    group_of = np.full(sizes.size, -1, dtype=np.int64)
+    group_of[fitted] = np.arange(fitted.size)
+    group_of[fitted[own]] = -1
+    slots = len(buckets) * (1 if weighted else 2)
+    bounds = _parallel.task_bounds(n)
+    chunks = len(bounds) - 1
+    per_chunk = np.zeros((chunks, slots), dtype=np.int64)
+    wmax = np.zeros((chunks if weighted else 1, fitted.size), dtype=w.dtype if weighted else np.float64)
+    wv = w if weighted else np.empty(0)
+    _parallel.run([(_gk.count_slots, (codes, group_of, bucket_of, labels, wv, not weighted, per_chunk[c],
+                                      wmax[min(c, wmax.shape[0] - 1)], bounds[c], bounds[c + 1]))
+                   for c in range(chunks)])
+    starts = np.zeros(slots + 1, dtype=np.int64)
+    np.cumsum(per_chunk.sum(axis=0), out=starts[1:])
+    offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
+    if weighted:  # each group's own rescaling (rescale_weights), on the rows, before they move
+        exponent = np.zeros(group_of.size, dtype=np.int32)
+        exponent[fitted] = np.frexp(wmax.max(axis=0))[1] - 1
+        wv = np.ldexp(wv, -exponent[codes]).astype(wv.dtype, copy=False)
+    xs = np.empty(starts[-1], dtype=x.dtype)
+    gs = np.empty(starts[-1], dtype=np.int32)
+    ws = np.empty(starts[-1] if weighted else 0, dtype=wv.dtype)
+    _parallel.run([(_gk.scatter_slots, (codes, group_of, bucket_of, labels, wv, not weighted, x, offsets[c], xs, gs,
+                                        ws, bounds[c], bounds[c + 1])) for c in range(chunks)])
+    increasing = bool(params["increasing"])
+    sign = 1.0 if increasing else -1.0
+    y_lo = -np.inf if params["y_min"] is None else float(params["y_min"])
+    y_hi = np.inf if params["y_max"] is None else float(params["y_max"])
+    eps = resolution(x.dtype)
+    n_knots = np.zeros(fitted.size, dtype=np.int64)
+    step = 1 if weighted else 2
+
+    def fit_bucket(k):
+        a, c, b = starts[step * k], starts[step * k + step - 1], starts[step * (k + 1)]
+        knots_x, knots_y = np.empty(b - a, dtype=x.dtype), np.empty(b - a, dtype=x.dtype)
+        g0, ng = first[k], first[k + 1] - first[k]
+        if weighted:
+            z, zw, s0 = _ik.by_group(xs[a:b], ws[a:b], gs[a:b], g0, ng)
+            order = np.empty(b - a, dtype=np.int64)
+            bounds = s0.tolist()
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                order[lo:hi] = np.argsort(z[lo:hi], kind="stable")  # NumPy's stable sort: each group's own order
+            m = _ik.pav_groups_weighted(z, zw, order, s0, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
+        else:
+            none = ws[:0]
+            z, _, s0 = _ik.by_group(xs[a:c], none, gs[a:c], g0, ng)
+            o, _, s1 = _ik.by_group(xs[c:b], none, gs[c:b], g0, ng)
+            for run, bounds in ((z, s0.tolist()), (o, s1.tolist())):
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    run[lo:hi].sort()  # NumPy's sort: several times Numba's, and the order of ties cannot matter
+            m = _ik.pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
+        return knots_x[:m], knots_y[:m]
+
+    results = _parallel.run([(fit_bucket, (k,)) for k in range(len(buckets))])
+    for k, (knots_x, knots_y) in enumerate(results):
+        start = 0
+        for i, t in zip(range(first[k], first[k + 1]), n_knots[first[k]:first[k + 1]].tolist()):
+            if t:
+                est = IsotonicRegression(**params)
+                est.increasing_ = increasing
+                est.X_thresholds_, est.y_thresholds_ = knots_x[start:start + t], knots_y[start:start + t]
+                est.X_min_, est.X_max_ = knots_x[start], knots_x[start + t - 1]
+                models[i] = est
+                start += t
+    return own.tolist()
+
+
 @register
 class GroupedCalibrator(BaseCalibrator):
     r"""One calibrator per group, the global one for groups too small or unseen.
@@ -101,6 +231,12 @@ class GroupedCalibrator(BaseCalibrator):
     strings, a pandas categorical; NaN and None are one group), so
     scikit-learn's estimator checks, which call ``fit(X, y)``, do not apply;
     the conventions they check are tested in ``tests/test_grouped.py``.
+
+    With an :class:`~fastcal.IsotonicRegression` of a given direction
+    (``increasing`` True or False, not centered) and 0/1 labels, all groups
+    are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
+    of their own fits, and ``predict`` runs in one pass over the rows; other
+    calibrators and parameters fit one clone per group.
 
     Examples
     --------
@@ -152,22 +288,27 @@ class GroupedCalibrator(BaseCalibrator):
         weights = w if w is not None else sample_weight
         global_fit = _clone(template).fit(s, yv, sample_weight=weights)  # validates scores, labels and weights
         codes, uniques = group_codes(g, "groups")
-        order, starts = _k.counting_order(codes, len(uniques))
-        sizes = np.diff(starts)
+        sizes = np.bincount(codes, minlength=len(uniques))
         fitted = np.flatnonzero(sizes >= minimum)
-        s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
-        w_sorted = np.take(w, order) if w is not None else None
         models: list[Any] = [None] * fitted.size
-        kind, params = type(template), template.get_params()
+        generic: Any = range(fitted.size)
+        if _batchable(template) and fitted.size:
+            generic = _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
+        if len(generic):
+            order, starts = _k.counting_order(codes, len(uniques))
+            s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
+            w_sorted = np.take(w, order) if w is not None else None
+            kind, params = type(template), template.get_params()
 
-        def fit_groups(positions):
-            for i in positions:
-                a, b = starts[fitted[i]], starts[fitted[i] + 1]
-                weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                models[i] = kind(**params).fit(s_sorted[a:b], y_sorted[a:b], sample_weight=weight)
+            def fit_groups(positions):
+                for i in positions:
+                    a, b = starts[fitted[i]], starts[fitted[i] + 1]
+                    weight = w_sorted[a:b] if w_sorted is not None else sample_weight
+                    models[i] = kind(**params).fit(s_sorted[a:b], y_sorted[a:b], sample_weight=weight)
 
-        positions = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted])]), range(fitted.size))
-        _parallel.run([(fit_groups, (task,)) for task in positions])
+            generic = np.asarray(generic, dtype=np.int64)
+            tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
+            _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
         self.groups_ = [uniques[i] for i in fitted]
         self.calibrators_ = models
         self.global_calibrator_ = global_fit
@@ -180,6 +321,9 @@ class GroupedCalibrator(BaseCalibrator):
         s = column_or_1d(scores, "scores", min_size=0)
         g = column_or_1d(groups, "groups", min_size=0)
         check_consistent_length(scores=s, groups=g)
+        flat = self._flat_isotonic()
+        if flat is not None:
+            return _predict_isotonic(flat, s, g, self.groups_)
         out = np.asarray(self.global_calibrator_.predict(s))
         if not s.shape[0] or not self.calibrators_:
             return out
@@ -194,6 +338,31 @@ class GroupedCalibrator(BaseCalibrator):
             out[at] = self.calibrators_[i].predict(s[at])
         return out
 
+    def _flat_isotonic(self):
+        """The isotonic models of the groups and the global one (last) as flat arrays, for :func:`_predict_isotonic`
+        (made once per fit): None unless every model is an ``IsotonicRegression`` of one dtype predicting
+        NaN or the nearest bound out of its range."""
+        models = [*self.calibrators_, self.global_calibrator_]
+        cached = self.__dict__.get("_flat")
+        if cached is not None and cached[0] is self.global_calibrator_ and len(cached[1]) == len(models):
+            return cached[2]
+        flat = None
+        if all(type(m) is IsotonicRegression for m in models):
+            bounds = {m.out_of_bounds for m in models}
+            dtypes = {m.X_thresholds_.dtype for m in models}
+            if len(bounds) == 1 and bounds <= {"nan", "clip"} and len(dtypes) == 1:
+                counts = np.array([m.X_thresholds_.shape[0] for m in models], dtype=np.int64)
+                flat = (np.concatenate([[0], np.cumsum(counts)]),
+                        np.concatenate([m.X_thresholds_ for m in models]),
+                        np.concatenate([m.y_thresholds_ for m in models]), bounds == {"clip"})
+        self.__dict__["_flat"] = (self.global_calibrator_, models, flat)
+        return flat
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_flat", None)
+        return state
+
     def _check_loaded_state(self):
         self._validate_params()
         if len(self.groups_) != len(self.calibrators_) or self.group_counts_.shape != (len(self.groups_),):
@@ -203,6 +372,24 @@ class GroupedCalibrator(BaseCalibrator):
                 raise ValueError(f"invalid fastcal model: {type(model).__name__} is not a 1-D calibrator")
         if len(set(map(_key, self.groups_))) != len(self.groups_):
             raise ValueError("invalid fastcal model: groups_ has a group twice")
+
+
+def _predict_isotonic(flat, s, g, groups):
+    """Predictions of isotonic models by group in one pass over the rows
+    (:func:`~fastcal._isotonic_kernels.predict_groups`): each row by its group's model, or the global one (the
+    last of ``flat``, :meth:`GroupedCalibrator._flat_isotonic`); the bits of each model's ``predict``."""
+    offsets, knots_x, knots_y, clip = flat
+    t = as_float_array(s, "scores", dtype=knots_x.dtype)  # as IsotonicRegression.predict casts its input
+    check_finite(t, "scores")
+    n = t.shape[0]
+    out = np.empty(n, dtype=t.dtype)
+    if not n:
+        return out
+    codes, uniques = group_codes(g, "groups")
+    index = {u: i for i, u in enumerate(groups)}
+    model = np.array([index.get(u, len(groups)) for u in uniques], dtype=np.int64)[codes]
+    _parallel.parallel_for(_ik.predict_groups, n, t, model, offsets, knots_x, knots_y, clip, out)
+    return out
 
 
 def _key(value):

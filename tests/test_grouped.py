@@ -182,3 +182,170 @@ def test_validation():
         cal.predict(p, groups[:-1])
     with pytest.raises(ValueError, match="y"):
         GroupedCalibrator(PlattScaling()).fit(p, y + 2, groups)
+
+
+# --------------------------------------------------------------------------
+# Batched isotonic fits (fastcal.grouped._fit_isotonic_groups): the bits of each group's own fit
+# --------------------------------------------------------------------------
+
+ISO_PARAMS = [{}, {"out_of_bounds": "clip"}, {"increasing": False, "out_of_bounds": "clip"},
+              {"y_min": 0.1, "y_max": 0.8}]
+FITTED = ("X_thresholds_", "y_thresholds_", "X_min_", "X_max_", "increasing_")
+
+
+def _tied_data(n, k, seed, dtype, weights):
+    """Scores with many ties (a fifth rounded to 2 decimals), ``k`` groups of uneven sizes, groups of one row
+    (groups ``k`` and ``k + 1``), and weights with zeros (``weights="zeros"``) or none."""
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(size=n).astype(dtype)
+    s[::5] = np.round(s[::5], 2)
+    g = rng.choice(k, n, p=np.arange(1, k + 1) / (k * (k + 1) / 2))
+    g[:2] = [k, k + 1]
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    w = None
+    if weights:
+        w = rng.exponential(size=n)
+        w[::4] = 0.0
+        w[:2] = [0.7, 3.0]
+    return s, y, g, w
+
+
+def _assert_same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), (a, b)
+
+
+def _assert_own_fits(cal, params, s, y, g, w):
+    """Every group's model has the bits of IsotonicRegression(**params) fitted on the group's rows alone, and
+    predicts as it does (out of range, at ties and between knots); unseen groups predict as the global fit."""
+    rng = np.random.default_rng(9)
+    assert len(cal.calibrators_) == len(cal.groups_) > 0
+    for group, model in zip(cal.groups_, cal.calibrators_):
+        rows = g == group
+        own = IsotonicRegression(**params).fit(s[rows], y[rows], sample_weight=None if w is None else w[rows])
+        for name in FITTED:
+            _assert_same_bits(getattr(model, name), getattr(own, name))
+        t = np.concatenate([rng.uniform(-0.2, 1.2, 50), s[rows][:20]]).astype(s.dtype)
+        _assert_same_bits(cal.predict(t, np.full(t.shape[0], group)), own.predict(t))
+    t = rng.uniform(-0.2, 1.2, 50).astype(s.dtype)
+    _assert_same_bits(cal.predict(t, np.full(50, -5)), cal.global_calibrator_.predict(t))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("params", ISO_PARAMS, ids=str)
+def test_batched_isotonic_fits_are_the_groups_own_fits_bit_for_bit(dtype, weights, params):
+    s, y, g, w = _tied_data(6000, 12, 11, dtype, weights)
+    cal = GroupedCalibrator(IsotonicRegression(**params), min_samples_per_group=1).fit(s, y, g, sample_weight=w)
+    assert {g[0], g[1]} <= set(cal.groups_)  # groups of one row get a model of their own (one knot)
+    _assert_own_fits(cal, params, s, y, g, w)
+
+
+def test_batched_isotonic_with_min_samples_and_mixed_predict_rows():
+    s, y, g, w = _tied_data(5000, 10, 12, np.float64, True)
+    cal = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=300).fit(s, y, g, w)
+    sizes = np.bincount(g)
+    assert cal.groups_ == [i for i in range(sizes.size) if sizes[i] >= 300]
+    rng = np.random.default_rng(2)
+    p_new, g_new = rng.uniform(-0.1, 1.1, 4000), rng.integers(-2, 14, 4000)  # small, unseen and fitted groups
+    expected = _per_group(IsotonicRegression(out_of_bounds="clip"), s, y, g, w, 300, p_new, g_new)
+    _assert_same_bits(cal.predict(p_new, g_new), expected)
+
+
+@pytest.mark.parametrize("params", [{"increasing": "auto"}, {"centered": True}], ids=str)
+def test_isotonic_parameters_that_are_not_batched_keep_the_own_fits(params):
+    s, y, g, w = _tied_data(3000, 5, 13, np.float64, True)
+    cal = GroupedCalibrator(IsotonicRegression(**params), min_samples_per_group=1).fit(s, y, g, w)
+    _assert_own_fits(cal, params, s, y, g, w)
+
+
+def test_real_valued_targets_and_weighted_fall_back_to_own_fits():
+    s, _, g, w = _tied_data(3000, 5, 14, np.float64, True)
+    target = np.random.default_rng(3).uniform(size=s.shape[0])
+    for weights in (None, w):
+        cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, target, g, weights)
+        _assert_own_fits(cal, {}, s, target, g, weights)
+
+
+def test_a_group_too_big_for_one_engine_chunk_gets_its_own_fit():
+    from fastcal import _pav_engine
+
+    big = 2 * _pav_engine.CHUNK_ROWS + 5  # the engine cuts its own fit into chunks: weighted sums differ by cut
+    rng = np.random.default_rng(15)
+    n = big + 3000
+    s = rng.uniform(size=n)
+    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, 3000)])
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    w = rng.exponential(size=n)
+    cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
+    _assert_own_fits(cal, {}, s, y, g, w)
+
+
+def test_a_group_of_zero_weights_raises_as_its_own_fit_does():
+    s, y, g, w = _tied_data(2000, 4, 16, np.float64, True)
+    w[g == 2] = 0.0
+    with pytest.raises(ValueError, match="non-zero"):
+        IsotonicRegression().fit(s[g == 2], y[g == 2], sample_weight=w[g == 2])
+    with pytest.raises(ValueError, match="non-zero"):
+        GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_batched_isotonic_same_bits_at_1_2_3_8_threads(weights, monkeypatch):
+    from fastcal import _parallel
+
+    from .threads import num_threads
+
+    # Small thresholds: test-sized input is cut into many row chunks and buckets of groups, as 10^7 rows are.
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 9)
+    s, y, g, w = _tied_data(30_000, 200, 17, np.float32, weights)
+    results = []
+    for t in (1, 2, 3, 8):
+        with num_threads(t):
+            cal = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=5).fit(
+                s, y, g, sample_weight=w)
+            results.append((json.dumps(cal.to_dict()), cal.predict(s, g).tobytes()))
+    assert all(r == results[0] for r in results[1:])
+    with num_threads(1):
+        _assert_own_fits(cal, {"out_of_bounds": "clip"}, s, y, g, w)
+
+
+@pytest.mark.parametrize("scale", [2.0**-60, 2.0**40, 3.0])
+def test_batched_isotonic_weight_scale(scale):
+    s, y, g, w = _tied_data(4000, 8, 18, np.float64, True)
+    cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1)
+    base = cal.fit(s, y, g, w).to_dict()
+    scaled = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w * scale)
+    if scale != 3.0:  # powers of two: the same bits
+        assert scaled.to_dict() == base
+    _assert_own_fits(scaled, {}, s, y, g, w * scale)  # any scale: each group's own fit at that scale
+
+
+def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path, monkeypatch):
+    """The stored state did not change: a model fitted one group at a time (the former path, kept for the
+    calibrators not batched) and the batched one write the same file, and each loads into the other's model."""
+    from fastcal import grouped
+
+    s, y, g, w = _tied_data(3000, 6, 19, np.float32, True)
+    batched = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(s, y, g, w)
+    monkeypatch.setattr(grouped, "_batchable", lambda template: False)
+    one_by_one = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(
+        s, y, g, w)
+    assert json.dumps(batched.to_dict()) == json.dumps(one_by_one.to_dict())
+    one_by_one.save(tmp_path / "old.json")
+    back = fastcal.load(tmp_path / "old.json")
+    _assert_same_bits(back.predict(s, g), batched.predict(s, g))
+
+
+def test_isotonic_predict_checks_scores_and_keeps_float32():
+    s, y, g, _ = _tied_data(2000, 4, 20, np.float32, False)
+    cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g)
+    assert cal.predict(s, g).dtype == np.float32
+    bad = s.copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match="scores"):
+        cal.predict(bad, g)
+    raising = GroupedCalibrator(IsotonicRegression(out_of_bounds="raise"), min_samples_per_group=1).fit(s, y, g)
+    with pytest.raises(ValueError, match="interpolation range"):  # the calibrator's own rule, per group
+        raising.predict(np.full(3, 2.0, dtype=np.float32), g[:3])
