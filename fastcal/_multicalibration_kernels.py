@@ -63,8 +63,7 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total
             wi = np.float64(w[i]) if weighted else 1.0
             tot[c] += wi
             v[c] += wi * wi * pi * (1.0 - pi)
-            if y[i] != 0:
-                pos[c] += wi
+            pos[c] += wi * np.float64(y[i] != 0)  # no branch on the label; adding 0.0 changes no sum
             cnt[score_range(pi, x0, scale, cell_range)] += 1
 
 
@@ -89,6 +88,8 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
 
 #: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
 SMALL_BUCKET = 16
+#: :func:`sort_rows` counts its rows into ``(rows >> BUCKET_SHIFT) + 1`` buckets.
+BUCKET_SHIFT = 1
 
 
 @kernel
@@ -121,22 +122,23 @@ def sort_rows(xs, qs, ws, a, b):
         most = max(most, xs[i])
     if least == most:
         return
-    scale = n / (most - least)
+    n_buckets = (n >> BUCKET_SHIFT) + 1
+    scale = n_buckets / (most - least)
     if not scale < math.inf:  # scores closer than n / DBL_MAX: one bucket
         scale = 0.0
-    top = np.float64(n - 1)
-    starts = np.zeros(n + 1, dtype=np.int64)
+    top = np.float64(n_buckets - 1)
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
     for i in range(a, b):
         starts[np.int64(min((xs[i] - least) * scale, top)) + 1] += 1
     n_big = 0
-    for j in range(n):
+    for j in range(n_buckets):
         if starts[j + 1] > SMALL_BUCKET:
             n_big += 1
         starts[j + 1] += starts[j]
     xt = np.empty(n)
     qt = np.empty(n, dtype=np.int64)
     wt = np.empty(n if weighted else 0)
-    fill = starts[:n].copy()
+    fill = starts[:n_buckets].copy()
     for i in range(a, b):
         c = np.int64(min((xs[i] - least) * scale, top))
         f = fill[c]
@@ -221,7 +223,7 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
             pi = xs[i]
             if i + 1 == b or xs[i + 1] != pi:
                 q = qs[i]
-                r = (1.0 if q & 1 else 0.0) - pi
+                r = np.float64(q & 1) - pi
                 if weighted:
                     r *= ws[i]
                 cell = q >> 1
@@ -236,7 +238,7 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
             j = i
             while j < b and xs[j] == pi:
                 q = qs[j]
-                r = (1.0 if q & 1 else 0.0) - pi
+                r = np.float64(q & 1) - pi
                 if weighted:
                     r *= ws[j]
                 cell = q >> 1
