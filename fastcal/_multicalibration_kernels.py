@@ -81,7 +81,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
             j = at[r]
             at[r] = j + 1
             xs[j] = pi
-            qs[j] = (np.int64(cells[i]) << 1) | np.int64(y[i] != 0)
+            qs[j] = (cells[i] << 1) | (y[i] != 0)
             if weighted:
                 ws[j] = w[i]
 
@@ -136,7 +136,7 @@ def sort_rows(xs, qs, ws, a, b):
             n_big += 1
         starts[j + 1] += starts[j]
     xt = np.empty(n)
-    qt = np.empty(n, dtype=np.int64)
+    qt = np.empty(n, dtype=qs.dtype)
     wt = np.empty(n if weighted else 0)
     fill = starts[:n_buckets].copy()
     for i in range(a, b):

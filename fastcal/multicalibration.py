@@ -519,12 +519,13 @@ def _cells(features, n):
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = DENSE_CELLS * max(n, 1 << 14)
-    cells = np.zeros(n, dtype=np.int64)
+    kind = _cell_type(dense)
+    cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False
     for (_, codes, offset, remap, _), size in zip(features, sizes):
         if span * size > dense:
             uniques, inverse = np.unique(cells, return_inverse=True)
-            cells, span, compacted = inverse.astype(np.int64).reshape(-1), uniques.size, True
+            cells, span, compacted = inverse.astype(kind).reshape(-1), uniques.size, True
         _k.add_digit(cells, codes, offset, remap, size)
         span *= size
     if not compacted:
@@ -537,7 +538,13 @@ def _cells(features, n):
     digits = np.empty((uniques.size, len(features)), dtype=np.int64)
     for f, (_, codes, offset, remap, _) in enumerate(features):
         digits[:, f] = remap[codes[first].astype(np.int64) - offset]
-    return inverse.astype(np.int64).reshape(-1), digits, counts
+    return inverse.astype(kind).reshape(-1), digits, counts
+
+
+def _cell_type(most):
+    """The integer type of cell numbers below ``most``: int32 if twice the number still fits (the sort's rows
+    carry ``cell << 1 | label``), halving the memory the passes over the rows read and write; else int64."""
+    return np.int32 if 2 * most <= np.iinfo(np.int32).max else np.int64
 
 
 def _row_chunks(n):
@@ -626,7 +633,7 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     np.cumsum(counts.sum(axis=0), out=starts[1:])
     offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
     del counts
-    xs, qs = np.empty(n), np.empty(n, dtype=np.int64)
+    xs, qs = np.empty(n), np.empty(n, dtype=_cell_type(m))
     ws = np.empty(0) if w is None else np.empty(n)
     _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
                 n_chunks)
