@@ -7,17 +7,20 @@ weights) and never check.
 Segments. Every row has a *cell*: its combination of values of all the
 segment features, numbered ``0..m-1``. A segment is a set of cells (a value
 combination of some of the features), so its rows, weight and variance are
-sums over its cells (:func:`cell_sums`, in input order), and a table
+sums over its cells (:func:`range_cell_sums`, in input order), and a table
 ``table[cell, :]`` lists the segments of a cell, one per combination of
-features (``-1``: none). :func:`running_extremes` goes once over the rows
-sorted by score and moves the running sum of every segment of each row's
-cell: no mask per segment. Both run on chunks of rows whose partial results
-the caller merges in chunk order (:func:`merge_extremes` for the running sums).
+features. The rows are moved to *score ranges* (:func:`score_range`, a
+non-decreasing map: every score of a range is below every score of the
+next; :func:`range_scatter`); each range is then sorted in the cache
+(:func:`sort_rows`) and scanned once, moving the running sum of every
+segment of each row's cell (:func:`range_extremes`): no mask per segment,
+no global sort. The caller merges the per-chunk and per-range partial
+results in order (:func:`merge_extremes` for the running sums).
 
-Ties. All rows of one score form one step of the cumulative sums: the
-running sum of each segment a tie group touches is compared with the
-segment's maximum and minimum only after the whole group, so the result does
-not depend on the order of tied rows.
+Ties. All rows of one score form one step of the cumulative sums (they lie
+in one range): the running sum of each segment a tie group touches is
+compared with the segment's maximum and minimum only after the whole group,
+so the result does not depend on the order of tied rows.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["KUIPER_SPLIT", "add_digit", "code_stats", "count_distinct", "counting_order", "group_report", "kuiper_cdf",
+__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "range_cell_sums", "range_extremes", "range_scatter",
            "SMALL_BUCKET", "score_range", "sort_rows", "tied_range"]
 
@@ -293,6 +296,29 @@ def code_stats(codes, offset, p, k):
             first_p[c] = x
             first_row[c] = i
     return counts, first_p, first_row
+
+
+@kernel
+def bin_numbers(x, edges, missing):
+    """The quantile bin of each ``x``: ``max(searchsorted(edges, x, side="left") - 1, 0)`` (the bins
+    ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, ``edges[0]`` the least ``x``), ``missing`` for NaN."""
+    out = np.empty(x.shape[0], dtype=np.int64)
+    m = edges.shape[0]
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v != v:
+            out[i] = missing
+            continue
+        a = 0
+        b = m
+        while a < b:
+            mid = (a + b) >> 1
+            if edges[mid] < v:
+                a = mid + 1
+            else:
+                b = mid
+        out[i] = max(a - 1, 0)
+    return out
 
 
 @kernel

@@ -19,8 +19,9 @@ pooled), so the result does not depend on the order of the rows.
 
 :func:`multicalibration_error` measures the ECCE of many segments at once
 (Guy et al. 2025), with the segments of MCGrad's ``MulticalibrationError``:
-one sort of the predictions and one pass that updates, for each row, the
-running sums of every segment it belongs to (:mod:`fastcal._multicalibration_kernels`).
+the rows moved to ranges of scores, each sorted in the cache, and one pass
+that updates, for each row, the running sums of every segment it belongs to
+(:mod:`fastcal._multicalibration_kernels`).
 
 References
 ----------
@@ -466,15 +467,15 @@ def _numerical(values, name, p, max_values):
     bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN
     its own value (``nan``)."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
-    binned = _k.count_distinct(x, max_values) > max_values
-    if binned:
-        missing = np.isnan(x)
-        edges = np.unique(np.percentile(x[~missing], np.linspace(0, 1, max_values + 1) * 100))
-        bins = np.searchsorted(edges, x, side="left") - 1
-        bins[x == edges[0]] = 0
-        x = np.where(missing, np.nan, bins.astype(np.float64))
-    codes, offset, index, uniques, _, first = _coded(x, name, p)
-    labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
+    if _k.count_distinct(x, max_values) <= max_values:
+        codes, offset, index, uniques, _, first = _coded(x, name, p)
+        labels = [float("nan") if u is None else u for u in uniques]
+        return _by_appearance(codes, offset, index, labels, first)
+    edges = np.unique(np.percentile(x[~np.isnan(x)], np.linspace(0, 1, max_values + 1) * 100))
+    # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
+    bins = _k.bin_numbers(x, edges, edges.size)
+    codes, offset, index, uniques, _, first = _coded(bins, name, p)
+    labels = [float("nan") if u == edges.size else int(u) for u in uniques]
     return _by_appearance(codes, offset, index, labels, first)
 
 
@@ -693,11 +694,12 @@ def multicalibration_error(
     (percent of the prevalence; inf if :math:`\pi = 0`).
 
     Each row's cell (its values of every feature) is numbered; weights and
-    variances are summed per cell; one sort of the predictions carries each
-    row's label and cell, then one pass over the sorted rows moves the
-    float64 running sum of every segment each row is in (tie groups pooled
-    per segment): O(n (log n + number of feature combinations)), not one
-    pass per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
+    variances are summed per cell; the rows (score, cell, label, weight) are
+    moved to ranges of scores of about 16k rows, each sorted in the cache,
+    then one pass over each range's rows moves the float64 running sum of
+    every segment each row is in (tie groups pooled per segment), the ranges'
+    extremes merged in order: O(n (number of feature combinations)) after
+    the sort, not one pass per segment, and the same at any thread count. Differences from MCGrad: ties are pooled; segment 0 is kept
     even with fewer rows than ``min_samples_per_segment``; exactly
     ``max_n_segments`` segments are kept (MCGrad keeps whole chunks of 50);
     the p-values are not clamped (MCGrad's are at least 2.2e-16).
