@@ -96,18 +96,10 @@ BUCKET_SHIFT = 1
 
 
 @kernel
-def _move(xs, qs, ws, weighted, i, xt, qt, wt, j):
-    xt[j] = xs[i]
-    qt[j] = qs[i]
-    if weighted:
-        wt[j] = ws[i]
-
-
-@kernel
 def sort_rows(xs, qs, ws, a, b):
     """Rows ``a..b`` of ``(xs, qs, ws)`` (``ws`` empty: none) sorted stably by ``xs``, in place.
 
-    A counting sort into ``b - a`` buckets of equal width between the least
+    A counting sort into ``(b - a >> BUCKET_SHIFT) + 1`` buckets of equal width between the least
     and the greatest score (a non-decreasing map: every score of a bucket is
     below every score of the next), a merge sort of each bucket of more than
     :data:`SMALL_BUCKET` rows (unless its scores are all equal), then one
@@ -170,7 +162,10 @@ def sort_rows(xs, qs, ws, a, b):
         q_part = qt[s:e].copy()
         w_part = wt[s:e].copy() if weighted else wt
         for i in range(e - s):
-            _move(x_part, q_part, w_part, weighted, order[i], xt, qt, wt, s + i)
+            xt[s + i] = x_part[order[i]]
+            qt[s + i] = q_part[order[i]]
+            if weighted:
+                wt[s + i] = w_part[order[i]]
     for i in range(1, n):
         x = xt[i]
         if not x < xt[i - 1]:
