@@ -471,7 +471,9 @@ def _numerical(values, name, p, max_values):
         codes, offset, index, uniques, _, first = _coded(x, name, p)
         labels = [float("nan") if u is None else u for u in uniques]
         return _by_appearance(codes, offset, index, labels, first)
-    edges = np.unique(np.percentile(x[~np.isnan(x)], np.linspace(0, 1, max_values + 1) * 100))
+    missing = np.isnan(x)
+    present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
+    edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
     # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
     bins = _k.bin_numbers(x, edges, edges.size)
     codes, offset, index, uniques, _, first = _coded(bins, name, p)
