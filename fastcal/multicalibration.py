@@ -89,6 +89,8 @@ DENSE_CELLS = 4
 TABLE_CELLS = 1 << 22
 #: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
 CHUNK_ENTRIES = 1 << 21
+#: Chunks of rows times score ranges counted (int64: 64 MB), at most.
+COUNT_ENTRIES = 1 << 23
 #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2 cache).
 RANGE_ROWS = 1 << 14
 
@@ -555,10 +557,11 @@ def _row_chunks(n):
     return np.array(task_bounds(n), dtype=np.int64)
 
 
-def _n_ranges(n, width):
+def _n_ranges(n, width, n_chunks):
     """Score ranges of ``n`` rows: about :data:`RANGE_ROWS` rows each, fewer if ranges x ``width`` (the partial
-    results per range) would pass :data:`CHUNK_ENTRIES`. A function of the size of the problem alone."""
-    return max(1, min(n // RANGE_ROWS, CHUNK_ENTRIES // max(width, 1)))
+    results per range) would pass :data:`CHUNK_ENTRIES`, or ranges x ``n_chunks`` (the rows of each range in each
+    chunk of rows) :data:`COUNT_ENTRIES`. A function of the size of the problem alone."""
+    return max(1, min(n // RANGE_ROWS, CHUNK_ENTRIES // max(width, 1), COUNT_ENTRIES // max(n_chunks, 1)))
 
 
 def _run_chunks(kernel, n, args, n_chunks):
@@ -608,10 +611,10 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     ends = [blocks[i + 1][0][0] if i + 1 < len(blocks) else n_segments for i in range(len(blocks))]
     widest = max(end - block[0][0] for block, end in zip(blocks, ends))
 
-    x0, scale, cell_range = range_map(p, _n_ranges(n, 3 * widest))
-    n_ranges = int(cell_range[-1]) + 1
     bounds = _row_chunks(n)
     n_chunks = bounds.size - 1
+    x0, scale, cell_range = range_map(p, _n_ranges(n, 3 * widest, n_chunks))
+    n_ranges = int(cell_range[-1]) + 1
     counts = np.zeros((n_chunks, n_ranges), dtype=np.int64)
     parts = np.zeros((3, n_chunks, m))
     _run_chunks(_k.range_cell_sums, n, (cells, p, y, weights, x0, scale, cell_range, bounds, counts, *parts),
