@@ -7,17 +7,20 @@ weights) and never check.
 Segments. Every row has a *cell*: its combination of values of all the
 segment features, numbered ``0..m-1``. A segment is a set of cells (a value
 combination of some of the features), so its rows, weight and variance are
-sums over its cells (:func:`cell_sums`, in input order), and a table
+sums over its cells (:func:`range_cell_sums`, in input order), and a table
 ``table[cell, :]`` lists the segments of a cell, one per combination of
-features (``-1``: none). :func:`running_extremes` goes once over the rows
-sorted by score and moves the running sum of every segment of each row's
-cell: no mask per segment. Both run on chunks of rows whose partial results
-the caller merges in chunk order (:func:`merge_extremes` for the running sums).
+features. The rows are moved to *score ranges* (:func:`score_range`, a
+non-decreasing map: every score of a range is below every score of the
+next; :func:`range_scatter`); each range is then sorted in the cache
+(:func:`sort_rows`) and scanned once, moving the running sum of every
+segment of each row's cell (:func:`range_extremes`): no mask per segment,
+no global sort. The caller merges the per-chunk and per-range partial
+results in order (:func:`merge_extremes` for the running sums).
 
-Ties. All rows of one score form one step of the cumulative sums: the
-running sum of each segment a tie group touches is compared with the
-segment's maximum and minimum only after the whole group, so the result does
-not depend on the order of tied rows.
+Ties. All rows of one score form one step of the cumulative sums (they lie
+in one range): the running sum of each segment a tie group touches is
+compared with the segment's maximum and minimum only after the whole group,
+so the result does not depend on the order of tied rows.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["KUIPER_SPLIT", "add_digit", "code_stats", "combo_sums", "count_distinct", "gather_terms", "kuiper_cdf",
-           "kuiper_sf",
-           "kuiper_sf_many", "tied_range"]
+__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "kuiper_cdf",
+           "kuiper_sf", "kuiper_sf_many", "merge_extremes", "range_cell_sums", "range_extremes", "range_scatter",
+           "SMALL_BUCKET", "score_range", "sort_rows", "tied_range"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -38,73 +41,224 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def running_extremes(sorted_p, carried, row_bits, w, cells, table, bounds, end, low, high, lo, hi):
-    """Chunks ``lo..hi`` of the rows sorted by score: for chunk ``k`` (rows ``bounds[k]..bounds[k+1]``, which start
-    and end on groups of equal scores), row ``k`` of ``end`` (the running sum ``S = sum w (y - p)`` at the chunk's
-    end), ``low`` and ``high`` (its minimum ``<= 0`` and maximum ``>= 0`` over the chunk, taken after each group of
-    equal scores, ``S`` counted from 0 at the chunk's start) of each segment of ``table``.
+def score_range(v, x0, scale, cell_range):
+    """The score range of ``v`` under the map of :func:`fastcal._sort.range_map`: ``cell_range`` of the cell
+    ``(v - x0) * scale``, clipped to the cells. Non-decreasing in ``v``: equal scores share their range, and every
+    score of a range is below every score of the next."""
+    c = min(max((np.float64(v) - x0) * scale, 0.0), np.float64(cell_range.shape[0] - 1))
+    return cell_range[np.int64(c)]
 
-    ``sorted_p`` are the scores, ``carried`` what :func:`cell_sums` made of each row; ``w`` the weights (empty:
-    ones) and ``cells`` (if not empty) the cells, read at the row number. A row of cell ``c`` is in the segments
-    ``table[c, :]`` that are not ``-1``.
-    """
+
+@kernel
+def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total, var, positive, lo, hi):
+    """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
+    ``counts`` (rows per score range, :func:`score_range`), and of ``total`` (``sum w``), ``var``
+    (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit weights)."""
     weighted = w.shape[0] > 0
-    gather = cells.shape[0] > 0
-    row_mask = (np.int64(1) << row_bits) - 1
+    for k in range(lo, hi):
+        cnt = counts[k]
+        tot = total[k]
+        v = var[k]
+        pos = positive[k]
+        for i in range(bounds[k], bounds[k + 1]):
+            c = cells[i]
+            pi = np.float64(p[i])
+            wi = np.float64(w[i]) if weighted else 1.0
+            tot[c] += wi
+            v[c] += wi * wi * pi * (1.0 - pi)
+            pos[c] += wi * np.float64(y[i] != 0)  # no branch on the label; adding 0.0 changes no sum
+            cnt[score_range(pi, x0, scale, cell_range)] += 1
+
+
+@kernel
+def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
+    """Chunks ``lo..hi`` (as :func:`range_cell_sums`): each row moved to its score range, in row order:
+    ``xs`` its score (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws``
+    its weight (if ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
+    weighted = w.shape[0] > 0
+    for k in range(lo, hi):
+        at = offsets[k]
+        for i in range(bounds[k], bounds[k + 1]):
+            pi = np.float64(p[i]) + 0.0
+            r = score_range(pi, x0, scale, cell_range)
+            j = at[r]
+            at[r] = j + 1
+            xs[j] = pi
+            qs[j] = (cells[i] << 1) | (y[i] != 0)
+            if weighted:
+                ws[j] = w[i]
+
+
+#: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
+SMALL_BUCKET = 16
+#: :func:`sort_rows` counts its rows into ``(rows >> BUCKET_SHIFT) + 1`` buckets.
+BUCKET_SHIFT = 1
+
+
+@kernel
+def sort_rows(xs, qs, ws, a, b):
+    """Rows ``a..b`` of ``(xs, qs, ws)`` (``ws`` empty: none) sorted stably by ``xs``, in place.
+
+    A counting sort into ``(b - a >> BUCKET_SHIFT) + 1`` buckets of equal width between the least
+    and the greatest score (a non-decreasing map: every score of a bucket is
+    below every score of the next), a merge sort of each bucket of more than
+    :data:`SMALL_BUCKET` rows (unless its scores are all equal), then one
+    insertion sort of all the rows, which moves rows only within their
+    bucket. Every step is stable: rows of equal scores keep their order.
+    """
+    n = b - a
+    if n < 2:
+        return
+    weighted = ws.shape[0] > 0
+    least = xs[a]
+    most = xs[a]
+    for i in range(a, b):
+        least = min(least, xs[i])
+        most = max(most, xs[i])
+    if least == most:
+        return
+    n_buckets = (n >> BUCKET_SHIFT) + 1
+    scale = n_buckets / (most - least)
+    if not scale < math.inf:  # scores closer than n / DBL_MAX: one bucket
+        scale = 0.0
+    top = np.float64(n_buckets - 1)
+    starts = np.zeros(n_buckets + 1, dtype=np.int64)
+    for i in range(a, b):
+        starts[np.int64(min((xs[i] - least) * scale, top)) + 1] += 1
+    n_big = 0
+    for j in range(n_buckets):
+        if starts[j + 1] > SMALL_BUCKET:
+            n_big += 1
+        starts[j + 1] += starts[j]
+    xt = np.empty(n)
+    qt = np.empty(n, dtype=qs.dtype)
+    wt = np.empty(n if weighted else 0)
+    fill = starts[:n_buckets].copy()
+    for i in range(a, b):
+        c = np.int64(min((xs[i] - least) * scale, top))
+        f = fill[c]
+        xt[f] = xs[i]
+        qt[f] = qs[i]
+        if weighted:
+            wt[f] = ws[i]
+        fill[c] = f + 1
+    j = 0
+    while n_big > 0:
+        s = starts[j]
+        e = starts[j + 1]
+        j += 1
+        if e - s <= SMALL_BUCKET:
+            continue
+        n_big -= 1
+        same = True
+        for i in range(s + 1, e):
+            if xt[i] != xt[s]:
+                same = False
+                break
+        if same:
+            continue
+        order = np.argsort(xt[s:e], kind="mergesort")
+        x_part = xt[s:e].copy()
+        q_part = qt[s:e].copy()
+        w_part = wt[s:e].copy() if weighted else wt
+        for i in range(e - s):
+            xt[s + i] = x_part[order[i]]
+            qt[s + i] = q_part[order[i]]
+            if weighted:
+                wt[s + i] = w_part[order[i]]
+    for i in range(1, n):
+        x = xt[i]
+        if not x < xt[i - 1]:
+            continue
+        q = qt[i]
+        t = i - 1
+        if weighted:
+            wi = wt[i]
+            while t >= 0 and xt[t] > x:
+                xt[t + 1] = xt[t]
+                qt[t + 1] = qt[t]
+                wt[t + 1] = wt[t]
+                t -= 1
+            wt[t + 1] = wi
+        else:
+            while t >= 0 and xt[t] > x:
+                xt[t + 1] = xt[t]
+                qt[t + 1] = qt[t]
+                t -= 1
+        xt[t + 1] = x
+        qt[t + 1] = q
+    xs[a:b] = xt
+    qs[a:b] = qt
+    if weighted:
+        ws[a:b] = wt
+
+
+@kernel
+def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
+    """Score ranges ``lo..hi`` (range ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)`` as
+    :func:`range_scatter` wrote them; sorted first by :func:`sort_rows` if ``sort``): row ``k`` of ``end``
+    (the running sum ``S = sum w (y - p)`` at the range's end), ``low`` and ``high`` (its minimum ``<= 0`` and
+    maximum ``>= 0`` over the range, taken after each group of equal scores, ``S`` counted from 0 at the range's
+    start) of the segments ``table[cell, :]`` of each row's cell (``end.shape[1]``: none, a slot not returned).
+
+    A group of equal scores lies in one range (:func:`score_range`). The
+    running sums of the segments of a group's rows are compared with their
+    extremes only after the whole group, so the order of tied rows changes
+    nothing but the rounding of their sum.
+    """
+    weighted = ws.shape[0] > 0
     n_cols = table.shape[1]
     n_seg = end.shape[1]
-    mark = np.empty(n_seg, dtype=np.int64)
-    touched = np.empty(n_seg, dtype=np.int64)
+    state = np.empty((n_seg + 1, 3))  # running sum, minimum, maximum
     for k in range(lo, hi):
-        mark[:] = -1
-        run = end[k]
-        low_k = low[k]
-        high_k = high[k]
-        i = bounds[k]
-        b = bounds[k + 1]
+        a = starts[k]
+        b = starts[k + 1]
+        if sort:
+            sort_rows(xs, qs, ws, a, b)
+        state[:] = 0.0
+        i = a
         while i < b:
-            pi = sorted_p[i]
-            j = i + 1
-            single = j == b or sorted_p[j] != pi
-            if not single:
-                while j < b and sorted_p[j] == pi:
-                    j += 1
-            n_touched = 0
-            for t in range(i, j):
-                q = carried[t]
-                label = 1.0 if q & 1 else 0.0
-                q >>= 1
-                row = q & row_mask
-                cell = cells[row] if gather else q >> row_bits
-                pj = np.float64(sorted_p[t])
-                r = np.float64(w[row]) * (label - pj) if weighted else label - pj
+            pi = xs[i]
+            if i + 1 == b or xs[i + 1] != pi:
+                q = qs[i]
+                r = np.float64(q & 1) - pi
+                if weighted:
+                    r *= ws[i]
+                cell = q >> 1
                 for c in range(n_cols):
                     s = table[cell, c]
-                    if s < 0:
-                        continue
-                    run[s] += r
-                    if single:
-                        if run[s] > high_k[s]:
-                            high_k[s] = run[s]
-                        elif run[s] < low_k[s]:
-                            low_k[s] = run[s]
-                    elif mark[s] != i:
-                        mark[s] = i
-                        touched[n_touched] = s
-                        n_touched += 1
-            for t in range(n_touched):
-                s = touched[t]
-                if run[s] > high_k[s]:
-                    high_k[s] = run[s]
-                elif run[s] < low_k[s]:
-                    low_k[s] = run[s]
+                    x = state[s, 0] + r
+                    state[s, 0] = x
+                    state[s, 1] = min(state[s, 1], x)
+                    state[s, 2] = max(state[s, 2], x)
+                i += 1
+                continue
+            j = i
+            while j < b and xs[j] == pi:
+                q = qs[j]
+                r = np.float64(q & 1) - pi
+                if weighted:
+                    r *= ws[j]
+                cell = q >> 1
+                for c in range(n_cols):
+                    state[table[cell, c], 0] += r
+                j += 1
+            for t in range(i, j):
+                cell = qs[t] >> 1
+                for c in range(n_cols):
+                    s = table[cell, c]
+                    state[s, 1] = min(state[s, 1], state[s, 0])
+                    state[s, 2] = max(state[s, 2], state[s, 0])
             i = j
+        end[k] = state[:n_seg, 0]
+        low[k] = state[:n_seg, 1]
+        high[k] = state[:n_seg, 2]
 
 
 @kernel
 def merge_extremes(end, low, high):
-    """``(lo, hi)`` per segment over all rows from the per-chunk results of :func:`running_extremes`, taken in
-    chunk order: each chunk's extremes shifted by the running sum before it."""
+    """``(lo, hi)`` per segment over all rows from the per-range results of :func:`range_extremes`, taken in
+    range order: each range's extremes shifted by the running sum before it."""
     n_chunks, n_seg = end.shape
     lo_all = np.zeros(n_seg)
     hi_all = np.zeros(n_seg)
@@ -119,45 +273,6 @@ def merge_extremes(end, low, high):
                 lo_all[s] = down
             before += end[k, s]
     return lo_all, hi_all
-
-
-@kernel
-def cell_sums(cells, p, y, w, row_bits, with_cells, bounds, carry, total, var, positive, lo, hi):
-    """Chunks ``lo..hi`` (rows ``bounds[k]..bounds[k+1]``, in input order): row ``k`` of ``total`` (``sum w``),
-    ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit weights); and what
-    the sort is to carry with each score, ``carry[i] = cells[i] << (row_bits + 1) | i << 1 | y[i]`` (no row number
-    if ``row_bits`` is 0, no cell unless ``with_cells``), which :func:`running_extremes` unpacks."""
-    weighted = w.shape[0] > 0
-    shift = row_bits + 1
-    for k in range(lo, hi):
-        tot = total[k]
-        v = var[k]
-        pos = positive[k]
-        for i in range(bounds[k], bounds[k + 1]):
-            c = cells[i]
-            pi = np.float64(p[i])
-            wi = np.float64(w[i]) if weighted else 1.0
-            tot[c] += wi
-            v[c] += wi * wi * pi * (1.0 - pi)
-            q = np.int64(0)
-            if y[i] != 0:
-                pos[c] += wi
-                q = np.int64(1)
-            if row_bits > 0:
-                q |= np.int64(i) << 1
-            if with_cells:
-                q |= np.int64(c) << shift
-            carry[i] = q
-
-
-@kernel
-def group_starts(sorted_p, bounds):
-    """Each bound moved back to the start of its group of equal scores (in place)."""
-    for k in range(bounds.shape[0]):
-        b = bounds[k]
-        while 0 < b < sorted_p.shape[0] and sorted_p[b - 1] == sorted_p[b]:
-            b -= 1
-        bounds[k] = b
 
 
 @kernel
@@ -176,6 +291,29 @@ def code_stats(codes, offset, p, k):
             first_p[c] = x
             first_row[c] = i
     return counts, first_p, first_row
+
+
+@kernel
+def bin_numbers(x, edges, missing):
+    """The quantile bin of each ``x``: ``max(searchsorted(edges, x, side="left") - 1, 0)`` (the bins
+    ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, ``edges[0]`` the least ``x``), ``missing`` for NaN."""
+    out = np.empty(x.shape[0], dtype=np.int64)
+    m = edges.shape[0]
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v != v:
+            out[i] = missing
+            continue
+        a = 0
+        b = m
+        while a < b:
+            mid = (a + b) >> 1
+            if edges[mid] < v:
+                a = mid + 1
+            else:
+                b = mid
+        out[i] = max(a - 1, 0)
+    return out
 
 
 @kernel

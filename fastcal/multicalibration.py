@@ -19,8 +19,9 @@ pooled), so the result does not depend on the order of the rows.
 
 :func:`multicalibration_error` measures the ECCE of many segments at once
 (Guy et al. 2025), with the segments of MCGrad's ``MulticalibrationError``:
-one sort of the predictions and one pass that updates, for each row, the
-running sums of every segment it belongs to (:mod:`fastcal._multicalibration_kernels`).
+the rows moved to ranges of scores, each sorted in the cache, and one pass
+that updates, for each row, the running sums of every segment it belongs to
+(:mod:`fastcal._multicalibration_kernels`).
 
 References
 ----------
@@ -46,8 +47,8 @@ import numpy as np
 from . import _multicalibration_kernels as _k
 from ._results import Result
 from . import _parallel
-from ._parallel import parallel_for, run, split, task_bounds
-from ._sort import argsort, sort_pairs
+from ._parallel import parallel_for, run, task_bounds
+from ._sort import argsort, range_map, sort_pairs
 from ._validation import (
     as_float_array,
     check_binary_labels,
@@ -86,10 +87,12 @@ MISSING = "__NA"
 DENSE_CELLS = 4
 #: Entries of the table of segments of each cell used by one pass over the rows (int32: 16 MB).
 TABLE_CELLS = 1 << 22
-#: Chunks times numbers of the per-chunk partial results merged in chunk order (float64: 16 MB), at most.
+#: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
 CHUNK_ENTRIES = 1 << 21
-#: Bits of the int64 the sort carries with each score (the sign bit stays 0).
-CARRY_BITS = 63
+#: Chunks of rows times score ranges counted (int64: 64 MB), at most.
+COUNT_ENTRIES = 1 << 23
+#: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2 cache).
+RANGE_ROWS = 1 << 14
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -466,15 +469,17 @@ def _numerical(values, name, p, max_values):
     bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN
     its own value (``nan``)."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
-    binned = _k.count_distinct(x, max_values) > max_values
-    if binned:
-        missing = np.isnan(x)
-        edges = np.unique(np.percentile(x[~missing], np.linspace(0, 1, max_values + 1) * 100))
-        bins = np.searchsorted(edges, x, side="left") - 1
-        bins[x == edges[0]] = 0
-        x = np.where(missing, np.nan, bins.astype(np.float64))
-    codes, offset, index, uniques, _, first = _coded(x, name, p)
-    labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
+    if _k.count_distinct(x, max_values) <= max_values:
+        codes, offset, index, uniques, _, first = _coded(x, name, p)
+        labels = [float("nan") if u is None else u for u in uniques]
+        return _by_appearance(codes, offset, index, labels, first)
+    missing = np.isnan(x)
+    present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
+    edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
+    # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
+    bins = _k.bin_numbers(x, edges, edges.size)
+    codes, offset, index, uniques, _, first = _coded(bins, name, p)
+    labels = [float("nan") if u == edges.size else int(u) for u in uniques]
     return _by_appearance(codes, offset, index, labels, first)
 
 
@@ -519,12 +524,13 @@ def _cells(features, n):
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = DENSE_CELLS * max(n, 1 << 14)
-    cells = np.zeros(n, dtype=np.int64)
+    kind = _cell_type(dense)
+    cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False
     for (_, codes, offset, remap, _), size in zip(features, sizes):
         if span * size > dense:
             uniques, inverse = np.unique(cells, return_inverse=True)
-            cells, span, compacted = inverse.astype(np.int64).reshape(-1), uniques.size, True
+            cells, span, compacted = inverse.astype(kind).reshape(-1), uniques.size, True
         _k.add_digit(cells, codes, offset, remap, size)
         span *= size
     if not compacted:
@@ -537,24 +543,31 @@ def _cells(features, n):
     digits = np.empty((uniques.size, len(features)), dtype=np.int64)
     for f, (_, codes, offset, remap, _) in enumerate(features):
         digits[:, f] = remap[codes[first].astype(np.int64) - offset]
-    return inverse.astype(np.int64).reshape(-1), digits, counts
+    return inverse.astype(kind).reshape(-1), digits, counts
 
 
-def _row_chunks(n, width):
-    """Bounds of the chunks of ``n`` rows whose partial results (``width`` numbers per chunk) are merged in chunk
-    order: :func:`fastcal._parallel.task_bounds`, fewer if chunks x width would pass :data:`CHUNK_ENTRIES`. They
-    depend on the size of the problem alone."""
-    bounds = task_bounds(n)
-    most = max(1, CHUNK_ENTRIES // max(width, 1))
-    if len(bounds) - 1 > most:
-        bounds = split(n, most)
-    return np.array(bounds, dtype=np.int64)
+def _cell_type(most):
+    """The integer type of cell numbers below ``most``: int32 if twice the number still fits (the sort's rows
+    carry ``cell << 1 | label``), halving the memory the passes over the rows read and write; else int64."""
+    return np.int32 if 2 * most <= np.iinfo(np.int32).max else np.int64
 
 
-def _run_chunks(kernel, n, args, bounds):
-    """``kernel(*args, k, k + 1)`` for every chunk ``k`` of ``bounds``, each a task on fastcal's threads (in this
+def _row_chunks(n):
+    """Bounds of the chunks of rows in input order (:func:`fastcal._parallel.task_bounds`: by the size alone)."""
+    return np.array(task_bounds(n), dtype=np.int64)
+
+
+def _n_ranges(n, width, n_chunks):
+    """Score ranges of ``n`` rows: about :data:`RANGE_ROWS` rows each, fewer if ranges x ``width`` (the partial
+    results per range) would pass :data:`CHUNK_ENTRIES`, or ranges x ``n_chunks`` (the rows of each range in each
+    chunk of rows) :data:`COUNT_ENTRIES`. A function of the size of the problem alone."""
+    return max(1, min(n // RANGE_ROWS, CHUNK_ENTRIES // max(width, 1), COUNT_ENTRIES // max(n_chunks, 1)))
+
+
+def _run_chunks(kernel, n, args, n_chunks):
+    """``kernel(*args, k, k + 1)`` for every chunk ``k < n_chunks``, each a task on fastcal's threads (in this
     thread under :data:`fastcal._parallel.PARALLEL_MIN_SIZE` rows)."""
-    calls = [(kernel, (*args, k, k + 1)) for k in range(bounds.size - 1)]
+    calls = [(kernel, (*args, k, k + 1)) for k in range(n_chunks)]
     if n < _parallel.PARALLEL_MIN_SIZE:  # read at each call: tests lower it
         for func, call_args in calls:
             func(*call_args)
@@ -567,39 +580,47 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     the running sum of ``w (y - p)`` along the sorted scores, after each group of equal scores; and the
     weight of the positive rows, ``sum w y``.
 
-    Counts and sums need no order: they are summed per cell in the input
-    order (:func:`fastcal._multicalibration_kernels.cell_sums`), then per
-    segment over its cells. The extremes take one sort, which carries each
-    row's label and cell (and row number, for its weight) with its score,
-    then one pass over the sorted rows that moves the running sum of every
-    segment a row is in, through a table of the segments of each cell
-    (:func:`fastcal._multicalibration_kernels.running_extremes`). Both passes
-    run in chunks of rows cut by the size of the problem alone (the sorted
-    ones moved back to the start of a group of equal scores), each a task on
-    fastcal's threads, merged in chunk order: the same at any thread count.
+    Three passes, each in tasks on fastcal's threads cut by the size of
+    the problem alone and merged in order, so the same at any thread count:
+
+    1. chunks of rows in input order: the rows of each score range
+       (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
+       quantiles of a sample, so every score of a range is below every
+       score of the next) and the sums per cell, which need no order
+       (:func:`fastcal._multicalibration_kernels.range_cell_sums`); a
+       segment's count and sums are then those of its cells;
+    2. the same chunks: each row's score, cell and label (and weight)
+       moved to its range, in row order (``range_scatter``);
+    3. the ranges, about :data:`RANGE_ROWS` rows each: each sorted stably
+       in the cache (``sort_rows``), then one pass over its rows moves the
+       float64 running sum of every segment of each row's cell, through a
+       table of the segments of each cell (``range_extremes``); the ranges'
+       extremes are merged in range order (``merge_extremes``).
+
     Combinations of features whose table would pass :data:`TABLE_CELLS`
-    entries are split into blocks, one pass each.
+    entries are split into blocks, one pass 3 each (the first sorts).
     """
     n = p.shape[0]
     m = digits.shape[0]
-    none = np.empty(0, dtype=np.int64)
     weights = np.empty(0) if w is None else w
     columns = [(0, np.zeros(m, dtype=np.int64))]  # segment 0: every cell
     for subset, mult, local, start, _ in combos:
         columns.append((start, local[digits[:, list(subset)] @ np.array(mult, dtype=np.int64)]))
+    per_block = max(1, TABLE_CELLS // max(m, 1))
+    blocks = [columns[b:b + per_block] for b in range(0, len(columns), per_block)]
+    ends = [blocks[i + 1][0][0] if i + 1 < len(blocks) else n_segments for i in range(len(blocks))]
+    widest = max(end - block[0][0] for block, end in zip(blocks, ends))
 
-    # The sort carries with each score its label, then its row number (for its weight) if weighted, then its
-    # cell, in one int64 if they fit (no gather after the sort); else the label and the row number (cell read there).
-    row_bits = (n - 1).bit_length() if w is not None else 0
-    packed = (m - 1).bit_length() + row_bits + 1 <= CARRY_BITS
-    if not packed:
-        row_bits = (n - 1).bit_length()
-    carry = np.empty(n, dtype=np.int64)
-    bounds = _row_chunks(n, 3 * m)
-    parts = np.zeros((3, bounds.size - 1, m))
-    _run_chunks(_k.cell_sums, n, (cells, p, y, weights, row_bits, packed, bounds, carry, *parts), bounds)
+    bounds = _row_chunks(n)
+    n_chunks = bounds.size - 1
+    x0, scale, cell_range = range_map(p, _n_ranges(n, 3 * widest, n_chunks))
+    n_ranges = int(cell_range[-1]) + 1
+    counts = np.zeros((n_chunks, n_ranges), dtype=np.int64)
+    parts = np.zeros((3, n_chunks, m))
+    _run_chunks(_k.range_cell_sums, n, (cells, p, y, weights, x0, scale, cell_range, bounds, counts, *parts),
+                n_chunks)
     cell_total, cell_var, cell_positive = np.zeros(m), np.zeros(m), np.zeros(m)
-    for k in range(bounds.size - 1):  # in chunk order
+    for k in range(n_chunks):  # in chunk order
         cell_total += parts[0, k]
         cell_var += parts[1, k]
         cell_positive += parts[2, k]
@@ -614,23 +635,23 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
         total[at] = np.bincount(col[keep], weights=cell_total[keep], minlength=size)
         var[at] = np.bincount(col[keep], weights=cell_var[keep], minlength=size)
 
-    sorted_p, carried = sort_pairs(p, carry)
-    del carry
-    gathered = none if packed else cells
+    starts = np.zeros(n_ranges + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=starts[1:])
+    offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
+    del counts
+    xs, qs = np.empty(n), np.empty(n, dtype=_cell_type(m))
+    ws = np.empty(0) if w is None else np.empty(n)
+    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
+                n_chunks)
+    del offsets
     lo, hi = np.zeros(n_segments), np.zeros(n_segments)
-    per_block = max(1, TABLE_CELLS // max(m, 1))
-    for b in range(0, len(columns), per_block):
-        block = columns[b:b + per_block]
+    for i, (block, last) in enumerate(zip(blocks, ends)):
         first = block[0][0]
-        last = combos[b + len(block) - 2][3] + combos[b + len(block) - 2][4] if b + len(block) > 1 else 1
         table = np.empty((m, len(block)), dtype=np.int32)
         for c, (start, col) in enumerate(block):
-            table[:, c] = np.where(col >= 0, col + (start - first), -1)
-        bounds = _row_chunks(n, 3 * (last - first))
-        _k.group_starts(sorted_p, bounds)
-        parts = np.zeros((3, bounds.size - 1, last - first))
-        _run_chunks(_k.running_extremes, n, (sorted_p, carried, row_bits, weights, gathered, table, bounds, *parts),
-                    bounds)
+            table[:, c] = np.where(col >= 0, col + (start - first), last - first)  # last - first: no segment
+        parts = np.zeros((3, n_ranges, last - first))
+        _run_chunks(_k.range_extremes, n, (xs, qs, ws, starts, table, i == 0, *parts), n_ranges)
         lo[first:last], hi[first:last] = _k.merge_extremes(*parts)
     return count, total, var, lo, hi, float(cell_positive.sum())
 
@@ -678,11 +699,12 @@ def multicalibration_error(
     (percent of the prevalence; inf if :math:`\pi = 0`).
 
     Each row's cell (its values of every feature) is numbered; weights and
-    variances are summed per cell; one sort of the predictions carries each
-    row's label and cell, then one pass over the sorted rows moves the
-    float64 running sum of every segment each row is in (tie groups pooled
-    per segment): O(n (log n + number of feature combinations)), not one
-    pass per segment. Differences from MCGrad: ties are pooled; segment 0 is kept
+    variances are summed per cell; the rows (score, cell, label, weight) are
+    moved to ranges of scores of about 16k rows, each sorted in the cache,
+    then one pass over each range's rows moves the float64 running sum of
+    every segment each row is in (tie groups pooled per segment), the ranges'
+    extremes merged in order: O(n (number of feature combinations)) after
+    the sort, not one pass per segment, and the same at any thread count. Differences from MCGrad: ties are pooled; segment 0 is kept
     even with fewer rows than ``min_samples_per_segment``; exactly
     ``max_n_segments`` segments are kept (MCGrad keeps whole chunks of 50);
     the p-values are not clamped (MCGrad's are at least 2.2e-16).

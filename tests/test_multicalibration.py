@@ -373,19 +373,21 @@ def test_multicalibration_validation():
 
 
 def _chunked(monkeypatch):
-    """Test-sized inputs cut into many chunks of rows, as 10^7 rows are."""
+    """Test-sized inputs cut into many chunks of rows and many score ranges, as 10^7 rows are."""
     from fastcal import _parallel
+    from fastcal import multicalibration as mc
 
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
     monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 8)
+    monkeypatch.setattr(mc, "RANGE_ROWS", 1 << 7)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "gather"])
+@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "one_range"])
 def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
-    """Chunks of rows (merged in chunk order), blocks of the cell table, cells numbered by np.unique, and cells
-    read at the row number after the sort: each equals the naive ECCE of every segment, and the result is the
-    same bits on 1 and 7 threads."""
+    """Chunks of rows and score ranges (merged in order), blocks of the cell table, cells numbered by np.unique,
+    and all rows in one score range: each equals the naive ECCE of every segment, and the result is the same bits
+    on 1 and 7 threads."""
     from fastcal import multicalibration as mc
 
     from .threads import MANY, num_threads
@@ -398,8 +400,8 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         monkeypatch.setattr(mc, "TABLE_CELLS", 300)  # 3 columns of the 100-cell table per pass
     elif path == "sparse_cells":
         monkeypatch.setattr(mc, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
-    elif path == "gather":
-        monkeypatch.setattr(mc, "CARRY_BITS", 4)
+    elif path == "one_range":
+        monkeypatch.setattr(mc, "RANGE_ROWS", 1 << 20)  # all rows sorted by one task
     with num_threads(1):
         r = multicalibration_error(y, p, segments, **kwargs)
     with num_threads(MANY):
@@ -420,6 +422,75 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         assert n == mask.sum()
         assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
         assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
+
+
+def _scores(kind, n, rng):
+    if kind == "uniform":
+        return rng.uniform(size=n)
+    if kind == "ties":  # few values: buckets of equal scores
+        return np.round(rng.uniform(size=n), 2)
+    if kind == "clusters":  # most rows in a few narrow clusters: buckets of many distinct scores (the merge sort)
+        return np.where(rng.uniform(size=n) < 0.9, 0.5 + 1e-9 * rng.integers(0, 50, n), rng.uniform(size=n))
+    if kind == "tiny":  # scores 1 ulp apart: the bucket width would overflow
+        return np.nextafter(0.0, 1.0) * rng.integers(0, 3, n)
+    if kind == "zeros":  # -0.0 and +0.0 are one score
+        return np.where(rng.uniform(size=n) < 0.5, -0.0, 0.0) + (rng.uniform(size=n) < 0.1) * 0.25
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["uniform", "ties", "clusters", "tiny", "zeros"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sort_rows_is_a_stable_sort(kind, weighted):
+    """Each range's sort against NumPy's stable argsort: the same scores, cells and weights, in the same order."""
+    from fastcal import _multicalibration_kernels as _k
+
+    rng = np.random.default_rng(hash((kind, weighted)) % 2**32)
+    for n in (0, 1, 2, 17, 1000, 5000):
+        x = _scores(kind, n, rng) + 0.0
+        q = np.arange(n, dtype=np.int64)
+        w = rng.uniform(size=n) if weighted else np.empty(0)
+        a = min(3, n)
+        xs, qs, ws = x.copy(), q.copy(), w.copy()
+        _k.sort_rows(xs, qs, ws, a, n)
+        order = np.concatenate([np.arange(a), a + np.argsort(x[a:], kind="stable")]).astype(np.int64)
+        np.testing.assert_array_equal(xs, x[order])
+        np.testing.assert_array_equal(qs, order)
+        if weighted:
+            np.testing.assert_array_equal(ws, w[order])
+
+
+@pytest.mark.parametrize("n", [10, 1000, 50_000])
+def test_bin_numbers_against_searchsorted(n):
+    """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number."""
+    from fastcal import _multicalibration_kernels as _k
+
+    rng = np.random.default_rng(n)
+    for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(0, 7, n).astype(np.float64)):
+        x[::17] = np.nan
+        for k in (2, 3, 5, 40):
+            edges = np.unique(np.percentile(x[~np.isnan(x)], np.linspace(0, 100, k + 1)))
+            expected = np.searchsorted(edges, x, side="left") - 1
+            expected[x == edges[0]] = 0
+            expected[np.isnan(x)] = edges.size
+            np.testing.assert_array_equal(_k.bin_numbers(x, edges, edges.size), expected)
+
+
+@pytest.mark.parametrize("kind", ["ties", "clusters", "tiny", "zeros"])
+def test_multicalibration_awkward_scores_against_naive(monkeypatch, kind):
+    """Scores that are all tied, clustered, 1 ulp apart or signed zeros, in many score ranges: the naive ECCE."""
+    rng = np.random.default_rng(16)
+    n = 4000
+    p = _scores(kind, n, rng)
+    y = (rng.uniform(size=n) < 0.3).astype(np.int64)
+    w = rng.uniform(0.5, 2.0, n)
+    g = rng.integers(0, 3, n)
+    _chunked(monkeypatch)
+    r = multicalibration_error(y, p, {"g": g}, sample_weight=w, min_samples_per_segment=1)
+    for values, value, sigma in zip(r.segment_values, r.segment_ecce, r.segment_ecce_sigma):
+        mask = g == values["g"] if values else np.ones(n, dtype=bool)
+        expected, std = naive_ecce(y[mask], p[mask], w[mask])
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+        assert sigma == pytest.approx(expected / std if std > 0 else (np.inf if expected else 0), rel=1e-12)
 
 
 # ---------------------------------------------------------------------------

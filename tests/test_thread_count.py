@@ -76,6 +76,17 @@ def _matrix(k=4, seed=2):
 
 YK, PK, ZK = _matrix()
 
+
+def _segments(n=N, seed=3):
+    rng = np.random.default_rng(seed)
+    return {"a": rng.choice(["x", "y", "z", "u"], n, p=[0.4, 0.3, 0.2, 0.1]), "b": rng.integers(0, 5, n),
+            "c": rng.normal(size=n)}
+
+
+SEG = _segments()
+#: A group per row: 40 groups of uneven sizes (a few below GroupedCalibrator's minimum), and many tasks of groups.
+GROUPS = np.random.default_rng(4).zipf(1.6, N) % 40
+
 CASES = {
     "brier_score_loss": lambda: fastcal.brier_score_loss(Y, P, sample_weight=W),
     "log_loss": lambda: fastcal.log_loss(Y, P, sample_weight=W),
@@ -108,6 +119,13 @@ CASES = {
     "adjust_priors binary": lambda: fastcal.adjust_priors(P, [0.3, 0.7], [0.5, 0.5]),
     "adjust_priors multiclass": lambda: fastcal.adjust_priors(PK, [0.1, 0.2, 0.3, 0.4], [0.25] * 4),
     "estimate_priors_em": lambda: fastcal.estimate_priors_em(PK, [0.25] * 4),
+    "multicalibration_error": lambda: fastcal.multicalibration_error(Y, P, SEG, numerical=["c"]),
+    "multicalibration_error weighted f32": lambda: fastcal.multicalibration_error(
+        Y32, P32, SEG, numerical=["c"], sample_weight=W, max_values_per_segment_feature=5),
+    "segment_report": lambda: fastcal.segment_report(Y, P, GROUPS),
+    "segment_report weighted f32": lambda: fastcal.segment_report(Y32, P32, SEG["a"], sample_weight=W),
+    "GroupedCalibrator fit": lambda: fastcal.GroupedCalibrator(fastcal.PlattScaling()).fit(P, Y, GROUPS,
+                                                                                          sample_weight=W),
 }
 
 
@@ -128,6 +146,7 @@ PREDICTIONS = {
     "VennAbers": lambda: (_fitted(fastcal.VennAbers, P[:5000], Y[:5000]), P),
     "TemperatureScaling": lambda: (_fitted(fastcal.TemperatureScaling, ZK[:5000], YK[:5000]), ZK),
     "HistogramBinning": lambda: (_fitted(fastcal.HistogramBinning, P[:5000], Y[:5000]), P),
+    "GroupedCalibrator": lambda: (_fitted(fastcal.GroupedCalibrator, P, Y, groups=GROUPS), P),
 }
 
 
@@ -135,7 +154,20 @@ PREDICTIONS = {
 def test_predictions_same_bits_at_every_thread_count(name):
     model, x = PREDICTIONS[name]()
     predict = model.predict_proba if name in ("VennAbers", "TemperatureScaling") else model.predict
-    _same_at_every_thread_count(lambda: predict(x))
+    if name == "GroupedCalibrator":
+        _same_at_every_thread_count(lambda: predict(x, GROUPS))
+    else:
+        _same_at_every_thread_count(lambda: predict(x))
+
+
+def test_grouped_calibrator_fits_same_bits_at_every_thread_count():
+    """Every group's isotonic fit (and the global one), on any thread count, from weighted rows."""
+    def fit():
+        model = fastcal.GroupedCalibrator(min_samples_per_group=500).fit(P, Y, GROUPS, sample_weight=W)
+        assert len(model.groups_) > 10  # many groups, fitted on fastcal's threads
+        return model  # compared by its fitted attributes, each calibrator's too
+
+    _same_at_every_thread_count(fit)
 
 
 @pytest.mark.parametrize("name", ["PlattScaling", "BetaCalibration", "TemperatureScaling"])
