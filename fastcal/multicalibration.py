@@ -177,7 +177,9 @@ def _check_inputs(y_true, y_prob, sample_weight):
     return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=True)
 
 
-def _check_int(value, name, minimum, *, allow_none=False):
+def check_int(value, name, minimum, *, allow_none=False):
+    """``value`` as an int of at least ``minimum`` (None if ``allow_none``), else the TypeError/ValueError naming
+    ``name``: the integer parameters' check of this module and of its engine drivers."""
     if value is None and allow_none:
         return None
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
@@ -251,6 +253,11 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     lo, hi = _k.tied_range(ps, rs)
     value = (hi - lo) / total
     std = math.sqrt(float(np.dot(w64 * w64, p64 * (1.0 - p64)))) / total
+    return ecce_result(value, std)
+
+
+def ecce_result(value, std):
+    """The :class:`ECCEResult` of an ECCE ``value`` and its null standard deviation ``std`` (floats)."""
     sigma = float(_sigma(np.array([value]), np.array([std]))[0])
     return ECCEResult(ecce=value, std=std, ecce_sigma=sigma, pvalue=kuiper_sf(sigma))
 
@@ -447,6 +454,21 @@ def _categorical(values, name, p, max_values):
     order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept, the others
     one value."""
     codes, offset, index, uniques, counts, first = _coded(values, name, p)
+    group, labels, first = collapse_categories(uniques, counts, first, max_values, values.dtype.kind in "biuf")
+    return _by_appearance(codes, offset, group[index], labels, first)
+
+
+def collapse_categories(uniques, counts, first, max_values, numeric):
+    """A categorical feature's values kept: ``(group, labels, first)``.
+
+    ``uniques`` are its distinct values (None: missing), ``counts`` their
+    rows and ``first`` their ranks of first appearance along the sorted
+    predictions. Past ``max_values`` values, the ``max_values - 1`` most
+    frequent are kept (ties: the first to appear) and the others are one
+    value, labelled ``"__OTHER"`` (the least value less 1 if ``numeric``).
+    ``group[j]`` is value ``j``'s kept number, ``labels`` and ``first`` are
+    those of the kept values (missing: ``"__NA"``).
+    """
     labels = [MISSING if u is None else u for u in uniques]
     k = len(labels)
     group = np.arange(k)
@@ -456,12 +478,12 @@ def _categorical(values, name, p, max_values):
         collapsed = by_count[max_values - 1:]
         kept = np.sort(by_count[:max_values - 1])
         finite = [u for u in uniques if u is not None]
-        other = (min(finite) - 1 if finite else -1) if values.dtype.kind in "biuf" else OTHER
+        other = (min(finite) - 1 if finite else -1) if numeric else OTHER
         group = np.full(k, len(kept), dtype=np.int64)
         group[kept] = np.arange(len(kept))
         labels = [labels[i] for i in kept] + [other]
         first = np.append(first[kept], first[collapsed].min())
-    return _by_appearance(codes, offset, group[index], labels, first)
+    return group, labels, first
 
 
 def _numerical(values, name, p, max_values):
@@ -753,10 +775,10 @@ def multicalibration_error(
     """
     y, p, w = _check_inputs(y_true, y_prob, sample_weight)
     n = p.shape[0]
-    max_depth = _check_int(max_depth, "max_depth", 0, allow_none=True)
-    max_values = _check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
-    min_samples = _check_int(min_samples_per_segment, "min_samples_per_segment", 0)
-    max_n_segments = _check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
+    max_depth = check_int(max_depth, "max_depth", 0, allow_none=True)
+    max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
+    min_samples = check_int(min_samples_per_segment, "min_samples_per_segment", 0)
+    max_n_segments = check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
     features = _columns(segments, n, numerical)
     features = [(name, *(_numerical if is_numerical else _categorical)(column, name, p, max_values))
                 for name, column, is_numerical in features]
@@ -764,10 +786,28 @@ def multicalibration_error(
     depth = n_features if max_depth is None else min(max_depth, n_features)
     limit = math.inf if max_n_segments is None else max_n_segments
     cells, digits, cell_counts = _cells(features, n)
-    sizes = [len(labels) for _, _, _, _, labels in features]
+    combos, segment_values, n_segments = choose_segments([(f[0], f[4]) for f in features], digits, cell_counts,
+                                                         depth, min_samples, limit)
+    count, total, var, lo, hi, positive = _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments)
+    return mce_result(segment_values, count, total, var, lo, hi, positive)
+
+
+def choose_segments(features, digits, cell_counts, depth, min_samples, limit):
+    """MCGrad's segments of the cells: ``(combos, segment_values, n_segments)``.
+
+    ``features`` are ``(name, labels)`` pairs, ``digits`` (cells x features)
+    each cell's value number of each feature, ``cell_counts`` its rows.
+    Segment 0 is all rows; then each combination of 1 to ``depth`` features,
+    and each combination of their values holding at least ``min_samples``
+    rows, until there are ``limit`` segments. ``combos`` holds, per feature
+    combination, ``(subset, mult, local, first segment, segments)``: a cell's
+    key ``digits[:, subset] @ mult`` and its segment ``local[key]`` (-1: none)
+    counted from the first.
+    """
+    sizes = [len(labels) for _, labels in features]
     combos, segment_values = [], [{}]
     n_segments = 1
-    for subset in (s for d in range(1, depth + 1) for s in itertools.combinations(range(n_features), d)):
+    for subset in (s for d in range(1, depth + 1) for s in itertools.combinations(range(len(features)), d)):
         if n_segments >= limit:
             break
         size = [sizes[f] for f in subset]
@@ -781,10 +821,16 @@ def multicalibration_error(
         local[chosen] = np.arange(chosen.size)
         for k in chosen.tolist():
             place = [(k // m) % z for m, z in zip(mult, size)]
-            segment_values.append({features[f][0]: features[f][4][j] for f, j in zip(subset, place)})
+            segment_values.append({features[f][0]: features[f][1][j] for f, j in zip(subset, place)})
         combos.append((subset, mult, local, n_segments, chosen.size))
         n_segments += chosen.size
-    count, total, var, lo, hi, positive = _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments)
+    return combos, segment_values, n_segments
+
+
+def mce_result(segment_values, count, total, var, lo, hi, positive):
+    """The :class:`MulticalibrationResult` of the segments' rows ``count``, weights ``total``, variance sums ``var``
+    (of :math:`w^2 p (1 - p)`), least and greatest running sums ``lo <= 0 <= hi``, and the weight of the positives
+    ``positive`` (all rescaled alike)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
         std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
@@ -907,7 +953,7 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     check_probability_range(p, "y_prob")
     y = check_binary_labels(y_arr, "y_true")
     w = check_sample_weight(sample_weight, p.shape[0])
-    n_bins = _check_int(n_bins, "n_bins", 1)
+    n_bins = check_int(n_bins, "n_bins", 1)
     codes, uniques = group_codes(g, "groups")
     k = len(uniques)
     order = argsort(p)

@@ -103,7 +103,7 @@ from .._validation import (
     rescale_weights,
     weight_exponent,
 )
-from ..multicalibration import MISSING, OTHER  # MCGrad's values for collapsed and missing categories
+from ..multicalibration import check_int, choose_segments, collapse_categories, ecce_result, mce_result
 from . import isotonic
 
 __all__ = ["calibration_ratio", "ecce", "multicalibration_error", "segment_report"]
@@ -178,32 +178,11 @@ class _Data:
         self.rows.release()
 
 
-def _check_int(value, name, minimum, *, allow_none=False):
-    """The in-memory checks of :func:`fastcal.multicalibration_error`'s integer parameters (same messages)."""
-    import numbers
-
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {value!r}.")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
-    return int(value)
-
-
 def _float64_terms(p, labels, w, exponent):
     """``(w64, p64, w64 (y - p))`` of validated rows, ``w64`` the rescaled weights in float64 (ones without)."""
     p64 = p.astype(np.float64)
     w64 = np.ones_like(p64) if w is None else rescale_weights(w, exponent)[0].astype(np.float64)
     return w64, p64, w64 * (np.not_equal(labels, 0) - p64)
-
-
-def _sigma(value, std):
-    """``value / std`` with MCGrad's rule for ``std == 0`` (inf if ``value`` is not 0, else 0): the in-memory
-    :func:`fastcal.ecce`'s ``ecce_sigma``."""
-    if std > 0:
-        return value / std
-    return math.inf if value != 0 else 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -270,7 +249,6 @@ def ecce(rows, *, x_dtype, weighted, n_partitions=None):
     fastcal.multicalibration.ECCEResult
     """
     from .._params import Integer, check
-    from ..multicalibration import ECCEResult, kuiper_sf
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     data = _Data(rows, x_dtype, weighted)
@@ -286,8 +264,7 @@ def ecce(rows, *, x_dtype, weighted, n_partitions=None):
     total = float(sum(s[3] for s in sums))
     value = (hi - lo) / total
     std = math.sqrt(float(sum(s[4] for s in sums))) / total
-    sigma = _sigma(value, std)
-    return ECCEResult(ecce=value, std=std, ecce_sigma=sigma, pvalue=kuiper_sf(sigma))
+    return ecce_result(value, std)
 
 
 # ---------------------------------------------------------------------------
@@ -419,7 +396,7 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
     from ..multicalibration import SegmentReport
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
-    n_bins = _check_int(n_bins, "n_bins", 1)  # the in-memory check and message
+    n_bins = check_int(n_bins, "n_bins", 1)  # the in-memory check and message
     found = rows.map(_group_values)
     pieces = [values for values, _ in found]
     distinct_all = np.concatenate(pieces) if pieces else np.empty(0)
@@ -660,59 +637,15 @@ def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_val
     kept and the others one value)."""
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[np.lexsort((first_row, first_p))] = np.arange(len(uniques))
-    k = len(uniques)
-    group = np.arange(k)
-    first = rank
     if numerical:
+        group, first = np.arange(len(uniques)), rank
         labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
     else:
-        labels = [MISSING if u is None else u for u in uniques]
-        if k > max_values:
-            by_appearance = np.argsort(first, kind="stable")
-            by_count = by_appearance[np.argsort(-counts[by_appearance], kind="stable")]
-            collapsed = by_count[max_values - 1:]
-            kept = np.sort(by_count[:max_values - 1])
-            finite = [u for u in uniques if u is not None]
-            other = (min(finite) - 1 if finite else -1) if kind in "biuf" else OTHER
-            group = np.full(k, len(kept), dtype=np.int64)
-            group[kept] = np.arange(len(kept))
-            labels = [labels[i] for i in kept] + [other]
-            first = np.append(first[kept], first[collapsed].min())
+        group, labels, first = collapse_categories(uniques, counts, rank, max_values, kind in "biuf")
     order = np.argsort(first, kind="stable")
     renumber = np.empty(len(labels), dtype=np.int64)
     renumber[order] = np.arange(len(labels))
     return renumber[group], [labels[i] for i in order]
-
-
-def _choose_segments(names, sizes, digits, cell_counts, depth, min_samples, limit):
-    """MCGrad's segments of the cells ``digits`` (m x features) holding ``cell_counts`` rows, as the in-memory
-    :func:`fastcal.multicalibration_error` chooses them: ``(combos, segment_values, n_segments)``.
-
-    A copy of the selection loop of the in-memory function (which has no named helper for it yet).
-    """
-    import itertools
-
-    combos, segment_values = [], [{}]
-    n_segments = 1
-    n_features = len(names)
-    for subset in (s for d in range(1, depth + 1) for s in itertools.combinations(range(n_features), d)):
-        if n_segments >= limit:
-            break
-        size = [sizes[f] for f in subset]
-        mult = [math.prod(size[i + 1:]) for i in range(len(subset))]
-        keys = digits[:, list(subset)] @ np.array(mult, dtype=np.int64)
-        counts = np.bincount(keys, weights=cell_counts, minlength=math.prod(size))
-        chosen = np.flatnonzero(counts >= min_samples)[:max(0, min(limit - n_segments, counts.size))]
-        if not chosen.size:
-            continue
-        local = np.full(counts.size, -1, dtype=np.int64)
-        local[chosen] = np.arange(chosen.size)
-        for k in chosen.tolist():
-            place = [(k // m) % z for m, z in zip(mult, size)]
-            segment_values.append({names[f][0]: names[f][1][j] for f, j in zip(subset, place)})
-        combos.append((subset, mult, local, n_segments, chosen.size))
-        n_segments += chosen.size
-    return combos, segment_values, n_segments
 
 
 def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,
@@ -736,13 +669,12 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     their ``n`` are the in-memory ones, exactly; ECCE, sigma and p-values to the rounding of float64 sums
     in another order (1e-12 relative at the sizes tested).
     """
-    from ..multicalibration import MulticalibrationResult, kuiper_sf
 
     names = [str(n) if not isinstance(n, str) else n for n in names]
-    max_depth = _check_int(max_depth, "max_depth", 0, allow_none=True)
-    max_values = _check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
-    min_samples = _check_int(min_samples_per_segment, "min_samples_per_segment", 0)
-    max_n_segments = _check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
+    max_depth = check_int(max_depth, "max_depth", 0, allow_none=True)
+    max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
+    min_samples = check_int(min_samples_per_segment, "min_samples_per_segment", 0)
+    max_n_segments = check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
     numerical = [numerical] if isinstance(numerical, str) else list(numerical)
     unknown = [name for name in numerical if name not in names]
     if unknown:
@@ -801,9 +733,8 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
         n_features = len(specs)
         depth = n_features if max_depth is None else min(max_depth, n_features)
         limit = math.inf if max_n_segments is None else max_n_segments
-        sizes = [len(lab) for lab in labels]
-        combos, segment_values, n_segments = _choose_segments(
-            [(specs[f][0], labels[f]) for f in range(n_features)], sizes, digits, cell_counts.astype(np.int64),
+        combos, segment_values, n_segments = choose_segments(
+            [(specs[f][0], labels[f]) for f in range(n_features)], digits, cell_counts.astype(np.int64),
             depth, min_samples, limit)
         columns = [(0, (), (), None)] + [(s, subset, mult, local) for subset, mult, local, s, _ in combos]
         count = np.zeros(n_segments, dtype=np.int64)
@@ -829,23 +760,4 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     before = np.cumsum(ends, axis=0) - ends
     lo = np.minimum(0.0, (before + np.array([r[1] for r in ranges]).reshape(ends.shape)).min(axis=0))
     hi = np.maximum(0.0, (before + np.array([r[2] for r in ranges]).reshape(ends.shape)).max(axis=0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
-        std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
-    sigma = np.array([_sigma(float(v), float(s)) for v, s in zip(value, std)])
-    pvalues = np.array([kuiper_sf(x) for x in sigma])
-    rate = positive / total[0] if total[0] > 0 else math.nan
-    prevalence = min(rate, 1 - rate)
-    mce_sigma = float(sigma.max())
-    mce = mce_sigma * float(std[0])
-    mde = 5 * float(std[0])
-
-    def relative(x):
-        return 100 * x / prevalence if prevalence > 0 else math.inf
-
-    return MulticalibrationResult(
-        mce=mce, mce_sigma=mce_sigma, mce_pvalue=float(pvalues.min()), mce_relative=relative(mce), mde=mde,
-        mde_relative=relative(mde), global_ecce=float(value[0]), global_ecce_sigma=float(sigma[0]),
-        global_ecce_pvalue=float(pvalues[0]), segment_values=segment_values, segment_n=count,
-        segment_ecce=value, segment_ecce_sigma=sigma, segment_pvalue=pvalues,
-    )
+    return mce_result(segment_values, count, total, var, lo, hi, positive)
