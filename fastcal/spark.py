@@ -442,27 +442,6 @@ def _temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
 
 
-def _double_literal(v) -> str:
-    """A Spark SQL double literal of ``v`` (finite): its shortest round-trip decimal, exact."""
-    return f"{float(v)!r}D"
-
-
-def _double_array(values) -> Column:
-    """A literal ``array<double>`` of ``values`` (finite), exact."""
-    values = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("internal: a literal array must be finite")
-    return F.expr("array(" + ", ".join(_double_literal(v) for v in values) + ")")
-
-
-def _segments_array(xs, ys) -> Column:
-    """A literal array whose element ``j`` (1-based) is the struct ``(xl, xh, yl, yh)`` of knots ``j - 1`` and ``j``."""
-    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
-    items = (f"named_struct('xl', {_double_literal(xs[j - 1])}, 'xh', {_double_literal(xs[j])}, "
-             f"'yl', {_double_literal(ys[j - 1])}, 'yh', {_double_literal(ys[j])})" for j in range(1, xs.shape[0]))
-    return F.expr("array(" + ", ".join(items) + ")")
-
-
 def _int_array(values) -> Column:
     return F.expr("array(" + ", ".join(str(int(v)) for v in values) + ")")
 
@@ -563,6 +542,15 @@ def _with_count_below(df, value: Column, sorted_values, out):
     return _with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
 
 
+def _literal_doubles(values) -> Column:
+    """A literal ``array<double>`` of ``values`` (finite), exact: one typed literal built from the NumPy array
+    (no SQL text to parse, and constant in the generated code: ``element_at`` reads it without a copy)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("internal: a literal array must be finite")
+    return F.lit(values)
+
+
 def _isotonic_prediction(est, df, score, out_col):
     xs, ys = est.X_thresholds_, est.y_thresholds_
     out_type = "float" if xs.dtype == np.float32 else "double"
@@ -571,16 +559,16 @@ def _isotonic_prediction(est, df, score, out_col):
     if m == 1:
         return df.withColumn(out_col, _finite_or_raise(t, "T", F.lit(float(ys[0]))).cast(out_type))
     x0, xm = float(xs[0]), float(xs[-1])
-    tc_col, j_col, k_col = _temp_name("t"), _temp_name("j"), _temp_name("k")
+    tc_col, j_col = _temp_name("t"), _temp_name("j")
     df = df.withColumn(tc_col, F.least(F.greatest(t, F.lit(x0)), F.lit(xm)))
     tc = F.col(tc_col)
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
-    # as the kernel's search; its segment (knots j - 1 and j) looked up once.
+    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
     df = _with_count_below(df, tc, xs[:-1], j_col)
     j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
-    df = df.withColumn(k_col, F.element_at(_segments_array(xs, ys), j))
-    k = F.col(k_col)
-    x_lo, x_hi, y_lo, y_hi = k["xl"], k["xh"], k["yl"], k["yh"]
+    x_knots, y_knots = _literal_doubles(xs), _literal_doubles(ys)
+    x_lo, x_hi = F.element_at(x_knots, j), F.element_at(x_knots, j + 1)
+    y_lo, y_hi = F.element_at(y_knots, j), F.element_at(y_knots, j + 1)
     inside = y_lo + (tc - x_lo) / (x_hi - x_lo) * (y_hi - y_lo)
     mode = est.out_of_bounds
     if mode == "clip":
@@ -596,7 +584,7 @@ def _isotonic_prediction(est, df, score, out_col):
                      F.lit(f") in x_new is above the interpolation range's maximum value ({xs[-1]}). "
                            "x_new: the argument T."))))
                  .otherwise(inside))
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col, k_col)
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col)
 
 
 def _histogram_prediction(est, df, score, out_col):
@@ -614,7 +602,7 @@ def _histogram_prediction(est, df, score, out_col):
     b_col = _temp_name("b")
     df = _with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = F.element_at(_double_array(by_k), F.col(b_col) + 1)
+    value = F.element_at(_literal_doubles(by_k), F.col(b_col) + 1)
     return df.withColumn(out_col, check.otherwise(value)).drop(b_col)
 
 
