@@ -11,6 +11,7 @@ import time
 
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target, open_input, read_columns
 from .checks import check_labels, check_probabilities, check_weights
+from . import spark
 from .progress import Progress
 from .signals import committing
 
@@ -100,6 +101,12 @@ def cmd_report(args, progress_enabled, timings):
         except ImportError:
             raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
     check_output_dir(args.output)
+    spark.check_options(args, {"--segment-col": bool(args.segment_col)})
+    if args.spark:
+        report = spark.report(args, timings)
+        if not args.quiet:
+            print(report)
+        return
     reader = open_input(args.input, args.batch_rows)
     numeric = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     cols = numeric + ([args.segment_col] if args.segment_col else [])
