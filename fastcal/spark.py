@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from .beta import BetaCalibration
-    from .decomposition import ScoreDecomposition
+    from .decomposition import CorpReliabilityResult, ScoreDecomposition
     from .metrics import CalibrationReport
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
@@ -88,6 +88,7 @@ __all__ = [
     "brier_score_loss",
     "calibration_curve",
     "calibration_report",
+    "corp_reliability",
     "expected_calibration_error",
     "fit_beta",
     "fit_histogram",
@@ -937,6 +938,51 @@ def score_decomposition(
     """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
     :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
     return _metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
+
+
+def _corp_fit_columns(chunk):
+    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights."""
+    p, labels, w = chunk
+    return (p.astype(np.float64), (labels != 0).view(np.uint8), w), None
+
+
+def corp_reliability(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+) -> CorpReliabilityResult:
+    r""":func:`fastcal.corp_reliability` of a DataFrame's columns (binary, no resampling band): the CORP curve.
+
+    The curve is the PAV fit :math:`\hat p` of the labels on the
+    probabilities (Dimitriadis, Gneiting & Jordan 2021, PNAS 118(8)
+    e2016191118): ``x`` the edges of the fit's blocks, ``y`` the recalibrated
+    probability at each, computed by :func:`fit_isotonic`'s exact range-partitioned
+    fit after the in-memory checks of the columns (probabilities in [0, 1],
+    labels {0, 1} or {-1, 1}). ``x`` equals the in-memory curve's bit for bit,
+    ``y`` to the rounding of the blocks' sums (added in another order).
+    The bands (``n_resamples``) redraw every row and are not offered here.
+    """
+    from .decomposition import CorpReliabilityResult
+
+    rows = SparkRows.from_columns(df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"))
+    try:
+        data = _binned.Metrics(rows, rows.dtypes[0], weight_col is not None, None)
+        try:
+            fit_rows, _ = data.rows.convert(_corp_fit_columns)
+            try:
+                iso = _isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted,
+                                             out_of_bounds="clip")
+            finally:
+                fit_rows.release()
+        finally:
+            data.release()
+    finally:
+        rows.release()
+    return CorpReliabilityResult(x=np.asarray(iso.X_thresholds_, dtype=np.float64),
+                                 y=np.asarray(iso.y_thresholds_, dtype=np.float64), lower=None, upper=None,
+                                 level=0.9, band="consistency", n_resamples=0)
 
 
 def roc_auc_score(
