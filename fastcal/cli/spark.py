@@ -241,7 +241,7 @@ def report(args, timings):
 
     import fastcal.spark as fs
 
-    from .report import _json_ready
+    from .report import json_ready
     from .signals import committing
 
     if os.path.splitext(args.output)[1].lower() != ".json":
@@ -264,7 +264,7 @@ def report(args, timings):
     target = new_target(args.output, ".json")
     try:
         doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col, "spark": True,
-               "report": _json_ready(rep.to_dict())}
+               "report": json_ready(rep.to_dict())}
         with open(target.tmp, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1, allow_nan=False)
         with committing():
