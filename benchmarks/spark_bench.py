@@ -11,9 +11,10 @@ DataFrame. It measures, warm (after one untimed call of each):
 - ``fastcal.spark.fit_isotonic`` against MLlib's ``IsotonicRegression.fit``
   and against one ``df.select(score, label).toArrow()`` (the cost of moving
   the two columns to Python once);
-- ``fastcal.spark.predict`` of the fitted model (a ``count`` of a
-  ``sum`` of the new column, so the column is computed) against MLlib's
-  ``IsotonicRegressionModel.transform`` (the same aggregation).
+- ``fastcal.spark.predict`` of the fitted model against MLlib's
+  ``IsotonicRegressionModel.transform``, forced the same two ways (a ``sum``
+  of the new column, and a write of every column to Spark's ``noop`` sink),
+  interleaved (ours, theirs, ours, ...), building the plan included.
 
 It also checks that the two fits agree: MLlib's boundaries equal fastcal's
 thresholds and the predictions agree. Prints the best of ``--repeat`` times
@@ -41,7 +42,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--driver-memory", default="4g")
     args = parser.parse_args(argv)
 
@@ -89,20 +90,38 @@ def main(argv=None):
     print("MLlib boundaries == fastcal thresholds:", bool(np.array_equal(bounds, iso.X_thresholds_)),
           f"({bounds.shape[0]} vs {iso.X_thresholds_.shape[0]} knots)", flush=True)
 
-    def predict_ours():
+    def predict_ours():  # building the plan included (it holds every knot)
         return fs.predict(iso, df, "score", "p").agg(F.sum("p")).collect()[0][0]
 
     def predict_theirs():
         return model.transform(df).agg(F.sum("prediction")).collect()[0][0]
 
-    for name, fn in (("fastcal predict", predict_ours), ("MLlib transform", predict_theirs)):
-        fn()
-        results[name], total = _best(fn, args.repeat)
-        print(f"{name:28s} {results[name]:8.2f} s   (sum {total:.10g})", flush=True)
+    def noop_ours():
+        fs.predict(iso, df, "score", "p").write.format("noop").mode("overwrite").save()
+
+    def noop_theirs():
+        model.transform(df).write.format("noop").mode("overwrite").save()
+
+    pairs = (("fastcal predict", predict_ours, "MLlib transform", predict_theirs),
+             ("fastcal predict (noop write)", noop_ours, "MLlib transform (noop write)", noop_theirs))
+    for a, fa, b, fb in pairs:  # interleaved: ours, theirs, ours, theirs, ... (the machine's load drifts)
+        fa(), fb()
+        times = {a: [], b: []}
+        for _ in range(args.repeat):
+            for name, fn in ((a, fa), (b, fb)):
+                t0 = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t0)
+        for name in (a, b):
+            results[name] = min(times[name])
+            print(f"{name:28s} {results[name]:8.2f} s   (all: {', '.join(f'{t:.2f}' for t in times[name])})",
+                  flush=True)
+    print("predictions' sums (fastcal, MLlib):", predict_ours(), predict_theirs())
 
     print(f"MLlib fit / fastcal fit:          {results['MLlib fit'] / results['fastcal fit_isotonic']:.2f}x")
     print(f"fastcal fit / toArrow:            {results['fastcal fit_isotonic'] / results['toArrow']:.2f}x")
-    print(f"fastcal predict / MLlib transform: {results['fastcal predict'] / results['MLlib transform']:.2f}x")
+    print(f"fastcal predict / MLlib transform: {results['fastcal predict'] / results['MLlib transform']:.2f}x (sum), "
+          f"{results['fastcal predict (noop write)'] / results['MLlib transform (noop write)']:.2f}x (noop write)")
     spark.stop()
 
 

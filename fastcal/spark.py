@@ -73,7 +73,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from .beta import BetaCalibration
-    from .decomposition import ScoreDecomposition
+    from .decomposition import CorpReliabilityResult, ScoreDecomposition
     from .metrics import CalibrationReport
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
@@ -94,6 +94,7 @@ __all__ = [
     "calibration_curve",
     "calibration_ratio",
     "calibration_report",
+    "corp_reliability",
     "ecce",
     "expected_calibration_error",
     "fit_beta",
@@ -108,6 +109,11 @@ __all__ = [
     "segment_report",
     "smooth_ece",
 ]
+
+#: How SparkRows caches converted and partitioned rows: Spark SQL's own default (deserialized column batches, in
+#: memory while they fit, then on disk). The serialized level (PySpark's MEMORY_AND_DISK) Java-serializes every
+#: batch into the heap first: at 10^8 rows with a 4 GiB local driver that ran out of heap.
+_CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 
 #: Rows per Arrow batch a task returns (a few MB).
 _BATCH_ROWS = 1 << 18
@@ -394,7 +400,7 @@ class SparkRows:
                               + [T.StructField("_fact", T.BinaryType())])
         task = functools.partial(_convert_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
                                  labels=self._labels, out_fields=out_fields, out_dtypes=out_dtypes)
-        converted = self._df.mapInArrow(task, schema).persist(StorageLevel.MEMORY_AND_DISK)
+        converted = self._df.mapInArrow(task, schema).persist(_CACHE_LEVEL)
         try:
             facts = [pickle.loads(r["_fact"]) for r in converted.where(F.col("_fact").isNotNull()).select(
                 "_fact").collect()]
@@ -431,7 +437,7 @@ class SparkRows:
         df = _with_bucket_count(self._df, F.col(name), bounds, j_col)
         keys = partition_keys(n)
         df = df.withColumn(h_col, F.element_at(_int_array(keys), F.col(j_col) + 1))
-        cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(StorageLevel.MEMORY_AND_DISK)
+        cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(_CACHE_LEVEL)
         cut.count()  # cached now: the caller may release the rows this was cut from
         return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
 
@@ -449,27 +455,6 @@ class SparkRows:
 
 def _temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
-
-
-def _double_literal(v) -> str:
-    """A Spark SQL double literal of ``v`` (finite): its shortest round-trip decimal, exact."""
-    return f"{float(v)!r}D"
-
-
-def _double_array(values) -> Column:
-    """A literal ``array<double>`` of ``values`` (finite), exact."""
-    values = np.asarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("internal: a literal array must be finite")
-    return F.expr("array(" + ", ".join(_double_literal(v) for v in values) + ")")
-
-
-def _segments_array(xs, ys) -> Column:
-    """A literal array whose element ``j`` (1-based) is the struct ``(xl, xh, yl, yh)`` of knots ``j - 1`` and ``j``."""
-    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
-    items = (f"named_struct('xl', {_double_literal(xs[j - 1])}, 'xh', {_double_literal(xs[j])}, "
-             f"'yl', {_double_literal(ys[j - 1])}, 'yh', {_double_literal(ys[j])})" for j in range(1, xs.shape[0]))
-    return F.expr("array(" + ", ".join(items) + ")")
 
 
 def _int_array(values) -> Column:
@@ -572,6 +557,15 @@ def _with_count_below(df, value: Column, sorted_values, out):
     return _with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
 
 
+def _literal_doubles(values) -> Column:
+    """A literal ``array<double>`` of ``values`` (finite), exact: one typed literal built from the NumPy array
+    (no SQL text to parse, and constant in the generated code: ``element_at`` reads it without a copy)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("internal: a literal array must be finite")
+    return F.lit(values)
+
+
 def _isotonic_prediction(est, df, score, out_col):
     xs, ys = est.X_thresholds_, est.y_thresholds_
     out_type = "float" if xs.dtype == np.float32 else "double"
@@ -580,16 +574,16 @@ def _isotonic_prediction(est, df, score, out_col):
     if m == 1:
         return df.withColumn(out_col, _finite_or_raise(t, "T", F.lit(float(ys[0]))).cast(out_type))
     x0, xm = float(xs[0]), float(xs[-1])
-    tc_col, j_col, k_col = _temp_name("t"), _temp_name("j"), _temp_name("k")
+    tc_col, j_col = _temp_name("t"), _temp_name("j")
     df = df.withColumn(tc_col, F.least(F.greatest(t, F.lit(x0)), F.lit(xm)))
     tc = F.col(tc_col)
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
-    # as the kernel's search; its segment (knots j - 1 and j) looked up once.
+    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
     df = _with_count_below(df, tc, xs[:-1], j_col)
     j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
-    df = df.withColumn(k_col, F.element_at(_segments_array(xs, ys), j))
-    k = F.col(k_col)
-    x_lo, x_hi, y_lo, y_hi = k["xl"], k["xh"], k["yl"], k["yh"]
+    x_knots, y_knots = _literal_doubles(xs), _literal_doubles(ys)
+    x_lo, x_hi = F.element_at(x_knots, j), F.element_at(x_knots, j + 1)
+    y_lo, y_hi = F.element_at(y_knots, j), F.element_at(y_knots, j + 1)
     inside = y_lo + (tc - x_lo) / (x_hi - x_lo) * (y_hi - y_lo)
     mode = est.out_of_bounds
     if mode == "clip":
@@ -605,7 +599,7 @@ def _isotonic_prediction(est, df, score, out_col):
                      F.lit(f") in x_new is above the interpolation range's maximum value ({xs[-1]}). "
                            "x_new: the argument T."))))
                  .otherwise(inside))
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col, k_col)
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col)
 
 
 def _histogram_prediction(est, df, score, out_col):
@@ -623,7 +617,7 @@ def _histogram_prediction(est, df, score, out_col):
     b_col = _temp_name("b")
     df = _with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = F.element_at(_double_array(by_k), F.col(b_col) + 1)
+    value = F.element_at(_literal_doubles(by_k), F.col(b_col) + 1)
     return df.withColumn(out_col, check.otherwise(value)).drop(b_col)
 
 
@@ -958,6 +952,51 @@ def score_decomposition(
     """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
     :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
     return _metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
+
+
+def _corp_fit_columns(chunk):
+    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights."""
+    p, labels, w = chunk
+    return (p.astype(np.float64), (labels != 0).view(np.uint8), w), None
+
+
+def corp_reliability(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+) -> CorpReliabilityResult:
+    r""":func:`fastcal.corp_reliability` of a DataFrame's columns (binary, no resampling band): the CORP curve.
+
+    The curve is the PAV fit :math:`\hat p` of the labels on the
+    probabilities (Dimitriadis, Gneiting & Jordan 2021, PNAS 118(8)
+    e2016191118): ``x`` the edges of the fit's blocks, ``y`` the recalibrated
+    probability at each, computed by :func:`fit_isotonic`'s exact range-partitioned
+    fit after the in-memory checks of the columns (probabilities in [0, 1],
+    labels {0, 1} or {-1, 1}). ``x`` equals the in-memory curve's bit for bit,
+    ``y`` to the rounding of the blocks' sums (added in another order).
+    The bands (``n_resamples``) redraw every row and are not offered here.
+    """
+    from .decomposition import CorpReliabilityResult
+
+    rows = SparkRows.from_columns(df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"))
+    try:
+        data = _binned.Metrics(rows, rows.dtypes[0], weight_col is not None, None)
+        try:
+            fit_rows, _ = data.rows.convert(_corp_fit_columns)
+            try:
+                iso = _isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted,
+                                             out_of_bounds="clip")
+            finally:
+                fit_rows.release()
+        finally:
+            data.release()
+    finally:
+        rows.release()
+    return CorpReliabilityResult(x=np.asarray(iso.X_thresholds_, dtype=np.float64),
+                                 y=np.asarray(iso.y_thresholds_, dtype=np.float64), lower=None, upper=None,
+                                 level=0.9, band="consistency", n_resamples=0)
 
 
 def roc_auc_score(

@@ -546,6 +546,13 @@ def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
         # miscalibration and discrimination are differences of sums of the size of the score: 1e-12 of the score.
         for field in ("score", "miscalibration", "discrimination", "uncertainty"):
             np.testing.assert_allclose(getattr(got, field), getattr(ref, field), rtol=0, atol=1e-12 * ref.score)
+    # CORP: the curve's x (the PAV's block edges) bit for bit; y, block means, to the rounding of their sums.
+    got, ref = fs.corp_reliability(df, "y", "s", weight_col="w"), fastcal.corp_reliability(y, s, sample_weight=w)
+    assert_array_equal(got.x, ref.x)
+    np.testing.assert_allclose(got.y, ref.y, rtol=1e-12, atol=0)
+    assert got.lower is None and got.upper is None and got.n_resamples == 0
+    with pytest.raises(ValueError, match="it must hold probabilities"):
+        fs.corp_reliability(df.withColumn("s", F.col("s") * 2), "y", "s")
 
 
 def test_fits_raise_the_in_memory_errors(spark):

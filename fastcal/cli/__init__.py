@@ -10,6 +10,8 @@
     fastcal demo [--n ROWS] [--out DIR] [--no-images]
     fastcal precompile [--quiet]
 
+    fit, apply and report also take --spark [--spark-master URL]: the input read through Spark.
+
 Files are read and written by extension: ``.csv``, ``.parquet`` (pyarrow,
 the ``io`` extra), ``.npy`` and ``.npz``; ``-`` is CSV on stdin or stdout.
 Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
@@ -32,6 +34,9 @@ ends at once, see :mod:`.precompile`). Outputs are
 written to a temporary file in the target's directory and renamed when
 complete, so a failure or a signal never leaves a partial output file
 (stdout excepted).
+
+With ``--spark``, ``fit``, ``apply`` and ``report`` read their input through
+Spark and compute with :mod:`fastcal.spark` (see :mod:`.spark`).
 
 Layout: this module parses the arguments and runs a command; the commands
 are in :mod:`.fit`, :mod:`.apply`, :mod:`.report` and :mod:`.precompile`
@@ -56,6 +61,7 @@ from .options import bins_arg, bool_arg, memory_arg, positive_int
 from .precompile import cmd_precompile
 from .report import cmd_report
 from .signals import Interrupted, Signals
+from .spark import add_options as add_spark_options
 
 __all__ = ["main"]
 
@@ -126,6 +132,7 @@ def build_parser():
     fit.add_argument("--min-group-rows", type=positive_int, default=100, metavar="N",
                      help="with --group-col: fewest rows of a group with its own calibrator; smaller and "
                           "unseen groups use the fit on all rows (default 100)")
+    add_spark_options(fit)
     common(fit)
     fit.set_defaults(func=cmd_fit)
 
@@ -146,6 +153,7 @@ def build_parser():
     prior.add_argument("--priors", nargs=2, metavar=("TRAIN", "NEW"),
                        help="then adapt to new class priors (fastcal.adjust_priors): positive-class priors, "
                             "or comma-separated per-class priors")
+    add_spark_options(app)
     common(app)
     app.set_defaults(func=cmd_apply)
 
@@ -164,6 +172,7 @@ def build_parser():
     rep.add_argument("--segment-col", metavar="COL",
                      help="also report each value of COL (fastcal.segment_report) and the multicalibration error "
                           "over them (fastcal.multicalibration_error)")
+    add_spark_options(rep)
     common(rep, quiet_help="no progress bars and no report table on stdout")
     rep.set_defaults(func=cmd_report)
 

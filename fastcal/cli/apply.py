@@ -16,6 +16,7 @@ import numpy as np
 
 from .._io import DataError, UsageError, display_name, open_input, open_output
 from .options import columns_arg, parse_priors
+from . import spark
 from .progress import Progress
 from .signals import committing
 
@@ -33,6 +34,14 @@ def cmd_apply(args, progress_enabled, timings):
     except ValueError as exc:
         raise DataError(f"{args.model}: {exc}") from None
     priors = parse_priors(args.priors) if args.priors is not None else None
+    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None,
+                               "--group-col": bool(args.group_col)})
+    if args.spark:
+        score_cols = columns_arg(args.score_col)
+        if len(score_cols) > 1:
+            raise UsageError(f"a {type(est).__name__} model takes one --score-col, got {len(score_cols)}")
+        spark.apply(args, est, score_cols[0] if score_cols else None, args.output_col, timings)
+        return
     reader = open_input(args.input, args.batch_rows)
     path = display_name(args.input)
     score_cols = columns_arg(args.score_col)

@@ -22,6 +22,7 @@ from .._io import (
 )
 from .checks import check_labels, check_probabilities, check_weights
 from .options import columns_arg
+from . import spark
 from .progress import Progress
 from .signals import committing
 
@@ -67,6 +68,12 @@ def cmd_fit(args, progress_enabled, timings):
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
     check_output_dir(args.output)  # before the fit, not after
+    spark.check_options(args, {"--memory-budget": args.memory_budget is not None, "--group-col": bool(args.group_col),
+                               "--score-col (several)": len(score_cols) > 1})
+    if args.spark:
+        est = spark.fit(args, score_cols[0], timings)
+        _save(est, args, timings)
+        return
     if args.memory_budget is not None and args.input == "-":
         raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
@@ -112,6 +119,10 @@ def cmd_fit(args, progress_enabled, timings):
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
         timings["fit"] = time.perf_counter() - t0
+    _save(est, args, timings)
+
+
+def _save(est, args, timings):
     t0 = time.perf_counter()
     try:
         with committing():

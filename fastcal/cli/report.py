@@ -11,6 +11,7 @@ import time
 
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target, open_input, read_columns
 from .checks import check_labels, check_probabilities, check_weights
+from . import spark
 from .progress import Progress
 from .signals import committing
 
@@ -66,13 +67,14 @@ def _reliability_png(y, p, w, n_bins, strategy, report, corp):
     return buf.getvalue()
 
 
-def _json_ready(value):
+def json_ready(value):
+    """``value`` with non-finite floats as None (JSON has no NaN), through dicts, lists and tuples."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
@@ -100,6 +102,12 @@ def cmd_report(args, progress_enabled, timings):
         except ImportError:
             raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
     check_output_dir(args.output)
+    spark.check_options(args, {"--segment-col": bool(args.segment_col)})
+    if args.spark:
+        report = spark.report(args, timings)
+        if not args.quiet:
+            print(report)
+        return
     reader = open_input(args.input, args.batch_rows)
     numeric = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     cols = numeric + ([args.segment_col] if args.segment_col else [])
@@ -134,11 +142,11 @@ def cmd_report(args, progress_enabled, timings):
     try:
         if kind == ".json":
             doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col,
-                   "report": _json_ready(report.to_dict()), "corp": _json_ready(corp.to_dict())}
+                   "report": json_ready(report.to_dict()), "corp": json_ready(corp.to_dict())}
             if segments is not None:
                 doc["segment_col"] = args.segment_col
-                doc["segments"] = _json_ready({**segments.to_dict(), "groups": [_json_key(g) for g in segments.groups]})
-                doc["multicalibration"] = _json_ready(_mce_summary(mce))
+                doc["segments"] = json_ready({**segments.to_dict(), "groups": [_json_key(g) for g in segments.groups]})
+                doc["multicalibration"] = json_ready(_mce_summary(mce))
             with open(target.tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=1, allow_nan=False)
         else:

@@ -1,0 +1,276 @@
+"""``--spark``: ``fit``, ``apply`` and ``report`` read their input through Spark and compute with :mod:`fastcal.spark`.
+
+The input is any path Spark reads as Parquet (``.parquet``) or CSV with a
+header (``.csv``): one file or a directory of part files, local or on the
+cluster's file system. ``fit`` writes the model file and ``report`` a
+``.json`` report on the local file system, as without ``--spark``; ``apply``
+writes its output through Spark (a directory of part files, ``.parquet`` or
+``.csv``), into a temporary directory next to the target, renamed to the
+target when the job has succeeded: an error, in the job or before it, leaves
+no partial output (the target must be a local path for the rename).
+
+Only what :mod:`fastcal.spark` computes exactly is offered: ``fit --method``
+isotonic, centered-isotonic, sigmoid, beta and histogram; ``apply`` of their
+models (``predict`` in the JVM); ``report`` as ``.json`` (the
+:func:`fastcal.spark.calibration_report`; no reliability picture, CORP band
+or segments). Other options raise a usage error naming them. Rows have no
+order in Spark, so data errors name the file and the column, not a row.
+
+The session is ``SparkSession.builder.getOrCreate()`` (``spark-submit``'s
+settings, or ``local[*]``), with ``--spark-master`` as its master when
+given; a session this module created is stopped when the command ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+
+from .._io import DataError, UsageError, check_output_dir, display_name, new_target
+
+#: What ``--spark`` reads and writes, by extension.
+_FORMATS = (".parquet", ".csv")
+
+#: The fit methods of fastcal.spark.
+SPARK_METHODS = ("isotonic", "centered-isotonic", "sigmoid", "beta", "histogram")
+
+
+def add_options(parser):
+    """``--spark`` and ``--spark-master`` on a command's parser."""
+    parser.add_argument("--spark", action="store_true",
+                        help="read INPUT through Spark (.parquet or .csv with a header: a file or a directory) and "
+                             "compute with fastcal.spark, exactly as in memory (see the Spark page of the docs)")
+    parser.add_argument("--spark-master", metavar="URL",
+                        help="with --spark: the Spark master (default: spark-submit's, or local[*])")
+
+
+def check_options(args, unsupported):
+    """Raise :class:`UsageError` when ``--spark-master`` comes without ``--spark``, or ``--spark`` with one of
+    ``unsupported`` (``{option: is it given}``)."""
+    if not args.spark:
+        if args.spark_master is not None:
+            raise UsageError("--spark-master needs --spark")
+        return
+    for option, given in unsupported.items():
+        if given:
+            raise UsageError(f"{option} is not available with --spark")
+    if args.input == "-":
+        raise UsageError("--spark reads a path Spark can read, not stdin")
+    _format(args.input, "INPUT")
+
+
+def _format(path, what):
+    ext = os.path.splitext(path.rstrip("/"))[1].lower()
+    if ext not in _FORMATS:
+        raise UsageError(f"{path}: with --spark, {what} must be .parquet or .csv (a file or a directory of them)")
+    return ext
+
+
+@contextlib.contextmanager
+def session(args):
+    """The SparkSession of the command (created here, and then stopped at the end, unless one is active)."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    builder = SparkSession.builder.appName("fastcal")
+    if args.spark_master:
+        builder = builder.master(args.spark_master)
+    if "PYSPARK_PYTHON" not in os.environ:  # Spark's workers run python3 on PATH by default: this one has fastcal
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    spark = builder.getOrCreate()
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def _first_line(exc):
+    """The message of a Spark error, without its JVM stack trace."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _spark_errors():
+    """The exception classes a failing Spark job or plan raises."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JJavaError)
+
+
+def read(spark, path, columns):
+    """The DataFrame of ``path`` (Parquet or CSV with a header, by extension); a UsageError for a missing path or
+    column."""
+    ext = _format(path, "INPUT")
+    try:
+        if ext == ".parquet":
+            df = spark.read.parquet(path)
+        else:
+            df = spark.read.csv(path, header=True, inferSchema=True)
+    except _spark_errors() as exc:
+        if "PATH_NOT_FOUND" in str(exc):
+            raise UsageError(f"{path}: no such file or directory") from None
+        raise DataError(f"{path}: {_first_line(exc)}") from None
+    for c in columns:
+        if c not in df.columns:
+            shown = ", ".join(df.columns[:20]) + (", ..." if len(df.columns) > 20 else "")
+            raise UsageError(f"{display_name(path)}: no column {c!r} (columns: {shown})")
+    return df
+
+
+def check_binary_labels(df, path, column):
+    """A DataError naming ``column`` and a value unless every non-null label is 0 or 1 (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    bad = df.where(~F.col(column).isin(0, 1)).select(column).limit(1).collect()
+    if bad:
+        raise DataError(f"{path}: column {column!r}: label {bad[0][0]!r} is not 0 or 1")
+
+
+def fit(args, score_col, timings):
+    """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns."""
+    import fastcal.spark as fs
+
+    if args.method not in SPARK_METHODS:
+        raise UsageError(f"--method {args.method} is not available with --spark (only {', '.join(SPARK_METHODS)})")
+    path = display_name(args.input)
+    with session(args) as spark:
+        t0 = time.perf_counter()
+        df = read(spark, args.input, [score_col, args.label_col] + ([args.weight_col] if args.weight_col else []))
+        check_binary_labels(df, path, args.label_col)
+        timings["read and check (Spark)"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        common = dict(weight_col=args.weight_col)
+        try:
+            if args.method in ("isotonic", "centered-isotonic"):
+                est = fs.fit_isotonic(df, score_col, args.label_col, increasing=args.increasing,
+                                      out_of_bounds=args.out_of_bounds, y_min=args.y_min, y_max=args.y_max,
+                                      centered=args.method == "centered-isotonic", **common)
+            elif args.method == "sigmoid":
+                est = fs.fit_platt(df, score_col, args.label_col, max_iter=args.max_iter, **common)
+            elif args.method == "beta":
+                est = fs.fit_beta(df, score_col, args.label_col, parameters=args.parameters,
+                                  max_iter=args.max_iter, **common)
+            else:
+                est = fs.fit_histogram(df, score_col, args.label_col, n_bins=args.n_bins, strategy=args.strategy,
+                                       **common)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"{path}: {exc}") from None
+        except _spark_errors() as exc:
+            raise DataError(f"{path}: {_first_line(exc)}") from None
+        timings["fit (Spark)"] = time.perf_counter() - t0
+    return est
+
+
+def _remove(path):
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def apply(args, est, score_col, output_col, timings):
+    """``fastcal apply --spark``: the input with ``output_col`` (:func:`fastcal.spark.predict`), written by Spark."""
+    import fastcal
+    import fastcal.spark as fs
+
+    one_d = (fastcal.IsotonicRegression, fastcal.PlattScaling, fastcal.BetaCalibration, fastcal.HistogramBinning)
+    if not isinstance(est, one_d):
+        raise UsageError(f"{args.model}: a {type(est).__name__} model is not available with --spark (isotonic, "
+                         "sigmoid, beta and histogram models are)")
+    out_ext = _format(args.output, "the output")
+    if "://" in args.output and not args.output.startswith("file:"):
+        raise UsageError(f"{args.output}: with --spark, the output must be a local path (it is renamed when "
+                         "complete)")
+    target = args.output[len("file:"):] if args.output.startswith("file:") else args.output
+    target = target.rstrip("/") or target
+    check_output_dir(target)
+    path = display_name(args.input)
+    with session(args) as spark:
+        t0 = time.perf_counter()
+        df = read(spark, args.input, [score_col] if score_col is not None else [])
+        if score_col is None:  # as without --spark: the only column, or "score"
+            if len(df.columns) == 1 or "score" in df.columns:
+                score_col = df.columns[0] if len(df.columns) == 1 else "score"
+            else:
+                raise UsageError(f"{path}: say which column holds the scores with --score-col")
+        if output_col in df.columns:
+            raise UsageError(f"{path}: already has a column {output_col!r}; choose another name with --output-col")
+        try:
+            out = fs.predict(est, df, score_col, output_col)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"{path}: {exc}") from None
+        # A new, empty directory next to the target (its unique name taken atomically), which Spark fills.
+        holder = new_target(target, out_ext)
+        tmp = holder.tmp
+        holder.abort()
+        ok = False
+        try:
+            writer = out.write.mode("errorifexists")
+            try:
+                if out_ext == ".parquet":
+                    writer.parquet(tmp)
+                else:
+                    writer.option("header", True).csv(tmp)
+            except _spark_errors() as exc:
+                raise DataError(f"{path}: {_first_line(exc)}") from None
+            timings["read, calibrate and write (Spark)"] = time.perf_counter() - t0
+            from .signals import committing
+
+            with committing():
+                if os.path.lexists(target):
+                    _remove(target)
+                os.rename(tmp, target)
+            ok = True
+        finally:
+            if not ok:
+                _remove(tmp)
+
+
+def report(args, timings):
+    """``fastcal report --spark``: :func:`fastcal.spark.calibration_report` of the input, as ``.json``; returns the
+    report."""
+    import json
+
+    import fastcal.spark as fs
+
+    from .report import json_ready
+    from .signals import committing
+
+    if os.path.splitext(args.output)[1].lower() != ".json":
+        raise UsageError(f"{args.output}: with --spark, the report must be .json")
+    path = display_name(args.input)
+    with session(args) as spark:
+        t0 = time.perf_counter()
+        df = read(spark, args.input, [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col
+                                                                           else []))
+        check_binary_labels(df, path, args.label_col)
+        try:
+            rep = fs.calibration_report(df, args.label_col, args.score_col, weight_col=args.weight_col,
+                                        n_bins=args.n_bins, strategy=args.strategy)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"{path}: {exc}") from None
+        except _spark_errors() as exc:
+            raise DataError(f"{path}: {_first_line(exc)}") from None
+        timings["compute (Spark)"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    target = new_target(args.output, ".json")
+    try:
+        doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col, "spark": True,
+               "report": json_ready(rep.to_dict())}
+        with open(target.tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+        with committing():
+            target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    timings["write"] = time.perf_counter() - t0
+    return rep

@@ -1,0 +1,157 @@
+"""The command line's ``--spark`` option: fit, apply and report read their input through Spark (fastcal.spark).
+
+Oracles: the same commands without ``--spark`` on the same file (the
+in-memory path: models, predictions and reports must agree), and the CLI's
+rules (exit status 2 for bad usage, 1 for bad data, one error line naming
+the argument, no output left behind on error). Calls ``fastcal.cli.main``
+in-process, on the session-scoped local[2] SparkSession of test_spark.py
+(the command reuses an active session and leaves it running); small files.
+"""
+
+import json
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+import fastcal
+from fastcal.cli import main
+
+from .test_spark import spark  # noqa: F401 - the session fixture (one SparkSession for every Spark test)
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+    pytest.mark.slow,
+]
+
+N = 3000
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    rng = np.random.default_rng(3)
+    score = np.round(rng.random(N), 6)
+    label = (rng.random(N) < score ** 2).astype(np.int64)
+    weight = np.round(rng.uniform(0.5, 2.0, N), 3)
+    d = tmp_path_factory.mktemp("cli_spark")
+    table = pa.table({"id": np.arange(N), "score": score, "label": label, "weight": weight})
+    pq.write_table(table, d / "data.parquet")
+    with open(d / "data.csv", "w") as f:
+        f.write("id,score,label,weight\n")
+        f.writelines(f"{i},{s!r},{y},{w!r}\n" for i, s, y, w in zip(range(N), score.tolist(), label, weight.tolist()))
+    bad = table.set_column(2, "label", pa.array(np.where(np.arange(N) == 7, 2, label)))
+    pq.write_table(bad, d / "bad_label.parquet")
+    nan = table.set_column(1, "score", pa.array(np.where(np.arange(N) == 11, np.nan, score)))
+    pq.write_table(nan, d / "nan_score.parquet")
+    return d, score, label, weight
+
+
+def _error_line(capsys):
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("fastcal: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def _leftovers(d):
+    return [p for p in os.listdir(d) if p.startswith(".fastcal-")]
+
+
+@pytest.mark.parametrize("method", ["isotonic", "histogram"])  # sigmoid, beta: the same plumbing
+def test_fit_with_spark_equals_the_in_memory_fit(spark, files, method):  # noqa: F811
+    d, *_ = files
+    args = ["fit", "--method", method, "--score-col", "score", "--label-col", "label", "--weight-col", "weight"]
+    assert main(args + ["--spark", str(d / "data.parquet"), "-o", str(d / f"spark_{method}.json")]) == 0
+    assert main(args + [str(d / "data.parquet"), "-o", str(d / f"mem_{method}.json")]) == 0
+    got, want = fastcal.load(d / f"spark_{method}.json"), fastcal.load(d / f"mem_{method}.json")
+    assert type(got) is type(want)
+    if method == "isotonic":
+        assert_array_equal(got.X_thresholds_, want.X_thresholds_)
+        assert_allclose(got.y_thresholds_, want.y_thresholds_, rtol=1e-12, atol=0)
+    elif method == "sigmoid":
+        assert_allclose([got.a_, got.b_], [want.a_, want.b_], rtol=1e-9)
+    else:
+        assert_array_equal(got.bin_edges_, want.bin_edges_)
+        assert_allclose(got.bin_values_, want.bin_values_, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("src, dst", [("data.parquet", "out.parquet"), ("data.csv", "out.csv")])
+def test_apply_with_spark_keeps_every_row_and_column_and_equals_predict(spark, files, src, dst):  # noqa: F811
+    d, score, label, weight = files
+    est = fastcal.IsotonicRegression(out_of_bounds="clip").fit(score, label)
+    est.save(d / "iso.json")
+    out = d / f"spark_{dst}"
+    for _ in range(2):  # the second run replaces the first output
+        assert main(["apply", "--spark", str(d / "iso.json"), str(d / src), "-o", str(out), "--score-col", "score",
+                     "--output-col", "p"]) == 0
+    assert os.path.isdir(out) and not _leftovers(d)
+    if dst.endswith(".parquet"):
+        table = pq.read_table(out)
+    else:
+        import pyarrow.csv as pc
+
+        parts = sorted(p for p in os.listdir(out) if p.endswith(".csv"))
+        table = pa.concat_tables([pc.read_csv(out / p) for p in parts])
+    assert table.column_names == ["id", "score", "label", "weight", "p"]
+    order = np.argsort(table.column("id").to_numpy())
+    assert_array_equal(table.column("id").to_numpy()[order], np.arange(N))
+    assert_array_equal(table.column("score").to_numpy()[order], score)
+    assert_array_equal(table.column("p").to_numpy()[order], est.predict(score))
+
+
+def test_report_with_spark_equals_the_in_memory_report(spark, files):  # noqa: F811
+    d, *_ = files
+    args = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "-q"]
+    assert main(args + ["--spark", str(d / "data.parquet"), "-o", str(d / "spark.json")]) == 0
+    assert main(args + [str(d / "data.parquet"), "-o", str(d / "mem.json")]) == 0
+    got = json.loads((d / "spark.json").read_text())["report"]
+    want = json.loads((d / "mem.json").read_text())["report"]
+    assert got.keys() == want.keys()
+    for key in want:
+        if isinstance(want[key], float):
+            assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-12), key
+        elif want[key] is not None and not isinstance(want[key], str):
+            assert_allclose(np.asarray(got[key], dtype=float), np.asarray(want[key], dtype=float), rtol=1e-9,
+                            atol=1e-12, err_msg=key)
+
+
+def test_spark_errors_name_the_argument_and_leave_no_output(spark, files, capsys):  # noqa: F811
+    d, score, label, _ = files
+    fastcal.IsotonicRegression(out_of_bounds="clip").fit(score, label).save(d / "model.json")
+    # bad data: exit 1, the column named, nothing written
+    assert main(["fit", "--spark", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+                 str(d / "bad_label.parquet"), "-o", str(d / "bad.json")]) == 1
+    assert "column 'label': label 2 is not 0 or 1" in _error_line(capsys)
+    assert not os.path.exists(d / "bad.json")
+    assert main(["apply", "--spark", str(d / "model.json"), str(d / "nan_score.parquet"), "-o",
+                 str(d / "nan_out.parquet"), "--score-col", "score"]) == 1
+    assert "T must be finite, but contains NaN" in _error_line(capsys)
+    assert not os.path.exists(d / "nan_out.parquet") and not _leftovers(d)
+    # bad usage: exit 2
+    usage = [
+        (["fit", "--spark", "--method", "venn-abers", "--score-col", "score", "--label-col", "label",
+          str(d / "data.parquet"), "-o", str(d / "x.json")], "--method venn-abers"),
+        (["fit", "--spark", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+          "--memory-budget", "1G", str(d / "data.parquet"), "-o", str(d / "x.json")], "--memory-budget"),
+        (["fit", "--spark", "--method", "isotonic", "--score-col", "nope", "--label-col", "label",
+          str(d / "data.parquet"), "-o", str(d / "x.json")], "no column 'nope'"),
+        (["fit", "--spark", "--method", "isotonic", "--score-col", "score", "--label-col", "label",
+          str(d / "missing.parquet"), "-o", str(d / "x.json")], "no such file"),
+        (["apply", "--spark", str(d / "model.json"), str(d / "data.parquet"), "-o", str(d / "x.npy")],
+         "must be .parquet or .csv"),
+        (["apply", "--spark", str(d / "model.json"), str(d / "data.parquet"), "-o", str(d / "y.parquet"),
+          "--prior-rate", "0.5"], "--prior-rate"),
+        (["report", "--spark", "--score-col", "score", "--label-col", "label", str(d / "data.parquet"), "-o",
+          str(d / "r.html")], "must be .json"),
+        (["report", "--spark-master", "local[1]", "--score-col", "score", "--label-col", "label",
+          str(d / "data.parquet"), "-o", str(d / "r.json")], "--spark-master needs --spark"),
+    ]
+    for argv, fragment in usage:
+        assert main(argv) == 2, argv
+        assert fragment in _error_line(capsys), argv
+    assert not [p for p in ("x.json", "y.parquet", "r.html", "r.json") if os.path.exists(d / p)]
+    assert not _leftovers(d)
+    assert spark.range(3).count() == 3  # the test's session is still running
