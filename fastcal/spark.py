@@ -66,6 +66,7 @@ from ._engine import logistic as _logistic
 from ._engine import segments as _segments
 from ._errors import not_fitted
 from ._parallel import get_num_threads, set_num_threads
+from .multicalibration import MISSING, OTHER
 
 if TYPE_CHECKING:
     from typing import Literal, TypeAlias, Unpack
@@ -1194,9 +1195,9 @@ def multicalibration_error(
         if name not in numbered:
             return value
         if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
-            return _segments.OTHER
+            return OTHER
         original = numbered[name][int(value)]
-        return _segments.MISSING if original is None else original
+        return MISSING if original is None else original
 
     values = [{name: label(name, v) for name, v in seg.items()} for seg in result.segment_values]
     return dataclasses.replace(result, segment_values=values)
