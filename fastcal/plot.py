@@ -21,9 +21,13 @@ from .multicalibration import MulticalibrationResult, SegmentReport, kuiper_sf
 from .smooth import smooth_ece
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
     from numpy.typing import ArrayLike
+
+    from ._typing import HistogramOptions, ReliabilityOptions
 
 __all__ = ["probability_histogram", "reliability_diagram", "segment_sigmas"]
 
@@ -62,55 +66,11 @@ def _as_named(probs, name, *, matrices=False):
 
 
 @overload
-def reliability_diagram(
-    y_true: ArrayLike,
-    y_prob: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    method: Literal["binned", "corp", "smooth"] = "binned",
-    n_bins: int = 10,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    labels: ArrayLike | None = None,
-    n_resamples: int = 200,
-    level: float = 0.9,
-    band: Literal["consistency", "confidence"] = "consistency",
-    random_state: int | np.random.Generator | None = 0,
-    bandwidth: float | None = None,
-    show_decomposition: bool | None = None,
-    ax: None = None,
-    hist_ax: Axes | None = None,
-    show_histogram: bool = True,
-    hist_bins: int = 50,
-    hist_log: bool = False,
-    title: str | None = None,
-    figsize: tuple[float, float] = (6.0, 7.0),
-) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, ArrayLike], *, ax: None = None,
+                        **options: Unpack[ReliabilityOptions]) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
 @overload
-def reliability_diagram(
-    y_true: ArrayLike,
-    y_prob: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    method: Literal["binned", "corp", "smooth"] = "binned",
-    n_bins: int = 10,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    labels: ArrayLike | None = None,
-    n_resamples: int = 200,
-    level: float = 0.9,
-    band: Literal["consistency", "confidence"] = "consistency",
-    random_state: int | np.random.Generator | None = 0,
-    bandwidth: float | None = None,
-    show_decomposition: bool | None = None,
-    ax: Axes,
-    hist_ax: Axes | None = None,
-    show_histogram: bool = True,
-    hist_bins: int = 50,
-    hist_log: bool = False,
-    title: str | None = None,
-    figsize: tuple[float, float] = (6.0, 7.0),
-) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, ArrayLike], *, ax: Axes,
+                        **options: Unpack[ReliabilityOptions]) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
 def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],
@@ -320,33 +280,11 @@ def reliability_diagram(
 
 
 @overload
-def probability_histogram(
-    probs: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    base_rate: float | None = None,
-    bins: int = 50,
-    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
-    sample_weight: ArrayLike | None = None,
-    density: bool = False,
-    log: bool = False,
-    ax: None = None,
-    title: str | None = None,
-    figsize: tuple[float, float] = (7.0, 4.0),
-) -> tuple[Figure, Axes]: ...
+def probability_histogram(probs: ArrayLike | Mapping[str, ArrayLike], *, ax: None = None,
+                          **options: Unpack[HistogramOptions]) -> tuple[Figure, Axes]: ...
 @overload
-def probability_histogram(
-    probs: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    base_rate: float | None = None,
-    bins: int = 50,
-    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
-    sample_weight: ArrayLike | None = None,
-    density: bool = False,
-    log: bool = False,
-    ax: Axes,
-    title: str | None = None,
-    figsize: tuple[float, float] = (7.0, 4.0),
-) -> tuple[Figure | SubFigure, Axes]: ...
+def probability_histogram(probs: ArrayLike | Mapping[str, ArrayLike], *, ax: Axes,
+                          **options: Unpack[HistogramOptions]) -> tuple[Figure | SubFigure, Axes]: ...
 def probability_histogram(
     probs: ArrayLike | Mapping[str, ArrayLike],
     *,

@@ -19,33 +19,20 @@ from .._labels import shown
 from ._inputs import check_inputs, class_matrix
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from numpy.typing import ArrayLike, NDArray
 
+    from .._typing import AUCOptions
+
 
 @overload
-def roc_auc_score(
-    y_true: ArrayLike,
-    y_score: ArrayLike,
-    *,
-    average: Literal["macro", "weighted", "micro", "samples"] = "macro",
-    sample_weight: ArrayLike | None = None,
-    max_fpr: float | None = None,
-    multi_class: Literal["raise", "ovr", "ovo"] = "raise",
-    labels: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-) -> float: ...
+def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *,
+                  average: Literal["macro", "weighted", "micro", "samples"] = "macro",
+                  **options: Unpack[AUCOptions]) -> float: ...
 @overload
-def roc_auc_score(
-    y_true: ArrayLike,
-    y_score: ArrayLike,
-    *,
-    average: None,
-    sample_weight: ArrayLike | None = None,
-    max_fpr: float | None = None,
-    multi_class: Literal["raise", "ovr", "ovo"] = "raise",
-    labels: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-) -> float | NDArray[np.float64]: ...
+def roc_auc_score(y_true: ArrayLike, y_score: ArrayLike, *, average: None,
+                  **options: Unpack[AUCOptions]) -> float | NDArray[np.float64]: ...
 def roc_auc_score(
     y_true: ArrayLike,
     y_score: ArrayLike,

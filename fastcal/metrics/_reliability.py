@@ -15,75 +15,34 @@ from .._binning import check_binning, check_params, curve_from_table, ece_from_t
 from ._inputs import binned, check_multiclass, in_weight_units, matrix_tables
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from numpy.typing import ArrayLike, NDArray
 
+    from .._typing import Curve, CurveOptions, CurveWithCounts, ECEOptions
+
 
 @overload
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: Literal[False] = False,
-    multiclass: Literal["top_label"] = "top_label",
-    labels: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: Literal[False] = False,
+                      multiclass: Literal["top_label"] = "top_label", **options: Unpack[CurveOptions]) -> Curve: ...
 @overload
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: Literal[True],
-    multiclass: Literal["top_label"] = "top_label",
-    labels: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: Literal[True],
+                      multiclass: Literal["top_label"] = "top_label",
+                      **options: Unpack[CurveOptions]) -> CurveWithCounts: ...
 @overload
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: bool = False,
-    multiclass: Literal["top_label"] = "top_label",
-    labels: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: bool = False,
+                      multiclass: Literal["top_label"] = "top_label",
+                      **options: Unpack[CurveOptions]) -> Curve | CurveWithCounts: ...
 @overload
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: Literal[False] = False,
-    multiclass: Literal["classwise"],
-    labels: ArrayLike | None = None,
-) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]: ...
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: Literal[False] = False,
+                      multiclass: Literal["classwise"], **options: Unpack[CurveOptions]) -> list[Curve]: ...
 @overload
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: Literal[True],
-    multiclass: Literal["classwise"],
-    labels: ArrayLike | None = None,
-) -> list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]: ...
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: Literal[True],
+                      multiclass: Literal["classwise"], **options: Unpack[CurveOptions]) -> list[CurveWithCounts]: ...
 @overload
+def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: bool = False,
+                      multiclass: Literal["top_label", "classwise"] = "top_label",
+                      **options: Unpack[CurveOptions]) -> Curve | CurveWithCounts | list[Curve] | list[CurveWithCounts]: ...
 def calibration_curve(
     y_true: ArrayLike,
     y_prob: ArrayLike,
@@ -95,19 +54,7 @@ def calibration_curve(
     return_counts: bool = False,
     multiclass: Literal["top_label", "classwise"] = "top_label",
     labels: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]] | list[tuple[NDArray[np.float64], NDArray[np.float64]]] | list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]: ...
-def calibration_curve(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    return_counts: bool = False,
-    multiclass: Literal["top_label", "classwise"] = "top_label",
-    labels: ArrayLike | None = None,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]] | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]] | list[tuple[NDArray[np.float64], NDArray[np.float64]]] | list[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]]:
+) -> Curve | CurveWithCounts | list[Curve] | list[CurveWithCounts]:
     r"""True and predicted probabilities of a calibration (reliability) curve.
 
     A drop-in for :func:`sklearn.calibration.calibration_curve` (same
@@ -210,31 +157,11 @@ def calibration_curve(
 
 
 @overload
-def expected_calibration_error(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    n_bins: int = 15,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    norm: Literal["l1", "l2", "max"] = "l1",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    multiclass: Literal["top_label"] = "top_label",
-    labels: ArrayLike | None = None,
-) -> float: ...
+def expected_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, multiclass: Literal["top_label"] = "top_label",
+                               **options: Unpack[ECEOptions]) -> float: ...
 @overload
-def expected_calibration_error(
-    y_true: ArrayLike,
-    y_prob: ArrayLike,
-    *,
-    n_bins: int = 15,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    norm: Literal["l1", "l2", "max"] = "l1",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    multiclass: Literal["classwise"],
-    labels: ArrayLike | None = None,
-) -> float | NDArray[np.float64]: ...
+def expected_calibration_error(y_true: ArrayLike, y_prob: ArrayLike, *, multiclass: Literal["classwise"],
+                               **options: Unpack[ECEOptions]) -> float | NDArray[np.float64]: ...
 def expected_calibration_error(
     y_true: ArrayLike,
     y_prob: ArrayLike,
