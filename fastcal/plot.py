@@ -70,7 +70,8 @@ def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, Arra
                         **options: Unpack[ReliabilityOptions]) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
 @overload
 def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, ArrayLike], *, ax: Axes,
-                        **options: Unpack[ReliabilityOptions]) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
+                        **options: Unpack[ReliabilityOptions]
+                        ) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
 def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],

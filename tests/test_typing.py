@@ -609,7 +609,8 @@ def test_every_overload_accepts_the_implementations_parameters(name):
     found = overload_parameters(func)
     assert len(found) >= 2, name
     for line, names in found:
-        assert names == expected, f"{name}, overload at line {line}: missing {expected - names}, extra {names - expected}"
+        assert names == expected, (f"{name}, overload at line {line}: missing {expected - names}, "
+                                   f"extra {names - expected}")
 
 
 def test_the_overload_check_can_fail(tmp_path, monkeypatch):

@@ -42,7 +42,8 @@ def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: Li
 @overload
 def calibration_curve(y_true: ArrayLike, y_prob: ArrayLike, *, return_counts: bool = False,
                       multiclass: Literal["top_label", "classwise"] = "top_label",
-                      **options: Unpack[CurveOptions]) -> Curve | CurveWithCounts | list[Curve] | list[CurveWithCounts]: ...
+                      **options: Unpack[CurveOptions]
+                      ) -> Curve | CurveWithCounts | list[Curve] | list[CurveWithCounts]: ...
 def calibration_curve(
     y_true: ArrayLike,
     y_prob: ArrayLike,
