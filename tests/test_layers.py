@@ -48,7 +48,7 @@ KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
 
 #: What kernels may import from fastcal: the Numba options and the shared helpers (whose text
 #: fastcal._jit adds to the cache key of every kernel that imports them).
-KERNEL_IMPORTS = {"fastcal._jit", "fastcal._math_kernels"}
+KERNEL_IMPORTS = {"fastcal._jit", "fastcal._math_kernels", "fastcal._pav_kernels"}
 
 
 def _modules():
