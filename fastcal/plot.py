@@ -47,6 +47,21 @@ def _pyplot():
     return plt
 
 
+def _axes(ax, figsize):
+    """``(pyplot, figure, axes)``: ``ax`` and its figure, or (``ax`` None) a new figure of ``figsize`` with one axes."""
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    return plt, fig, ax
+
+
+def _colors(plt):
+    """The colours of matplotlib's property cycle, in order (``[None]``, matplotlib's choice, if it has none)."""
+    return plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+
+
 def _as_named(probs, name, *, matrices=False):
     """``{label: array}`` from one array or a mapping of them; (n, k) matrices kept as they are if ``matrices``."""
     if isinstance(probs, Mapping):
@@ -223,20 +238,17 @@ def reliability_diagram(
         hist_p = p.max(axis=1) if matrix else p
         curves.append((label, hist_p, prob_true, prob_pred, text, extra))
 
-    plt = _pyplot()
-    if ax is None:
-        if show_histogram:
-            fig, (ax, hist_ax) = plt.subplots(
-                2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
-            )
-        else:
-            fig, ax = plt.subplots(figsize=figsize)
-            hist_ax = None
+    if ax is None and show_histogram:
+        plt = _pyplot()
+        fig, (ax, hist_ax) = plt.subplots(
+            2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+        )
     else:
-        fig = ax.figure
+        hist_ax = hist_ax if ax is not None else None
+        plt, fig, ax = _axes(ax, figsize)
 
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    colors = _colors(plt)
     for i, (label, _, prob_true, prob_pred, text, extra) in enumerate(curves):
         color = colors[i % len(colors)]
         ax.plot(
@@ -362,12 +374,8 @@ def probability_histogram(
         if np.any(w < 0) or not np.all(np.isfinite(w)) or not w.sum() > 0:
             raise ValueError("sample_weight must be finite, non-negative and have a positive sum.")
 
-    plt = _pyplot()
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    plt, fig, ax = _axes(ax, figsize)
+    colors = _colors(plt)
     edges = np.linspace(lo, hi, int(bins) + 1)
     for i, (label, p) in enumerate(sets):
         color = colors[i % len(colors)]
@@ -464,11 +472,7 @@ def segment_sigmas(
     sigma = np.asarray(result.ecce_sigma if isinstance(result, SegmentReport) else result.segment_ecce_sigma)
     shown = np.argsort(-sigma, kind="stable")[:top][::-1]
     line = _sigma_at(alpha)
-    plt = _pyplot()
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
+    plt, fig, ax = _axes(ax, figsize)
     values = np.minimum(sigma[shown], np.finfo(np.float64).max)
     colors = ["C3" if v > line else "C0" for v in values]
     ax.barh(np.arange(shown.size), values, color=colors)
