@@ -8,12 +8,13 @@ meta-estimator (:class:`CalibratedClassifierCV`), the plots (``fastcal.plot``)
 and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 """
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
 from ._jit import NoCacheWarning
 from ._parallel import get_num_threads, set_num_threads
-from ._persist import load
+from . import _persist
 from .beta import BetaCalibration
 from .grouped import GroupedCalibrator
 from .decomposition import CorpReliabilityResult, ScoreDecomposition, corp_reliability, score_decomposition
@@ -70,6 +71,13 @@ _LAZY = {
     "cross_val_calibration_report": "calibration",
     "CrossValCalibrationReport": "calibration",
 }
+
+
+def load(
+    path: str | os.PathLike[str],
+) -> IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers:
+    """Load a fitted calibrator saved with ``save``. Raises ``ValueError`` for anything but a valid model file."""
+    return _persist.load(path)
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import kernel
+from ._pav_kernels import push_block
 
 #: Rows per chunk of the score sums: chunk bounds depend on ``n`` alone, so
 #: the sums do not depend on the number of threads.
@@ -105,24 +106,11 @@ def stream(key, r):
 
 
 @kernel
-def _push(bw, bwy, bg, top, w, wy, g):
-    """Push a group (weight ``w``, weighted positives ``wy``, index ``g``) on the PAV stack; pool violators."""
-    while top > 0 and bwy[top - 1] * w >= wy * bw[top - 1]:
-        top -= 1
-        w += bw[top]
-        wy += bwy[top]
-        g = bg[top]
-    bw[top] = w
-    bwy[top] = wy
-    bg[top] = g
-    return top + 1
-
-
-@kernel
-def _fit_rows(lab, w, counts, starts, bw, bwy, bg):
+def _fit_rows(lab, w, counts, starts, bw, bwy, bg, bl):
     """PAV over the tie groups of rows with labels ``lab``, weights ``w`` (empty: 1) times ``counts`` (empty: 1).
 
-    Groups of zero weight are skipped; block ``k`` starts at group ``bg[k]``.
+    Groups of zero weight are skipped; block ``k`` holds groups ``bg[k] .. bl[k]`` (see
+    :func:`fastcal._pav_kernels.push_block`).
     Returns the number of blocks.
     """
     n = lab.shape[0]
@@ -136,7 +124,7 @@ def _fit_rows(lab, w, counts, starts, bw, bwy, bg):
             if counted:
                 wi *= counts[i]
             if wi > 0.0:
-                top = _push(bw, bwy, bg, top, wi, wi * lab[i], i)
+                top = push_block(bw, bwy, bg, bl, top, wi, wi * lab[i], i, i)
         return top
     for g in range(n_groups):
         sw = 0.0
@@ -148,7 +136,7 @@ def _fit_rows(lab, w, counts, starts, bw, bwy, bg):
             sw += wi
             swy += wi * lab[i]
         if sw > 0.0:
-            top = _push(bw, bwy, bg, top, sw, swy, g)
+            top = push_block(bw, bwy, bg, bl, top, sw, swy, g, g)
     return top
 
 
@@ -191,6 +179,7 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
     bw = np.empty(n_groups)
     bwy = np.empty(n_groups)
     bg = np.empty(n_groups, dtype=np.int64)
+    bl = np.empty(n_groups, dtype=np.int64)
     lab = np.empty(n if mode == 1 else 0)
     counts = np.empty(n if mode == 2 else 0, dtype=np.int32)  # a row is drawn at most n < 2^31 times
     for r in range(lo, hi):
@@ -199,14 +188,14 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
             for i in range(n):
                 z = _mix(base + (np.uint64(i) + np.uint64(1)) * _GAMMA)
                 lab[i] = 1.0 if (z >> _S11) < thr[i] else 0.0
-            nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg)
+            nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg, bl)
         else:
             if mode == 2:
                 counts[:] = 0
                 for i in range(n):
                     j = np.int64(_uniform(base, i) * n)
                     counts[min(j, n - 1)] += 1
-            nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg)
+            nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg, bl)
         _evaluate(bw, bwy, bg, nb, targets, out[r])
 
 

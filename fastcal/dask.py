@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
     from numpy.typing import ArrayLike, NDArray
 
+    from ._typing import BinOptions, Curve, CurveWithCounts
     from .beta import BetaCalibration
     from .histogram import HistogramBinning
     from .isotonic import IsotonicParams, IsotonicRegression
@@ -612,39 +613,14 @@ def fit_histogram(
 
 
 @overload
-def calibration_curve(
-    y_true: Data,
-    y_prob: Data,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: Data | float | None = None,
-    return_counts: Literal[False] = False,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: Literal[False] = False,
+                      **options: Unpack[BinOptions[Data | float | None]]) -> Curve: ...
 @overload
-def calibration_curve(
-    y_true: Data,
-    y_prob: Data,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: Data | float | None = None,
-    return_counts: Literal[True],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]: ...
+def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: Literal[True],
+                      **options: Unpack[BinOptions[Data | float | None]]) -> CurveWithCounts: ...
 @overload
-def calibration_curve(
-    y_true: Data,
-    y_prob: Data,
-    *,
-    pos_label: float | str | None = None,
-    n_bins: int = 5,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: Data | float | None = None,
-    return_counts: bool = False,
-) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
-      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]): ...
+def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: bool = False,
+                      **options: Unpack[BinOptions[Data | float | None]]) -> Curve | CurveWithCounts: ...
 def calibration_curve(
     y_true: Data,
     y_prob: Data,

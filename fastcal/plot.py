@@ -21,9 +21,13 @@ from .multicalibration import MulticalibrationResult, SegmentReport, kuiper_sf
 from .smooth import smooth_ece
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure, SubFigure
     from numpy.typing import ArrayLike
+
+    from ._typing import HistogramOptions, ReliabilityOptions
 
 __all__ = ["probability_histogram", "reliability_diagram", "segment_sigmas"]
 
@@ -41,6 +45,21 @@ def _pyplot():
             'fastcal.plot needs matplotlib; install it with pip install "fastcal[plot]".'
         ) from exc
     return plt
+
+
+def _axes(ax, figsize):
+    """``(pyplot, figure, axes)``: ``ax`` and its figure, or (``ax`` None) a new figure of ``figsize`` with one axes."""
+    plt = _pyplot()
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize)
+    else:
+        fig = ax.figure
+    return plt, fig, ax
+
+
+def _colors(plt):
+    """The colours of matplotlib's property cycle, in order (``[None]``, matplotlib's choice, if it has none)."""
+    return plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
 
 
 def _as_named(probs, name, *, matrices=False):
@@ -62,55 +81,12 @@ def _as_named(probs, name, *, matrices=False):
 
 
 @overload
-def reliability_diagram(
-    y_true: ArrayLike,
-    y_prob: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    method: Literal["binned", "corp", "smooth"] = "binned",
-    n_bins: int = 10,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    labels: ArrayLike | None = None,
-    n_resamples: int = 200,
-    level: float = 0.9,
-    band: Literal["consistency", "confidence"] = "consistency",
-    random_state: int | np.random.Generator | None = 0,
-    bandwidth: float | None = None,
-    show_decomposition: bool | None = None,
-    ax: None = None,
-    hist_ax: Axes | None = None,
-    show_histogram: bool = True,
-    hist_bins: int = 50,
-    hist_log: bool = False,
-    title: str | None = None,
-    figsize: tuple[float, float] = (6.0, 7.0),
-) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, ArrayLike], *, ax: None = None,
+                        **options: Unpack[ReliabilityOptions]) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
 @overload
-def reliability_diagram(
-    y_true: ArrayLike,
-    y_prob: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    method: Literal["binned", "corp", "smooth"] = "binned",
-    n_bins: int = 10,
-    strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: ArrayLike | None = None,
-    pos_label: float | str | None = None,
-    labels: ArrayLike | None = None,
-    n_resamples: int = 200,
-    level: float = 0.9,
-    band: Literal["consistency", "confidence"] = "consistency",
-    random_state: int | np.random.Generator | None = 0,
-    bandwidth: float | None = None,
-    show_decomposition: bool | None = None,
-    ax: Axes,
-    hist_ax: Axes | None = None,
-    show_histogram: bool = True,
-    hist_bins: int = 50,
-    hist_log: bool = False,
-    title: str | None = None,
-    figsize: tuple[float, float] = (6.0, 7.0),
-) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
+def reliability_diagram(y_true: ArrayLike, y_prob: ArrayLike | Mapping[str, ArrayLike], *, ax: Axes,
+                        **options: Unpack[ReliabilityOptions]
+                        ) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
 def reliability_diagram(
     y_true: ArrayLike,
     y_prob: ArrayLike | Mapping[str, ArrayLike],
@@ -262,20 +238,17 @@ def reliability_diagram(
         hist_p = p.max(axis=1) if matrix else p
         curves.append((label, hist_p, prob_true, prob_pred, text, extra))
 
-    plt = _pyplot()
-    if ax is None:
-        if show_histogram:
-            fig, (ax, hist_ax) = plt.subplots(
-                2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
-            )
-        else:
-            fig, ax = plt.subplots(figsize=figsize)
-            hist_ax = None
+    if ax is None and show_histogram:
+        plt = _pyplot()
+        fig, (ax, hist_ax) = plt.subplots(
+            2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+        )
     else:
-        fig = ax.figure
+        hist_ax = hist_ax if ax is not None else None
+        plt, fig, ax = _axes(ax, figsize)
 
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    colors = _colors(plt)
     for i, (label, _, prob_true, prob_pred, text, extra) in enumerate(curves):
         color = colors[i % len(colors)]
         ax.plot(
@@ -320,33 +293,11 @@ def reliability_diagram(
 
 
 @overload
-def probability_histogram(
-    probs: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    base_rate: float | None = None,
-    bins: int = 50,
-    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
-    sample_weight: ArrayLike | None = None,
-    density: bool = False,
-    log: bool = False,
-    ax: None = None,
-    title: str | None = None,
-    figsize: tuple[float, float] = (7.0, 4.0),
-) -> tuple[Figure, Axes]: ...
+def probability_histogram(probs: ArrayLike | Mapping[str, ArrayLike], *, ax: None = None,
+                          **options: Unpack[HistogramOptions]) -> tuple[Figure, Axes]: ...
 @overload
-def probability_histogram(
-    probs: ArrayLike | Mapping[str, ArrayLike],
-    *,
-    base_rate: float | None = None,
-    bins: int = 50,
-    range: tuple[float, float] = (0.0, 1.0),  # noqa: A002 - same name as numpy.histogram's argument
-    sample_weight: ArrayLike | None = None,
-    density: bool = False,
-    log: bool = False,
-    ax: Axes,
-    title: str | None = None,
-    figsize: tuple[float, float] = (7.0, 4.0),
-) -> tuple[Figure | SubFigure, Axes]: ...
+def probability_histogram(probs: ArrayLike | Mapping[str, ArrayLike], *, ax: Axes,
+                          **options: Unpack[HistogramOptions]) -> tuple[Figure | SubFigure, Axes]: ...
 def probability_histogram(
     probs: ArrayLike | Mapping[str, ArrayLike],
     *,
@@ -423,12 +374,8 @@ def probability_histogram(
         if np.any(w < 0) or not np.all(np.isfinite(w)) or not w.sum() > 0:
             raise ValueError("sample_weight must be finite, non-negative and have a positive sum.")
 
-    plt = _pyplot()
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
-    colors = plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    plt, fig, ax = _axes(ax, figsize)
+    colors = _colors(plt)
     edges = np.linspace(lo, hi, int(bins) + 1)
     for i, (label, p) in enumerate(sets):
         color = colors[i % len(colors)]
@@ -525,11 +472,7 @@ def segment_sigmas(
     sigma = np.asarray(result.ecce_sigma if isinstance(result, SegmentReport) else result.segment_ecce_sigma)
     shown = np.argsort(-sigma, kind="stable")[:top][::-1]
     line = _sigma_at(alpha)
-    plt = _pyplot()
-    if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
+    plt, fig, ax = _axes(ax, figsize)
     values = np.minimum(sigma[shown], np.finfo(np.float64).max)
     colors = ["C3" if v > line else "C0" for v in values]
     ax.barh(np.arange(shown.size), values, color=colors)

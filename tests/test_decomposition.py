@@ -378,7 +378,8 @@ def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
     # The report sorts the scores once for its AUC and its CORP fit (several score ranges here): the same bits as
     # roc_auc_score and score_decomposition, each sorting on its own, at every thread count; and as the report
     # with the sharing turned off.
-    from fastcal import _pav_engine, metrics
+    from fastcal import _pav_engine
+    from fastcal.metrics import _report
 
     monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
     rng = np.random.default_rng(11)
@@ -390,7 +391,7 @@ def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
     log = fastcal.score_decomposition(y, p, scoring="log_loss")
     auc = fastcal.roc_auc_score(y, p)
     with monkeypatch.context() as m:
-        m.setattr(metrics, "shared_sort", lambda *args: None)
+        m.setattr(_report, "shared_sort", lambda *args: None)
         unshared = fastcal.calibration_report(y, p).to_dict()
     for threads in (1, 2, 3, MANY):
         with num_threads(threads):

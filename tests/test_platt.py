@@ -17,6 +17,7 @@ from fastcal import _newton
 from fastcal import _math_kernels as math_kernels
 from fastcal import _platt_kernels as kernels
 from fastcal import platt as platt_module
+from fastcal.platt import _scaling
 from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult
 
 from . import naive_platt as naive
@@ -284,8 +285,8 @@ def test_warm_start_does_not_change_the_answer():
     s, y = overconfident(n, 5, shift=0.3)
     w = np.random.default_rng(5).uniform(0, 2, n)
     for weights in (None, w):
-        a, b, n_iter, ok, dec, passes = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
-        a0, b0, n_iter0, ok0, _, passes0 = platt_module._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
+        a, b, n_iter, ok, dec, passes = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
+        a0, b0, n_iter0, ok0, _, passes0 = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
         assert ok and ok0
         assert_allclose([a, b], [a0, b0], rtol=1e-12)
         assert n_iter < n_iter0 and passes < passes0  # fewer passes over the full data

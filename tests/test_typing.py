@@ -571,6 +571,77 @@ def test_pending_names_still_lack_hints():
 
 
 # ---------------------------------------------------------------------------
+# The overloads: each accepts exactly the implementation's parameters
+# ---------------------------------------------------------------------------
+
+#: The overloaded public functions whose overloads take their shared options as ``**options: Unpack[...]`` of a
+#: ``TypedDict`` of fastcal._typing (see its docstring).
+UNPACKED = ["calibration_curve", "expected_calibration_error", "roc_auc_score", "plot.reliability_diagram",
+            "plot.probability_histogram", "dask.calibration_curve"]
+
+
+def _resolve(name):
+    obj = fastcal
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def overload_parameters(func):
+    """``[(overload's line, the names it accepts)]``: its own parameters and the keys of its ``Unpack``-ed
+    ``TypedDict``; the overloads are looked up under the module that defined them."""
+    import fastcal._typing
+
+    home = types.SimpleNamespace(__module__=func.__globals__["__name__"], __qualname__=func.__qualname__)
+    found = []
+    for declared in typing.get_overloads(home):
+        names = set()
+        for param in inspect.signature(declared).parameters.values():
+            if param.kind is inspect.Parameter.VAR_KEYWORD:
+                match = re.fullmatch(r"Unpack\[(\w+)(\[.*\])?\]", param.annotation)
+                assert match, f"{func.__qualname__}: **{param.name}: {param.annotation} is not Unpack[TypedDict]"
+                options = getattr(fastcal._typing, match[1])
+                names |= options.__required_keys__ | options.__optional_keys__
+            else:
+                names.add(param.name)
+        found.append((declared.__code__.co_firstlineno, names))
+    return found
+
+
+@pytest.mark.parametrize("name", UNPACKED)
+def test_every_overload_accepts_the_implementations_parameters(name):
+    func = _resolve(name)
+    expected = set(inspect.signature(func).parameters)
+    found = overload_parameters(func)
+    assert len(found) >= 2, name
+    for line, names in found:
+        assert names == expected, (f"{name}, overload at line {line}: missing {expected - names}, "
+                                   f"extra {names - expected}")
+
+
+def test_the_overload_check_can_fail(tmp_path, monkeypatch):
+    source = """
+from __future__ import annotations
+from typing import Literal, Unpack, overload
+from fastcal._typing import CurveOptions
+
+@overload
+def f(y: int, *, flag: Literal[True], **options: Unpack[CurveOptions]) -> int: ...
+@overload
+def f(y: int, *, flag: Literal[False] = False, **options: Unpack[CurveOptions]) -> str: ...
+def f(y, *, flag=False, pos_label=None, n_bins=5, strategy="uniform", sample_weight=None, labels=None, extra=1):
+    return y
+"""
+    (tmp_path / "overloaded_probe.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import overloaded_probe
+
+    found = overload_parameters(overloaded_probe.f)
+    assert len(found) == 2
+    assert all(set(inspect.signature(overloaded_probe.f).parameters) - names == {"extra"} for _, names in found)
+
+
+# ---------------------------------------------------------------------------
 # The hints are true: CONSUMER run with assert_type checking the values
 # ---------------------------------------------------------------------------
 

@@ -1,0 +1,116 @@
+"""The option sets and result types of fastcal's overloaded signatures, kept in one place.
+
+A function whose return type changes with a flag (``return_counts=True``
+adds the counts, ``multiclass="classwise"`` returns one curve a class, a
+given ``ax`` may be a subfigure's) is declared with ``typing.overload``: one
+short declaration a flag value, naming only the flags, and the options they
+share as ``**options: Unpack[...]`` of a ``TypedDict`` defined here, once.
+The implementation keeps its explicit parameters and defaults (what the
+documentation shows); ``tests/test_typing.py`` checks that every overload
+accepts exactly the implementation's parameters, and runs mypy on a user's
+code.
+
+Imported only by type checkers (under ``if TYPE_CHECKING:``): nothing here
+runs when fastcal is imported.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypedDict, TypeVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = [
+    "AUCOptions",
+    "BinOptions",
+    "Counts",
+    "Curve",
+    "CurveOptions",
+    "CurveWithCounts",
+    "ECEOptions",
+    "HistogramOptions",
+    "PyScalar",
+    "ReliabilityOptions",
+]
+
+W = TypeVar("W")
+
+#: A reliability curve: ``(prob_true, prob_pred)``.
+Curve: TypeAlias = tuple[NDArray[np.float64], NDArray[np.float64]]
+#: Its bins' sizes: counts (int64), or total weights (float64) with ``sample_weight``.
+Counts: TypeAlias = NDArray[np.int64] | NDArray[np.float64]
+#: ``(prob_true, prob_pred, counts)``, with ``return_counts=True``.
+CurveWithCounts: TypeAlias = tuple[NDArray[np.float64], NDArray[np.float64], Counts]
+#: A Python or NumPy integer or a Python float: element-wise functions return a ``np.float64`` for it.
+PyScalar: TypeAlias = float | np.integer[Any]
+
+
+class BinOptions(TypedDict, Generic[W], total=False):
+    """The binning options of a reliability curve, in memory and on Dask; ``W`` is the type of the weights."""
+
+    pos_label: float | str | None
+    n_bins: int
+    strategy: Literal["uniform", "quantile"]
+    sample_weight: W
+
+
+class CurveOptions(BinOptions[ArrayLike | None], total=False):
+    """:func:`fastcal.calibration_curve`'s options other than ``return_counts`` and ``multiclass``."""
+
+    labels: ArrayLike | None
+
+
+class ECEOptions(CurveOptions, total=False):
+    """:func:`fastcal.expected_calibration_error`'s options other than ``multiclass``."""
+
+    norm: Literal["l1", "l2", "max"]
+
+
+class AUCOptions(TypedDict, total=False):
+    """:func:`fastcal.roc_auc_score`'s options other than ``average``."""
+
+    sample_weight: ArrayLike | None
+    max_fpr: float | None
+    multi_class: Literal["raise", "ovr", "ovo"]
+    labels: ArrayLike | None
+    pos_label: float | str | None
+
+
+class ReliabilityOptions(TypedDict, total=False):
+    """:func:`fastcal.plot.reliability_diagram`'s options other than ``ax``."""
+
+    method: Literal["binned", "corp", "smooth"]
+    n_bins: int
+    strategy: Literal["uniform", "quantile"]
+    sample_weight: ArrayLike | None
+    pos_label: float | str | None
+    labels: ArrayLike | None
+    n_resamples: int
+    level: float
+    band: Literal["consistency", "confidence"]
+    random_state: int | np.random.Generator | None
+    bandwidth: float | None
+    show_decomposition: bool | None
+    hist_ax: Axes | None
+    show_histogram: bool
+    hist_bins: int
+    hist_log: bool
+    title: str | None
+    figsize: tuple[float, float]
+
+
+class HistogramOptions(TypedDict, total=False):
+    """:func:`fastcal.plot.probability_histogram`'s options other than ``ax``."""
+
+    base_rate: float | None
+    bins: int
+    range: tuple[float, float]
+    sample_weight: ArrayLike | None
+    density: bool
+    log: bool
+    title: str | None
+    figsize: tuple[float, float]

@@ -1,0 +1,183 @@
+"""Platt's logistic model for the Newton driver: the passes over the rows, the objective, the warm start's
+subsample and the parameter checks.
+
+What both fits of this package share (:mod:`fastcal.platt._scaling`, Platt
+scaling; :mod:`fastcal.platt._slope`, the calibration slope and intercept),
+and what :mod:`fastcal.beta` and the engine's drivers
+(:mod:`fastcal._engine.logistic`) use through :mod:`fastcal.platt`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _platt_kernels as _k
+from .._parallel import parallel_for
+from .._params import Integer, Real, check
+
+#: Default stopping tolerance on the Newton decrement per unit weight.
+DEFAULT_TOL = 1e-10
+#: Warm start from a subsample from this many rows on.
+WARM_START_MIN = 1 << 18
+#: The warm-start subsample has 1/_SUBSAMPLE_FACTOR of the rows ...
+_SUBSAMPLE_FACTOR = 16
+#: ... and at most this many (it is solved in memory, also for out-of-core and Dask fits).
+SUBSAMPLE_MAX = 1 << 20
+
+
+def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf=None):
+    """The :data:`fastcal._platt_kernels.N_STATS` sums of :func:`fastcal._platt_kernels.newton_pass` over all rows at (a, b).
+
+    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``buf`` an optional scratch
+    array of shape ``(n_chunks(len(s)), N_STATS)``, reused across iterations.
+    """
+    n = s.shape[0]
+    if buf is None:
+        buf = np.empty((_k.n_chunks(n), _k.N_STATS))
+    tpos, tnpos, tneg, tnneg = targets
+    parallel_for(_k.newton_pass, buf.shape[0], s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                 True if want_loss else None, buf, rows=n)
+    return _k.merge_sums(buf)
+
+
+
+# ---------------------------------------------------------------------------
+# Platt's model for the Newton driver (fastcal._newton), from any source of passes.
+# ---------------------------------------------------------------------------
+
+
+class PlattObjective:
+    r"""Platt's objective F(a, b) in the solver's coordinates, for :func:`fastcal._newton.solve`.
+
+    The solver works in centred and scaled coordinates, z = a' x + b' with
+    x = (s - center) * scale, ``scale`` a power of two chosen so that |x| <= 1;
+    ``xmax`` bounds |x| over the rows of positive weight. The sums come from
+    ``run_pass(center, scale, a', b', targets, want_loss)``: the 6 sums of
+    :func:`_run_newton_pass` over all rows, wherever
+    they are (arrays, file chunks, Dask partitions). ``subsample`` is a
+    callable returning the objective on a subsample, or None.
+    """
+
+    k = 2
+
+    def __init__(self, run_pass, n, center, scale, xmax, targets, total_weight, subsample=None):
+        self.run_pass = run_pass
+        self.n = n
+        self.center = center
+        self.scale = scale
+        self.bounds = (xmax, 1.0)
+        self.targets = targets  # (t+, 1 - t+, t-, 1 - t-)
+        self.total_weight = total_weight
+        self._subsample = subsample
+
+    def stats(self, theta, want_loss=False):
+        """(F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2) at ``theta``; F only if ``want_loss`` (else 0)."""
+        return self.run_pass(self.center, self.scale, theta[0], theta[1], self.targets, want_loss)
+
+    def subsample(self):
+        return None if self._subsample is None else self._subsample()
+
+    def to_internal(self, a, b):
+        """(a, b) of z = a*s + b to the solver's (a', b')."""
+        return a / self.scale, b + a * self.center
+
+    def to_public(self, a, b):
+        """The solver's (a', b') to (a, b) of z = a*s + b."""
+        a_pub = a * self.scale
+        return a_pub, b - a_pub * self.center
+
+
+def subsample_fraction(n):
+    """The share of rows in the warm-start subsample of an n-row fit: 1/16, at most :data:`SUBSAMPLE_MAX` rows."""
+    return min(1.0 / _SUBSAMPLE_FACTOR, SUBSAMPLE_MAX / max(n, 1))
+
+
+def subsample(s, y, w, fraction):
+    """About ``fraction`` of the rows ``(s, y, w)``: evenly spaced contiguous blocks of 64 to 4096 rows.
+
+    Contiguous blocks read memory sequentially; spreading them over the whole
+    input keeps the subsample representative of sorted or clustered data.
+    """
+    n = s.shape[0]
+    m = int(round(n * fraction))
+    if m <= 0:
+        return s[:0], y[:0], None if w is None else w[:0]
+    length = min(4096, max(64, m // 256), n)
+    n_blocks = max(1, m // length)
+    starts = np.linspace(0, n - length, n_blocks).astype(np.int64)
+
+    def take(arr):
+        return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
+
+    return take(s), take(y), take(w)
+
+
+def array_pass(s, y, w):
+    """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls."""
+    buf = np.empty((_k.n_chunks(s.shape[0]), _k.N_STATS))
+
+    def run_pass(center, scale, a, b, targets, want_loss):
+        return _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf)
+
+    return run_pass
+
+
+def array_objective(s, y, w, center, scale, xmax, targets, total_weight, warm_start=True):
+    """:class:`PlattObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
+    n = s.shape[0]
+
+    def sub():
+        if not warm_start or n < WARM_START_MIN:
+            return None
+        s_sub, y_sub, w_sub = subsample(s, y, w, subsample_fraction(n))
+        total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
+        if not total > 0.0:
+            return None
+        return array_objective(s_sub, y_sub, w_sub, center, scale, xmax, targets, total)
+
+    return PlattObjective(array_pass(s, y, w), n, center, scale, xmax, targets, total_weight, sub)
+
+
+def center_and_scale(lo, hi):
+    """Centre (lo + hi) / 2 and a power of two ``scale`` with (hi - lo) / 2 * scale in [0.5, 1)
+    (computed without overflow; the exponent is clamped so that ``scale`` stays finite),
+    and the bound on |x| = |s - centre| * scale for lo <= s <= hi."""
+    center = 0.5 * lo + 0.5 * hi
+    half = 0.5 * hi - 0.5 * lo
+    if not half > 0.0:
+        return center, 1.0, 0.0
+    e = math.frexp(half)[1]
+    scale = math.ldexp(1.0, -min(max(e, -1000), 1024))
+    # s - centre rounds to at most half * (1 + 2**-52) in magnitude.
+    return center, scale, half * scale * (1.0 + 1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Input checks.
+# ---------------------------------------------------------------------------
+
+
+#: What Platt scaling's parameters accept (see :mod:`fastcal._params`).
+PARAMETERS: dict[str, list[Any]] = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True), None]}
+
+
+def check_max_iter(max_iter):
+    """``max_iter`` as an int, or the parameter error."""
+    return check("max_iter", max_iter, PARAMETERS["max_iter"])
+
+
+def check_tol(tol):
+    """``tol`` as a float (``None``: :data:`DEFAULT_TOL`), or the parameter error."""
+    tol = check("tol", tol, PARAMETERS["tol"])
+    return DEFAULT_TOL if tol is None else tol
+
+
+def check_total_weight(wpos, wneg):
+    """The total weight ``wpos + wneg``, or a ``ValueError`` if it is not finite and positive."""
+    total = wpos + wneg
+    if not math.isfinite(total):
+        raise ValueError("sample_weight: the total weight overflows float64.")
+    return total
