@@ -33,6 +33,8 @@ PATHS = {
     "fastcal.IsotonicRegression().fit(p, y, sample_weight=p)": 2,
     # the same, and the validated weights rescaled by the input check
     "fastcal.roc_auc_score(y, p, sample_weight=p)": 3,
+    # those three, shared by the report's AUC and CORP fit, then the slope fit's logits (the sort freed)
+    "fastcal.calibration_report(y, p, sample_weight=p)": 3,
 }
 
 

@@ -604,6 +604,7 @@ def test_weighted_results_do_not_depend_on_the_weight_scale(spark):
             fs.calibration_report(df, "y", "s", weight_col=c)),
         "decomposition": lambda c: fs.score_decomposition(df, "y", "s", weight_col=c).to_dict(),
         "smooth": lambda c: fs.smooth_ece(df, "y", "s", weight_col=c).ece,
+        "corp": lambda c: (lambda r: np.concatenate([r.x, r.y]))(fs.corp_reliability(df, "y", "s", weight_col=c)),
     }
     for name, call in calls.items():
         base = call("w")

@@ -476,7 +476,8 @@ def _dask_segment_report(w):
 #: cover; tests/test_spark.py runs its weighted functions at two exact scales (a Spark job per call: all the scales
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
-    "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report", "ecce",
+    "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
+    "corp_reliability", "ecce",
     "multicalibration_error", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}

@@ -226,7 +226,13 @@ def in_weight_units(value, sample_weight):
     the (validated) ``sample_weight`` again."""
     if sample_weight is None:
         return value
-    return np.ldexp(value, weight_exponent(np.asarray(sample_weight, dtype=np.float64)))
+    return np.ldexp(value, units_exponent(sample_weight))
+
+
+def units_exponent(sample_weight):
+    """The exponent ``e`` of :func:`fastcal._validation.rescale_weights` of the (validated) ``sample_weight``: the
+    rescaled weights times :math:`2^e` are in its units (0 for None)."""
+    return 0 if sample_weight is None else weight_exponent(np.asarray(sample_weight, dtype=np.float64))
 
 
 def _equal(a, b):

@@ -18,7 +18,7 @@ from .._auc import roc_auc
 from .._binning import SLOG, SP, SY, W, brier_terms_from_table, column_mean, curve_from_table, ece_from_table
 from .._results import Result
 from ..decomposition import decompose, shared_sort
-from ._inputs import binned, in_weight_units
+from ._inputs import binned, in_weight_units, units_exponent
 from ._scores import BrierDecomposition
 
 if TYPE_CHECKING:
@@ -203,9 +203,9 @@ def calibration_report(
     auc = roc_auc(y, p, w, by_label=by_label) if both else math.nan
     corp = decompose(y, p, w, ("brier", "log_loss"), by_label=by_label)
     del by_label  # the slope fit's logits would otherwise sit beside the sorted copy: 2x the scores at the peak
-    # The standard errors are those of frequency weights, in the caller's units.
-    slope_fit, missing = slope_intercept_fit(y, p, None if w is None else in_weight_units(w, sample_weight),
-                                             strict=False)
+    # The standard errors are those of frequency weights, in the caller's units: the rescaled weights go with
+    # their exponent (no copy of them in the caller's units).
+    slope_fit, missing = slope_intercept_fit(y, p, w, strict=False, exponent=units_exponent(sample_weight))
     return report_from_parts(table, edges, strategy, int(p.shape[0]), w is not None,
                              lambda v: in_weight_units(v, sample_weight), auc, corp, slope_fit, missing, 3)
 

@@ -170,8 +170,12 @@ def calibration_slope_intercept(
     return slope_intercept_fit(y, p, sample_weight)[0]
 
 
-def slope_intercept_fit(y, p, sample_weight, *, strict=True):
+def slope_intercept_fit(y, p, sample_weight, *, strict=True, exponent=None):
     """:func:`calibration_slope_intercept`, and why the estimate does not exist (None if it does).
+
+    ``exponent``: if given, ``sample_weight`` are validated weights already
+    rescaled by ``2 ** -exponent`` (:func:`fastcal._validation.rescale_weights`),
+    used as they are (a caller that holds them makes no copy in the weights' units).
 
     With ``strict``, raises where the public function does. Otherwise (the
     diagnostics reports, which never raise on valid input) returns the limits:
@@ -184,8 +188,11 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True):
     yv = as_label_array(column_or_1d(y, "y"), "y")
     pv = as_float_array(column_or_1d(p, "p"), "p")
     check_consistent_length(y=yv, p=pv)
-    with np.errstate(over="ignore"):
-        w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
+    if exponent is None:
+        with np.errstate(over="ignore"):
+            w, exponent = rescale_weights(check_sample_weight(sample_weight, pv.shape[0]))
+    else:
+        w = sample_weight
     x, prepared = logit_rows(yv, pv, w)
     return slope_intercept_passes(prepared, x.shape[0], w is not None, exponent, array_pass(x, yv, w),
                                   lambda fraction: subsample(x, yv, w, fraction), strict=strict)
