@@ -1,0 +1,251 @@
+"""Numbering of segment values: groups, categorical features (collapsed past the values kept), numerical features
+(quantile bins), and each row's cell (its value of every feature)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _multicalibration_kernels as _k
+from .._validation import as_float_array, column_or_1d
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+
+#: The value that stands for the collapsed, least frequent values of a categorical feature (MCGrad's).
+OTHER = "__OTHER"
+#: The value that stands for a missing value of a categorical feature (MCGrad's).
+MISSING = "__NA"
+#: Cells per row up to which every combination of feature values gets a cell number, seen or not (see ``cell_numbers``).
+DENSE_CELLS = 4
+
+
+# ---------------------------------------------------------------------------
+# segments
+# ---------------------------------------------------------------------------
+def _factorize(values, name):
+    """``(codes, uniques)``: integer codes of ``values`` into ``uniques``; NaN (floats) and None (objects) are the
+    value ``None`` at the end of ``uniques``."""
+    if values.dtype.kind in "biu":
+        uniques, codes = np.unique(values, return_inverse=True)
+        return codes.reshape(-1), uniques.tolist()
+    if values.dtype.kind == "f":
+        missing = np.isnan(values)
+        uniques, codes = np.unique(np.where(missing, 0.0, values), return_inverse=True)
+        uniques = uniques.tolist()
+        if missing.any():
+            present = np.unique(codes[~missing])
+            index = np.full(len(uniques), -1, dtype=np.int64)
+            index[present] = np.arange(present.size)
+            codes = np.where(missing, present.size, index[codes])
+            uniques = [uniques[i] for i in present] + [None]
+        return codes, uniques
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):  # short strings: their bits as integers
+        as_int = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+        codes, uniques = _factorize(as_int, name)
+        return codes, np.array(uniques, dtype=as_int.dtype).view(values.dtype).tolist()
+    # Anything else: a dict of the values in order of appearance (hashing, no sort), then the missing ones merged.
+    index: dict[Any, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values.tolist()), dtype=np.int64,
+                        count=values.shape[0])
+    uniques = list(index)
+    missing = [_is_missing(u) for u in uniques]
+    if any(missing):
+        keep = [i for i, m in enumerate(missing) if not m]
+        remap = np.full(len(uniques), len(keep), dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        codes = remap[codes]
+        uniques = [uniques[i] for i in keep] + [None]
+    return codes, uniques
+
+
+def _is_missing(value):
+    if value is None:
+        return True
+    try:
+        return bool(value != value)  # NaN
+    except (TypeError, ValueError):  # pandas' NA, whose truth value raises
+        return True
+
+
+def _coded(values, name, p):
+    """``(codes, offset, index, uniques, counts, rank)``: a feature's values as integer codes, ``index[codes - offset]``
+    numbering its ``k`` distinct values ``uniques`` (None: missing), with each value's rows and its rank of first
+    appearance along the rows sorted (stably) by ``p``.
+
+    Integers (and short strings, as the integers of their bits) of a range
+    under 4 per row are their own codes, less their minimum: one pass counts
+    them (:func:`fastcal._multicalibration_kernels.code_stats`), no sort.
+    Other values are numbered by :func:`_factorize` first.
+    """
+    raw = values
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
+        values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+    n = values.shape[0]
+    if values.dtype.kind in "biu" and n:
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 4 * n and hi < 2**63:
+            codes = np.ascontiguousarray(values)
+            counts, first_p, first_row = _k.code_stats(codes, lo, p, hi - lo + 1)
+            present = np.flatnonzero(counts)
+            index = np.zeros(hi - lo + 1, dtype=np.int64)
+            index[present] = np.arange(present.size)
+            if raw.dtype.kind in "US":
+                uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
+            elif raw.dtype.kind == "b":
+                uniques = present.astype(bool).tolist()
+            else:
+                uniques = (present + lo).tolist()
+            return codes, lo, index, uniques, counts[present], _rank(first_p[present], first_row[present])
+    codes, uniques = _factorize(raw, name)
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    counts, first_p, first_row = _k.code_stats(codes, 0, p, len(uniques))
+    return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
+
+
+def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
+    """``(codes, uniques)``: the values of the 1-D array ``values`` numbered ``0..k-1`` (int64), and the ``k``
+    distinct values as Python objects (None for a missing value: NaN, None, pandas' NA).
+
+    The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`): integers and short strings
+    of a small range are counted in one pass, other values numbered by ``np.unique`` or a dict. The order of
+    ``uniques`` is the values' order for numbers and strings, of first appearance for other objects.
+    """
+    values = np.asarray(values)
+    zeros = np.zeros(values.shape[0])
+    codes, offset, index, uniques, _, _ = _coded(values, name, zeros)
+    codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
+    return codes, [None if _is_missing(u) else u for u in uniques]
+
+
+def _rank(first_p, first_row):
+    rank = np.empty(first_p.shape[0], dtype=np.int64)
+    rank[np.lexsort((first_row, first_p))] = np.arange(first_p.shape[0])
+    return rank
+
+
+def categorical_codes(values, name, p, max_values):
+    """``(codes, offset, remap, labels)`` of a categorical feature: ``remap[codes - offset]`` numbers its values in
+    order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept, the others
+    one value."""
+    codes, offset, index, uniques, counts, first = _coded(values, name, p)
+    group, labels, first = collapse_categories(uniques, counts, first, max_values, values.dtype.kind in "biuf")
+    return _by_appearance(codes, offset, group[index], labels, first)
+
+
+def collapse_categories(uniques, counts, first, max_values, numeric):
+    """A categorical feature's values kept: ``(group, labels, first)``.
+
+    ``uniques`` are its distinct values (None: missing), ``counts`` their
+    rows and ``first`` their ranks of first appearance along the sorted
+    predictions. Past ``max_values`` values, the ``max_values - 1`` most
+    frequent are kept (ties: the first to appear) and the others are one
+    value, labelled ``"__OTHER"`` (the least value less 1 if ``numeric``).
+    ``group[j]`` is value ``j``'s kept number, ``labels`` and ``first`` are
+    those of the kept values (missing: ``"__NA"``).
+    """
+    labels = [MISSING if u is None else u for u in uniques]
+    k = len(labels)
+    group = np.arange(k)
+    if k > max_values:
+        by_appearance = np.argsort(first, kind="stable")
+        by_count = by_appearance[np.argsort(-counts[by_appearance], kind="stable")]
+        collapsed = by_count[max_values - 1:]
+        kept = np.sort(by_count[:max_values - 1])
+        finite = [u for u in uniques if u is not None]
+        other = (min(finite) - 1 if finite else -1) if numeric else OTHER
+        group = np.full(k, len(kept), dtype=np.int64)
+        group[kept] = np.arange(len(kept))
+        labels = [labels[i] for i in kept] + [other]
+        first = np.append(first[kept], first[collapsed].min())
+    return group, labels, first
+
+
+def numerical_codes(values, name, p, max_values):
+    """``(codes, offset, remap, labels)`` of a numerical feature: its values if at most ``max_values``, else quantile
+    bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN
+    its own value (``nan``)."""
+    x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
+    if _k.count_distinct(x, max_values) <= max_values:
+        codes, offset, index, uniques, _, first = _coded(x, name, p)
+        labels = [float("nan") if u is None else u for u in uniques]
+        return _by_appearance(codes, offset, index, labels, first)
+    missing = np.isnan(x)
+    present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
+    edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
+    # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
+    bins = _k.bin_numbers(x, edges, edges.size)
+    codes, offset, index, uniques, _, first = _coded(bins, name, p)
+    labels = [float("nan") if u == edges.size else int(u) for u in uniques]
+    return _by_appearance(codes, offset, index, labels, first)
+
+
+def _by_appearance(codes, offset, index, labels, first):
+    """``(codes, offset, remap, labels)``, ``remap`` the value numbers ``index`` renumbered so that value ``j`` is
+    the ``j``-th to appear along the sorted predictions (``first``: each value's rank of appearance)."""
+    rank = np.argsort(first, kind="stable")
+    renumber = np.empty(len(labels), dtype=np.int64)
+    renumber[rank] = np.arange(len(labels))
+    return codes, offset, renumber[index], [labels[i] for i in rank]
+
+
+def feature_columns(segments, n, numerical):
+    """The segment features as ``{name: 1-D array}``: categorical ones first, then numerical ones (MCGrad's order)."""
+    if hasattr(segments, "columns") and hasattr(segments, "__getitem__"):  # a DataFrame, without importing pandas
+        columns = {str(c) if not isinstance(c, str) else c: np.asarray(segments[c]) for c in segments.columns}
+    elif hasattr(segments, "items"):
+        columns = {name: column_or_1d(values, f"segments[{name!r}]", allow_column=False) for name, values in
+                   segments.items()}
+    else:
+        raise TypeError(f"segments must be a mapping of feature names to arrays, or a DataFrame; got "
+                        f"{type(segments).__name__}.")
+    numerical = [numerical] if isinstance(numerical, str) else list(numerical)
+    unknown = [name for name in numerical if name not in columns]
+    if unknown:
+        raise ValueError(f"numerical names {unknown} that are not features of segments ({list(columns)}).")
+    for name, values in columns.items():
+        if values.ndim != 1:
+            raise ValueError(f"segments[{name!r}] must be 1-D, got shape {values.shape}.")
+        if values.shape[0] != n:
+            raise ValueError(f"segments[{name!r}] has {values.shape[0]} rows, expected {n} (one per sample).")
+    categorical = [name for name in columns if name not in numerical]
+    return [(name, columns[name], False) for name in categorical] + [(name, columns[name], True) for name in numerical]
+
+
+def cell_numbers(features, n):
+    """``(cells, digits, counts)``: each row's cell (its combination of values of every feature, numbered
+    ``0..m-1``), each cell's value of each feature (``digits``, ``m`` x features) and its rows.
+
+    Mixed-radix numbers of the values while they stay few (:data:`DENSE_CELLS` per row, per 2^14 rows at least),
+    with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
+    """
+    sizes = [len(labels) for _, _, _, _, labels in features]
+    dense = DENSE_CELLS * max(n, 1 << 14)
+    kind = cell_type(dense)
+    cells = np.zeros(n, dtype=kind)
+    span, compacted = 1, False
+    for (_, codes, offset, remap, _), size in zip(features, sizes):
+        if span * size > dense:
+            uniques, inverse = np.unique(cells, return_inverse=True)
+            cells, span, compacted = inverse.astype(kind).reshape(-1), uniques.size, True
+        _k.add_digit(cells, codes, offset, remap, size)
+        span *= size
+    if not compacted:
+        digits = np.empty((span, len(features)), dtype=np.int64)
+        place = np.arange(span)
+        for f in range(len(features) - 1, -1, -1):
+            place, digits[:, f] = np.divmod(place, sizes[f])
+        return cells, digits, np.bincount(cells, minlength=span)
+    uniques, first, inverse, counts = np.unique(cells, return_index=True, return_inverse=True, return_counts=True)
+    digits = np.empty((uniques.size, len(features)), dtype=np.int64)
+    for f, (_, codes, offset, remap, _) in enumerate(features):
+        digits[:, f] = remap[codes[first].astype(np.int64) - offset]
+    return inverse.astype(kind).reshape(-1), digits, counts
+
+
+def cell_type(most):
+    """The integer type of cell numbers below ``most``: int32 if twice the number still fits (the sort's rows
+    carry ``cell << 1 | label``), halving the memory the passes over the rows read and write; else int64."""
+    return np.int32 if 2 * most <= np.iinfo(np.int32).max else np.int64

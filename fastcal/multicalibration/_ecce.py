@@ -1,0 +1,249 @@
+"""ECCE, its null standard deviation and p-value (Kuiper's distribution), and the aggregate calibration metrics
+(calibration ratio, proportional ECE, normalized entropy); the checks of the segment tools' inputs."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import _multicalibration_kernels as _k
+from .._results import Result
+from .._sort import sort_pairs
+from .._validation import (
+    as_float_array,
+    check_binary_labels,
+    check_consistent_length,
+    check_probability_range,
+    check_sample_weight,
+    column_or_1d,
+)
+from ..metrics import calibration_curve, log_loss
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class ECCEResult(Result):
+    """The ECCE, its standard deviation under calibration, their ratio and the p-value (see :func:`ecce`)."""
+
+    ecce: float
+    std: float
+    ecce_sigma: float
+    pvalue: float
+
+
+# ---------------------------------------------------------------------------
+# Kuiper's distribution
+# ---------------------------------------------------------------------------
+def kuiper_cdf(x: float) -> float:
+    r"""CDF of the range of a standard Brownian motion on [0, 1] (Kuiper's distribution).
+
+    Two series, each used where it converges in a few terms (Feller 1951):
+    for :math:`x < 2`
+
+    .. math:: F(x) = \sum_{k \ge 0} \Big(\frac{8}{x^2} + \frac{2}{(k + \frac12)^2 \pi^2}\Big)
+              e^{-2 (k + \frac12)^2 \pi^2 / x^2},
+
+    and for :math:`x \ge 2` the survival function
+    :math:`1 - F(x) = 8 \sum_{k \ge 1} (-1)^{k-1} k\, Q(kx)`, :math:`Q` the
+    standard normal upper tail, so :func:`kuiper_sf` keeps its relative
+    accuracy far in the tail.
+
+    Examples
+    --------
+    >>> from fastcal.multicalibration import kuiper_cdf
+    >>> round(kuiper_cdf(2.0), 6)
+    0.818506
+    """
+    return float(_k.kuiper_cdf(float(x)))
+
+
+def kuiper_sf(x: float) -> float:
+    """``1 - kuiper_cdf(x)``, accurate to rounding relative to itself (see :func:`kuiper_cdf`)."""
+    return float(_k.kuiper_sf(float(x)))
+
+
+# ---------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------
+def check_inputs(y_true, y_prob, sample_weight):
+    """Validated ``(y, p, w)``: 0/1 labels, probabilities (float32/float64), weights (rescaled) or None."""
+    y_arr = column_or_1d(y_true, "y_true")
+    p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
+    check_consistent_length(y_true=y_arr, y_prob=p)
+    check_probability_range(p, "y_prob")
+    y = check_binary_labels(y_arr, "y_true")
+    return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=True)
+
+
+def check_int(value, name, minimum, *, allow_none=False):
+    """``value`` as an int of at least ``minimum`` (None if ``allow_none``), else the TypeError/ValueError naming
+    ``name``: the integer parameters' check of this module and of its engine drivers."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {value!r}.")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}.")
+    return int(value)
+
+
+def sigma_of(ecce_value, std):
+    """``ecce / std``, with MCGrad's rule for ``std == 0``: inf if the ECCE is not 0, else 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(std > 0, ecce_value / np.where(std > 0, std, 1.0), np.where(ecce_value != 0, np.inf, 0.0))
+
+
+# ---------------------------------------------------------------------------
+# ECCE and the aggregate metrics
+# ---------------------------------------------------------------------------
+def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | None = None) -> ECCEResult:
+    r"""Estimated cumulative calibration error (ECCE, the Kuiper range of cumulative differences) and its p-value.
+
+    With rows sorted by ``y_prob`` and :math:`D_k = \sum_{i \le k} w_i (y_i - p_i) / W`
+    (:math:`D_0 = 0`; all rows of one prediction are one step):
+    :math:`\mathrm{ECCE} = \max_k D_k - \min_k D_k`,
+    :math:`\sigma = \sqrt{\sum_i w_i^2 p_i (1 - p_i)} / W` (the standard
+    deviation of :math:`D_n` if the labels are Bernoulli(:math:`p_i`)),
+    ``ecce_sigma`` :math:`= \mathrm{ECCE}/\sigma` (inf if :math:`\sigma = 0 <
+    \mathrm{ECCE}`, 0 if both are 0) and ``pvalue`` :math:`= 1 - F(\mathrm{ECCE}/\sigma)`,
+    :math:`F` Kuiper's distribution (:func:`kuiper_cdf`).
+
+    One sort (fastcal's radix sort, the terms carried with the scores) and one pass; sums in float64 for
+    float32 and float64 input. Unlike MCGrad's ``ecce``, tied predictions
+    are pooled, so the result does not depend on the order of the rows; on
+    untied predictions the two agree.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Labels in {0, 1}.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities in [0, 1].
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights (scaling them all by a constant changes nothing).
+
+    Returns
+    -------
+    ECCEResult
+        ``ecce``, ``std`` (:math:`\sigma`), ``ecce_sigma`` and ``pvalue``.
+
+    References
+    ----------
+    Arrieta-Ibarra, I., Gujral, P., Tannen, J., Tygert, M. and Xu, C. (2022).
+    Metrics of calibration for probabilistic predictions. JMLR 23(351).
+
+    Examples
+    --------
+    >>> from fastcal import ecce
+    >>> ecce([1, 1, 0, 0], [0.5] * 4).ecce
+    0.0
+    >>> r = ecce([0, 0, 1, 1], [0.1, 0.4, 0.6, 0.9])
+    >>> round(r.ecce, 6), round(r.std, 6)
+    (0.125, 0.203101)
+    """
+    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    # One segment: the terms w (y - p) travel with their scores through the sort (no gather after it).
+    p64 = p.astype(np.float64)
+    w64 = np.ones_like(p64) if w is None else w.astype(np.float64)
+    terms = w64 * (np.not_equal(y, 0) - p64)
+    total = float(w64.sum())
+    ps, rs = sort_pairs(p, terms)
+    lo, hi = _k.tied_range(ps, rs)
+    value = (hi - lo) / total
+    std = math.sqrt(float(np.dot(w64 * w64, p64 * (1.0 - p64)))) / total
+    return ecce_result(value, std)
+
+
+def ecce_result(value, std):
+    """The :class:`ECCEResult` of an ECCE ``value`` and its null standard deviation ``std`` (floats)."""
+    sigma = float(sigma_of(np.array([value]), np.array([std]))[0])
+    return ECCEResult(ecce=value, std=std, ecce_sigma=sigma, pvalue=kuiper_sf(sigma))
+
+
+def calibration_ratio(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | None = None,
+                      adjust_unjoined: bool = False) -> float:
+    r"""Predicted over observed positives: :math:`\sum_i w_i p_i / \sum_i w_i y_i` (1 when calibrated in aggregate).
+
+    With ``adjust_unjoined`` the data are "unjoined" (MCGrad's term): every
+    instance has a row labelled 0, and a positive one a second row labelled 1
+    with the same prediction; only the predictions of the rows labelled 0
+    are summed, :math:`\sum_i w_i (1 - y_i) p_i / \sum_i w_i y_i`.
+    Sums in float64. ``ValueError`` if no row of positive weight is labelled 1.
+
+    Examples
+    --------
+    >>> from fastcal import calibration_ratio
+    >>> calibration_ratio([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.3])
+    1.0
+    """
+    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    yf = y.astype(np.float64)
+    pf = p.astype(np.float64)
+    wf = np.ones_like(pf) if w is None else w.astype(np.float64)
+    positives = float(np.dot(wf, yf))
+    if not positives > 0:
+        raise ValueError("y_true has no positive label of positive weight: the calibration ratio is undefined.")
+    predicted = float(np.dot(wf * (1.0 - yf), pf)) if adjust_unjoined else float(np.dot(wf, pf))
+    return predicted / positives
+
+
+def proportional_ece(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 40,
+                     sample_weight: ArrayLike | None = None) -> float:
+    r"""Proportional expected calibration error: the binned ECE with each bin's gap relative to its mean prediction.
+
+    With the uniform bins of :func:`fastcal.calibration_curve` (bin weight
+    :math:`W_k`, mean label :math:`\bar o_k`, mean prediction :math:`\bar p_k`):
+    :math:`\sum_k \frac{W_k}{W} \frac{|\bar o_k - \bar p_k|}{\bar p_k}` over the non-empty bins.
+    MCGrad's ``proportional_expected_calibration_error`` (40 bins by default);
+    its bins are closed on the left, these on the right, which differs only
+    for predictions exactly on a bin edge. ``ValueError`` if a non-empty bin
+    has mean prediction 0.
+
+    Examples
+    --------
+    >>> from fastcal import proportional_ece
+    >>> round(proportional_ece([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.4], n_bins=2), 6)  # 0.5 * 0.3 / 0.3 + 0.5 * 0.25 / 0.75
+    0.666667
+    """
+    prob_true, prob_pred, weights = calibration_curve(y_true, y_prob, n_bins=n_bins, sample_weight=sample_weight,
+                                                      return_counts=True)
+    if np.any(prob_pred == 0):
+        raise ValueError("y_prob has a bin whose mean prediction is 0: its proportional error is undefined.")
+    mass = np.asarray(weights, dtype=np.float64)
+    return float(np.sum(mass / mass.sum() * np.abs(prob_true - prob_pred) / prob_pred))
+
+
+def normalized_entropy(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:
+    r"""Normalized entropy: the log loss over that of always predicting the base rate.
+
+    :math:`\mathrm{NE} = \mathrm{LL}(y, p) / H(\pi)`, with
+    :math:`\pi = \sum_i w_i y_i / W` and
+    :math:`H(\pi) = -\pi \log \pi - (1 - \pi) \log (1 - \pi)` (the log loss
+    of the constant prediction :math:`\pi`), ``LL`` :func:`fastcal.log_loss`
+    (scikit-learn's clipping). Below 1, the predictions beat the base rate.
+    MCGrad's ``normalized_entropy`` rounds :math:`\pi` to float32 first;
+    here :math:`\pi` is float64. ``ValueError`` if all labels are one class.
+
+    References
+    ----------
+    He, X. et al. (2014). Practical lessons from predicting clicks on ads at Facebook. ADKDD.
+
+    Examples
+    --------
+    >>> from fastcal import normalized_entropy
+    >>> round(normalized_entropy([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.4]), 6)
+    0.473849
+    """
+    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    wf = np.ones(p.shape[0]) if w is None else w.astype(np.float64)
+    rate = float(np.dot(wf, y.astype(np.float64)) / wf.sum())
+    if not 0 < rate < 1:
+        raise ValueError("y_true holds one class only: the normalized entropy is undefined.")
+    baseline = -(rate * math.log(rate) + (1 - rate) * math.log1p(-rate))
+    return log_loss(y, p, sample_weight=w) / baseline

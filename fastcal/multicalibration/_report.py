@@ -1,0 +1,161 @@
+"""The report by segment: one row of calibration and discrimination metrics per group, in one pass."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import _multicalibration_kernels as _k
+from .._parallel import parallel_for
+from .._results import Result
+from .._sort import argsort
+from .._validation import (
+    as_float_array,
+    check_binary_labels,
+    check_consistent_length,
+    check_probability_range,
+    check_sample_weight,
+    column_or_1d,
+    rescale_weights,
+)
+from ._coding import group_codes
+from ._ecce import check_int, sigma_of
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+
+# ---------------------------------------------------------------------------
+# the report by segment
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False, repr=False)
+class SegmentReport(Result):
+    """One row of calibration diagnostics per group (see :func:`segment_report`); ``to_pandas()`` gives a DataFrame."""
+
+    groups: list[Any]
+    n: NDArray[np.int64]
+    weight_sum: NDArray[np.float64]
+    base_rate: NDArray[np.float64]
+    mean_prediction: NDArray[np.float64]
+    calibration_ratio: NDArray[np.float64]
+    ece: NDArray[np.float64]
+    ecce: NDArray[np.float64]
+    ecce_sigma: NDArray[np.float64]
+    pvalue: NDArray[np.float64]
+    brier: NDArray[np.float64]
+    log_loss: NDArray[np.float64]
+    auc: NDArray[np.float64]
+
+    def to_pandas(self) -> Any:
+        """The report as a pandas DataFrame, one row per group (needs pandas)."""
+        import pandas as pd
+
+        columns = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "groups"}
+        return pd.DataFrame({"group": pd.Series(self.groups, dtype=object), **columns})
+
+    def __str__(self) -> str:
+        names = ("n", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce_sigma", "pvalue", "auc")
+        head = f"{'group':>16}" + "".join(f"{name[:10]:>11}" for name in names)
+        lines = [head]
+        for i, g in enumerate(self.groups):
+            cells = "".join(f"{int(getattr(self, name)[i]):>11d}" if name == "n" else f"{getattr(self, name)[i]:>11.4g}"
+                            for name in names)
+            lines.append(f"{str(g)[:16]:>16}{cells}")
+        return "\n".join(lines)
+
+
+def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
+                   sample_weight: ArrayLike | None = None, n_bins: int = 10) -> SegmentReport:
+    r"""Calibration diagnostics of each group of rows, in one pass: one row per group.
+
+    For the rows of each group (weights :math:`w`, default 1, :math:`W = \sum w`):
+    ``n``, ``weight_sum`` :math:`W`, ``base_rate`` :math:`\sum w y / W`,
+    ``mean_prediction`` :math:`\sum w p / W`, ``calibration_ratio``
+    :math:`\sum w p / \sum w y` (:func:`calibration_ratio`; NaN without a
+    positive), ``ece`` (:func:`fastcal.expected_calibration_error` with
+    ``n_bins`` uniform bins), ``ecce``, ``ecce_sigma`` and ``pvalue``
+    (:func:`ecce`), ``brier`` (:func:`fastcal.brier_score_loss`),
+    ``log_loss`` (:func:`fastcal.log_loss`, scikit-learn's clipping) and ``auc``
+    (:func:`fastcal.roc_auc_score`, ties counting half; NaN unless both
+    classes are present). Each equals the single metric on the group's rows,
+    up to the order of the float64 sums.
+
+    One stable sort of the predictions, one counting sort of the groups (the
+    rows of each group then follow in order of prediction), one gather, and
+    one pass over the groups (:func:`fastcal._multicalibration_kernels.group_report`),
+    in tasks of groups cut by the number of groups and rows alone: the same
+    at any thread count.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Labels in {0, 1}.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities in [0, 1].
+    groups : array-like of shape (n_samples,)
+        The group of each row: any hashable values (ints, strings, a pandas
+        categorical; NaN and None are one group).
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights.
+    n_bins : int, default=10
+        Uniform bins of the ECE.
+
+    Returns
+    -------
+    SegmentReport
+        ``groups`` (in the order of :func:`group_codes`) and one array per column.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from fastcal import segment_report
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.uniform(0.1, 0.9, 10_000)
+    >>> country = rng.choice(["fr", "de"], 10_000)
+    >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)
+    >>> r = segment_report(y, p, country)
+    >>> r.groups, r.pvalue < 1e-6
+    (['de', 'fr'], array([False,  True]))
+    """
+    y_arr = column_or_1d(y_true, "y_true")
+    p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
+    g = column_or_1d(groups, "groups")
+    check_consistent_length(y_true=y_arr, y_prob=p, groups=g)
+    check_probability_range(p, "y_prob")
+    y = check_binary_labels(y_arr, "y_true")
+    w = check_sample_weight(sample_weight, p.shape[0])
+    n_bins = check_int(n_bins, "n_bins", 1)
+    codes, uniques = group_codes(g, "groups")
+    k = len(uniques)
+    order = argsort(p)
+    perm, starts = _k.counting_order(np.take(codes, order), k)
+    rows = np.take(order, perm)
+    del order, perm
+    ps, ys = np.take(p, rows), np.take(y, rows)
+    # weights times a power of two (rescale_weights): the same bits at any scale of sample_weight
+    ws, exponent = (np.empty(0), 0) if w is None else rescale_weights(np.take(w, rows))
+    del rows
+    dt = p.dtype.type
+    clip_lo = dt(np.finfo(p.dtype).eps)
+    out = np.empty((k, _k.G_COLUMNS))
+    parallel_for(_k.group_report, k, ps, ys, ws, starts, np.linspace(0.0, 1.0, n_bins + 1), dt(1), clip_lo,
+                 dt(1) - clip_lo, out, rows=p.shape[0])
+    total = out[:, _k.G_W]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ecce_value = (out[:, _k.G_HI] - out[:, _k.G_LO]) / total
+        std = np.sqrt(out[:, _k.G_VAR]) / total
+        positives = out[:, _k.G_SY]
+        both = (out[:, _k.G_WPOS] > 0) & (out[:, _k.G_WNEG] > 0)
+        sigma = sigma_of(ecce_value, std)
+        return SegmentReport(
+            groups=uniques, n=out[:, _k.G_N].astype(np.int64), weight_sum=np.ldexp(total, exponent),
+            base_rate=positives / total,
+            mean_prediction=out[:, _k.G_SP] / total,
+            calibration_ratio=np.where(positives > 0, out[:, _k.G_SP] / np.where(positives > 0, positives, 1), np.nan),
+            ece=out[:, _k.G_ECE] / total, ecce=ecce_value, ecce_sigma=sigma, pvalue=_k.kuiper_sf_many(sigma),
+            brier=out[:, _k.G_BRIER] / total, log_loss=out[:, _k.G_LOG] / total,
+            auc=np.where(both, out[:, _k.G_U] / (out[:, _k.G_WPOS] * out[:, _k.G_WNEG]), np.nan),
+        )
