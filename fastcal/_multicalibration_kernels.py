@@ -45,7 +45,8 @@ def score_range(v, x0, scale, cell_range):
     """The score range of ``v`` under the map of :func:`fastcal._sort.range_map`: ``cell_range`` of the cell
     ``(v - x0) * scale``, clipped to the cells. Non-decreasing in ``v``: equal scores share their range, and every
     score of a range is below every score of the next."""
-    c = min(max((np.float64(v) - x0) * scale, 0.0), np.float64(cell_range.shape[0] - 1))
+    c = (np.float64(v) - x0) * scale
+    c = min(c if c > 0.0 else 0.0, np.float64(cell_range.shape[0] - 1))  # NaN (an infinite v, scale 0): cell 0
     return cell_range[np.int64(c)]
 
 

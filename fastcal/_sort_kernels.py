@@ -173,7 +173,8 @@ def range_of_score(v, x0, scale, cell_range):
     equal scores share their range. Branch-free (a search among range bounds
     mispredicted its branches: 30 ns a row against 4).
     """
-    c = min(max((np.float64(v) - x0) * scale, 0.0), np.float64(cell_range.shape[0] - 1))
+    c = (np.float64(v) - x0) * scale
+    c = min(c if c > 0.0 else 0.0, np.float64(cell_range.shape[0] - 1))  # NaN (an infinite v, scale 0): cell 0
     return cell_range[np.int64(c)]
 
 

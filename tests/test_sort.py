@@ -157,3 +157,32 @@ def test_weighted_auc_on_radix_sort_same_bits_as_stable_argsort(x):
     u, wp, wn = auc_sweep(x, y, w)
     for got in serial_and_parallel(roc_auc, y, x, w):
         assert got == float(u / (wp * wn))
+
+
+def test_range_of_an_infinite_score_is_in_bounds():
+    # One range (scale 0): an infinite score times 0 is NaN, which must land in a cell, not index past the table.
+    from fastcal import _multicalibration_kernels, _sort_kernels
+
+    for kernel in (_sort_kernels.range_of_score, _multicalibration_kernels.score_range):
+        one = np.array([7], dtype=np.int64)
+        assert [kernel(v, 0.0, 0.0, one) for v in (np.inf, -np.inf, 0.5)] == [7, 7, 7]
+        cells = np.array([3, 4, 5], dtype=np.int64)
+        assert [kernel(v, 0.0, 1.0, cells) for v in (-np.inf, 0.5, 1.5, np.inf)] == [3, 3, 4, 5]
+
+
+@pytest.mark.parametrize("n", [50, 3 * (1 << 17) + 5])
+def test_auc_of_infinite_scores_equals_the_sweep(n):
+    from fastcal._auc import roc_auc
+
+    from .naive_metrics import auc_sweep
+
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.05] = np.inf
+    x[rng.random(n) < 0.05] = -np.inf
+    y = (rng.random(n) < 0.4).astype(np.uint8)
+    w = rng.uniform(0.1, 2.0, n)
+    u, wp, wn = auc_sweep(x, y, w)
+    assert roc_auc(y, x, w) == float(u / (wp * wn))
+    u, wp, wn = auc_sweep(x, y, np.ones(n))
+    assert roc_auc(y, x, None) == pytest.approx(float(u / (wp * wn)), rel=1e-15)
