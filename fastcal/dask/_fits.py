@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 from .._engine import binned as _binned
 from .._engine import isotonic as _isotonic
 from .._engine import logistic as _logistic
-from ._rows import aligned_columns, driver_args, metric_columns
+from ._rows import call_driver, metric
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..histogram import HistogramBinning
     from ..isotonic import IsotonicParams, IsotonicRegression
     from ..platt import PlattScaling
-    from ._rows import Data
+    from .._typing import DaskData, DaskWeights
 
 # ---------------------------------------------------------------------------
 # Isotonic regression.
@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 
 def fit_isotonic(
-    scores: Data,
-    y: Data,
-    sample_weight: Data | float | None = None,
+    scores: DaskData,
+    y: DaskData,
+    sample_weight: DaskWeights = None,
     *,
     n_partitions: int | None = None,
     **params: Unpack[IsotonicParams],
@@ -86,8 +86,7 @@ def fit_isotonic(
     >>> bool(np.array_equal(iso.X_thresholds_, ref.X_thresholds_))
     True
     """
-    cols = aligned_columns(scores, y, sample_weight, "X")
-    return _isotonic.fit_isotonic(**driver_args(cols), n_partitions=n_partitions, **params)
+    return call_driver(_isotonic.fit_isotonic, scores, y, sample_weight, "X", "y", n_partitions=n_partitions, **params)
 
 
 # ---------------------------------------------------------------------------
@@ -96,9 +95,9 @@ def fit_isotonic(
 
 
 def fit_platt(
-    scores: Data,
-    y: Data,
-    sample_weight: Data | float | None = None,
+    scores: DaskData,
+    y: DaskData,
+    sample_weight: DaskWeights = None,
     *,
     max_iter: int = 100,
     tol: float | None = None,
@@ -132,14 +131,13 @@ def fit_platt(
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    cols = aligned_columns(scores, y, sample_weight, "scores")
-    return _logistic.fit_platt(**driver_args(cols), max_iter=max_iter, tol=tol)
+    return call_driver(_logistic.fit_platt, scores, y, sample_weight, "scores", "y", max_iter=max_iter, tol=tol)
 
 
 def fit_beta(
-    p: Data,
-    y: Data,
-    sample_weight: Data | float | None = None,
+    p: DaskData,
+    y: DaskData,
+    sample_weight: DaskWeights = None,
     *,
     parameters: Literal["abm", "ab", "am"] = "abm",
     max_iter: int = 100,
@@ -153,13 +151,14 @@ def fit_beta(
     and 3x3 Hessian sums added on the client in chunk order (and, for "abm"
     with a negative a or b, the rounds of the refit).
     """
-    cols = aligned_columns(p, y, sample_weight, "p")
-    return _logistic.fit_beta(**driver_args(cols), parameters=parameters, max_iter=max_iter, tol=tol)
+    return call_driver(_logistic.fit_beta, p, y, sample_weight, "p", "y", parameters=parameters, max_iter=max_iter,
+                       tol=tol)
+
 
 def fit_histogram(
-    p: Data,
-    y: Data,
-    sample_weight: Data | float | None = None,
+    p: DaskData,
+    y: DaskData,
+    sample_weight: DaskWeights = None,
     *,
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
@@ -174,4 +173,4 @@ def fit_histogram(
     {-1, 1}), whose checks (and messages, naming ``y_prob`` and ``y_true``)
     it shares.
     """
-    return _binned.fit_histogram(**driver_args(metric_columns(y, p, sample_weight)), n_bins=n_bins, strategy=strategy)
+    return metric(_binned.fit_histogram, y, p, sample_weight, n_bins=n_bins, strategy=strategy)

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, overload
 
-import dask
 import numpy as np
 
 from .._engine import binned as _binned
 from .._engine import decomposition as _decomposition
-from ._rows import aligned_columns, driver_args, is_dataframe, matrix_rows, metric_columns
+from ._rows import binary_only, call_driver, is_class_matrix, matrix_rows, metric
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import ArrayLike
 
-    from .._typing import BinOptions, Curve, CurveWithCounts
+    from .._typing import Curve, CurveWithCounts, DaskBinOptions, DaskData, DaskWeights
     from ..decomposition import ScoreDecomposition
     from ..metrics import BrierDecomposition, CalibrationReport
     from ..smooth import SmoothECEResult
-    from ._rows import Data
 
 # ---------------------------------------------------------------------------
 # Diagnostics: fastcal.metrics' binning engine (fastcal._binning) on every chunk, results merged in chunk order.
@@ -28,25 +26,24 @@ if TYPE_CHECKING:
 
 
 @overload
-def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: Literal[False] = False,
-                      **options: Unpack[BinOptions[Data | float | None]]) -> Curve: ...
+def calibration_curve(y_true: DaskData, y_prob: DaskData, *, return_counts: Literal[False] = False,
+                      **options: Unpack[DaskBinOptions]) -> Curve: ...
 @overload
-def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: Literal[True],
-                      **options: Unpack[BinOptions[Data | float | None]]) -> CurveWithCounts: ...
+def calibration_curve(y_true: DaskData, y_prob: DaskData, *, return_counts: Literal[True],
+                      **options: Unpack[DaskBinOptions]) -> CurveWithCounts: ...
 @overload
-def calibration_curve(y_true: Data, y_prob: Data, *, return_counts: bool = False,
-                      **options: Unpack[BinOptions[Data | float | None]]) -> Curve | CurveWithCounts: ...
+def calibration_curve(y_true: DaskData, y_prob: DaskData, *, return_counts: bool = False,
+                      **options: Unpack[DaskBinOptions]) -> Curve | CurveWithCounts: ...
 def calibration_curve(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
     pos_label: float | str | None = None,
     n_bins: int = 5,
     strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     return_counts: bool = False,
-) -> (tuple[NDArray[np.float64], NDArray[np.float64]]
-      | tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]):
+) -> Curve | CurveWithCounts:
     """:func:`fastcal.calibration_curve` of Dask data: per-chunk bin sums, added on the client.
 
     Same arguments, bins and results as the in-memory function. ``"quantile"``
@@ -54,24 +51,15 @@ def calibration_curve(
     rounds select the order statistics (a histogram of 2^15 buckets, then
     the values of the few buckets that hold them).
     """
-    return _binned.calibration_curve(**driver_args(metric_columns(y_true, y_prob, sample_weight)), pos_label=pos_label,
-                n_bins=n_bins, strategy=strategy, return_counts=return_counts)
+    return metric(_binned.calibration_curve, y_true, y_prob, sample_weight, pos_label=pos_label, n_bins=n_bins,
+                  strategy=strategy, return_counts=return_counts)
 
-
-def _is_class_matrix(y_prob):
-    """Whether ``y_prob`` is an (n, k >= 2) matrix of class probabilities (a Dask DataFrame of k >= 2 columns too)."""
-    if is_dataframe(y_prob):
-        return len(y_prob.columns) >= 2
-    shape = getattr(y_prob, "shape", None)
-    if shape is None and not dask.is_dask_collection(y_prob):
-        shape = np.shape(y_prob)
-    return shape is not None and len(shape) == 2 and shape[1] != 1
 
 def brier_score_loss(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     pos_label: float | str | None = None,
     labels: ArrayLike | None = None,
 ) -> float:
@@ -82,18 +70,18 @@ def brier_score_loss(
     one column per class, the classes of ``y_true`` or ``labels`` in sorted
     order, as in memory (halved for k = 2, scikit-learn's "auto").
     """
-    if _is_class_matrix(y_prob):
+    if is_class_matrix(y_prob):
         rows, k = matrix_rows(y_true, y_prob, sample_weight)
         return _binned.brier_score_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, labels=labels,
                                         n_classes=k)
-    return _binned.brier_score_loss(**driver_args(metric_columns(y_true, y_prob, sample_weight)), pos_label=pos_label)
+    return metric(_binned.brier_score_loss, y_true, y_prob, sample_weight, pos_label=pos_label)
 
 
 def log_loss(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     pos_label: float | str | None = None,
     normalize: bool = True,
     labels: ArrayLike | None = None,
@@ -106,66 +94,53 @@ def log_loss(
     of k columns): one column per class, the classes of ``y_true`` or
     ``labels`` in sorted order, as in memory.
     """
-    if _is_class_matrix(y_prob):
+    if is_class_matrix(y_prob):
         rows, k = matrix_rows(y_true, y_prob, sample_weight)
         return _binned.log_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, normalize=normalize,
                                 labels=labels, n_classes=k)
-    return _binned.log_loss(**driver_args(metric_columns(y_true, y_prob, sample_weight)), pos_label=pos_label,
-                            normalize=normalize)
+    return metric(_binned.log_loss, y_true, y_prob, sample_weight, pos_label=pos_label, normalize=normalize)
 
 
 def expected_calibration_error(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
     n_bins: int = 15,
     strategy: Literal["uniform", "quantile"] = "uniform",
     norm: Literal["l1", "l2", "max"] = "l1",
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     pos_label: float | str | None = None,
 ) -> float:
     """:func:`fastcal.expected_calibration_error` of Dask data (per-chunk bin sums)."""
-    return _binned.expected_calibration_error(**driver_args(metric_columns(y_true, y_prob, sample_weight)), n_bins=n_bins,
-                                              strategy=strategy, norm=norm, pos_label=pos_label)
+    return metric(_binned.expected_calibration_error, y_true, y_prob, sample_weight, n_bins=n_bins, strategy=strategy,
+                  norm=norm, pos_label=pos_label)
 
 
 def smooth_ece(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
     bandwidth: float | None = None,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
 ) -> SmoothECEResult:
     """:func:`fastcal.smooth_ece` of Dask data: each chunk's sums binned onto the grid, added on the client in chunk
     order, then smoothed as in memory (the same grid, kernel and fixed point; equal up to the order of the sums).
     Binary only; labels {0, 1} or {-1, 1}."""
-    _binary_only("smooth_ece", y_prob)
-    return _binned.smooth_ece(**driver_args(metric_columns(y_true, y_prob, sample_weight)), bandwidth=bandwidth)
+    return metric(_binned.smooth_ece, y_true, y_prob, sample_weight, binary=True, bandwidth=bandwidth)
 
 
 def brier_decomposition(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     pos_label: float | str | None = None,
 ) -> BrierDecomposition:
     """:func:`fastcal.brier_decomposition` of Dask data (per-chunk bin sums and moments)."""
-    return _binned.brier_decomposition(**driver_args(metric_columns(y_true, y_prob, sample_weight)), n_bins=n_bins,
-                                       strategy=strategy, pos_label=pos_label)
-
-
-def _binary_only(func, y_prob):
-    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: ``func`` is binary only on Dask."""
-    shape = getattr(y_prob, "shape", None)
-    if shape is None and not dask.is_dask_collection(y_prob):
-        shape = np.shape(y_prob)
-    if shape is not None and len(shape) == 2 and shape[1] != 1:
-        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
-                         f"class, got shape {shape}; for an (n, k) matrix of class probabilities use fastcal.{func} "
-                         "in memory.")
+    return metric(_binned.brier_decomposition, y_true, y_prob, sample_weight, n_bins=n_bins, strategy=strategy,
+                  pos_label=pos_label)
 
 
 # ---------------------------------------------------------------------------
@@ -174,11 +149,11 @@ def _binary_only(func, y_prob):
 
 
 def score_decomposition(
-    y: Data,
-    p: Data,
+    y: DaskData,
+    p: DaskData,
     *,
     scoring: Literal["brier", "log_loss"] = "brier",
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
 ) -> ScoreDecomposition:
     """:func:`fastcal.score_decomposition` of binary Dask data, through the exact distributed isotonic fit.
 
@@ -189,8 +164,7 @@ def score_decomposition(
     fit's predictions, merged in chunk order. Equal to the in-memory result
     to ~1e-15 (sums in another order). Binary only: ``p`` is 1-D.
     """
-    _binary_only("score_decomposition", p)
-    return _decomposition.score_decomposition(**driver_args(metric_columns(y, p, sample_weight)), scoring=scoring)
+    return metric(_decomposition.score_decomposition, y, p, sample_weight, binary=True, scoring=scoring)
 
 
 # ---------------------------------------------------------------------------
@@ -199,10 +173,10 @@ def score_decomposition(
 
 
 def roc_auc_score(
-    y_true: Data,
-    y_score: Data,
+    y_true: DaskData,
+    y_score: DaskData,
     *,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     pos_label: float | str | None = None,
     n_partitions: int | None = None,
 ) -> float:
@@ -216,17 +190,16 @@ def roc_auc_score(
     (``y_score`` 1-D); ``n_partitions`` score ranges (the result does not
     depend on it).
     """
-    _binary_only("roc_auc_score", y_score)
-    return _decomposition.roc_auc_score(**driver_args(aligned_columns(y_score, y_true, sample_weight, "y_score",
-                                                         y_name="y_true")),
-                                        pos_label=pos_label, n_partitions=n_partitions)
+    binary_only("roc_auc_score", y_score)
+    return call_driver(_decomposition.roc_auc_score, y_score, y_true, sample_weight, "y_score", "y_true",
+                       pos_label=pos_label, n_partitions=n_partitions)
 
 
 def calibration_report(
-    y_true: Data,
-    y_prob: Data,
+    y_true: DaskData,
+    y_prob: DaskData,
     *,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | str | None = None,
@@ -239,6 +212,5 @@ def calibration_report(
     (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
     report, sums to their rounding and the slope to the solver's tolerance.
     """
-    _binary_only("calibration_report", y_prob)
-    return _decomposition.calibration_report(**driver_args(metric_columns(y_true, y_prob, sample_weight)), n_bins=n_bins,
-                                             strategy=strategy, pos_label=pos_label)
+    return metric(_decomposition.calibration_report, y_true, y_prob, sample_weight, binary=True, n_bins=n_bins,
+                  strategy=strategy, pos_label=pos_label)

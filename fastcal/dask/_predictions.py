@@ -11,10 +11,19 @@ from .._errors import not_fitted
 from ._rows import as_dask_1d, as_series, dtype_of, is_series
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     import dask.dataframe as dd
     from numpy.typing import ArrayLike
 
-    from ._rows import Data, OneD
+    from .._typing import DaskArrayInput, DaskData, DaskSeriesInput
+    from ..beta import BetaCalibration
+    from ..histogram import HistogramBinning
+    from ..isotonic import IsotonicRegression
+    from ..platt import PlattScaling
+
+    #: The fitted 1-D calibrators :func:`predict` applies.
+    OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
 
 # ---------------------------------------------------------------------------
 # Predictions and prior corrections: lazy map_blocks of the Numba kernels.
@@ -42,10 +51,10 @@ def _prediction_dtype(estimator, dtype):
 
 
 @overload
-def predict(estimator: OneD, scores: dd.Series | dd.DataFrame) -> dd.Series: ...
+def predict(estimator: OneD, scores: DaskSeriesInput) -> dd.Series: ...
 @overload
-def predict(estimator: OneD, scores: da.Array | ArrayLike) -> da.Array: ...
-def predict(estimator: OneD, scores: Data) -> da.Array | dd.Series:
+def predict(estimator: OneD, scores: DaskArrayInput) -> da.Array: ...
+def predict(estimator: OneD, scores: DaskData) -> da.Array | dd.Series:
     """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
     ``BetaCalibration``, ``HistogramBinning``) on Dask data.
 
@@ -99,10 +108,10 @@ def _cns_series(part, rate):
 
 
 @overload
-def correct_negative_sampling(p: dd.Series | dd.DataFrame, rate: float) -> dd.Series: ...
+def correct_negative_sampling(p: DaskSeriesInput, rate: float) -> dd.Series: ...
 @overload
-def correct_negative_sampling(p: da.Array | ArrayLike, rate: float) -> da.Array: ...
-def correct_negative_sampling(p: Data, rate: float) -> da.Array | dd.Series:
+def correct_negative_sampling(p: DaskArrayInput, rate: float) -> da.Array: ...
+def correct_negative_sampling(p: DaskData, rate: float) -> da.Array | dd.Series:
     """Lazy :func:`fastcal.correct_negative_sampling` of a dask array (any shape) or Series.
 
     ``rate`` is checked now; the values of ``p`` when the result is computed.
@@ -123,7 +132,7 @@ def _adjust_block(block, train_priors, new_priors):
     return f(block, train_priors, new_priors)
 
 
-def adjust_priors(proba: Data, train_priors: float | ArrayLike, new_priors: float | ArrayLike) -> da.Array:
+def adjust_priors(proba: DaskData, train_priors: float | ArrayLike, new_priors: float | ArrayLike) -> da.Array:
     """Lazy :func:`fastcal.adjust_priors` of a dask array: 1-D P(y=1 | x) or ``(n, k)`` rows.
 
     A 2-D array is rechunked to whole rows (all k classes in one chunk); row

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import TYPE_CHECKING
 
 import dask
 import dask.array as da
@@ -21,24 +20,6 @@ import numpy as np
 from dask import delayed
 
 from .._engine import split_chunk
-
-if TYPE_CHECKING:
-    from typing import TypeAlias
-
-    import dask.dataframe as dd
-    from numpy.typing import ArrayLike
-
-    from ..beta import BetaCalibration
-    from ..histogram import HistogramBinning
-    from ..isotonic import IsotonicRegression
-    from ..platt import PlattScaling
-
-    #: The fitted 1-D calibrators :func:`predict` applies.
-    OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
-    #: A column of Dask data: a 1-D dask array, a dask Series, or a dask DataFrame of one column.
-    Column: TypeAlias = da.Array | dd.Series | dd.DataFrame
-    #: What the functions take for their columns: Dask data, or (small arguments such as weights) NumPy arrays.
-    Data: TypeAlias = Column | ArrayLike
 
 # ---------------------------------------------------------------------------
 # Inputs: aligned chunks of scores, labels and weights.
@@ -97,11 +78,12 @@ def dtype_of(obj):
 class _Chunks:
     """Aligned chunks ``(x, y, w)`` as Delayed objects, and what is known of them up front."""
 
-    def __init__(self, triples, n, x_dtype, weighted):
+    def __init__(self, triples, n, x_dtype, weighted, chunks=None):
         self.triples = triples
         self.n = n  # None when the lengths of dataframe partitions are not known
         self.x_dtype = x_dtype
         self.weighted = weighted
+        self.chunks = chunks  # the dask array chunks of x when known (None: zipped dataframe partitions)
 
 
 def aligned_columns(scores, y, sample_weight, score_name, y_name="y", weight_name="sample_weight"):
@@ -141,7 +123,7 @@ def aligned_columns(scores, y, sample_weight, score_name, y_name="y", weight_nam
         ws = w.rechunk(x.chunks).to_delayed().ravel().tolist()
     else:
         ws = [sample_weight if scalar_w else None] * len(xs)
-    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), np.dtype(x.dtype), sample_weight is not None)
+    return _Chunks(list(zip(xs, ys, ws)), int(x.shape[0]), np.dtype(x.dtype), sample_weight is not None, x.chunks)
 
 
 def _pick(pair, i):
@@ -238,8 +220,47 @@ def _n_threads():
         return os.cpu_count() or 1
     return max(1, sum(client.nthreads().values()))
 
+
 def metric_columns(y_true, y_prob, sample_weight):
     return aligned_columns(y_prob, y_true, sample_weight, "y_prob", y_name="y_true")
+
+
+def call_driver(driver, scores, y, sample_weight, score_name, y_name, /, **kwargs):
+    """``driver(rows, x_dtype=..., weighted=..., **kwargs)`` of the aligned chunks of ``scores``, ``y`` and
+    ``sample_weight`` (named ``score_name`` and ``y_name`` in messages): the whole of most public functions."""
+    return driver(**driver_args(aligned_columns(scores, y, sample_weight, score_name, y_name=y_name)), **kwargs)
+
+
+def metric(driver, y_true, y_prob, sample_weight, *, binary=False, **kwargs):
+    """:func:`call_driver` with the diagnostics' arguments; ``binary``: refuse an (n, k) ``y_prob`` first, as
+    ``fastcal.dask.<the driver's name>``."""
+    if binary:
+        binary_only(driver.__name__, y_prob)
+    return call_driver(driver, y_prob, y_true, sample_weight, "y_prob", "y_true", **kwargs)
+
+
+def _shape(y_prob):
+    shape = getattr(y_prob, "shape", None)
+    if shape is None and not dask.is_dask_collection(y_prob):
+        shape = np.shape(y_prob)
+    return shape
+
+
+def is_class_matrix(y_prob):
+    """Whether ``y_prob`` is an (n, k >= 2) matrix of class probabilities (a Dask DataFrame of k >= 2 columns too)."""
+    if is_dataframe(y_prob):
+        return len(y_prob.columns) >= 2
+    shape = _shape(y_prob)
+    return shape is not None and len(shape) == 2 and shape[1] != 1
+
+
+def binary_only(func, y_prob):
+    """``ValueError`` if ``y_prob`` is an (n, k >= 2) matrix: ``func`` is binary only on Dask."""
+    if is_class_matrix(y_prob):
+        raise ValueError(f"fastcal.dask.{func} is binary only: y_prob must be 1-D, the probability of the positive "
+                         f"class, got shape {_shape(y_prob)}; for an (n, k) matrix of class probabilities use "
+                         f"fastcal.{func} in memory.")
+
 
 def is_dataframe(obj):
     if not dask.is_dask_collection(obj) or isinstance(obj, da.Array):
@@ -270,23 +291,25 @@ def matrix_rows(y_true, y_prob, sample_weight):
     triples = zip(P.to_delayed().reshape(-1), y.to_delayed(), ws)
     return DaskRows([delayed(_chunk)(p, yc, wc) for p, yc, wc in triples]), k
 
+
 def with_columns(cols, y_prob, extra):
     """The driver's ``rows`` of the aligned chunks ``cols`` of ``y_prob`` with more columns ``extra`` (name:
-    values; each chunk ``(p, y, w, *extra)``), aligned with ``y_prob``'s chunks (zipped with its partitions when
-    every column is a Series of a DataFrame of as many partitions)."""
-    if all(is_series(v) for v in extra.values()) and cols.n is None:
-        parts = [as_series(v) for v in extra.values()]
-        if any(p.npartitions != len(cols.triples) for p in parts):
-            raise ValueError("the columns must be Series of one Dask DataFrame (the same partitions).")
+    values; each chunk ``(p, y, w, *extra)``), aligned with ``y_prob``'s chunks as :func:`aligned_columns` aligns
+    its columns: zipped with the partitions of ``cols`` when they are a DataFrame's and every extra column is a
+    Series of as many partitions (lengths checked per partition), otherwise by position (each column cut into
+    ``y_prob``'s chunks)."""
+    parts = [as_series(v) for v in extra.values() if is_series(v)]
+    if cols.chunks is None and len(parts) == len(extra) and all(
+            p.npartitions == len(cols.triples) for p in parts):
         others = [p.to_delayed() for p in parts]
     else:
-        x = as_dask_1d(y_prob, "y_prob", allow_column=True)
+        chunks = cols.chunks if cols.chunks is not None else as_dask_1d(y_prob, "y_prob", allow_column=True).chunks
+        n = sum(chunks[0])
         others = []
         for name, values in extra.items():
-            arr = as_dask_1d(values, name, chunks=x.chunks)
-            if arr.shape[0] != x.shape[0]:
-                raise ValueError(f"Inconsistent numbers of samples: y_prob has {x.shape[0]}, {name} has "
-                                 f"{arr.shape[0]}.")
-            others.append(arr.rechunk(x.chunks).to_delayed().ravel().tolist())
+            arr = as_dask_1d(values, name, chunks=chunks)
+            if arr.shape[0] != n:
+                raise ValueError(f"Inconsistent numbers of samples: y_prob has {n}, {name} has {arr.shape[0]}.")
+            others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())
     chunks = [delayed(_chunk)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
     return {"rows": DaskRows(chunks, n_rows=cols.n), "x_dtype": cols.x_dtype, "weighted": cols.weighted}

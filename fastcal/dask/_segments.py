@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._engine import segments as _segments
-from ._rows import driver_args, is_dataframe, metric_columns, with_columns
+from ._rows import driver_args, is_dataframe, metric, metric_columns, with_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -13,14 +13,14 @@ if TYPE_CHECKING:
     import dask.dataframe as dd
 
     from ..multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
-    from ._rows import Data
+    from .._typing import DaskData, DaskWeights
 
 # ---------------------------------------------------------------------------
 # ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
 # ---------------------------------------------------------------------------
 
 
-def ecce(y_true: Data, y_prob: Data, *, sample_weight: Data | float | None = None,
+def ecce(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = None,
          n_partitions: int | None = None) -> ECCEResult:
     """:func:`fastcal.ecce` of Dask data: the ECCE, its sigma and p-value.
 
@@ -32,17 +32,16 @@ def ecce(y_true: Data, y_prob: Data, *, sample_weight: Data | float | None = Non
     rounding of the float64 sums (about 1e-12 relative or better).
     ``n_partitions``: probability ranges (the result does not depend on it).
     """
-    return _segments.ecce(**driver_args(metric_columns(y_true, y_prob, sample_weight)), n_partitions=n_partitions)
+    return metric(_segments.ecce, y_true, y_prob, sample_weight, n_partitions=n_partitions)
 
 
-def calibration_ratio(y_true: Data, y_prob: Data, *, sample_weight: Data | float | None = None,
+def calibration_ratio(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = None,
                       adjust_unjoined: bool = False) -> float:
     """:func:`fastcal.calibration_ratio` of Dask data: per-chunk sums, added on the client in chunk order."""
-    return _segments.calibration_ratio(**driver_args(metric_columns(y_true, y_prob, sample_weight)),
-                                       adjust_unjoined=adjust_unjoined)
+    return metric(_segments.calibration_ratio, y_true, y_prob, sample_weight, adjust_unjoined=adjust_unjoined)
 
 
-def segment_report(y_true: Data, y_prob: Data, groups: Data, *, sample_weight: Data | float | None = None,
+def segment_report(y_true: DaskData, y_prob: DaskData, groups: DaskData, *, sample_weight: DaskWeights = None,
                    n_bins: int = 10, n_partitions: int | None = None) -> SegmentReport:
     """:func:`fastcal.segment_report` of Dask data: one row per group, in the in-memory order.
 
@@ -62,11 +61,11 @@ def segment_report(y_true: Data, y_prob: Data, groups: Data, *, sample_weight: D
 
 
 def multicalibration_error(
-    y_true: Data,
-    y_prob: Data,
-    segments: Mapping[str, Data] | dd.DataFrame,
+    y_true: DaskData,
+    y_prob: DaskData,
+    segments: Mapping[str, DaskData] | dd.DataFrame,
     *,
-    sample_weight: Data | float | None = None,
+    sample_weight: DaskWeights = None,
     numerical: Iterable[str] = (),
     max_depth: int | None = 3,
     max_values_per_segment_feature: int = 3,
