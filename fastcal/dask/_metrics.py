@@ -55,6 +55,16 @@ def calibration_curve(
                   strategy=strategy, return_counts=return_counts)
 
 
+def _binary_or_classes(driver, y_true, y_prob, sample_weight, pos_label, labels, **kwargs):
+    """``driver`` on a 1-D ``y_prob`` (binary, ``pos_label`` the positive label) or on an (n, k) matrix (a column
+    per class, ``labels`` the classes), as the in-memory losses take them."""
+    if is_class_matrix(y_prob):
+        rows, k = matrix_rows(y_true, y_prob, sample_weight)
+        return driver(rows, x_dtype=np.float64, weighted=sample_weight is not None, labels=labels, n_classes=k,
+                      **kwargs)
+    return metric(driver, y_true, y_prob, sample_weight, pos_label=pos_label, **kwargs)
+
+
 def brier_score_loss(
     y_true: DaskData,
     y_prob: DaskData,
@@ -70,11 +80,7 @@ def brier_score_loss(
     one column per class, the classes of ``y_true`` or ``labels`` in sorted
     order, as in memory (halved for k = 2, scikit-learn's "auto").
     """
-    if is_class_matrix(y_prob):
-        rows, k = matrix_rows(y_true, y_prob, sample_weight)
-        return _binned.brier_score_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, labels=labels,
-                                        n_classes=k)
-    return metric(_binned.brier_score_loss, y_true, y_prob, sample_weight, pos_label=pos_label)
+    return _binary_or_classes(_binned.brier_score_loss, y_true, y_prob, sample_weight, pos_label, labels)
 
 
 def log_loss(
@@ -94,11 +100,8 @@ def log_loss(
     of k columns): one column per class, the classes of ``y_true`` or
     ``labels`` in sorted order, as in memory.
     """
-    if is_class_matrix(y_prob):
-        rows, k = matrix_rows(y_true, y_prob, sample_weight)
-        return _binned.log_loss(rows, x_dtype=np.float64, weighted=sample_weight is not None, normalize=normalize,
-                                labels=labels, n_classes=k)
-    return metric(_binned.log_loss, y_true, y_prob, sample_weight, pos_label=pos_label, normalize=normalize)
+    return _binary_or_classes(_binned.log_loss, y_true, y_prob, sample_weight, pos_label, labels,
+                              normalize=normalize)
 
 
 def expected_calibration_error(

@@ -1,11 +1,18 @@
 """The Dask adapter: aligned chunks of Dask columns, and :class:`DaskRows`, the engine's ``Rows`` over them.
 
-Internal API of the modules of :mod:`fastcal.dask`: :class:`DaskRows`,
-:func:`aligned_columns`, :func:`metric_columns`, :func:`matrix_rows` and
-:func:`with_columns` (chunks of scores, labels, weights and more columns),
-:func:`driver_args` (a driver's ``rows``, ``x_dtype`` and ``weighted``),
-:func:`as_dask_1d`, :func:`is_series`, :func:`as_series`,
-:func:`is_dataframe` and :func:`dtype_of`.
+Internal API of the modules of :mod:`fastcal.dask`:
+
+- :func:`call_driver` and :func:`metric` (build the rows of a function's
+  columns and call its driver: the whole of most public functions);
+- :class:`DaskRows`; :func:`aligned_columns`, :func:`metric_columns`,
+  :func:`matrix_rows` and :func:`with_columns` (chunks of scores, labels,
+  weights and more columns, aligned as every function aligns them: the
+  partitions of one DataFrame zipped, anything else by position, cut into
+  the scores' chunks); :func:`driver_args` (a driver's ``rows``,
+  ``x_dtype`` and ``weighted``);
+- input checks: :func:`binary_only`, :func:`is_class_matrix`,
+  :func:`as_dask_1d`, :func:`is_series`, :func:`as_series`,
+  :func:`is_dataframe`, :func:`dtype_of`.
 """
 
 from __future__ import annotations
