@@ -34,10 +34,11 @@ def _predict_block(block, estimator):
     return estimator.predict(block)
 
 
-def _predict_series(part, estimator, name):
+def _on_partition(part, block_function, *args):
+    """``block_function(values, *args)`` of a dataframe partition, as a Series of the same index and name."""
     import pandas as pd
 
-    return pd.Series(estimator.predict(part.to_numpy()), index=part.index, name=name)
+    return pd.Series(block_function(part.to_numpy(), *args), index=part.index, name=part.name)
 
 
 def _prediction_dtype(estimator, dtype):
@@ -77,7 +78,7 @@ def predict(estimator: OneD, scores: DaskData) -> da.Array | dd.Series:
     if is_series(scores):
         s = as_series(scores)
         dtype = _prediction_dtype(estimator, dtype_of(s))
-        return s.map_partitions(_predict_series, estimator, s.name, meta=(s.name, dtype))
+        return s.map_partitions(_on_partition, _predict_block, estimator, meta=(s.name, dtype))
     arr = as_dask_1d(scores, "scores", allow_column=True)
     dtype = _prediction_dtype(estimator, arr.dtype)
     return arr.map_blocks(_predict_block, estimator, dtype=dtype)
@@ -101,12 +102,6 @@ def _cns_block(block, rate):
     return f(block, rate)
 
 
-def _cns_series(part, rate):
-    import pandas as pd
-
-    return pd.Series(_cns_block(part.to_numpy(), rate), index=part.index, name=part.name)
-
-
 @overload
 def correct_negative_sampling(p: DaskSeriesInput, rate: float) -> dd.Series: ...
 @overload
@@ -122,7 +117,7 @@ def correct_negative_sampling(p: DaskData, rate: float) -> da.Array | dd.Series:
     dtype = _result_dtype(dtype_of(arr))
     f(np.zeros(0, dtype=dtype), rate)  # validates the rate eagerly
     if is_series(arr):
-        return arr.map_partitions(_cns_series, rate, meta=(arr.name, dtype))
+        return arr.map_partitions(_on_partition, _cns_block, rate, meta=(arr.name, dtype))
     return arr.map_blocks(_cns_block, rate, dtype=dtype)
 
 
