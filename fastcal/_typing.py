@@ -5,7 +5,9 @@ adds the counts, ``multiclass="classwise"`` returns one curve a class, a
 given ``ax`` may be a subfigure's) is declared with ``typing.overload``: one
 short declaration a flag value, naming only the flags, and the options they
 share as ``**options: Unpack[...]`` of a ``TypedDict`` defined here, once.
-The implementation keeps its explicit parameters and defaults (what the
+:mod:`fastcal.dask`'s column types are here too: which inputs give a dask
+Series and which a dask array is what its overloads say. The
+implementation keeps its explicit parameters and defaults (what the
 documentation shows); ``tests/test_typing.py`` checks that every overload
 accepts exactly the implementation's parameters, and runs mypy on a user's
 code.
