@@ -329,7 +329,7 @@ def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path, monkeypat
 
     s, y, g, w = _tied_data(3000, 6, 19, np.float32, True)
     batched = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(s, y, g, w)
-    monkeypatch.setattr(grouped, "_batchable", lambda template: False)
+    monkeypatch.setattr(grouped, "_batched_fit", lambda template: None)
     one_by_one = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(
         s, y, g, w)
     assert json.dumps(batched.to_dict()) == json.dumps(one_by_one.to_dict())
