@@ -349,3 +349,112 @@ def test_isotonic_predict_checks_scores_and_keeps_float32():
     raising = GroupedCalibrator(IsotonicRegression(out_of_bounds="raise"), min_samples_per_group=1).fit(s, y, g)
     with pytest.raises(ValueError, match="interpolation range"):  # the calibrator's own rule, per group
         raising.predict(np.full(3, 2.0, dtype=np.float32), g[:3])
+
+
+# --------------------------------------------------------------------------
+# Batched histogram binning (one pass of bin sums keyed by group) and Platt / beta groups fitted on rows checked
+# once: each group's model has the bits of its calibrator's own fit on the group's rows
+# --------------------------------------------------------------------------
+
+OTHER = [HistogramBinning(n_bins=7), HistogramBinning(n_bins=7, strategy="quantile"), PlattScaling(),
+         BetaCalibration(), BetaCalibration(parameters="am", tol=1e-6)]
+
+
+def _assert_own_models(cal, template, s, y, g, w):
+    """Every group's model has the fitted state (``to_dict``) of a clone of ``template`` fitted on its rows alone,
+    and predicts its bits; unseen groups predict as the global fit."""
+    assert len(cal.calibrators_) == len(cal.groups_) > 0
+    t = np.linspace(0.0, 1.0, 101).astype(s.dtype)
+    for group, model in zip(cal.groups_, cal.calibrators_):
+        rows = g == group
+        own = type(template)(**template.get_params()).fit(s[rows], y[rows],
+                                                         sample_weight=None if w is None else w[rows])
+        assert json.dumps(model.to_dict()) == json.dumps(own.to_dict())
+        _assert_same_bits(cal.predict(t, np.full(t.shape[0], group)), own.predict(t))
+    _assert_same_bits(cal.predict(t, np.full(t.shape[0], -5)), cal.global_calibrator_.predict(t))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("template", OTHER, ids=lambda c: f"{type(c).__name__}{c.get_params()}")
+def test_other_calibrators_fits_are_the_groups_own_fits_bit_for_bit(dtype, weights, template):
+    s, y, g, w = _tied_data(3000, 6, 21, dtype, weights)
+    inner = HistogramBinning(n_bins=7).fit([0.5], [1]).bin_edges_[1:-1]
+    s[np.flatnonzero(g == 2)[::3]] = np.resize(inner, np.count_nonzero(g == 2)).astype(dtype)[::3]  # scores on
+    # the inner edges of 7 uniform bins (float64): in the left bin, as the own fit bins them
+    keep = g < 6  # groups of one row have a single class: Platt's and beta's special cases are tested apart
+    s, y, g, w = s[keep], y[keep], g[keep], None if w is None else w[keep]
+    cal = GroupedCalibrator(template, min_samples_per_group=50).fit(s, y, g, sample_weight=w)
+    assert cal.groups_ == [i for i, c in enumerate(np.bincount(g)) if c >= 50]
+    _assert_own_models(cal, template, s, y, g, w)
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(n_bins=4), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_other_calibrators_same_bits_at_1_2_3_8_16_threads(template, monkeypatch):
+    from fastcal import _parallel
+
+    from .threads import num_threads
+
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 9)
+    s, y, g, w = _tied_data(20_000, 60, 22, np.float64, True)
+    s = np.clip(s, 0.01, 0.99)
+    results = []
+    for t in (1, 2, 3, 8, 16):
+        with num_threads(t):
+            cal = GroupedCalibrator(template, min_samples_per_group=100).fit(s, y, g, sample_weight=w)
+            results.append((json.dumps(cal.to_dict()), cal.predict(s, g).tobytes()))
+    assert all(r == results[0] for r in results[1:])
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(n_bins=6), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_other_calibrators_weight_scale(template):
+    s, y, g, w = _tied_data(3000, 5, 23, np.float64, True)
+    s, y, g, w = s[2:], y[2:], g[2:], w[2:]
+    base = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    for scale in (2.0**-60, 2.0**40, 3.0):
+        scaled = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w * scale)
+        if scale != 3.0 and type(template) is not PlattScaling:  # powers of two: the same bits (Platt's
+            _assert_same_bits(scaled.predict(s, g), base.predict(s, g))  # targets are pseudo-counts in weight units)
+        _assert_own_models(scaled, template, s, y, g, w * scale)  # any scale: each group's own fit at that scale
+
+
+def test_histogram_groups_left_to_their_own_fit():
+    """A group whose own fit cuts its rows into several chunks (other sums), and tables bigger than the rows,
+    go through the calibrator's own fit: still the bits of the groups' own fits."""
+    from fastcal import _binning
+
+    template = HistogramBinning(n_bins=3)
+    big = 2 * 65536 + 7
+    assert _binning.n_chunks(big, 3 * _binning.NSTAT) > 1
+    rng = np.random.default_rng(24)
+    n = big + 2000
+    s = rng.uniform(size=n)
+    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, 2000)])
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    w = rng.exponential(size=n)
+    cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    _assert_own_models(cal, template, s, y, g, w)
+    many_bins = HistogramBinning(n_bins=1 << 17)  # 4 groups' tables: more memory than the rows
+    s, y, g, w = s[big:], y[big:], g[big:], w[big:]
+    _assert_own_models(GroupedCalibrator(many_bins, min_samples_per_group=1).fit(s, y, g), many_bins, s, y, g, None)
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_a_group_of_zero_weights_raises_for_other_calibrators(template):
+    s, y, g, w = _tied_data(2000, 4, 25, np.float64, True)
+    w[g == 2] = 0.0
+    with pytest.raises(ValueError, match="non-zero"):
+        type(template)().fit(s[g == 2], y[g == 2], sample_weight=w[g == 2])
+    with pytest.raises(ValueError, match="non-zero"):
+        GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+
+
+def test_scalar_weight_and_single_class_groups_as_their_own_fits():
+    s, y, g, _ = _tied_data(2000, 4, 26, np.float64, False)
+    for template in (HistogramBinning(n_bins=5), PlattScaling()):  # the groups of one row: one class, Platt's rule
+        _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, 2.5), template,
+                           s, y, g, np.full(s.shape[0], 2.5))
