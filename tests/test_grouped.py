@@ -267,16 +267,21 @@ def test_real_valued_targets_and_weighted_fall_back_to_own_fits():
         _assert_own_fits(cal, {}, s, target, g, weights)
 
 
+def _one_big_group(big, rest, seed):
+    """Weighted data whose group 0 has ``big`` rows, and ``rest`` more rows in groups 1 to 3."""
+    rng = np.random.default_rng(seed)
+    n = big + rest
+    s = rng.uniform(size=n)
+    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, rest)])
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    return s, y, g, rng.exponential(size=n)
+
+
 def test_a_group_too_big_for_one_engine_chunk_gets_its_own_fit():
     from fastcal import _pav_engine
 
     big = 2 * _pav_engine.CHUNK_ROWS + 5  # the engine cuts its own fit into chunks: weighted sums differ by cut
-    rng = np.random.default_rng(15)
-    n = big + 3000
-    s = rng.uniform(size=n)
-    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, 3000)])
-    y = (rng.uniform(size=n) < s).astype(np.int64)
-    w = rng.exponential(size=n)
+    s, y, g, w = _one_big_group(big, 3000, 15)
     cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
     _assert_own_fits(cal, {}, s, y, g, w)
 
@@ -429,12 +434,7 @@ def test_histogram_groups_left_to_their_own_fit():
     template = HistogramBinning(n_bins=3)
     big = 2 * 65536 + 7
     assert _binning.n_chunks(big, 3 * _binning.NSTAT) > 1
-    rng = np.random.default_rng(24)
-    n = big + 2000
-    s = rng.uniform(size=n)
-    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, 2000)])
-    y = (rng.uniform(size=n) < s).astype(np.int64)
-    w = rng.exponential(size=n)
+    s, y, g, w = _one_big_group(big, 2000, 24)
     cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
     _assert_own_models(cal, template, s, y, g, w)
     many_bins = HistogramBinning(n_bins=1 << 17)  # 4 groups' tables: more memory than the rows
