@@ -80,8 +80,7 @@ def bin_sums(p, y, weights, codes, group_of, inner, table):
     :class:`~fastcal.HistogramBinning` bins), found from the guess of uniform edges of [0, 1].
 
     One sequential pass in input order: each group's sums are added in the order of its own rows, as one chunk of
-    :func:`fastcal._binning.bin_stats` over them adds them (a positive's weight times 1.0 is the weight, and the
-    negatives' ``+ 0.0`` changes no sum), in float64.
+    :func:`fastcal._binning.bin_stats` over them adds them, in float64 (without a branch on the label, as there).
     """
     weighted = weights.shape[0] > 0
     m = inner.shape[0]
@@ -97,5 +96,4 @@ def bin_sums(p, y, weights, codes, group_of, inner, table):
             k += 1
         wi = np.float64(weights[i]) if weighted else 1.0
         table[g, k, 0] += wi
-        if y[i] != 0:
-            table[g, k, 1] += wi
+        table[g, k, 1] += wi * (1.0 if y[i] != 0 else 0.0)
