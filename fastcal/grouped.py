@@ -15,10 +15,13 @@ out by buckets of consecutive groups, and each bucket (a task of about
 by fastcal's threads) is ordered by group and score and fitted group by group
 by the PAV engine's kernels, in the arithmetic of each group's own fit (the
 same bits). Their predictions run in one pass over the rows
-(:func:`_predict_isotonic`). Other calibrators, and the isotonic fits that are
-not batched, fit a clone per group: the rows ordered by group with one
-counting sort, the groups cut into tasks of about ``TASK_ROWS`` rows that
-fastcal's threads take in turn.
+(:func:`_predict_isotonic`). Histogram binning with uniform bins is batched
+too (:func:`_fit_histogram_groups`): one pass adds every group's bin sums in
+the order of its own fit. Other calibrators, and the fits that are not
+batched, fit a clone per group: the rows ordered by group with one counting
+sort, the groups cut into tasks of about ``TASK_ROWS`` rows that fastcal's
+threads take in turn; Platt scaling and beta calibration check the rows once
+and fit each group's slice with their ``fit_arrays`` (:func:`_group_fit`).
 """
 
 from __future__ import annotations
@@ -247,9 +250,9 @@ def _fit_histogram_groups(template, s, yv, weights, codes, sizes, fitted, models
     labels = as_label_array(yv, "y")
     n = p.shape[0]
     w = check_sample_weight(weights, n)
-    floats = n_bins * _binning.NSTAT
-    if fitted.size * floats > max(n, 1 << 20):
+    if fitted.size * n_bins * 2 > max(n, 1 << 20):  # the groups' sums: two float64 a bin
         return list(range(fitted.size))
+    floats = n_bins * _binning.NSTAT  # a bin table of the own fit
     own = np.flatnonzero([_binning.n_chunks(int(r), floats) > 1 for r in sizes[fitted].tolist()])
     group_of = np.full(sizes.size, -1, dtype=np.int64)
     group_of[fitted] = np.arange(fitted.size)
@@ -344,8 +347,10 @@ class GroupedCalibrator(BaseCalibrator):
     With an :class:`~fastcal.IsotonicRegression` of a given direction
     (``increasing`` True or False, not centered) and 0/1 labels, all groups
     are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
-    of their own fits, and ``predict`` runs in one pass over the rows; other
-    calibrators and parameters fit one clone per group.
+    of their own fits, and ``predict`` runs in one pass over the rows; so are
+    the fits of :class:`~fastcal.HistogramBinning` with uniform bins. Other
+    calibrators and parameters fit one clone per group (Platt scaling and beta
+    calibration without repeating the input checks), with the same bits.
 
     Examples
     --------

@@ -437,7 +437,7 @@ def test_histogram_groups_left_to_their_own_fit():
     s, y, g, w = _one_big_group(big, 2000, 24)
     cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
     _assert_own_models(cal, template, s, y, g, w)
-    many_bins = HistogramBinning(n_bins=1 << 17)  # 4 groups' tables: more memory than the rows
+    many_bins = HistogramBinning(n_bins=1 << 18)  # 4 groups' sums (2 floats a bin): more memory than the rows
     s, y, g, w = s[big:], y[big:], g[big:], w[big:]
     _assert_own_models(GroupedCalibrator(many_bins, min_samples_per_group=1).fit(s, y, g), many_bins, s, y, g, None)
 
