@@ -231,6 +231,8 @@ def _group_exponents(codes, w, fitted, n_groups):
     _gk.group_max(codes, group_of, w, wmax)
     exponent = np.zeros(n_groups, dtype=np.int64)
     exponent[fitted] = [weight_exponent(None, scale_max=m) for m in wmax.tolist()]
+    if not exponent.any():  # every group's largest weight in [1, 2): its weights as they are, as rescale_weights
+        return exponent, w
     return exponent, np.ldexp(w, -exponent[codes]).astype(w.dtype, copy=False)
 
 

@@ -456,5 +456,6 @@ def test_a_group_of_zero_weights_raises_for_other_calibrators(template):
 def test_scalar_weight_and_single_class_groups_as_their_own_fits():
     s, y, g, _ = _tied_data(2000, 4, 26, np.float64, False)
     for template in (HistogramBinning(n_bins=5), PlattScaling()):  # the groups of one row: one class, Platt's rule
-        _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, 2.5), template,
-                           s, y, g, np.full(s.shape[0], 2.5))
+        for weight in (2.5, 1.5):  # weights rescaled by 2**-1, and left as they are (every group's largest in [1, 2))
+            _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, weight), template,
+                               s, y, g, np.full(s.shape[0], weight))
