@@ -97,3 +97,20 @@ def bin_sums(p, y, weights, codes, group_of, inner, table):
         wi = np.float64(weights[i]) if weighted else 1.0
         table[g, k, 0] += wi
         table[g, k, 1] += wi * (1.0 if y[i] != 0 else 0.0)
+
+
+@kernel
+def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
+    """Rows ``lo .. hi - 1`` written group by group: at ``j = offsets[codes[i]]`` (then ``offsets[codes[i]]`` += 1),
+    ``so[j]``, ``yo[j]`` and ``wo[j]`` the row's score, label and weight (``w`` empty: none). ``offsets`` is this
+    chunk's first place in each group (from the per-chunk counts of :func:`count_slots`), so rows keep their input
+    order within a group: the rows a stable counting sort by group gives."""
+    weighted = w.shape[0] > 0
+    for i in range(lo, hi):
+        c = codes[i]
+        j = offsets[c]
+        offsets[c] = j + 1
+        so[j] = s[i]
+        yo[j] = y[i]
+        if weighted:
+            wo[j] = w[i]

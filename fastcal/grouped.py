@@ -273,6 +273,36 @@ def _fit_histogram_groups(template, s, yv, weights, codes, sizes, fitted, models
     return [i for i in range(fitted.size) if models[i] is None]
 
 
+def _by_group(codes, sizes, s, y, w):
+    """``(s, y, w, starts)``: the rows ordered by group, stably (group ``g``: rows ``starts[g]:starts[g + 1]``;
+    ``w`` None stays None); ``sizes`` the rows of each group.
+
+    Numbers are moved in one counting pass and one scatter by row chunks fixed by the row count
+    (:func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
+    """
+    n, k = codes.shape[0], sizes.size
+    starts = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    if not all(a.dtype.isnative and (a.dtype.kind in "biu" or a.dtype.char in "fd") for a in (s, y, w)
+               if a is not None):
+        order = _k.counting_order(codes, k)[0]
+        return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
+    bounds = _parallel.task_bounds(n)
+    chunks = len(bounds) - 1
+    identity = np.arange(k, dtype=np.int64)
+    none = np.empty(0)
+    per_chunk = np.zeros((chunks, k), dtype=np.int64)
+    _parallel.run([(_gk.count_slots, (codes, identity, identity, y, none, False, per_chunk[c], none, bounds[c],
+                                      bounds[c + 1])) for c in range(chunks)])
+    offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
+    so, yo = np.empty_like(s), np.empty_like(y)
+    wo = np.empty_like(w) if w is not None else none
+    _parallel.run([(_gk.scatter_rows, (codes, s, y, w if w is not None else none, offsets[c], so, yo, wo, bounds[c],
+                                       bounds[c + 1])) for c in range(chunks)])
+    return so, yo, (wo if w is not None else None), starts
+
+
 def _group_fit(template, s, yv, weights):
     """``(fit_one, s, y, w)``: ``fit_one(s_g, y_g, w_g)`` returns the fit of a clone of ``template`` on the rows
     of one group (``w_g`` a slice of ``w``, or the scalar or None of ``weights``), taking slices of ``s``, ``y``
@@ -413,9 +443,7 @@ class GroupedCalibrator(BaseCalibrator):
             generic = batched(template, s, yv, weights, codes, sizes, fitted, models)
         if len(generic):
             fit_one, s, yv, w = _group_fit(template, s, yv, weights)
-            order, starts = _k.counting_order(codes, len(uniques))
-            s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
-            w_sorted = np.take(w, order) if w is not None else None
+            s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
 
             def fit_groups(positions):
                 for i in positions:

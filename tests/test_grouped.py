@@ -459,3 +459,16 @@ def test_scalar_weight_and_single_class_groups_as_their_own_fits():
         for weight in (2.5, 1.5):  # weights rescaled by 2**-1, and left as they are (every group's largest in [1, 2))
             _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, weight), template,
                                s, y, g, np.full(s.shape[0], weight))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ">f8", np.int32], ids=str)
+def test_scores_of_other_dtypes_fit_one_clone_per_group(dtype):
+    """Rows moved by group by the scatter kernel (int32), or through the counting order (float16, big-endian):
+    every group's model is its own fit on the rows as given."""
+    s, y, g, w = _tied_data(2000, 4, 27, np.float64, True)
+    s = (s * 100).astype(dtype) if dtype is np.int32 else s.astype(dtype)
+    template = VennAbers()
+    cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    for group, model in zip(cal.groups_, cal.calibrators_):
+        own = VennAbers().fit(s[g == group], y[g == group], sample_weight=w[g == group])
+        assert json.dumps(model.to_dict()) == json.dumps(own.to_dict())
