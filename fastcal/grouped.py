@@ -277,8 +277,9 @@ def _by_group(codes, sizes, s, y, w):
     """``(s, y, w, starts)``: the rows ordered by group, stably (group ``g``: rows ``starts[g]:starts[g + 1]``;
     ``w`` None stays None); ``sizes`` the rows of each group.
 
-    Numbers are moved in one counting pass and one scatter by row chunks fixed by the row count
-    (:func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
+    (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
+    :func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size
@@ -288,8 +289,8 @@ def _by_group(codes, sizes, s, y, w):
                if a is not None):
         order = _k.counting_order(codes, k)[0]
         return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
-    bounds = _parallel.task_bounds(n)
-    chunks = len(bounds) - 1
+    bounds = _parallel.task_bounds(n, rows=min(n, _parallel.TASK_ROWS * max(1, n // k)))  # at most n / k chunks:
+    chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
     identity = np.arange(k, dtype=np.int64)
     none = np.empty(0)
     per_chunk = np.zeros((chunks, k), dtype=np.int64)
