@@ -107,8 +107,7 @@ def _tasks(starts, groups):
 def _batched_fit(template):
     """The batched fit of the groups' clones of ``template``, or None (a clone's ``fit`` per group):
     :func:`_fit_isotonic_groups` for isotonic step fits of a given direction (``increasing="auto"`` and centered
-    fits are not batched), :func:`_fit_histogram_groups` for uniform histogram binning,
-    :func:`_fit_platt_groups` for Platt scaling."""
+    fits are not batched), :func:`_fit_histogram_groups` for uniform histogram binning."""
     kind = type(template)
     if kind is IsotonicRegression:
         params = template.get_params()
@@ -328,20 +327,20 @@ def _group_fit(template, s, yv, weights):
         w = check_sample_weight(weights, x.shape[0])
     max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
     if kind is PlattScaling:
-        def fit_one(sg, yg, wg):
-            with np.errstate(over="ignore"):
-                if wg is not None and not wg.sum(dtype=np.float64) > 0:
-                    return own(sg, yg, wg)
+        def fit(sg, yg, wg):
             return platt_estimator(platt_fit_arrays(sg, yg, wg, max_iter, tol), params["max_iter"], params["tol"])
     else:
         model = check_beta_model(params["parameters"])
 
-        def fit_one(sg, yg, wg):
-            with np.errstate(over="ignore"):
-                if wg is not None and not wg.sum(dtype=np.float64) > 0:
-                    return own(sg, yg, wg)
-            fit = beta_fit_arrays(sg, yg, rescale_weights(wg)[0], model, max_iter, tol)
-            return beta_estimator(fit, params["parameters"], params["max_iter"], params["tol"])
+        def fit(sg, yg, wg):  # the weights rescaled as BetaCalibration.fit's check rescales them
+            fitted = beta_fit_arrays(sg, yg, rescale_weights(wg)[0], model, max_iter, tol)
+            return beta_estimator(fitted, params["parameters"], params["max_iter"], params["tol"])
+
+    def fit_one(sg, yg, wg):
+        with np.errstate(over="ignore"):
+            weightless = wg is not None and not wg.sum(dtype=np.float64) > 0
+        return own(sg, yg, wg) if weightless else fit(sg, yg, wg)
+
     return fit_one, x, labels, w
 
 
