@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _platt_kernels as _k
-from .._parallel import parallel_for
+from .._chunked import Partials, merge_in_order
 from .._params import Integer, Real, check
 
 #: Default stopping tolerance on the Newton decrement per unit weight.
@@ -28,20 +28,40 @@ _SUBSAMPLE_FACTOR = 16
 SUBSAMPLE_MAX = 1 << 20
 
 
-def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf=None):
+def newton_partials(n):
+    """The partial buffers of :func:`fastcal._platt_kernels.newton_pass` over ``n`` rows (reused across passes)."""
+    return Partials(n, _k.CHUNK, _k.N_STATS)
+
+
+def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, part=None):
     """The :data:`fastcal._platt_kernels.N_STATS` sums of :func:`fastcal._platt_kernels.newton_pass` over all rows at (a, b).
 
-    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``buf`` an optional scratch
-    array of shape ``(n_chunks(len(s)), N_STATS)``, reused across iterations.
+    ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``part`` optional
+    :func:`newton_partials`, reused across iterations. The chunks' sums are
+    added in chunk order (:func:`fastcal._chunked.merge_in_order`).
     """
-    n = s.shape[0]
-    if buf is None:
-        buf = np.empty((_k.n_chunks(n), _k.N_STATS))
+    if part is None:
+        part = newton_partials(s.shape[0])
     tpos, tnpos, tneg, tnneg = targets
-    parallel_for(_k.newton_pass, buf.shape[0], s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg,
-                 True if want_loss else None, buf, rows=n)
-    return _k.merge_sums(buf)
+    part.run(_k.newton_pass, s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, True if want_loss else None)
+    return merge_in_order(part.bufs[0])
 
+
+def merge_prep(ibuf, fbuf):
+    """Merge the per-chunk results ``(ibuf, fbuf)`` of the Platt preparation and logit passes, in chunk order.
+
+    Columns 0-2 of ``ibuf`` are counts (summed), 3/5 minima and 4/6 maxima of
+    order keys (exact in any order); the columns of ``fbuf`` are weights,
+    added in chunk order (:func:`fastcal._chunked.merge_in_order`).
+    """
+    ibuf = np.asarray(ibuf, dtype=np.int64).reshape(-1, _k.N_PREP_INT)
+    iout = np.empty(_k.N_PREP_INT, dtype=np.int64)
+    iout[:3] = ibuf[:, :3].sum(axis=0)
+    iout[3::2] = ibuf[:, 3::2].min(axis=0, initial=np.iinfo(np.int64).max)
+    iout[4::2] = ibuf[:, 4::2].max(axis=0, initial=np.iinfo(np.int64).min)
+    fbuf = np.asarray(fbuf, dtype=np.float64).reshape(-1, _k.N_PREP_FLOAT)
+    fout = merge_in_order(fbuf) if fbuf.shape[0] else np.zeros(_k.N_PREP_FLOAT)
+    return iout, fout
 
 
 # ---------------------------------------------------------------------------
@@ -117,10 +137,10 @@ def subsample(s, y, w, fraction):
 
 def array_pass(s, y, w):
     """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls."""
-    buf = np.empty((_k.n_chunks(s.shape[0]), _k.N_STATS))
+    part = newton_partials(s.shape[0])
 
     def run_pass(center, scale, a, b, targets, want_loss):
-        return _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, buf)
+        return _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, part)
 
     return run_pass
 
