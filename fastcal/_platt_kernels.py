@@ -280,6 +280,24 @@ def logit(y, p, w, eps, x, ibuf, fbuf, lo, hi):
 
 
 # ---------------------------------------------------------------------------
+# The warm start's subsample: evenly spaced blocks of rows, gathered in parallel.
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def gather_blocks(s, y, w, starts, length, s_out, y_out, w_out, lo, hi):
+    """Copy blocks ``lo <= j < hi``: rows ``starts[j] .. starts[j] + length - 1`` of ``s``, ``y`` and ``w``
+    (unless None) into rows ``j * length ..`` of ``s_out``, ``y_out`` and ``w_out``."""
+    for j in range(lo, hi):
+        a = starts[j]
+        o = j * length
+        s_out[o:o + length] = s[a:a + length]
+        y_out[o:o + length] = y[a:a + length]
+        if w is not None:
+            w_out[o:o + length] = w[a:a + length]
+
+
+# ---------------------------------------------------------------------------
 # Prediction: p = 1 / (1 + exp(a*s + b)).
 # ---------------------------------------------------------------------------
 

@@ -155,6 +155,30 @@ def test_one_sided_precision_of_t_minus_p():
 
 
 @pytest.mark.parametrize("weighted", [False, True])
+def test_warm_start_subsample_is_the_evenly_spaced_blocks(weighted):
+    rng = np.random.default_rng(6)
+    n = 300_000
+    s = rng.normal(size=n).astype(np.float32)
+    y = (rng.random(n) < 0.3).astype(np.uint8)
+    w = rng.uniform(0, 2, n) if weighted else None
+    fraction = 0.2
+    m = round(n * fraction)
+    length = min(4096, max(64, m // 256))
+    starts = np.linspace(0, n - length, m // length).astype(np.int64)
+
+    def blocks(a):
+        return None if a is None else np.concatenate([a[i:i + length] for i in starts])
+
+    serial, parallel = serial_and_parallel(platt_module.subsample, s, y, w, fraction)
+    for got in (serial, parallel):
+        for g, a in zip(got, (s, y, w)):
+            if a is None:
+                assert g is None
+            else:
+                assert g.dtype == a.dtype and g.tobytes() == blocks(a).tobytes()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
 def test_prep_and_logit_passes_pieces_equal_whole(weighted):
     rng = np.random.default_rng(4)
     n = 2 * kernels.CHUNK + 7

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _platt_kernels as _k
 from .._chunked import Partials, merge_in_order
+from .._parallel import parallel_for
 from .._params import Integer, Real, check
 
 #: Default stopping tolerance on the Newton decrement per unit weight.
@@ -120,6 +121,8 @@ def subsample(s, y, w, fraction):
 
     Contiguous blocks read memory sequentially; spreading them over the whole
     input keeps the subsample representative of sorted or clustered data.
+    The blocks are copied on fastcal's threads (a serial copy of a million
+    rows was a tenth of a 10^7-row fit's work on 8 threads).
     """
     n = s.shape[0]
     m = int(round(n * fraction))
@@ -128,11 +131,9 @@ def subsample(s, y, w, fraction):
     length = min(4096, max(64, m // 256), n)
     n_blocks = max(1, m // length)
     starts = np.linspace(0, n - length, n_blocks).astype(np.int64)
-
-    def take(arr):
-        return None if arr is None else np.concatenate([arr[i:i + length] for i in starts])
-
-    return take(s), take(y), take(w)
+    out = tuple(None if a is None else np.empty(n_blocks * length, dtype=a.dtype) for a in (s, y, w))
+    parallel_for(_k.gather_blocks, n_blocks, s, y, w, starts, length, *out, rows=n_blocks * length)
+    return out
 
 
 def array_pass(s, y, w):
