@@ -34,6 +34,7 @@ from . import _platt_kernels as _k
 from ._math_kernels import key_to_float
 from . import platt
 from ._base import BaseCalibrator, check_is_fitted
+from ._chunked import Partials, merge_in_order
 from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Options, check
@@ -200,13 +201,12 @@ class BetaObjective:
 
 def array_pass(p, y, w):
     """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls."""
-    n = p.shape[0]
-    buf = np.empty((_k.n_chunks(n), _k.N_BETA_STATS))
+    part = Partials(p.shape[0], _k.CHUNK, _k.N_BETA_STATS)
 
     def run_pass(frame, t1, t2, t3, want_loss):
-        parallel_for(_k.beta_pass, buf.shape[0], p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1,
-                     frame.c2, frame.s2, t1, t2, t3, True if want_loss else None, buf, rows=n)
-        return _k.merge_sums(buf)
+        part.run(_k.beta_pass, p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1, frame.c2, frame.s2,
+                 t1, t2, t3, True if want_loss else None)
+        return merge_in_order(part.bufs[0])
 
     return run_pass
 

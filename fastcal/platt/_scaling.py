@@ -11,6 +11,7 @@ import numpy as np
 from .. import _newton
 from .. import _platt_kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
+from .._chunked import Partials
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
@@ -33,6 +34,7 @@ from ._model import (
     array_objective,
     array_pass,
     center_and_scale,
+    merge_prep,
     check_max_iter,
     check_tol,
     check_total_weight,
@@ -67,12 +69,10 @@ class PlattResult(Result):
 
 
 def _run_prep(s, y, w):
-    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows."""
-    nc = _k.n_chunks(s.shape[0])
-    ibuf = np.empty((nc, _k.N_PREP_INT), dtype=np.int64)
-    fbuf = np.empty((nc, _k.N_PREP_FLOAT))
-    parallel_for(_k.prep, nc, s, y, w, ibuf, fbuf, rows=s.shape[0])
-    return _k.merge_blocks(ibuf, fbuf)
+    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows (:func:`merge_prep`)."""
+    part = Partials(s.shape[0], _k.CHUNK, _k.N_PREP_INT, _k.N_PREP_FLOAT, dtypes=(np.int64, np.float64))
+    part.run(_k.prep, s, y, w)
+    return merge_prep(*part.bufs)
 
 
 def _run_predict(s, a, b, out):
@@ -130,8 +130,7 @@ def prepare(s, y, w, name="scores"):
 def merge_prepared(parts, weight_exponent=0):
     """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order; the class weights
     times ``2**-weight_exponent`` (for a chunked fit whose passes rescale the weights, see :func:`fit_passes`)."""
-    iout, fout = _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
-                                 np.array([p[1] for p in parts], dtype=np.float64))
+    iout, fout = merge_prep([p[0] for p in parts], [p[1] for p in parts])
     return iout, (fout if weight_exponent == 0 else np.ldexp(fout, -weight_exponent))
 
 

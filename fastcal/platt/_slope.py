@@ -17,7 +17,7 @@ from .. import _newton
 from .. import _platt_kernels as _k
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
-from .._parallel import parallel_for
+from .._chunked import Partials
 from .._results import Result
 from .._validation import (
     as_float_array,
@@ -37,6 +37,7 @@ from ._model import (
     array_pass,
     center_and_scale,
     check_total_weight,
+    merge_prep,
     subsample,
     subsample_fraction,
 )
@@ -86,11 +87,9 @@ class SlopeInterceptResult(Result):
 
 def _run_logit(y, p, w, eps, x):
     """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.logit`."""
-    nc = _k.n_chunks(p.shape[0])
-    ibuf = np.empty((nc, _k.N_LOGIT_INT), dtype=np.int64)
-    fbuf = np.empty((nc, _k.N_LOGIT_FLOAT))
-    parallel_for(_k.logit, nc, y, p, w, eps, x, ibuf, fbuf, rows=p.shape[0])
-    return _k.merge_blocks(ibuf, fbuf)
+    part = Partials(p.shape[0], _k.CHUNK, _k.N_LOGIT_INT, _k.N_LOGIT_FLOAT, dtypes=(np.int64, np.float64))
+    part.run(_k.logit, y, p, w, eps, x)
+    return merge_prep(*part.bufs)
 
 
 def calibration_slope_intercept(
