@@ -185,7 +185,7 @@ def test_validation():
 
 
 # --------------------------------------------------------------------------
-# Batched isotonic fits (fastcal.grouped._fit_isotonic_groups): the bits of each group's own fit
+# Batched isotonic fits (one pass over all groups): the bits of each group's own fit
 # --------------------------------------------------------------------------
 
 ISO_PARAMS = [{}, {"out_of_bounds": "clip"}, {"increasing": False, "out_of_bounds": "clip"},
@@ -322,16 +322,19 @@ def test_batched_isotonic_weight_scale(scale):
     _assert_own_fits(scaled, {}, s, y, g, w * scale)  # any scale: each group's own fit at that scale
 
 
-def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path, monkeypatch):
-    """The stored state did not change: a model fitted one group at a time (the former path, kept for the
-    calibrators not batched) and the batched one write the same file, and each loads into the other's model."""
-    from fastcal import grouped
-
+def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path):
+    """The stored state did not change: a model made of fits of one group at a time (what the calibrators not
+    batched get) and the batched one write the same file, and each loads into the other's model."""
     s, y, g, w = _tied_data(3000, 6, 19, np.float32, True)
-    batched = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(s, y, g, w)
-    monkeypatch.setattr(grouped, "_batchable", lambda template: False)
-    one_by_one = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(
-        s, y, g, w)
+    template = IsotonicRegression(out_of_bounds="clip")
+    batched = GroupedCalibrator(template, min_samples_per_group=20).fit(s, y, g, w)
+    one_by_one = GroupedCalibrator(template, min_samples_per_group=20)  # its fitted state, from the public API
+    groups, counts = np.unique(g, return_counts=True)
+    one_by_one.groups_ = [int(k) for k in groups[counts >= 20]]
+    one_by_one.calibrators_ = [IsotonicRegression(**template.get_params()).fit(s[g == k], y[g == k], sample_weight=w[g == k])
+                               for k in one_by_one.groups_]
+    one_by_one.global_calibrator_ = IsotonicRegression(**template.get_params()).fit(s, y, sample_weight=w)
+    one_by_one.group_counts_ = counts[counts >= 20].astype(np.int64)
     assert json.dumps(batched.to_dict()) == json.dumps(one_by_one.to_dict())
     one_by_one.save(tmp_path / "old.json")
     back = fastcal.load(tmp_path / "old.json")
