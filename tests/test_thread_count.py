@@ -170,11 +170,14 @@ def test_grouped_calibrator_fits_same_bits_at_every_thread_count():
     _same_at_every_thread_count(fit)
 
 
-@pytest.mark.parametrize("name", ["PlattScaling", "BetaCalibration", "TemperatureScaling"])
-def test_fits_same_bits_at_every_thread_count(name):
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("name", ["PlattScaling", "BetaCalibration", "TemperatureScaling", "VennAbers",
+                                  "IsotonicRegression", "HistogramBinning"])
+def test_fits_same_bits_at_every_thread_count(name, weighted):
     make = getattr(fastcal, name)
     x, y = (ZK, YK) if name == "TemperatureScaling" else (P, Y)
-    _same_at_every_thread_count(lambda: make().fit(x, y))
+    fit = {"sample_weight": W[:len(y)]} if weighted else {}
+    _same_at_every_thread_count(lambda: make().fit(x, y, **fit))
 
 
 def test_task_bounds_depend_on_the_size_alone():

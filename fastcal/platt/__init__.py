@@ -21,8 +21,9 @@ from .._base import ConvergenceWarning
 from ._scaling import PlattResult, PlattScaling, platt_scaling
 from ._slope import SlopeInterceptResult, calibration_slope_intercept
 
-# The internal API of fastcal.beta, the engine's drivers and the diagnostics (documented in the modules), not
-# re-exported by fastcal: the model's constants, checks, passes and warm start; Platt's fit from passes; the slope's.
+# The internal API of fastcal.beta, fastcal.grouped, the engine's drivers and the diagnostics (documented in the
+# modules), not re-exported by fastcal: the model's constants, checks, passes and warm start; Platt's fit from
+# passes or from validated arrays (fit_arrays); the slope's.
 from ._model import (
     PARAMETERS,
     WARM_START_MIN,
@@ -34,7 +35,7 @@ from ._model import (
     subsample_fraction,
     warm_start,
 )
-from ._scaling import fit_passes, fitted_estimator, merge_prepared, prepare
+from ._scaling import fit_arrays, fit_passes, fitted_estimator, merge_prepared, prepare
 from ._slope import logit_rows, slope_intercept_fit, slope_intercept_passes
 
 __all__ = [

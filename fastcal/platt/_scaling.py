@@ -190,8 +190,10 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     return PlattFit(a, b, res.n_iter, res.converged, res.decrement, res.n_passes)
 
 
-def _fit_platt(s, y, w, max_iter, tol):
-    """Validated arrays in, a :class:`PlattFit` out."""
+def fit_arrays(s, y, w, max_iter, tol):
+    """Platt scaling of validated arrays (scores ``s``, labels ``y``, weights ``w`` or None; ``max_iter`` and
+    ``tol`` checked): the :class:`PlattFit` that :func:`platt_scaling` and :meth:`PlattScaling.fit` make after
+    their checks, and callers that check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
     w, e = rescale_weights(w)
     return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w),
                       lambda fraction: subsample(s, y, w, fraction), max_iter, tol, e)
@@ -336,7 +338,7 @@ def platt_scaling(
     s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
     max_iter = check_max_iter(max_iter)
     tol = check_tol(tol)
-    fit = _fit_platt(s, yv, w, max_iter, tol)
+    fit = fit_arrays(s, yv, w, max_iter, tol)
     warn_if_not_converged(fit, max_iter, tol)
     return PlattResult(float(fit.a), float(fit.b), int(fit.n_iter), bool(fit.converged))
 
@@ -404,7 +406,7 @@ class PlattScaling(BaseCalibrator):
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
         max_iter, tol = check_max_iter(self.max_iter), check_tol(self.tol)
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-        fit = _fit_platt(s, yv, w, max_iter, tol)
+        fit = fit_arrays(s, yv, w, max_iter, tol)
         warn_if_not_converged(fit, max_iter, tol)
         self.a_ = float(fit.a)
         self.b_ = float(fit.b)
