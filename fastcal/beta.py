@@ -213,18 +213,9 @@ def array_pass(p, y, w):
 
 def array_objective(p, y, w, model, frame, total_weight):
     """:class:`BetaObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
-    n = p.shape[0]
-
-    def sub():
-        if n < platt.WARM_START_MIN:
-            return None
-        p_sub, y_sub, w_sub = platt.subsample(p, y, w, platt.subsample_fraction(n))
-        total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(p_sub.shape[0])
-        if not total > 0.0:
-            return None
-        return array_objective(p_sub, y_sub, w_sub, model, frame, total)
-
-    return BetaObjective(array_pass(p, y, w), n, model, frame, total_weight, sub)
+    sub = platt.warm_start(lambda fraction: platt.subsample(p, y, w, fraction), p.shape[0],
+                           lambda ps, ys, ws, total: array_objective(ps, ys, ws, model, frame, total))
+    return BetaObjective(array_pass(p, y, w), p.shape[0], model, frame, total_weight, sub)
 
 
 # ---------------------------------------------------------------------------
@@ -336,15 +327,8 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
 
     frame = make_frame(model, lo_all, hi_all, eps)
 
-    def sub():
-        if subsample_rows is None or n < platt.WARM_START_MIN:
-            return None
-        p, y, w = subsample_rows(platt.subsample_fraction(n))
-        total_sub = float(w.sum(dtype=np.float64)) if w is not None else float(p.shape[0])
-        if not (p.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(p, y, w, model, frame, total_sub)
-
+    sub = platt.warm_start(subsample_rows, n,
+                           lambda ps, ys, ws, total_sub: array_objective(ps, ys, ws, model, frame, total_sub))
     obj = BetaObjective(run_pass, n, model, frame, total, sub)
     start = obj.to_internal(0.0, 0.0, math.log(wpos / wneg) if model != "ab" else 0.0)
     res = _newton.solve(obj, start, tol, max_iter)

@@ -18,9 +18,7 @@ from fastcal import _math_kernels as math_kernels
 from fastcal import _platt_kernels as kernels
 from fastcal._chunked import merge_in_order, n_chunks
 from fastcal import platt as platt_module
-from fastcal.platt import _scaling
-from fastcal.platt._model import merge_prep
-from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult
+from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult, merge_prep
 
 from . import naive_platt as naive
 from .strategies import scores_and_labels
@@ -309,10 +307,17 @@ def test_float32_is_not_copied_to_float64():
 def test_warm_start_does_not_change_the_answer():
     n = platt_module.WARM_START_MIN + 12_345
     s, y = overconfident(n, 5, shift=0.3)
-    w = np.random.default_rng(5).uniform(0, 2, n)
+    w = np.random.default_rng(5).uniform(0, 2, n)  # the largest weight in [1, 2): rescaled by 2**0, unchanged
+
+    def fit(weights, warm_start):
+        # The fit of every backend (fastcal.platt's internal API), with the warm start from a subsample or without.
+        rows = (lambda fraction: platt_module.subsample(s, y, weights, fraction)) if warm_start else None
+        return platt_module.fit_passes(platt_module.prepare(s, y, weights), n, weights is not None,
+                                       platt_module.array_pass(s, y, weights), rows, 100, 1e-10)
+
     for weights in (None, w):
-        a, b, n_iter, ok, dec, passes = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
-        a0, b0, n_iter0, ok0, _, passes0 = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
+        a, b, n_iter, ok, dec, passes = fit(weights, warm_start=True)
+        a0, b0, n_iter0, ok0, _, passes0 = fit(weights, warm_start=False)
         assert ok and ok0
         assert_allclose([a, b], [a0, b0], rtol=1e-12)
         assert n_iter < n_iter0 and passes < passes0  # fewer passes over the full data

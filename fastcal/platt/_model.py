@@ -146,20 +146,31 @@ def array_pass(s, y, w):
     return run_pass
 
 
-def array_objective(s, y, w, center, scale, xmax, targets, total_weight, warm_start=True):
-    """:class:`PlattObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
-    n = s.shape[0]
+def warm_start(subsample_rows, n, objective):
+    """The warm start of a Newton fit of ``n`` rows (the ``sub`` of :class:`PlattObjective` and of
+    :class:`fastcal.beta.BetaObjective`): a function that returns the objective of a subsample, or None.
+
+    ``subsample_rows(fraction)`` gives about that share of the rows as
+    ``(s, y, w)`` (:func:`subsample`; None: no warm start),
+    ``objective(s, y, w, total_weight)`` their objective. None under
+    :data:`WARM_START_MIN` rows, or when the subsample has no weight.
+    """
 
     def sub():
-        if not warm_start or n < WARM_START_MIN:
+        if subsample_rows is None or n < WARM_START_MIN:
             return None
-        s_sub, y_sub, w_sub = subsample(s, y, w, subsample_fraction(n))
-        total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(s_sub.shape[0])
-        if not total > 0.0:
-            return None
-        return array_objective(s_sub, y_sub, w_sub, center, scale, xmax, targets, total)
+        s, y, w = subsample_rows(subsample_fraction(n))
+        total = float(w.sum(dtype=np.float64)) if w is not None else float(s.shape[0])
+        return objective(s, y, w, total) if total > 0.0 else None
 
-    return PlattObjective(array_pass(s, y, w), n, center, scale, xmax, targets, total_weight, sub)
+    return sub
+
+
+def array_objective(s, y, w, center, scale, xmax, targets, total_weight):
+    """:class:`PlattObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
+    sub = warm_start(lambda fraction: subsample(s, y, w, fraction), s.shape[0],
+                     lambda ss, ys, ws, total: array_objective(ss, ys, ws, center, scale, xmax, targets, total))
+    return PlattObjective(array_pass(s, y, w), s.shape[0], center, scale, xmax, targets, total_weight, sub)
 
 
 def center_and_scale(lo, hi):

@@ -29,7 +29,6 @@ from .._validation import (
 )
 from ._model import (
     PARAMETERS,
-    WARM_START_MIN,
     PlattObjective,
     array_objective,
     array_pass,
@@ -39,7 +38,7 @@ from ._model import (
     check_tol,
     check_total_weight,
     subsample,
-    subsample_fraction,
+    warm_start,
 )
 
 if TYPE_CHECKING:
@@ -177,15 +176,8 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
     center, scale, xmax = center_and_scale(key_to_float(lo_all), key_to_float(hi_all))
 
-    def sub():
-        if subsample_rows is None or n < WARM_START_MIN:
-            return None
-        s, y, w = subsample_rows(subsample_fraction(n))
-        total_sub = float(w.sum(dtype=np.float64)) if w is not None else float(s.shape[0])
-        if not (s.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(s, y, w, center, scale, xmax, targets, total_sub)
-
+    sub = warm_start(subsample_rows, n,
+                     lambda s, y, w, total_sub: array_objective(s, y, w, center, scale, xmax, targets, total_sub))
     obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     res = _newton.solve(obj, obj.to_internal(0.0, b0), tol, max_iter)
     a, b = obj.to_public(*res.theta)
@@ -197,18 +189,13 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     return PlattFit(a, b, res.n_iter, res.converged, res.decrement, res.n_passes)
 
 
-def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
-    """Validated arrays in, a :class:`PlattFit` out."""
-    w, e = rescale_weights(w)
-    rows = (lambda fraction: subsample(s, y, w, fraction)) if warm_start else None
-    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol, e)
-
-
 def fit_arrays(s, y, w, max_iter, tol):
     """Platt scaling of validated arrays (scores ``s``, labels ``y``, weights ``w`` or None; ``max_iter`` and
-    ``tol`` checked): the :class:`PlattFit` that :meth:`PlattScaling.fit` makes after its checks. For callers that
-    check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
-    return _fit_platt(s, y, w, max_iter, tol)
+    ``tol`` checked): the :class:`PlattFit` that :func:`platt_scaling` and :meth:`PlattScaling.fit` make after
+    their checks, and callers that check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
+    w, e = rescale_weights(w)
+    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w),
+                      lambda fraction: subsample(s, y, w, fraction), max_iter, tol, e)
 
 
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
@@ -350,7 +337,7 @@ def platt_scaling(
     s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
     max_iter = check_max_iter(max_iter)
     tol = check_tol(tol)
-    fit = _fit_platt(s, yv, w, max_iter, tol)
+    fit = fit_arrays(s, yv, w, max_iter, tol)
     warn_if_not_converged(fit, max_iter, tol)
     return PlattResult(float(fit.a), float(fit.b), int(fit.n_iter), bool(fit.converged))
 
@@ -418,7 +405,7 @@ class PlattScaling(BaseCalibrator):
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
         max_iter, tol = check_max_iter(self.max_iter), check_tol(self.tol)
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-        fit = _fit_platt(s, yv, w, max_iter, tol)
+        fit = fit_arrays(s, yv, w, max_iter, tol)
         warn_if_not_converged(fit, max_iter, tol)
         self.a_ = float(fit.a)
         self.b_ = float(fit.b)

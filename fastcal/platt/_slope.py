@@ -31,7 +31,6 @@ from .._validation import (
 )
 from ._model import (
     DEFAULT_TOL,
-    WARM_START_MIN,
     PlattObjective,
     array_objective,
     array_pass,
@@ -39,7 +38,7 @@ from ._model import (
     check_total_weight,
     merge_prep,
     subsample,
-    subsample_fraction,
+    warm_start,
 )
 
 if TYPE_CHECKING:
@@ -255,15 +254,8 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
     center, scale, xmax = center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
     targets = (1.0, 0.0, 0.0, 1.0)
 
-    def sub():
-        if n < WARM_START_MIN:
-            return None
-        xs, ys, ws = subsample_rows(subsample_fraction(n))
-        total_sub = float(ws.sum(dtype=np.float64)) if ws is not None else float(xs.shape[0])
-        if not (xs.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub)
-
+    sub = warm_start(subsample_rows, n,
+                     lambda xs, ys, ws, total_sub: array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub))
     obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
