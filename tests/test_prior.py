@@ -1057,7 +1057,8 @@ def test_em_engine_errors_and_warnings_are_the_in_memory_ones():
         eprior.estimate_priors_em(ListRows([(proba[:0, 0],)]), x_dtype=np.float64, train_priors=0.5)
     with pytest.raises(ValueError, match="max_iter"):
         eprior.estimate_priors_em(_em_rows(proba, [0, 10]), x_dtype=np.float64, train_priors=train, max_iter=0)
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(ConvergenceWarning) as record:
         pi, n_iter, converged = eprior.estimate_priors_em(_em_rows(proba, [0, 10, 200]), x_dtype=np.float64,
                                                           train_priors=train, max_iter=2, accelerate=False)
     assert n_iter == 2 and not converged
+    assert [w.filename for w in record] == [__file__]  # the line that called the driver, as in memory

@@ -174,10 +174,11 @@ def iterate_em(em_step, train, max_iter, tol, accelerate):
     return pi, delta, converged, passes
 
 
-def warn_em_not_converged(max_iter, delta, tol):
-    """The warning of an EM fit that stopped at ``max_iter`` passes with its last change ``delta`` > ``tol``."""
+def warn_em_not_converged(max_iter, delta, tol, stacklevel=2):
+    """The warning of an EM fit that stopped at ``max_iter`` passes with its last change ``delta`` > ``tol``;
+    ``stacklevel`` is counted from the caller of this function (2: the line that called the fit)."""
     warn_not_converged("estimate_priors_em", max_iter, "EM iterations",
-                       f"last change of the priors {delta:.3g} > tol={tol:g}")
+                       f"last change of the priors {delta:.3g} > tol={tol:g}", stacklevel=stacklevel + 1)
 
 
 def check_em(train_priors, max_iter, tol, accelerate):
