@@ -77,6 +77,7 @@ __all__ = [
     "negative_sampling_logit_offset",
 ]
 
-for _obj in (PriorEMResult, adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset):
+for _obj in (PriorEMResult, adjust_priors, correct_negative_sampling, estimate_priors_em,
+             negative_sampling_logit_offset):
     _obj.__module__ = __name__  # their public home, the name that pickles, reprs and the API reference show
 del _obj
