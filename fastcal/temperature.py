@@ -16,6 +16,9 @@ four. Halley steps (cubic convergence, with the third derivative), safeguarded
 by bisection of a bracket, from the fit of a subsample of the rows, converge
 in two passes over the data on typical inputs; the fourth derivative lets
 the iteration stop after the second without a third pass to confirm it.
+
+Internal API (for the tests, which check the pass against a naive reference and
+across thread counts): :func:`loss_derivatives`, the one fused pass.
 """
 
 from __future__ import annotations
@@ -251,8 +254,9 @@ class TemperatureScaling(BaseCalibrator):
         labels = labels.astype(np.int64, copy=False)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: _derivatives(z, labels, w, b), self.max_iter,
-                                                            self.tol, _start(z, labels, w, self.max_iter))
+        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: loss_derivatives(z, labels, w, b),
+                                                            self.max_iter, self.tol,
+                                                            _start(z, labels, w, self.max_iter))
         if not self.converged_:
             warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations")
         self.n_classes_ = k
@@ -294,9 +298,17 @@ class TemperatureScaling(BaseCalibrator):
             raise ValueError("invalid fastcal model: n_classes_ must be at least 2")
 
 
-def _derivatives(z, labels, w, beta, want_loss=False):
-    """The loss (0.0 unless ``want_loss``) and its first four derivatives in ``beta``, weighted sums over the
-    rows: one pass, chunked."""
+def loss_derivatives(z, labels, w, beta, want_loss=False):
+    r"""The loss :math:`L(\beta)` (0.0 unless ``want_loss``) and its first four derivatives in ``beta``.
+
+    ``z``: (n, k) C-contiguous logits (float32 or float64); ``labels``: int64
+    class indices; ``w``: float64 weights or an empty array (unit weights).
+    Weighted sums over the rows of the cumulants of :math:`z_i` under
+    :math:`\mathrm{softmax}(\beta z_i)` (see the module docstring), in one
+    pass over fixed chunks merged exactly (:mod:`fastcal._chunked`): the same
+    bits at any thread count. Returns the tuple of floats
+    ``(L, dL, d2L, d3L, d4L)``.
+    """
     n, k = z.shape
     part = Partials(n, _k.CHUNK, _k.N_SUMS)
     part.run(_k.derivative_chunks, z, labels, w, beta, True if want_loss else None, work=n * k)
@@ -321,7 +333,7 @@ def _start(z, labels, w, max_iter):
     zs = np.ascontiguousarray(z[::stride])
     ls = np.ascontiguousarray(labels[::stride])
     ws = np.ascontiguousarray(w[::stride]) if w.shape[0] else w
-    beta, _, converged = _newton(lambda b: _derivatives(zs, ls, ws, b), max_iter, _SUBSAMPLE_TOL)
+    beta, _, converged = _newton(lambda b: loss_derivatives(zs, ls, ws, b), max_iter, _SUBSAMPLE_TOL)
     lo, hi = (math.exp(b) for b in _LOG_BETA_BOUNDS)
     return beta if converged and lo * 1.001 < beta < hi * 0.999 else 1.0
 

@@ -28,7 +28,7 @@ from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em
 from fastcal._engine import ListRows
 from fastcal._engine import prior as eprior
 from fastcal._parallel import PARALLEL_MIN_SIZE
-from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult
+from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult, iterate_em
 
 from .naive_prior import naive_adjust_priors, naive_correct_negative_sampling, naive_estimate_priors_em
 from .threads import in_pieces, serial_and_parallel
@@ -950,15 +950,19 @@ def _linear_em(fixed, rate, loglik=None):
     return step, seen
 
 
-def test_squarem_safeguards():
-    from fastcal.prior import _plain_em, _squarem
+def _iterate(step, start, max_iter, tol, accelerate=True):
+    """:func:`fastcal.prior.iterate_em` from ``start``: ``(pi, last change, converged)``."""
+    pi, delta, converged, _ = iterate_em(step, start, max_iter, tol, accelerate)
+    return pi, delta, converged
 
+
+def test_squarem_safeguards():
     fixed = np.array([0.3, 0.7])
     # A linear map: the S3 extrapolation lands on the fixed point (r and v are parallel), up to
     # rounding amplified by alpha^2 ~ 1e4; a stop on a step <= tol of a map of rate 0.99 is within
     # tol / (1 - 0.99) of the fixed point. Plain EM needs ~2700 passes.
     step, seen = _linear_em(fixed, 0.99)
-    pi, delta, converged = _squarem(step, np.array([0.9, 0.1]), 1000, 1e-12, lambda: len(seen))
+    pi, delta, converged = _iterate(step, np.array([0.9, 0.1]), 1000, 1e-12)
     assert converged and np.abs(pi - fixed).max() <= 1e-10 and len(seen) <= 6
     # Extrapolations past the simplex are never evaluated: a map converging quadratically to
     # 0.01, whose first extrapolation from 0.5 lands at -0.43.
@@ -969,7 +973,7 @@ def test_squarem_safeguards():
         f = 0.01 + (pi[0] - 0.01) ** 2
         return np.array([f, 1.0 - f]), -abs(pi[0] - 0.01)
 
-    pi, _, converged = _squarem(quadratic, np.array([0.5, 0.5]), 1000, 1e-13, lambda: len(seen))
+    pi, _, converged = _iterate(quadratic, np.array([0.5, 0.5]), 1000, 1e-13)
     assert converged and abs(pi[0] - 0.01) <= 1e-13
     assert all((s > 0).all() and (s < 1).all() for s in seen)
     # A log-likelihood that punishes every point EM itself did not produce: every extrapolation
@@ -989,14 +993,14 @@ def test_squarem_safeguards():
         return new, ll
 
     pstep, pseen = _linear_em(fixed, 0.9)
-    ref, _, _ = _plain_em(pstep, start, 1000, 1e-10, lambda: len(pseen))
-    pi, _, converged = _squarem(step, start, 1000, 1e-10, lambda: len(seen))
+    ref, _, _ = _iterate(pstep, start, 1000, 1e-10, accelerate=False)
+    pi, _, converged = _iterate(step, start, 1000, 1e-10)
     assert converged
     np.testing.assert_array_equal(pi, ref)
     # Out of passes: not converged, no more passes than allowed.
     calls = []
     step, seen = _linear_em(fixed, 0.999, loglik=lambda pi: calls.append(1) or -float(len(calls)))  # always worse
-    pi, delta, converged = _squarem(step, start, 7, 1e-14, lambda: len(seen))
+    pi, delta, converged = _iterate(step, start, 7, 1e-14)
     assert not converged and len(seen) == 7 and delta > 1e-14
 
 
@@ -1053,7 +1057,8 @@ def test_em_engine_errors_and_warnings_are_the_in_memory_ones():
         eprior.estimate_priors_em(ListRows([(proba[:0, 0],)]), x_dtype=np.float64, train_priors=0.5)
     with pytest.raises(ValueError, match="max_iter"):
         eprior.estimate_priors_em(_em_rows(proba, [0, 10]), x_dtype=np.float64, train_priors=train, max_iter=0)
-    with pytest.warns(ConvergenceWarning):
+    with pytest.warns(ConvergenceWarning) as record:
         pi, n_iter, converged = eprior.estimate_priors_em(_em_rows(proba, [0, 10, 200]), x_dtype=np.float64,
                                                           train_priors=train, max_iter=2, accelerate=False)
     assert n_iter == 2 and not converged
+    assert [w.filename for w in record] == [__file__]  # the line that called the driver, as in memory

@@ -12,7 +12,7 @@ from sklearn.calibration import _TemperatureScaling
 import fastcal
 from fastcal import TemperatureScaling
 from fastcal import temperature
-from fastcal.temperature import _derivatives
+from fastcal.temperature import loss_derivatives
 
 from .threads import serial_and_parallel
 
@@ -55,7 +55,7 @@ def test_matches_sklearn_and_naive(n, k, sharpness, seed, weighted):
     # Gradient ~ 0 at the optimum (unless the optimum is at a bound). Newton stops within 2 tol beta of the
     # minimiser, where g = h * distance; g is a sum of n row terms |g_i| <= ptp(z_i), each computed within
     # (k + 4) eps ptp(z_i), so rounding (at the end and in the last step) adds (n + k + 4) eps sum w ptp(z) twice.
-    _, g, h, *_ = _derivatives(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
+    _, g, h, *_ = loss_derivatives(z, y.astype(np.int64), np.empty(0) if w is None else w, ours.beta_)
     if np.exp(-10) * 1.001 < ours.beta_ < np.exp(10) * 0.999:
         rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * np.ptp(z, axis=1))
         assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
@@ -103,7 +103,7 @@ def test_float32_kept_and_parallel_equals_serial():
     labels = y.astype(np.int64)
     for zz in (z, z32):
         for w in (np.empty(0), np.random.default_rng(5).random(z.shape[0])):
-            serial, parallel = serial_and_parallel(_derivatives, zz, labels, w, 0.7)
+            serial, parallel = serial_and_parallel(loss_derivatives, zz, labels, w, 0.7)
             assert serial == parallel
         serial, parallel = serial_and_parallel(ts.predict_proba, zz)
         assert_array_equal(serial, parallel)
@@ -126,11 +126,11 @@ def test_large_fits_start_from_a_subsample_and_take_two_passes(k, sharpness, wei
     # The same minimiser as the fit from 1.0 on all rows, which stops on the step size alone: both stop within
     # tol relative of it (the model's stop at tol / 2), so they agree to 2 tol, plus the rounding floor of the
     # gradient as below (relative to beta: rounding / (h beta)).
-    _, g, h, *_ = _derivatives(z, labels, ww, ours.beta_)
+    _, g, h, *_ = loss_derivatives(z, labels, ww, ours.beta_)
     spread = np.ptp(z.astype(np.float64), axis=1)
     rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * spread)
     assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
-    plain, _, converged = temperature._newton(lambda b: _derivatives(z, labels, ww, b), 100, ours.tol)
+    plain, _, converged = temperature._newton(lambda b: loss_derivatives(z, labels, ww, b), 100, ours.tol)
     assert converged
     assert abs(plain - ours.beta_) <= 2 * ours.tol * ours.beta_ + 4 * rounding / h
 
@@ -236,9 +236,9 @@ def test_loss_and_derivatives_against_naive():
             grad = mean - z[rows, y]
             hess = (p * (z - mean[:, None]) ** 2).sum(axis=1)
             expected = [(weights * v).sum() for v in (loss, grad)]
-            with_loss = _derivatives(z, y.astype(np.int64), ww, beta, want_loss=True)
+            with_loss = loss_derivatives(z, y.astype(np.int64), ww, beta, want_loss=True)
             assert_allclose(with_loss[0], expected[0], rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
-            fit_pass = _derivatives(z, y.astype(np.int64), ww, beta)  # what the fit runs: no loss
+            fit_pass = loss_derivatives(z, y.astype(np.int64), ww, beta)  # what the fit runs: no loss
             assert fit_pass[0] == 0.0
             for got in (with_loss, fit_pass):
                 assert_allclose(got[1], expected[1], rtol=1e-11, atol=1e-11 * np.abs(weights * loss).sum())
