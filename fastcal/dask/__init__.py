@@ -61,6 +61,7 @@ One module a subject; this package re-exports their public names, so
   :func:`segment_report`, :func:`multicalibration_error`.
 """
 
+from .._exports import publish
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
 from ._metrics import (
     brier_decomposition,
@@ -102,6 +103,4 @@ __all__ = [
 
 # The internal API of the adapter (the engine's Rows over Dask chunks), not in __all__: DaskRows.
 
-for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
-    globals()[_name].__module__ = __name__
-del _name
+publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

@@ -37,6 +37,7 @@ The columns of an (n, k) matrix are the classes in sorted order, those of
 ``labels`` or of ``y_true``, as scikit-learn's ``LabelBinarizer`` orders them.
 """
 
+from .._exports import publish
 from ._inputs import binary_labels, check_probabilities, class_sums_chunk, label_set
 from ._ranking import roc_auc_score
 from ._reliability import calibration_curve, expected_calibration_error
@@ -58,6 +59,4 @@ __all__ = [
 # The internal API of the layers above (fastcal._engine, fastcal.plot), not re-exported by fastcal:
 # binary_labels, check_probabilities, class_sums_chunk, label_set, report_from_parts.
 
-for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
-    globals()[_name].__module__ = __name__
-del _name
+publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

@@ -45,6 +45,7 @@ Feller, W. (1951). The asymptotic distribution of the range of sums of
 independent random variables. Ann. Math. Statist. 22(3).
 """
 
+from .._exports import publish
 from ._coding import MISSING, OTHER, Sizes, collapse_categories, group_codes
 from ._ecce import (
     ECCEResult,
@@ -78,6 +79,4 @@ __all__ = [
 # re-exported by fastcal: MISSING, OTHER, check_int, choose_segments, collapse_categories, ecce_result,
 # group_codes, mce_result; and Sizes, the sizes of multicalibration_error's passes, which tests lower.
 
-for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
-    globals()[_name].__module__ = __name__
-del _name
+publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

@@ -18,6 +18,7 @@ here, file chunks in :mod:`fastcal.outofcore`, partitions in :mod:`fastcal.dask`
 """
 
 from .._base import ConvergenceWarning
+from .._exports import publish
 from ._scaling import PlattResult, PlattScaling, platt_scaling
 from ._slope import SlopeInterceptResult, calibration_slope_intercept
 
@@ -48,6 +49,5 @@ __all__ = [
     "platt_scaling",
 ]
 
-for _obj in (PlattResult, PlattScaling, SlopeInterceptResult, calibration_slope_intercept, platt_scaling):
-    _obj.__module__ = __name__  # their public home, the name that pickles, reprs and the API reference show
-del _obj
+# Their public home, the name that pickles, reprs and the API reference show (ConvergenceWarning's is fastcal._base).
+publish(globals(), ["PlattResult", "PlattScaling", "SlopeInterceptResult", "calibration_slope_intercept", "platt_scaling"])

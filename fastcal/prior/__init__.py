@@ -48,6 +48,7 @@ thread count); summaries merge in chunk order.
 """
 
 from .._errors import ConvergenceWarning
+from .._exports import publish
 from ._em import PriorEMResult, estimate_priors_em
 from ._inputs import SUM_TOL
 from ._sampling import correct_negative_sampling, negative_sampling_logit_offset
@@ -77,7 +78,6 @@ __all__ = [
     "negative_sampling_logit_offset",
 ]
 
-for _obj in (PriorEMResult, adjust_priors, correct_negative_sampling, estimate_priors_em,
-             negative_sampling_logit_offset):
-    _obj.__module__ = __name__  # their public home, the name that pickles, reprs and the API reference show
-del _obj
+# Their public home, the name that pickles, reprs and the API reference show (ConvergenceWarning's is fastcal._errors).
+publish(globals(), ["PriorEMResult", "adjust_priors", "correct_negative_sampling", "estimate_priors_em",
+                    "negative_sampling_logit_offset"])
