@@ -62,6 +62,48 @@ def test_second_process_does_not_recompile(tmp_path):
     assert second["seconds"] < first["seconds"]
 
 
+#: The reductions of the kernels that opt in to fastmath (reassociation), compiled or loaded: the EM's E-step sums
+#: (fastcal.prior's engine API), one-pass Platt, slope, beta and temperature fits. float.hex of each.
+REDUCTIONS = r"""
+import warnings
+import numpy as np
+import fastcal
+from fastcal import prior
+
+warnings.simplefilter("ignore")  # the one-pass fits do not converge
+rng = np.random.default_rng(0)
+s = rng.normal(size=1000)
+p = 1 / (1 + np.exp(-s * 1.3 + 0.2))
+y = (rng.random(1000) < p).astype(np.int64)
+pi = np.array([float.fromhex("0x1.68b6c2cd5dc6ep-1"), float.fromhex("0x1.2e927a6544724p-2")])
+train = np.array([0.5, 0.5])
+out = [prior.em_summarise(p, pi, train, False, True).sums[0]]
+out += list(prior.estimate_priors_em(np.stack([1 - p, p], axis=1), [0.5, 0.5], max_iter=1).priors)
+r = fastcal.platt_scaling(s, y, max_iter=1)
+out += [r.a, r.b]
+r = fastcal.calibration_slope_intercept(y, p)
+out += [r.slope, r.intercept]
+b = fastcal.BetaCalibration(max_iter=1).fit(p, y)
+out += [b.a_, b.b_]
+z = rng.normal(size=(1000, 4))
+out.append(fastcal.TemperatureScaling(max_iter=1).fit(z, rng.integers(0, 4, 1000)).temperature_)
+print(" ".join(float(v).hex() for v in out))
+"""
+
+
+def test_fastmath_reductions_give_the_same_bits_compiled_or_loaded(tmp_path):
+    """A kernel compiled in this process and the same kernel loaded from the cache give the same bits.
+
+    LLVM may reassociate a ``fastmath`` reduction differently when it
+    compiles for the process than in the object code the cache keeps (the
+    binary EM's E-step sums did, by one ulp): such a kernel must not opt in.
+    """
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", REDUCTIONS], env=env, capture_output=True, text=True, check=True,
+                           timeout=600).stdout for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
 # ---------------------------------------------------------------------------
 # Cache keys cover the shared helpers a kernel inlines (fastcal._jit)
 # ---------------------------------------------------------------------------
