@@ -413,18 +413,29 @@ def test_adapters_import_no_engine_internals(module):
     if spec is None:
         assert module == "fastcal.spark"  # the only adapter still being written
         return
-    tree = ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))
+    origin = pathlib.Path(spec.origin)
+    package = spec.submodule_search_locations is not None  # a package (fastcal.spark): every module of it
+    found = set()
+    for path in sorted(origin.parent.glob("*.py")) if package else [origin]:
+        found |= _fastcal_imports(ast.parse(path.read_text(encoding="utf-8")), 2 if package else 1)
+    bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
+    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
+    assert "_engine" in found
+
+
+def _fastcal_imports(tree, level):
+    """The modules of fastcal (first name below fastcal) a module ``level`` deep in fastcal imports."""
+    import ast
+
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level == level:
             found |= {(node.module or "").split(".")[0]} if node.module else {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fastcal."):
             found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("fastcal.")}
-    bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
-    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
-    assert "_engine" in found
+    return found
 
 
 # ---------------------------------------------------------------------------

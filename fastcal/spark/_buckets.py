@@ -15,15 +15,15 @@ from pyspark.sql import functions as F
 # ---------------------------------------------------------------------------
 
 
-def _temp_name(what):
+def temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
 
 
-def _int_array(values) -> Column:
+def int_array(values) -> Column:
     return F.expr("array(" + ", ".join(str(int(v)) for v in values) + ")")
 
 
-def _with_bucket(df, value: Column, sorted_values, out):
+def with_bucket(df, value: Column, sorted_values, out):
     """``df`` with column ``out``: the number of ``sorted_values`` (strictly increasing, finite) ``<= value``, an int.
 
     A binary search in the JVM: ML's ``Bucketizer`` on the splits
@@ -32,14 +32,14 @@ def _with_bucket(df, value: Column, sorted_values, out):
     """
     from pyspark.ml.feature import Bucketizer
 
-    tmp = _temp_name("v")
+    tmp = temp_name("v")
     splits = [-np.inf] + [float(v) for v in sorted_values] + [np.inf]
     df = df.withColumn(tmp, value.cast("double"))
     df = Bucketizer(splits=splits, inputCol=tmp, outputCol=out + "_b", handleInvalid="keep").transform(df)
     return df.withColumn(out, F.col(out + "_b").cast("int")).drop(tmp, out + "_b")
 
 
-def _with_bucket_count(df, value: Column, bounds, out):
+def with_bucket_count(df, value: Column, bounds, out):
     """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
     bounds = np.asarray(bounds, dtype=np.float64)
     below = int(np.sum(bounds == -np.inf))
@@ -47,11 +47,11 @@ def _with_bucket_count(df, value: Column, bounds, out):
     distinct, counts = np.unique(finite, return_counts=True)
     if distinct.shape[0] == 0:
         return df.withColumn(out, F.lit(below))
-    df = _with_bucket(df, value, distinct, out)
+    df = with_bucket(df, value, distinct, out)
     if below == 0 and np.all(counts == 1):
         return df
     cum = below + np.concatenate([[0], np.cumsum(counts)])
-    return df.withColumn(out, F.element_at(_int_array(cum), F.col(out) + 1))
+    return df.withColumn(out, F.element_at(int_array(cum), F.col(out) + 1))
 
 
 def _murmur3_int(value, seed=42):

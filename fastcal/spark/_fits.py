@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from .._engine import binned as _binned
 from .._engine import isotonic as _isotonic
 from .._engine import logistic as _logistic
-from ._rows import _call
+from ._rows import drive
 
 if TYPE_CHECKING:
     from typing import Literal, Unpack
@@ -68,7 +68,7 @@ def fit_isotonic(
     blocks, which the driver pools. Nothing but samples and blocks reaches
     the driver.
     """
-    return _call(_isotonic.fit_isotonic, df, (score_col, label_col, weight_col),
+    return drive(_isotonic.fit_isotonic, df, (score_col, label_col, weight_col),
                  ("score_col", "label_col", "weight_col"), n_partitions=n_partitions, **params)
 
 
@@ -89,7 +89,7 @@ def fit_platt(
     partition order (:mod:`fastcal._engine.logistic`). ``max_iter`` and
     ``tol`` as in :class:`fastcal.PlattScaling`.
     """
-    return _call(_logistic.fit_platt, df, (score_col, label_col, weight_col),
+    return drive(_logistic.fit_platt, df, (score_col, label_col, weight_col),
                  ("score_col", "label_col", "weight_col"), max_iter=max_iter, tol=tol)
 
 
@@ -105,7 +105,7 @@ def fit_beta(
 ) -> BetaCalibration:
     """Fit :class:`fastcal.BetaCalibration` on a DataFrame's columns: ``a_``, ``b_``, ``c_`` equal to the in-memory
     fit (~1e-10). ``prob_col`` holds probabilities in [0, 1]; the passes as in :func:`fit_platt`."""
-    return _call(_logistic.fit_beta, df, (prob_col, label_col, weight_col),
+    return drive(_logistic.fit_beta, df, (prob_col, label_col, weight_col),
                  ("prob_col", "label_col", "weight_col"), parameters=parameters, max_iter=max_iter, tol=tol)
 
 
@@ -124,5 +124,5 @@ def fit_histogram(
     percentiles of the whole column), the partitions' bin tables added in
     partition order. Labels {0, 1} or {-1, 1}.
     """
-    return _call(_binned.fit_histogram, df, (prob_col, label_col, weight_col),
+    return drive(_binned.fit_histogram, df, (prob_col, label_col, weight_col),
                  ("prob_col", "label_col", "weight_col"), n_bins=n_bins, strategy=strategy)

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from .._engine import binned as _binned
 from .._engine import decomposition as _decomposition
 from .._engine import isotonic as _isotonic
-from ._rows import SparkRows, _metric
+from ._rows import SparkRows, drive_metric
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -40,7 +40,7 @@ def calibration_curve(
     function; ``"quantile"`` edges are NumPy's percentiles of the whole
     column, exactly (two more jobs select the order statistics).
     """
-    return _metric(_binned.calibration_curve, df, label_col, prob_col, weight_col, pos_label=pos_label,
+    return drive_metric(_binned.calibration_curve, df, label_col, prob_col, weight_col, pos_label=pos_label,
                    n_bins=n_bins, strategy=strategy, return_counts=return_counts)
 
 
@@ -56,7 +56,7 @@ def expected_calibration_error(
     pos_label: float | None = None,
 ) -> float:
     """:func:`fastcal.expected_calibration_error` of a DataFrame's columns (the partitions' bin sums)."""
-    return _metric(_binned.expected_calibration_error, df, label_col, prob_col, weight_col, n_bins=n_bins,
+    return drive_metric(_binned.expected_calibration_error, df, label_col, prob_col, weight_col, n_bins=n_bins,
                    strategy=strategy, norm=norm, pos_label=pos_label)
 
 
@@ -69,7 +69,7 @@ def brier_score_loss(
     pos_label: float | None = None,
 ) -> float:
     """:func:`fastcal.brier_score_loss` of a DataFrame's columns (binary: ``prob_col`` is P(y = 1))."""
-    return _metric(_binned.brier_score_loss, df, label_col, prob_col, weight_col, pos_label=pos_label)
+    return drive_metric(_binned.brier_score_loss, df, label_col, prob_col, weight_col, pos_label=pos_label)
 
 
 def log_loss(
@@ -82,7 +82,7 @@ def log_loss(
     normalize: bool = True,
 ) -> float:
     """:func:`fastcal.log_loss` of a DataFrame's columns (binary: ``prob_col`` is P(y = 1))."""
-    return _metric(_binned.log_loss, df, label_col, prob_col, weight_col, pos_label=pos_label, normalize=normalize)
+    return drive_metric(_binned.log_loss, df, label_col, prob_col, weight_col, pos_label=pos_label, normalize=normalize)
 
 
 def brier_decomposition(
@@ -96,7 +96,7 @@ def brier_decomposition(
     pos_label: float | None = None,
 ) -> BrierDecomposition:
     """:func:`fastcal.brier_decomposition` of a DataFrame's columns (the partitions' bin sums and moments)."""
-    return _metric(_binned.brier_decomposition, df, label_col, prob_col, weight_col, n_bins=n_bins,
+    return drive_metric(_binned.brier_decomposition, df, label_col, prob_col, weight_col, n_bins=n_bins,
                    strategy=strategy, pos_label=pos_label)
 
 
@@ -110,7 +110,7 @@ def smooth_ece(
 ) -> SmoothECEResult:
     """:func:`fastcal.smooth_ece` of a DataFrame's columns: each partition's sums on the grid, added on the driver
     in partition order, then smoothed as in memory. Labels {0, 1} or {-1, 1}."""
-    return _metric(_binned.smooth_ece, df, label_col, prob_col, weight_col, bandwidth=bandwidth)
+    return drive_metric(_binned.smooth_ece, df, label_col, prob_col, weight_col, bandwidth=bandwidth)
 
 
 def score_decomposition(
@@ -123,7 +123,7 @@ def score_decomposition(
 ) -> ScoreDecomposition:
     """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
     :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
-    return _metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
+    return drive_metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
 
 
 def _corp_fit_columns(chunk):
@@ -189,7 +189,7 @@ def roc_auc_score(
     of the sums with them. ``n_partitions`` score ranges (the result does not
     depend on it).
     """
-    return _metric(_decomposition.roc_auc_score, df, label_col, score_col, weight_col, pos_label=pos_label,
+    return drive_metric(_decomposition.roc_auc_score, df, label_col, score_col, weight_col, pos_label=pos_label,
                    n_partitions=n_partitions)
 
 
@@ -211,5 +211,5 @@ def calibration_report(
     (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
     report, sums to their rounding and the slope to the solver's tolerance.
     """
-    return _metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
+    return drive_metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
                    strategy=strategy, pos_label=pos_label)

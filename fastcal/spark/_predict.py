@@ -10,8 +10,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
-from ._buckets import _temp_name, _with_bucket
-from ._tasks import _NUMPY_OF_SPARK
+from ._buckets import temp_name, with_bucket
+from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -30,7 +30,7 @@ def _column_type(df, name, label):
     if name not in fields:
         raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are {list(fields)}.")
     spark_type = fields[name].dataType
-    if type(spark_type) not in _NUMPY_OF_SPARK:
+    if type(spark_type) not in NUMPY_OF_SPARK:
         raise TypeError(f"{label}={name!r} must be a numeric column, got {spark_type.simpleString()}.")
     return spark_type
 
@@ -47,9 +47,9 @@ def _with_count_below(df, value: Column, sorted_values, out):
     """``df`` with column ``out``: how many of ``sorted_values`` (strictly increasing, finite) are ``< value``.
 
     For floats, ``x < v`` exactly when ``nextafter(x, inf) <= v``: a binary search
-    (:func:`_with_bucket`) over the values moved up by one ulp.
+    (:func:`with_bucket`) over the values moved up by one ulp.
     """
-    return _with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
+    return with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
 
 
 def _literal_doubles(values) -> Column:
@@ -69,7 +69,7 @@ def _isotonic_prediction(est, df, score, out_col):
     if m == 1:
         return df.withColumn(out_col, _finite_or_raise(t, "T", F.lit(float(ys[0]))).cast(out_type))
     x0, xm = float(xs[0]), float(xs[-1])
-    tc_col, j_col = _temp_name("t"), _temp_name("j")
+    tc_col, j_col = temp_name("t"), temp_name("j")
     df = df.withColumn(tc_col, F.least(F.greatest(t, F.lit(x0)), F.lit(xm)))
     tc = F.col(tc_col)
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
@@ -109,7 +109,7 @@ def _histogram_prediction(est, df, score, out_col):
     # The in-memory rule: values[i], i = the number of inner edges < p (searchsorted, side="left"), i.e.
     # the repeated edges counted in full below the number k of distinct ones < p.
     distinct, counts = np.unique(inner, return_counts=True)
-    b_col = _temp_name("b")
+    b_col = temp_name("b")
     df = _with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
     value = F.element_at(_literal_doubles(by_k), F.col(b_col) + 1)

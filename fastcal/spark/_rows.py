@@ -12,8 +12,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ._buckets import _int_array, _temp_name, _with_bucket_count, partition_keys
-from ._tasks import _CACHE_LEVEL, _NUMPY_OF_SPARK, _SPARK_OF_NUMPY, _convert_task, _map_task, _raise_first
+from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
+from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, map_task, raise_first
 
 
 # ---------------------------------------------------------------------------
@@ -91,7 +91,7 @@ class SparkRows:
             if name not in fields:
                 raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are "
                                  f"{list(fields)}.")
-            dtype = _NUMPY_OF_SPARK.get(type(fields[name].dataType))
+            dtype = NUMPY_OF_SPARK.get(type(fields[name].dataType))
             if dtype is None:
                 raise TypeError(f"{label}={name!r} must be a numeric or boolean column, got "
                                 f"{fields[name].dataType.simpleString()}.")
@@ -126,12 +126,12 @@ class SparkRows:
 
     def map(self, fn: Callable[..., Any], *args: Any) -> list:
         """``fn(chunk, *args)`` for every partition, in a ``mapInArrow`` task; the results in partition order."""
-        task = functools.partial(_map_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
+        task = functools.partial(map_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
                                  labels=self._labels)
         schema = T.StructType([T.StructField("pid", T.LongType()), T.StructField("result", T.BinaryType())])
         rows = self._df.mapInArrow(task, schema).collect()
         pairs = [(r["pid"], pickle.loads(r["result"])) for r in rows]
-        return _raise_first(self._by_partition(pairs, fn, args))
+        return raise_first(self._by_partition(pairs, fn, args))
 
     def convert(self, fn: Callable[..., Any], *args: Any) -> tuple[SparkRows, list]:
         """``fn(chunk, *args) -> (new_chunk, fact)`` per partition; the new chunks cached, the facts returned.
@@ -150,16 +150,16 @@ class SparkRows:
                 out_columns.append(None)
                 continue
             dtype = np.dtype(col.dtype)
-            if dtype not in _SPARK_OF_NUMPY:
+            if dtype not in SPARK_OF_NUMPY:
                 raise TypeError(f"fastcal.spark cannot keep a chunk column of dtype {dtype}.")
             out_columns.append(f"_c{i}")
             out_fields.append(f"_c{i}")
             out_dtypes.append(dtype)
-        schema = T.StructType([T.StructField(name, _SPARK_OF_NUMPY[d]) for name, d in zip(out_fields, out_dtypes)]
+        schema = T.StructType([T.StructField(name, SPARK_OF_NUMPY[d]) for name, d in zip(out_fields, out_dtypes)]
                               + [T.StructField("_fact", T.BinaryType())])
-        task = functools.partial(_convert_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
+        task = functools.partial(convert_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
                                  labels=self._labels, out_fields=out_fields, out_dtypes=out_dtypes)
-        converted = self._df.mapInArrow(task, schema).persist(_CACHE_LEVEL)
+        converted = self._df.mapInArrow(task, schema).persist(CACHE_LEVEL)
         try:
             facts = [pickle.loads(r["_fact"]) for r in converted.where(F.col("_fact").isNotNull()).select(
                 "_fact").collect()]
@@ -168,7 +168,7 @@ class SparkRows:
             def fact_of_empty(chunk, *a):
                 return fn(chunk, *a)[1]
 
-            results = _raise_first(self._by_partition(pairs, fact_of_empty, args))
+            results = raise_first(self._by_partition(pairs, fact_of_empty, args))
         except BaseException:
             converted.unpersist()
             raise
@@ -192,11 +192,11 @@ class SparkRows:
         dtype = self._dtypes[key]
         bounds = np.asarray(bounds, dtype=dtype)
         n = bounds.shape[0] + 1
-        j_col, h_col = _temp_name("j"), _temp_name("h")
-        df = _with_bucket_count(self._df, F.col(name), bounds, j_col)
+        j_col, h_col = temp_name("j"), temp_name("h")
+        df = with_bucket_count(self._df, F.col(name), bounds, j_col)
         keys = partition_keys(n)
-        df = df.withColumn(h_col, F.element_at(_int_array(keys), F.col(j_col) + 1))
-        cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(_CACHE_LEVEL)
+        df = df.withColumn(h_col, F.element_at(int_array(keys), F.col(j_col) + 1))
+        cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
         cut.count()  # cached now: the caller may release the rows this was cut from
         return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
 
@@ -207,7 +207,7 @@ class SparkRows:
             self._owned = None
 
 
-def _call(driver, df, columns, labels, **kwargs):
+def drive(driver, df, columns, labels, **kwargs):
     """``driver(rows, x_dtype=..., weighted=..., **kwargs)`` on the SparkRows of ``df``'s ``columns``
     (the first the scores, the third the weights or None)."""
     rows = SparkRows.from_columns(df, columns, labels)
@@ -217,5 +217,6 @@ def _call(driver, df, columns, labels, **kwargs):
         rows.release()
 
 
-def _metric(driver, df, label_col, prob_col, weight_col, **kwargs):
-    return _call(driver, df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"), **kwargs)
+def drive_metric(driver, df, label_col, prob_col, weight_col, **kwargs):
+    """:func:`drive` on the metrics' columns ``(prob_col, label_col, weight_col)``, named as the arguments."""
+    return drive(driver, df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"), **kwargs)

@@ -13,9 +13,9 @@ from pyspark.sql import types as T
 
 from .._engine import segments as _segments
 from ..multicalibration import MISSING, OTHER
-from ._buckets import _temp_name
-from ._rows import SparkRows, _call, _metric
-from ._tasks import _NUMPY_OF_SPARK
+from ._buckets import temp_name
+from ._rows import SparkRows, drive, drive_metric
+from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,7 +46,7 @@ def ecce(
     rounding of the float64 sums. ``n_partitions``: probability ranges (the
     result does not depend on it).
     """
-    return _metric(_segments.ecce, df, label_col, prob_col, weight_col, n_partitions=n_partitions)
+    return drive_metric(_segments.ecce, df, label_col, prob_col, weight_col, n_partitions=n_partitions)
 
 
 def calibration_ratio(
@@ -58,7 +58,7 @@ def calibration_ratio(
     adjust_unjoined: bool = False,
 ) -> float:
     """:func:`fastcal.calibration_ratio` of a DataFrame's columns: per-partition sums, added on the driver."""
-    return _metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col, adjust_unjoined=adjust_unjoined)
+    return drive_metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col, adjust_unjoined=adjust_unjoined)
 
 
 def _group_numbers(df, group_col):
@@ -76,8 +76,8 @@ def _group_numbers(df, group_col):
     ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
     if len(present) < len(values):
         ordered.append(None)
-    number = _temp_name("g")
-    value = _temp_name("v")
+    number = temp_name("g")
+    value = temp_name("v")
     session = df.sparkSession
     table = session.createDataFrame([(v, i) for i, v in enumerate(ordered) if v is not None],
                                     T.StructType([T.StructField(value, df.schema[group_col].dataType),
@@ -110,12 +110,12 @@ def segment_report(
     sorted; nulls are one group, last.
     """
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
-    if group_col in fields and type(fields[group_col].dataType) not in _NUMPY_OF_SPARK:
+    if group_col in fields and type(fields[group_col].dataType) not in NUMPY_OF_SPARK:
         numbered, column, ordered = _group_numbers(df, group_col)
-        report = _call(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
+        report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
                        ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
         return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
-    return _call(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
+    return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
                  ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
 
 
@@ -150,7 +150,7 @@ def multicalibration_error(
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     frame, columns, numbered = df, [], {}
     for name in names:
-        if name in fields and type(fields[name].dataType) not in _NUMPY_OF_SPARK:
+        if name in fields and type(fields[name].dataType) not in NUMPY_OF_SPARK:
             frame, column, ordered = _group_numbers(frame, name)
             numbered[name] = ordered
             columns.append(column)

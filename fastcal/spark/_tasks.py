@@ -16,12 +16,12 @@ from .._parallel import get_num_threads, set_num_threads
 #: How SparkRows caches converted and partitioned rows: Spark SQL's own default (deserialized column batches, in
 #: memory while they fit, then on disk). The serialized level (PySpark's MEMORY_AND_DISK) Java-serializes every
 #: batch into the heap first: at 10^8 rows with a 4 GiB local driver that ran out of heap.
-_CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
+CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
 
 #: Rows per Arrow batch a task returns (a few MB).
 _BATCH_ROWS = 1 << 18
 
-_SPARK_OF_NUMPY = {
+SPARK_OF_NUMPY = {
     np.dtype(np.float64): T.DoubleType(),
     np.dtype(np.float32): T.FloatType(),
     np.dtype(np.int64): T.LongType(),
@@ -34,7 +34,7 @@ _SPARK_OF_NUMPY = {
     np.dtype(np.uint32): T.LongType(),
 }
 
-_NUMPY_OF_SPARK: dict[type, type] = {
+NUMPY_OF_SPARK: dict[type, type] = {
     T.DoubleType: np.float64,
     T.FloatType: np.float32,
     T.LongType: np.int64,
@@ -102,7 +102,7 @@ def _result_batch(pid, payload):
                                       names=["pid", "result"])
 
 
-def _map_task(batches, fn, args, columns, dtypes, labels):
+def map_task(batches, fn, args, columns, dtypes, labels):
     """``fn(chunk, *args)`` on this task's partition: one row ``(partition id, pickled (ok, result or error))``."""
     pid = _task_id()
     try:
@@ -114,7 +114,7 @@ def _map_task(batches, fn, args, columns, dtypes, labels):
     yield _result_batch(pid, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dtypes):
+def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dtypes):
     """``fn(chunk, *args) -> (new_chunk, fact)``: the new chunk's rows, then one row holding the pickled fact."""
     import pyarrow as pa
 
@@ -153,7 +153,7 @@ def _stored_dtype(dtype):
                      np.dtype(np.uint32): np.int64}.get(np.dtype(dtype), dtype))
 
 
-def _raise_first(results):
+def raise_first(results):
     """Re-raise the error of the first chunk that failed (as :class:`fastcal._engine.ListRows` would)."""
     for ok, value in results:
         if not ok:
