@@ -41,7 +41,7 @@ def calibration_curve(
     column, exactly (two more jobs select the order statistics).
     """
     return drive_metric(_binned.calibration_curve, df, label_col, prob_col, weight_col, pos_label=pos_label,
-                   n_bins=n_bins, strategy=strategy, return_counts=return_counts)
+                        n_bins=n_bins, strategy=strategy, return_counts=return_counts)
 
 
 def expected_calibration_error(
@@ -57,7 +57,7 @@ def expected_calibration_error(
 ) -> float:
     """:func:`fastcal.expected_calibration_error` of a DataFrame's columns (the partitions' bin sums)."""
     return drive_metric(_binned.expected_calibration_error, df, label_col, prob_col, weight_col, n_bins=n_bins,
-                   strategy=strategy, norm=norm, pos_label=pos_label)
+                        strategy=strategy, norm=norm, pos_label=pos_label)
 
 
 def brier_score_loss(
@@ -97,7 +97,7 @@ def brier_decomposition(
 ) -> BrierDecomposition:
     """:func:`fastcal.brier_decomposition` of a DataFrame's columns (the partitions' bin sums and moments)."""
     return drive_metric(_binned.brier_decomposition, df, label_col, prob_col, weight_col, n_bins=n_bins,
-                   strategy=strategy, pos_label=pos_label)
+                        strategy=strategy, pos_label=pos_label)
 
 
 def smooth_ece(
@@ -190,7 +190,7 @@ def roc_auc_score(
     depend on it).
     """
     return drive_metric(_decomposition.roc_auc_score, df, label_col, score_col, weight_col, pos_label=pos_label,
-                   n_partitions=n_partitions)
+                        n_partitions=n_partitions)
 
 
 def calibration_report(
@@ -203,13 +203,8 @@ def calibration_report(
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | None = None,
 ) -> CalibrationReport:
-    """:func:`fastcal.calibration_report` of a DataFrame's columns (binary).
-
-    One validation pass, one bin table, the exact AUC of :func:`roc_auc_score`,
-    both CORP decompositions from one exact isotonic fit, and the calibration
-    slope and intercept from Newton passes over the cached logits
-    (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
-    report, sums to their rounding and the slope to the solver's tolerance.
-    """
+    """:func:`fastcal.calibration_report` of a DataFrame's columns (binary): the driver the Dask backend runs
+    (:func:`fastcal._engine.decomposition.calibration_report`, its passes and exactness there), on the
+    DataFrame's partitions, its converted rows and logits cached."""
     return drive_metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
-                   strategy=strategy, pos_label=pos_label)
+                        strategy=strategy, pos_label=pos_label)

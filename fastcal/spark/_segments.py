@@ -58,20 +58,46 @@ def calibration_ratio(
     adjust_unjoined: bool = False,
 ) -> float:
     """:func:`fastcal.calibration_ratio` of a DataFrame's columns: per-partition sums, added on the driver."""
-    return drive_metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col, adjust_unjoined=adjust_unjoined)
+    return drive_metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col,
+                        adjust_unjoined=adjust_unjoined)
+
+
+def _is_missing(value):
+    """Whether a collected value is missing: null (None) or a float NaN."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _has_missing(df, name):
+    """Whether column ``name`` of ``df`` holds a null, or a NaN if it is a float column (one job, stops early)."""
+    col = F.col(name)
+    missing = col.isNull()
+    if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+        missing = missing | F.isnan(col)
+    return bool(df.select(col).where(missing).limit(1).count())
+
+
+def _needs_numbers(df, fields, name):
+    """Whether a group column is numbered in the JVM (:func:`_group_numbers`): any non-numeric column, and a
+    numeric one that holds missing values (null, NaN), which fastcal's chunks cannot hold."""
+    if name not in fields:
+        return False  # SparkRows names the argument in its error
+    if type(fields[name].dataType) not in NUMPY_OF_SPARK:
+        return True
+    return _has_missing(df, name)
 
 
 def _group_numbers(df, group_col):
-    """``(df with an int column numbering group_col, its name, the values by number)`` for a non-numeric column.
+    """``(df with an int column numbering group_col, its name, the values by number)``.
 
     The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
-    NumPy array of them (strings), or sorted (other objects: dates, decimals); a missing value, null, is last. Each
-    row gets its value's number by a broadcast join.
+    NumPy array of them (numbers and strings), or sorted (other objects: dates, decimals); the missing values,
+    null and NaN, are one group, last (``None``), as in memory. Each row gets its value's number by a broadcast
+    join.
     """
     from ..multicalibration import group_codes
 
     values = [r[0] for r in df.select(group_col).distinct().collect()]
-    present = [v for v in values if v is not None]
+    present = [v for v in values if not _is_missing(v)]
     array = np.array(present)
     ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
     if len(present) < len(values):
@@ -83,9 +109,17 @@ def _group_numbers(df, group_col):
                                     T.StructType([T.StructField(value, df.schema[group_col].dataType),
                                                   T.StructField(number, T.LongType())]))
     out = df.join(F.broadcast(table), df[group_col] == table[value], "left").drop(value)
-    if ordered and ordered[-1] is None:
+    if ordered and ordered[-1] is None:  # null and NaN (which the table does not hold) join no row
         out = out.withColumn(number, F.coalesce(F.col(number), F.lit(len(ordered) - 1).cast("long")))
     return out, number, ordered
+
+
+def _missing_as_nan(df, name):
+    """``(df with a float column of name's values, null and NaN as NaN, its name)`` for a numerical feature."""
+    col = F.col(name)
+    float_type = "float" if isinstance(df.schema[name].dataType, T.FloatType) else "double"
+    out = temp_name("x")
+    return df.withColumn(out, F.when(col.isNull(), F.lit(float("nan"))).otherwise(col).cast(float_type)), out
 
 
 def segment_report(
@@ -104,13 +138,16 @@ def segment_report(
     column, the rows are shuffled so that each partition holds whole groups,
     and each partition's task runs the in-memory report on its rows
     (:mod:`fastcal._engine.segments`): ``n`` exact, the rest to the rounding
-    of a group's sums. A numeric or boolean ``group_col`` is used as it is
-    (no nulls); any other column is numbered first: strings in the order the
-    in-memory function gives a NumPy array of them, other values (dates)
-    sorted; nulls are one group, last.
+    of a group's sums. A numeric or boolean ``group_col`` without missing
+    values is used as it is; any other column is numbered first (one job to
+    look for nulls and NaNs, one to collect the distinct values): numbers
+    and strings in the order the in-memory function gives a NumPy array of
+    them, other values (dates) sorted; the missing values (null, and NaN in
+    a float column) are one group, last, ``None`` in ``groups``, as the
+    in-memory function makes NaN and None one group.
     """
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
-    if group_col in fields and type(fields[group_col].dataType) not in NUMPY_OF_SPARK:
+    if _needs_numbers(df, fields, group_col):
         numbered, column, ordered = _group_numbers(df, group_col)
         report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
                        ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
@@ -144,13 +181,23 @@ def multicalibration_error(
     exactly, the ECCEs to ~1e-12 relative. A non-numeric feature (strings) is
     numbered in the JVM first, as in :func:`segment_report`; its labels are
     its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
-    memory). Numeric features hold no nulls.
+    memory). A numeric feature with missing values (null, NaN: one job
+    looks) is numbered likewise, its missing values ``"__NA"`` (collapsed
+    values: the least value less 1, as in memory); a
+    ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
     """
     names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     frame, columns, numbered = df, [], {}
+    numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
     for name in names:
-        if name in fields and type(fields[name].dataType) not in NUMPY_OF_SPARK:
+        if name in numerical_names and name in fields and type(fields[name].dataType) in NUMPY_OF_SPARK:
+            if _has_missing(frame, name):
+                frame, column = _missing_as_nan(frame, name)
+                columns.append(column)
+            else:
+                columns.append(name)
+        elif _needs_numbers(frame, fields, name):
             frame, column, ordered = _group_numbers(frame, name)
             numbered[name] = ordered
             columns.append(column)
@@ -173,9 +220,12 @@ def multicalibration_error(
     def label(name, value):
         if name not in numbered:
             return value
+        ordered = numbered[name]
         if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
-            return OTHER
-        original = numbered[name][int(value)]
+            present = [v for v in ordered if v is not None]
+            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK
+            return (min(present) - 1 if present else -1) if numeric else OTHER  # as in memory
+        original = ordered[int(value)]
         return MISSING if original is None else original
 
     values = [{name: label(name, v) for name, v in seg.items()} for seg in result.segment_values]
