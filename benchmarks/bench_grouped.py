@@ -2,7 +2,7 @@
 
 The issue's goal (10^7 rows, 10^4 groups): a grouped fit takes at most 2x
 one global fit of the same calibrator, and so the classes time both on the
-same arrays (``time_global_*``: the reference). Groups: one per 1000 rows,
+same arrays (``time_global_*``: the reference), for every calibrator it wraps. Groups: one per 1000 rows,
 uniform. ``python -m benchmarks.bench_grouped [n]`` runs the side by side
 measurement in one process: grouped and global calls interleaved, five
 rounds, the median of the per-round ratios (absolute times on a shared
@@ -11,12 +11,20 @@ machine are noise).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import numpy as np
 
-from fastcal import GroupedCalibrator, IsotonicRegression, PlattScaling
+from fastcal import (
+    BetaCalibration,
+    GroupedCalibrator,
+    HistogramBinning,
+    IsotonicRegression,
+    PlattScaling,
+    VennAbers,
+)
 
 from ._harness import DTYPES, SIZES, miscalibrated_scores, warm_rows
 
@@ -71,22 +79,36 @@ class GroupedIsotonic:
         self.global_model.predict(self.s)
 
 
-class GroupedPlatt:
-    params = (SIZES[:3], ["float64"])
-    param_names = ["n", "dtype"]
+#: The other 1-D calibrators a GroupedCalibrator wraps, by name.
+OTHERS = {"platt": PlattScaling, "beta": BetaCalibration, "histogram": HistogramBinning, "venn_abers": VennAbers}
+
+
+class GroupedOther:
+    params = (SIZES[:3], list(OTHERS))
+    param_names = ["n", "calibrator"]
     timeout = 900
 
-    def setup(self, n, dtype):
-        self.s, self.y, self.g, self.w = _data(n, dtype)
+    def setup(self, n, calibrator):
+        self.s, self.y, self.g, self.w = _data(n, "float64")
+        self.make = OTHERS[calibrator]
         m = warm_rows(n)
-        GroupedCalibrator(PlattScaling(), min_samples_per_group=1).fit(self.s[:m], self.y[:m], self.g[:m])
-        PlattScaling().fit(self.s[:m], self.y[:m])
+        GroupedCalibrator(self.make(), min_samples_per_group=1).fit(self.s[:m], self.y[:m], self.g[:m] % 16)
+        GroupedCalibrator(self.make(), min_samples_per_group=1).fit(self.s[:m], self.y[:m], self.g[:m] % 16,
+                                                                    sample_weight=self.w[:m])
+        self.make().fit(self.s[:m], self.y[:m])
+        self.make().fit(self.s[:m], self.y[:m], sample_weight=self.w[:m])
 
-    def time_fit(self, n, dtype):
-        GroupedCalibrator(PlattScaling()).fit(self.s, self.y, self.g)
+    def time_fit(self, n, calibrator):
+        GroupedCalibrator(self.make()).fit(self.s, self.y, self.g)
 
-    def time_global_fit(self, n, dtype):
-        PlattScaling().fit(self.s, self.y)
+    def time_global_fit(self, n, calibrator):
+        self.make().fit(self.s, self.y)
+
+    def time_fit_weighted(self, n, calibrator):
+        GroupedCalibrator(self.make()).fit(self.s, self.y, self.g, sample_weight=self.w)
+
+    def time_global_fit_weighted(self, n, calibrator):
+        self.make().fit(self.s, self.y, sample_weight=self.w)
 
 
 def side_by_side(n, rounds=5):
@@ -105,13 +127,15 @@ def side_by_side(n, rounds=5):
         "isotonic fit weighted": (lambda: GroupedCalibrator(_isotonic()).fit(s, y, g, sample_weight=w),
                                   lambda: _isotonic().fit(s, y, sample_weight=w)),
         "isotonic predict": (lambda: grouped.predict(s, g), lambda: global_model.predict(s)),
-        "platt fit": (lambda: GroupedCalibrator(PlattScaling()).fit(s, y, g), lambda: PlattScaling().fit(s, y)),
-        "platt fit weighted": (lambda: GroupedCalibrator(PlattScaling()).fit(s, y, g, sample_weight=w),
-                               lambda: PlattScaling().fit(s, y, sample_weight=w)),
     }
+    for name, make in OTHERS.items():
+        cases[f"{name} fit"] = (lambda m=make: GroupedCalibrator(m()).fit(s, y, g), lambda m=make: m().fit(s, y))
+        cases[f"{name} fit weighted"] = (lambda m=make: GroupedCalibrator(m()).fit(s, y, g, sample_weight=w),
+                                         lambda m=make: m().fit(s, y, sample_weight=w))
     for ours, theirs in cases.values():  # compile or load every kernel first
         ours()
         theirs()
+    print(f"load average {os.getloadavg()}")
     for name, (ours, theirs) in cases.items():
         times = [(timed(ours), timed(theirs)) for _ in range(rounds)]
         ratios = sorted(a / b for a, b in times)

@@ -5,7 +5,9 @@ adds the counts, ``multiclass="classwise"`` returns one curve a class, a
 given ``ax`` may be a subfigure's) is declared with ``typing.overload``: one
 short declaration a flag value, naming only the flags, and the options they
 share as ``**options: Unpack[...]`` of a ``TypedDict`` defined here, once.
-The implementation keeps its explicit parameters and defaults (what the
+:mod:`fastcal.dask`'s column types are here too: which inputs give a dask
+Series and which a dask array is what its overloads say. The
+implementation keeps its explicit parameters and defaults (what the
 documentation shows); ``tests/test_typing.py`` checks that every overload
 accepts exactly the implementation's parameters, and runs mypy on a user's
 code.
@@ -22,6 +24,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 if TYPE_CHECKING:
+    import dask.array as da
+    import dask.dataframe as dd
     from matplotlib.axes import Axes
 
 __all__ = [
@@ -31,6 +35,12 @@ __all__ = [
     "Curve",
     "CurveOptions",
     "CurveWithCounts",
+    "DaskArrayInput",
+    "DaskBinOptions",
+    "DaskColumn",
+    "DaskData",
+    "DaskSeriesInput",
+    "DaskWeights",
     "ECEOptions",
     "HistogramOptions",
     "PyScalar",
@@ -56,6 +66,26 @@ class BinOptions(TypedDict, Generic[W], total=False):
     n_bins: int
     strategy: Literal["uniform", "quantile"]
     sample_weight: W
+
+
+# fastcal.dask: its columns, and the inputs that decide what its element-wise functions return. The Dask names
+# are strings, read by type checkers only (dask is imported above for them, never at run time).
+
+#: A column of Dask data: a 1-D dask array, a dask Series, or a dask DataFrame of one column.
+DaskColumn: TypeAlias = "da.Array | dd.Series | dd.DataFrame"
+#: What :mod:`fastcal.dask`'s functions take for a column: Dask data, or (small arguments) NumPy arrays.
+DaskData: TypeAlias = "DaskColumn | ArrayLike"
+#: Their ``sample_weight``: a column, one number for every row, or None.
+DaskWeights: TypeAlias = "DaskData | float | None"
+#: The inputs for which :func:`fastcal.dask.predict` and :func:`fastcal.dask.correct_negative_sampling`
+#: return a dask Series (partitions and index kept)...
+DaskSeriesInput: TypeAlias = "dd.Series | dd.DataFrame"
+#: ... and those for which they return a dask array (chunks kept).
+DaskArrayInput: TypeAlias = "da.Array | ArrayLike"
+
+
+class DaskBinOptions(BinOptions["DaskWeights"], total=False):
+    """:func:`fastcal.dask.calibration_curve`'s options other than ``return_counts``."""
 
 
 class CurveOptions(BinOptions[ArrayLike | None], total=False):

@@ -82,6 +82,30 @@ def group_sorted(x, y, w, c, cw, cy):
     return k + 1
 
 
+@kernel
+def cumulate(cw, cy, starts, counts, W, Y):
+    """The CSD ``W``, ``Y`` (length ``k + 1``, ``W[0] = Y[0] = 0``) of groups given as pieces in score order.
+
+    Piece ``s`` is ``cw[starts[s]:starts[s] + counts[s]]`` (and the same of
+    ``cy``). The sums run left to right over the pieces, as ``np.cumsum`` of
+    the concatenated pieces would (the same additions in the same order), so
+    the groups need not be packed first.
+    """
+    sw = 0.0
+    sy = 0.0
+    W[0] = 0.0
+    Y[0] = 0.0
+    j = 0
+    for s in range(starts.shape[0]):
+        a = starts[s]
+        for i in range(a, a + counts[s]):
+            sw += cw[i]
+            sy += cy[i]
+            j += 1
+            W[j] = sw
+            Y[j] = sy
+
+
 # --------------------------------------------------------------------------
 # The (p0, p1) tables
 # --------------------------------------------------------------------------

@@ -18,7 +18,7 @@ a subsample on big inputs. :func:`fit_passes` is that fit for any source of
 passes: arrays in memory here, file chunks in :mod:`fastcal.outofcore`,
 partitions in :mod:`fastcal.dask`. Internal API: :data:`MODELS`,
 :data:`PARAMETERS`, :func:`check_model`, :func:`array_pass`,
-:func:`fit_passes`, :class:`BetaFit`, :func:`fitted_estimator`.
+:func:`fit_passes`, :func:`fit_arrays`, :class:`BetaFit`, :func:`fitted_estimator`.
 """
 
 from __future__ import annotations
@@ -400,6 +400,14 @@ def _fit_beta(p, y, w, model, max_iter, tol):
     prepared = platt.prepare(p, y, w, name="p")
     return fit_passes(prepared, p.shape[0], w is not None, array_pass(p, y, w),
                       lambda fraction: platt.subsample(p, y, w, fraction), model, eps, max_iter, tol)
+
+
+def fit_arrays(p, y, w, model, max_iter, tol):
+    """Beta calibration of validated arrays (probabilities ``p``, labels ``y``, weights ``w`` or None; ``model``
+    of :func:`check_model`, ``max_iter`` and ``tol`` checked): the :class:`BetaFit` that
+    :meth:`BetaCalibration.fit` makes after its checks. For callers that check many fits' rows at once
+    (:class:`fastcal.GroupedCalibrator`)."""
+    return _fit_beta(p, y, w, model, max_iter, tol)
 
 
 def _set_fitted(est, fit):

@@ -15,10 +15,13 @@ out by buckets of consecutive groups, and each bucket (a task of about
 by fastcal's threads) is ordered by group and score and fitted group by group
 by the PAV engine's kernels, in the arithmetic of each group's own fit (the
 same bits). Their predictions run in one pass over the rows
-(:func:`_predict_isotonic`). Other calibrators, and the isotonic fits that are
-not batched, fit a clone per group: the rows ordered by group with one
-counting sort, the groups cut into tasks of about ``TASK_ROWS`` rows that
-fastcal's threads take in turn.
+(:func:`_predict_isotonic`). Histogram binning with uniform bins is batched
+too (:func:`_fit_histogram_groups`): one pass adds every group's bin sums in
+the order of its own fit. Other calibrators, and the fits that are not
+batched, fit a clone per group: the rows ordered by group with one counting
+sort, the groups cut into tasks of about ``TASK_ROWS`` rows that fastcal's
+threads take in turn; Platt scaling and beta calibration check the rows once
+and fit each group's slice with their ``fit_arrays`` (:func:`_group_fit`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 from . import _grouped_kernels as _gk
 from . import _isotonic_kernels as _ik
 from . import _multicalibration_kernels as _k
-from . import _parallel
+from . import _binning, _parallel
 from ._base import BaseCalibrator, check_is_fitted
 from ._pav_engine import chunk_count, resolution
 from ._persist import register
@@ -43,12 +46,24 @@ from ._validation import (
     check_sample_weight,
     column_or_1d,
     is_binary,
+    rescale_weights,
+    weight_exponent,
 )
 from .beta import BetaCalibration
+from .beta import check_model as check_beta_model
+from .beta import fit_arrays as beta_fit_arrays
+from .beta import fitted_estimator as beta_estimator
 from .histogram import HistogramBinning
+from .histogram import bin_edges as histogram_bin_edges
+from .histogram import check_params as check_histogram_params
+from .histogram import fitted_estimators as histogram_estimators
 from .isotonic import IsotonicRegression
 from .multicalibration import group_codes
 from .platt import PlattScaling
+from .platt import check_max_iter as check_platt_max_iter
+from .platt import check_tol as check_platt_tol
+from .platt import fit_arrays as platt_fit_arrays
+from .platt import fitted_estimator as platt_estimator
 from .venn_abers import VennAbers
 
 if TYPE_CHECKING:
@@ -89,13 +104,18 @@ def _tasks(starts, groups):
     return tasks
 
 
-def _batchable(template):
-    """Whether the groups' fits of ``template`` run batched (:func:`_fit_isotonic_groups`): isotonic step fits of
-    a given direction (``increasing="auto"`` and centered fits go through the calibrator's own ``fit``)."""
-    if type(template) is not IsotonicRegression:
-        return False
-    params = template.get_params()
-    return not isinstance(params["increasing"], str) and not params["centered"]
+def _batched_fit(template):
+    """The batched fit of the groups' clones of ``template``, or None (a clone's ``fit`` per group):
+    :func:`_fit_isotonic_groups` for isotonic step fits of a given direction (``increasing="auto"`` and centered
+    fits are not batched), :func:`_fit_histogram_groups` for uniform histogram binning."""
+    kind = type(template)
+    if kind is IsotonicRegression:
+        params = template.get_params()
+        batchable = not isinstance(params["increasing"], str) and not params["centered"]
+        return _fit_isotonic_groups if batchable else None
+    if kind is HistogramBinning:
+        return _fit_histogram_groups if template.strategy == "uniform" else None
+    return None
 
 
 def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models):
@@ -200,6 +220,130 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     return own.tolist()
 
 
+def _group_exponents(codes, w, fitted, n_groups):
+    """The exponent of :func:`~fastcal._validation.rescale_weights` of each group ``fitted[i]`` (of ``n_groups``
+    numbered by ``codes``), and the weights ``w`` rescaled by their group's power of two, as each group's own fit
+    rescales its rows (the same bits); the rows of the other groups unchanged."""
+    group_of = np.full(n_groups, -1, dtype=np.int64)
+    group_of[fitted] = np.arange(fitted.size)
+    wmax = np.zeros(fitted.size, dtype=np.float64)
+    _gk.group_max(codes, group_of, w, wmax)
+    exponent = np.zeros(n_groups, dtype=np.int64)
+    exponent[fitted] = [weight_exponent(None, scale_max=m) for m in wmax.tolist()]
+    if not exponent.any():  # every group's largest weight in [1, 2): its weights as they are, as rescale_weights
+        return exponent, w
+    return exponent, np.ldexp(w, -exponent[codes]).astype(w.dtype, copy=False)
+
+
+def _fit_histogram_groups(template, s, yv, weights, codes, sizes, fitted, models):
+    """Fit a ``HistogramBinning`` like ``template`` (uniform bins) on the rows of each group ``fitted[i]``; set
+    ``models[i]``; return the positions ``i`` left to the calibrator's own ``fit``.
+
+    Uniform edges do not depend on the rows, so one sequential pass in input order
+    (:func:`~fastcal._grouped_kernels.bin_sums`) adds every group's bin table in the order and arithmetic of its
+    own fit (:func:`fastcal._binning.bin_stats`, one chunk; weights rescaled by the group's own power of two).
+    Left to the calibrator: groups whose own fit cuts the rows into several chunks
+    (:func:`fastcal._binning.n_chunks`), groups without weight (whose fit raises), and all groups when their
+    tables would take more memory than the rows.
+    """
+    n_bins, strategy = check_histogram_params(template.n_bins, template.strategy)
+    p = as_float_array(s, "p")
+    labels = as_label_array(yv, "y")
+    n = p.shape[0]
+    w = check_sample_weight(weights, n)
+    if fitted.size * n_bins * 2 > max(n, 1 << 20):  # the groups' sums: two float64 a bin
+        return list(range(fitted.size))
+    floats = n_bins * _binning.NSTAT  # a bin table of the own fit
+    own = np.flatnonzero([_binning.n_chunks(int(r), floats) > 1 for r in sizes[fitted].tolist()])
+    group_of = np.full(sizes.size, -1, dtype=np.int64)
+    group_of[fitted] = np.arange(fitted.size)
+    group_of[fitted[own]] = -1
+    exponent = np.zeros(sizes.size, dtype=np.int64)
+    if w is not None:
+        exponent, w = _group_exponents(codes, w, fitted, sizes.size)
+    edges = histogram_bin_edges(n_bins, strategy, n, None)
+    table = np.zeros((fitted.size, n_bins, 2))
+    _gk.bin_sums(p, labels, w if w is not None else np.empty(0), codes, group_of, np.ascontiguousarray(edges[1:-1]),
+                 table)
+    done = np.flatnonzero((group_of[fitted] >= 0) & (table[:, :, 0].sum(axis=1) > 0))
+    fits = histogram_estimators(n_bins, strategy, edges, table[done, :, 0], table[done, :, 1], exponent[fitted[done]])
+    for i, est in zip(done.tolist(), fits):
+        models[i] = est
+    return [i for i in range(fitted.size) if models[i] is None]
+
+
+def _by_group(codes, sizes, s, y, w):
+    """``(s, y, w, starts)``: the rows ordered by group, stably (group ``g``: rows ``starts[g]:starts[g + 1]``;
+    ``w`` None stays None); ``sizes`` the rows of each group.
+
+    Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
+    (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
+    :func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
+    """
+    n, k = codes.shape[0], sizes.size
+    starts = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    if not all(a.dtype.isnative and (a.dtype.kind in "biu" or a.dtype.char in "fd") for a in (s, y, w)
+               if a is not None):
+        order = _k.counting_order(codes, k)[0]
+        return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
+    bounds = _parallel.task_bounds(n, rows=min(n, _parallel.TASK_ROWS * max(1, n // k)))  # at most n / k chunks:
+    chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
+    identity = np.arange(k, dtype=np.int64)
+    none = np.empty(0)
+    per_chunk = np.zeros((chunks, k), dtype=np.int64)
+    _parallel.run([(_gk.count_slots, (codes, identity, identity, y, none, False, per_chunk[c], none, bounds[c],
+                                      bounds[c + 1])) for c in range(chunks)])
+    offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
+    so, yo = np.empty_like(s), np.empty_like(y)
+    wo = np.empty_like(w) if w is not None else none
+    _parallel.run([(_gk.scatter_rows, (codes, s, y, w if w is not None else none, offsets[c], so, yo, wo, bounds[c],
+                                       bounds[c + 1])) for c in range(chunks)])
+    return so, yo, (wo if w is not None else None), starts
+
+
+def _group_fit(template, s, yv, weights):
+    """``(fit_one, s, y, w)``: ``fit_one(s_g, y_g, w_g)`` returns the fit of a clone of ``template`` on the rows
+    of one group (``w_g`` a slice of ``w``, or the scalar or None of ``weights``), taking slices of ``s``, ``y``
+    and ``w``.
+
+    Platt scaling and beta calibration check all rows once (as the global fit did: the
+    conversions of their ``fit``, elementwise) and fit each group's slices with their ``fit_arrays`` (the fit
+    their ``fit`` runs after its checks: the same bits, without the checks' fixed cost per group); a group
+    without weight goes through ``fit``, which raises. Other calibrators: their ``fit``.
+    """
+    kind, params = type(template), template.get_params()
+
+    def own(sg, yg, wg):
+        return kind(**params).fit(sg, yg, sample_weight=wg)
+
+    if kind not in (PlattScaling, BetaCalibration):
+        w = weights if weights is not None and not isinstance(weights, numbers.Real) else None
+        return own, s, yv, w
+    x = as_float_array(s, "p" if kind is BetaCalibration else "scores")
+    labels = as_label_array(yv, "y")
+    with np.errstate(over="ignore"):
+        w = check_sample_weight(weights, x.shape[0])
+    max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
+    if kind is PlattScaling:
+        def fit(sg, yg, wg):
+            return platt_estimator(platt_fit_arrays(sg, yg, wg, max_iter, tol), params["max_iter"], params["tol"])
+    else:
+        model = check_beta_model(params["parameters"])
+
+        def fit(sg, yg, wg):  # the weights rescaled as BetaCalibration.fit's check rescales them
+            fitted = beta_fit_arrays(sg, yg, rescale_weights(wg)[0], model, max_iter, tol)
+            return beta_estimator(fitted, params["parameters"], params["max_iter"], params["tol"])
+
+    def fit_one(sg, yg, wg):
+        with np.errstate(over="ignore"):
+            weightless = wg is not None and not wg.sum(dtype=np.float64) > 0
+        return own(sg, yg, wg) if weightless else fit(sg, yg, wg)
+
+    return fit_one, x, labels, w
+
+
 @register
 class GroupedCalibrator(BaseCalibrator):
     r"""One calibrator per group, the global one for groups too small or unseen.
@@ -235,8 +379,10 @@ class GroupedCalibrator(BaseCalibrator):
     With an :class:`~fastcal.IsotonicRegression` of a given direction
     (``increasing`` True or False, not centered) and 0/1 labels, all groups
     are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
-    of their own fits, and ``predict`` runs in one pass over the rows; other
-    calibrators and parameters fit one clone per group.
+    of their own fits, and ``predict`` runs in one pass over the rows; so are
+    the fits of :class:`~fastcal.HistogramBinning` with uniform bins. Other
+    calibrators and parameters fit one clone per group (Platt scaling and beta
+    calibration without repeating the input checks), with the same bits.
 
     Examples
     --------
@@ -292,19 +438,18 @@ class GroupedCalibrator(BaseCalibrator):
         fitted = np.flatnonzero(sizes >= minimum)
         models: list[Any] = [None] * fitted.size
         generic: Any = range(fitted.size)
-        if _batchable(template) and fitted.size:
-            generic = _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
+        batched = _batched_fit(template)
+        if batched is not None and fitted.size:
+            generic = batched(template, s, yv, weights, codes, sizes, fitted, models)
         if len(generic):
-            order, starts = _k.counting_order(codes, len(uniques))
-            s_sorted, y_sorted = np.take(s, order), np.take(yv, order)
-            w_sorted = np.take(w, order) if w is not None else None
-            kind, params = type(template), template.get_params()
+            fit_one, s, yv, w = _group_fit(template, s, yv, weights)
+            s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
 
             def fit_groups(positions):
                 for i in positions:
                     a, b = starts[fitted[i]], starts[fitted[i] + 1]
                     weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                    models[i] = kind(**params).fit(s_sorted[a:b], y_sorted[a:b], sample_weight=weight)
+                    models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
 
             generic = np.asarray(generic, dtype=np.int64)
             tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))

@@ -4,8 +4,8 @@ The calibrated probability of a score is the (weighted) rate of positives
 among the calibration rows of its bin. The bins and the per-bin sums are
 those of :mod:`fastcal._binning` (the engine of ``calibration_curve``): one
 parallel pass over the rows, the same bits on any number of threads.
-Internal API (for :mod:`fastcal.dask`): :func:`check_params`,
-:func:`bin_edges`, :func:`fitted_estimator`.
+Internal API (for :mod:`fastcal.dask` and :mod:`fastcal.grouped`): :func:`check_params`,
+:func:`bin_edges`, :func:`fitted_estimator`, :func:`fitted_estimators`.
 """
 
 from __future__ import annotations
@@ -55,13 +55,23 @@ def bin_edges(n_bins, strategy, n, select):
 
 
 def _set_fitted(est, edges, table, weight_exponent):
-    weight = table[:, _binning.W]
+    return _fitted_many([est], edges, table[None, :, _binning.W], table[None, :, _binning.SY],
+                        np.array([weight_exponent]))[0]
+
+
+def _fitted_many(ests, edges, weight, positive, weight_exponent):
+    """Set the fitted state of each ``ests[g]`` from its bin weights ``weight[g]``, weights of positives
+    ``positive[g]`` (float64, shape ``(len(ests), n_bins)``) and weight exponent ``weight_exponent[g]``; returns
+    ``ests``."""
     mid = 0.5 * (edges[:-1] + edges[1:])
-    values = np.divide(table[:, _binning.SY], weight, out=mid, where=weight > 0)
-    est.bin_edges_ = edges
-    est.bin_values_ = np.clip(values, 0.0, 1.0)
-    est.bin_weights_ = weight if weight_exponent == 0 else np.ldexp(weight, weight_exponent)
-    return est
+    values = np.divide(positive, weight, out=np.broadcast_to(mid, weight.shape).copy(), where=weight > 0)
+    np.clip(values, 0.0, 1.0, out=values)
+    weights = np.ldexp(weight, np.asarray(weight_exponent)[:, None])
+    for est, v, bw in zip(ests, values, weights):
+        est.bin_edges_ = edges.copy()
+        est.bin_values_ = v
+        est.bin_weights_ = bw
+    return ests
 
 
 def fitted_estimator(n_bins, strategy, edges, table, weight_exponent=0):
@@ -72,6 +82,15 @@ def fitted_estimator(n_bins, strategy, edges, table, weight_exponent=0):
     its exponent): the values do not depend on it, ``bin_weights_`` are in the caller's units.
     """
     return _set_fitted(HistogramBinning(n_bins=n_bins, strategy=strategy), edges, table, weight_exponent)
+
+
+def fitted_estimators(n_bins, strategy, edges, weight, positive, weight_exponent):
+    """:func:`fitted_estimator` of many fits on the same ``edges`` at once (for :mod:`fastcal.grouped`): fit ``g``
+    has the bin weights ``weight[g]`` and weights of positives ``positive[g]`` (the :data:`~fastcal._binning.W`
+    and :data:`~fastcal._binning.SY` columns of its table; arrays of shape ``(fits, n_bins)``) and the weight
+    exponent ``weight_exponent[g]``. The same arithmetic, element by element, as :func:`fitted_estimator`."""
+    ests = [HistogramBinning(n_bins=n_bins, strategy=strategy) for _ in range(weight.shape[0])]
+    return _fitted_many(ests, edges, weight, positive, weight_exponent)
 
 
 @register

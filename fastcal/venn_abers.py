@@ -44,12 +44,13 @@ _STRIDE = 2
 
 
 def _class_groups(x, labels):
-    """The distinct scores of unweighted 0/1 labels: ``(c, cw, cy, k)`` as :func:`~fastcal._venn_abers_kernels.group_class_runs`.
+    """The distinct scores of unweighted 0/1 labels and their CSD: ``(c, W, Y)`` (see :func:`_csd`).
 
     The scores are sorted per class by score range (:func:`fastcal._sort.sort_by_label`, as the isotonic fit
-    sorts them). A range holds every copy of its scores, so the ranges are grouped independently, on
-    whichever threads take them, each into its rows' place, then packed. The sums are counts, exact in any
-    order.
+    sorts them). A range holds every copy of its scores, so the ranges are grouped independently
+    (:func:`~fastcal._venn_abers_kernels.group_class_runs`), on whichever threads take them, each into its
+    rows' place; the distinct scores are then packed and the CSD summed over the pieces in order. The sums
+    are counts, exact in any order.
     """
     n = x.shape[0]
     by = sort_by_label(x, labels, chunk_count(n))
@@ -58,17 +59,24 @@ def _class_groups(x, labels):
     c, cw, cy = np.empty(n, dtype=x.dtype), np.empty(n), np.empty(n)
     ks = np.array(run([(_k.group_class_runs, (by.slot(s), by.slot(r + s), c[offsets[s]:], cw[offsets[s]:],
                                                cy[offsets[s]:])) for s in range(r)]), dtype=np.int64)
+    del by
     at = np.zeros(r + 1, dtype=np.int64)
     np.cumsum(ks, out=at[1:])
-    k = int(at[-1])
-    packed = np.empty(k, dtype=x.dtype), np.empty(k), np.empty(k)
-    run([(_pack, (src, dst, int(offsets[s]), int(at[s]), int(ks[s]))) for s in range(r)
-         for src, dst in zip((c, cw, cy), packed)])
-    return (*packed, k)
+    packed = np.empty(int(at[-1]), dtype=x.dtype)
+    run([(_pack, (c, packed, int(offsets[s]), int(at[s]), int(ks[s]))) for s in range(r)])
+    return (packed, *_csd(cw, cy, np.ascontiguousarray(offsets[:r]), ks))
 
 
 def _pack(src, dst, lo, at, k):
     dst[at:at + k] = src[lo:lo + k]
+
+
+def _csd(cw, cy, starts, counts):
+    """The cumulative sum diagram ``W``, ``Y`` (length ``k + 1``) of groups stored in pieces (:func:`~fastcal._venn_abers_kernels.cumulate`)."""
+    k = int(counts.sum())
+    W, Y = np.empty(k + 1), np.empty(k + 1)
+    _k.cumulate(cw, cy, starts, counts, W, Y)
+    return W, Y
 
 
 @register
@@ -174,7 +182,7 @@ class VennAbers(BaseCalibrator):
         labels = check_binary_labels(y_arr, "y")
         w = check_sample_weight(sample_weight, x.shape[0], rescale=True)  # the mean below cannot overflow
         if w is None:
-            c, cw, cy, k = _class_groups(x, labels)
+            c, W, Y = _class_groups(x, labels)
         else:
             keep = w > 0
             if not keep.all():
@@ -184,14 +192,13 @@ class VennAbers(BaseCalibrator):
             order = argsort(x)
             c, cw, cy = np.empty(x.shape[0], dtype=x.dtype), np.empty(x.shape[0]), np.empty(x.shape[0])
             k = _k.group_sorted(x[order], labels[order], w[order], c, cw, cy)
-        W = np.zeros(k + 1)
-        Y = np.zeros(k + 1)
-        np.cumsum(cw[:k], out=W[1:])
-        np.cumsum(cy[:k], out=Y[1:])
-        p0 = np.empty(k + 1)
-        p1 = np.empty(k + 1)
+            del order
+            c = c[:k].copy()
+            W, Y = _csd(cw, cy, np.zeros(1, dtype=np.int64), np.array([k], dtype=np.int64))
+        p0 = np.empty(W.shape[0])
+        p1 = np.empty(W.shape[0])
         _k.tables(W, Y, 1.0, p0, p1)
-        self.c_ = c[:k].copy()
+        self.c_ = c
         self.p0_ = p0
         self.p1_ = p1
         return self

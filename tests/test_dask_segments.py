@@ -147,6 +147,46 @@ def test_errors():
         fd.roc_auc_score(_arr(y, (50,)), da.from_array(np.ones((50, 3))))
 
 
+@pytest.mark.parametrize("name", ["smooth_ece", "score_decomposition", "roc_auc_score", "calibration_report"])
+def test_binary_only_functions_name_themselves(name):
+    y = _arr(np.zeros(6, dtype=np.int64), (6,))
+    with pytest.raises(ValueError, match=rf"^fastcal\.dask\.{name} is binary only: y_prob must be 1-D, .* got shape "
+                                         rf"\(6, 3\); .* use fastcal\.{name} in memory\.$"):
+        getattr(fd, name)(y, da.from_array(np.full((6, 3), 1 / 3)))
+
+
+def test_messages_name_the_arguments():
+    y, p = _arr(np.array([0, 1, 1]), (3,)), _arr(np.array([0.1, np.nan, 0.7]), (3,))
+    with pytest.raises(ValueError, match="y_score"):
+        fd.roc_auc_score(y, p)
+    for func in (fd.ecce, fd.calibration_ratio, fd.brier_score_loss):
+        with pytest.raises(ValueError, match="y_prob"):
+            func(y, p)
+
+
+# Aligned by position, a DataFrame's string column becomes a dask array of objects, which dask warns of.
+@pytest.mark.filterwarnings("ignore:Dask currently has limited support for converting pandas extension dtypes")
+def test_segment_functions_take_any_partitioning():
+    """As the other Dask functions: Series of one DataFrame are zipped partition by partition; columns cut
+    otherwise (another DataFrame's partitions, a dask array's chunks) are aligned by position."""
+    p, y, w, g = _data(600, 11)
+    k = np.arange(600) % 3
+    frame = dd.from_pandas(pd.DataFrame({"p": p, "y": y, "w": w}), npartitions=5)
+    other = dd.from_pandas(pd.DataFrame({"g": g, "k": k}), npartitions=3)
+    # a DataFrame's strings reach the chunks as objects, whose groups are in the order of their first rows
+    ref = fastcal.segment_report(y, p, g.astype(object), sample_weight=w)
+    for groups in (other["g"], other[["g"]], frame["y"].map_partitions(
+            lambda s: pd.Series(g[s.index], index=s.index, dtype=object), meta=("g", object))):
+        _same_report(fd.segment_report(frame["y"], frame["p"], groups, sample_weight=frame["w"]), ref)
+    _same_report(fd.segment_report(_arr(y, (600,)), _arr(p, (200, 400)), other["g"], sample_weight=frame["w"]), ref)
+    _same_report(fd.segment_report(frame["y"], frame["p"], _arr(g, (100, 250, 250)), sample_weight=frame["w"]),
+                 fastcal.segment_report(y, p, g, sample_weight=w))
+    ref = fastcal.multicalibration_error(y, p, {"g": g, "k": k}, sample_weight=w)
+    _same_mce(fd.multicalibration_error(frame["y"], frame["p"], other, sample_weight=frame["w"]), ref)
+    _same_mce(fd.multicalibration_error(frame["y"], frame["p"], {"g": other["g"], "k": _arr(k, (600,))},
+                                        sample_weight=frame["w"]), ref)
+
+
 def _same_mce(got, ref):
     assert len(got.segment_values) == len(ref.segment_values)
     for a, b in zip(got.segment_values, ref.segment_values):

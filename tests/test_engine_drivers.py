@@ -413,29 +413,21 @@ def test_adapters_import_no_engine_internals(module):
     if spec is None:
         assert module == "fastcal.spark"  # the only adapter still being written
         return
-    origin = pathlib.Path(spec.origin)
-    package = spec.submodule_search_locations is not None  # a package (fastcal.spark): every module of it
+    package = spec.submodule_search_locations is not None  # fastcal.dask: every module of the package
+    paths = sorted(pathlib.Path(spec.origin).parent.glob("*.py")) if package else [pathlib.Path(spec.origin)]
+    top = 2 if package else 1  # the level of a relative import from fastcal's own modules
+    nodes = [node for path in paths for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))]
     found = set()
-    for path in sorted(origin.parent.glob("*.py")) if package else [origin]:
-        found |= _fastcal_imports(ast.parse(path.read_text(encoding="utf-8")), 2 if package else 1)
-    bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
-    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
-    assert "_engine" in found
-
-
-def _fastcal_imports(tree, level):
-    """The modules of fastcal (first name below fastcal) a module ``level`` deep in fastcal imports."""
-    import ast
-
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == level:
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.level == top:
             found |= {(node.module or "").split(".")[0]} if node.module else {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fastcal."):
             found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("fastcal.")}
-    return found
+    bad = {m for m in found if m in ENGINE_INTERNALS or m.endswith("_kernels")}
+    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
+    assert "_engine" in found
 
 
 # ---------------------------------------------------------------------------

@@ -267,16 +267,21 @@ def test_real_valued_targets_and_weighted_fall_back_to_own_fits():
         _assert_own_fits(cal, {}, s, target, g, weights)
 
 
+def _one_big_group(big, rest, seed):
+    """Weighted data whose group 0 has ``big`` rows, and ``rest`` more rows in groups 1 to 3."""
+    rng = np.random.default_rng(seed)
+    n = big + rest
+    s = rng.uniform(size=n)
+    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, rest)])
+    y = (rng.uniform(size=n) < s).astype(np.int64)
+    return s, y, g, rng.exponential(size=n)
+
+
 def test_a_group_too_big_for_one_engine_chunk_gets_its_own_fit():
     from fastcal import _pav_engine
 
     big = 2 * _pav_engine.CHUNK_ROWS + 5  # the engine cuts its own fit into chunks: weighted sums differ by cut
-    rng = np.random.default_rng(15)
-    n = big + 3000
-    s = rng.uniform(size=n)
-    g = np.concatenate([np.zeros(big, dtype=np.int64), rng.integers(1, 4, 3000)])
-    y = (rng.uniform(size=n) < s).astype(np.int64)
-    w = rng.exponential(size=n)
+    s, y, g, w = _one_big_group(big, 3000, 15)
     cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
     _assert_own_fits(cal, {}, s, y, g, w)
 
@@ -329,7 +334,7 @@ def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path, monkeypat
 
     s, y, g, w = _tied_data(3000, 6, 19, np.float32, True)
     batched = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(s, y, g, w)
-    monkeypatch.setattr(grouped, "_batchable", lambda template: False)
+    monkeypatch.setattr(grouped, "_batched_fit", lambda template: None)
     one_by_one = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(
         s, y, g, w)
     assert json.dumps(batched.to_dict()) == json.dumps(one_by_one.to_dict())
@@ -349,3 +354,141 @@ def test_isotonic_predict_checks_scores_and_keeps_float32():
     raising = GroupedCalibrator(IsotonicRegression(out_of_bounds="raise"), min_samples_per_group=1).fit(s, y, g)
     with pytest.raises(ValueError, match="interpolation range"):  # the calibrator's own rule, per group
         raising.predict(np.full(3, 2.0, dtype=np.float32), g[:3])
+
+
+# --------------------------------------------------------------------------
+# Batched histogram binning (one pass of bin sums keyed by group) and Platt / beta groups fitted on rows checked
+# once: each group's model has the bits of its calibrator's own fit on the group's rows
+# --------------------------------------------------------------------------
+
+OTHER = [HistogramBinning(n_bins=7), HistogramBinning(n_bins=7, strategy="quantile"), PlattScaling(),
+         BetaCalibration(), BetaCalibration(parameters="am", tol=1e-6)]
+
+
+def _assert_own_models(cal, template, s, y, g, w):
+    """Every group's model has the fitted state (``to_dict``) of a clone of ``template`` fitted on its rows alone,
+    and predicts its bits; unseen groups predict as the global fit."""
+    assert len(cal.calibrators_) == len(cal.groups_) > 0
+    t = np.linspace(0.0, 1.0, 101).astype(s.dtype)
+    for group, model in zip(cal.groups_, cal.calibrators_):
+        rows = g == group
+        own = type(template)(**template.get_params()).fit(s[rows], y[rows],
+                                                         sample_weight=None if w is None else w[rows])
+        assert json.dumps(model.to_dict()) == json.dumps(own.to_dict())
+        _assert_same_bits(cal.predict(t, np.full(t.shape[0], group)), own.predict(t))
+    _assert_same_bits(cal.predict(t, np.full(t.shape[0], -5)), cal.global_calibrator_.predict(t))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("template", OTHER, ids=lambda c: f"{type(c).__name__}{c.get_params()}")
+def test_other_calibrators_fits_are_the_groups_own_fits_bit_for_bit(dtype, weights, template):
+    s, y, g, w = _tied_data(3000, 6, 21, dtype, weights)
+    inner = HistogramBinning(n_bins=7).fit([0.5], [1]).bin_edges_[1:-1]
+    s[np.flatnonzero(g == 2)[::3]] = np.resize(inner, np.count_nonzero(g == 2)).astype(dtype)[::3]  # scores on
+    # the inner edges of 7 uniform bins (float64): in the left bin, as the own fit bins them
+    keep = g < 6  # groups of one row have a single class: Platt's and beta's special cases are tested apart
+    s, y, g, w = s[keep], y[keep], g[keep], None if w is None else w[keep]
+    cal = GroupedCalibrator(template, min_samples_per_group=50).fit(s, y, g, sample_weight=w)
+    assert cal.groups_ == [i for i, c in enumerate(np.bincount(g)) if c >= 50]
+    _assert_own_models(cal, template, s, y, g, w)
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(n_bins=4), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_other_calibrators_same_bits_at_1_2_3_8_16_threads(template, monkeypatch):
+    from fastcal import _parallel
+
+    from .threads import num_threads
+
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 9)
+    s, y, g, w = _tied_data(20_000, 60, 22, np.float64, True)
+    s = np.clip(s, 0.01, 0.99)
+    results = []
+    for t in (1, 2, 3, 8, 16):
+        with num_threads(t):
+            cal = GroupedCalibrator(template, min_samples_per_group=100).fit(s, y, g, sample_weight=w)
+            results.append((json.dumps(cal.to_dict()), cal.predict(s, g).tobytes()))
+    assert all(r == results[0] for r in results[1:])
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(n_bins=6), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_other_calibrators_weight_scale(template):
+    s, y, g, w = _tied_data(3000, 5, 23, np.float64, True)
+    s, y, g, w = s[2:], y[2:], g[2:], w[2:]
+    base = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    for scale in (2.0**-60, 2.0**40, 3.0):
+        scaled = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w * scale)
+        if scale != 3.0 and type(template) is not PlattScaling:  # powers of two: the same bits (Platt's
+            _assert_same_bits(scaled.predict(s, g), base.predict(s, g))  # targets are pseudo-counts in weight units)
+        _assert_own_models(scaled, template, s, y, g, w * scale)  # any scale: each group's own fit at that scale
+
+
+def test_histogram_groups_left_to_their_own_fit():
+    """A group whose own fit cuts its rows into several chunks (other sums), and tables bigger than the rows,
+    go through the calibrator's own fit: still the bits of the groups' own fits."""
+    from fastcal import _binning
+
+    template = HistogramBinning(n_bins=3)
+    big = 2 * 65536 + 7
+    assert _binning.n_chunks(big, 3 * _binning.NSTAT) > 1
+    s, y, g, w = _one_big_group(big, 2000, 24)
+    cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    _assert_own_models(cal, template, s, y, g, w)
+    many_bins = HistogramBinning(n_bins=1 << 18)  # 4 groups' sums (2 floats a bin): more memory than the rows
+    s, y, g, w = s[big:], y[big:], g[big:], w[big:]
+    _assert_own_models(GroupedCalibrator(many_bins, min_samples_per_group=1).fit(s, y, g), many_bins, s, y, g, None)
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_a_group_of_zero_weights_raises_for_other_calibrators(template):
+    s, y, g, w = _tied_data(2000, 4, 25, np.float64, True)
+    w[g == 2] = 0.0
+    with pytest.raises(ValueError, match="non-zero"):
+        type(template)().fit(s[g == 2], y[g == 2], sample_weight=w[g == 2])
+    with pytest.raises(ValueError, match="non-zero"):
+        GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+
+
+def test_scalar_weight_and_single_class_groups_as_their_own_fits():
+    s, y, g, _ = _tied_data(2000, 4, 26, np.float64, False)
+    for template in (HistogramBinning(n_bins=5), PlattScaling()):  # the groups of one row: one class, Platt's rule
+        for weight in (2.5, 1.5):  # weights rescaled by 2**-1, and left as they are (every group's largest in [1, 2))
+            _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, weight), template,
+                               s, y, g, np.full(s.shape[0], weight))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ">f8", np.int32], ids=str)
+def test_scores_of_other_dtypes_fit_one_clone_per_group(dtype):
+    """Rows moved by group by the scatter kernel (int32), or through the counting order (float16, big-endian):
+    every group's model is its own fit on the rows as given."""
+    s, y, g, w = _tied_data(2000, 4, 27, np.float64, True)
+    s = (s * 100).astype(dtype) if dtype is np.int32 else s.astype(dtype)
+    template = VennAbers()
+    cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    for group, model in zip(cal.groups_, cal.calibrators_):
+        own = VennAbers().fit(s[g == group], y[g == group], sample_weight=w[g == group])
+        assert json.dumps(model.to_dict()) == json.dumps(own.to_dict())
+
+
+@pytest.mark.parametrize("template", [HistogramBinning(n_bins=6), PlattScaling(), BetaCalibration()],
+                         ids=lambda c: type(c).__name__)
+def test_other_calibrators_model_file_round_trip(template, tmp_path, monkeypatch):
+    """The batched and the per-call fits write the same model file, which loads into a model of the same bits."""
+    from fastcal import grouped
+
+    s, y, g, w = _tied_data(3000, 5, 28, np.float64, True)
+    s, y, g, w = s[2:], y[2:], g[2:], w[2:]
+    cal = GroupedCalibrator(template, min_samples_per_group=10).fit(s, y, g, w)
+    cal.save(tmp_path / "m.json")
+    back = fastcal.load(tmp_path / "m.json")
+    assert json.dumps(back.to_dict()) == json.dumps(cal.to_dict())
+    _assert_same_bits(back.predict(s, g), cal.predict(s, g))
+    monkeypatch.setattr(grouped, "_batched_fit", lambda template: None)  # one clone's fit per group
+    monkeypatch.setattr(grouped, "_group_fit", lambda template, s, y, w: (
+        lambda sg, yg, wg: type(template)(**template.get_params()).fit(sg, yg, sample_weight=wg), s, y, w))
+    one_by_one = GroupedCalibrator(template, min_samples_per_group=10).fit(s, y, g, w)
+    assert json.dumps(one_by_one.to_dict()) == json.dumps(cal.to_dict())

@@ -608,7 +608,29 @@ def overload_parameters(func):
     return found
 
 
-@pytest.mark.parametrize("name", UNPACKED)
+def _overloaded():
+    """The public functions of fastcal, fastcal.plot, fastcal.dask and fastcal.outofcore that have overloads."""
+    found = []
+    for prefix, module in [("", fastcal), ("plot.", fastcal.plot), ("dask.", fastcal.dask),
+                           ("outofcore.", fastcal.outofcore)]:
+        for name in module.__all__:
+            func = getattr(module, name)
+            if inspect.isfunction(func) and overload_parameters(func):
+                found.append(prefix + name)
+    return found
+
+
+OVERLOADED = _overloaded()
+
+
+def test_the_overloaded_functions_are_found():
+    # the input types that decide the result's (a dask Series for a Series, an array for an array, a float for a
+    # float) and the option sets of UNPACKED, in memory and on Dask
+    assert {"correct_negative_sampling", "adjust_priors", "dask.predict", "dask.correct_negative_sampling",
+            *UNPACKED} <= set(OVERLOADED)
+
+
+@pytest.mark.parametrize("name", OVERLOADED)
 def test_every_overload_accepts_the_implementations_parameters(name):
     func = _resolve(name)
     expected = set(inspect.signature(func).parameters)

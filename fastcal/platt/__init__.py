@@ -37,6 +37,7 @@ from ._scaling import (
     PlattFit,
     PlattResult,
     PlattScaling,
+    fit_arrays,
     fit_passes,
     fitted_estimator,
     merge_prepared,
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 # Also the internal API of fastcal.beta, the engine's drivers and the diagnostics (see the modules): the constants
-# and checks of _model, Platt's fit from passes (prepare, merge_prepared, fit_passes, ...) and the slope's
+# and checks of _model, Platt's fit from passes (prepare, merge_prepared, fit_passes, ...) or validated arrays (fit_arrays) and the slope's
 # (logit_rows, slope_intercept_fit, slope_intercept_passes).
 
 for _obj in (PlattResult, PlattScaling, SlopeInterceptResult, calibration_slope_intercept, platt_scaling):

@@ -205,6 +205,13 @@ def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
     return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol, e)
 
 
+def fit_arrays(s, y, w, max_iter, tol):
+    """Platt scaling of validated arrays (scores ``s``, labels ``y``, weights ``w`` or None; ``max_iter`` and
+    ``tol`` checked): the :class:`PlattFit` that :meth:`PlattScaling.fit` makes after its checks. For callers that
+    check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
+    return _fit_platt(s, y, w, max_iter, tol)
+
+
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
     """The ConvergenceWarning of a Platt fit that stopped at ``max_iter``; ``stacklevel`` from the caller."""
     if not fit.converged:

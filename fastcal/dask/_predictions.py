@@ -1,0 +1,150 @@
+"""Predictions and prior corrections on Dask data: lazy ``map_blocks`` of the Numba kernels."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, overload
+
+import dask.array as da
+import numpy as np
+
+from .._errors import not_fitted
+from ._rows import as_dask_1d, as_series, dtype_of, is_series
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    import dask.dataframe as dd
+    from numpy.typing import ArrayLike
+
+    from .._typing import DaskArrayInput, DaskData, DaskSeriesInput
+    from ..beta import BetaCalibration
+    from ..histogram import HistogramBinning
+    from ..isotonic import IsotonicRegression
+    from ..platt import PlattScaling
+
+    #: The fitted 1-D calibrators :func:`predict` applies.
+    OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
+
+# ---------------------------------------------------------------------------
+# Predictions and prior corrections: lazy map_blocks of the Numba kernels.
+# ---------------------------------------------------------------------------
+
+
+def _predict_block(block, estimator):
+    return estimator.predict(block)
+
+
+def _on_partition(part, block_function, *args):
+    """``block_function(values, *args)`` of a dataframe partition, as a Series of the same index and name."""
+    import pandas as pd
+
+    return pd.Series(block_function(part.to_numpy(), *args), index=part.index, name=part.name)
+
+
+def _prediction_dtype(estimator, dtype):
+    from ..isotonic import IsotonicRegression
+
+    if isinstance(estimator, IsotonicRegression):
+        return estimator.X_thresholds_.dtype
+    if hasattr(estimator, "bin_values_"):  # HistogramBinning: float64
+        return np.dtype(np.float64)
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+@overload
+def predict(estimator: OneD, scores: DaskSeriesInput) -> dd.Series: ...
+@overload
+def predict(estimator: OneD, scores: DaskArrayInput) -> da.Array: ...
+def predict(estimator: OneD, scores: DaskData) -> da.Array | dd.Series:
+    """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
+    ``BetaCalibration``, ``HistogramBinning``) on Dask data.
+
+    ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
+    read as 1-D) or a dask Series (partitions and index preserved). Each
+    chunk is the estimator's ``predict`` (its parallel Numba kernel) on a
+    worker; the estimator travels with the tasks (a few kB).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import fastcal, fastcal.dask
+    >>> iso = fastcal.IsotonicRegression(out_of_bounds="clip").fit([0.1, 0.4, 0.8], [0, 1, 1])
+    >>> fastcal.dask.predict(iso, da.from_array(np.array([0.25, 0.9]), chunks=1)).compute()
+    array([0.5, 1. ])
+    """
+    if not (hasattr(estimator, "predict")
+            and any(hasattr(estimator, a) for a in ("X_thresholds_", "a_", "bin_values_"))):
+        raise not_fitted(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
+    if is_series(scores):
+        s = as_series(scores)
+        dtype = _prediction_dtype(estimator, dtype_of(s))
+        return s.map_partitions(_on_partition, _predict_block, estimator, meta=(s.name, dtype))
+    arr = as_dask_1d(scores, "scores", allow_column=True)
+    dtype = _prediction_dtype(estimator, arr.dtype)
+    return arr.map_blocks(_predict_block, estimator, dtype=dtype)
+
+
+def _result_dtype(dtype):
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
+def _as_dask_any(obj):
+    if is_series(obj):
+        return as_series(obj)
+    if isinstance(obj, da.Array):
+        return obj
+    return da.from_array(np.asarray(obj))
+
+
+def _cns_block(block, rate):
+    from ..prior import correct_negative_sampling as f
+
+    return f(block, rate)
+
+
+@overload
+def correct_negative_sampling(p: DaskSeriesInput, rate: float) -> dd.Series: ...
+@overload
+def correct_negative_sampling(p: DaskArrayInput, rate: float) -> da.Array: ...
+def correct_negative_sampling(p: DaskData, rate: float) -> da.Array | dd.Series:
+    """Lazy :func:`fastcal.correct_negative_sampling` of a dask array (any shape) or Series.
+
+    ``rate`` is checked now; the values of ``p`` when the result is computed.
+    """
+    from ..prior import correct_negative_sampling as f
+
+    arr = _as_dask_any(p)
+    dtype = _result_dtype(dtype_of(arr))
+    f(np.zeros(0, dtype=dtype), rate)  # validates the rate eagerly
+    if is_series(arr):
+        return arr.map_partitions(_on_partition, _cns_block, rate, meta=(arr.name, dtype))
+    return arr.map_blocks(_cns_block, rate, dtype=dtype)
+
+
+def _adjust_block(block, train_priors, new_priors):
+    from ..prior import adjust_priors as f
+
+    return f(block, train_priors, new_priors)
+
+
+def adjust_priors(proba: DaskData, train_priors: float | ArrayLike, new_priors: float | ArrayLike) -> da.Array:
+    """Lazy :func:`fastcal.adjust_priors` of a dask array: 1-D P(y=1 | x) or ``(n, k)`` rows.
+
+    A 2-D array is rechunked to whole rows (all k classes in one chunk); row
+    chunks are preserved. The priors are checked now.
+    """
+    from ..prior import adjust_priors as f
+
+    arr = _as_dask_any(proba)
+    if is_series(arr):
+        arr = arr.to_dask_array(lengths=True)
+    dtype = _result_dtype(arr.dtype)
+    if arr.ndim == 2:
+        k = arr.shape[1]
+        f(np.full((1, k), 1.0 / k, dtype=dtype), train_priors, new_priors)
+        arr = arr.rechunk({1: -1})
+    elif arr.ndim <= 1:
+        f(np.full(1, 0.5, dtype=dtype), train_priors, new_priors)
+    else:
+        raise ValueError(f"proba must be 1-D or 2-D, got {arr.ndim} dimensions.")
+    return arr.map_blocks(_adjust_block, train_priors, new_priors, dtype=dtype)

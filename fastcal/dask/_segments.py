@@ -1,0 +1,101 @@
+"""ECCE, calibration ratio, report by segment and multicalibration error on Dask data."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._engine import segments as _segments
+from ._rows import driver_args, is_dataframe, metric, metric_columns, with_columns
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    import dask.dataframe as dd
+
+    from ..multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
+    from .._typing import DaskData, DaskWeights
+
+# ---------------------------------------------------------------------------
+# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ---------------------------------------------------------------------------
+
+
+def ecce(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = None,
+         n_partitions: int | None = None) -> ECCEResult:
+    """:func:`fastcal.ecce` of Dask data: the ECCE, its sigma and p-value.
+
+    The rows are range-partitioned by probability with a shuffle (the
+    isotonic fit's range partition: equal probabilities are never split),
+    each partition returns its sum and the extremes of its running sums, and
+    the client merges them in score order by prefix offsets
+    (:mod:`fastcal._engine.segments`). Equal to the in-memory result to the
+    rounding of the float64 sums (about 1e-12 relative or better).
+    ``n_partitions``: probability ranges (the result does not depend on it).
+    """
+    return metric(_segments.ecce, y_true, y_prob, sample_weight, n_partitions=n_partitions)
+
+
+def calibration_ratio(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = None,
+                      adjust_unjoined: bool = False) -> float:
+    """:func:`fastcal.calibration_ratio` of Dask data: per-chunk sums, added on the client in chunk order."""
+    return metric(_segments.calibration_ratio, y_true, y_prob, sample_weight, adjust_unjoined=adjust_unjoined)
+
+
+def segment_report(y_true: DaskData, y_prob: DaskData, groups: DaskData, *, sample_weight: DaskWeights = None,
+                   n_bins: int = 10, n_partitions: int | None = None) -> SegmentReport:
+    """:func:`fastcal.segment_report` of Dask data: one row per group, in the in-memory order.
+
+    The groups are numbered as the in-memory function numbers the whole
+    column (each chunk's distinct values, gathered on the client), the rows
+    are shuffled so that each partition holds whole groups, and each
+    partition runs the in-memory report on its rows
+    (:mod:`fastcal._engine.segments`). Equal to the in-memory report (``n``
+    exactly; the rest to the rounding of a group's sums). ``groups``: a Dask
+    array or Series (any values; NaN and None are one group);
+    ``n_partitions``: partitions of whole groups (the result does not depend
+    on it).
+    """
+    cols = metric_columns(y_true, y_prob, sample_weight)
+    return _segments.segment_report(**with_columns(cols, y_prob, {"groups": groups}), n_bins=n_bins,
+                                    n_partitions=n_partitions)
+
+
+def multicalibration_error(
+    y_true: DaskData,
+    y_prob: DaskData,
+    segments: Mapping[str, DaskData] | dd.DataFrame,
+    *,
+    sample_weight: DaskWeights = None,
+    numerical: Iterable[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 3,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_partitions: int | None = None,
+) -> MulticalibrationResult:
+    """:func:`fastcal.multicalibration_error` of Dask data: the same segments, values and numbers.
+
+    ``segments``: a mapping of names to Dask arrays or Series (or a Dask
+    DataFrame of the features), aligned with ``y_prob``. The features' value
+    orders, collapsed categories and quantile bins come from reductions on
+    the client (the bins are NumPy's percentiles of the whole column,
+    exactly); each chunk's cells are summed; the per-segment running sums
+    come from a range partition by probability, merged per segment by prefix
+    offsets (:mod:`fastcal._engine.segments`). Equal to the in-memory result
+    (segments and counts exactly; the ECCEs to ~1e-12 relative).
+    ``n_partitions``: probability ranges (the result does not depend on it).
+    """
+    if is_dataframe(segments):
+        features = {str(c): segments[c] for c in segments.columns}
+    elif hasattr(segments, "items"):
+        features = dict(segments.items())
+    else:
+        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
+                        f"{type(segments).__name__}.")
+    cols = metric_columns(y_true, y_prob, sample_weight)
+    rows = with_columns(cols, y_prob, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
+        driver_args(cols)
+    return _segments.multicalibration_error(
+        **rows, names=list(features), numerical=numerical, max_depth=max_depth,
+        max_values_per_segment_feature=max_values_per_segment_feature,
+        min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)
