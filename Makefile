@@ -11,6 +11,8 @@ PYTEST_ARGS ?=
 NUMBA_CACHE_DIR ?= $(abspath $(VENV))/numba-cache
 export NUMBA_CACHE_DIR
 COLD_CACHE := $(abspath $(VENV))/numba-cache-cold
+# Processes each pass of the suite runs in (pytest-xdist, whole test files to a process): one per CPU, at most 4
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 .PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels scaling asv clean
 
@@ -31,15 +33,15 @@ venv: $(STAMP)
 ## cache (tests/test_precompile.py checks what it compiled), copied into NUMBA_CACHE_DIR so that the passes
 ## start warm; the whole suite (unit, property,
 ## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
-## `slow` tests (results must not depend on the thread count; the slow ones are about memory, signals,
+## `slow` tests (each pass in TEST_WORKERS processes, whole test files to a process; results must not depend on the thread count; the slow ones are about memory, signals,
 ## the compile cache, host processes, the asv benchmarks, the docs' blocks, the demo and scikit-learn's test files, not threads); a subset
 ## with the JIT disabled
 test: $(STAMP)
 	$(BIN)/lint-imports
 	rm -rf $(COLD_CACHE) && $(BIN)/python tests/precompile_cold.py $(COLD_CACHE) > $(COLD_CACHE).json
 	mkdir -p $(NUMBA_CACHE_DIR) && cp -R $(COLD_CACHE)/. $(NUMBA_CACHE_DIR)/
-	FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 $(PYTEST_ARGS)
-	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
 ## demo: the main job on 10^7 rows, with timings against scikit-learn; its pictures go to fastcal-demo/

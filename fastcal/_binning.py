@@ -32,9 +32,10 @@ Internal API:
 - what a table gives: :func:`column_mean`, :func:`curve_from_table`,
   :func:`ece_from_table`, :func:`brier_terms_from_table`;
 - probability matrices: :func:`class_rows` and its columns :data:`RW`,
-  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`; :func:`top_label`; the one
-  check that rows sum to 1, :func:`row_sum_atol`, :func:`warn_rows_off`
-  and :func:`check_row_sums` (every diagnostic of an (n, k) matrix warns alike).
+  :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`; :func:`top_label`, and
+  :func:`top_label_problem` with the checks of the matrix; the one check
+  that rows sum to 1, :func:`row_sum_atol`, :func:`warn_rows_off` and
+  :func:`check_row_sums` (every diagnostic of an (n, k) matrix warns alike).
 
 The kernels are in :mod:`fastcal._binning_kernels`.
 """
@@ -49,8 +50,10 @@ import numpy as np
 
 from . import _binning_kernels as _k
 from ._binning_kernels import NROW, NSTAT, RBRIER, RLOG, ROFF, RW, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
+from ._labels import matrix_codes
 from ._parallel import TASK_ROWS, parallel_accumulate, parallel_for
 from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
+from ._validation import check_probability_range
 
 __all__ = [
     "AVERAGES",
@@ -96,6 +99,7 @@ __all__ = [
     "row_sum_atol",
     "select_order_statistics",
     "top_label",
+    "top_label_problem",
     "warn_rows_off",
 ]
 
@@ -504,6 +508,17 @@ def top_label(P, codes):
     correct = np.empty(n, dtype=np.uint8)
     parallel_for(_k.top_label, n, P, codes, conf, correct, rows=P.size)
     return correct, conf
+
+
+def top_label_problem(y, P, labels, score_name, y_name, *, stacklevel):
+    """:func:`top_label` of the labels ``y`` and the (n, k) probability matrix ``P`` (both of checked shapes and
+    dtype): ``P`` checked to lie in [0, 1], rows off 1 warned about (:func:`check_row_sums`), the columns the
+    classes in sorted order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
+    ``stacklevel`` (of the warnings) is counted from the caller."""
+    check_probability_range(P, score_name)
+    check_row_sums(P, score_name, stacklevel=stacklevel + 1)
+    codes, _ = matrix_codes(y, P.shape[1], labels, score_name, y_name=y_name, stacklevel=stacklevel + 1)
+    return top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
 
 
 # ---------------------------------------------------------------------------

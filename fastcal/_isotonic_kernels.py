@@ -510,6 +510,15 @@ def by_group(xs, ws, gs, g0, ng):
 
 
 @kernel
+def _group_buffers(rows, z):
+    """``(sw, swy, xf, xl, vals)``: the PAV stack of :func:`~fastcal._pav_kernels.push_block` (float64 sums,
+    scores of the dtype of ``z``) and the fitted values of :func:`knots_of_blocks`, for groups of up to ``rows``
+    rows, fitted one after the other in them."""
+    return (np.empty(rows), np.empty(rows), np.empty(rows, dtype=z.dtype), np.empty(rows, dtype=z.dtype),
+            np.empty(rows, dtype=z.dtype))
+
+
+@kernel
 def pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots):
     """The isotonic fits of 0/1 labels without weights of groups ``g0 .. g0 + len(s0) - 2``, each on its own rows.
 
@@ -526,11 +535,7 @@ def pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knot
     rows = 0
     for k in range(ng):
         rows = max(rows, s0[k + 1] - s0[k] + s1[k + 1] - s1[k])
-    sw = np.empty(rows)
-    swy = np.empty(rows)
-    xf = np.empty(rows, dtype=z.dtype)
-    xl = np.empty(rows, dtype=z.dtype)
-    vals = np.empty(rows, dtype=z.dtype)
+    sw, swy, xf, xl, vals = _group_buffers(rows, z)
     m = 0
     for k in range(ng):
         if s0[k + 1] == s0[k] and s1[k + 1] == s1[k]:
@@ -560,13 +565,9 @@ def pav_groups_weighted(z, zw, order, starts, g0, eps, sign, y_lo, y_hi, knots_x
     rows = 0
     for k in range(ng):
         rows = max(rows, starts[k + 1] - starts[k])
+    sw, swy, xf, xl, vals = _group_buffers(rows, z)
     sx = np.empty(rows, dtype=z.dtype)
     sp = np.empty(rows)
-    sw = np.empty(rows)
-    swy = np.empty(rows)
-    xf = np.empty(rows, dtype=z.dtype)
-    xl = np.empty(rows, dtype=z.dtype)
-    vals = np.empty(rows, dtype=z.dtype)
     m = 0
     for k in range(ng):
         a = starts[k]

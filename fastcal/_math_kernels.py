@@ -1,8 +1,10 @@
-"""Vectorisable exp and log, and order keys, shared by the kernel modules: the one copy.
+"""Vectorisable exp and log, order keys and the score-range map, shared by the kernel modules: the one copy.
 
 Private, like every kernel module; the kernels of :mod:`fastcal._platt_kernels`
 (Platt and beta calibration) and :mod:`fastcal._temperature_kernels` call
-them, and LLVM inlines them into their loops.
+the exp and log, those of :mod:`fastcal._sort_kernels` and
+:mod:`fastcal._multicalibration_kernels` the score-range map
+(:func:`range_of_score`), and LLVM inlines them into their loops.
 
 Why they exist. Numba compiles ``np.exp``/``math.log`` to calls of the scalar
 libm functions, which stop a loop from vectorising; on this kind of machine
@@ -33,7 +35,7 @@ from numba.extending import intrinsic, overload
 from ._jit import kernel
 
 __all__ = ["exp_neg", "float64_bits_as_int64", "int64_bits_as_float64", "key_to_float", "log1p_unit", "log_normal",
-           "order_key"]
+           "order_key", "range_of_score"]
 
 
 def int64_bits_as_float64(bits):
@@ -191,3 +193,23 @@ def key_to_float(key):
     if key < 0:
         key ^= _ABS_MASK
     return float(np.array(key, dtype=np.int64).view(np.float64))
+
+
+# ---------------------------------------------------------------------------
+# Score ranges: the map of a range partition (:func:`fastcal._sort.range_map`).
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def range_of_score(v, x0, scale, cell_range):
+    """The score range of ``v``: ``cell_range`` of its cell ``(v - x0) * scale`` (clipped to the cells).
+
+    The map of :func:`fastcal._sort.range_map`. The cell is a non-decreasing
+    function of ``v`` and so is ``cell_range``: every score of a range is
+    below every score of the ranges above it, and equal scores share their
+    range. Branch-free (a search among range bounds mispredicted its
+    branches: 30 ns a row against 4).
+    """
+    c = (np.float64(v) - x0) * scale
+    c = min(c if c > 0.0 else 0.0, np.float64(cell_range.shape[0] - 1))  # NaN (an infinite v, scale 0): cell 0
+    return cell_range[np.int64(c)]

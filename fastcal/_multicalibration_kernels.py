@@ -9,9 +9,9 @@ segment features, numbered ``0..m-1``. A segment is a set of cells (a value
 combination of some of the features), so its rows, weight and variance are
 sums over its cells (:func:`range_cell_sums`, in input order), and a table
 ``table[cell, :]`` lists the segments of a cell, one per combination of
-features. The rows are moved to *score ranges* (:func:`score_range`, a
-non-decreasing map: every score of a range is below every score of the
-next; :func:`range_scatter`); each range is then sorted in the cache
+features. The rows are moved to *score ranges*
+(:func:`~fastcal._math_kernels.range_of_score`, a non-decreasing map: every
+score of a range is below every score of the next; :func:`range_scatter`); each range is then sorted in the cache
 (:func:`sort_rows`) and scanned once, moving the running sum of every
 segment of each row's cell (:func:`range_extremes`): no mask per segment,
 no global sort. The caller merges the per-chunk and per-range partial
@@ -30,10 +30,11 @@ import math
 import numpy as np
 
 from ._jit import kernel
+from ._math_kernels import range_of_score
 
 __all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "range_cell_sums", "range_extremes", "range_scatter",
-           "SMALL_BUCKET", "score_range", "sort_rows", "tied_range"]
+           "SMALL_BUCKET", "sort_rows", "tied_range"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -41,20 +42,11 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def score_range(v, x0, scale, cell_range):
-    """The score range of ``v`` under the map of :func:`fastcal._sort.range_map`: ``cell_range`` of the cell
-    ``(v - x0) * scale``, clipped to the cells. Non-decreasing in ``v``: equal scores share their range, and every
-    score of a range is below every score of the next."""
-    c = (np.float64(v) - x0) * scale
-    c = min(c if c > 0.0 else 0.0, np.float64(cell_range.shape[0] - 1))  # NaN (an infinite v, scale 0): cell 0
-    return cell_range[np.int64(c)]
-
-
-@kernel
 def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total, var, positive, lo, hi):
     """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
-    ``counts`` (rows per score range, :func:`score_range`), and of ``total`` (``sum w``), ``var``
-    (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit weights)."""
+    ``counts`` (rows per score range, :func:`~fastcal._math_kernels.range_of_score`), and of ``total``
+    (``sum w``), ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit
+    weights)."""
     weighted = w.shape[0] > 0
     for k in range(lo, hi):
         cnt = counts[k]
@@ -68,7 +60,7 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total
             tot[c] += wi
             v[c] += wi * wi * pi * (1.0 - pi)
             pos[c] += wi * np.float64(y[i] != 0)  # no branch on the label; adding 0.0 changes no sum
-            cnt[score_range(pi, x0, scale, cell_range)] += 1
+            cnt[range_of_score(pi, x0, scale, cell_range)] += 1
 
 
 @kernel
@@ -81,7 +73,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
         at = offsets[k]
         for i in range(bounds[k], bounds[k + 1]):
             pi = np.float64(p[i]) + 0.0
-            r = score_range(pi, x0, scale, cell_range)
+            r = range_of_score(pi, x0, scale, cell_range)
             j = at[r]
             at[r] = j + 1
             xs[j] = pi
@@ -202,8 +194,8 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
     maximum ``>= 0`` over the range, taken after each group of equal scores, ``S`` counted from 0 at the range's
     start) of the segments ``table[cell, :]`` of each row's cell (``end.shape[1]``: none, a slot not returned).
 
-    A group of equal scores lies in one range (:func:`score_range`). The
-    running sums of the segments of a group's rows are compared with their
+    A group of equal scores lies in one range
+    (:func:`~fastcal._math_kernels.range_of_score`). The running sums of the segments of a group's rows are compared with their
     extremes only after the whole group, so the order of tied rows changes
     nothing but the rounding of their sum.
     """

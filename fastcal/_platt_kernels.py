@@ -25,13 +25,13 @@ and :func:`~fastcal._math_kernels.log_normal` of :mod:`fastcal._math_kernels`
 reduction loops opt in to reassociation (``@kernel(fastmath=True)``), which is
 what lets the sums vectorise.
 
-Reductions are *chunked*: rows are cut into blocks of :data:`CHUNK`, each
-block accumulates its partial sums in float64 into its own row of a
-``(n_chunks, k)`` buffer, and the rows are merged in order. A pass kernel
-takes a range ``lo, hi`` of blocks, so :func:`fastcal._parallel.parallel_for`
-can run ranges of blocks on separate threads. Block boundaries do not depend
-on the number of threads, so the sums are the same bit for bit on any number
-of threads, and blocked summation is more accurate than one running sum.
+Reductions are *chunked* (:mod:`fastcal._chunked`): rows are cut into blocks
+of :data:`CHUNK`, each block accumulates its partial sums in float64 into its
+own row of a ``(n_chunks, k)`` buffer, and the caller merges the rows in
+order. A pass kernel takes a range ``lo, hi`` of blocks after its buffers.
+Block boundaries do not depend on the number of threads, so the sums are the
+same bit for bit on any number of threads, and blocked summation is more
+accurate than one running sum.
 
 Optional work is switched at compile time with ``None``: ``w=None`` (unit
 weights) and ``want_loss=None`` (no objective) are pruned by Numba's dead-branch
@@ -61,11 +61,6 @@ N_PREP_FLOAT = 2
 #: Integer and float results of the logit preparation pass (see :func:`_logit_chunk`).
 N_LOGIT_INT = 7
 N_LOGIT_FLOAT = 2
-
-
-def n_chunks(m):
-    """Number of :data:`CHUNK`-row blocks covering ``m`` rows (at least one)."""
-    return max(1, -(-m // CHUNK))
 
 
 # ---------------------------------------------------------------------------
@@ -131,21 +126,10 @@ def _newton_chunk(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_l
 
 
 @kernel
-def merge_sums(buf):
-    """Column sums of ``buf`` taken block by block, in order (deterministic)."""
-    k = buf.shape[1]
-    total = np.zeros(k)
-    for c in range(buf.shape[0]):
-        for j in range(k):
-            total[j] += buf[c, j]
-    return total
-
-
-@kernel
 def newton_pass(s, y, w, center, scale, a, b, tpos, tnpos, tneg, tnneg, want_loss, buf, lo, hi):
     """Fused pass over the blocks ``[lo, hi)``: block ``c`` writes its :data:`N_STATS` sums into ``buf[c]``.
 
-    ``buf`` has shape ``(n_chunks(len(s)), N_STATS)``; :func:`merge_sums` gives the totals.
+    ``buf`` has shape ``(n_chunks, N_STATS)``; the caller merges its rows in order.
     """
     n = s.shape[0]
     for c in range(lo, hi):
@@ -211,36 +195,12 @@ def _prep_chunk(s, y, w, lo, hi, iout, fout):
 
 
 @kernel
-def merge_blocks(ibuf, fbuf):
-    """Merge the per-block results of the preparation and logit passes (same layout).
-
-    Columns 0-2 of ``ibuf`` are counts (summed), 3/5 minima and 4/6 maxima of
-    order keys; the columns of ``fbuf`` are weights (summed).
-    """
-    iout = np.zeros(N_PREP_INT, dtype=np.int64)
-    iout[3] = _INT64_MAX
-    iout[4] = _INT64_MIN
-    iout[5] = _INT64_MAX
-    iout[6] = _INT64_MIN
-    fout = np.zeros(N_PREP_FLOAT)
-    for c in range(ibuf.shape[0]):
-        for j in range(3):
-            iout[j] += ibuf[c, j]
-        iout[3] = min(iout[3], ibuf[c, 3])
-        iout[4] = max(iout[4], ibuf[c, 4])
-        iout[5] = min(iout[5], ibuf[c, 5])
-        iout[6] = max(iout[6], ibuf[c, 6])
-        fout[0] += fbuf[c, 0]
-        fout[1] += fbuf[c, 1]
-    return iout, fout
-
-
-@kernel
 def prep(s, y, w, ibuf, fbuf, lo, hi):
     """Preparation pass over the blocks ``[lo, hi)``: the results of :func:`_prep_chunk` into ``ibuf[c], fbuf[c]``.
 
     ``ibuf`` is int64 of shape ``(n_chunks, N_PREP_INT)``, ``fbuf`` float64
-    ``(n_chunks, N_PREP_FLOAT)``; :func:`merge_blocks` merges them.
+    ``(n_chunks, N_PREP_FLOAT)``; the caller merges them (integer columns 0-2 are counts, 3/5 minima and 4/6
+    maxima of order keys; the float columns are weights).
     """
     n = s.shape[0]
     for c in range(lo, hi):
@@ -317,6 +277,24 @@ def logit(y, p, w, eps, x, ibuf, fbuf, lo, hi):
     for c in range(lo, hi):
         start = c * CHUNK
         _logit_chunk(y, p, w, eps, start, min(start + CHUNK, n), x, ibuf[c], fbuf[c])
+
+
+# ---------------------------------------------------------------------------
+# The warm start's subsample: evenly spaced blocks of rows, gathered in parallel.
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def gather_blocks(s, y, w, starts, length, s_out, y_out, w_out, lo, hi):
+    """Copy blocks ``lo <= j < hi``: rows ``starts[j] .. starts[j] + length - 1`` of ``s``, ``y`` and ``w``
+    (unless None) into rows ``j * length ..`` of ``s_out``, ``y_out`` and ``w_out``."""
+    for j in range(lo, hi):
+        a = starts[j]
+        o = j * length
+        s_out[o:o + length] = s[a:a + length]
+        y_out[o:o + length] = y[a:a + length]
+        if w is not None:
+            w_out[o:o + length] = w[a:a + length]
 
 
 # ---------------------------------------------------------------------------
@@ -440,7 +418,7 @@ def _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_lo
 @kernel
 def beta_pass(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_loss, buf, lo, hi):
     """Beta's fused pass over the blocks ``[lo, hi)``: block ``c`` writes its
-    :data:`N_BETA_STATS` sums (:func:`_beta_chunk`) into ``buf[c]``; :func:`merge_sums` gives the totals."""
+    :data:`N_BETA_STATS` sums (:func:`_beta_chunk`) into ``buf[c]``; the caller merges the rows in order."""
     n = p.shape[0]
     for c in range(lo, hi):
         start = c * CHUNK

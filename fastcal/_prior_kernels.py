@@ -9,9 +9,11 @@ afterwards.
 
 Each public kernel works on a range ``lo, hi`` of items (rows, groups of 4
 rows, or chunks of ``EM_CHUNK`` rows) and is run on contiguous ranges by
-:func:`fastcal._parallel.parallel_for`. Reductions over rows of a matrix are
-accumulated per fixed-size chunk of rows and merged in chunk order afterwards,
-so results are bitwise identical whatever the number of threads.
+:func:`fastcal._parallel.parallel_for`. The EM's reductions are fixed-chunk
+reductions (:mod:`fastcal._chunked`): each chunk of ``EM_CHUNK`` rows writes
+its sums into its own row of the partial buffers (the last arguments before
+``lo, hi``), which the caller merges in chunk order, so results are bitwise
+identical whatever the number of threads.
 """
 
 from __future__ import annotations
@@ -235,16 +237,16 @@ def multi_adjust(src, dst, w, tol, lo, hi):
 
 
 @kernel
-def _multi_em_chunk(p, w, c, partial, ll, tol, check):
+def _multi_em_chunk(p, w, c, tol, check, want_ll, partial, ll):
     # Column sums of w_j p_ij / s_i over the chunk's rows, s_i = sum_j w_j p_ij,
     # accumulated as w_j * sum_i p_ij / s_i. ``check``: also count invalid
     # values and rows (the first iteration only; later passes read the same
     # data). Without checks, four rows are processed together: their row sums
     # and the updates of the accumulators form independent dependency chains,
-    # which doubles the speed for small k. A non-empty ``ll`` gets the chunk's
-    # log-likelihood sum_i log s_i in ``ll[c]``.
+    # which doubles the speed for small k. Unless ``want_ll`` is None (a
+    # compile-time switch), ``ll[c]`` gets the chunk's log-likelihood sum_i log s_i.
     n, k = p.shape
-    want_ll = ll.shape[0] > 0
+    want = want_ll is not None
     lsum = 0.0
     start = c * EM_CHUNK
     stop = min(start + EM_CHUNK, n)
@@ -267,7 +269,7 @@ def _multi_em_chunk(p, w, c, partial, ll, tol, check):
             if not abs(raw - 1.0) <= tol:
                 bad_rows += 1
             inv = 1.0 / s
-            if want_ll:
+            if want:
                 lsum += math.log(s)
             for j in range(k):
                 acc[j] += p[i, j] * inv
@@ -287,7 +289,7 @@ def _multi_em_chunk(p, w, c, partial, ll, tol, check):
         v1 = 1.0 / s1
         v2 = 1.0 / s2
         v3 = 1.0 / s3
-        if want_ll:
+        if want:
             lsum += (math.log(s0) + math.log(s1)) + (math.log(s2) + math.log(s3))
         for j in range(k):
             acc[j] += (p[i, j] * v0 + p[i + 1, j] * v1) + (p[i + 2, j] * v2 + p[i + 3, j] * v3)
@@ -297,37 +299,37 @@ def _multi_em_chunk(p, w, c, partial, ll, tol, check):
         for j in range(k):
             s += w[j] * p[i, j]
         inv = 1.0 / s
-        if want_ll:
+        if want:
             lsum += math.log(s)
         for j in range(k):
             acc[j] += p[i, j] * inv
         i += 1
     for j in range(k):
         acc[j] *= w[j]
-    if want_ll:
+    if want:
         ll[c] = lsum
     return bad_values, bad_rows
 
 
 @kernel
-def multi_em(p, w, partial, ll, tol, check, lo, hi):
-    """Column sums of the E-step posteriors into ``partial[c]``, for the chunks ``c`` of rows in [lo, hi).
+def multi_em(p, w, tol, check, want_ll, partial, ll, lo, hi):
+    """Column sums of the E-step posteriors into ``partial[c]`` (``(n_chunks, k)``), for the chunks ``c`` of rows in [lo, hi).
 
-    A non-empty ``ll`` receives each chunk's log-likelihood ``sum_i log(sum_j w_j p_ij)``.
+    Unless ``want_ll`` is None, ``ll[c]`` receives each chunk's log-likelihood ``sum_i log(sum_j w_j p_ij)``.
 
     Returns (bad values, bad rows), counted only if ``check``.
     """
     bad_values = 0
     bad_rows = 0
     for c in range(lo, hi):
-        bv, br = _multi_em_chunk(p, w, c, partial, ll, tol, check)
+        bv, br = _multi_em_chunk(p, w, c, tol, check, want_ll, partial, ll)
         bad_values += bv
         bad_rows += br
     return bad_values, bad_rows
 
 
 @kernel(fastmath=True)
-def _binary_em_chunk(p, w0, w1, c, partial, ll, check):
+def _binary_em_chunk(p, w0, w1, c, check, want_ll, partial, ll):
     n = p.shape[0]
     start = c * EM_CHUNK
     stop = min(start + EM_CHUNK, n)
@@ -338,7 +340,7 @@ def _binary_em_chunk(p, w0, w1, c, partial, ll, check):
             x = p[i]
             if not (x >= 0.0 and x <= 1.0):
                 bad += 1
-    if ll.shape[0] > 0:
+    if want_ll is not None:
         lsum = 0.0
         for i in range(start, stop):
             x = p[i]
@@ -357,12 +359,12 @@ def _binary_em_chunk(p, w0, w1, c, partial, ll, check):
 
 
 @kernel
-def binary_em(p, w0, w1, partial, ll, check, lo, hi):
-    """Sums of the E-step P(y=1 | x) into ``partial[c]``, for the chunks ``c`` in [lo, hi); returns the number of invalid p if ``check``.
+def binary_em(p, w0, w1, check, want_ll, partial, ll, lo, hi):
+    """Sums of the E-step P(y=1 | x) into ``partial[c]`` (``(n_chunks,)``), for the chunks ``c`` in [lo, hi); returns the number of invalid p if ``check``.
 
-    A non-empty ``ll`` receives each chunk's log-likelihood ``sum_i log(w0 (1 - p_i) + w1 p_i)``.
+    Unless ``want_ll`` is None, ``ll[c]`` receives each chunk's log-likelihood ``sum_i log(w0 (1 - p_i) + w1 p_i)``.
     """
     bad = 0
     for c in range(lo, hi):
-        bad += _binary_em_chunk(p, w0, w1, c, partial, ll, check)
+        bad += _binary_em_chunk(p, w0, w1, c, check, want_ll, partial, ll)
     return bad

@@ -220,7 +220,7 @@ def range_map(X, n_ranges):
     A score ``v`` falls in the cell ``(v - x0) * scale`` (clipped to the
     cells) of equal width, between the 1st and 99th percentiles of a strided
     sample of ``64 * n_ranges`` scores, and in the range ``cell_range`` of
-    that cell (:func:`fastcal._sort_kernels.range_of_score`); consecutive
+    that cell (:func:`fastcal._math_kernels.range_of_score`); consecutive
     cells are grouped into ranges of about equal counts of the sample. Scores
     packed into a few cells make fewer, larger ranges.
     """

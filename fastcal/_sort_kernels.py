@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import kernel
+from ._math_kernels import range_of_score
 
 
 @kernel
@@ -165,24 +166,11 @@ def gather(x, y, w, order, xs, ys, ws, lo, hi):
 # range partition: rows grouped by score range (and label) before per-range sorts
 # --------------------------------------------------------------------------
 @kernel
-def range_of_score(v, x0, scale, cell_range):
-    """The score range of ``v``: ``cell_range`` of its cell ``(v - x0) * scale`` (clipped to the cells).
-
-    The cell is a non-decreasing function of ``v`` and so is ``cell_range``:
-    every score of a range is below every score of the ranges above it, and
-    equal scores share their range. Branch-free (a search among range bounds
-    mispredicted its branches: 30 ns a row against 4).
-    """
-    c = (np.float64(v) - x0) * scale
-    c = min(c if c > 0.0 else 0.0, np.float64(cell_range.shape[0] - 1))  # NaN (an infinite v, scale 0): cell 0
-    return cell_range[np.int64(c)]
-
-
-@kernel
 def range_counts(x, labels, x0, scale, cell_range, n_ranges, counts, lo, hi):
     """``counts[s]`` (zeroed by the caller): rows ``lo .. hi - 1`` of slot ``s``.
 
-    A row's slot is its score range (:func:`range_of_score`), plus
+    A row's slot is its score range
+    (:func:`~fastcal._math_kernels.range_of_score`), plus
     ``n_ranges`` when its label is non-zero (``labels`` empty: no labels,
     one class).
     """

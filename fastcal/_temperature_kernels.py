@@ -23,17 +23,12 @@ from ._math_kernels import exp_neg, log_normal
 # ---------------------------------------------------------------------------
 
 
-#: Rows per chunk of the reduction. Chunk bounds depend only on the number of
+#: Rows per chunk of the reduction (:mod:`fastcal._chunked`). Chunk bounds depend only on the number of
 #: rows, so the sums do not depend on the thread count.
 CHUNK = 1 << 12
 
 #: Sums of a pass: the loss and its first four derivatives in beta.
 N_SUMS = 5
-
-
-def n_chunks(n):
-    """Number of :data:`CHUNK`-row chunks covering ``n`` rows (at least one)."""
-    return max(1, -(-n // CHUNK))
 
 
 @kernel(fastmath=True)

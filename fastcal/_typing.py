@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUCOptions",
+    "ArrayOutput",
     "BinOptions",
     "Counts",
     "Curve",
@@ -43,8 +44,10 @@ __all__ = [
     "DaskWeights",
     "ECEOptions",
     "HistogramOptions",
+    "Priors",
     "PyScalar",
     "ReliabilityOptions",
+    "ScalarOutput",
 ]
 
 W = TypeVar("W")
@@ -57,6 +60,21 @@ Counts: TypeAlias = NDArray[np.int64] | NDArray[np.float64]
 CurveWithCounts: TypeAlias = tuple[NDArray[np.float64], NDArray[np.float64], Counts]
 #: A Python or NumPy integer or a Python float: element-wise functions return a ``np.float64`` for it.
 PyScalar: TypeAlias = float | np.integer[Any]
+#: Class priors: a binary problem's positive-class prior, or one prior a class.
+Priors: TypeAlias = float | ArrayLike
+
+
+class ScalarOutput(TypedDict, total=False):
+    """The options of an element-wise function of probabilities (:func:`fastcal.correct_negative_sampling`,
+    :func:`fastcal.adjust_priors`) given a scalar, which returns a NumPy scalar."""
+
+    out: None
+
+
+class ArrayOutput(TypedDict, total=False):
+    """The same function's options given an array: the result may be written into ``out``."""
+
+    out: NDArray[np.floating] | None
 
 
 class BinOptions(TypedDict, Generic[W], total=False):

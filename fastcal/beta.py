@@ -34,6 +34,7 @@ from . import _platt_kernels as _k
 from ._math_kernels import key_to_float
 from . import platt
 from ._base import BaseCalibrator, check_is_fitted
+from ._chunked import Partials, merge_in_order
 from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Options, check
@@ -200,31 +201,21 @@ class BetaObjective:
 
 def array_pass(p, y, w):
     """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls."""
-    n = p.shape[0]
-    buf = np.empty((_k.n_chunks(n), _k.N_BETA_STATS))
+    part = Partials(p.shape[0], _k.CHUNK, _k.N_BETA_STATS)
 
     def run_pass(frame, t1, t2, t3, want_loss):
-        parallel_for(_k.beta_pass, buf.shape[0], p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1,
-                     frame.c2, frame.s2, t1, t2, t3, True if want_loss else None, buf, rows=n)
-        return _k.merge_sums(buf)
+        part.run(_k.beta_pass, p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1, frame.c2, frame.s2,
+                 t1, t2, t3, True if want_loss else None)
+        return merge_in_order(part.bufs[0])
 
     return run_pass
 
 
 def array_objective(p, y, w, model, frame, total_weight):
     """:class:`BetaObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
-    n = p.shape[0]
-
-    def sub():
-        if n < platt.WARM_START_MIN:
-            return None
-        p_sub, y_sub, w_sub = platt.subsample(p, y, w, platt.subsample_fraction(n))
-        total = float(w_sub.sum(dtype=np.float64)) if w_sub is not None else float(p_sub.shape[0])
-        if not total > 0.0:
-            return None
-        return array_objective(p_sub, y_sub, w_sub, model, frame, total)
-
-    return BetaObjective(array_pass(p, y, w), n, model, frame, total_weight, sub)
+    sub = platt.warm_start(lambda fraction: platt.subsample(p, y, w, fraction), p.shape[0],
+                           lambda ps, ys, ws, total: array_objective(ps, ys, ws, model, frame, total))
+    return BetaObjective(array_pass(p, y, w), p.shape[0], model, frame, total_weight, sub)
 
 
 # ---------------------------------------------------------------------------
@@ -336,15 +327,8 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
 
     frame = make_frame(model, lo_all, hi_all, eps)
 
-    def sub():
-        if subsample_rows is None or n < platt.WARM_START_MIN:
-            return None
-        p, y, w = subsample_rows(platt.subsample_fraction(n))
-        total_sub = float(w.sum(dtype=np.float64)) if w is not None else float(p.shape[0])
-        if not (p.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(p, y, w, model, frame, total_sub)
-
+    sub = platt.warm_start(subsample_rows, n,
+                           lambda ps, ys, ws, total_sub: array_objective(ps, ys, ws, model, frame, total_sub))
     obj = BetaObjective(run_pass, n, model, frame, total, sub)
     start = obj.to_internal(0.0, 0.0, math.log(wpos / wneg) if model != "ab" else 0.0)
     res = _newton.solve(obj, start, tol, max_iter)

@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from . import _decomposition_kernels as _k
-from ._binning import check_row_sums, top_label
-from ._labels import matrix_codes
+from ._binning import top_label_problem
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
 from ._pav_engine import sort_for_fit
@@ -115,10 +114,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=
         P = as_float_array(parr, "p")
         y_arr = column_or_1d(y, "y")
         check_consistent_length(y=y_arr, p=P)
-        check_probability_range(P, "p")
-        check_row_sums(P, "p", stacklevel=stacklevel + 1)
-        codes, _ = matrix_codes(y_arr, P.shape[1], labels, "p", y_name="y", stacklevel=stacklevel + 1)
-        labels, probs = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
+        labels, probs = top_label_problem(y_arr, P, labels, "p", "y", stacklevel=stacklevel + 1)
     else:
         if labels is not None:
             raise ValueError("labels is for an (n, k) p, whose columns are the classes; a 1-D p is the "

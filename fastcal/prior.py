@@ -31,6 +31,15 @@ The kernels are Numba loops (run on fastcal's threads above ``_parallel.PARALLEL
 that read the input once and write the output once; the checks of the input
 (NaN, values outside [0, 1], row sums) are counted in the same pass, and the
 error is raised after it.
+
+Internal API, the EM as an engine (summarise a chunk → merge in order →
+finish, driven over any :class:`fastcal._engine.Rows` by
+:mod:`fastcal._engine.prior`): :func:`check_em`, :func:`em_source`,
+:func:`em_partials`, :func:`em_summarise` and its :class:`EMSummary`,
+:func:`em_merge`, :func:`em_finish`, :func:`iterate_em`,
+:func:`warn_em_not_converged`. The exactness rule: a summary is the
+fixed-chunk reduction of :mod:`fastcal._chunked` (bit-identical at any
+thread count); summaries merge in chunk order.
 """
 
 from __future__ import annotations
@@ -39,11 +48,12 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import numpy as np
 
 from . import _prior_kernels as _k
+from ._chunked import Partials, merge_exact, merge_in_order
 from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Boolean, Integer, Real, check
@@ -51,7 +61,11 @@ from ._results import Result
 from ._validation import check_numeric
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from numpy.typing import ArrayLike, NDArray
+
+    from ._typing import ArrayOutput, Priors, PyScalar, ScalarOutput
 
 __all__ = [
     "ConvergenceWarning",
@@ -326,13 +340,11 @@ def _run_multi(src, dst, w):
 
 
 @overload
-def correct_negative_sampling(p: float | np.integer[Any], rate: float, *, out: None = None) -> np.float64: ...
+def correct_negative_sampling(p: PyScalar, rate: float, **options: Unpack[ScalarOutput]) -> np.float64: ...
 @overload
-def correct_negative_sampling(p: np.floating[Any], rate: float, *, out: None = None) -> np.floating[Any]: ...
+def correct_negative_sampling(p: np.floating[Any], rate: float, **options: Unpack[ScalarOutput]) -> np.floating[Any]: ...
 @overload
-def correct_negative_sampling(
-    p: ArrayLike, rate: float, *, out: NDArray[np.floating] | None = None
-) -> NDArray[np.floating]: ...
+def correct_negative_sampling(p: ArrayLike, rate: float, **options: Unpack[ArrayOutput]) -> NDArray[np.floating]: ...
 def correct_negative_sampling(
     p: ArrayLike, rate: float, *, out: NDArray[np.floating] | None = None
 ) -> NDArray[np.floating] | np.floating[Any]:
@@ -469,24 +481,20 @@ def negative_sampling_logit_offset(rate: float) -> float:
 
 @overload
 def adjust_priors(
-    proba: float | np.integer[Any], train_priors: float | ArrayLike, new_priors: float | ArrayLike, *, out: None = None
+    proba: PyScalar, train_priors: Priors, new_priors: Priors, **options: Unpack[ScalarOutput]
 ) -> np.float64: ...
 @overload
 def adjust_priors(
-    proba: np.floating[Any], train_priors: float | ArrayLike, new_priors: float | ArrayLike, *, out: None = None
+    proba: np.floating[Any], train_priors: Priors, new_priors: Priors, **options: Unpack[ScalarOutput]
 ) -> np.floating[Any]: ...
 @overload
 def adjust_priors(
-    proba: ArrayLike,
-    train_priors: float | ArrayLike,
-    new_priors: float | ArrayLike,
-    *,
-    out: NDArray[np.floating] | None = None,
+    proba: ArrayLike, train_priors: Priors, new_priors: Priors, **options: Unpack[ArrayOutput]
 ) -> NDArray[np.floating]: ...
 def adjust_priors(
     proba: ArrayLike,
-    train_priors: float | ArrayLike,
-    new_priors: float | ArrayLike,
+    train_priors: Priors,
+    new_priors: Priors,
     *,
     out: NDArray[np.floating] | None = None,
 ) -> NDArray[np.floating] | np.floating[Any]:
@@ -601,8 +609,147 @@ def adjust_priors(
     return result
 
 
-def _check_em_params(max_iter, tol):
-    return check("max_iter", max_iter, [Integer(1)]), check("tol", tol, [Real(0, open_low=True)])
+# ---------------------------------------------------------------------------
+# The EM engine: summarise a chunk -> merge in order -> finish
+# ---------------------------------------------------------------------------
+
+
+class EMSummary(NamedTuple):
+    """What an EM map needs from some rows of ``proba`` at priors ``pi``: the summary of :func:`em_summarise`."""
+
+    #: Binary rows: ``[sum_m P(y = 1 | x_m)]``; (n, k) rows: the column sums of the posteriors (float64).
+    sums: np.ndarray
+    #: ``sum_m log sum_i w_i p(i | x_m)`` with the weights scaled to ``max(w) == 1`` (NaN when not asked for).
+    loglik: float
+    #: Rows.
+    n: int
+    #: Invalid values (NaN, outside [0, 1]) and rows not summing to 1 (counted when asked for).
+    bad_values: int
+    bad_rows: int
+
+
+def em_source(proba, k):
+    """``proba`` as the EM kernels read it: C-contiguous, float32 or float64 (other types become float64), 1-D
+    P(y = 1) when ``k == 2`` or ``(n, k)``; the errors of :func:`estimate_priors_em` for anything else."""
+    arr = np.asarray(proba)
+    check_numeric(arr, "proba")
+    if arr.ndim == 2:
+        if arr.shape[1] != k:
+            raise ValueError(
+                f"proba has {arr.shape[1]} columns but train_priors has {k} classes; a 2-D proba is read as (n, k)."
+            )
+    elif arr.ndim == 1:
+        if k != 2:
+            raise ValueError(
+                f"A 1-D proba holds P(y=1) of a binary problem, but train_priors has {k} classes; "
+                "give multiclass probabilities as an (n, k) array."
+            )
+    else:
+        raise ValueError(
+            f"proba must be a 1-D array of P(y=1) or an (n, k) array of class probabilities, got shape {arr.shape}."
+        )
+    return np.ascontiguousarray(arr, dtype=_result_dtype(arr))
+
+
+def em_partials(n, k, binary):
+    """The partial buffers of the EM kernels over ``n`` rows of ``k`` classes (reused by the passes of a fit)."""
+    return Partials(n, _k.EM_CHUNK, None if binary else k, None)
+
+
+def em_summarise(src, pi, train, check, want_ll, part=None):
+    r"""Summarise rows at priors ``pi``: one fused pass of the E-step (its posteriors are not stored).
+
+    ``src`` is C-contiguous float32 or float64: 1-D P(y = 1) (binary, ``k = 2``)
+    or ``(n, k)``; ``train`` the training priors; ``check`` counts the invalid
+    values and rows (once per fit is enough); ``want_ll`` sums the
+    log-likelihood too; ``part`` optional :func:`em_partials`. The weights are
+    :math:`w_i = \pi(i) / \pi_\text{train}(i)` scaled to ``max(w) == 1``. On
+    fastcal's threads, over chunks of ``EM_CHUNK`` rows merged in chunk order
+    (:mod:`fastcal._chunked`): the binary sums and the log-likelihood
+    exactly (:func:`fastcal._chunked.merge_exact`), the (n, k) column sums in
+    order. Returns an :class:`EMSummary`.
+    """
+    w = _class_weights(pi, train)
+    binary = src.ndim == 1
+    if part is None:
+        part = em_partials(src.shape[0], 2 if binary else src.shape[1], binary)
+    want = True if want_ll else None
+    if binary:
+        bad_values = sum(part.run(_k.binary_em, src, w[0], w[1], check, want))
+        bad_rows = 0
+        sums = np.array([merge_exact(part.bufs[0])])
+    else:
+        bad_values, bad_rows = _sum_pairs(part.run(_k.multi_em, src, w, SUM_TOL, check, want, work=src.size))
+        sums = merge_in_order(part.bufs[0])
+    loglik = merge_exact(part.bufs[1]) if want_ll else math.nan
+    return EMSummary(sums, loglik, src.shape[0], int(bad_values), int(bad_rows))
+
+
+def em_merge(summaries):
+    """The :class:`EMSummary` of consecutive pieces of the rows, from theirs in order (the merges of
+    :func:`em_summarise`: binary sums and log-likelihoods exactly, (n, k) column sums in order)."""
+    sums = np.stack([s.sums for s in summaries])
+    return EMSummary(
+        np.array([merge_exact(sums[:, 0])]) if sums.shape[1] == 1 else merge_in_order(sums),
+        merge_exact(np.array([s.loglik for s in summaries])),
+        sum(s.n for s in summaries),
+        sum(s.bad_values for s in summaries),
+        sum(s.bad_rows for s in summaries),
+    )
+
+
+def em_finish(summary, pi, train, name="proba"):
+    r"""The EM map and the log-likelihood at ``pi``, ``(F(pi), loglik)``, from the :class:`EMSummary` of all rows.
+
+    :math:`F(\pi)(i) = \frac{1}{n} \sum_m p^{(\pi)}(i \mid x_m)` (renormalised to sum
+    to 1); the log-likelihood :math:`\sum_m \log \sum_i w_i p(i \mid x_m)` with
+    the unscaled weights (NaN if not summed). Raises the errors about
+    ``name`` for the invalid values and rows counted.
+    """
+    if summary.bad_values:
+        _raise_bad_values(name, summary.bad_values)
+    if summary.bad_rows:
+        _raise_bad_rows(name, summary.bad_rows)
+    n = summary.n
+    if summary.sums.shape[0] == 1:
+        pos = min(max(float(summary.sums[0]) / n, 0.0), 1.0)
+        new = np.array([1.0 - pos, pos])
+    else:
+        new = summary.sums / n
+        new /= new.sum()
+    # The kernels scale the weights so that max(w) == 1: add the scale back, n log(max pi / train).
+    scale = float(np.max(np.log(np.maximum(pi, _TINY64)) - np.log(train)))
+    return new, summary.loglik + n * scale
+
+
+def iterate_em(em_step, train, max_iter, tol, accelerate):
+    """EM from ``train`` (SQUAREM with ``accelerate``) over the map ``em_step(pi) -> (F(pi), loglik)``, which
+    makes one pass a call: ``(pi, last change, converged, passes)``."""
+    passes = 0
+
+    def counted(pi):
+        nonlocal passes
+        passes += 1
+        return em_step(pi)
+
+    pi, delta, converged = (_squarem if accelerate else _plain_em)(counted, train.copy(), max_iter, tol,
+                                                                    lambda: passes)
+    return pi, delta, converged, passes
+
+
+def warn_em_not_converged(max_iter, delta, tol):
+    """The warning of an EM fit that stopped at ``max_iter`` passes with its last change ``delta`` > ``tol``."""
+    warn_not_converged("estimate_priors_em", max_iter, "EM iterations",
+                       f"last change of the priors {delta:.3g} > tol={tol:g}")
+
+
+def check_em(train_priors, max_iter, tol, accelerate):
+    """The parameters of :func:`estimate_priors_em`, checked: ``(max_iter, tol, accelerate, train)``, ``train``
+    the training priors as a float64 vector summing to 1."""
+    max_iter = check("max_iter", max_iter, [Integer(1)])
+    tol = check("tol", tol, [Real(0, open_low=True)])
+    accelerate = check("accelerate", accelerate, [Boolean()])
+    return max_iter, tol, accelerate, _prior_vector(train_priors, "train_priors")[0]
 
 
 def _plain_em(em_step, pi, max_iter, tol, passes):
@@ -747,68 +894,24 @@ def estimate_priors_em(
     >>> res.converged, bool(abs(res.priors[1] - 0.2) < 0.01)
     (True, True)
     """
-    max_iter, tol = _check_em_params(max_iter, tol)
-    accelerate = check("accelerate", accelerate, [Boolean()])
-    train, _ = _prior_vector(train_priors, "train_priors")
+    max_iter, tol, accelerate, train = check_em(train_priors, max_iter, tol, accelerate)
     k = train.shape[0]
-    arr = np.asarray(proba)
-    check_numeric(arr, "proba")
-    if arr.ndim == 2:
-        if arr.shape[1] != k:
-            raise ValueError(
-                f"proba has {arr.shape[1]} columns but train_priors has {k} classes; a 2-D proba is read as (n, k)."
-            )
-        binary = False
-    elif arr.ndim == 1:
-        if k != 2:
-            raise ValueError(
-                f"A 1-D proba holds P(y=1) of a binary problem, but train_priors has {k} classes; "
-                "give multiclass probabilities as an (n, k) array."
-            )
-        binary = True
-    else:
-        raise ValueError(
-            f"proba must be a 1-D array of P(y=1) or an (n, k) array of class probabilities, got shape {arr.shape}."
-        )
-    n = arr.shape[0]
+    src = em_source(proba, k)
+    binary = src.ndim == 1
+    n = src.shape[0]
     if n == 0:
         raise ValueError("proba must have at least one row.")
-    dtype = _result_dtype(arr)
-    src = np.ascontiguousarray(arr, dtype=dtype)
+    dtype = src.dtype
 
-    n_chunks = -(-n // _k.EM_CHUNK)
-    partial = np.empty(n_chunks) if binary else np.empty((n_chunks, k))
-    ll_partial = np.empty(n_chunks if accelerate else 0)
-    passes = 0
+    part = em_partials(n, k, binary)
+    first = [True]
 
     def em_step(pi):
         """One pass: the EM map ``F(pi)`` and the log-likelihood at ``pi`` (NaN without acceleration)."""
-        nonlocal passes
-        passes += 1
-        w = _class_weights(pi, train)
-        check = passes == 1
-        if binary:
-            bad_values = sum(parallel_for(_k.binary_em, n_chunks, src, w[0], w[1], partial, ll_partial, check, rows=n))
-            bad_rows = 0
-            pos = min(max(math.fsum(partial.tolist()) / n, 0.0), 1.0)
-            new = np.array([1.0 - pos, pos])
-        else:
-            bad_values, bad_rows = _sum_pairs(
-                parallel_for(_k.multi_em, n_chunks, src, w, partial, ll_partial, SUM_TOL, check, rows=src.size)
-            )
-            new = partial.sum(axis=0) / n
-            new /= new.sum()
-        if bad_values:
-            _raise_bad_values("proba", bad_values)
-        if bad_rows:
-            _raise_bad_rows("proba", bad_rows)
-        # The kernels scale the weights so that max(w) == 1: add the scale back, n log(max pi / train).
-        scale = float(np.max(np.log(np.maximum(pi, _TINY64)) - np.log(train)))
-        loglik = math.fsum(ll_partial.tolist()) + n * scale if accelerate else math.nan
-        return new, loglik
+        check, first[0] = first[0], False
+        return em_finish(em_summarise(src, pi, train, check, accelerate, part), pi, train)
 
-    pi, delta, converged = (_squarem if accelerate else _plain_em)(em_step, train.copy(), max_iter, tol, lambda: passes)
-    n_iter = passes
+    pi, delta, converged, n_iter = iterate_em(em_step, train, max_iter, tol, accelerate)
 
     # Final E-step with the last priors, written once in the input's dtype.
     # A prior that EM drove to 0 stays 0 in ``priors``; the weights are clamped
@@ -819,6 +922,5 @@ def estimate_priors_em(
     else:
         _run_multi(src, out, _class_weights(pi, train))
     if not converged:
-        warn_not_converged("estimate_priors_em", max_iter, "EM iterations",
-                           f"last change of the priors {delta:.3g} > tol={tol:g}")
+        warn_em_not_converged(max_iter, delta, tol)
     return PriorEMResult(priors=pi, proba=out, n_iter=n_iter, converged=converged)

@@ -55,8 +55,7 @@ import numpy as np
 import scipy.fft
 
 from . import _smooth_kernels as _k
-from ._binning import check_row_sums, top_label
-from ._labels import matrix_codes
+from ._binning import top_label_problem
 from ._parallel import get_num_threads, parallel_for, run
 from ._params import Options, Real, check
 from ._results import Result
@@ -147,10 +146,7 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
         check_consistent_length(y_true=y_arr, y_prob=P)
         if P.shape[0] == 0:
             raise ValueError("y_prob must not be empty.")
-        check_probability_range(P, "y_prob")
-        check_row_sums(P, "y_prob", stacklevel=stacklevel + 1)
-        codes, _ = matrix_codes(y_arr, P.shape[1], labels, "y_prob", stacklevel=stacklevel + 1)
-        correct, conf = top_label(P, np.ascontiguousarray(codes, dtype=np.int64))
+        correct, conf = top_label_problem(y_arr, P, labels, "y_prob", "y_true", stacklevel=stacklevel + 1)
         return correct, conf, check_sample_weight(sample_weight, P.shape[0], rescale=True)
     if labels is not None:
         raise ValueError("labels is for an (n, k) y_prob, whose columns are the classes; a 1-D y_prob is the "

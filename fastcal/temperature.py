@@ -27,6 +27,7 @@ import numpy as np
 
 from . import _temperature_kernels as _k
 from ._base import BaseCalibrator, check_is_fitted
+from ._chunked import Partials, merge_exact
 from ._errors import warn_not_converged
 from ._parallel import parallel_for
 from ._params import Integer, Options, Real, check
@@ -297,10 +298,9 @@ def _derivatives(z, labels, w, beta, want_loss=False):
     """The loss (0.0 unless ``want_loss``) and its first four derivatives in ``beta``, weighted sums over the
     rows: one pass, chunked."""
     n, k = z.shape
-    sums = np.empty((_k.n_chunks(n), _k.N_SUMS))
-    parallel_for(_k.derivative_chunks, sums.shape[0], z, labels, w, beta, True if want_loss else None, sums,
-                 rows=n * k)
-    return tuple(math.fsum(sums[:, j]) for j in range(_k.N_SUMS))
+    part = Partials(n, _k.CHUNK, _k.N_SUMS)
+    part.run(_k.derivative_chunks, z, labels, w, beta, True if want_loss else None, work=n * k)
+    return tuple(merge_exact(part.bufs[0]).tolist())
 
 
 def _start(z, labels, w, max_iter):

@@ -185,7 +185,7 @@ def test_validation():
 
 
 # --------------------------------------------------------------------------
-# Batched isotonic fits (fastcal.grouped._fit_isotonic_groups): the bits of each group's own fit
+# Batched isotonic fits (one pass over all groups): the bits of each group's own fit
 # --------------------------------------------------------------------------
 
 ISO_PARAMS = [{}, {"out_of_bounds": "clip"}, {"increasing": False, "out_of_bounds": "clip"},
@@ -327,16 +327,29 @@ def test_batched_isotonic_weight_scale(scale):
     _assert_own_fits(scaled, {}, s, y, g, w * scale)  # any scale: each group's own fit at that scale
 
 
-def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path, monkeypatch):
-    """The stored state did not change: a model fitted one group at a time (the former path, kept for the
-    calibrators not batched) and the batched one write the same file, and each loads into the other's model."""
-    from fastcal import grouped
+def _one_fit_per_group(template, minimum, s, y, g, w):
+    """The GroupedCalibrator(template, min_samples_per_group=minimum) that fits a clone of ``template`` on the
+    rows of each group of at least ``minimum`` rows and one on all rows: its fitted state set from the public API
+    (integer groups, numbered in sorted order)."""
+    def fit(rows):
+        return type(template)(**template.get_params()).fit(s[rows], y[rows], sample_weight=w[rows])
 
+    groups, counts = np.unique(g, return_counts=True)
+    model = GroupedCalibrator(template, min_samples_per_group=minimum)
+    model.groups_ = [int(k) for k in groups[counts >= minimum]]
+    model.calibrators_ = [fit(g == k) for k in model.groups_]
+    model.global_calibrator_ = fit(np.ones(g.shape[0], dtype=bool))
+    model.group_counts_ = counts[counts >= minimum].astype(np.int64)
+    return model
+
+
+def test_batched_fit_writes_the_model_file_of_per_group_fits(tmp_path):
+    """The stored state did not change: a model made of fits of one group at a time (what the calibrators not
+    batched get) and the batched one write the same file, and each loads into the other's model."""
     s, y, g, w = _tied_data(3000, 6, 19, np.float32, True)
-    batched = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(s, y, g, w)
-    monkeypatch.setattr(grouped, "_batched_fit", lambda template: None)
-    one_by_one = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=20).fit(
-        s, y, g, w)
+    template = IsotonicRegression(out_of_bounds="clip")
+    batched = GroupedCalibrator(template, min_samples_per_group=20).fit(s, y, g, w)
+    one_by_one = _one_fit_per_group(template, 20, s, y, g, w)
     assert json.dumps(batched.to_dict()) == json.dumps(one_by_one.to_dict())
     one_by_one.save(tmp_path / "old.json")
     back = fastcal.load(tmp_path / "old.json")
@@ -476,10 +489,8 @@ def test_scores_of_other_dtypes_fit_one_clone_per_group(dtype):
 
 @pytest.mark.parametrize("template", [HistogramBinning(n_bins=6), PlattScaling(), BetaCalibration()],
                          ids=lambda c: type(c).__name__)
-def test_other_calibrators_model_file_round_trip(template, tmp_path, monkeypatch):
+def test_other_calibrators_model_file_round_trip(template, tmp_path):
     """The batched and the per-call fits write the same model file, which loads into a model of the same bits."""
-    from fastcal import grouped
-
     s, y, g, w = _tied_data(3000, 5, 28, np.float64, True)
     s, y, g, w = s[2:], y[2:], g[2:], w[2:]
     cal = GroupedCalibrator(template, min_samples_per_group=10).fit(s, y, g, w)
@@ -487,8 +498,5 @@ def test_other_calibrators_model_file_round_trip(template, tmp_path, monkeypatch
     back = fastcal.load(tmp_path / "m.json")
     assert json.dumps(back.to_dict()) == json.dumps(cal.to_dict())
     _assert_same_bits(back.predict(s, g), cal.predict(s, g))
-    monkeypatch.setattr(grouped, "_batched_fit", lambda template: None)  # one clone's fit per group
-    monkeypatch.setattr(grouped, "_group_fit", lambda template, s, y, w: (
-        lambda sg, yg, wg: type(template)(**template.get_params()).fit(sg, yg, sample_weight=wg), s, y, w))
-    one_by_one = GroupedCalibrator(template, min_samples_per_group=10).fit(s, y, g, w)
+    one_by_one = _one_fit_per_group(template, 10, s, y, g, w)  # one clone's fit per group
     assert json.dumps(one_by_one.to_dict()) == json.dumps(cal.to_dict())

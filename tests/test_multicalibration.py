@@ -375,11 +375,11 @@ def test_multicalibration_validation():
 def _chunked(monkeypatch):
     """Test-sized inputs cut into many chunks of rows and many score ranges, as 10^7 rows are."""
     from fastcal import _parallel
-    from fastcal.multicalibration import _mce as mc
+    from fastcal.multicalibration import Sizes
 
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
     monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 8)
-    monkeypatch.setattr(mc, "RANGE_ROWS", 1 << 7)
+    monkeypatch.setattr(Sizes, "RANGE_ROWS", 1 << 7)
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -388,7 +388,7 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
     """Chunks of rows and score ranges (merged in order), blocks of the cell table, cells numbered by np.unique,
     and all rows in one score range: each equals the naive ECCE of every segment, and the result is the same bits
     on 1 and 7 threads."""
-    from fastcal.multicalibration import _coding, _mce
+    from fastcal.multicalibration import Sizes
 
     from .threads import MANY, num_threads
 
@@ -397,11 +397,11 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
     kwargs = dict(numerical=["c"], sample_weight=w, min_samples_per_segment=1, max_values_per_segment_feature=5)
     _chunked(monkeypatch)
     if path == "blocks":
-        monkeypatch.setattr(_mce, "TABLE_CELLS", 300)  # 3 columns of the 100-cell table per pass
+        monkeypatch.setattr(Sizes, "TABLE_CELLS", 300)  # 3 columns of the 100-cell table per pass
     elif path == "sparse_cells":
-        monkeypatch.setattr(_coding, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
+        monkeypatch.setattr(Sizes, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
     elif path == "one_range":
-        monkeypatch.setattr(_mce, "RANGE_ROWS", 1 << 20)  # all rows sorted by one task
+        monkeypatch.setattr(Sizes, "RANGE_ROWS", 1 << 20)  # all rows sorted by one task
     with num_threads(1):
         r = multicalibration_error(y, p, segments, **kwargs)
     with num_threads(MANY):

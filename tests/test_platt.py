@@ -16,9 +16,9 @@ from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, p
 from fastcal import _newton
 from fastcal import _math_kernels as math_kernels
 from fastcal import _platt_kernels as kernels
+from fastcal._chunked import merge_in_order, n_chunks
 from fastcal import platt as platt_module
-from fastcal.platt import _scaling
-from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult
+from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult, merge_prep
 
 from . import naive_platt as naive
 from .strategies import scores_and_labels
@@ -71,13 +71,13 @@ def normalised_gradient(a, b, s, y, w=None):
 
 def _pass(s, y, w, a, b, loss, center=0.0, scale=1.0, pieces=False):
     """The fused pass's sums, from one call on all blocks, or from :func:`in_pieces`."""
-    buf = np.empty((kernels.n_chunks(len(s)), kernels.N_STATS))
+    buf = np.empty((n_chunks(len(s), kernels.CHUNK), kernels.N_STATS))
     args = (s, y, w, center, scale, a, b, 0.9, 0.1, 0.2, 0.8, True if loss else None, buf)
     if pieces:
         in_pieces(kernels.newton_pass, buf.shape[0], *args)
     else:
         kernels.newton_pass(*args, 0, buf.shape[0])
-    return kernels.merge_sums(buf)
+    return merge_in_order(buf)
 
 
 def summation_bound(n, abs_sum, term_ulps=10):
@@ -89,7 +89,7 @@ def summation_bound(n, abs_sum, term_ulps=10):
     term, each of relative size ``eps`` (Higham, *Accuracy and Stability of
     Numerical Algorithms*, 4.2), on top of each term's own error of a few ulp.
     """
-    depth = min(n, kernels.CHUNK) + kernels.n_chunks(n) + term_ulps
+    depth = min(n, kernels.CHUNK) + n_chunks(n, kernels.CHUNK) + term_ulps
     return depth * np.finfo(np.float64).eps * abs_sum
 
 
@@ -144,12 +144,36 @@ def test_one_sided_precision_of_t_minus_p():
     buf = np.empty((1, kernels.N_STATS))
     tiny = 1e-20
     kernels.newton_pass(s, y, None, 0.0, 1.0, 1.0, 0.0, 1.0 - tiny, tiny, tiny, 1.0 - tiny, True, buf, 0, 1)
-    st_ = kernels.merge_sums(buf)
+    st_ = merge_in_order(buf)
     # Row 0: t = tiny, p = e^-40/(1+e^-40); row 1: 1 - t = tiny, 1 - p = e^-40/(1+e^-40).
     e = math.exp(-40) / (1 + math.exp(-40))
     assert_allclose(st_[2], (tiny - e) + (e - tiny), atol=1e-30)
     assert_allclose(st_[5], 2 * e * (1 - e), rtol=1e-14)
     assert_allclose(st_[0], 2 * (math.log1p(math.exp(-40)) + tiny * 40), rtol=1e-14)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_warm_start_subsample_is_the_evenly_spaced_blocks(weighted):
+    rng = np.random.default_rng(6)
+    n = 300_000
+    s = rng.normal(size=n).astype(np.float32)
+    y = (rng.random(n) < 0.3).astype(np.uint8)
+    w = rng.uniform(0, 2, n) if weighted else None
+    fraction = 0.2
+    m = round(n * fraction)
+    length = min(4096, max(64, m // 256))
+    starts = np.linspace(0, n - length, m // length).astype(np.int64)
+
+    def blocks(a):
+        return None if a is None else np.concatenate([a[i:i + length] for i in starts])
+
+    serial, parallel = serial_and_parallel(platt_module.subsample, s, y, w, fraction)
+    for got in (serial, parallel):
+        for g, a in zip(got, (s, y, w)):
+            if a is None:
+                assert g is None
+            else:
+                assert g.dtype == a.dtype and g.tobytes() == blocks(a).tobytes()
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -159,7 +183,7 @@ def test_prep_and_logit_passes_pieces_equal_whole(weighted):
     s = rng.normal(0, 1, n)
     y = (rng.random(n) < 0.3).astype(np.uint8)
     w = rng.uniform(0, 1, n) if weighted else None
-    nc = kernels.n_chunks(n)
+    nc = n_chunks(n, kernels.CHUNK)
 
     def prep(pieces):
         ibuf, fbuf = np.empty((nc, kernels.N_PREP_INT), np.int64), np.empty((nc, kernels.N_PREP_FLOAT))
@@ -167,7 +191,7 @@ def test_prep_and_logit_passes_pieces_equal_whole(weighted):
             in_pieces(kernels.prep, nc, s, y, w, ibuf, fbuf)
         else:
             kernels.prep(s, y, w, ibuf, fbuf, 0, nc)
-        return kernels.merge_blocks(ibuf, fbuf)
+        return merge_prep(ibuf, fbuf)
 
     (i1, f1), (i2, f2) = prep(False), prep(True)
     assert_array_equal(i1, i2)
@@ -180,10 +204,10 @@ def test_prep_and_logit_passes_pieces_equal_whole(weighted):
     x1, x2 = np.empty(n), np.empty(n)
     args = (np.empty((nc, kernels.N_LOGIT_INT), np.int64), np.empty((nc, kernels.N_LOGIT_FLOAT)))
     kernels.logit(y, p, w, 2.2e-16, x1, *args, 0, nc)
-    (j1, g1) = kernels.merge_blocks(*args)
+    (j1, g1) = merge_prep(*args)
     args = (np.empty((nc, kernels.N_LOGIT_INT), np.int64), np.empty((nc, kernels.N_LOGIT_FLOAT)))
     in_pieces(kernels.logit, nc, y, p, w, 2.2e-16, x2, *args)
-    (j2, g2) = kernels.merge_blocks(*args)
+    (j2, g2) = merge_prep(*args)
     assert_array_equal(x1, x2)
     assert_array_equal(j1, j2)
     assert_array_equal(g1, g2)
@@ -283,10 +307,17 @@ def test_float32_is_not_copied_to_float64():
 def test_warm_start_does_not_change_the_answer():
     n = platt_module.WARM_START_MIN + 12_345
     s, y = overconfident(n, 5, shift=0.3)
-    w = np.random.default_rng(5).uniform(0, 2, n)
+    w = np.random.default_rng(5).uniform(0, 2, n)  # the largest weight in [1, 2): rescaled by 2**0, unchanged
+
+    def fit(weights, warm_start):
+        # The fit of every backend (fastcal.platt's internal API), with the warm start from a subsample or without.
+        rows = (lambda fraction: platt_module.subsample(s, y, weights, fraction)) if warm_start else None
+        return platt_module.fit_passes(platt_module.prepare(s, y, weights), n, weights is not None,
+                                       platt_module.array_pass(s, y, weights), rows, 100, 1e-10)
+
     for weights in (None, w):
-        a, b, n_iter, ok, dec, passes = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=True)
-        a0, b0, n_iter0, ok0, _, passes0 = _scaling._fit_platt(s, y, weights, 100, 1e-10, warm_start=False)
+        a, b, n_iter, ok, dec, passes = fit(weights, warm_start=True)
+        a0, b0, n_iter0, ok0, _, passes0 = fit(weights, warm_start=False)
         assert ok and ok0
         assert_allclose([a, b], [a0, b0], rtol=1e-12)
         assert n_iter < n_iter0 and passes < passes0  # fewer passes over the full data

@@ -25,6 +25,8 @@ from sklearn.metrics import roc_auc_score
 import fastcal
 from fastcal import _prior_kernels as K
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset
+from fastcal._engine import ListRows
+from fastcal._engine import prior as eprior
 from fastcal._parallel import PARALLEL_MIN_SIZE
 from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult
 
@@ -738,17 +740,17 @@ def test_em_whole_equals_pieces():
 
     a, b = np.empty((n_chunks, 3)), np.empty((n_chunks, 3))
     la, lb = np.empty(n_chunks), np.empty(n_chunks)
-    assert K.multi_em(post, w, a, la, SUM_TOL, True, 0, n_chunks) == (0, 0)
-    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b, lb, SUM_TOL, True)) == (0, 0)
+    assert K.multi_em(post, w, SUM_TOL, True, True, a, la, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, SUM_TOL, True, True, b, lb)) == (0, 0)
     np.testing.assert_array_equal(la, lb)
     a2, b2 = np.empty_like(a), np.empty_like(a)
     la2, lb2 = np.empty(n_chunks), np.empty(n_chunks)
-    assert K.multi_em(post, w, a2, la2, SUM_TOL, False, 0, n_chunks) == (0, 0)
-    assert counts(in_pieces(K.multi_em, n_chunks, post, w, b2, lb2, SUM_TOL, False)) == (0, 0)
+    assert K.multi_em(post, w, SUM_TOL, False, True, a2, la2, 0, n_chunks) == (0, 0)
+    assert counts(in_pieces(K.multi_em, n_chunks, post, w, SUM_TOL, False, True, b2, lb2)) == (0, 0)
     np.testing.assert_array_equal(a2, b2)
     np.testing.assert_array_equal(la2, lb2)
     a3 = np.empty_like(a)
-    K.multi_em(post, w, a3, np.empty(0), SUM_TOL, False, 0, n_chunks)  # no log-likelihood: same sums
+    K.multi_em(post, w, SUM_TOL, False, None, a3, np.empty(0), 0, n_chunks)  # no log-likelihood: same sums
     np.testing.assert_array_equal(a3, a2)
     # Log-likelihood: sums of EM_CHUNK logs (each within an ulp or so), |log s| <= log 5 here.
     loglik = np.log(post @ w)
@@ -764,13 +766,13 @@ def test_em_whole_equals_pieces():
     a1, b1 = np.empty(n_chunks), np.empty(n_chunks)
     l1, m1 = np.empty(n_chunks), np.empty(n_chunks)
     p[5] = np.nan
-    assert K.binary_em(p, 0.3, 1.0, a1, l1, True, 0, n_chunks) == sum(
-        in_pieces(K.binary_em, n_chunks, p, 0.3, 1.0, b1, m1, True)) == 1
-    assert K.binary_em(p, 0.3, 1.0, a1, l1, False, 0, n_chunks) == 0
+    assert K.binary_em(p, 0.3, 1.0, True, True, a1, l1, 0, n_chunks) == sum(
+        in_pieces(K.binary_em, n_chunks, p, 0.3, 1.0, True, True, b1, m1)) == 1
+    assert K.binary_em(p, 0.3, 1.0, False, True, a1, l1, 0, n_chunks) == 0
     np.testing.assert_array_equal(a1, b1)
     p[5] = 0.5
-    K.binary_em(p, 0.3, 1.0, a1, l1, False, 0, n_chunks)
-    K.binary_em(p, 0.3, 1.0, b1, np.empty(0), False, 0, n_chunks)
+    K.binary_em(p, 0.3, 1.0, False, True, a1, l1, 0, n_chunks)
+    K.binary_em(p, 0.3, 1.0, False, None, b1, np.empty(0), 0, n_chunks)
     np.testing.assert_array_equal(a1, b1)
     np.testing.assert_allclose(l1.sum(), np.log(0.3 * (1 - p) + p).sum(), rtol=rtol)
     want = (post * w) / (post * w).sum(axis=1, keepdims=True)
@@ -790,7 +792,7 @@ def test_em_results_do_not_depend_on_parallel_threshold():
     for _ in range(3):
         w = pi / 0.5
         w = w / w.max()
-        K.multi_em(post, w, part, np.empty(0), SUM_TOL, True, 0, n_chunks)
+        K.multi_em(post, w, SUM_TOL, True, None, part, np.empty(0), 0, n_chunks)
         pi = part.sum(axis=0) / post.shape[0]
         pi /= pi.sum()
     np.testing.assert_allclose(res.priors, pi, rtol=1e-14)
@@ -996,3 +998,62 @@ def test_squarem_safeguards():
     step, seen = _linear_em(fixed, 0.999, loglik=lambda pi: calls.append(1) or -float(len(calls)))  # always worse
     pi, delta, converged = _squarem(step, start, 7, 1e-14, lambda: len(seen))
     assert not converged and len(seen) == 7 and delta > 1e-14
+
+
+# ---------------------------------------------------------------------------
+# The EM as an engine (fastcal._engine.prior over ListRows, the reference adapter)
+# ---------------------------------------------------------------------------
+
+
+def _em_rows(proba, cuts):
+    cols = (proba,) if proba.ndim == 1 else tuple(proba.T)
+    return ListRows([tuple(c[a:b] for c in cols) for a, b in zip(cuts[:-1], cuts[1:])])
+
+
+def _em_cases():
+    post, _ = _gaussian_prior_shift(3 * K.EM_CHUNK + 100, [0.5, 0.2, 0.3], [1 / 3] * 3, seed=8)
+    p = expit(np.random.default_rng(8).normal(-1.0, 2.0, 3 * K.EM_CHUNK + 100))
+    return [(post, [1 / 3] * 3), (p, 0.5)]
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_em_engine_equals_in_memory(accelerate, dtype):
+    for proba, train in _em_cases():
+        proba = proba.astype(dtype)
+        ref = estimate_priors_em(proba, train, accelerate=accelerate, tol=1e-12)
+        n = proba.shape[0]
+        # One chunk, or chunks of EM_CHUNK rows: the same fixed chunks and merges, bit for bit.
+        for cuts in ([0, n], [*range(0, n, K.EM_CHUNK), n]):
+            pi, n_iter, converged = eprior.estimate_priors_em(
+                _em_rows(proba, cuts), x_dtype=dtype, train_priors=train, accelerate=accelerate, tol=1e-12)
+            assert pi.tobytes() == ref.priors.tobytes() and n_iter == ref.n_iter and converged
+        # Other cuts (empty and one-row chunks) round the sums of each chunk first, a few ulp (about 1e-15
+        # relative) from the in-memory merge: EM may stop a step apart, each within tol / (1 - rate) of the
+        # fixed point; the rate of these problems is below 0.9 (plain EM's steps shrink at least tenfold in 20).
+        cuts = [0, 0, 1, 1000, 5000, 5001, n - 7, n, n]
+        pi, _, converged = eprior.estimate_priors_em(
+            _em_rows(proba, cuts), x_dtype=dtype, train_priors=train, accelerate=accelerate, tol=1e-12)
+        assert converged
+        np.testing.assert_allclose(pi, ref.priors, rtol=0, atol=2 * 1e-12 / (1 - 0.9))
+
+
+def test_em_engine_errors_and_warnings_are_the_in_memory_ones():
+    proba, train = _em_cases()[0]
+    bad = proba.copy()
+    bad[5000, 1] = np.nan
+    for args in ((bad, train), (proba[:, :2], train), (proba, [0.5, 0.5])):
+        with pytest.raises(ValueError) as mem:
+            estimate_priors_em(*args)
+        with pytest.raises(ValueError) as eng:
+            x = args[0]
+            eprior.estimate_priors_em(_em_rows(x, [0, 100, x.shape[0]]), x_dtype=x.dtype, train_priors=args[1])
+        assert str(eng.value) == str(mem.value)
+    with pytest.raises(ValueError, match="at least one row"):
+        eprior.estimate_priors_em(ListRows([(proba[:0, 0],)]), x_dtype=np.float64, train_priors=0.5)
+    with pytest.raises(ValueError, match="max_iter"):
+        eprior.estimate_priors_em(_em_rows(proba, [0, 10]), x_dtype=np.float64, train_priors=train, max_iter=0)
+    with pytest.warns(ConvergenceWarning):
+        pi, n_iter, converged = eprior.estimate_priors_em(_em_rows(proba, [0, 10, 200]), x_dtype=np.float64,
+                                                          train_priors=train, max_iter=2, accelerate=False)
+    assert n_iter == 2 and not converged

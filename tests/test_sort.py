@@ -161,13 +161,13 @@ def test_weighted_auc_on_radix_sort_same_bits_as_stable_argsort(x):
 
 def test_range_of_an_infinite_score_is_in_bounds():
     # One range (scale 0): an infinite score times 0 is NaN, which must land in a cell, not index past the table.
-    from fastcal import _multicalibration_kernels, _sort_kernels
+    # The one map of the range partitions of the sort and of multicalibration_error.
+    from fastcal._math_kernels import range_of_score as kernel
 
-    for kernel in (_sort_kernels.range_of_score, _multicalibration_kernels.score_range):
-        one = np.array([7], dtype=np.int64)
-        assert [kernel(v, 0.0, 0.0, one) for v in (np.inf, -np.inf, 0.5)] == [7, 7, 7]
-        cells = np.array([3, 4, 5], dtype=np.int64)
-        assert [kernel(v, 0.0, 1.0, cells) for v in (-np.inf, 0.5, 1.5, np.inf)] == [3, 3, 4, 5]
+    one = np.array([7], dtype=np.int64)
+    assert [kernel(v, 0.0, 0.0, one) for v in (np.inf, -np.inf, 0.5)] == [7, 7, 7]
+    cells = np.array([3, 4, 5], dtype=np.int64)
+    assert [kernel(v, 0.0, 1.0, cells) for v in (-np.inf, 0.5, 1.5, np.inf)] == [3, 3, 4, 5]
 
 
 @pytest.mark.parametrize("n", [50, 3 * (1 << 17) + 5])

@@ -14,7 +14,8 @@ from pyspark.sql import functions as F
 import fastcal
 import fastcal.spark as fs
 
-from .test_spark import _collect, _frame, spark  # noqa: F401 - the session fixture, shared
+from ._spark_helpers import collect as _collect, frame as _frame
+from .test_spark import spark  # noqa: F401 - the session fixture, shared
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),

@@ -119,6 +119,8 @@ CASES = {
     "adjust_priors binary": lambda: fastcal.adjust_priors(P, [0.3, 0.7], [0.5, 0.5]),
     "adjust_priors multiclass": lambda: fastcal.adjust_priors(PK, [0.1, 0.2, 0.3, 0.4], [0.25] * 4),
     "estimate_priors_em": lambda: fastcal.estimate_priors_em(PK, [0.25] * 4),
+    "estimate_priors_em binary": lambda: fastcal.estimate_priors_em(P, 0.3),
+    "estimate_priors_em binary f32 plain": lambda: fastcal.estimate_priors_em(P32, 0.3, accelerate=False),
     "multicalibration_error": lambda: fastcal.multicalibration_error(Y, P, SEG, numerical=["c"]),
     "multicalibration_error weighted f32": lambda: fastcal.multicalibration_error(
         Y32, P32, SEG, numerical=["c"], sample_weight=W, max_values_per_segment_feature=5),

@@ -577,7 +577,7 @@ def test_pending_names_still_lack_hints():
 #: The overloaded public functions whose overloads take their shared options as ``**options: Unpack[...]`` of a
 #: ``TypedDict`` of fastcal._typing (see its docstring).
 UNPACKED = ["calibration_curve", "expected_calibration_error", "roc_auc_score", "plot.reliability_diagram",
-            "plot.probability_histogram", "dask.calibration_curve"]
+            "plot.probability_histogram", "dask.calibration_curve", "correct_negative_sampling", "adjust_priors"]
 
 
 def _resolve(name):

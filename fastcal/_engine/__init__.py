@@ -47,6 +47,10 @@ Each module states its exactness rule.
     on chunks ``(scores, y, w)``: an :class:`fastcal.IsotonicRegression`.
 :mod:`fastcal._engine.logistic`
     ``fit_platt`` and ``fit_beta`` on chunks ``(scores, y, w)`` / ``(p, y, w)``.
+:mod:`fastcal._engine.prior`
+    ``estimate_priors_em(rows, *, x_dtype, train_priors, **params)`` on
+    chunks ``(p,)`` or ``(p_0, ..., p_{k-1})``: the EM estimate of new
+    class priors.
 :mod:`fastcal._engine.binned`
     ``calibration_curve``, ``expected_calibration_error``,
     ``brier_score_loss``, ``log_loss``, ``brier_decomposition``,

@@ -31,7 +31,7 @@ are the names to use:
   distribution, :func:`calibration_ratio`, :func:`proportional_ece`,
   :func:`normalized_entropy`;
 - :mod:`fastcal.multicalibration._coding`: numbering of groups, segment
-  feature values and cells;
+  feature values and cells, and the sizes of the passes (``Sizes``);
 - :mod:`fastcal.multicalibration._mce`: :func:`multicalibration_error`;
 - :mod:`fastcal.multicalibration._report`: :func:`segment_report`.
 
@@ -45,7 +45,7 @@ Feller, W. (1951). The asymptotic distribution of the range of sums of
 independent random variables. Ann. Math. Statist. 22(3).
 """
 
-from ._coding import MISSING, OTHER, collapse_categories, group_codes
+from ._coding import MISSING, OTHER, Sizes, collapse_categories, group_codes
 from ._ecce import (
     ECCEResult,
     calibration_ratio,
@@ -76,7 +76,7 @@ __all__ = [
 
 # The internal API of the layers above (fastcal.grouped, fastcal._engine.segments, fastcal.spark), not
 # re-exported by fastcal: MISSING, OTHER, check_int, choose_segments, collapse_categories, ecce_result,
-# group_codes, mce_result.
+# group_codes, mce_result; and Sizes, the sizes of multicalibration_error's passes, which tests lower.
 
 for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
     globals()[_name].__module__ = __name__

@@ -1,5 +1,11 @@
 """Numbering of segment values: groups, categorical features (collapsed past the values kept), numerical features
-(quantile bins), and each row's cell (its value of every feature)."""
+(quantile bins), and each row's cell (its value of every feature); :class:`Sizes`, the sizes that bound the work
+and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
+
+Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
+:func:`group_codes`, :func:`collapse_categories`, and :class:`Sizes`, the one hook of the tests (which lower its
+sizes so that test-sized inputs are cut as 10^7 rows are).
+"""
 
 from __future__ import annotations
 
@@ -18,8 +24,25 @@ if TYPE_CHECKING:
 OTHER = "__OTHER"
 #: The value that stands for a missing value of a categorical feature (MCGrad's).
 MISSING = "__NA"
-#: Cells per row up to which every combination of feature values gets a cell number, seen or not (see ``cell_numbers``).
-DENSE_CELLS = 4
+
+
+class Sizes:
+    """The sizes that bound the work and memory of :func:`~fastcal.multicalibration.multicalibration_error`, read
+    at each call (internal API: tests lower them so that test-sized inputs are cut into many score ranges, table
+    blocks and sparse cells, as 10^7 rows are)."""
+
+    #: Cells per row up to which every combination of feature values gets a cell number, seen or not
+    #: (see :func:`cell_numbers`).
+    DENSE_CELLS = 4
+    #: Entries of the table of segments of each cell used by one pass over the rows (int32: 16 MB).
+    TABLE_CELLS = 1 << 22
+    #: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
+    CHUNK_ENTRIES = 1 << 21
+    #: Chunks of rows times score ranges counted (int64: 64 MB), at most.
+    COUNT_ENTRIES = 1 << 23
+    #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2
+    #: cache).
+    RANGE_ROWS = 1 << 14
 
 
 # ---------------------------------------------------------------------------
@@ -218,11 +241,11 @@ def cell_numbers(features, n):
     """``(cells, digits, counts)``: each row's cell (its combination of values of every feature, numbered
     ``0..m-1``), each cell's value of each feature (``digits``, ``m`` x features) and its rows.
 
-    Mixed-radix numbers of the values while they stay few (:data:`DENSE_CELLS` per row, per 2^14 rows at least),
-    with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
+    Mixed-radix numbers of the values while they stay few (:attr:`Sizes.DENSE_CELLS` per row, per 2^14 rows at
+    least), with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
-    dense = DENSE_CELLS * max(n, 1 << 14)
+    dense = Sizes.DENSE_CELLS * max(n, 1 << 14)
     kind = cell_type(dense)
     cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False

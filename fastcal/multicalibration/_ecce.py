@@ -71,14 +71,15 @@ def kuiper_sf(x: float) -> float:
 # ---------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------
-def check_inputs(y_true, y_prob, sample_weight):
-    """Validated ``(y, p, w)``: 0/1 labels, probabilities (float32/float64), weights (rescaled) or None."""
+def check_inputs(y_true, y_prob, sample_weight, *, rescale=True):
+    """Validated ``(y, p, w)``: 0/1 labels, probabilities (float32/float64), weights or None; the weights
+    rescaled (:func:`fastcal._validation.rescale_weights`) unless ``rescale`` is False."""
     y_arr = column_or_1d(y_true, "y_true")
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
     check_probability_range(p, "y_prob")
     y = check_binary_labels(y_arr, "y_true")
-    return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=True)
+    return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=rescale)
 
 
 def check_int(value, name, minimum, *, allow_none=False):

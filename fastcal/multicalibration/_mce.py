@@ -14,23 +14,13 @@ from .. import _parallel
 from .._parallel import run, task_bounds
 from .._results import Result
 from .._sort import range_map
-from ._coding import categorical_codes, cell_numbers, cell_type, feature_columns, numerical_codes
+from ._coding import Sizes, categorical_codes, cell_numbers, cell_type, feature_columns, numerical_codes
 from ._ecce import check_inputs, check_int, sigma_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from numpy.typing import ArrayLike, NDArray
-
-
-#: Entries of the table of segments of each cell used by one pass over the rows (int32: 16 MB).
-TABLE_CELLS = 1 << 22
-#: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
-CHUNK_ENTRIES = 1 << 21
-#: Chunks of rows times score ranges counted (int64: 64 MB), at most.
-COUNT_ENTRIES = 1 << 23
-#: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2 cache).
-RANGE_ROWS = 1 << 14
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -67,10 +57,11 @@ def _row_chunks(n):
 
 
 def _n_ranges(n, width, n_chunks):
-    """Score ranges of ``n`` rows: about :data:`RANGE_ROWS` rows each, fewer if ranges x ``width`` (the partial
-    results per range) would pass :data:`CHUNK_ENTRIES`, or ranges x ``n_chunks`` (the rows of each range in each
-    chunk of rows) :data:`COUNT_ENTRIES`. A function of the size of the problem alone."""
-    return max(1, min(n // RANGE_ROWS, CHUNK_ENTRIES // max(width, 1), COUNT_ENTRIES // max(n_chunks, 1)))
+    """Score ranges of ``n`` rows: about :attr:`Sizes.RANGE_ROWS` rows each, fewer if ranges x ``width`` (the
+    partial results per range) would pass :attr:`Sizes.CHUNK_ENTRIES`, or ranges x ``n_chunks`` (the rows of each
+    range in each chunk of rows) :attr:`Sizes.COUNT_ENTRIES`. A function of the size of the problem alone."""
+    return max(1, min(n // Sizes.RANGE_ROWS, Sizes.CHUNK_ENTRIES // max(width, 1),
+                      Sizes.COUNT_ENTRIES // max(n_chunks, 1)))
 
 
 def _run_chunks(kernel, n, args, n_chunks):
@@ -100,13 +91,13 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
        segment's count and sums are then those of its cells;
     2. the same chunks: each row's score, cell and label (and weight)
        moved to its range, in row order (``range_scatter``);
-    3. the ranges, about :data:`RANGE_ROWS` rows each: each sorted stably
+    3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each: each sorted stably
        in the cache (``sort_rows``), then one pass over its rows moves the
        float64 running sum of every segment of each row's cell, through a
        table of the segments of each cell (``range_extremes``); the ranges'
        extremes are merged in range order (``merge_extremes``).
 
-    Combinations of features whose table would pass :data:`TABLE_CELLS`
+    Combinations of features whose table would pass :attr:`Sizes.TABLE_CELLS`
     entries are split into blocks, one pass 3 each (the first sorts).
     """
     n = p.shape[0]
@@ -115,7 +106,7 @@ def _segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     columns = [(0, np.zeros(m, dtype=np.int64))]  # segment 0: every cell
     for subset, mult, local, start, _ in combos:
         columns.append((start, local[digits[:, list(subset)] @ np.array(mult, dtype=np.int64)]))
-    per_block = max(1, TABLE_CELLS // max(m, 1))
+    per_block = max(1, Sizes.TABLE_CELLS // max(m, 1))
     blocks = [columns[b:b + per_block] for b in range(0, len(columns), per_block)]
     ends = [blocks[i + 1][0][0] if i + 1 < len(blocks) else n_segments for i in range(len(blocks))]
     widest = max(end - block[0][0] for block, end in zip(blocks, ends))

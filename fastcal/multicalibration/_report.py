@@ -12,17 +12,9 @@ from .. import _multicalibration_kernels as _k
 from .._parallel import parallel_for
 from .._results import Result
 from .._sort import argsort
-from .._validation import (
-    as_float_array,
-    check_binary_labels,
-    check_consistent_length,
-    check_probability_range,
-    check_sample_weight,
-    column_or_1d,
-    rescale_weights,
-)
+from .._validation import check_consistent_length, column_or_1d, rescale_weights
 from ._coding import group_codes
-from ._ecce import check_int, sigma_of
+from ._ecce import check_inputs, check_int, sigma_of
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -120,13 +112,9 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     >>> r.groups, r.pvalue < 1e-6
     (['de', 'fr'], array([False,  True]))
     """
-    y_arr = column_or_1d(y_true, "y_true")
-    p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
+    y, p, w = check_inputs(y_true, y_prob, sample_weight, rescale=False)  # rescaled once sorted, below
     g = column_or_1d(groups, "groups")
-    check_consistent_length(y_true=y_arr, y_prob=p, groups=g)
-    check_probability_range(p, "y_prob")
-    y = check_binary_labels(y_arr, "y_true")
-    w = check_sample_weight(sample_weight, p.shape[0])
+    check_consistent_length(y_prob=p, groups=g)
     n_bins = check_int(n_bins, "n_bins", 1)
     codes, uniques = group_codes(g, "groups")
     k = len(uniques)

@@ -18,35 +18,26 @@ here, file chunks in :mod:`fastcal.outofcore`, partitions in :mod:`fastcal.dask`
 """
 
 from .._base import ConvergenceWarning
+from ._scaling import PlattResult, PlattScaling, platt_scaling
+from ._slope import SlopeInterceptResult, calibration_slope_intercept
+
+# The internal API of fastcal.beta, fastcal.grouped, the engine's drivers and the diagnostics (documented in the
+# modules), not re-exported by fastcal: the model's constants, checks, passes and warm start; Platt's fit from
+# passes or from validated arrays (fit_arrays); the slope's.
 from ._model import (
-    DEFAULT_TOL,
     PARAMETERS,
-    SUBSAMPLE_MAX,
     WARM_START_MIN,
-    PlattObjective,
-    array_objective,
     array_pass,
-    center_and_scale,
     check_max_iter,
     check_tol,
     check_total_weight,
+    merge_prep,
     subsample,
     subsample_fraction,
+    warm_start,
 )
-from ._scaling import (
-    PlattFit,
-    PlattResult,
-    PlattScaling,
-    fit_arrays,
-    fit_passes,
-    fitted_estimator,
-    merge_prepared,
-    platt_scaling,
-    prepare,
-    starting_point,
-    warn_if_not_converged,
-)
-from ._slope import SlopeInterceptResult, calibration_slope_intercept, logit_rows, slope_intercept_fit, slope_intercept_passes
+from ._scaling import fit_arrays, fit_passes, fitted_estimator, merge_prepared, prepare
+from ._slope import logit_rows, slope_intercept_fit, slope_intercept_passes
 
 __all__ = [
     "ConvergenceWarning",
@@ -56,10 +47,6 @@ __all__ = [
     "calibration_slope_intercept",
     "platt_scaling",
 ]
-
-# Also the internal API of fastcal.beta, the engine's drivers and the diagnostics (see the modules): the constants
-# and checks of _model, Platt's fit from passes (prepare, merge_prepared, fit_passes, ...) or validated arrays (fit_arrays) and the slope's
-# (logit_rows, slope_intercept_fit, slope_intercept_passes).
 
 for _obj in (PlattResult, PlattScaling, SlopeInterceptResult, calibration_slope_intercept, platt_scaling):
     _obj.__module__ = __name__  # their public home, the name that pickles, reprs and the API reference show

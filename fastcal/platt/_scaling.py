@@ -11,6 +11,7 @@ import numpy as np
 from .. import _newton
 from .. import _platt_kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
+from .._chunked import Partials
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
@@ -28,16 +29,16 @@ from .._validation import (
 )
 from ._model import (
     PARAMETERS,
-    WARM_START_MIN,
     PlattObjective,
     array_objective,
     array_pass,
     center_and_scale,
+    merge_prep,
     check_max_iter,
     check_tol,
     check_total_weight,
     subsample,
-    subsample_fraction,
+    warm_start,
 )
 
 if TYPE_CHECKING:
@@ -67,12 +68,10 @@ class PlattResult(Result):
 
 
 def _run_prep(s, y, w):
-    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows."""
-    nc = _k.n_chunks(s.shape[0])
-    ibuf = np.empty((nc, _k.N_PREP_INT), dtype=np.int64)
-    fbuf = np.empty((nc, _k.N_PREP_FLOAT))
-    parallel_for(_k.prep, nc, s, y, w, ibuf, fbuf, rows=s.shape[0])
-    return _k.merge_blocks(ibuf, fbuf)
+    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows (:func:`merge_prep`)."""
+    part = Partials(s.shape[0], _k.CHUNK, _k.N_PREP_INT, _k.N_PREP_FLOAT, dtypes=(np.int64, np.float64))
+    part.run(_k.prep, s, y, w)
+    return merge_prep(*part.bufs)
 
 
 def _run_predict(s, a, b, out):
@@ -130,8 +129,7 @@ def prepare(s, y, w, name="scores"):
 def merge_prepared(parts, weight_exponent=0):
     """Merge the results of :func:`prepare` on consecutive pieces of the rows, in order; the class weights
     times ``2**-weight_exponent`` (for a chunked fit whose passes rescale the weights, see :func:`fit_passes`)."""
-    iout, fout = _k.merge_blocks(np.array([p[0] for p in parts], dtype=np.int64),
-                                 np.array([p[1] for p in parts], dtype=np.float64))
+    iout, fout = merge_prep([p[0] for p in parts], [p[1] for p in parts])
     return iout, (fout if weight_exponent == 0 else np.ldexp(fout, -weight_exponent))
 
 
@@ -178,15 +176,8 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     # Centre and scale from all rows, so that no row (even of weight 0) overflows.
     center, scale, xmax = center_and_scale(key_to_float(lo_all), key_to_float(hi_all))
 
-    def sub():
-        if subsample_rows is None or n < WARM_START_MIN:
-            return None
-        s, y, w = subsample_rows(subsample_fraction(n))
-        total_sub = float(w.sum(dtype=np.float64)) if w is not None else float(s.shape[0])
-        if not (s.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(s, y, w, center, scale, xmax, targets, total_sub)
-
+    sub = warm_start(subsample_rows, n,
+                     lambda s, y, w, total_sub: array_objective(s, y, w, center, scale, xmax, targets, total_sub))
     obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     res = _newton.solve(obj, obj.to_internal(0.0, b0), tol, max_iter)
     a, b = obj.to_public(*res.theta)
@@ -198,18 +189,13 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     return PlattFit(a, b, res.n_iter, res.converged, res.decrement, res.n_passes)
 
 
-def _fit_platt(s, y, w, max_iter, tol, warm_start=True):
-    """Validated arrays in, a :class:`PlattFit` out."""
-    w, e = rescale_weights(w)
-    rows = (lambda fraction: subsample(s, y, w, fraction)) if warm_start else None
-    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w), rows, max_iter, tol, e)
-
-
 def fit_arrays(s, y, w, max_iter, tol):
     """Platt scaling of validated arrays (scores ``s``, labels ``y``, weights ``w`` or None; ``max_iter`` and
-    ``tol`` checked): the :class:`PlattFit` that :meth:`PlattScaling.fit` makes after its checks. For callers that
-    check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
-    return _fit_platt(s, y, w, max_iter, tol)
+    ``tol`` checked): the :class:`PlattFit` that :func:`platt_scaling` and :meth:`PlattScaling.fit` make after
+    their checks, and callers that check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
+    w, e = rescale_weights(w)
+    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w),
+                      lambda fraction: subsample(s, y, w, fraction), max_iter, tol, e)
 
 
 def warn_if_not_converged(fit, max_iter, tol, stacklevel=2):
@@ -351,7 +337,7 @@ def platt_scaling(
     s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
     max_iter = check_max_iter(max_iter)
     tol = check_tol(tol)
-    fit = _fit_platt(s, yv, w, max_iter, tol)
+    fit = fit_arrays(s, yv, w, max_iter, tol)
     warn_if_not_converged(fit, max_iter, tol)
     return PlattResult(float(fit.a), float(fit.b), int(fit.n_iter), bool(fit.converged))
 
@@ -419,7 +405,7 @@ class PlattScaling(BaseCalibrator):
         """Fit ``a_`` and ``b_`` to ``scores`` and binary labels ``y``; returns ``self``."""
         max_iter, tol = check_max_iter(self.max_iter), check_tol(self.tol)
         s, yv, w = _check_arrays(scores, "scores", y, sample_weight)
-        fit = _fit_platt(s, yv, w, max_iter, tol)
+        fit = fit_arrays(s, yv, w, max_iter, tol)
         warn_if_not_converged(fit, max_iter, tol)
         self.a_ = float(fit.a)
         self.b_ = float(fit.b)

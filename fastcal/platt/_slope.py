@@ -17,7 +17,7 @@ from .. import _newton
 from .. import _platt_kernels as _k
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
-from .._parallel import parallel_for
+from .._chunked import Partials
 from .._results import Result
 from .._validation import (
     as_float_array,
@@ -31,14 +31,14 @@ from .._validation import (
 )
 from ._model import (
     DEFAULT_TOL,
-    WARM_START_MIN,
     PlattObjective,
     array_objective,
     array_pass,
     center_and_scale,
     check_total_weight,
+    merge_prep,
     subsample,
-    subsample_fraction,
+    warm_start,
 )
 
 if TYPE_CHECKING:
@@ -86,11 +86,9 @@ class SlopeInterceptResult(Result):
 
 def _run_logit(y, p, w, eps, x):
     """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.logit`."""
-    nc = _k.n_chunks(p.shape[0])
-    ibuf = np.empty((nc, _k.N_LOGIT_INT), dtype=np.int64)
-    fbuf = np.empty((nc, _k.N_LOGIT_FLOAT))
-    parallel_for(_k.logit, nc, y, p, w, eps, x, ibuf, fbuf, rows=p.shape[0])
-    return _k.merge_blocks(ibuf, fbuf)
+    part = Partials(p.shape[0], _k.CHUNK, _k.N_LOGIT_INT, _k.N_LOGIT_FLOAT, dtypes=(np.int64, np.float64))
+    part.run(_k.logit, y, p, w, eps, x)
+    return merge_prep(*part.bufs)
 
 
 def calibration_slope_intercept(
@@ -256,15 +254,8 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
     center, scale, xmax = center_and_scale(min(lo_pos, lo_neg), max(hi_pos, hi_neg))
     targets = (1.0, 0.0, 0.0, 1.0)
 
-    def sub():
-        if n < WARM_START_MIN:
-            return None
-        xs, ys, ws = subsample_rows(subsample_fraction(n))
-        total_sub = float(ws.sum(dtype=np.float64)) if ws is not None else float(xs.shape[0])
-        if not (xs.shape[0] and total_sub > 0.0):
-            return None
-        return array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub)
-
+    sub = warm_start(subsample_rows, n,
+                     lambda xs, ys, ws, total_sub: array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub))
     obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
