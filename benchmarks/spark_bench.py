@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m benchmarks.spark_bench [--rows 10000000] [--partitions 8] [--repeat 2]
+    python -m benchmarks.spark_bench [--rows 10000000] [--partitions 8] [--repeat 2] [--stages]
 
 The data is made in the JVM (``spark.range`` and ``rand``), cached and
 counted before any timing, so every timing starts from the same cached
@@ -19,6 +19,12 @@ DataFrame. It measures, warm (after one untimed call of each):
 It also checks that the two fits agree: MLlib's boundaries equal fastcal's
 thresholds and the predictions agree. Prints the best of ``--repeat`` times
 and the ratios. The machine's other load is noise: compare ratios.
+
+``--stages`` also prints, for every timed fit, the wall time of each call the
+engine's driver makes on :class:`fastcal.spark.SparkRows` (``convert``: the
+validation job and its cache; ``partition``: the range partition's shuffle
+and cache; ``map``: each per-partition job, named by its function), next to
+that run's ``toArrow``.
 """
 
 from __future__ import annotations
@@ -38,12 +44,32 @@ def _best(fn, repeat):
     return min(times), out
 
 
+def _timed_stages(cls):
+    """Wrap ``cls``'s ``convert``, ``partition`` and ``map`` to log ``(name, seconds)`` per call; the log."""
+    log = []
+
+    def timed(method, name):
+        def call(self, *args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                label = name if name != "map" else f"map({getattr(args[0], '__name__', '?')})"
+                log.append((label, time.perf_counter() - t0))
+        return call
+
+    for name in ("convert", "partition", "map"):
+        setattr(cls, name, timed(getattr(cls, name), name))
+    return log
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--stages", action="store_true", help="time the fit's calls on SparkRows")
     args = parser.parse_args(argv)
 
     import numpy as np
@@ -76,6 +102,7 @@ def main(argv=None):
     def theirs():
         return ml.fit(df)
 
+    stages = _timed_stages(fs.SparkRows) if args.stages else None
     results = {}
     for name, fn in (("toArrow", arrow), ("fastcal fit_isotonic", ours), ("MLlib fit", theirs)):
         fn()  # warm: workers started, kernels loaded, JVM code generated
@@ -85,6 +112,14 @@ def main(argv=None):
         if name == "MLlib fit":
             model = out
         print(f"{name:28s} {results[name]:8.2f} s", flush=True)
+        if stages is not None and name == "fastcal fit_isotonic":
+            for _ in range(args.repeat):
+                stages.clear()
+                t0 = time.perf_counter()
+                ours()
+                total = time.perf_counter() - t0
+                print(f"  stages of one fit ({total:.2f} s): "
+                      + ", ".join(f"{what} {t:.2f}" for what, t in stages), flush=True)
 
     bounds = np.asarray(model.boundaries.toArray())
     print("MLlib boundaries == fastcal thresholds:", bool(np.array_equal(bounds, iso.X_thresholds_)),

@@ -38,7 +38,7 @@ OPTIONAL = ("sklearn", "dask", "distributed", "matplotlib", "pyarrow", "pandas",
 IMPORTS_OPTIONAL = {
     "fastcal.calibration": "scikit-learn's estimator API",
     "fastcal.dask": "dask.array and dask.delayed",
-    "fastcal.spark": "pyspark's DataFrame and SQL functions",
+    "fastcal.spark": "pyspark's DataFrame and SQL functions (every module of the package)",
 }
 
 #: Modules that do something when imported, other than defining names.
@@ -293,6 +293,7 @@ def test_contracts_catch_synthetic_violations(tmp_path):
         ("prior/_inputs.py", "def _up():\n    from . import _em"),     # a shared check importing a subject
         ("dask/_fits.py", "def _inner():\n    from .. import _partition"),  # an adapter past the engine's API
         ("dask/_rows.py", "def _up():\n    from . import _metrics"),  # the adapter's rows importing a subject
+        ("spark/_rows.py", "def _up():\n    from . import _predict"),  # likewise on Spark
         # a typing-only import circle
         ("_persist.py", "import typing\nif typing.TYPE_CHECKING:\n    from .isotonic import IsotonicRegression"),
     ]:
@@ -308,6 +309,7 @@ def test_contracts_catch_synthetic_violations(tmp_path):
                      "fastcal.dask is not allowed to import fastcal._partition",
                      "fastcal.dask._fits -> fastcal._partition (l.",
                      "fastcal.dask._rows -> fastcal.dask._metrics (l.",
+                     "fastcal.spark._rows -> fastcal.spark._predict (l.",
                      "fastcal.isotonic is not allowed to import fastcal.cli",
                      "fastcal._prior_kernels is not allowed to import fastcal._validation",
                      "fastcal._persist is not allowed to import fastcal.isotonic",

@@ -68,3 +68,41 @@ def test_report_and_multicalibration_error(spark):
     assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
     assert_allclose([got.mce, got.mce_sigma, got.mce_pvalue, got.global_ecce, got.global_ecce_sigma],
                     [ref.mce, ref.mce_sigma, ref.mce_pvalue, ref.global_ecce, ref.global_ecce_sigma], rtol=RTOL)
+
+
+def _nan_as_text(values):
+    """Segment values with NaN written ``"nan"`` (NaN equals nothing, not even itself, in a dict comparison)."""
+    return [{k: "nan" if isinstance(v, float) and v != v else v for k, v in seg.items()} for seg in values]
+
+
+def test_numeric_group_columns_with_nulls_are_a_missing_group(spark):
+    """A numeric group column with nulls (and NaN, in a float one) is numbered in the JVM: the missing values are
+    one group, last, as the in-memory functions make NaN one group (None in the report's groups, "__NA" in the
+    segments); a ``numerical`` feature's nulls are NaN, its own bin. The oracle: the in-memory functions on the
+    collected columns with NaN for null (integers as floats: equal labels)."""
+    nan = F.lit(float("nan"))
+    df = _frame(spark, 2000, 3, seed=7).select(
+        F.round("s", 2).alias("p"), "y", "w",
+        F.when(F.col("id") % 11 == 0, None).when(F.col("id") % 17 == 0, nan)
+        .otherwise(F.col("id") % 4 * 0.5).alias("g"),                            # double: nulls and NaN
+        F.when(F.col("id") % 7 == 0, None).when(F.col("id") % 10 == 1, 2).when(F.col("id") % 10 == 3, 3)
+        .otherwise(F.col("id") % 2).alias("k"),                                   # long: nulls; 2, 3 rare
+        F.when(F.col("id") % 5 == 0, None).otherwise(F.rand(9)).alias("x"))       # numerical: nulls
+    cols = df.select("p", "y", "w", *(F.coalesce(F.col(c).cast("double"), nan).alias(c) for c in "gkx")).toArrow()
+    p, y, w, g, k, x = (cols.column(c).to_numpy() for c in ("p", "y", "w", "g", "k", "x"))
+    assert np.isnan(g).sum() > 0 and np.isnan(k).sum() > 0 and np.isnan(x).sum() > 0
+
+    ref = fastcal.segment_report(y, p, g, sample_weight=w, n_bins=5)
+    assert ref.groups[-1] is None
+    _same_report(fs.segment_report(df, "y", "p", "g", weight_col="w", n_bins=5), ref)
+
+    # k: 0, 1 and the missing value kept, 2 and 3 collapsed into the least value less 1 (-1), as in memory
+    ref = fastcal.multicalibration_error(y, p, {"k": k, "x": x}, sample_weight=w, numerical=["x"],
+                                         max_values_per_segment_feature=4, min_samples_per_segment=5)
+    got = fs.multicalibration_error(df, "y", "p", ["k", "x"], weight_col="w", numerical=["x"],
+                                    max_values_per_segment_feature=4, min_samples_per_segment=5)
+    assert _nan_as_text(got.segment_values) == _nan_as_text(ref.segment_values)
+    assert {v.get("k") for v in ref.segment_values} == {None, 0, 1, "__NA", -1}
+    assert any(v.get("x") != v.get("x") for v in ref.segment_values)  # the NaN bin
+    assert_array_equal(got.segment_n, ref.segment_n)
+    assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)

@@ -1,0 +1,102 @@
+r"""fastcal on Spark: the same fits, predictions and diagnostics on Spark DataFrames.
+
+``import fastcal.spark`` needs the ``spark`` extra (pyspark, with pyarrow);
+``import fastcal`` never imports it. Every function takes a
+``pyspark.sql.DataFrame`` and the names of its columns, and works on any
+master (``local[*]``, a standalone or YARN or Kubernetes cluster); the
+workers need fastcal installed in their Python.
+
+Fits and diagnostics are adapters on fastcal's engines (:mod:`fastcal._engine`):
+:class:`SparkRows` gives the engines' drivers the DataFrame's partitions as
+chunks of NumPy arrays, and the drivers do the rest, as they do for the
+in-memory, out-of-core and Dask backends. So every result equals the
+in-memory function of the collected columns (the isotonic thresholds bit for
+bit, the Newton fits to ~1e-10, the diagnostics to ~1e-12), and the driver
+never collects rows: it receives summaries (block lists, bin tables,
+gradient sums) a few kB each.
+
+- The per-chunk work runs in ``mapInArrow`` tasks: each task turns its
+  partition into NumPy arrays (Arrow, no pickling of rows), calls the
+  engine's module-level function on them, and returns its pickled summary.
+- A conversion (validation, dtype) runs once; its result is cached
+  (``DataFrame.persist``) and the Newton passes read the cache.
+- The isotonic fit range-partitions the rows by score in the JVM: each row's
+  partition is found by a binary search over the bounds (``Bucketizer``) and
+  the rows are shuffled so that partition ``j`` holds exactly the scores
+  between ``bounds[j - 1]`` and ``bounds[j]``.
+
+:func:`predict` never leaves the JVM: Platt and beta calibration are closed
+forms written as Spark SQL expressions; isotonic regression and histogram
+binning find each score's knot by a binary search (``Bucketizer``) and
+interpolate with SQL arithmetic, so a Spark plan applies them at the speed of
+any SQL projection, equal to ``estimator.predict`` (see :func:`predict`).
+
+Workers
+-------
+Each task runs fastcal's kernels on ``spark.task.cpus`` threads (the
+TaskContext's CPUs; the setting is scoped to the task and restored after it).
+Numba compiles fastcal's kernels on first use in every Python worker
+(about 17 s) unless the workers share a filled cache: run
+``NUMBA_CACHE_DIR=/shared/numba fastcal precompile`` once on a machine like the
+workers, and give the executors the same directory
+(``spark.executorEnv.NUMBA_CACHE_DIR=/shared/numba``, or the cluster's
+environment); a new worker then loads the kernels in a few seconds, and with
+``spark.python.worker.reuse`` (Spark's default) later tasks pay nothing.
+
+One module a subject; this package re-exports their public names:
+
+- :mod:`fastcal.spark._tasks`: inside the tasks (Arrow batches to chunks, the task's threads, results);
+- :mod:`fastcal.spark._buckets`: binary searches and partition keys as Spark SQL expressions;
+- :mod:`fastcal.spark._rows`: :class:`SparkRows`, and an engine driver's call on a DataFrame's columns;
+- :mod:`fastcal.spark._predict`: :func:`predict`, in the JVM;
+- :mod:`fastcal.spark._fits`: the fits;
+- :mod:`fastcal.spark._metrics`: the diagnostics;
+- :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics.
+"""
+
+from ._buckets import partition_keys
+from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
+from ._metrics import (
+    brier_decomposition,
+    brier_score_loss,
+    calibration_curve,
+    calibration_report,
+    corp_reliability,
+    expected_calibration_error,
+    log_loss,
+    roc_auc_score,
+    score_decomposition,
+    smooth_ece,
+)
+from ._predict import predict
+from ._rows import SparkRows
+from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
+
+__all__ = [
+    "SparkRows",
+    "brier_decomposition",
+    "brier_score_loss",
+    "calibration_curve",
+    "calibration_ratio",
+    "calibration_report",
+    "corp_reliability",
+    "ecce",
+    "expected_calibration_error",
+    "fit_beta",
+    "fit_histogram",
+    "fit_isotonic",
+    "fit_platt",
+    "log_loss",
+    "multicalibration_error",
+    "predict",
+    "roc_auc_score",
+    "score_decomposition",
+    "segment_report",
+    "smooth_ece",
+]
+
+# The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys.
+
+for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,87 @@
+"""Spark SQL expressions: a binary search over sorted values (ML's ``Bucketizer``), and the hash keys that send
+bucket ``j`` to partition ``j``."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+
+# ---------------------------------------------------------------------------
+# Expressions: binary search over sorted values, partition keys.
+# ---------------------------------------------------------------------------
+
+
+def temp_name(what):
+    return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
+
+
+def int_array(values) -> Column:
+    return F.expr("array(" + ", ".join(str(int(v)) for v in values) + ")")
+
+
+def with_bucket(df, value: Column, sorted_values, out):
+    """``df`` with column ``out``: the number of ``sorted_values`` (strictly increasing, finite) ``<= value``, an int.
+
+    A binary search in the JVM: ML's ``Bucketizer`` on the splits
+    ``[-inf, *sorted_values, inf]``, whose bucket ``i`` holds
+    ``splits[i] <= v < splits[i + 1]``. Nulls stay null.
+    """
+    from pyspark.ml.feature import Bucketizer
+
+    tmp = temp_name("v")
+    splits = [-np.inf] + [float(v) for v in sorted_values] + [np.inf]
+    df = df.withColumn(tmp, value.cast("double"))
+    df = Bucketizer(splits=splits, inputCol=tmp, outputCol=out + "_b", handleInvalid="keep").transform(df)
+    return df.withColumn(out, F.col(out + "_b").cast("int")).drop(tmp, out + "_b")
+
+
+def with_bucket_count(df, value: Column, bounds, out):
+    """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
+    bounds = np.asarray(bounds, dtype=np.float64)
+    below = int(np.sum(bounds == -np.inf))
+    finite = bounds[np.isfinite(bounds)]
+    distinct, counts = np.unique(finite, return_counts=True)
+    if distinct.shape[0] == 0:
+        return df.withColumn(out, F.lit(below))
+    df = with_bucket(df, value, distinct, out)
+    if below == 0 and np.all(counts == 1):
+        return df
+    cum = below + np.concatenate([[0], np.cumsum(counts)])
+    return df.withColumn(out, F.element_at(int_array(cum), F.col(out) + 1))
+
+
+def _murmur3_int(value, seed=42):
+    """Spark's ``hash`` of an int column (Murmur3 x86_32 of 4 bytes, seed 42), as a signed 32-bit int."""
+    m = 0xFFFFFFFF
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & m
+
+    k1 = (value & m) * 0xCC9E2D51 & m
+    k1 = rotl(k1, 15) * 0x1B873593 & m
+    h1 = seed ^ k1
+    h1 = (rotl(h1, 13) * 5 + 0xE6546B64) & m
+    h1 ^= 4
+    h1 ^= h1 >> 16
+    h1 = h1 * 0x85EBCA6B & m
+    h1 ^= h1 >> 13
+    h1 = h1 * 0xC2B2AE35 & m
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def partition_keys(n):
+    """``keys[j]``: an int whose Spark hash partition among ``n`` is ``j`` (``pmod(hash(key), n) == j``)."""
+    keys = [None] * n
+    missing, k = n, 0
+    while missing:
+        j = _murmur3_int(k) % n
+        if keys[j] is None:
+            keys[j] = k
+            missing -= 1
+        k += 1
+    return keys

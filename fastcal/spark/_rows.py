@@ -1,0 +1,222 @@
+"""The :class:`fastcal._engine.Rows` of a Spark DataFrame (:class:`SparkRows`), and the call of an engine's driver
+on a DataFrame's columns."""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from typing import Any, Callable
+
+import numpy as np
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
+from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, map_task, raise_first
+
+
+# ---------------------------------------------------------------------------
+# The Rows adapter.
+# ---------------------------------------------------------------------------
+
+
+class SparkRows:
+    """The :class:`fastcal._engine.Rows` of a Spark DataFrame: one chunk per partition.
+
+    Built by :meth:`from_columns` on a user's DataFrame. Chunks are the
+    partitions' columns as NumPy arrays, in the order of the partition ids;
+    :meth:`map` and :meth:`convert` run the engine's function in a
+    ``mapInArrow`` task per partition, :meth:`convert` caches its result,
+    :meth:`partition` shuffles the rows in the JVM so that partition ``j``
+    holds exactly the keys in ``[bounds[j - 1], bounds[j])``, and
+    :meth:`release` unpersists what this object cached.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        Its columns, in order, are the chunk's columns that are not ``None``.
+    columns : tuple
+        The chunk's columns: a column name of ``df``, or ``None`` (absent in every chunk).
+    dtypes : tuple of numpy.dtype
+        Each column's dtype in a chunk (``None`` columns: ignored).
+    labels : tuple of str
+        How errors name each column (the user's argument).
+    n_partitions : int, optional
+        The number of partitions when it is known (after :meth:`partition`).
+    owned : pyspark.sql.DataFrame, optional
+        The persisted DataFrame :meth:`release` unpersists.
+    """
+
+    def __init__(self, df: DataFrame, columns, dtypes, labels, *, n_partitions=None, owned=None):
+        self._df = df
+        self._columns = tuple(columns)
+        self._dtypes = tuple(None if d is None else np.dtype(d) for d in dtypes)
+        self._labels = tuple(labels)
+        self._n_partitions = n_partitions
+        self._owned = owned
+        self.parallelism = int(df.sparkSession.sparkContext.defaultParallelism)
+
+    @property
+    def columns(self) -> tuple:
+        """The DataFrame's column names, one per chunk column (``None`` for an absent column)."""
+        return self._columns
+
+    @property
+    def dtypes(self) -> tuple:
+        """The NumPy dtype of each chunk column (``None`` for an absent column)."""
+        return self._dtypes
+
+    @property
+    def cached(self) -> bool:
+        """Whether this object holds a DataFrame it cached (released by :meth:`release`)."""
+        return self._owned is not None and self._owned.is_cached
+
+    @classmethod
+    def from_columns(cls, df: DataFrame, columns, labels) -> SparkRows:
+        """Rows of ``df``'s ``columns`` (names, or ``None`` for an absent column); ``labels`` name them in errors."""
+        if not isinstance(df, DataFrame):
+            raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
+        fields = {f.name: f for f in df.schema.fields}
+        selected: list[Column] = []
+        names: list[str | None] = []
+        dtypes: list[Any] = []
+        for i, (name, label) in enumerate(zip(columns, labels)):
+            if name is None:
+                names.append(None)
+                dtypes.append(None)
+                continue
+            if not isinstance(name, str):
+                raise TypeError(f"{label} must be a column name (str), got {type(name).__name__}.")
+            if name not in fields:
+                raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are "
+                                 f"{list(fields)}.")
+            dtype = NUMPY_OF_SPARK.get(type(fields[name].dataType))
+            if dtype is None:
+                raise TypeError(f"{label}={name!r} must be a numeric or boolean column, got "
+                                f"{fields[name].dataType.simpleString()}.")
+            internal = f"_c{i}"
+            selected.append(df[name].alias(internal))
+            names.append(internal)
+            dtypes.append(dtype)
+        return cls(df.select(*selected), names, dtypes, labels)
+
+    @property
+    def dataframe(self) -> DataFrame:
+        """The DataFrame of the chunks' columns (internal names ``_c0``, ``_c1``, ...)."""
+        return self._df
+
+    def _empty_chunk(self):
+        return tuple(None if c is None else np.empty(0, dtype=d) for c, d in zip(self._columns, self._dtypes))
+
+    def _by_partition(self, rows, fn, args):
+        """Results keyed by partition id, in order; partitions Spark did not run (empty) run here, on no rows."""
+        found = dict(rows)
+        n = self._n_partitions if self._n_partitions is not None else (max(found) + 1 if found else 1)
+        out = []
+        for pid in range(n):
+            if pid in found:
+                out.append(found[pid])
+            else:
+                try:
+                    out.append((True, fn(self._empty_chunk(), *args)))
+                except (ValueError, TypeError, ArithmeticError) as exc:
+                    out.append((False, exc))
+        return out
+
+    def map(self, fn: Callable[..., Any], *args: Any) -> list:
+        """``fn(chunk, *args)`` for every partition, in a ``mapInArrow`` task; the results in partition order."""
+        task = functools.partial(map_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
+                                 labels=self._labels)
+        schema = T.StructType([T.StructField("pid", T.LongType()), T.StructField("result", T.BinaryType())])
+        rows = self._df.mapInArrow(task, schema).collect()
+        pairs = [(r["pid"], pickle.loads(r["result"])) for r in rows]
+        return raise_first(self._by_partition(pairs, fn, args))
+
+    def convert(self, fn: Callable[..., Any], *args: Any) -> tuple[SparkRows, list]:
+        """``fn(chunk, *args) -> (new_chunk, fact)`` per partition; the new chunks cached, the facts returned.
+
+        The new chunks' dtypes are those ``fn`` gives on an empty chunk (run
+        here first). Each task returns its rows and one more row that carries
+        its pickled fact; the result is persisted and the facts read back
+        from it, so ``fn`` runs once per partition.
+        """
+        probe, _ = fn(self._empty_chunk(), *args)
+        out_columns: list[str | None] = []
+        out_fields: list[str] = []
+        out_dtypes: list[np.dtype] = []
+        for i, col in enumerate(probe):
+            if col is None:
+                out_columns.append(None)
+                continue
+            dtype = np.dtype(col.dtype)
+            if dtype not in SPARK_OF_NUMPY:
+                raise TypeError(f"fastcal.spark cannot keep a chunk column of dtype {dtype}.")
+            out_columns.append(f"_c{i}")
+            out_fields.append(f"_c{i}")
+            out_dtypes.append(dtype)
+        schema = T.StructType([T.StructField(name, SPARK_OF_NUMPY[d]) for name, d in zip(out_fields, out_dtypes)]
+                              + [T.StructField("_fact", T.BinaryType())])
+        task = functools.partial(convert_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
+                                 labels=self._labels, out_fields=out_fields, out_dtypes=out_dtypes)
+        converted = self._df.mapInArrow(task, schema).persist(CACHE_LEVEL)
+        try:
+            facts = [pickle.loads(r["_fact"]) for r in converted.where(F.col("_fact").isNotNull()).select(
+                "_fact").collect()]
+            pairs = [(f[0], (f[1], f[2])) for f in facts]
+
+            def fact_of_empty(chunk, *a):
+                return fn(chunk, *a)[1]
+
+            results = raise_first(self._by_partition(pairs, fact_of_empty, args))
+        except BaseException:
+            converted.unpersist()
+            raise
+        data = converted.where(F.col("_fact").isNull()).select(*out_fields)
+        labels = tuple(self._labels[i] if i < len(self._labels) else f"column {i}" for i in range(len(probe)))
+        rows = SparkRows(data, out_columns, [None if c is None else c.dtype for c in probe], labels,
+                         n_partitions=len(results), owned=converted)
+        return rows, results
+
+    def partition(self, bounds, key: int = 0) -> SparkRows:
+        """Rows cut by column ``key``: partition ``j`` holds the rows with ``bounds[j - 1] <= v < bounds[j]``.
+
+        Each row's ``j`` is found in the JVM (a binary search over the
+        distinct bounds, :func:`_bucket`), then the rows are shuffled by a
+        hash partitioning whose keys are chosen so that ``j`` goes to
+        partition ``j`` exactly (Spark's partition of a key is
+        ``pmod(murmur3(key), n)``; :func:`partition_keys`). The result is
+        persisted and released by :meth:`release`.
+        """
+        name = self._columns[key]
+        dtype = self._dtypes[key]
+        bounds = np.asarray(bounds, dtype=dtype)
+        n = bounds.shape[0] + 1
+        j_col, h_col = temp_name("j"), temp_name("h")
+        df = with_bucket_count(self._df, F.col(name), bounds, j_col)
+        keys = partition_keys(n)
+        df = df.withColumn(h_col, F.element_at(int_array(keys), F.col(j_col) + 1))
+        cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
+        cut.count()  # cached now: the caller may release the rows this was cut from
+        return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
+
+    def release(self) -> None:
+        """Unpersist what this object cached (nothing for a user's DataFrame). Idempotent."""
+        if self._owned is not None:
+            self._owned.unpersist()
+            self._owned = None
+
+
+def drive(driver, df, columns, labels, **kwargs):
+    """``driver(rows, x_dtype=..., weighted=..., **kwargs)`` on the SparkRows of ``df``'s ``columns``
+    (the first the scores, the third the weights or None)."""
+    rows = SparkRows.from_columns(df, columns, labels)
+    try:
+        return driver(rows, x_dtype=rows.dtypes[0], weighted=columns[2] is not None, **kwargs)
+    finally:
+        rows.release()
+
+
+def drive_metric(driver, df, label_col, prob_col, weight_col, **kwargs):
+    """:func:`drive` on the metrics' columns ``(prob_col, label_col, weight_col)``, named as the arguments."""
+    return drive(driver, df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"), **kwargs)

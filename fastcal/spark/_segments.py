@@ -1,0 +1,232 @@
+"""ECCE, calibration ratio, report by segment and multicalibration error of a DataFrame's columns: the drivers
+of :mod:`fastcal._engine.segments` on a :class:`SparkRows`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from .._engine import segments as _segments
+from ..multicalibration import MISSING, OTHER
+from ._buckets import temp_name
+from ._rows import SparkRows, drive, drive_metric
+from ._tasks import NUMPY_OF_SPARK
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..multicalibration import ECCEResult, MulticalibrationResult, SegmentReport
+
+
+# ---------------------------------------------------------------------------
+# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ---------------------------------------------------------------------------
+
+
+def ecce(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    n_partitions: int | None = None,
+) -> ECCEResult:
+    """:func:`fastcal.ecce` of a DataFrame's columns: the ECCE, its sigma and p-value.
+
+    The rows are range-partitioned by probability in the JVM (as
+    :func:`fit_isotonic` does: equal probabilities are never split), each
+    partition's task returns its sum and the extremes of its running sums, and
+    the driver merges them in score order by prefix offsets
+    (:mod:`fastcal._engine.segments`): equal to the in-memory result to the
+    rounding of the float64 sums. ``n_partitions``: probability ranges (the
+    result does not depend on it).
+    """
+    return drive_metric(_segments.ecce, df, label_col, prob_col, weight_col, n_partitions=n_partitions)
+
+
+def calibration_ratio(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    *,
+    weight_col: str | None = None,
+    adjust_unjoined: bool = False,
+) -> float:
+    """:func:`fastcal.calibration_ratio` of a DataFrame's columns: per-partition sums, added on the driver."""
+    return drive_metric(_segments.calibration_ratio, df, label_col, prob_col, weight_col,
+                        adjust_unjoined=adjust_unjoined)
+
+
+def _is_missing(value):
+    """Whether a collected value is missing: null (None) or a float NaN."""
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _has_missing(df, name):
+    """Whether column ``name`` of ``df`` holds a null, or a NaN if it is a float column (one job, stops early)."""
+    col = F.col(name)
+    missing = col.isNull()
+    if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+        missing = missing | F.isnan(col)
+    return bool(df.select(col).where(missing).limit(1).count())
+
+
+def _needs_numbers(df, fields, name):
+    """Whether a group column is numbered in the JVM (:func:`_group_numbers`): any non-numeric column, and a
+    numeric one that holds missing values (null, NaN), which fastcal's chunks cannot hold."""
+    if name not in fields:
+        return False  # SparkRows names the argument in its error
+    if type(fields[name].dataType) not in NUMPY_OF_SPARK:
+        return True
+    return _has_missing(df, name)
+
+
+def _group_numbers(df, group_col):
+    """``(df with an int column numbering group_col, its name, the values by number)``.
+
+    The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
+    NumPy array of them (numbers and strings), or sorted (other objects: dates, decimals); the missing values,
+    null and NaN, are one group, last (``None``), as in memory. Each row gets its value's number by a broadcast
+    join.
+    """
+    from ..multicalibration import group_codes
+
+    values = [r[0] for r in df.select(group_col).distinct().collect()]
+    present = [v for v in values if not _is_missing(v)]
+    array = np.array(present)
+    ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
+    if len(present) < len(values):
+        ordered.append(None)
+    number = temp_name("g")
+    value = temp_name("v")
+    session = df.sparkSession
+    table = session.createDataFrame([(v, i) for i, v in enumerate(ordered) if v is not None],
+                                    T.StructType([T.StructField(value, df.schema[group_col].dataType),
+                                                  T.StructField(number, T.LongType())]))
+    out = df.join(F.broadcast(table), df[group_col] == table[value], "left").drop(value)
+    if ordered and ordered[-1] is None:  # null and NaN (which the table does not hold) join no row
+        out = out.withColumn(number, F.coalesce(F.col(number), F.lit(len(ordered) - 1).cast("long")))
+    return out, number, ordered
+
+
+def _missing_as_nan(df, name):
+    """``(df with a float column of name's values, null and NaN as NaN, its name)`` for a numerical feature."""
+    col = F.col(name)
+    float_type = "float" if isinstance(df.schema[name].dataType, T.FloatType) else "double"
+    out = temp_name("x")
+    return df.withColumn(out, F.when(col.isNull(), F.lit(float("nan"))).otherwise(col).cast(float_type)), out
+
+
+def segment_report(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    group_col: str,
+    *,
+    weight_col: str | None = None,
+    n_bins: int = 10,
+    n_partitions: int | None = None,
+) -> SegmentReport:
+    """:func:`fastcal.segment_report` of a DataFrame's columns: one row per group, in the in-memory order.
+
+    The groups are numbered as the in-memory function numbers the whole
+    column, the rows are shuffled so that each partition holds whole groups,
+    and each partition's task runs the in-memory report on its rows
+    (:mod:`fastcal._engine.segments`): ``n`` exact, the rest to the rounding
+    of a group's sums. A numeric or boolean ``group_col`` without missing
+    values is used as it is; any other column is numbered first (one job to
+    look for nulls and NaNs, one to collect the distinct values): numbers
+    and strings in the order the in-memory function gives a NumPy array of
+    them, other values (dates) sorted; the missing values (null, and NaN in
+    a float column) are one group, last, ``None`` in ``groups``, as the
+    in-memory function makes NaN and None one group.
+    """
+    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+    if _needs_numbers(df, fields, group_col):
+        numbered, column, ordered = _group_numbers(df, group_col)
+        report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
+                       ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+        return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
+    return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
+                 ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+
+
+def multicalibration_error(
+    df: DataFrame,
+    label_col: str,
+    prob_col: str,
+    segment_cols: str | Sequence[str],
+    *,
+    weight_col: str | None = None,
+    numerical: str | Sequence[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 3,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_partitions: int | None = None,
+) -> MulticalibrationResult:
+    """:func:`fastcal.multicalibration_error` of a DataFrame's columns, ``segment_cols`` the features.
+
+    The features' value orders, collapsed categories and quantile bins come
+    from reductions on the driver (the bins are NumPy's percentiles of the
+    whole column, exactly), each partition's cells are summed in its task,
+    and the per-segment running sums come from a range partition by
+    probability in the JVM, merged per segment by prefix offsets
+    (:mod:`fastcal._engine.segments`): the in-memory segments and counts
+    exactly, the ECCEs to ~1e-12 relative. A non-numeric feature (strings) is
+    numbered in the JVM first, as in :func:`segment_report`; its labels are
+    its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
+    memory). A numeric feature with missing values (null, NaN: one job
+    looks) is numbered likewise, its missing values ``"__NA"`` (collapsed
+    values: the least value less 1, as in memory); a
+    ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
+    """
+    names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+    frame, columns, numbered = df, [], {}
+    numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
+    for name in names:
+        if name in numerical_names and name in fields and type(fields[name].dataType) in NUMPY_OF_SPARK:
+            if _has_missing(frame, name):
+                frame, column = _missing_as_nan(frame, name)
+                columns.append(column)
+            else:
+                columns.append(name)
+        elif _needs_numbers(frame, fields, name):
+            frame, column, ordered = _group_numbers(frame, name)
+            numbered[name] = ordered
+            columns.append(column)
+        else:
+            columns.append(name)
+    rows = SparkRows.from_columns(frame, (prob_col, label_col, weight_col, *columns),
+                                  ("prob_col", "label_col", "weight_col",
+                                   *(f"segment_cols[{i}]" for i in range(len(names)))))
+    try:
+        result = _segments.multicalibration_error(
+            rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,
+            max_depth=max_depth, max_values_per_segment_feature=max_values_per_segment_feature,
+            min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments,
+            n_partitions=n_partitions)
+    finally:
+        rows.release()
+    if not numbered:
+        return result
+
+    def label(name, value):
+        if name not in numbered:
+            return value
+        ordered = numbered[name]
+        if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
+            present = [v for v in ordered if v is not None]
+            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK
+            return (min(present) - 1 if present else -1) if numeric else OTHER  # as in memory
+        original = ordered[int(value)]
+        return MISSING if original is None else original
+
+    values = [{name: label(name, v) for name, v in seg.items()} for seg in result.segment_values]
+    return dataclasses.replace(result, segment_values=values)

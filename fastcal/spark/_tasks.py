@@ -1,0 +1,161 @@
+"""Inside the Spark tasks: a partition's Arrow batches as a chunk, the engine's function run on it on the
+task's CPUs, its result (or error) returned as a pickled row; the type maps between NumPy and Spark."""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+
+import numpy as np
+from pyspark import StorageLevel
+from pyspark.sql import types as T
+
+from .._parallel import get_num_threads, set_num_threads
+
+
+#: How SparkRows caches converted and partitioned rows: Spark SQL's own default (deserialized column batches, in
+#: memory while they fit, then on disk). The serialized level (PySpark's MEMORY_AND_DISK) Java-serializes every
+#: batch into the heap first: at 10^8 rows with a 4 GiB local driver that ran out of heap.
+CACHE_LEVEL = StorageLevel.MEMORY_AND_DISK_DESER
+
+#: Rows per Arrow batch a task returns (a few MB).
+_BATCH_ROWS = 1 << 18
+
+SPARK_OF_NUMPY = {
+    np.dtype(np.float64): T.DoubleType(),
+    np.dtype(np.float32): T.FloatType(),
+    np.dtype(np.int64): T.LongType(),
+    np.dtype(np.int32): T.IntegerType(),
+    np.dtype(np.int16): T.ShortType(),
+    np.dtype(np.int8): T.ByteType(),
+    np.dtype(np.bool_): T.BooleanType(),
+    np.dtype(np.uint8): T.ShortType(),  # Spark has no unsigned types: the next wider
+    np.dtype(np.uint16): T.IntegerType(),
+    np.dtype(np.uint32): T.LongType(),
+}
+
+NUMPY_OF_SPARK: dict[type, type] = {
+    T.DoubleType: np.float64,
+    T.FloatType: np.float32,
+    T.LongType: np.int64,
+    T.IntegerType: np.int32,
+    T.ShortType: np.int16,
+    T.ByteType: np.int8,
+    T.BooleanType: np.bool_,
+}
+
+
+
+# ---------------------------------------------------------------------------
+# Inside the tasks.
+# ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _task_threads():
+    """fastcal's threads follow the task's CPUs (``spark.task.cpus``) in this thread, then are restored."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    cpus = ctx.cpus() if ctx is not None else None
+    before = get_num_threads()
+    set_num_threads(max(1, int(cpus)) if cpus else None)
+    try:
+        yield
+    finally:
+        set_num_threads(before)
+
+
+def _read_chunk(batches, columns, dtypes, labels):
+    """A task's Arrow batches as a chunk: a tuple of 1-D arrays (``None`` for absent columns)."""
+    import pyarrow as pa
+
+    batches = list(batches)
+    chunk, i = [], 0
+    for name, dtype, label in zip(columns, dtypes, labels):
+        if name is None:
+            chunk.append(None)
+            continue
+        parts = [b.column(i) for b in batches]
+        i += 1
+        if not parts:
+            chunk.append(np.empty(0, dtype=dtype))
+            continue
+        col = pa.chunked_array(parts)
+        if col.null_count:
+            raise ValueError(f"{label} must not contain nulls, but has {col.null_count} in a partition.")
+        arr = col.to_numpy()
+        chunk.append(arr if arr.dtype == dtype else arr.astype(dtype))
+    return tuple(chunk)
+
+
+def _task_id():
+    from pyspark import TaskContext
+
+    return TaskContext.get().partitionId()
+
+
+def _result_batch(pid, payload):
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays([pa.array([pid], pa.int64()), pa.array([payload], pa.binary())],
+                                      names=["pid", "result"])
+
+
+def map_task(batches, fn, args, columns, dtypes, labels):
+    """``fn(chunk, *args)`` on this task's partition: one row ``(partition id, pickled (ok, result or error))``."""
+    pid = _task_id()
+    try:
+        chunk = _read_chunk(batches, columns, dtypes, labels)
+        with _task_threads():
+            result = (True, fn(chunk, *args))
+    except (ValueError, TypeError, ArithmeticError) as exc:  # the in-memory errors: raised again on the driver
+        result = (False, exc)
+    yield _result_batch(pid, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dtypes):
+    """``fn(chunk, *args) -> (new_chunk, fact)``: the new chunk's rows, then one row holding the pickled fact."""
+    import pyarrow as pa
+
+    pid = _task_id()
+    schema = pa.schema([pa.field(name, _arrow_type(dtype)) for name, dtype in zip(out_fields, out_dtypes)]
+                       + [pa.field("_fact", pa.binary())])
+    try:
+        chunk = _read_chunk(batches, columns, dtypes, labels)
+        with _task_threads():
+            new_chunk, fact = fn(chunk, *args)
+        kept = [c for c in new_chunk if c is not None]
+        result = (True, fact)
+    except (ValueError, TypeError, ArithmeticError) as exc:
+        kept, result = [], (False, exc)
+    if kept:
+        n = kept[0].shape[0]
+        for lo in range(0, n, _BATCH_ROWS):
+            hi = min(n, lo + _BATCH_ROWS)
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(np.asarray(c[lo:hi], dtype=d)) for c, d in zip(kept, out_dtypes)]
+                + [pa.nulls(hi - lo, pa.binary())], schema=schema)
+    marker = [pa.nulls(1, _arrow_type(d)) for d in out_dtypes]
+    payload = pickle.dumps((pid,) + result, protocol=pickle.HIGHEST_PROTOCOL)
+    yield pa.RecordBatch.from_arrays(marker + [pa.array([payload], pa.binary())], schema=schema)
+
+
+def _arrow_type(dtype):
+    import pyarrow as pa
+
+    return pa.from_numpy_dtype(_stored_dtype(dtype))
+
+
+def _stored_dtype(dtype):
+    """The dtype a column of ``dtype`` is stored as in Spark (no unsigned types there)."""
+    return np.dtype({np.dtype(np.uint8): np.int16, np.dtype(np.uint16): np.int32,
+                     np.dtype(np.uint32): np.int64}.get(np.dtype(dtype), dtype))
+
+
+def raise_first(results):
+    """Re-raise the error of the first chunk that failed (as :class:`fastcal._engine.ListRows` would)."""
+    for ok, value in results:
+        if not ok:
+            raise value
+    return [value for _, value in results]
