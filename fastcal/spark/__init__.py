@@ -54,6 +54,7 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics.
 """
 
+from .._exports import publish
 from ._buckets import partition_keys
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
 from ._metrics import (
@@ -97,6 +98,4 @@ __all__ = [
 
 # The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys.
 
-for _name in __all__:  # their public home, the name that pickles, reprs and the API reference show
-    globals()[_name].__module__ = __name__
-del _name
+publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show
