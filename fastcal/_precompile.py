@@ -524,6 +524,11 @@ def _multicalibration(dtype):
     for wdtype in FLOATS:
         GroupedCalibrator(IsotonicRegression(), min_samples_per_group=2).fit(pb, yb, np.arange(BIG) % 2,
                                                                              _weights(BIG, wdtype))
+    for labels in _labels(y):  # the batched histogram fits: one pass of every group's bin sums
+        GroupedCalibrator(HistogramBinning(strategy="uniform"), min_samples_per_group=2).fit(p, labels, groups)
+        for wdtype in FLOATS:
+            GroupedCalibrator(HistogramBinning(strategy="uniform"), min_samples_per_group=2).fit(
+                p, labels, groups, _weights(N, wdtype))
 
 
 @warmup("smooth ECE")
