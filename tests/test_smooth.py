@@ -216,8 +216,10 @@ def test_multiclass_top_label_is_the_binary_problem_of_confidences():
 
 
 def test_same_bits_on_any_number_of_threads():
-    # several rounds of chunk slots (one round at 16 threads: a slot per thread), and a partial last chunk
-    n = S._CHUNK_ROWS * (S._SLOTS + 1) + 12345
+    # 20 chunks, the last one partial: rounds of 8 chunk slots at 1 and 2 threads, 12 at 3, 15 (3/4 of the
+    # chunks, the memory cap) at 8 and 16
+    n = S._CHUNK_ROWS * 19 + 12345
+    assert S._SLOTS < 12 < 15 and S._SLOTS_PER_THREAD == 4
     y, p = miscalibrated(n, 1.1, 9)
     w = np.random.default_rng(9).random(n).astype(np.float32)
     with num_threads(1):
