@@ -18,7 +18,9 @@ in two passes over the data on typical inputs; the fourth derivative lets
 the iteration stop after the second without a third pass to confirm it.
 
 Internal API (for the tests, which check the pass against a naive reference and
-across thread counts): :func:`loss_derivatives`, the one fused pass.
+across thread counts, and the solver and its start on their own): :func:`loss_derivatives`, the one fused
+pass; :func:`halley_minimize`, the solver; :func:`warm_start`, the start from a subsample of at least
+:data:`SUBSAMPLE_MIN` rows.
 """
 
 from __future__ import annotations
@@ -56,9 +58,9 @@ _LOG_BETA_BOUNDS = (-10.0, 10.0)
 _PROBA_EPS = 1e-12
 #: Rows of probabilities must sum to 1 within this tolerance.
 _ROW_SUM_TOL = 1e-6
-#: A fit of at least _SUBSAMPLE_MIN rows starts from the fit of every _SUBSAMPLE_STRIDE-th row (or of
-#: _SUBSAMPLE_ROWS rows, evenly spaced, if fewer), solved to _SUBSAMPLE_TOL (see _start).
-_SUBSAMPLE_MIN = 1 << 14
+#: A fit of at least SUBSAMPLE_MIN rows starts from the fit of every _SUBSAMPLE_STRIDE-th row (or of
+#: _SUBSAMPLE_ROWS rows, evenly spaced, if fewer), solved to _SUBSAMPLE_TOL (see warm_start).
+SUBSAMPLE_MIN = 1 << 14
 _SUBSAMPLE_STRIDE = 16
 _SUBSAMPLE_ROWS = 1 << 15
 _SUBSAMPLE_TOL = 1e-6
@@ -254,9 +256,9 @@ class TemperatureScaling(BaseCalibrator):
         labels = labels.astype(np.int64, copy=False)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        self.beta_, self.n_iter_, self.converged_ = _newton(lambda b: loss_derivatives(z, labels, w, b),
-                                                            self.max_iter, self.tol,
-                                                            _start(z, labels, w, self.max_iter))
+        self.beta_, self.n_iter_, self.converged_ = halley_minimize(
+            lambda b: loss_derivatives(z, labels, w, b), self.max_iter, self.tol,
+            warm_start(z, labels, w, self.max_iter))
         if not self.converged_:
             warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations")
         self.n_classes_ = k
@@ -315,30 +317,30 @@ def loss_derivatives(z, labels, w, beta, want_loss=False):
     return tuple(merge_exact(part.bufs[0]).tolist())
 
 
-def _start(z, labels, w, max_iter):
+def warm_start(z, labels, w, max_iter):
     """The start of the full fit: the fit of a strided subsample of the rows, or 1.0.
 
     Every :data:`_SUBSAMPLE_STRIDE`-th row, or :data:`_SUBSAMPLE_ROWS` rows
     evenly spaced if that is fewer, solved to :data:`_SUBSAMPLE_TOL` (about
-    its sampling error), for inputs of at least :data:`_SUBSAMPLE_MIN` rows.
+    its sampling error), for inputs of at least :data:`SUBSAMPLE_MIN` rows.
     A start within about 1% of the minimiser lets the full fit converge in
-    two passes (see :func:`_newton`); the minimiser does not depend on the
+    two passes (see :func:`halley_minimize`); the minimiser does not depend on the
     start. A subsample whose fit stops at a bound of beta (separable rows)
     or does not converge gives no start.
     """
     n = z.shape[0]
-    if n < _SUBSAMPLE_MIN:
+    if n < SUBSAMPLE_MIN:
         return 1.0
     stride = max(_SUBSAMPLE_STRIDE, n // _SUBSAMPLE_ROWS)
     zs = np.ascontiguousarray(z[::stride])
     ls = np.ascontiguousarray(labels[::stride])
     ws = np.ascontiguousarray(w[::stride]) if w.shape[0] else w
-    beta, _, converged = _newton(lambda b: loss_derivatives(zs, ls, ws, b), max_iter, _SUBSAMPLE_TOL)
+    beta, _, converged = halley_minimize(lambda b: loss_derivatives(zs, ls, ws, b), max_iter, _SUBSAMPLE_TOL)
     lo, hi = (math.exp(b) for b in _LOG_BETA_BOUNDS)
     return beta if converged and lo * 1.001 < beta < hi * 0.999 else 1.0
 
 
-def _newton(derivatives, max_iter, tol, start=1.0):
+def halley_minimize(derivatives, max_iter, tol, start=1.0):
     r"""Minimise a convex function of beta on [e^-10, e^10]: safeguarded Halley iteration.
 
     ``derivatives(beta)`` gives the function and its first four derivatives

@@ -112,9 +112,9 @@ def test_float32_kept_and_parallel_equals_serial():
 @pytest.mark.parametrize("k, sharpness, weighted, dtype", [(10, 0.5, False, np.float64), (3, 2.0, True, np.float64),
                                                         (20, 0.2, False, np.float32), (2, 1.0, True, np.float64)])
 def test_large_fits_start_from_a_subsample_and_take_two_passes(k, sharpness, weighted, dtype):
-    # Above _SUBSAMPLE_MIN rows the full fit starts from a subsample's fit; Halley steps from there, and the
+    # Above SUBSAMPLE_MIN rows the full fit starts from a subsample's fit; Halley steps from there, and the
     # stop on the cubic model of the gradient, converge in two passes over the full data, to the same minimiser.
-    n = 3 * temperature._SUBSAMPLE_MIN
+    n = 3 * temperature.SUBSAMPLE_MIN
     z, y = make_logits(n, k, sharpness, k)
     z = z.astype(dtype)
     w = np.random.default_rng(k).uniform(0.1, 2, n) if weighted else None
@@ -130,18 +130,18 @@ def test_large_fits_start_from_a_subsample_and_take_two_passes(k, sharpness, wei
     spread = np.ptp(z.astype(np.float64), axis=1)
     rounding = (n + k + 4) * np.finfo(np.float64).eps * np.sum((1.0 if w is None else w) * spread)
     assert abs(g) <= 2 * ours.tol * h * ours.beta_ + 2 * rounding
-    plain, _, converged = temperature._newton(lambda b: loss_derivatives(z, labels, ww, b), 100, ours.tol)
+    plain, _, converged = temperature.halley_minimize(lambda b: loss_derivatives(z, labels, ww, b), 100, ours.tol)
     assert converged
     assert abs(plain - ours.beta_) <= 2 * ours.tol * ours.beta_ + 4 * rounding / h
 
 
 def test_subsample_at_a_bound_gives_no_start():
     # Separable rows: the subsample's fit ends at e^10, which is no start; the full fit ends there too.
-    n = temperature._SUBSAMPLE_MIN
+    n = temperature.SUBSAMPLE_MIN
     z = np.tile(np.array([[2.0, 0.0], [0.0, 2.0]]), (n // 2, 1))
     y = np.tile([0, 1], n // 2)
     labels = y.astype(np.int64)
-    assert temperature._start(z, labels, np.empty(0), 100) == 1.0
+    assert temperature.warm_start(z, labels, np.empty(0), 100) == 1.0
     ts = TemperatureScaling().fit(z, y)
     assert ts.converged_ and abs(ts.beta_ - np.exp(10)) / np.exp(10) < 1e-6
 
