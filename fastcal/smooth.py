@@ -41,8 +41,9 @@ This module sits below :mod:`fastcal.metrics` and validates its own input.
 The Dask version (:func:`fastcal.dask.smooth_ece`) adds up :func:`grid_sums`
 of each chunk and calls :func:`smooth_ece_from_grid`.
 
-Internal API: :data:`GRID`, :data:`SIGMA_MIN`, :func:`grid_sums`,
-:func:`merge_grids`, :func:`smooth_ece_from_grid`, :func:`check_inputs`.
+Internal API: :data:`GRID`, :data:`SIGMA_MIN`, :func:`grid_sums` (with its
+:data:`CHUNK_ROWS` and :func:`round_chunks`), :func:`merge_grids`,
+:func:`smooth_ece_from_grid`, :func:`check_inputs`.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ GRID = 1 << 17
 #: The smallest bandwidth: 64 grid cells. A fixed point below it is reported as SIGMA_MIN.
 SIGMA_MIN = 64.0 / GRID
 #: Rows per chunk of the binning pass, and the fewest chunks binned at once (the slots of partial grids).
-_CHUNK_ROWS = 1 << 19
+CHUNK_ROWS = 1 << 19
 _SLOTS = 8
 #: Chunks binned at once per thread, when there are more threads: a round's tasks outnumber the threads, so a
 #: thread that finishes early takes another chunk instead of waiting at the round's end (measured at 8 threads,
@@ -181,19 +182,17 @@ def grid_sums(p, y, w):
         threads.
     """
     n = p.shape[0]
-    nchunks = max(1, -(-n // _CHUNK_ROWS))
+    nchunks = max(1, -(-n // CHUNK_ROWS))
     # A round deposits as many chunks as there are slots, one chunk per task, then merges them into the total
     # (in parallel over the grid nodes). The merge is a left fold over the chunks in chunk order whatever the
-    # rounds, so the slots may follow the thread count. Their memory (3 MiB a slot) stays under 3/4 of the
-    # scores' (4 MiB a chunk) unless there are only _SLOTS.
-    wanted = max(_SLOTS, _SLOTS_PER_THREAD * get_num_threads())
-    slots = np.empty((min(nchunks, wanted, max(_SLOTS, 3 * nchunks // 4)), GRID, _k.NCHAN))
+    # rounds, so the slots may follow the thread count.
+    slots = np.empty((round_chunks(nchunks, get_num_threads()), GRID, _k.NCHAN))
     ends = np.empty((slots.shape[0], 2))
     below = above = 0.0
     total = slots[0]  # not read before a first round is merged into it
     for first in range(0, nchunks, slots.shape[0]):
         used = min(slots.shape[0], nchunks - first)
-        run([(_k.deposit, (p, y, w, _CHUNK_ROWS, first, slots, ends, c, c + 1)) for c in range(used)])
+        run([(_k.deposit, (p, y, w, CHUNK_ROWS, first, slots, ends, c, c + 1)) for c in range(used)])
         for c in range(used):
             below += ends[c, 0]
             above += ends[c, 1]
@@ -205,6 +204,16 @@ def grid_sums(p, y, w):
     out = np.empty((GRID, _k.NCHAN))
     parallel_for(_k.merge, GRID, slots, used, total, first > 0, True, below, above, out, rows=work)
     return out
+
+
+def round_chunks(nchunks, threads):
+    """Chunks :func:`grid_sums` bins in one round (its slots of partial grids), of ``nchunks`` on ``threads`` threads.
+
+    :data:`_SLOTS_PER_THREAD` a thread, at least :data:`_SLOTS`; and, unless
+    that is only ``_SLOTS``, slots whose memory (3 MiB each) stays under 3/4
+    of the scores' (4 MiB a chunk). At most ``nchunks``.
+    """
+    return min(nchunks, max(_SLOTS, _SLOTS_PER_THREAD * threads), max(_SLOTS, 3 * nchunks // 4))
 
 
 def merge_grids(grids):

@@ -97,6 +97,6 @@ def test_warm_prefix_reaches_every_size_threshold():
 
     thresholds = [_parallel.PARALLEL_MIN_SIZE, platt.WARM_START_MIN, _auc.THREADED_SORT_MIN_SIZE,
                   _sort.RADIX_MIN_SIZE, _binning.SELECT_MIN_SIZE,
-                  smooth._CHUNK_ROWS + 1]
+                  smooth.CHUNK_ROWS + 1]
     assert WARM >= max(thresholds)
     assert warm_rows(10) == 10 and warm_rows(10**8) == WARM

@@ -216,10 +216,9 @@ def test_multiclass_top_label_is_the_binary_problem_of_confidences():
 
 
 def test_same_bits_on_any_number_of_threads():
-    # 20 chunks, the last one partial: rounds of 8 chunk slots at 1 and 2 threads, 12 at 3, 15 (3/4 of the
-    # chunks, the memory cap) at 8 and 16
-    n = S._CHUNK_ROWS * 19 + 12345
-    assert S._SLOTS < 12 < 15 and S._SLOTS_PER_THREAD == 4
+    # 20 chunks, the last one partial, binned in rounds of different sizes at different thread counts
+    n = S.CHUNK_ROWS * 19 + 12345
+    assert [S.round_chunks(20, t) for t in (1, 2, 3, 8, 16)] == [8, 8, 12, 15, 15]
     y, p = miscalibrated(n, 1.1, 9)
     w = np.random.default_rng(9).random(n).astype(np.float32)
     with num_threads(1):
