@@ -169,9 +169,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     np.cumsum(per_chunk.sum(axis=0), out=starts[1:])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
     if weighted:  # each group's own rescaling (rescale_weights), on the rows, before they move
-        exponent = np.zeros(group_of.size, dtype=np.int32)
-        exponent[fitted] = np.frexp(wmax.max(axis=0))[1] - 1
-        wv = np.ldexp(wv, -exponent[codes]).astype(wv.dtype, copy=False)
+        wv = _rescale_by_group(wv, codes, fitted, group_of.size, wmax.max(axis=0))[1]
     xs = np.empty(starts[-1], dtype=x.dtype)
     gs = np.empty(starts[-1], dtype=np.int32)
     ws = np.empty(starts[-1] if weighted else 0, dtype=wv.dtype)
@@ -221,13 +219,19 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
 
 
 def _group_exponents(codes, w, fitted, n_groups):
-    """The exponent of :func:`~fastcal._validation.rescale_weights` of each group ``fitted[i]`` (of ``n_groups``
-    numbered by ``codes``), and the weights ``w`` rescaled by their group's power of two, as each group's own fit
-    rescales its rows (the same bits); the rows of the other groups unchanged."""
+    """:func:`_rescale_by_group` of the weights ``w`` of the groups ``fitted`` (of ``n_groups`` numbered by
+    ``codes``), their largest weights found in one pass."""
     group_of = np.full(n_groups, -1, dtype=np.int64)
     group_of[fitted] = np.arange(fitted.size)
     wmax = np.zeros(fitted.size, dtype=np.float64)
     _gk.group_max(codes, group_of, w, wmax)
+    return _rescale_by_group(w, codes, fitted, n_groups, wmax)
+
+
+def _rescale_by_group(w, codes, fitted, n_groups, wmax):
+    """The exponent of :func:`~fastcal._validation.rescale_weights` of each group ``fitted[i]`` (of ``n_groups``
+    numbered by ``codes``; ``wmax[i]``: its largest weight), and the weights ``w`` rescaled by their group's power
+    of two, as each group's own fit rescales its rows (the same bits); the rows of the other groups unchanged."""
     exponent = np.zeros(n_groups, dtype=np.int64)
     exponent[fitted] = [weight_exponent(None, scale_max=m) for m in wmax.tolist()]
     if not exponent.any():  # every group's largest weight in [1, 2): its weights as they are, as rescale_weights
