@@ -83,8 +83,6 @@ arrays as long as the number of blocks) in score order, :func:`merge` and
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from . import _isotonic_kernels as _k
@@ -167,10 +165,9 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
     by_label : fastcal._sort.ByLabel or fastcal._sort.SortedPairs, optional
         :func:`sort_for_fit` of the same rows (and weights), if the caller made it (not None).
     w_exponent : int
-        The exponent of the weights' rescaling, applied here: to the sorted
-        copy of the signed weights that weighted 0/1 labels need anyway (so
-        the rescaled weights take no array of their own), otherwise to a
-        copy of ``w``. Scaling by a power of two rounds once, whichever
+        The exponent of the weights' rescaling, applied here: as weighted 0/1
+        labels' rows are written for their sort (so the rescaled weights take
+        no array of their own), otherwise to a copy of ``w``. Scaling by a power of two rounds once, whichever
         array it is applied to, so the bits are those of rescaled weights.
 
     Returns
@@ -200,9 +197,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
         # One float64 per row carries the target, or the weight with the 0/1 label as its sign, through
         # the sort: no pass reads at random (a gather after an argsort cost as much as the sort).
         if binary:
-            pairs = range_sorted_pairs(X, w, labels, chunk_count(n))
-            if w_exponent:
-                run([(_scale, (pairs.ps[a:b], -w_exponent)) for a, b in itertools.pairwise(split(n, chunk_count(n)))])
+            pairs = range_sorted_pairs(X, w, labels, chunk_count(n), exponent=w_exponent)
         else:
             pairs = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
         kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
@@ -225,10 +220,6 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
         return nb
 
     return _fit_runs(xs, xs[:0], targets, [0] * len(targets), unit, eps, centered)
-
-
-def _scale(a, e):
-    np.ldexp(a, e, out=a)
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):

@@ -221,7 +221,7 @@ def weight_exponent(w, scale_max=None):
     return int(np.frexp(m)[1]) - 1
 
 
-def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True, rescale=False):
+def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=True, rescale=False, bounds=False):
     """Validate weights for ``n`` samples; ``None`` stays ``None`` (unit weights).
 
     Weights must be a finite, non-negative 1-D array of length ``n`` (strictly
@@ -229,25 +229,27 @@ def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=Tr
     broadcast to ``n`` samples as float64. Returns a contiguous float32 or
     float64 array; with ``rescale``, the weights times the power of two of
     :func:`rescale_weights` (for functions whose results do not carry
-    weight units).
+    weight units); with ``bounds``, the triple ``(w, min, max)`` (the
+    smallest and largest weight before any rescaling, as floats; ``(None,
+    None, None)`` for ``None``). The checks read the weights once, in
+    parallel (:func:`value_range`).
     """
     if sample_weight is None:
-        return None
+        return (None, None, None) if bounds else None
     if isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool):
         w = np.full(n, float(sample_weight))
     else:
         w = as_float_array(column_or_1d(sample_weight, name, allow_column=False, min_size=0), name)
     if w.shape[0] != n:
         raise ValueError(f"{name} has {w.shape[0]} elements, expected {n} (one per sample).")
-    check_finite(w, name)
-    if allow_zero:
-        if n and w.min() < 0:
-            raise ValueError(f"{name} must be non-negative.")
-    elif n and w.min() <= 0:
-        raise ValueError(f"{name} must be strictly positive.")
-    if n and not w.sum(dtype=np.float64) > 0:  # scikit-learn's words
+    lo, hi = value_range(w, name)
+    if n and (lo < 0 or (lo == 0 and not allow_zero)):
+        raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'strictly positive'}.")
+    if n and not hi > 0:  # non-negative weights: a positive sum is a positive maximum; scikit-learn's words
         raise ValueError(f"Sample weights must contain at least one non-zero number ({name} is all zeros).")
-    return rescale_weights(w)[0] if rescale else w
+    if rescale:
+        w = rescale_weights(w, weight_exponent(None, hi) if n else 0)[0]
+    return (w, lo, hi) if bounds else w
 
 
 def _is_missing(value):

@@ -306,14 +306,14 @@ class IsotonicRegression(BaseCalibrator):
         if sample_weight is not None and np.ndim(sample_weight) == 1 and len(sample_weight) != n:
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {n}, "  # scikit-learn's
                              f"{len(sample_weight)}] (X and y have {n}, sample_weight has {len(sample_weight)}).")
-        w = check_sample_weight(sample_weight, n)  # rescaled by the engine, without a copy of their own
-        exponent = weight_exponent(w)
+        w, w_min, w_max = check_sample_weight(sample_weight, n, bounds=True)  # rescaled by the engine, not here
+        exponent = weight_exponent(None, w_max) if w is not None and n else 0
 
         if self.increasing == "auto":
             self.increasing_ = _spearman_increasing(x, labels)
         else:
             self.increasing_ = bool(self.increasing)
-        if w is not None and w.min() == 0:
+        if w is not None and w_min == 0:
             keep = w > 0
             x, labels, w = x[keep], labels[keep], w[keep]
 

@@ -186,3 +186,24 @@ def test_auc_of_infinite_scores_equals_the_sweep(n):
     assert roc_auc(y, x, w) == float(u / (wp * wn))
     u, wp, wn = auc_sweep(x, y, np.ones(n))
     assert roc_auc(y, x, None) == pytest.approx(float(u / (wp * wn)), rel=1e-15)
+
+
+@settings(max_examples=80, deadline=None)
+@given(float_arrays(max_size=3000), st.sampled_from([1, 3, 40]), st.sampled_from([0, 7, -9, 60, 1000, -1060]),
+       st.booleans())
+def test_range_sorted_pairs_equals_a_stable_sort(x, n_ranges, exponent, flipped):
+    # Range partition, then each range's in-cache radix sort over its varying bits (0 to 64 of them, an odd or
+    # an even number of passes): the order of one stable sort of the whole, the value scaled by 2^-exponent (a
+    # multiplication where 2^-exponent is a normal double, NumPy's ldexp otherwise: the same rounding, subnormal
+    # results included) and negated where flipped.
+    n = x.shape[0]
+    rng = np.random.default_rng([n, exponent % 4096])
+    # Weights of exponent about `exponent` (as rescale_weights finds it), some far smaller: subnormal results.
+    p = np.ldexp(rng.uniform(1.0, 2.0, n), exponent) * rng.choice([1.0, 2.0**-40, 2.0**-1000], n)
+    flip = (rng.random(n) < 0.4).astype(np.uint8) if flipped else np.empty(0, dtype=np.uint8)
+    order = np.argsort(x, kind="stable")
+    expected = np.ldexp(np.where(flip != 0, -p, p) if flipped else p, -exponent)[order]
+    for xs, ps in serial_and_parallel(_sort.range_sorted_pairs, x, p, flip, n_ranges, exponent=exponent):
+        np.testing.assert_array_equal(xs, x[order] + x.dtype.type(0.0))
+        assert xs.dtype == x.dtype and not np.signbit(xs[xs == 0]).any()
+        np.testing.assert_array_equal(ps.view(np.uint64), expected.view(np.uint64))
