@@ -200,7 +200,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
             pairs = range_sorted_pairs(X, w, labels, chunk_count(n), exponent=w_exponent)
         else:
             pairs = range_sorted_pairs(X, labels, labels[:0], chunk_count(n))
-        kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_carried
+        kind = (2 if X.dtype == np.float32 else 1) if binary else 0  # see pav_sorted
         return _summarise_pairs(pairs, kind, eps, sign, centered)
     xs, ys, ws = sort_with(X, labels, w)
     return _fit_runs(xs, xs[:0], targets, [0] * len(targets), _ordered_unit(xs, ys, ws, eps, sign, centered),
@@ -209,12 +209,12 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
 
 def _summarise_pairs(pairs, kind, eps, sign, centered):
     """:func:`summarise` of sorted scores with one float64 carried per row (``kind``: see
-    :func:`~fastcal._isotonic_kernels.pav_carried`)."""
+    :func:`~fastcal._isotonic_kernels.pav_sorted`)."""
     xs, ps = pairs
     targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
 
     def unit(ia0, ia1, ib0, ib1, out):
-        nb = _k.pav_carried(xs[ia0:ia1], ps[ia0:ia1], kind, eps, sign, *out[:4])
+        nb = _k.pav_sorted(xs[ia0:ia1], ps[ia0:ia1], ps[:0], kind, eps, sign, *out[:4])
         if centered:
             _score_sums(xs[ia0:ia1], ps[ia0:ia1], 0 if kind == 0 else 2, out, nb)
         return nb
@@ -223,12 +223,12 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):
-    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._isotonic_kernels.pav_ordered`), for :func:`_fit_runs`."""
+    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._isotonic_kernels.pav_sorted`), for :func:`_fit_runs`."""
     weighted = ws.shape[0] > 0
 
     def unit(ia0, ia1, ib0, ib1, out):
         wu = ws[ia0:ia1] if weighted else ws
-        nb = _k.pav_ordered(xs[ia0:ia1], ys[ia0:ia1], wu, ia1 - ia0, eps, sign, *out[:4])
+        nb = _k.pav_sorted(xs[ia0:ia1], ys[ia0:ia1], wu, 0, eps, sign, *out[:4])
         if centered:
             _score_sums(xs[ia0:ia1], wu, 1 if weighted else 0, out, nb)
         return nb

@@ -361,7 +361,7 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
     eps = _pav_engine.resolution(x.dtype)
     for sign in (1.0, -1.0):
         stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
-        nb = kernels.pav_ordered(xs, labels[order], np.empty(0), n, eps, sign, *stack)
+        nb = kernels.pav_sorted(xs, labels[order], np.empty(0), 0, eps, sign, *stack)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(_pav_engine, "CHUNK_ROWS", chunk_rows)
             got = _pav_engine.summarise(x, labels, None, sign)
@@ -371,7 +371,7 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
 
 def stable_argsort_blocks(x, labels, w, sign):
     """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
-    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._isotonic_kernels.pav_ordered`
+    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._isotonic_kernels.pav_sorted`
     on the same chunks: the chunks depend on the sorted scores alone)."""
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)
@@ -410,7 +410,7 @@ def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signe
 
 @given(data=scores_and_labels(max_size=500, weighted=True), sign=st.sampled_from([1.0, -1.0]))
 @HYPO
-def test_pav_carried_label_decodings_same_bits_as_pav_ordered(data, sign):
+def test_pav_sorted_label_decodings_same_bits_as_labels_and_weights(data, sign):
     # Both decodings of signed weights (the fit picks one by dtype, for speed), on either dtype.
     x, y, w = data
     n = x.shape[0]
@@ -423,9 +423,9 @@ def test_pav_carried_label_decodings_same_bits_as_pav_ordered(data, sign):
     for kind in (None, 1, 2):
         stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
         if kind is None:
-            nb = kernels.pav_ordered(xs, labels, ws, n, eps, sign, *stack)
+            nb = kernels.pav_sorted(xs, labels, ws, 0, eps, sign, *stack)
         else:
-            nb = kernels.pav_carried(xs, carried, kind, eps, sign, *stack)
+            nb = kernels.pav_sorted(xs, carried, carried[:0], kind, eps, sign, *stack)
         fits.append([a[:nb] for a in stack])
     for fit in fits[1:]:
         for a, b in zip(fit, fits[0]):
