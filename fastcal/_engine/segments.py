@@ -351,16 +351,17 @@ def number_groups(rows):
 
 def number_chunk(chunk, distinct):
     """A :meth:`Rows.convert` function: the raw chunk ``(x, y, w, groups)`` with its groups replaced by their
-    numbers among ``distinct`` (of :func:`number_groups`, int64) and a scalar weight by an array of it; its fact
+    numbers among ``distinct`` (of :func:`number_groups`, int64), a scalar weight by an array of it, every column
+    a NumPy array; its fact
     is its number of rows. The other columns are not validated (the caller's fits do)."""
     x, y, w, g = chunk
     g = column_or_1d(g, "groups", allow_column=False, min_size=0)
     if np.shape(x)[0] != g.shape[0]:
         raise ValueError(f"Inconsistent numbers of samples: scores has {np.shape(x)[0]}, groups has {g.shape[0]}.")
     codes = _numbered(distinct, g)[0] if g.shape[0] else np.zeros(0, dtype=np.int64)
-    if w is not None and np.ndim(w) == 0:
-        w = np.full(g.shape[0], float(w))
-    return (x, y, w, codes), int(g.shape[0])
+    if w is not None:
+        w = np.full(g.shape[0], float(w)) if np.ndim(w) == 0 else np.asarray(w)
+    return (np.asarray(x), np.asarray(y), w, codes), int(g.shape[0])
 
 
 def _convert_groups(chunk, dtype, distinct):
