@@ -314,7 +314,7 @@ def with_columns(cols, y_prob, extra):
         n = sum(chunks[0])
         others = []
         for name, values in extra.items():
-            arr = as_dask_1d(values, name, chunks=chunks)
+            arr = as_dask_1d(values, name, chunks=chunks if np.shape(values)[:1] == (n,) else None)
             if arr.shape[0] != n:
                 raise ValueError(f"Inconsistent numbers of samples: y_prob has {n}, {name} has {arr.shape[0]}.")
             others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())
