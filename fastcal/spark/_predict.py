@@ -179,7 +179,13 @@ def _with_model_number(df, group_col, groups, out):
     and column of ``df`` kept."""
     values = [_python_value(g) for g in groups]
     missing = [i for i, v in enumerate(values) if _is_missing(v)]
-    fallback = F.lit(missing[0] if missing else len(values))
+    fallback = F.lit(len(values))
+    if missing:
+        spark_type = df.schema[group_col].dataType
+        is_missing = F.col(group_col).isNull()
+        if isinstance(spark_type, (T.FloatType, T.DoubleType)):
+            is_missing = is_missing | F.isnan(F.col(group_col))
+        fallback = F.when(is_missing, F.lit(missing[0])).otherwise(fallback)
     present = [(v, i) for i, v in enumerate(values) if not _is_missing(v)]
     if not present:
         return df.withColumn(out, fallback.cast("int"))
@@ -267,20 +273,23 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     xs, off, m = _flat([mod.X_thresholds_ for mod in models])
     ys, _, _ = _flat([mod.y_thresholds_ for mod in models])
     x_knots, y_knots = _literal_doubles(xs), _literal_doubles(ys)
-    a = F.element_at(_literal_ints(off), k)  # the model's first knot (0-based in the flat arrays)
-    size = F.element_at(_literal_ints(m), k)
+    a_col, size_col, tc_col, j_col = (temp_name(n) for n in ("a", "n", "t", "j"))
+    df = df.withColumn(a_col, F.element_at(_literal_ints(off), k))  # the model's first knot (0-based, flat)
+    df = df.withColumn(size_col, F.element_at(_literal_ints(m), k))
+    a, size = F.col(a_col), F.col(size_col)
     x0, xm = F.element_at(x_knots, a + 1), F.element_at(x_knots, a + size)
-    tc_col = temp_name("t")
     df = df.withColumn(tc_col, F.least(F.greatest(t, x0), xm))
     tc = F.col(tc_col)
     # j: the first knot >= t among the model's first m - 1 (never m, as t <= the last knot), clipped to 1 .. m - 1
-    # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j.
+    # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j. In a column
+    # of its own: Spark does not inline an expression this costly into the four uses below.
     j = _first_not_less(x_knots, a, a + size - 1, tc, int(m.max()).bit_length() + 1) - a
-    j = F.least(F.greatest(j, F.lit(1)), size - 1)
-    value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + j, modes.pop(), x0.cast("string"),
+    df = df.withColumn(j_col, F.least(F.greatest(j, F.lit(1)), size - 1))
+    value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + F.col(j_col), modes.pop(), x0.cast("string"),
                             xm.cast("string"))
     value = F.when(size == 1, F.element_at(y_knots, a + 1)).otherwise(value)
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, k_col)
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(
+        a_col, size_col, tc_col, j_col, k_col)
 
 
 def _check_output(df, output_col):
