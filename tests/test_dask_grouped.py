@@ -145,3 +145,15 @@ def test_bad_input():
         fd.predict(est, pd_, groups=g[:-1])
     with pytest.raises(fastcal.NotFittedError):
         fd.predict(fastcal.GroupedCalibrator(), pd_, groups=g)
+
+
+def test_from_fits_refuses_lengths_that_differ():
+    """The assembly hook of the distributed fits checks what it is given."""
+    model = fastcal.IsotonicRegression().fit([0.0, 1.0], [0, 1])
+    est = fastcal.GroupedCalibrator.from_fits(None, ["a"], [model], model, [3], min_samples_per_group=2)
+    assert est.groups_ == ["a"] and est.group_counts_.dtype == np.int64
+    assert_array_equal(est.predict([0.5, 0.5], ["a", "b"]), [0.5, 0.5])
+    with pytest.raises(ValueError, match="differ in length"):
+        fastcal.GroupedCalibrator.from_fits(None, ["a", "b"], [model], model, [3])
+    with pytest.raises(ValueError, match="min_samples_per_group"):
+        fastcal.GroupedCalibrator.from_fits(None, ["a"], [model], model, [3], min_samples_per_group=0)
