@@ -8,7 +8,7 @@ import dask.array as da
 import numpy as np
 
 from .._errors import not_fitted
-from ._rows import as_dask_1d, as_series, dtype_of, is_series
+from ._rows import as_dask_1d, as_series, dtype_of, is_series, length_may_be
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -88,7 +88,7 @@ def _predict_grouped(estimator, scores, groups):
         raise ValueError("groups must be a Dask Series of as many partitions as scores when scores is a Series "
                          "(columns of one DataFrame); pass dask arrays to align by position.")
     arr = as_dask_1d(scores, "scores", allow_column=True)
-    g = as_dask_1d(groups, "groups", chunks=arr.chunks if np.shape(groups)[:1] == arr.shape else None)
+    g = as_dask_1d(groups, "groups", chunks=arr.chunks if length_may_be(groups, arr.shape[0]) else None)
     if g.shape[0] != arr.shape[0]:
         raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, groups has {g.shape[0]}.")
     dtype = _grouped_dtype(estimator, arr.dtype)
