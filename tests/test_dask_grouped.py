@@ -157,3 +157,17 @@ def test_from_fits_refuses_lengths_that_differ():
         fastcal.GroupedCalibrator.from_fits(None, ["a", "b"], [model], model, [3])
     with pytest.raises(ValueError, match="min_samples_per_group"):
         fastcal.GroupedCalibrator.from_fits(None, ["a"], [model], model, [3], min_samples_per_group=0)
+
+
+def test_float32_scores_stay_float32():
+    p, y, w, g = _data(800, seed=6)
+    p = p.astype(np.float32)
+    got = fd.fit_grouped(None, da.from_array(p, chunks=300), da.from_array(y, chunks=300), g, sample_weight=w,
+                         min_samples_per_group=40)
+    ref = fastcal.GroupedCalibrator(min_samples_per_group=40).fit(p, y, g, sample_weight=w)
+    for a, b in zip(got.calibrators_, ref.calibrators_, strict=True):
+        assert a.X_thresholds_.dtype == np.float32
+        _assert_same_model(a, b)
+    out = fd.predict(got, da.from_array(p, chunks=300), groups=g)
+    assert out.dtype == np.float32
+    assert_array_equal(out.compute(), got.predict(p, g))
