@@ -69,7 +69,7 @@ from .venn_abers import VennAbers
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["GroupedCalibrator"]
+__all__ = ["GroupedCalibrator"]  # internal API: fit_group_models, ONE_D, check_calibrator
 
 
 def _clone(calibrator):
@@ -81,7 +81,7 @@ def _clone(calibrator):
 ONE_D = (IsotonicRegression, PlattScaling, BetaCalibration, HistogramBinning, VennAbers)
 
 
-def _check_calibrator(calibrator):
+def check_calibrator(calibrator):
     if calibrator is None:
         return IsotonicRegression(out_of_bounds="clip")
     if type(calibrator) not in ONE_D:
@@ -348,6 +348,36 @@ def _group_fit(template, s, yv, weights):
     return fit_one, x, labels, w
 
 
+def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=None):
+    """The fits of clones of ``calibrator`` on the rows of each group ``fitted[i]`` (internal API of
+    :class:`GroupedCalibrator` and of the engine's :func:`fastcal._engine.grouped.fit_grouped`).
+
+    ``codes``: each row's group number (int64, ``0 <= code < sizes.size``); ``sizes``: the rows of each group;
+    ``fitted``: the numbers of the groups to fit (ascending); ``scores``, ``y``: 1-D, of equal length;
+    ``sample_weight``: None, a scalar or a 1-D array. A group's model is the calibrator's fit on that group's
+    rows alone, in their order (batched where :func:`_batched_fit` allows, with the same bits).
+    """
+    models: list[Any] = [None] * fitted.size
+    generic: Any = range(fitted.size)
+    batched = _batched_fit(calibrator)
+    if batched is not None and fitted.size:
+        generic = batched(calibrator, scores, y, sample_weight, codes, sizes, fitted, models)
+    if len(generic):
+        fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
+        s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+
+        def fit_groups(positions):
+            for i in positions:
+                a, b = starts[fitted[i]], starts[fitted[i] + 1]
+                weight = w_sorted[a:b] if w_sorted is not None else sample_weight
+                models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
+
+        generic = np.asarray(generic, dtype=np.int64)
+        tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
+        _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
+    return models
+
+
 @register
 class GroupedCalibrator(BaseCalibrator):
     r"""One calibrator per group, the global one for groups too small or unseen.
@@ -421,7 +451,7 @@ class GroupedCalibrator(BaseCalibrator):
         minimum = self.min_samples_per_group
         if not isinstance(minimum, numbers.Integral) or isinstance(minimum, bool) or minimum < 1:
             raise ValueError(f"min_samples_per_group must be an integer >= 1; got {minimum!r}.")
-        return {"calibrator": _check_calibrator(self.calibrator), "min_samples_per_group": int(minimum)}
+        return {"calibrator": check_calibrator(self.calibrator), "min_samples_per_group": int(minimum)}
 
     def fit(self, scores: ArrayLike, y: ArrayLike, groups: ArrayLike,
             sample_weight: ArrayLike | float | None = None) -> Self:
@@ -440,28 +470,32 @@ class GroupedCalibrator(BaseCalibrator):
         codes, uniques = group_codes(g, "groups")
         sizes = np.bincount(codes, minlength=len(uniques))
         fitted = np.flatnonzero(sizes >= minimum)
-        models: list[Any] = [None] * fitted.size
-        generic: Any = range(fitted.size)
-        batched = _batched_fit(template)
-        if batched is not None and fitted.size:
-            generic = batched(template, s, yv, weights, codes, sizes, fitted, models)
-        if len(generic):
-            fit_one, s, yv, w = _group_fit(template, s, yv, weights)
-            s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+        models = fit_group_models(template, s, yv, codes, sizes, fitted, weights)
+        return self._set_fits([uniques[i] for i in fitted], models, global_fit, sizes[fitted])
 
-            def fit_groups(positions):
-                for i in positions:
-                    a, b = starts[fitted[i]], starts[fitted[i] + 1]
-                    weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                    models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
+    @classmethod
+    def from_fits(cls, calibrator: Any, groups: list[Any], models: list[Any], global_model: Any,
+                  counts: ArrayLike, *, min_samples_per_group: int = 100) -> GroupedCalibrator:
+        """A fitted ``GroupedCalibrator`` from models fitted elsewhere (internal API of the engine's
+        :func:`fastcal._engine.grouped.fit_grouped`; ``fit`` assembles its own fits through it too).
 
-            generic = np.asarray(generic, dtype=np.int64)
-            tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
-            _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
-        self.groups_ = [uniques[i] for i in fitted]
+        ``groups``: the groups with a model of their own, in the order of
+        :func:`fastcal.multicalibration.group_codes` of all groups; ``models``: their fitted clones of
+        ``calibrator``; ``global_model``: the clone fitted on all rows; ``counts``: the rows of each group.
+        """
+        est = cls(calibrator, min_samples_per_group=min_samples_per_group)
+        est._validate_params()
+        counts = np.asarray(counts, dtype=np.int64)
+        if not len(groups) == len(models) == counts.shape[0]:
+            raise ValueError(f"groups, models and counts differ in length: {len(groups)}, {len(models)}, "
+                             f"{counts.shape[0]}.")
+        return est._set_fits(list(groups), list(models), global_model, counts)
+
+    def _set_fits(self, groups, models, global_model, counts):
+        self.groups_ = groups
         self.calibrators_ = models
-        self.global_calibrator_ = global_fit
-        self.group_counts_ = sizes[fitted].astype(np.int64)
+        self.global_calibrator_ = global_model
+        self.group_counts_ = np.asarray(counts).astype(np.int64)
         return self
 
     def predict(self, scores: ArrayLike, groups: ArrayLike) -> NDArray[np.floating]:

@@ -386,6 +386,10 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.dask.calibration_ratio(yd, p, adjust_unjoined=True), float)
     assert_type(fastcal.dask.segment_report(yd, p, yd, n_bins=5, n_partitions=2), fastcal.SegmentReport)
     assert_type(fastcal.dask.multicalibration_error(yd, p, {"g": yd}, max_depth=1, n_partitions=2).mce, float)
+    grouped = fastcal.dask.fit_grouped(fastcal.PlattScaling(), x, yd, yd, sample_weight=None, min_samples_per_group=2,
+                                       n_partitions=2)
+    assert_type(grouped, fastcal.GroupedCalibrator)
+    assert_type(fastcal.dask.predict(grouped, x, groups=yd), da.Array)
 
 
 def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:

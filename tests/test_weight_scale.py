@@ -427,6 +427,7 @@ CASES = {
     "fastcal.dask.roc_auc_score": _dask("roc_auc_score"),
     "fastcal.dask.calibration_report": lambda w: _dask_report(w),
     "fastcal.dask.segment_report": lambda w: _dask_segment_report(w),
+    "fastcal.dask.fit_grouped": lambda w: _dask_fit_grouped(w),
     "fastcal.dask.multicalibration_error": lambda w: _dask_multicalibration(w),
 }
 
@@ -472,12 +473,24 @@ def _dask_segment_report(w):
     out["weight_sum"] = (_floats(r.weight_sum), 1)
     return out
 
+def _dask_fit_grouped(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    groups = np.arange(N) % 3
+    est = fd.fit_grouped(None, da.from_array(S, chunks=20), da.from_array(Y, chunks=20),
+                         da.from_array(groups, chunks=20), sample_weight=da.from_array(w, chunks=20),
+                         min_samples_per_group=20, n_partitions=2)
+    return {"p": est.predict(S, groups), "global": _floats(est.global_calibrator_.y_thresholds_)}
+
+
 #: fastcal.spark hands the weight column to the engine's drivers (fastcal._engine), the drivers the Dask cases above
 #: cover; tests/test_spark.py runs its weighted functions at two exact scales (a Spark job per call: all the scales
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
-    "corp_reliability", "ecce",
+    "corp_reliability", "ecce", "fit_grouped",
     "multicalibration_error", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}

@@ -62,6 +62,9 @@ Each module states its exactness rule.
     ``ecce``, ``calibration_ratio`` on chunks ``(y_prob, y_true, w)``;
     ``segment_report`` on chunks ``(y_prob, y_true, w, groups)``;
     ``multicalibration_error`` on chunks ``(y_prob, y_true, w, *features)``.
+:mod:`fastcal._engine.grouped`
+    ``fit_grouped(rows, *, x_dtype, weighted, calibrator, min_samples_per_group)``
+    on chunks ``(scores, y, w, groups)``: a :class:`fastcal.GroupedCalibrator`.
 
 Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
 ``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`.

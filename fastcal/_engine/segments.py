@@ -106,6 +106,7 @@ from .._validation import (
 from ..multicalibration import check_int, choose_segments, collapse_categories, ecce_result, mce_result
 from . import isotonic
 
+# Internal API as well (fastcal._engine.grouped): number_groups, number_chunk, group_bounds, GROUP_PARTITION_ROWS.
 __all__ = ["calibration_ratio", "ecce", "multicalibration_error", "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
@@ -331,6 +332,38 @@ def _numbered(distinct, values):
     return codes[k:], uniques
 
 
+def number_groups(rows):
+    """The groups of rows ``(..., groups)`` (column 3) numbered as :func:`fastcal.multicalibration.group_codes`
+    numbers the whole column, in one :meth:`Rows.map`: ``(distinct, uniques, counts)``, ``distinct`` the values
+    (an array of the column's dtype, for :func:`number_chunk`), ``uniques`` the groups in their order,
+    ``counts`` the rows of each (int64)."""
+    found = rows.map(_group_values)
+    pieces = [values for values, _ in found]
+    distinct_all = np.concatenate(pieces) if pieces else np.empty(0)
+    distinct_all, _ = _distinct(distinct_all) if distinct_all.shape[0] else (distinct_all, None)
+    uniques = _numbered(distinct_all, distinct_all)[1] if distinct_all.shape[0] else []
+    counts = np.zeros(len(uniques), dtype=np.int64)
+    for values, c in found:
+        if values.shape[0]:
+            np.add.at(counts, _numbered(distinct_all, values)[0], c)
+    return distinct_all, uniques, counts
+
+
+def number_chunk(chunk, distinct):
+    """A :meth:`Rows.convert` function: the raw chunk ``(x, y, w, groups)`` with its groups replaced by their
+    numbers among ``distinct`` (of :func:`number_groups`, int64), a scalar weight by an array of it, every column
+    a NumPy array; its fact
+    is its number of rows. The other columns are not validated (the caller's fits do)."""
+    x, y, w, g = chunk
+    g = column_or_1d(g, "groups", allow_column=False, min_size=0)
+    if np.shape(x)[0] != g.shape[0]:
+        raise ValueError(f"Inconsistent numbers of samples: scores has {np.shape(x)[0]}, groups has {g.shape[0]}.")
+    codes = _numbered(distinct, g)[0] if g.shape[0] else np.zeros(0, dtype=np.int64)
+    if w is not None:
+        w = np.full(g.shape[0], float(w)) if np.ndim(w) == 0 else np.asarray(w)
+    return (np.asarray(x), np.asarray(y), w, codes), int(g.shape[0])
+
+
 def _convert_groups(chunk, dtype, distinct):
     """:func:`_convert` of a chunk ``(p, y, w, groups)``, the groups replaced by their global numbers (int64)."""
     (p, labels, w, g), facts = _convert(chunk, dtype, ("groups",))
@@ -397,15 +430,7 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     n_bins = check_int(n_bins, "n_bins", 1)  # the in-memory check and message
-    found = rows.map(_group_values)
-    pieces = [values for values, _ in found]
-    distinct_all = np.concatenate(pieces) if pieces else np.empty(0)
-    distinct_all, _ = _distinct(distinct_all) if distinct_all.shape[0] else (distinct_all, None)
-    uniques = _numbered(distinct_all, distinct_all)[1] if distinct_all.shape[0] else []
-    counts = np.zeros(len(uniques), dtype=np.int64)
-    for values, c in found:
-        if values.shape[0]:
-            np.add.at(counts, _numbered(distinct_all, values)[0], c)
+    distinct_all, uniques, counts = number_groups(rows)
     data = _Data(rows, x_dtype, weighted, _convert_groups, distinct_all)
     try:
         if n_partitions is None:

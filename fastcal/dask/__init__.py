@@ -58,11 +58,14 @@ One module a subject; this package re-exports their public names, so
 - :mod:`fastcal.dask._metrics`: the diagnostics, :func:`roc_auc_score` and
   :func:`calibration_report`;
 - :mod:`fastcal.dask._segments`: :func:`ecce`, :func:`calibration_ratio`,
-  :func:`segment_report`, :func:`multicalibration_error`.
+  :func:`segment_report`, :func:`multicalibration_error`;
+- :mod:`fastcal.dask._grouped`: :func:`fit_grouped` (one calibrator per
+  group, a :class:`fastcal.GroupedCalibrator`).
 """
 
 from .._exports import publish
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
+from ._grouped import fit_grouped
 from ._metrics import (
     brier_decomposition,
     brier_score_loss,
@@ -89,6 +92,7 @@ __all__ = [
     "ecce",
     "expected_calibration_error",
     "fit_beta",
+    "fit_grouped",
     "fit_histogram",
     "fit_isotonic",
     "fit_platt",

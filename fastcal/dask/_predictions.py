@@ -8,7 +8,7 @@ import dask.array as da
 import numpy as np
 
 from .._errors import not_fitted
-from ._rows import as_dask_1d, as_series, dtype_of, is_series
+from ._rows import as_dask_1d, as_series, dtype_of, is_series, length_may_be
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from .._typing import DaskArrayInput, DaskData, DaskSeriesInput
     from ..beta import BetaCalibration
+    from ..grouped import GroupedCalibrator
     from ..histogram import HistogramBinning
     from ..isotonic import IsotonicRegression
     from ..platt import PlattScaling
@@ -51,18 +52,72 @@ def _prediction_dtype(estimator, dtype):
     return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
 
 
+def _predict_grouped_block(block, groups, estimator):
+    return estimator.predict(block, groups)
+
+
+def _grouped_dtype(estimator, dtype):
+    """The dtype of a GroupedCalibrator's predictions: its global model's (its ``predict`` starts from them)."""
+    return _prediction_dtype(estimator.global_calibrator_, dtype)
+
+
+def _on_partitions(part, groups, block_function, *args):
+    """``block_function(values, group values, *args)`` of two aligned dataframe partitions, as a Series."""
+    import pandas as pd
+
+    if len(part) != len(groups):
+        raise ValueError(f"Inconsistent numbers of samples in a partition: scores has {len(part)}, groups has "
+                         f"{len(groups)}.")
+    return pd.Series(block_function(part.to_numpy(), groups.to_numpy(), *args), index=part.index, name=part.name)
+
+
+def _predict_grouped(estimator, scores, groups):
+    from ..grouped import GroupedCalibrator
+
+    if not isinstance(estimator, GroupedCalibrator):
+        raise TypeError(f"groups is only for a GroupedCalibrator; {type(estimator).__name__} predicts from the "
+                        "scores alone.")
+    if not hasattr(estimator, "global_calibrator_"):
+        raise not_fitted("This GroupedCalibrator instance is not fitted yet. Call 'fit' first.")
+    if is_series(scores):
+        s = as_series(scores)
+        dtype = _grouped_dtype(estimator, dtype_of(s))
+        if is_series(groups) and as_series(groups).npartitions == s.npartitions:
+            return s.map_partitions(_on_partitions, as_series(groups), _predict_grouped_block, estimator,
+                                    meta=(s.name, dtype), align_dataframes=False)
+        raise ValueError("groups must be a Dask Series of as many partitions as scores when scores is a Series "
+                         "(columns of one DataFrame); pass dask arrays to align by position.")
+    arr = as_dask_1d(scores, "scores", allow_column=True)
+    g = as_dask_1d(groups, "groups", chunks=arr.chunks if length_may_be(groups, arr.shape[0]) else None)
+    if g.shape[0] != arr.shape[0]:
+        raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, groups has {g.shape[0]}.")
+    dtype = _grouped_dtype(estimator, arr.dtype)
+    return da.map_blocks(_predict_grouped_block, arr, g.rechunk(arr.chunks), estimator, dtype=dtype)
+
+
 @overload
-def predict(estimator: OneD, scores: DaskSeriesInput) -> dd.Series: ...
+def predict(estimator: OneD | GroupedCalibrator, scores: DaskSeriesInput, *,
+            groups: DaskData | ArrayLike | None = None) -> dd.Series: ...
 @overload
-def predict(estimator: OneD, scores: DaskArrayInput) -> da.Array: ...
-def predict(estimator: OneD, scores: DaskData) -> da.Array | dd.Series:
+def predict(estimator: OneD | GroupedCalibrator, scores: DaskArrayInput, *,
+            groups: DaskData | ArrayLike | None = None) -> da.Array: ...
+def predict(estimator: OneD | GroupedCalibrator, scores: DaskData, *,
+            groups: DaskData | ArrayLike | None = None) -> da.Array | dd.Series:
     """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
-    ``BetaCalibration``, ``HistogramBinning``) on Dask data.
+    ``BetaCalibration``, ``HistogramBinning``) or of a fitted ``GroupedCalibrator`` on Dask data.
 
     ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
     read as 1-D) or a dask Series (partitions and index preserved). Each
     chunk is the estimator's ``predict`` (its parallel Numba kernel) on a
-    worker; the estimator travels with the tasks (a few kB).
+    worker; the estimator travels with the tasks (a few kB, a GroupedCalibrator
+    with all its group models).
+
+    ``groups`` (required for a ``GroupedCalibrator``, refused otherwise):
+    each row's group. With a Series ``scores``, a Series of as many
+    partitions (columns of one DataFrame), zipped partition by partition;
+    with a dask array, a dask or NumPy array of the same length, cut into
+    the chunks of ``scores``. Each chunk is ``GroupedCalibrator.predict(scores, groups)``
+    of its rows: the in-memory predictions, bit for bit.
 
     Examples
     --------
@@ -72,6 +127,12 @@ def predict(estimator: OneD, scores: DaskData) -> da.Array | dd.Series:
     >>> fastcal.dask.predict(iso, da.from_array(np.array([0.25, 0.9]), chunks=1)).compute()
     array([0.5, 1. ])
     """
+    from ..grouped import GroupedCalibrator
+
+    if groups is not None:
+        return _predict_grouped(estimator, scores, groups)
+    if isinstance(estimator, GroupedCalibrator):
+        raise TypeError("groups is required to predict with a GroupedCalibrator: each row's group.")
     if not (hasattr(estimator, "predict")
             and any(hasattr(estimator, a) for a in ("X_thresholds_", "a_", "bin_values_"))):
         raise not_fitted(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")

@@ -10,7 +10,7 @@ Internal API of the modules of :mod:`fastcal.dask`:
   partitions of one DataFrame zipped, anything else by position, cut into
   the scores' chunks); :func:`driver_args` (a driver's ``rows``,
   ``x_dtype`` and ``weighted``);
-- input checks: :func:`binary_only`, :func:`is_class_matrix`,
+- input checks: :func:`binary_only`, :func:`length_may_be`, :func:`is_class_matrix`,
   :func:`as_dask_1d`, :func:`is_series`, :func:`as_series`,
   :func:`is_dataframe`, :func:`dtype_of`.
 """
@@ -73,6 +73,12 @@ def as_dask_1d(obj, name, chunks=None, allow_column=False):
         raise ValueError(f"{name} must be {want}, got an array of shape {arr.shape}.")
     arr = _known_chunks(arr)
     return arr
+
+
+def length_may_be(values, n):
+    """Whether ``values`` may have ``n`` rows (a Dask collection may; an array of another length cannot be cut
+    into chunks of ``n`` rows, and its length is named in the caller's error instead)."""
+    return dask.is_dask_collection(values) or np.shape(values)[:1] == (n,)
 
 
 def dtype_of(obj):
@@ -314,7 +320,7 @@ def with_columns(cols, y_prob, extra):
         n = sum(chunks[0])
         others = []
         for name, values in extra.items():
-            arr = as_dask_1d(values, name, chunks=chunks)
+            arr = as_dask_1d(values, name, chunks=chunks if length_may_be(values, n) else None)
             if arr.shape[0] != n:
                 raise ValueError(f"Inconsistent numbers of samples: y_prob has {n}, {name} has {arr.shape[0]}.")
             others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())

@@ -51,12 +51,14 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._predict`: :func:`predict`, in the JVM;
 - :mod:`fastcal.spark._fits`: the fits;
 - :mod:`fastcal.spark._metrics`: the diagnostics;
-- :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics.
+- :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics;
+- :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group.
 """
 
 from .._exports import publish
 from ._buckets import partition_keys
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
+from ._grouped import fit_grouped
 from ._metrics import (
     brier_decomposition,
     brier_score_loss,
@@ -84,6 +86,7 @@ __all__ = [
     "ecce",
     "expected_calibration_error",
     "fit_beta",
+    "fit_grouped",
     "fit_histogram",
     "fit_isotonic",
     "fit_platt",

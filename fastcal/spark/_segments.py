@@ -1,5 +1,8 @@
 """ECCE, calibration ratio, report by segment and multicalibration error of a DataFrame's columns: the drivers
-of :mod:`fastcal._engine.segments` on a :class:`SparkRows`."""
+of :mod:`fastcal._engine.segments` on a :class:`SparkRows`.
+
+Internal API of :mod:`fastcal.spark._grouped`: :func:`needs_numbers` and :func:`group_numbers` (a group column
+numbered in the JVM, in the in-memory order)."""
 
 from __future__ import annotations
 
@@ -76,8 +79,8 @@ def _has_missing(df, name):
     return bool(df.select(col).where(missing).limit(1).count())
 
 
-def _needs_numbers(df, fields, name):
-    """Whether a group column is numbered in the JVM (:func:`_group_numbers`): any non-numeric column, and a
+def needs_numbers(df, fields, name):
+    """Whether a group column is numbered in the JVM (:func:`group_numbers`): any non-numeric column, and a
     numeric one that holds missing values (null, NaN), which fastcal's chunks cannot hold."""
     if name not in fields:
         return False  # SparkRows names the argument in its error
@@ -86,7 +89,7 @@ def _needs_numbers(df, fields, name):
     return _has_missing(df, name)
 
 
-def _group_numbers(df, group_col):
+def group_numbers(df, group_col):
     """``(df with an int column numbering group_col, its name, the values by number)``.
 
     The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
@@ -147,8 +150,8 @@ def segment_report(
     in-memory function makes NaN and None one group.
     """
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
-    if _needs_numbers(df, fields, group_col):
-        numbered, column, ordered = _group_numbers(df, group_col)
+    if needs_numbers(df, fields, group_col):
+        numbered, column, ordered = group_numbers(df, group_col)
         report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
                        ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
         return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
@@ -197,8 +200,8 @@ def multicalibration_error(
                 columns.append(column)
             else:
                 columns.append(name)
-        elif _needs_numbers(frame, fields, name):
-            frame, column, ordered = _group_numbers(frame, name)
+        elif needs_numbers(frame, fields, name):
+            frame, column, ordered = group_numbers(frame, name)
             numbered[name] = ordered
             columns.append(column)
         else:
