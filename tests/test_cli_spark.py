@@ -155,3 +155,30 @@ def test_spark_errors_name_the_argument_and_leave_no_output(spark, files, capsys
     assert not [p for p in ("x.json", "y.parquet", "r.html", "r.json") if os.path.exists(d / p)]
     assert not _leftovers(d)
     assert spark.range(3).count() == 3  # the test's session is still running
+
+
+def test_fit_and_apply_by_group_with_spark_equal_the_in_memory_commands(spark, files):  # noqa: F811
+    d, score, label, weight = files
+    group = np.array(["a", "b", "c", "tiny"])[np.minimum(np.arange(N) % 7, 3)]  # "tiny": under the minimum
+    group[np.arange(N) % 7 == 6] = "tiny"
+    group[:5] = "x"  # 5 rows: the global model's
+    table = pa.table({"id": np.arange(N), "score": score, "label": label, "weight": weight, "group": group})
+    pq.write_table(table, d / "grouped.parquet")
+    args = ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--weight-col", "weight",
+            "--group-col", "group", "--min-group-rows", "50"]
+    assert main(args + ["--spark", str(d / "grouped.parquet"), "-o", str(d / "spark_grouped.json")]) == 0
+    assert main(args + [str(d / "grouped.parquet"), "-o", str(d / "mem_grouped.json")]) == 0
+    got, want = fastcal.load(d / "spark_grouped.json"), fastcal.load(d / "mem_grouped.json")
+    assert isinstance(got, fastcal.GroupedCalibrator) and sorted(got.groups_) == sorted(want.groups_)
+    got_models = dict(zip(got.groups_, got.calibrators_))  # Spark numbers string groups in its own row order
+    for group_name, w_model in zip(want.groups_, want.calibrators_):
+        g_model = got_models[group_name]
+        assert_array_equal(g_model.X_thresholds_, w_model.X_thresholds_)
+        assert_allclose(g_model.y_thresholds_, w_model.y_thresholds_, rtol=1e-12, atol=0)
+    out = d / "spark_grouped_out.parquet"
+    assert main(["apply", "--spark", str(d / "mem_grouped.json"), str(d / "grouped.parquet"), "-o", str(out),
+                 "--score-col", "score", "--group-col", "group", "--output-col", "p"]) == 0
+    result = pq.read_table(out)
+    order = np.argsort(result.column("id").to_numpy())
+    assert result.column_names == ["id", "score", "label", "weight", "group", "p"]
+    assert_array_equal(result.column("p").to_numpy()[order], want.predict(score, group))

@@ -34,8 +34,13 @@ def cmd_apply(args, progress_enabled, timings):
     except ValueError as exc:
         raise DataError(f"{args.model}: {exc}") from None
     priors = parse_priors(args.priors) if args.priors is not None else None
-    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None,
-                               "--group-col": bool(args.group_col)})
+    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None})
+    grouped = isinstance(est, fastcal.GroupedCalibrator)
+    if grouped and not args.group_col:
+        raise UsageError(f"{args.model}: a model fitted by group needs --group-col (the column of the groups)")
+    if args.group_col and not grouped:
+        raise UsageError(f"{args.model}: --group-col is for models fitted with --group-col; this one is a "
+                         f"{type(est).__name__}")
     if args.spark:
         score_cols = columns_arg(args.score_col)
         if len(score_cols) > 1:
@@ -52,12 +57,6 @@ def cmd_apply(args, progress_enabled, timings):
             score_cols = ["score"]
         else:
             raise UsageError(f"{path}: say which column holds the scores with --score-col")
-    grouped = isinstance(est, fastcal.GroupedCalibrator)
-    if grouped and not args.group_col:
-        raise UsageError(f"{args.model}: a model fitted by group needs --group-col (the column of the groups)")
-    if args.group_col and not grouped:
-        raise UsageError(f"{args.model}: --group-col is for models fitted with --group-col; this one is a "
-                         f"{type(est).__name__}")
     reader.require(score_cols + ([args.group_col] if grouped else []))
     multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if multiclass:

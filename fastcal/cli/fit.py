@@ -68,10 +68,10 @@ def cmd_fit(args, progress_enabled, timings):
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
     check_output_dir(args.output)  # before the fit, not after
-    spark.check_options(args, {"--memory-budget": args.memory_budget is not None, "--group-col": bool(args.group_col),
+    spark.check_options(args, {"--memory-budget": args.memory_budget is not None,
                                "--score-col (several)": len(score_cols) > 1})
     if args.spark:
-        est = spark.fit(args, score_cols[0], timings)
+        est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None)
         _save(est, args, timings)
         return
     if args.memory_budget is not None and args.input == "-":

@@ -133,22 +133,28 @@ def check_binary_labels(df, path, column):
         raise DataError(f"{path}: column {column!r}: label {bad[0][0]!r} is not 0 or 1")
 
 
-def fit(args, score_col, timings):
-    """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns."""
+def fit(args, score_col, timings, calibrator=None):
+    """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns;
+    with ``calibrator`` (the unfitted calibrator, for ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it
+    (:func:`fastcal.spark.fit_grouped`)."""
     import fastcal.spark as fs
 
     if args.method not in SPARK_METHODS:
         raise UsageError(f"--method {args.method} is not available with --spark (only {', '.join(SPARK_METHODS)})")
     path = display_name(args.input)
+    columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, [score_col, args.label_col] + ([args.weight_col] if args.weight_col else []))
+        df = read(spark, args.input, columns + ([args.group_col] if calibrator is not None else []))
         check_binary_labels(df, path, args.label_col)
         timings["read and check (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         common = dict(weight_col=args.weight_col)
         try:
-            if args.method in ("isotonic", "centered-isotonic"):
+            if calibrator is not None:
+                est = fs.fit_grouped(calibrator, df, score_col, args.label_col, args.group_col,
+                                     min_samples_per_group=args.min_group_rows, **common)
+            elif args.method in ("isotonic", "centered-isotonic"):
                 est = fs.fit_isotonic(df, score_col, args.label_col, increasing=args.increasing,
                                       out_of_bounds=args.out_of_bounds, y_min=args.y_min, y_max=args.y_max,
                                       centered=args.method == "centered-isotonic", **common)
@@ -177,12 +183,14 @@ def _remove(path):
 
 
 def apply(args, est, score_col, output_col, timings):
-    """``fastcal apply --spark``: the input with ``output_col`` (:func:`fastcal.spark.predict`), written by Spark."""
+    """``fastcal apply --spark``: the input with ``output_col`` (:func:`fastcal.spark.predict`; a model fitted by
+    group, on ``args.group_col``), written by Spark."""
     import fastcal
     import fastcal.spark as fs
 
     one_d = (fastcal.IsotonicRegression, fastcal.PlattScaling, fastcal.BetaCalibration, fastcal.HistogramBinning)
-    if not isinstance(est, one_d):
+    grouped = isinstance(est, fastcal.GroupedCalibrator)
+    if not isinstance(est.calibrator if grouped else est, one_d):
         raise UsageError(f"{args.model}: a {type(est).__name__} model is not available with --spark (isotonic, "
                          "sigmoid, beta and histogram models are)")
     out_ext = _format(args.output, "the output")
@@ -195,7 +203,8 @@ def apply(args, est, score_col, output_col, timings):
     path = display_name(args.input)
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, [score_col] if score_col is not None else [])
+        df = read(spark, args.input, ([score_col] if score_col is not None else [])
+                  + ([args.group_col] if grouped else []))
         if score_col is None:  # as without --spark: the only column, or "score"
             if len(df.columns) == 1 or "score" in df.columns:
                 score_col = df.columns[0] if len(df.columns) == 1 else "score"
@@ -204,7 +213,7 @@ def apply(args, est, score_col, output_col, timings):
         if output_col in df.columns:
             raise UsageError(f"{path}: already has a column {output_col!r}; choose another name with --output-col")
         try:
-            out = fs.predict(est, df, score_col, output_col)
+            out = fs.predict(est, df, score_col, output_col, group_col=args.group_col if grouped else None)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         # A new, empty directory next to the target (its unique name taken atomically), which Spark fills.
