@@ -46,21 +46,43 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total
     """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
     ``counts`` (rows per score range, :func:`~fastcal._math_kernels.range_of_score`), and of ``total``
     (``sum w``), ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit
-    weights)."""
+    weights, whose ``total`` and ``positive`` are counts of rows, kept as integers and converted once: the same
+    float64 values as sums of ones).
+
+    ``total``, ``var`` and ``positive`` start at zero; each cell's sums are added in row order.
+    """
     weighted = w.shape[0] > 0
+    rows = np.zeros(0 if weighted else 2 * total.shape[1], dtype=np.int64)  # per cell: negatives, positives
     for k in range(lo, hi):
         cnt = counts[k]
         tot = total[k]
         v = var[k]
         pos = positive[k]
-        for i in range(bounds[k], bounds[k + 1]):
-            c = cells[i]
-            pi = np.float64(p[i])
-            wi = np.float64(w[i]) if weighted else 1.0
-            tot[c] += wi
-            v[c] += wi * wi * pi * (1.0 - pi)
-            pos[c] += wi * np.float64(y[i] != 0)  # no branch on the label; adding 0.0 changes no sum
-            cnt[range_of_score(pi, x0, scale, cell_range)] += 1
+        start = bounds[k]
+        part = cells[start:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
+        scores = p[start:bounds[k + 1]]
+        labels = y[start:bounds[k + 1]]
+        if weighted:
+            weights = w[start:bounds[k + 1]]
+            for i in range(part.shape[0]):
+                c = part[i]
+                pi = np.float64(scores[i])
+                wi = np.float64(weights[i])
+                tot[c] += wi
+                v[c] += wi * wi * pi * (1.0 - pi)
+                pos[c] += wi * np.float64(labels[i] != 0)  # no branch on the label; adding 0.0 changes no sum
+                cnt[range_of_score(pi, x0, scale, cell_range)] += 1
+        else:
+            rows[:] = 0
+            for i in range(part.shape[0]):
+                c = part[i]
+                pi = np.float64(scores[i])
+                rows[2 * c + (labels[i] != 0)] += 1
+                v[c] += pi * (1.0 - pi)  # w^2 p (1 - p) with w = 1: the same product
+                cnt[range_of_score(pi, x0, scale, cell_range)] += 1
+            for c in range(tot.shape[0]):
+                tot[c] = np.float64(rows[2 * c] + rows[2 * c + 1])
+                pos[c] = np.float64(rows[2 * c + 1])
 
 
 @kernel
@@ -71,15 +93,20 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
     weighted = w.shape[0] > 0
     for k in range(lo, hi):
         at = offsets[k]
-        for i in range(bounds[k], bounds[k + 1]):
-            pi = np.float64(p[i]) + 0.0
+        start = bounds[k]
+        part = cells[start:bounds[k + 1]]  # indices from 0 (see range_cell_sums)
+        scores = p[start:bounds[k + 1]]
+        labels = y[start:bounds[k + 1]]
+        weights = w[start:bounds[k + 1]] if weighted else w
+        for i in range(part.shape[0]):
+            pi = np.float64(scores[i]) + 0.0
             r = range_of_score(pi, x0, scale, cell_range)
             j = at[r]
             at[r] = j + 1
             xs[j] = pi
-            qs[j] = (cells[i] << 1) | (y[i] != 0)
+            qs[j] = (part[i] << 1) | (labels[i] != 0)
             if weighted:
-                ws[j] = w[i]
+                ws[j] = weights[i]
 
 
 #: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
@@ -273,20 +300,23 @@ def merge_extremes(end, low, high):
 
 
 @kernel
-def code_stats(codes, offset, p, k):
-    """Per code ``0..k-1`` of ``codes - offset``: its rows, and its first row along the rows sorted stably by ``p``,
-    as ``(p, row)`` (the least ``p``, then the least row index; ``(inf, n)`` if absent). One sequential pass."""
-    n = codes.shape[0]
+def code_stats(codes, offset, p, k, lo, hi):
+    """Per code ``0..k-1`` of ``codes - offset``, over rows ``lo..hi``: its rows, and its first row along the rows
+    sorted stably by ``p``, as ``(p, row)`` (the least ``p``, then the least row index; ``(inf, n)`` if absent,
+    ``n`` the length of ``codes``). Exact: the caller adds the counts of its ranges of rows and takes the least
+    ``(p, row)``."""
     counts = np.zeros(k, dtype=np.int64)
     first_p = np.full(k, np.inf)
-    first_row = np.full(k, n, dtype=np.int64)
-    for i in range(n):
-        c = np.int64(codes[i]) - offset
+    first_row = np.full(k, codes.shape[0], dtype=np.int64)
+    part = codes[lo:hi]  # indices from 0: no wrap-around of negative indices to compile in (a third faster)
+    scores = p[lo:hi]
+    for i in range(part.shape[0]):
+        c = np.int64(part[i]) - offset
         counts[c] += 1
-        x = np.float64(p[i])
+        x = np.float64(scores[i])
         if x < first_p[c]:
             first_p[c] = x
-            first_row[c] = i
+            first_row[c] = lo + i
     return counts, first_p, first_row
 
 
@@ -314,10 +344,18 @@ def bin_numbers(x, edges, missing):
 
 
 @kernel
-def add_digit(cells, codes, offset, remap, size):
-    """``cells = cells * size + remap[codes - offset]`` in place: one more digit of the mixed-radix cell numbers."""
-    for i in range(cells.shape[0]):
-        cells[i] = cells[i] * size + remap[np.int64(codes[i]) - offset]
+def add_digit(cells, codes, offset, remap, size, counts, lo, hi):
+    """Rows ``lo..hi``: ``cells = cells * size + remap[codes - offset]`` in place, one more digit of the mixed-radix
+    cell numbers; and, if ``counts`` is not empty, ``counts[cell] += 1`` of each new cell number (exact: the
+    caller adds the counts of its ranges of rows)."""
+    counting = counts.shape[0] > 0
+    out = cells[lo:hi]  # indices from 0 (see code_stats)
+    part = codes[lo:hi]
+    for i in range(out.shape[0]):
+        c = out[i] * size + remap[np.int64(part[i]) - offset]
+        out[i] = c
+        if counting:
+            counts[c] += 1
 
 
 @kernel
