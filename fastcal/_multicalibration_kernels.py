@@ -151,9 +151,11 @@ def sort_rows(xs, qs, ws, a, b):
         c = np.int64(min((xs[a + i] - least) * scale, top))
         bucket[i] = c
         ends[c + 1] += 1
+    big = np.empty(n // (SMALL_BUCKET + 1) + 1, dtype=np.int64)  # the buckets of more than SMALL_BUCKET rows
     n_big = 0
     for j in range(n_buckets):
         if ends[j + 1] > SMALL_BUCKET:
+            big[n_big] = j
             n_big += 1
         ends[j + 1] += ends[j]
     xt = np.empty(n)
@@ -167,29 +169,25 @@ def sort_rows(xs, qs, ws, a, b):
         if weighted:
             wt[f] = ws[a + i]
         ends[c] = f + 1
-    s = 0
-    j = 0
-    while n_big > 0:
+    for g in range(n_big):
+        j = big[g]
+        s = ends[j - 1] if j > 0 else 0
         e = ends[j]
-        j += 1
-        if e - s > SMALL_BUCKET:
-            n_big -= 1
-            same = True
-            for i in range(s + 1, e):
-                if xt[i] != xt[s]:
-                    same = False
-                    break
-            if not same:
-                order = np.argsort(xt[s:e], kind="mergesort")
-                x_part = xt[s:e].copy()
-                q_part = qt[s:e].copy()
-                w_part = wt[s:e].copy() if weighted else wt
-                for i in range(e - s):
-                    xt[s + i] = x_part[order[i]]
-                    qt[s + i] = q_part[order[i]]
-                    if weighted:
-                        wt[s + i] = w_part[order[i]]
-        s = e
+        same = True
+        for i in range(s + 1, e):
+            if xt[i] != xt[s]:
+                same = False
+                break
+        if not same:
+            order = np.argsort(xt[s:e], kind="mergesort")
+            x_part = xt[s:e].copy()
+            q_part = qt[s:e].copy()
+            w_part = wt[s:e].copy() if weighted else wt
+            for i in range(e - s):
+                xt[s + i] = x_part[order[i]]
+                qt[s + i] = q_part[order[i]]
+                if weighted:
+                    wt[s + i] = w_part[order[i]]
     for i in range(1, n):
         x = xt[i]
         if not x < xt[i - 1]:
@@ -240,17 +238,21 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
         if sort:
             sort_rows(xs, qs, ws, a, b)
         state[:] = 0.0
-        i = a
-        while i < b:
-            pi = xs[i]
-            if i + 1 == b or xs[i + 1] != pi:
-                q = qs[i]
+        x_part = xs[a:b]  # indices from 0: no wrap-around of negative indices to compile in
+        q_part = qs[a:b]
+        w_part = ws[a:b] if weighted else ws
+        m = b - a
+        i = 0
+        while i < m:
+            pi = x_part[i]
+            if i + 1 == m or x_part[i + 1] != pi:
+                q = q_part[i]
                 r = np.float64(q & 1) - pi
                 if weighted:
-                    r *= ws[i]
-                cell = q >> 1
+                    r *= w_part[i]
+                segs = table[q >> 1]
                 for c in range(n_cols):
-                    s = table[cell, c]
+                    s = segs[c]
                     x = state[s, 0] + r
                     state[s, 0] = x
                     state[s, 1] = min(state[s, 1], x)
@@ -258,19 +260,19 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
                 i += 1
                 continue
             j = i
-            while j < b and xs[j] == pi:
-                q = qs[j]
+            while j < m and x_part[j] == pi:
+                q = q_part[j]
                 r = np.float64(q & 1) - pi
                 if weighted:
-                    r *= ws[j]
-                cell = q >> 1
+                    r *= w_part[j]
+                segs = table[q >> 1]
                 for c in range(n_cols):
-                    state[table[cell, c], 0] += r
+                    state[segs[c], 0] += r
                 j += 1
             for t in range(i, j):
-                cell = qs[t] >> 1
+                segs = table[q_part[t] >> 1]
                 for c in range(n_cols):
-                    s = table[cell, c]
+                    s = segs[c]
                     state[s, 1] = min(state[s, 1], state[s, 0])
                     state[s, 2] = max(state[s, 2], state[s, 0])
             i = j
