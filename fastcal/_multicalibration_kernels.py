@@ -32,7 +32,7 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "kuiper_cdf",
+__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "int_range", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "range_cell_sums", "range_extremes", "range_scatter",
            "SMALL_BUCKET", "sort_rows", "tied_range"]
 
@@ -304,6 +304,19 @@ def merge_extremes(end, low, high):
                 lo_all[s] = down
             before += end[k, s]
     return lo_all, hi_all
+
+
+@kernel
+def int_range(values, lo, hi):
+    """``(least, greatest)`` of the integers ``values[lo:hi]`` (``hi > lo``), in their own dtype: one pass for both,
+    which the caller reduces over its ranges of rows (exact)."""
+    part = values[lo:hi]  # indices from 0 (see code_stats)
+    least = part[0]
+    most = part[0]
+    for i in range(1, part.shape[0]):
+        least = min(least, part[i])
+        most = max(most, part[i])
+    return least, most
 
 
 @kernel
