@@ -66,23 +66,23 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, ranges, count
         if weighted:
             weights = w[start:bounds[k + 1]]
             for i in range(part.shape[0]):
-                c = part[i]
+                c = np.uint64(part[i])  # unsigned: no negative-index wrap-around compiled in
                 pi = np.float64(scores[i])
                 wi = np.float64(weights[i])
                 tot[c] += wi
                 v[c] += wi * wi * pi * (1.0 - pi)
                 pos[c] += wi * np.float64(labels[i] != 0)  # no branch on the label; adding 0.0 changes no sum
-                r = range_of_score(pi, x0, scale, cell_range)
+                r = np.uint64(range_of_score(pi, x0, scale, cell_range))
                 out[i] = r
                 cnt[r] += 1
         else:
             rows[:] = 0
             for i in range(part.shape[0]):
-                c = part[i]
+                c = np.uint64(part[i])
                 pi = np.float64(scores[i])
-                rows[2 * c + (labels[i] != 0)] += 1
+                rows[c + c + np.uint64(labels[i] != 0)] += 1
                 v[c] += pi * (1.0 - pi)  # w^2 p (1 - p) with w = 1: the same product
-                r = range_of_score(pi, x0, scale, cell_range)
+                r = np.uint64(range_of_score(pi, x0, scale, cell_range))
                 out[i] = r
                 cnt[r] += 1
             for c in range(tot.shape[0]):
@@ -333,7 +333,7 @@ def code_stats(codes, offset, p, k, lo, hi):
     part = codes[lo:hi]  # indices from 0: no wrap-around of negative indices to compile in (a third faster)
     scores = p[lo:hi]
     for i in range(part.shape[0]):
-        c = np.int64(part[i]) - offset
+        c = np.uint64(np.int64(part[i]) - offset)  # unsigned: no negative-index wrap-around compiled in
         counts[c] += 1
         x = np.float64(scores[i])
         if x < first_p[c]:
@@ -374,10 +374,10 @@ def add_digit(cells, codes, offset, remap, size, counts, lo, hi):
     out = cells[lo:hi]  # indices from 0 (see code_stats)
     part = codes[lo:hi]
     for i in range(out.shape[0]):
-        c = out[i] * size + remap[np.int64(part[i]) - offset]
+        c = out[i] * size + remap[np.uint64(np.int64(part[i]) - offset)]  # unsigned: no wrap-around compiled in
         out[i] = c
         if counting:
-            counts[c] += 1
+            counts[np.uint64(c)] += 1
 
 
 @kernel
