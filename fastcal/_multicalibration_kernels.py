@@ -138,11 +138,14 @@ def sort_rows(xs, qs, ws, a, b):
     if n < 2:
         return
     weighted = ws.shape[0] > 0
-    least = xs[a]
-    most = xs[a]
-    for i in range(a, b):
-        least = min(least, xs[i])
-        most = max(most, xs[i])
+    x_in = xs[a:b]
+    q_in = qs[a:b]
+    w_in = ws[a:b] if weighted else ws
+    least = x_in[0]
+    most = x_in[0]
+    for i in range(n):
+        least = min(least, x_in[i])
+        most = max(most, x_in[i])
     if least == most:
         return
     n_buckets = BUCKETS_PER_ROW * n + 1
@@ -155,7 +158,7 @@ def sort_rows(xs, qs, ws, a, b):
     bucket = np.empty(n, dtype=np.uint64)
     one = np.uint64(1)
     for i in range(n):
-        c = np.uint64(min((xs[a + i] - least) * scale, top))
+        c = np.uint64(min((x_in[i] - least) * scale, top))
         bucket[i] = c
         ends[c + one] += one
     big = np.empty(n // (SMALL_BUCKET + 1) + 1, dtype=np.int64)  # the buckets of more than SMALL_BUCKET rows
@@ -171,10 +174,10 @@ def sort_rows(xs, qs, ws, a, b):
     for i in range(n):  # ends[c]: the next free place of bucket c, then its end
         c = bucket[i]
         f = ends[c]
-        xt[f] = xs[a + i]
-        qt[f] = qs[a + i]
+        xt[f] = x_in[i]
+        qt[f] = q_in[i]
         if weighted:
-            wt[f] = ws[a + i]
+            wt[f] = w_in[i]
         ends[c] = f + one
     for g in range(n_big):
         j = big[g]
@@ -200,26 +203,26 @@ def sort_rows(xs, qs, ws, a, b):
         if not x < xt[i - 1]:
             continue
         q = qt[i]
-        t = i - 1
+        t = np.uint64(i)  # the place to fill, unsigned
         if weighted:
             wi = wt[i]
-            while t >= 0 and xt[t] > x:
-                xt[t + 1] = xt[t]
-                qt[t + 1] = qt[t]
-                wt[t + 1] = wt[t]
-                t -= 1
-            wt[t + 1] = wi
+            while t > 0 and xt[t - one] > x:
+                xt[t] = xt[t - one]
+                qt[t] = qt[t - one]
+                wt[t] = wt[t - one]
+                t -= one
+            wt[t] = wi
         else:
-            while t >= 0 and xt[t] > x:
-                xt[t + 1] = xt[t]
-                qt[t + 1] = qt[t]
-                t -= 1
-        xt[t + 1] = x
-        qt[t + 1] = q
-    xs[a:b] = xt
-    qs[a:b] = qt
+            while t > 0 and xt[t - one] > x:
+                xt[t] = xt[t - one]
+                qt[t] = qt[t - one]
+                t -= one
+        xt[t] = x
+        qt[t] = q
+    x_in[:] = xt
+    q_in[:] = qt
     if weighted:
-        ws[a:b] = wt
+        w_in[:] = wt
 
 
 @kernel
