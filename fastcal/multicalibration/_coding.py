@@ -100,9 +100,10 @@ def _coded(values, name, p):
     appearance along the rows sorted (stably) by ``p``.
 
     Integers (and short strings, as the integers of their bits) of a range
-    under 4 per row are their own codes, less their minimum: one pass counts
-    them (:func:`fastcal._multicalibration_kernels.code_stats`), no sort.
-    Other values are numbered by :func:`_factorize` first.
+    under 4 per row are their own codes, less their minimum: one pass for the
+    range (``int_range``) and one that counts them
+    (:func:`fastcal._multicalibration_kernels.code_stats`), both on fastcal's
+    threads, no sort. Other values are numbered by :func:`_factorize` first.
     """
     raw = values
     if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
@@ -262,6 +263,8 @@ def cell_numbers(features, n):
 
     Mixed-radix numbers of the values while they stay few (:attr:`Sizes.DENSE_CELLS` per row, per 2^14 rows at
     least), with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
+    One pass per feature on fastcal's threads (:func:`fastcal._multicalibration_kernels.add_digit`); the last
+    also counts the cells while they are few (under a sixteenth of the rows: a buffer per thread).
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = Sizes.DENSE_CELLS * max(n, 1 << 14)
