@@ -32,7 +32,7 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "group_report", "int_range", "kuiper_cdf",
+__all__ = ["KUIPER_SPLIT", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "FEW_EDGES", "group_report", "int_range", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "range_cell_sums", "range_extremes", "range_scatter",
            "SMALL_BUCKET", "sort_rows", "tied_range"]
 
@@ -345,27 +345,38 @@ def code_stats(codes, offset, p, k, lo, hi):
     return counts, first_p, first_row
 
 
+#: Edges up to which :func:`bin_numbers` counts the edges below a value (no branch) instead of a binary search.
+FEW_EDGES = 16
+
+
 @kernel
-def bin_numbers(x, edges, missing):
-    """The quantile bin of each ``x``: ``max(searchsorted(edges, x, side="left") - 1, 0)`` (the bins
-    ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, ``edges[0]`` the least ``x``), ``missing`` for NaN."""
-    out = np.empty(x.shape[0], dtype=np.int64)
+def bin_numbers(x, edges, missing, out, lo, hi):
+    """Rows ``lo..hi``: the quantile bin of each ``x`` into ``out``, ``max(searchsorted(edges, x, side="left") - 1,
+    0)`` (the bins ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, ``edges[0]`` the least ``x``),
+    ``missing`` for NaN. Up to :data:`FEW_EDGES` edges the edges below ``x`` are counted without a branch (a
+    binary search mispredicts one branch in two), past that a binary search."""
     m = edges.shape[0]
-    for i in range(x.shape[0]):
-        v = x[i]
+    part = x[lo:hi]  # indices from 0 (see code_stats)
+    bins = out[lo:hi]
+    for i in range(part.shape[0]):
+        v = part[i]
         if v != v:
-            out[i] = missing
+            bins[i] = missing
             continue
-        a = 0
-        b = m
-        while a < b:
-            mid = (a + b) >> 1
-            if edges[mid] < v:
-                a = mid + 1
-            else:
-                b = mid
-        out[i] = max(a - 1, 0)
-    return out
+        if m <= FEW_EDGES:
+            a = 0
+            for j in range(m):
+                a += edges[j] < v
+        else:
+            a = 0
+            b = m
+            while a < b:
+                mid = (a + b) >> 1
+                if edges[mid] < v:
+                    a = mid + 1
+                else:
+                    b = mid
+        bins[i] = max(a - 1, 0)
 
 
 @kernel

@@ -548,18 +548,22 @@ def test_sort_rows_is_a_stable_sort(kind, weighted):
 
 @pytest.mark.parametrize("n", [10, 1000, 50_000])
 def test_bin_numbers_against_searchsorted(n):
-    """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number."""
+    """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number;
+    with few edges (counted) and many (a binary search), on ranges of rows."""
     from fastcal import _multicalibration_kernels as _k
 
     rng = np.random.default_rng(n)
     for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(0, 7, n).astype(np.float64)):
         x[::17] = np.nan
-        for k in (2, 3, 5, 40):
+        for k in (2, 3, 5, 15, 16, 40):
             edges = np.unique(np.percentile(x[~np.isnan(x)], np.linspace(0, 100, k + 1)))
             expected = np.searchsorted(edges, x, side="left") - 1
             expected[x == edges[0]] = 0
             expected[np.isnan(x)] = edges.size
-            np.testing.assert_array_equal(_k.bin_numbers(x, edges, edges.size), expected)
+            bins = np.full(n, -7, dtype=np.int64)
+            for a, b in ((0, n // 3), (n // 3, n)):
+                _k.bin_numbers(x, edges, edges.size, bins, a, b)
+            np.testing.assert_array_equal(bins, expected)
 
 
 @pytest.mark.parametrize("kind", ["ties", "clusters", "tiny", "zeros"])

@@ -219,7 +219,8 @@ def numerical_codes(values, name, p, max_values):
     present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
     edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
     # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
-    bins = _k.bin_numbers(x, edges, edges.size)
+    bins = np.empty(x.shape[0], dtype=np.int64)
+    _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
     codes, offset, index, uniques, _, first = _coded(bins, name, p)
     labels = [float("nan") if u == edges.size else int(u) for u in uniques]
     return _by_appearance(codes, offset, index, labels, first)
