@@ -8,13 +8,14 @@ values kept per feature, depth 3, 64 segments). MCGrad's
 default ``precision_dtype="float32"`` (its usual use) and at "float64" (the
 precision fastcal always uses).
 
-``python -m benchmarks.compare_multicalibration [repeats]`` times the two
+``python -m benchmarks.compare_multicalibration [repeats] [case]`` times the two
 side by side instead, interleaved (fastcal, MCGrad, fastcal, MCGrad, ...),
 on four cases of 10^6 rows: the 3 categorical features with MCGrad at its
 defaults (``precision_dtype="float32"``: the issue's goal), the same with
 MCGrad at float64, with weights, and with a numerical feature too (MCGrad at
-float64); it prints the median of each, their ratio, each round's ratio and
-the load average. On a shared machine absolute times are noise: the
+float64) (``case``: only those whose name contains it, e.g. ``defaults``); it
+prints the median of each, their ratio, each round's ratio and the load
+average. On a shared machine absolute times are noise: the
 interleaved runs see the same load, and the ratio is the result.
 """
 
@@ -64,9 +65,9 @@ def rows(quick=False):
     yield Row(SUBJECT, "`multicalibration_error`, 3 categorical features, 64 segments", n, ours, peers)
 
 
-def side_by_side(repeat=3, n=10**6):
+def side_by_side(repeat=3, n=10**6, only=""):
     """``{case: (fastcal's median seconds, MCGrad's median seconds, each round's ratio)}``, the calls interleaved,
-    same arrays."""
+    same arrays; ``only``: the cases whose name contains it."""
     import pandas as pd
     from mcgrad import metrics as mcgrad
 
@@ -84,6 +85,8 @@ def side_by_side(repeat=3, n=10**6):
     }
     out = {}
     for name, (segments, weights, numerical, precision) in cases.items():
+        if only not in name:
+            continue
         small = {k: v[:1000] for k, v in segments.items()}
         fastcal.multicalibration_error(y[:1000], p[:1000], small, numerical=numerical,
                                        sample_weight=None if weights is None else weights[:1000])
@@ -108,6 +111,7 @@ if __name__ == "__main__":
     import os
 
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    for case, (ours, theirs, rounds) in side_by_side(int(sys.argv[1]) if len(sys.argv) > 1 else 3).items():
+    repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    for case, (ours, theirs, rounds) in side_by_side(repeat, only=sys.argv[2] if len(sys.argv) > 2 else "").items():
         print(f"{case}: fastcal {ours * 1e3:.1f} ms, MCGrad {theirs:.2f} s, ratio {theirs / ours:.0f}x "
               f"(rounds: {', '.join(f'{r:.0f}' for r in rounds)}; load {os.getloadavg()[0]:.2f})")
