@@ -110,13 +110,14 @@ def _coded(values, name, p):
         values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
     n = values.shape[0]
     if values.dtype.kind in "biu" and n:
+        values = np.ascontiguousarray(values)
         if values.dtype.kind in "iu":  # one pass for both, on fastcal's threads
-            parts = _parallel.parallel_for(_k.int_range, n, np.ascontiguousarray(values))
+            parts = _parallel.parallel_for(_k.int_range, n, values)
             lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
         else:
             lo, hi = int(values.min()), int(values.max())
         if hi - lo < 4 * n and hi < 2**63:
-            codes = np.ascontiguousarray(values)
+            codes = values
             counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
             present = np.flatnonzero(counts)
             index = np.zeros(hi - lo + 1, dtype=np.int64)
