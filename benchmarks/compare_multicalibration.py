@@ -8,12 +8,15 @@ values kept per feature, depth 3, 64 segments). MCGrad's
 default ``precision_dtype="float32"`` (its usual use) and at "float64" (the
 precision fastcal always uses).
 
-``python -m benchmarks.compare_multicalibration [repeats]`` times the two
+``python -m benchmarks.compare_multicalibration [repeats] [case]`` times the two
 side by side instead, interleaved (fastcal, MCGrad, fastcal, MCGrad, ...),
-on three data sets of 10^6 rows: the 3 categorical features, the same with
-weights, and with a numerical feature too (MCGrad at float64); it prints
-the median of each and their ratio. On a shared machine absolute times are
-noise: the interleaved runs see the same load, and the ratio is the result.
+on four cases of 10^6 rows: the 3 categorical features with MCGrad at its
+defaults (``precision_dtype="float32"``: the issue's goal), the same with
+MCGrad at float64, with weights, and with a numerical feature too (MCGrad at
+float64) (``case``: only those whose name contains it, e.g. ``defaults``); it
+prints the median of each, their ratio, each round's ratio and the load
+average. On a shared machine absolute times are noise: the
+interleaved runs see the same load, and the ratio is the result.
 """
 
 from __future__ import annotations
@@ -62,8 +65,9 @@ def rows(quick=False):
     yield Row(SUBJECT, "`multicalibration_error`, 3 categorical features, 64 segments", n, ours, peers)
 
 
-def side_by_side(repeat=3, n=10**6):
-    """``{case: (fastcal's median seconds, MCGrad's median seconds)}``, the calls interleaved, same arrays."""
+def side_by_side(repeat=3, n=10**6, only=""):
+    """``{case: (fastcal's median seconds, MCGrad's median seconds, each round's ratio)}``, the calls interleaved,
+    same arrays; ``only``: the cases whose name contains it."""
     import pandas as pd
     from mcgrad import metrics as mcgrad
 
@@ -74,12 +78,15 @@ def side_by_side(repeat=3, n=10**6):
     categorical = {"a": rng.integers(0, 5, n), "b": rng.choice(["x", "y", "z", "w"], n), "c": rng.integers(0, 10, n)}
     w = rng.uniform(0.2, 3.0, n)
     cases = {
-        "3 categorical": (categorical, None, []),
-        "3 categorical, weights": (categorical, w, []),
-        "3 categorical + 1 numerical": ({**categorical, "x": rng.normal(size=n)}, None, ["x"]),
+        "3 categorical, MCGrad defaults (float32)": (categorical, None, [], "float32"),
+        "3 categorical": (categorical, None, [], "float64"),
+        "3 categorical, weights": (categorical, w, [], "float64"),
+        "3 categorical + 1 numerical": ({**categorical, "x": rng.normal(size=n)}, None, ["x"], "float64"),
     }
     out = {}
-    for name, (segments, weights, numerical) in cases.items():
+    for name, (segments, weights, numerical, precision) in cases.items():
+        if only not in name:
+            continue
         small = {k: v[:1000] for k, v in segments.items()}
         fastcal.multicalibration_error(y[:1000], p[:1000], small, numerical=numerical,
                                        sample_weight=None if weights is None else weights[:1000])
@@ -94,12 +101,17 @@ def side_by_side(repeat=3, n=10**6):
                 warnings.simplefilter("ignore")
                 t0 = time.perf_counter()
                 mcgrad.MulticalibrationError(df, "y", "p", None if weights is None else "w", names,
-                                             numerical or None, precision_dtype="float64").mce_sigma
+                                             numerical or None, precision_dtype=precision).mce_sigma
                 theirs.append(time.perf_counter() - t0)
-        out[name] = (float(np.median(ours)), float(np.median(theirs)))
+        out[name] = (float(np.median(ours)), float(np.median(theirs)), [b / a for a, b in zip(ours, theirs)])
     return out
 
 
 if __name__ == "__main__":
-    for case, (ours, theirs) in side_by_side(int(sys.argv[1]) if len(sys.argv) > 1 else 3).items():
-        print(f"{case}: fastcal {ours:.3f} s, MCGrad {theirs:.2f} s, ratio {theirs / ours:.0f}x")
+    import os
+
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
+    repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    for case, (ours, theirs, rounds) in side_by_side(repeat, only=sys.argv[2] if len(sys.argv) > 2 else "").items():
+        print(f"{case}: fastcal {ours * 1e3:.1f} ms, MCGrad {theirs:.2f} s, ratio {theirs / ours:.0f}x "
+              f"(rounds: {', '.join(f'{r:.0f}' for r in rounds)}; load {os.getloadavg()[0]:.2f})")

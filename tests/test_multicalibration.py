@@ -424,6 +424,93 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
 
 
+def test_multicalibration_values_merged_over_tasks(monkeypatch):
+    """Each feature's least and greatest values, value counts and first appearances are merged over tasks
+    exactly: in 47 tasks of rows the segments (values, their order, rows) are those of one task, with collapsed
+    values whose counts tie (the first to appear kept) and tied scores (first appearance by row number); and
+    each segment's rows are those of its values."""
+    from fastcal import _parallel
+
+    rng = np.random.default_rng(16)
+    n = 3000
+    p = np.round(rng.uniform(size=n), 2)
+    y = (rng.uniform(size=n) < p).astype(np.uint8)
+    segments = {"i": np.repeat(np.arange(-4, 8), n // 12)[rng.permutation(n)],  # 12 values of equal counts
+                "s": rng.choice(["u", "v", "w", "x", "z"], n, p=[0.3, 0.3, 0.2, 0.1, 0.1]),
+                "o": rng.choice(np.array(["aa", None, "bbb", 7], dtype=object), n)}
+    kwargs = dict(max_values_per_segment_feature=4, min_samples_per_segment=1)
+    one = multicalibration_error(y, p, segments, **kwargs)
+    monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 8)
+    monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 6)
+    many = multicalibration_error(y, p, segments, **kwargs)
+    assert many.segment_values == one.segment_values
+    np.testing.assert_array_equal(many.segment_n, one.segment_n)
+    kept = {name: [v[name] for v in one.segment_values if list(v) == [name]] for name in segments}
+    assert len(kept["i"]) == 4 and -5 in kept["i"]  # 3 of the 12 tied values kept, the rest collapsed to min - 1
+    assert "__OTHER" in kept["s"] and "__NA" in kept["o"]
+    for values, count in zip(one.segment_values, one.segment_n):
+        mask = np.ones(n, dtype=bool)
+        for name, v in values.items():
+            column = segments[name]
+            if v in ("__OTHER", -5):  # the collapsed values: none of the others kept
+                mask &= ~np.isin(column, [u for u in kept[name] if u != v])
+            elif v == "__NA":
+                mask &= np.array([c is None for c in column])
+            else:
+                mask &= np.array([c == v for c in column]) if column.dtype == object else column == v
+        assert count == mask.sum()
+
+
+def test_multicalibration_unit_weights_are_no_weights(monkeypatch):
+    """Without weights the cells' rows and positives are counted as integers: the same bits as weights of one,
+    summed in float64 (mce_relative reads the positives), in one task and in many."""
+    y, p, _, segments = _segment_data(4000, seed=17)
+    ones = np.ones_like(p)
+    assert multicalibration_error(y, p, segments, numerical=["c"]) == multicalibration_error(
+        y, p, segments, numerical=["c"], sample_weight=ones)
+    _chunked(monkeypatch)
+    assert multicalibration_error(y, p, segments, numerical=["c"]) == multicalibration_error(
+        y, p, segments, numerical=["c"], sample_weight=ones)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint32, np.int8])
+def test_coding_kernels_against_numpy(dtype):
+    """``int_range``, ``code_stats`` and ``add_digit`` on ranges of rows, merged as their callers merge them,
+    against NumPy: min and max, ``bincount``, the first row of each code along a stable argsort of ``p``, and the
+    mixed-radix numbers with their ``bincount``."""
+    from fastcal import _multicalibration_kernels as _k
+
+    rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
+    n, k = 5000, 7
+    codes = (rng.integers(0, k, n) + 3).astype(dtype)
+    p = np.round(rng.uniform(size=n), 2)
+    cuts = [0, 1, 1200, 2500, n]  # an empty range and a one-row range too
+    ranges = [_k.int_range(codes, a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    assert (min(r[0] for r in ranges), max(r[1] for r in ranges)) == (codes.min(), codes.max())
+
+    parts = [_k.code_stats(codes, 3, p, k, a, b) for a, b in zip(cuts[:-1], cuts[1:])]
+    counts = np.sum([c for c, _, _ in parts], axis=0)
+    first = [min((fp[c], fr[c]) for _, fp, fr in parts) for c in range(k)]
+    np.testing.assert_array_equal(counts, np.bincount(codes.astype(np.int64) - 3, minlength=k))
+    order = np.argsort(p, kind="stable")
+    for c in range(k):
+        row = order[np.flatnonzero(codes[order] == c + 3)[0]]
+        assert first[c] == (p[row], row)
+
+    cells = rng.integers(0, 5, n).astype(np.int32)
+    remap = rng.permutation(k)
+    expected = cells * k + remap[codes.astype(np.int64) - 3]
+    total = np.zeros(5 * k, dtype=np.int64)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        counted = np.zeros(5 * k, dtype=np.int64)
+        _k.add_digit(cells, codes, 3, remap, k, counted, a, b)
+        total += counted
+    np.testing.assert_array_equal(cells, expected)
+    np.testing.assert_array_equal(total, np.bincount(expected, minlength=5 * k))
+    _k.add_digit(cells, codes, 3, remap, k, np.zeros(0, dtype=np.int64), 0, n)  # no counts
+    np.testing.assert_array_equal(cells, expected * k + remap[codes.astype(np.int64) - 3])
+
+
 def _scores(kind, n, rng):
     if kind == "uniform":
         return rng.uniform(size=n)
@@ -461,18 +548,22 @@ def test_sort_rows_is_a_stable_sort(kind, weighted):
 
 @pytest.mark.parametrize("n", [10, 1000, 50_000])
 def test_bin_numbers_against_searchsorted(n):
-    """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number."""
+    """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number;
+    with few edges (counted) and many (a binary search), on ranges of rows."""
     from fastcal import _multicalibration_kernels as _k
 
     rng = np.random.default_rng(n)
     for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(0, 7, n).astype(np.float64)):
         x[::17] = np.nan
-        for k in (2, 3, 5, 40):
+        for k in (2, 3, 5, 15, 16, 40):
             edges = np.unique(np.percentile(x[~np.isnan(x)], np.linspace(0, 100, k + 1)))
             expected = np.searchsorted(edges, x, side="left") - 1
             expected[x == edges[0]] = 0
             expected[np.isnan(x)] = edges.size
-            np.testing.assert_array_equal(_k.bin_numbers(x, edges, edges.size), expected)
+            bins = np.full(n, -7, dtype=np.int64)
+            for a, b in ((0, n // 3), (n // 3, n)):
+                _k.bin_numbers(x, edges, edges.size, bins, a, b)
+            np.testing.assert_array_equal(bins, expected)
 
 
 @pytest.mark.parametrize("kind", ["ties", "clusters", "tiny", "zeros"])

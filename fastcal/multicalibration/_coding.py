@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _multicalibration_kernels as _k
+from .. import _parallel
 from .._validation import as_float_array, column_or_1d
 
 if TYPE_CHECKING:
@@ -99,19 +100,25 @@ def _coded(values, name, p):
     appearance along the rows sorted (stably) by ``p``.
 
     Integers (and short strings, as the integers of their bits) of a range
-    under 4 per row are their own codes, less their minimum: one pass counts
-    them (:func:`fastcal._multicalibration_kernels.code_stats`), no sort.
-    Other values are numbered by :func:`_factorize` first.
+    under 4 per row are their own codes, less their minimum: one pass for the
+    range (``int_range``) and one that counts them
+    (:func:`fastcal._multicalibration_kernels.code_stats`), both on fastcal's
+    threads, no sort. Other values are numbered by :func:`_factorize` first.
     """
     raw = values
     if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
         values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
     n = values.shape[0]
     if values.dtype.kind in "biu" and n:
-        lo, hi = int(values.min()), int(values.max())
+        values = np.ascontiguousarray(values)
+        if values.dtype.kind in "iu":  # one pass for both, on fastcal's threads
+            parts = _parallel.parallel_for(_k.int_range, n, values)
+            lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
+        else:
+            lo, hi = int(values.min()), int(values.max())
         if hi - lo < 4 * n and hi < 2**63:
-            codes = np.ascontiguousarray(values)
-            counts, first_p, first_row = _k.code_stats(codes, lo, p, hi - lo + 1)
+            codes = values
+            counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
             present = np.flatnonzero(counts)
             index = np.zeros(hi - lo + 1, dtype=np.int64)
             index[present] = np.arange(present.size)
@@ -124,8 +131,22 @@ def _coded(values, name, p):
             return codes, lo, index, uniques, counts[present], _rank(first_p[present], first_row[present])
     codes, uniques = _factorize(raw, name)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
-    counts, first_p, first_row = _k.code_stats(codes, 0, p, len(uniques))
+    counts, first_p, first_row = _code_stats(codes, 0, p, len(uniques))
     return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
+
+
+def _code_stats(codes, offset, p, k):
+    """``(counts, first_p, first_row)`` of :func:`fastcal._multicalibration_kernels.code_stats` over all rows, from
+    its results on the tasks of :func:`fastcal._parallel.parallel_for` (exact: the counts added, the least
+    ``(p, row)`` taken, the first task's on equal ``p``, whose rows come first)."""
+    parts = _parallel.parallel_for(_k.code_stats, codes.shape[0], codes, offset, p, k)
+    if len(parts) == 1:
+        return parts[0]
+    counts = np.sum([c for c, _, _ in parts], axis=0)
+    first_p = np.stack([f for _, f, _ in parts])
+    best = np.argmin(first_p, axis=0)  # the first task holding the least p
+    columns = np.arange(k)
+    return counts, first_p[best, columns], np.stack([r for _, _, r in parts])[best, columns]
 
 
 def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
@@ -199,7 +220,8 @@ def numerical_codes(values, name, p, max_values):
     present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
     edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
     # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
-    bins = _k.bin_numbers(x, edges, edges.size)
+    bins = np.empty(x.shape[0], dtype=np.int64)
+    _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
     codes, offset, index, uniques, _, first = _coded(bins, name, p)
     labels = [float("nan") if u == edges.size else int(u) for u in uniques]
     return _by_appearance(codes, offset, index, labels, first)
@@ -243,24 +265,32 @@ def cell_numbers(features, n):
 
     Mixed-radix numbers of the values while they stay few (:attr:`Sizes.DENSE_CELLS` per row, per 2^14 rows at
     least), with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
+    One pass per feature on fastcal's threads (:func:`fastcal._multicalibration_kernels.add_digit`); the last
+    also counts the cells while they are few (under a sixteenth of the rows: a buffer per thread).
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = Sizes.DENSE_CELLS * max(n, 1 << 14)
     kind = cell_type(dense)
     cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False
-    for (_, codes, offset, remap, _), size in zip(features, sizes):
+    counts = None
+    for f, ((_, codes, offset, remap, _), size) in enumerate(zip(features, sizes)):
         if span * size > dense:
             uniques, inverse = np.unique(cells, return_inverse=True)
             cells, span, compacted = inverse.astype(kind).reshape(-1), uniques.size, True
-        _k.add_digit(cells, codes, offset, remap, size)
         span *= size
+        if f == len(features) - 1 and not compacted and span <= max(n >> 4, 1 << 10):
+            # the last digit counts the cells (a buffer per thread, so only while they are few)
+            counts = np.sum(_parallel.parallel_accumulate(_k.add_digit, n, cells, codes, offset, remap, size,
+                                                          buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
+        else:
+            _parallel.parallel_for(_k.add_digit, n, cells, codes, offset, remap, size, np.zeros(0, dtype=np.int64))
     if not compacted:
         digits = np.empty((span, len(features)), dtype=np.int64)
         place = np.arange(span)
         for f in range(len(features) - 1, -1, -1):
             place, digits[:, f] = np.divmod(place, sizes[f])
-        return cells, digits, np.bincount(cells, minlength=span)
+        return cells, digits, np.bincount(cells, minlength=span) if counts is None else counts
     uniques, first, inverse, counts = np.unique(cells, return_index=True, return_inverse=True, return_counts=True)
     digits = np.empty((uniques.size, len(features)), dtype=np.int64)
     for f, (_, codes, offset, remap, _) in enumerate(features):
