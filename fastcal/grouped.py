@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _grouped_kernels as _gk
 from . import _isotonic_kernels as _ik
-from . import _multicalibration_kernels as _k
+from . import _segment_coding_kernels as _k
 from . import _binning, _parallel
 from ._base import BaseCalibrator, check_is_fitted
 from ._pav_engine import chunk_count, resolution

@@ -478,7 +478,7 @@ def test_coding_kernels_against_numpy(dtype):
     """``int_range``, ``code_stats`` and ``add_digit`` on ranges of rows, merged as their callers merge them,
     against NumPy: min and max, ``bincount``, the first row of each code along a stable argsort of ``p``, and the
     mixed-radix numbers with their ``bincount``."""
-    from fastcal import _multicalibration_kernels as _k
+    from fastcal import _segment_coding_kernels as _k
 
     rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
     n, k = 5000, 7
@@ -550,7 +550,7 @@ def test_sort_rows_is_a_stable_sort(kind, weighted):
 def test_bin_numbers_against_searchsorted(n):
     """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number;
     with few edges (counted) and many (a binary search), on ranges of rows."""
-    from fastcal import _multicalibration_kernels as _k
+    from fastcal import _segment_coding_kernels as _k
 
     rng = np.random.default_rng(n)
     for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(0, 7, n).astype(np.float64)):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _multicalibration_kernels as _k
+from .. import _segment_coding_kernels as _k
 from .. import _parallel
 from .._validation import as_float_array, column_or_1d
 
@@ -102,7 +102,7 @@ def _coded(values, name, p):
     Integers (and short strings, as the integers of their bits) of a range
     under 4 per row are their own codes, less their minimum: one pass for the
     range (``int_range``) and one that counts them
-    (:func:`fastcal._multicalibration_kernels.code_stats`), both on fastcal's
+    (:func:`fastcal._segment_coding_kernels.code_stats`), both on fastcal's
     threads, no sort. Other values are numbered by :func:`_factorize` first.
     """
     raw = values
@@ -136,7 +136,7 @@ def _coded(values, name, p):
 
 
 def _code_stats(codes, offset, p, k):
-    """``(counts, first_p, first_row)`` of :func:`fastcal._multicalibration_kernels.code_stats` over all rows, from
+    """``(counts, first_p, first_row)`` of :func:`fastcal._segment_coding_kernels.code_stats` over all rows, from
     its results on the tasks of :func:`fastcal._parallel.parallel_for` (exact: the counts added, the least
     ``(p, row)`` taken, the first task's on equal ``p``, whose rows come first)."""
     parts = _parallel.parallel_for(_k.code_stats, codes.shape[0], codes, offset, p, k)
@@ -265,7 +265,7 @@ def cell_numbers(features, n):
 
     Mixed-radix numbers of the values while they stay few (:attr:`Sizes.DENSE_CELLS` per row, per 2^14 rows at
     least), with a cell for every combination, seen or not; past that, the cells seen, numbered by ``np.unique``.
-    One pass per feature on fastcal's threads (:func:`fastcal._multicalibration_kernels.add_digit`); the last
+    One pass per feature on fastcal's threads (:func:`fastcal._segment_coding_kernels.add_digit`); the last
     also counts the cells while they are few (under a sixteenth of the rows: a buffer per thread).
     """
     sizes = [len(labels) for _, _, _, _, labels in features]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _multicalibration_kernels as _k
+from .. import _segment_coding_kernels as _coding_k
 from .._parallel import parallel_for
 from .._results import Result
 from .._sort import argsort
@@ -119,7 +120,7 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     codes, uniques = group_codes(g, "groups")
     k = len(uniques)
     order = argsort(p)
-    perm, starts = _k.counting_order(np.take(codes, order), k)
+    perm, starts = _coding_k.counting_order(np.take(codes, order), k)
     rows = np.take(order, perm)
     del order, perm
     ps, ys = np.take(p, rows), np.take(y, rows)
