@@ -440,3 +440,31 @@ def beta_predict(p, eps, one_minus_eps, a, b, c, out, lo, hi):
         d = 1.0 / (1.0 + e)
         out[i] = d if eta >= 0.0 else e * d
     return bad
+
+
+# ---------------------------------------------------------------------------
+# Many fits at once (fastcal.platt.fit_groups): the passes above, block by block, each block with its own fit's
+# parameters. The blocks of a fit are its own fit's chunks (CHUNK rows from its first row), so that its sums,
+# merged in block order, are those of its own passes bit for bit.
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def prep_blocks(s, y, w, block_lo, block_hi, ibuf, fbuf, lo, hi):
+    """:func:`_prep_chunk` of rows ``block_lo[j] .. block_hi[j] - 1`` into ``ibuf[j], fbuf[j]``, for the blocks
+    ``lo <= j < hi``."""
+    for j in range(lo, hi):
+        _prep_chunk(s, y, w, block_lo[j], block_hi[j], ibuf[j], fbuf[j])
+
+
+@kernel
+def newton_blocks(s, y, w, block_lo, block_hi, block_fit, active, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                  buf, lo, hi):
+    """:func:`_newton_chunk` (without the objective) of rows ``block_lo[j] .. block_hi[j] - 1`` into ``buf[j]``,
+    at the parameters of its fit ``f = block_fit[j]`` (``center[f]``, ``a[f]``, ...), for the blocks
+    ``lo <= j < hi`` of the fits with ``active[f]``; the others' rows of ``buf`` are left as they are."""
+    for j in range(lo, hi):
+        f = block_fit[j]
+        if active[f]:
+            _newton_chunk(s, y, w, center[f], scale[f], a[f], b[f], tpos[f], tnpos[f], tneg[f], tnneg[f], None,
+                          block_lo[j], block_hi[j], buf[j])

@@ -63,6 +63,8 @@ from .platt import PlattScaling
 from .platt import check_max_iter as check_platt_max_iter
 from .platt import check_tol as check_platt_tol
 from .platt import fit_arrays as platt_fit_arrays
+from .platt import fit_groups as platt_fit_groups
+from .platt import fitted_estimators as platt_estimators
 from .platt import fitted_estimator as platt_estimator
 from .venn_abers import VennAbers
 
@@ -348,6 +350,37 @@ def _group_fit(template, s, yv, weights):
     return fit_one, x, labels, w
 
 
+def _fit_platt_groups(template, s, y, w, starts, fitted, positions, models):
+    """Fit a ``PlattScaling`` like ``template`` on the rows of each group ``fitted[i]`` (``i`` in ``positions``) of
+    the validated rows ``s``, ``y``, ``w`` ordered by group (group ``g``: rows ``starts[g]:starts[g + 1]``), all
+    at once (:func:`fastcal.platt.fit_groups`: each group's own Newton iterations, in lockstep, the bits of its
+    own fit); set ``models[i]``; return the positions left to the calibrator's own fit (see there).
+
+    Each group's weights are first rescaled by its own power of two, as its own fit rescales them
+    (:func:`_rescale_by_group`).
+    """
+    params = template.get_params()
+    max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
+    positions = np.asarray(positions, dtype=np.int64)
+    groups = fitted[positions]
+    sizes = np.diff(starts)
+    lo, hi = starts[groups], starts[groups + 1]
+    exponent = None
+    if w is not None:
+        nonempty = np.flatnonzero(sizes)
+        wmax = np.zeros(sizes.size)
+        wmax[nonempty] = np.maximum.reduceat(w, starts[nonempty])
+        rows_group = np.repeat(np.arange(sizes.size), sizes)
+        exponent, w = _rescale_by_group(w, rows_group, groups, sizes.size, wmax[groups])
+        exponent = exponent[groups]
+    a, b, n_iter, done = platt_fit_groups(s, y, w, lo, hi, exponent, max_iter, tol)
+    ok = np.flatnonzero(done)
+    for i, est in zip(positions[ok].tolist(), platt_estimators(a[ok], b[ok], n_iter[ok], params["max_iter"],
+                                                                params["tol"])):
+        models[i] = est
+    return positions[~done]
+
+
 def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=None):
     """The fits of clones of ``calibrator`` on the rows of each group ``fitted[i]`` (internal API of
     :class:`GroupedCalibrator` and of the engine's :func:`fastcal._engine.grouped.fit_grouped`).
@@ -362,19 +395,22 @@ def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=
     batched = _batched_fit(calibrator)
     if batched is not None and fitted.size:
         generic = batched(calibrator, scores, y, sample_weight, codes, sizes, fitted, models)
-    if len(generic):
-        fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
-        s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+    if not len(generic):
+        return models
+    fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
+    s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+    if type(calibrator) is PlattScaling:
+        generic = _fit_platt_groups(calibrator, s_sorted, y_sorted, w_sorted, starts, fitted, generic, models)
 
-        def fit_groups(positions):
-            for i in positions:
-                a, b = starts[fitted[i]], starts[fitted[i] + 1]
-                weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
+    def fit_groups(positions):
+        for i in positions:
+            a, b = starts[fitted[i]], starts[fitted[i] + 1]
+            weight = w_sorted[a:b] if w_sorted is not None else sample_weight
+            models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
 
-        generic = np.asarray(generic, dtype=np.int64)
-        tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
-        _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
+    generic = np.asarray(generic, dtype=np.int64)
+    tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
+    _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
     return models
 
 

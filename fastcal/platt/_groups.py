@@ -1,0 +1,180 @@
+r"""Platt scaling of many groups of rows at once, each group's fit the one :func:`fit_arrays` makes on its rows.
+
+:func:`fit_groups` runs the Newton iterations of :func:`fastcal._newton.minimize` for every group in lockstep:
+one parallel pass over the rows per iteration
+(:func:`fastcal._platt_kernels.newton_blocks`) gives every unconverged group's sums, each group's in its own
+fit's chunks and merge order, and each group stops by its own rule (:math:`\lambda^2 \le tol\, W`). The
+per-group steps are the driver's arithmetic, operation for operation, on arrays of groups (IEEE operations,
+``math.exp`` and ``math.log`` where the driver calls them), so each group's ``(a, b, n_iter)`` has the bits of
+its own fit. Only the driver's common path is run here: a group whose fit leaves it (a Hessian that is not
+positive definite, a step that fails the gradient test of the line search, ``max_iter`` reached, a warm start
+from :data:`WARM_START_MIN` rows on, degenerate weights) is reported as not done, for its caller to fit it
+by :func:`fit_arrays`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _newton
+from .. import _platt_kernels as _k
+from .._parallel import parallel_for
+from ._model import WARM_START_MIN
+from ._scaling import PlattScaling
+
+#: The bits of an order key (:func:`fastcal._math_kernels.order_key`) flipped for negative numbers.
+_MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def _keys_to_floats(keys):
+    """:func:`fastcal._math_kernels.key_to_float` of an array of keys (the map is its own inverse)."""
+    keys = np.asarray(keys, dtype=np.int64)
+    return (keys ^ ((keys >> 63) & _MAGNITUDE)).view(np.float64)
+
+
+def _merge_blocks(buf, first, count):
+    """Each fit's rows of ``buf`` (blocks ``first[f] .. first[f] + count[f] - 1``) added in block order from the
+    first, then +0.0: :func:`fastcal._chunked.merge_in_order` of each fit's chunks."""
+    out = buf[first].astype(np.float64)
+    for k in range(1, int(count.max(initial=1))):
+        more = np.flatnonzero(count > k)
+        out[more] += buf[first[more] + k]
+    return out + 0.0
+
+
+def fit_groups(s, y, w, lo, hi, exponent, max_iter, tol):
+    r"""Platt scaling of the rows ``lo[f]:hi[f]`` of ``s``, ``y``, ``w`` for each fit ``f``, as :func:`fit_arrays`
+    fits them alone.
+
+    ``s``, ``y``: validated rows (finite scores, 0/1 labels); ``w``: None, or the weights, each fit's rows
+    already rescaled by its own power of two ``2**-exponent[f]`` (:func:`fastcal._validation.rescale_weights`,
+    which each fit applies first; ``exponent`` None without weights); ``max_iter`` and ``tol`` checked.
+
+    Returns ``(a, b, n_iter, done)``, arrays over the fits. Where ``done`` is False the fit is left to
+    :func:`fit_arrays` (it takes a path of :func:`fastcal._newton.minimize` not run here, or it raises or
+    warns) and ``a``, ``b``, ``n_iter`` are meaningless; a done fit converged.
+    """
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    if not lo.size:
+        return np.empty(0), np.empty(0), np.empty(0, dtype=np.int64), np.empty(0, dtype=bool)
+    return _fit(s, y, w, lo, hi, None if exponent is None else np.asarray(exponent, dtype=np.int64), max_iter, tol)
+
+
+def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
+    n_fits = lo.size
+    size = hi - lo
+    count = np.maximum(1, -(-size // _k.CHUNK))  # each fit's chunks (fastcal._chunked.n_chunks)
+    first = np.zeros(n_fits, dtype=np.int64)
+    np.cumsum(count[:-1], out=first[1:])
+    block_fit = np.repeat(np.arange(n_fits, dtype=np.int64), count)
+    block_lo = lo[block_fit] + (np.arange(block_fit.size) - first[block_fit]) * _k.CHUNK
+    block_hi = np.minimum(block_lo + _k.CHUNK, hi[block_fit])
+    blocks, rows = block_fit.size, int(size.sum())
+
+    # fit_passes: the preparation sums, the class weights, Platt's targets and start.
+    ibuf = np.empty((blocks, _k.N_PREP_INT), dtype=np.int64)
+    fbuf = np.empty((blocks, _k.N_PREP_FLOAT), dtype=np.float64)
+    parallel_for(_k.prep_blocks, blocks, s, y, w, block_lo, block_hi, ibuf, fbuf, rows=rows)
+    npos = np.add.reduceat(ibuf[:, 2], first)
+    lo_all = _keys_to_floats(np.minimum.reduceat(ibuf[:, 5], first))
+    hi_all = _keys_to_floats(np.maximum.reduceat(ibuf[:, 6], first))
+    constant = _keys_to_floats(np.minimum.reduceat(ibuf[:, 3], first)) == _keys_to_floats(
+        np.maximum.reduceat(ibuf[:, 4], first))
+    if w is None:
+        wpos, wneg = npos.astype(np.float64), (size - npos).astype(np.float64)
+    else:
+        wpos, wneg = _merge_blocks(fbuf, first, count).T
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = wpos + wneg
+        if exponent is not None:
+            wpos, wneg = np.ldexp(wpos, exponent), np.ldexp(wneg, exponent)
+        done = np.isfinite(total) & np.isfinite(wpos + wneg) & (size < WARM_START_MIN) & (total > 0.0)
+        tpos, tnpos = (wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0)
+        tneg, tnneg = 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0)
+        b0 = np.array([math.log(v) if v > 0.0 else math.nan for v in ((wneg + 1.0) / (wpos + 1.0)).tolist()])
+    a, b = np.zeros(n_fits), b0.copy()  # one class: a = 0 and b0
+    n_iter = np.zeros(n_fits, dtype=np.int64)
+    one_class = done & ((wpos == 0.0) | (wneg == 0.0))
+    flat = done & ~one_class & constant  # constant scores: a = 0, p the weighted mean target
+    for f in np.flatnonzero(flat).tolist():
+        mean_t = wpos[f] * tpos[f] + wneg[f] * tneg[f]
+        mean_1mt = wpos[f] * tnpos[f] + wneg[f] * tnneg[f]
+        b[f] = math.log(float(mean_1mt) / float(mean_t))
+    active = done & ~one_class & ~flat
+
+    # center_and_scale of each fit's score range, then Newton from to_internal(0, b0).
+    center = 0.5 * lo_all + 0.5 * hi_all
+    half = 0.5 * hi_all - 0.5 * lo_all
+    wide = half > 0.0
+    scale = np.where(wide, np.ldexp(1.0, -np.clip(np.frexp(half)[1], -1000, 1024)), 1.0)
+    xmax = np.where(wide, half * scale * (1.0 + 1e-15), 0.0)
+    a[active] = 0.0 / scale[active]
+    b[active] = b0[active] + 0.0 * center[active]
+    st = np.zeros((n_fits, _k.N_STATS))
+    buf = np.zeros((blocks, _k.N_STATS))
+
+    def run_pass(ta, tb, which):
+        parallel_for(_k.newton_blocks, blocks, s, y, w, block_lo, block_hi, block_fit, which, center, scale, ta, tb,
+                     tpos, tnpos, tneg, tnneg, buf, rows=rows)
+        idx = np.flatnonzero(which)
+        st[idx] = _merge_blocks(buf, first[idx], count[idx])
+
+    run_pass(a, b, active)
+    ridge, armijo = 1.0 + _newton.RIDGE, _newton.ARMIJO
+    iteration = 0
+    while active.any():
+        idx = np.flatnonzero(active)
+        g0, g1, haa, hab, hbb = st[idx, 1], st[idx, 2], st[idx, 3], st[idx, 4], st[idx, 5]
+        # direction: the closed-form 2x2 solve with the ridge, the decrement and the bound M on the step
+        p, q, r = haa * ridge, hab, hbb * ridge
+        with np.errstate(all="ignore"):
+            det = p * r - q * q
+            spd = (p > 0.0) & (r > 0.0) & (det > 0.0) & np.isfinite(det)
+            d0, d1 = -(r * g0 - q * g1) / det, -(p * g1 - q * g0) / det
+            lam2 = (0.0 - g0 * d0) - g1 * d1
+            M = (0.0 + np.abs(d0) * xmax[idx]) + np.abs(d1) * 1.0
+            ok = spd & np.isfinite(lam2) & np.isfinite(M)
+            stop = ok & (lam2 <= tol * total[idx])
+        last = stop & (iteration < max_iter) & (0.0 < lam2) & (M <= _newton.SAFE_STEP)
+        a[idx[last]] += 1.0 * d0[last]
+        b[idx[last]] += 1.0 * d1[last]
+        n_iter[idx] = iteration + last
+        step = ok & ~stop & (iteration < max_iter)
+        done[idx[~(stop | step)]] = False  # a gradient step, not finite, or max_iter: the fit's own path
+        active[idx[~step]] = False
+        if not step.any():
+            break
+        idx, d0, d1, lam2, M = idx[step], d0[step], d1[step], lam2[step], M[step]
+        ta, tb = a.copy(), b.copy()
+        ta[idx] = a[idx] + 1.0 * d0
+        tb[idx] = b[idx] + 1.0 * d1
+        certified = np.array([m < 1.0 and 0.5 * 1.0 * math.exp(m) <= 1.0 - armijo for m in M.tolist()], dtype=bool)
+        run_pass(ta, tb, active)
+        slope = (0.0 + st[idx, 1] * d0) + st[idx, 2] * d1
+        accepted = certified | (slope <= -armijo * lam2)
+        done[idx[~accepted]] = False  # the line search backtracks: the fit's own path
+        active[idx[~accepted]] = False
+        a[idx], b[idx] = ta[idx], tb[idx]
+        iteration += 1
+
+    # to_public, and the fit's check that the slope fits in a float64.
+    solved = one_class | flat  # the start point or the closed form, in the public coordinates already
+    with np.errstate(all="ignore"):
+        a_pub = np.where(solved, a, a * scale)
+        b_pub = np.where(solved, b, b - a_pub * center)
+    done &= np.isfinite(a_pub) & np.isfinite(b_pub)
+    return a_pub, b_pub, n_iter, done
+
+
+def fitted_estimators(a, b, n_iter, max_iter, tol):
+    """Fitted :class:`PlattScaling` models (parameters ``max_iter``, ``tol``) of converged fits with parameters
+    ``a[f]``, ``b[f]`` and ``n_iter[f]`` iterations: what :func:`fitted_estimator` makes of each."""
+    params = PlattScaling(max_iter=max_iter, tol=tol).__dict__
+    models = []
+    for af, bf, nf in zip(a.tolist(), b.tolist(), n_iter.tolist()):
+        est = PlattScaling.__new__(PlattScaling)
+        est.__dict__.update(params, a_=af, b_=bf, n_iter_=nf, converged_=True)
+        models.append(est)
+    return models
