@@ -40,6 +40,8 @@ elimination, so the common case carries neither a weight load nor a log.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._jit import kernel
@@ -424,6 +426,34 @@ def beta_pass(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_loss
         start = c * CHUNK
         _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_loss,
                     start, min(start + CHUNK, n), buf[c])
+
+
+@kernel
+def _beta_logit_gap(a, b, c, t):
+    """a log m - b log(1 - m) + c at m = 1 / (1 + exp(-t)), from log m = -(max(-t, 0) + log1p(exp(-|t|))) and
+    log(1 - m) = -(max(t, 0) + log1p(exp(-|t|))) (libm's exp and log1p, as Python's math module calls them)."""
+    tail = math.log1p(math.exp(-abs(t)))
+    return -a * (max(-t, 0.0) + tail) + b * (max(t, 0.0) + tail) + c
+
+
+@kernel
+def beta_midpoint(a, b, c):
+    """The root m in (0, 1) of a log m - b log(1 - m) + c for a, b >= 0 (not both 0): bisection on logit m over
+    [-800, 800], 128 halvings (1600 / 2**128: far below the resolution of m); 0 or 1 where the expression has no
+    root, at the end of [0, 1] where it is smallest in magnitude (see :func:`fastcal.beta.midpoint`)."""
+    lo, hi = -800.0, 800.0
+    if _beta_logit_gap(a, b, c, lo) >= 0.0:
+        return 0.0
+    if _beta_logit_gap(a, b, c, hi) <= 0.0:
+        return 1.0
+    for _ in range(128):
+        mid = 0.5 * (lo + hi)
+        if _beta_logit_gap(a, b, c, mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    t = 0.5 * (lo + hi)
+    return 1.0 / (1.0 + math.exp(-t))
 
 
 @kernel
