@@ -95,7 +95,6 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
         tneg, tnneg = 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0)
         b0 = np.array([math.log(v) if v > 0.0 else math.nan for v in ((wneg + 1.0) / (wpos + 1.0)).tolist()])
     a, b = np.zeros(n_fits), b0.copy()  # one class: a = 0 and b0
-    n_iter = np.zeros(n_fits, dtype=np.int64)
     one_class = done & ((wpos == 0.0) | (wneg == 0.0))
     flat = done & ~one_class & constant  # constant scores: a = 0, p the weighted mean target
     for f in np.flatnonzero(flat).tolist():
@@ -110,54 +109,22 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     wide = half > 0.0
     scale = np.where(wide, np.ldexp(1.0, -np.clip(np.frexp(half)[1], -1000, 1024)), 1.0)
     xmax = np.where(wide, half * scale * (1.0 + 1e-15), 0.0)
-    a[active] = 0.0 / scale[active]
-    b[active] = b0[active] + 0.0 * center[active]
+    theta = np.stack([a, b], axis=1)
+    theta[active, 0] = 0.0 / scale[active]
+    theta[active, 1] = b0[active] + 0.0 * center[active]
     st = np.zeros((n_fits, _k.N_STATS))
     buf = np.zeros((blocks, _k.N_STATS))
 
-    def run_pass(ta, tb, which):
-        parallel_for(_k.newton_blocks, blocks, s, y, w, block_lo, block_hi, block_fit, which, center, scale, ta, tb,
-                     tpos, tnpos, tneg, tnneg, buf, rows=rows)
+    def run_pass(trial, which):
+        parallel_for(_k.newton_blocks, blocks, s, y, w, block_lo, block_hi, block_fit, which, center, scale,
+                     trial[:, 0], trial[:, 1], tpos, tnpos, tneg, tnneg, buf, rows=rows)
         idx = np.flatnonzero(which)
         st[idx] = _merge_blocks(buf, first[idx], count[idx])
+        return st
 
-    run_pass(a, b, active)
-    ridge, armijo = 1.0 + _newton.RIDGE, _newton.ARMIJO
-    iteration = 0
-    while active.any():
-        idx = np.flatnonzero(active)
-        g0, g1, haa, hab, hbb = st[idx, 1], st[idx, 2], st[idx, 3], st[idx, 4], st[idx, 5]
-        # direction: the closed-form 2x2 solve with the ridge, the decrement and the bound M on the step
-        p, q, r = haa * ridge, hab, hbb * ridge
-        with np.errstate(all="ignore"):
-            det = p * r - q * q
-            spd = (p > 0.0) & (r > 0.0) & (det > 0.0) & np.isfinite(det)
-            d0, d1 = -(r * g0 - q * g1) / det, -(p * g1 - q * g0) / det
-            lam2 = (0.0 - g0 * d0) - g1 * d1
-            M = (0.0 + np.abs(d0) * xmax[idx]) + np.abs(d1) * 1.0
-            ok = spd & np.isfinite(lam2) & np.isfinite(M)
-            stop = ok & (lam2 <= tol * total[idx])
-        last = stop & (iteration < max_iter) & (0.0 < lam2) & (M <= _newton.SAFE_STEP)
-        a[idx[last]] += 1.0 * d0[last]
-        b[idx[last]] += 1.0 * d1[last]
-        n_iter[idx] = iteration + last
-        step = ok & ~stop & (iteration < max_iter)
-        done[idx[~(stop | step)]] = False  # a gradient step, not finite, or max_iter: the fit's own path
-        active[idx[~step]] = False
-        if not step.any():
-            break
-        idx, d0, d1, lam2, M = idx[step], d0[step], d1[step], lam2[step], M[step]
-        ta, tb = a.copy(), b.copy()
-        ta[idx] = a[idx] + 1.0 * d0
-        tb[idx] = b[idx] + 1.0 * d1
-        certified = np.array([m < 1.0 and 0.5 * 1.0 * math.exp(m) <= 1.0 - armijo for m in M.tolist()], dtype=bool)
-        run_pass(ta, tb, active)
-        slope = (0.0 + st[idx, 1] * d0) + st[idx, 2] * d1
-        accepted = certified | (slope <= -armijo * lam2)
-        done[idx[~accepted]] = False  # the line search backtracks: the fit's own path
-        active[idx[~accepted]] = False
-        a[idx], b[idx] = ta[idx], tb[idx]
-        iteration += 1
+    n_iter = minimize_lockstep(run_pass, theta, np.stack([xmax, np.ones(n_fits)], axis=1), total, active, done,
+                               max_iter, tol)
+    a, b = theta[:, 0], theta[:, 1]
 
     # to_public, and the fit's check that the slope fits in a float64.
     solved = one_class | flat  # the start point or the closed form, in the public coordinates already
@@ -166,6 +133,104 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
         b_pub = np.where(solved, b, b - a_pub * center)
     done &= np.isfinite(a_pub) & np.isfinite(b_pub)
     return a_pub, b_pub, n_iter, done
+
+
+def _direction(st, k, bounds):
+    r""":func:`fastcal._newton.direction` of each row of sums ``st`` (flat, as an objective's ``stats``) over all
+    ``k`` parameters, with ``bounds`` (a row per fit), operation for operation on arrays of fits: the
+    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton._solve_spd`).
+    Returns ``(d, lam2, M, spd)``: ``spd`` False where the driver takes a gradient step instead."""
+    index = [[0] * k for _ in range(k)]
+    pos = 1 + k
+    for i in range(k):
+        for j in range(i, k):
+            index[i][j] = index[j][i] = pos
+            pos += 1
+    ridge = 1.0 + _newton.RIDGE
+    g = [st[:, 1 + i] for i in range(k)]
+    h = [[st[:, index[i][j]] * ridge if i == j else st[:, index[i][j]] for j in range(k)] for i in range(k)]
+    with np.errstate(all="ignore"):
+        if k == 2:
+            a, b, c = h[0][0], h[0][1], h[1][1]
+            det = a * c - b * b
+            spd = (a > 0.0) & (c > 0.0) & (det > 0.0) & np.isfinite(det)
+            d = [-(c * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det]
+        else:
+            spd = np.ones(st.shape[0], dtype=bool)
+            chol = [[None] * k for _ in range(k)]
+            for i in range(k):
+                for j in range(i + 1):
+                    acc = h[i][j]
+                    for q in range(j):
+                        acc = acc - chol[i][q] * chol[j][q]
+                    if i == j:
+                        spd &= (acc > 0.0) & np.isfinite(acc)
+                        chol[i][i] = np.sqrt(acc)
+                    else:
+                        chol[i][j] = acc / chol[j][j]
+            u = [None] * k
+            for i in range(k):
+                acc = -g[i]
+                for q in range(i):
+                    acc = acc - chol[i][q] * u[q]
+                u[i] = acc / chol[i][i]
+            d = [None] * k
+            for i in reversed(range(k)):
+                acc = u[i]
+                for q in range(i + 1, k):
+                    acc = acc - chol[q][i] * d[q]
+                d[i] = acc / chol[i][i]
+        lam2, M = 0.0, 0.0
+        for i in range(k):
+            lam2 = lam2 - g[i] * d[i]
+            M = M + np.abs(d[i]) * bounds[:, i]
+    return np.stack(d, axis=1), lam2, M, spd
+
+
+def minimize_lockstep(run_pass, theta, bounds, total, active, done, max_iter, tol):
+    r""":func:`fastcal._newton.minimize` of many fits at once, each on its own: the driver's common path.
+
+    ``theta`` (fits x k) holds the start points and receives the solutions; ``bounds`` (fits x k) are the
+    objectives' ``bounds``, ``total`` their total weights; ``run_pass(trial, which)`` returns the sums
+    (fits x :func:`stats` width) of the fits ``which`` at ``trial`` (the others' rows are not read), without
+    the objective. The fits ``active`` iterate; each stops by its own rule (:math:`\lambda^2 \le tol\, W`,
+    then the certified last step). A fit that leaves the common path (a gradient step, non-finite sums,
+    ``max_iter``, a line search that backtracks) gets ``done[f] = False``, for its caller to fit it by its own
+    driver. ``active`` is cleared. Returns each fit's Newton steps. The steps' arithmetic is the driver's,
+    operation for operation (``math.exp`` where it calls it), so each done fit has its own fit's bits.
+    """
+    k = theta.shape[1]
+    n_iter = np.zeros(theta.shape[0], dtype=np.int64)
+    st = run_pass(theta, active)
+    armijo = _newton.ARMIJO
+    iteration = 0
+    while active.any():
+        idx = np.flatnonzero(active)
+        d, lam2, M, spd = _direction(st[idx], k, bounds[idx])
+        ok = spd & np.isfinite(lam2) & np.isfinite(M)
+        stop = ok & (lam2 <= tol * total[idx])
+        last = stop & (iteration < max_iter) & (0.0 < lam2) & (M <= _newton.SAFE_STEP)
+        theta[idx[last]] += 1.0 * d[last]
+        n_iter[idx] = iteration + last
+        step = ok & ~stop & (iteration < max_iter)
+        done[idx[~(stop | step)]] = False  # a gradient step, not finite, or max_iter: the fit's own path
+        active[idx[~step]] = False
+        if not step.any():
+            break
+        idx, d, lam2, M = idx[step], d[step], lam2[step], M[step]
+        trial = theta.copy()
+        trial[idx] = theta[idx] + 1.0 * d
+        certified = np.array([m < 1.0 and 0.5 * 1.0 * math.exp(m) <= 1.0 - armijo for m in M.tolist()], dtype=bool)
+        st = run_pass(trial, active)
+        slope = 0.0
+        for i in range(k):
+            slope = slope + st[idx, 1 + i] * d[:, i]
+        accepted = certified | (slope <= -armijo * lam2)
+        done[idx[~accepted]] = False  # the line search backtracks: the fit's own path
+        active[idx[~accepted]] = False
+        theta[idx] = trial[idx]
+        iteration += 1
+    return n_iter
 
 
 def fitted_estimators(a, b, n_iter, max_iter, tol):
