@@ -38,7 +38,7 @@ from ._model import (
     warm_start,
 )
 from ._scaling import fit_arrays, fit_passes, fitted_estimator, merge_prepared, prepare
-from ._groups import fit_groups, fitted_estimators
+from ._groups import Blocks, fit_groups, fitted_estimators, minimize_lockstep
 from ._slope import logit_rows, slope_intercept_fit, slope_intercept_passes
 
 __all__ = [

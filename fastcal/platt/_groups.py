@@ -62,30 +62,53 @@ def fit_groups(s, y, w, lo, hi, exponent, max_iter, tol):
     return _fit(s, y, w, lo, hi, None if exponent is None else np.asarray(exponent, dtype=np.int64), max_iter, tol)
 
 
+class Blocks:
+    """The fits' rows ``lo[f]:hi[f]`` cut into their own fits' chunks (``CHUNK`` rows from each fit's first row,
+    :mod:`fastcal._chunked`): block ``j`` holds rows ``block_lo[j]:block_hi[j]`` of fit ``block_fit[j]``; fit
+    ``f`` has the blocks ``first[f] .. first[f] + count[f] - 1``."""
+
+    def __init__(self, lo, hi):
+        self.size = hi - lo
+        self.count = np.maximum(1, -(-self.size // _k.CHUNK))  # fastcal._chunked.n_chunks of each fit
+        self.first = np.zeros(lo.size, dtype=np.int64)
+        np.cumsum(self.count[:-1], out=self.first[1:])
+        self.block_fit = np.repeat(np.arange(lo.size, dtype=np.int64), self.count)
+        self.block_lo = lo[self.block_fit] + (np.arange(self.block_fit.size) - self.first[self.block_fit]) * _k.CHUNK
+        self.block_hi = np.minimum(self.block_lo + _k.CHUNK, hi[self.block_fit])
+        self.n, self.rows = self.block_fit.size, int(self.size.sum())
+
+    def merge(self, buf, which=None):
+        """The rows of ``buf`` (one per block) merged per fit in block order (of the fits ``which``, a mask)."""
+        if which is None:
+            return _merge_blocks(buf, self.first, self.count)
+        idx = np.flatnonzero(which)
+        return _merge_blocks(buf, self.first[idx], self.count[idx])
+
+    def prepare(self, s, y, w):
+        """Each fit's merged :func:`fastcal.platt.prepare` as arrays: ``(npos, lo, hi, lo_all, hi_all, wpos, wneg)``
+        (the score ranges as floats, over the rows of positive weight and over all rows; the class weights from
+        ``w``, zeros without weights)."""
+        ibuf = np.empty((self.n, _k.N_PREP_INT), dtype=np.int64)
+        fbuf = np.zeros((self.n, _k.N_PREP_FLOAT), dtype=np.float64)
+        parallel_for(_k.prep_blocks, self.n, s, y, w, self.block_lo, self.block_hi, ibuf, fbuf, rows=self.rows)
+        first = self.first
+        npos = np.add.reduceat(ibuf[:, 2], first)
+        lo, hi, lo_all, hi_all = (_keys_to_floats(f.reduceat(ibuf[:, c], first)) for f, c in (
+            (np.minimum, 3), (np.maximum, 4), (np.minimum, 5), (np.maximum, 6)))
+        wpos, wneg = self.merge(fbuf).T
+        return npos, lo, hi, lo_all, hi_all, wpos, wneg
+
+
 def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     n_fits = lo.size
-    size = hi - lo
-    count = np.maximum(1, -(-size // _k.CHUNK))  # each fit's chunks (fastcal._chunked.n_chunks)
-    first = np.zeros(n_fits, dtype=np.int64)
-    np.cumsum(count[:-1], out=first[1:])
-    block_fit = np.repeat(np.arange(n_fits, dtype=np.int64), count)
-    block_lo = lo[block_fit] + (np.arange(block_fit.size) - first[block_fit]) * _k.CHUNK
-    block_hi = np.minimum(block_lo + _k.CHUNK, hi[block_fit])
-    blocks, rows = block_fit.size, int(size.sum())
+    blocks = Blocks(lo, hi)
+    size = blocks.size
 
     # fit_passes: the preparation sums, the class weights, Platt's targets and start.
-    ibuf = np.empty((blocks, _k.N_PREP_INT), dtype=np.int64)
-    fbuf = np.empty((blocks, _k.N_PREP_FLOAT), dtype=np.float64)
-    parallel_for(_k.prep_blocks, blocks, s, y, w, block_lo, block_hi, ibuf, fbuf, rows=rows)
-    npos = np.add.reduceat(ibuf[:, 2], first)
-    lo_all = _keys_to_floats(np.minimum.reduceat(ibuf[:, 5], first))
-    hi_all = _keys_to_floats(np.maximum.reduceat(ibuf[:, 6], first))
-    constant = _keys_to_floats(np.minimum.reduceat(ibuf[:, 3], first)) == _keys_to_floats(
-        np.maximum.reduceat(ibuf[:, 4], first))
+    npos, p_lo, p_hi, lo_all, hi_all, wpos, wneg = blocks.prepare(s, y, w)
+    constant = p_lo == p_hi
     if w is None:
         wpos, wneg = npos.astype(np.float64), (size - npos).astype(np.float64)
-    else:
-        wpos, wneg = _merge_blocks(fbuf, first, count).T
     with np.errstate(over="ignore", invalid="ignore"):
         total = wpos + wneg
         if exponent is not None:
@@ -113,13 +136,12 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     theta[active, 0] = 0.0 / scale[active]
     theta[active, 1] = b0[active] + 0.0 * center[active]
     st = np.zeros((n_fits, _k.N_STATS))
-    buf = np.zeros((blocks, _k.N_STATS))
+    buf = np.zeros((blocks.n, _k.N_STATS))
 
     def run_pass(trial, which):
-        parallel_for(_k.newton_blocks, blocks, s, y, w, block_lo, block_hi, block_fit, which, center, scale,
-                     trial[:, 0], trial[:, 1], tpos, tnpos, tneg, tnneg, buf, rows=rows)
-        idx = np.flatnonzero(which)
-        st[idx] = _merge_blocks(buf, first[idx], count[idx])
+        parallel_for(_k.newton_blocks, blocks.n, s, y, w, blocks.block_lo, blocks.block_hi, blocks.block_fit, which,
+                     center, scale, trial[:, 0], trial[:, 1], tpos, tnpos, tneg, tnneg, buf, rows=blocks.rows)
+        st[which] = blocks.merge(buf, which)
         return st
 
     n_iter = minimize_lockstep(run_pass, theta, np.stack([xmax, np.ones(n_fits)], axis=1), total, active, done,
