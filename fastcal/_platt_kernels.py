@@ -457,6 +457,26 @@ def beta_midpoint(a, b, c):
 
 
 @kernel
+def beta_midpoints(a, b, c, out):
+    """``out[i]``: :func:`beta_midpoint` of ``(a[i], b[i], c[i])`` (a, b >= 0), or 1/2 where a = b = 0."""
+    for i in range(a.shape[0]):
+        out[i] = 0.5 if (a[i] == 0.0 and b[i] == 0.0) else beta_midpoint(a[i], b[i], c[i])
+
+
+@kernel
+def beta_blocks(p, y, w, block_lo, block_hi, block_fit, active, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3,
+                buf, lo, hi):
+    """:func:`_beta_chunk` (without the objective) of rows ``block_lo[j] .. block_hi[j] - 1`` into ``buf[j]``, in
+    the frame and at the parameters of its fit ``f = block_fit[j]``, for the blocks ``lo <= j < hi`` of the fits
+    with ``active[f]`` (see :func:`newton_blocks`)."""
+    for j in range(lo, hi):
+        f = block_fit[j]
+        if active[f]:
+            _beta_chunk(p, y, w, eps, one_minus_eps, c1[f], s1[f], c2[f], s2[f], t1[f], t2[f], t3[f], None,
+                        block_lo[j], block_hi[j], buf[j])
+
+
+@kernel
 def beta_predict(p, eps, one_minus_eps, a, b, c, out, lo, hi):
     """out[i] = 1 / (1 + exp(-(a log p' - b log(1 - p') + c))) for lo <= i < hi;
     returns the number of p[i] outside [0, 1] or NaN (their output is meaningless)."""

@@ -52,7 +52,9 @@ from ._validation import (
 from .beta import BetaCalibration
 from .beta import check_model as check_beta_model
 from .beta import fit_arrays as beta_fit_arrays
+from .beta import fit_groups as beta_fit_groups
 from .beta import fitted_estimator as beta_estimator
+from .beta import fitted_estimators as beta_estimators
 from .histogram import HistogramBinning
 from .histogram import bin_edges as histogram_bin_edges
 from .histogram import check_params as check_histogram_params
@@ -350,33 +352,44 @@ def _group_fit(template, s, yv, weights):
     return fit_one, x, labels, w
 
 
-def _fit_platt_groups(template, s, y, w, starts, fitted, positions, models):
-    """Fit a ``PlattScaling`` like ``template`` on the rows of each group ``fitted[i]`` (``i`` in ``positions``) of
-    the validated rows ``s``, ``y``, ``w`` ordered by group (group ``g``: rows ``starts[g]:starts[g + 1]``), all
-    at once (:func:`fastcal.platt.fit_groups`: each group's own Newton iterations, in lockstep, the bits of its
-    own fit); set ``models[i]``; return the positions left to the calibrator's own fit (see there).
-
-    Each group's weights are first rescaled by its own power of two, as its own fit rescales them
-    (:func:`_rescale_by_group`).
-    """
-    params = template.get_params()
-    max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
+def _group_rows(starts, fitted, positions, w):
+    """The positions ``positions`` (of ``fitted``) as an array, the bounds ``lo``, ``hi`` of their groups' rows in
+    rows ordered by group (group ``g``: rows ``starts[g]:starts[g + 1]``), and the weights ``w`` of the rows
+    ordered by group with each of these groups' rows rescaled by its own power of two, with its exponent, as the
+    group's own fit rescales them (:func:`_rescale_by_group`; None, None without weights)."""
     positions = np.asarray(positions, dtype=np.int64)
     groups = fitted[positions]
-    sizes = np.diff(starts)
     lo, hi = starts[groups], starts[groups + 1]
-    exponent = None
-    if w is not None:
-        nonempty = np.flatnonzero(sizes)
-        wmax = np.zeros(sizes.size)
-        wmax[nonempty] = np.maximum.reduceat(w, starts[nonempty])
-        rows_group = np.repeat(np.arange(sizes.size), sizes)
-        exponent, w = _rescale_by_group(w, rows_group, groups, sizes.size, wmax[groups])
-        exponent = exponent[groups]
-    a, b, n_iter, done = platt_fit_groups(s, y, w, lo, hi, exponent, max_iter, tol)
-    ok = np.flatnonzero(done)
-    for i, est in zip(positions[ok].tolist(), platt_estimators(a[ok], b[ok], n_iter[ok], params["max_iter"],
-                                                                params["tol"])):
+    if w is None:
+        return positions, lo, hi, None, None
+    sizes = np.diff(starts)
+    nonempty = np.flatnonzero(sizes)
+    wmax = np.zeros(sizes.size)
+    wmax[nonempty] = np.maximum.reduceat(w, starts[nonempty])
+    exponent, w = _rescale_by_group(w, np.repeat(np.arange(sizes.size), sizes), groups, sizes.size, wmax[groups])
+    return positions, lo, hi, w, exponent[groups]
+
+
+def _fit_logistic_groups(template, s, y, w, starts, fitted, positions, models):
+    """Fit a ``PlattScaling`` or a ``BetaCalibration`` like ``template`` on the rows of each group ``fitted[i]``
+    (``i`` in ``positions``) of the validated rows ``s``, ``y``, ``w`` ordered by group (group ``g``: rows
+    ``starts[g]:starts[g + 1]``), all at once (:func:`fastcal.platt.fit_groups`, :func:`fastcal.beta.fit_groups`:
+    each group's own Newton iterations, in lockstep, with the bits of its own fit); set ``models[i]``; return the
+    positions left to the calibrator's own fit (those functions say which)."""
+    params = template.get_params()
+    max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
+    positions, lo, hi, w, exponent = _group_rows(starts, fitted, positions, w)
+    if type(template) is PlattScaling:
+        a, b, n_iter, done = platt_fit_groups(s, y, w, lo, hi, exponent, max_iter, tol)
+        ok = np.flatnonzero(done)
+        fits = platt_estimators(a[ok], b[ok], n_iter[ok], params["max_iter"], params["tol"])
+    else:
+        a, b, c, m, n_iter, done = beta_fit_groups(s, y, w, lo, hi, check_beta_model(params["parameters"]), max_iter,
+                                                   tol)
+        ok = np.flatnonzero(done)
+        fits = beta_estimators(a[ok], b[ok], c[ok], m[ok], n_iter[ok], params["parameters"], params["max_iter"],
+                               params["tol"])
+    for i, est in zip(positions[ok].tolist(), fits):
         models[i] = est
     return positions[~done]
 
@@ -399,8 +412,8 @@ def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=
         return models
     fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
     s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
-    if type(calibrator) is PlattScaling:
-        generic = _fit_platt_groups(calibrator, s_sorted, y_sorted, w_sorted, starts, fitted, generic, models)
+    if type(calibrator) in (PlattScaling, BetaCalibration):
+        generic = _fit_logistic_groups(calibrator, s_sorted, y_sorted, w_sorted, starts, fitted, generic, models)
 
     def fit_groups(positions):
         for i in positions:
