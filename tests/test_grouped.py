@@ -566,3 +566,28 @@ def test_platt_groups_off_the_common_path_keep_their_own_fit():
         cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g)
     with pytest.warns(fastcal.ConvergenceWarning):
         _assert_own_models(cal, template, s, y, g, None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+def test_beta_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights):
+    """fastcal.beta.fit_groups (the batched Newton fits of the grouped beta calibration) does the groups on the
+    driver's common path itself, with the bits of fit_arrays on the group's rows alone (a, b, c, m, n_iter), and
+    leaves the others to it: a fit that drops a term (a < 0), separated classes, constant p, one class."""
+    from fastcal import beta
+    from fastcal._validation import rescale_weights
+
+    s, y, w, starts = _platt_groups_data(dtype, weights)
+    p = (1.0 / (1.0 + np.exp(-(s - np.repeat([0, 0, 0, 1e6, 0, 0, 0, -4], np.diff(starts)))))).astype(dtype)
+    y[starts[2]:starts[3]] = (p[starts[2]:starts[3]] < 0.5)  # decreasing in p: separated
+    lo, hi = starts[:-1], starts[1:]
+    scaled = None if w is None else np.concatenate([rescale_weights(w[i:j])[0] for i, j in zip(lo, hi)])
+    a, b, c, m, n_iter, done = beta.fit_groups(p, y, scaled, lo, hi, "abm", 100, 1e-10)
+    assert done[[0, 1, 7]].all() and not done[2:7].any()  # 2, 6: separated; 3: a < 0 (float32: constant); 4, 5
+    for k in np.flatnonzero(done):
+        i, j = lo[k], hi[k]
+        own = beta.fit_arrays(p[i:j], y[i:j], scaled if w is None else scaled[i:j], "abm", 100, 1e-10)
+        assert own.converged
+        assert np.array([a[k], b[k], c[k], m[k]]).tobytes() == np.array([own.a, own.b, own.c, own.m]).tobytes(), k
+        assert n_iter[k] == own.n_iter
+    assert not beta.fit_groups(p, y, scaled, lo, hi, "ab", 100, 1e-10)[-1].any()  # other models: their own fit
