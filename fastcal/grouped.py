@@ -47,7 +47,6 @@ from ._validation import (
     column_or_1d,
     is_binary,
     rescale_weights,
-    weight_exponent,
 )
 from .beta import BetaCalibration
 from .beta import check_model as check_beta_model
@@ -237,7 +236,8 @@ def _rescale_by_group(w, codes, fitted, n_groups, wmax):
     numbered by ``codes``; ``wmax[i]``: its largest weight), and the weights ``w`` rescaled by their group's power
     of two, as each group's own fit rescales its rows (the same bits); the rows of the other groups unchanged."""
     exponent = np.zeros(n_groups, dtype=np.int64)
-    exponent[fitted] = [weight_exponent(None, scale_max=m) for m in wmax.tolist()]
+    usable = (wmax > 0) & np.isfinite(wmax)  # weight_exponent(None, scale_max=m) of each m, on the array
+    exponent[fitted] = np.where(usable, np.frexp(np.where(usable, wmax, 1.0))[1] - 1, 0)
     if not exponent.any():  # every group's largest weight in [1, 2): its weights as they are, as rescale_weights
         return exponent, w
     return exponent, np.ldexp(w, -exponent[codes]).astype(w.dtype, copy=False)
