@@ -17,11 +17,14 @@ by the PAV engine's kernels, in the arithmetic of each group's own fit (the
 same bits). Their predictions run in one pass over the rows
 (:func:`_predict_isotonic`). Histogram binning with uniform bins is batched
 too (:func:`_fit_histogram_groups`): one pass adds every group's bin sums in
-the order of its own fit. Other calibrators, and the fits that are not
-batched, fit a clone per group: the rows ordered by group with one counting
-sort, the groups cut into tasks of about ``TASK_ROWS`` rows that fastcal's
-threads take in turn; Platt scaling and beta calibration check the rows once
-and fit each group's slice with their ``fit_arrays`` (:func:`_group_fit`).
+the order of its own fit. Platt scaling and beta calibration check the rows
+once, order them by group with one counting sort (:func:`_by_group`) and fit
+all groups at once (:func:`_fit_logistic_groups`): each group's Newton
+iterations run in lockstep, one pass over the rows per iteration, with the
+bits of its own fit. Other calibrators, and the fits that are not batched,
+fit a clone per group on those rows, the groups cut into tasks of about
+``TASK_ROWS`` rows that fastcal's threads take in turn (Platt scaling and
+beta calibration with their ``fit_arrays``, :func:`_group_fit`).
 """
 
 from __future__ import annotations
@@ -463,9 +466,12 @@ class GroupedCalibrator(BaseCalibrator):
     (``increasing`` True or False, not centered) and 0/1 labels, all groups
     are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
     of their own fits, and ``predict`` runs in one pass over the rows; so are
-    the fits of :class:`~fastcal.HistogramBinning` with uniform bins. Other
-    calibrators and parameters fit one clone per group (Platt scaling and beta
-    calibration without repeating the input checks), with the same bits.
+    the fits of :class:`~fastcal.HistogramBinning` with uniform bins, of
+    :class:`~fastcal.PlattScaling` and of :class:`~fastcal.BetaCalibration`
+    (``"abm"``; each group's Newton iterations in lockstep, one pass over the
+    rows per iteration). Other calibrators and parameters, and the groups
+    whose fit leaves the Newton driver's common path, fit one clone per group,
+    with the same bits.
 
     Examples
     --------
