@@ -96,6 +96,13 @@ def check_calibrator(calibrator):
     return calibrator
 
 
+def _group_sizes(codes, k):
+    """``np.bincount(codes, minlength=k)`` on fastcal's threads (:func:`~fastcal._grouped_kernels.count_codes`)."""
+    bufs = _parallel.parallel_accumulate(_gk.count_codes, codes.shape[0], codes,
+                                         buffer=lambda: np.zeros(k, dtype=np.int64))
+    return bufs[0] if len(bufs) == 1 else np.sum(bufs, axis=0)
+
+
 def _tasks(starts, groups):
     """The groups ``groups`` cut into runs of consecutive groups of about ``TASK_ROWS`` rows each (by size)."""
     tasks, current, rows = [], [], 0
@@ -301,11 +308,9 @@ def _by_group(codes, sizes, s, y, w):
         return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
     bounds = _parallel.task_bounds(n, rows=min(n, _parallel.TASK_ROWS * max(1, n // k)))  # at most n / k chunks:
     chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
-    identity = np.arange(k, dtype=np.int64)
     none = np.empty(0)
     per_chunk = np.zeros((chunks, k), dtype=np.int64)
-    _parallel.run([(_gk.count_slots, (codes, identity, identity, y, none, False, per_chunk[c], none, bounds[c],
-                                      bounds[c + 1])) for c in range(chunks)])
+    _parallel.run([(_gk.count_codes, (codes, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
     so, yo = np.empty_like(s), np.empty_like(y)
     wo = np.empty_like(w) if w is not None else none
@@ -523,7 +528,7 @@ class GroupedCalibrator(BaseCalibrator):
         weights = w if w is not None else sample_weight
         global_fit = _clone(template).fit(s, yv, sample_weight=weights)  # validates scores, labels and weights
         codes, uniques = group_codes(g, "groups")
-        sizes = np.bincount(codes, minlength=len(uniques))
+        sizes = _group_sizes(codes, len(uniques))
         fitted = np.flatnonzero(sizes >= minimum)
         models = fit_group_models(template, s, yv, codes, sizes, fitted, weights)
         return self._set_fits([uniques[i] for i in fitted], models, global_fit, sizes[fitted])
