@@ -591,3 +591,15 @@ def test_beta_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights):
         assert np.array([a[k], b[k], c[k], m[k]]).tobytes() == np.array([own.a, own.b, own.c, own.m]).tobytes(), k
         assert n_iter[k] == own.n_iter
     assert not beta.fit_groups(p, y, scaled, lo, hi, "ab", 100, 1e-10)[-1].any()  # other models: their own fit
+
+
+@pytest.mark.parametrize("template", [PlattScaling(), BetaCalibration()], ids=lambda c: type(c).__name__)
+def test_a_group_big_enough_for_a_warm_start_keeps_its_own_fit(template):
+    """A group of 2**18 rows or more starts its own fit from a subsample (fastcal.platt.WARM_START_MIN), which the
+    batched fits do not run: it keeps its own fit, the other groups are batched; all have their own fits' bits."""
+    from fastcal import platt
+
+    big = platt.WARM_START_MIN + 3
+    s, y, g, w = _one_big_group(big, 1500, 32)
+    assert platt.fit_groups(s, y, None, [0], [big], None, 100, 1e-10)[3].tolist() == [False]
+    _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w), template, s, y, g, w)
