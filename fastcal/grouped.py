@@ -296,7 +296,7 @@ def _by_group(codes, sizes, s, y, w):
 
     Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
     (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
-    :func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    :func:`~fastcal._grouped_kernels.count_codes`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size
