@@ -162,12 +162,7 @@ def _direction(st, k, bounds):
     ``k`` parameters, with ``bounds`` (a row per fit), operation for operation on arrays of fits: the
     ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton._solve_spd`).
     Returns ``(d, lam2, M, spd)``: ``spd`` False where the driver takes a gradient step instead."""
-    index = [[0] * k for _ in range(k)]
-    pos = 1 + k
-    for i in range(k):
-        for j in range(i, k):
-            index[i][j] = index[j][i] = pos
-            pos += 1
+    index = _newton.hessian_index(k)
     ridge = 1.0 + _newton.RIDGE
     g = [st[:, 1 + i] for i in range(k)]
     h = [[st[:, index[i][j]] * ridge if i == j else st[:, index[i][j]] for j in range(k)] for i in range(k)]
