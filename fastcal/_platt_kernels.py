@@ -429,6 +429,46 @@ def beta_pass(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_loss
 
 
 @kernel
+def beta_features(p, eps):
+    """The features of a probability p: log p' and -log(1 - p'), p' = clip(p, eps, 1 - eps) (libm's log, as
+    Python's math module calls it)."""
+    p = min(max(p, eps), 1.0 - eps)
+    return math.log(p), -math.log(1.0 - p)
+
+
+@kernel
+def _power_of_two_scale(bound):
+    """A power of two s with bound * s in [0.5, 1) (1 for bound 0)."""
+    if not bound > 0.0:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(bound)[1])
+
+
+@kernel
+def beta_frame(lo, hi, eps, ab, log2):
+    """``(c1, s1, c2, s2, xmax1, xmax2)`` of :func:`fastcal.beta.make_frame` for probabilities in ``[lo, hi]``
+    (``ab``: the model "ab", whose features are centred at -log 2 and log 2)."""
+    u1_lo, u2_lo = beta_features(lo, eps)
+    u1_hi, u2_hi = beta_features(hi, eps)
+    if ab:
+        c1, c2 = -log2, log2
+    else:
+        c1, c2 = 0.5 * (u1_lo + u1_hi), 0.5 * (u2_lo + u2_hi)
+    # The kernel's logarithms are within 2 ulp of libm's: a relative slack of 1e-12 covers them.
+    b1 = max(abs(u1_lo - c1), abs(u1_hi - c1)) * (1.0 + 1e-12) + 1e-12
+    b2 = max(abs(u2_lo - c2), abs(u2_hi - c2)) * (1.0 + 1e-12) + 1e-12
+    s1, s2 = _power_of_two_scale(b1), _power_of_two_scale(b2)
+    return c1, s1, c2, s2, b1 * s1, b2 * s2
+
+
+@kernel
+def beta_frames(lo, hi, eps, ab, log2, out):
+    """``out[i]``: :func:`beta_frame` of ``(lo[i], hi[i])``."""
+    for i in range(lo.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3], out[i, 4], out[i, 5] = beta_frame(lo[i], hi[i], eps, ab, log2)
+
+
+@kernel
 def _beta_logit_gap(a, b, c, t):
     """a log m - b log(1 - m) + c at m = 1 / (1 + exp(-t)), from log m = -(max(-t, 0) + log1p(exp(-|t|))) and
     log(1 - m) = -(max(t, 0) + log1p(exp(-|t|))) (libm's exp and log1p, as Python's math module calls them)."""
@@ -457,9 +497,10 @@ def beta_midpoint(a, b, c):
 
 
 @kernel
-def beta_midpoints(a, b, c, out):
-    """``out[i]``: :func:`beta_midpoint` of ``(a[i], b[i], c[i])`` (a, b >= 0), or 1/2 where a = b = 0."""
-    for i in range(a.shape[0]):
+def beta_midpoints(a, b, c, out, lo, hi):
+    """``out[i]``: :func:`beta_midpoint` of ``(a[i], b[i], c[i])`` (a, b >= 0), or 1/2 where a = b = 0, for
+    ``lo <= i < hi``."""
+    for i in range(lo, hi):
         out[i] = 0.5 if (a[i] == 0.0 and b[i] == 0.0) else beta_midpoint(a[i], b[i], c[i])
 
 

@@ -84,15 +84,8 @@ class Frame(NamedTuple):
 
 
 def _features(p, eps):
-    p = min(max(p, eps), 1.0 - eps)
-    return math.log(p), -math.log(1.0 - p)
-
-
-def _power_of_two_scale(bound):
-    """A power of two s with bound * s in [0.5, 1) (1 for bound 0)."""
-    if not bound > 0.0:
-        return 1.0
-    return math.ldexp(1.0, -math.frexp(bound)[1])
+    """log p' and -log(1 - p'), p' = clip(p, eps, 1 - eps)."""
+    return _k.beta_features(float(p), float(eps))
 
 
 def make_frame(model, lo, hi, eps):
@@ -101,19 +94,10 @@ def make_frame(model, lo, hi, eps):
     "abm" and "am" centre each feature on the middle of its range; "ab" has no
     intercept, so its features are centred where the model is: log(2p') and
     -log(2(1 - p')), and the intercept stays 0. Scales are powers of two
-    (exact) that bring the features within [-1, 1].
+    (exact) that bring the features within [-1, 1]. Computed by
+    :func:`fastcal._platt_kernels.beta_frame` (:func:`fit_groups` makes many at once).
     """
-    u1_lo, u2_lo = _features(lo, eps)
-    u1_hi, u2_hi = _features(hi, eps)
-    if model == "ab":
-        c1, c2 = -_LOG2, _LOG2
-    else:
-        c1, c2 = 0.5 * (u1_lo + u1_hi), 0.5 * (u2_lo + u2_hi)
-    # The kernel's logarithms are within 2 ulp of libm's: a relative slack of 1e-12 covers them.
-    b1 = max(abs(u1_lo - c1), abs(u1_hi - c1)) * (1.0 + 1e-12) + 1e-12
-    b2 = max(abs(u2_lo - c2), abs(u2_hi - c2)) * (1.0 + 1e-12) + 1e-12
-    s1, s2 = _power_of_two_scale(b1), _power_of_two_scale(b2)
-    return Frame(eps, c1, s1, c2, s2, b1 * s1, b2 * s2)
+    return Frame(eps, *_k.beta_frame(float(lo), float(hi), float(eps), model == "ab", _LOG2))
 
 
 def _basis(model, frame):
@@ -405,12 +389,14 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
     done = (np.isfinite(total) & (wpos > 0.0) & (wneg > 0.0) & (lo_all >= 0.0) & (hi_all <= 1.0)
             & (clip[0] != clip[1]) & (blocks.size < platt.WARM_START_MIN))
     # The frame and the start of each fit (fit_passes, BetaObjective.to_internal), as its own fit makes them.
-    frames = np.ones((n_fits, len(Frame._fields)))
+    frames = np.ones((n_fits, len(Frame._fields) - 1))
     starts = np.zeros(n_fits)
-    for f in np.flatnonzero(done).tolist():
-        frames[f] = make_frame(model, float(lo_all[f]), float(hi_all[f]), eps)
-        starts[f] = math.log(float(wpos[f]) / float(wneg[f]))
-    _, c1, s1, c2, s2, xmax1, xmax2 = frames.T
+    idx = np.flatnonzero(done)
+    fitted_frames = np.empty((idx.size, frames.shape[1]))
+    _k.beta_frames(lo_all[idx], hi_all[idx], eps, model == "ab", _LOG2, fitted_frames)
+    frames[idx] = fitted_frames
+    starts[idx] = [math.log(v) for v in (wpos[idx] / wneg[idx]).tolist()]
+    c1, s1, c2, s2, xmax1, xmax2 = frames.T
     theta = np.stack([0.0 / s1, 0.0 / s2, (starts + 0.0 * c1) + 0.0 * c2], axis=1)
     basis = _basis(model, None)
     bounds = np.stack([((0.0 + abs(basis[0][m]) * xmax1) + abs(basis[1][m]) * xmax2) + abs(basis[2][m]) * 1.0
@@ -439,7 +425,7 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
     m = np.full(n_fits, 0.5)
     ok = np.flatnonzero(done)
     out = np.empty(ok.size)
-    _k.beta_midpoints(a[ok], b[ok], c[ok], out)
+    parallel_for(_k.beta_midpoints, ok.size, a[ok], b[ok], c[ok], out, rows=130 * ok.size)  # 130 exp, log1p each
     m[ok] = out
     return a, b, c, m, n_iter, done
 
