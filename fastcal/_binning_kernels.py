@@ -52,7 +52,7 @@ def _chunk_start(n, nchunks, c):
 # binning: bin index, per-bin sums, one pass
 # --------------------------------------------------------------------------
 def bin_lookup_table(edges, grid=None):
-    """``(lut, grid)`` for :func:`_bin_of`: the bin of each point ``c / grid``, ``c = 0 .. grid + 1``.
+    """``(lut, grid)`` for :func:`bin_of`: the bin of each point ``c / grid``, ``c = 0 .. grid + 1``.
 
     ``grid`` is a power of two (about 64 cells per bin, between 2**12 and
     2**16, so the table stays in cache); ``lut`` is int32 (int64 for more
@@ -67,7 +67,7 @@ def bin_lookup_table(edges, grid=None):
 
 
 @kernel
-def _bin_of(x, edges, lut, grid):
+def bin_of(x, edges, lut, grid):
     """Index of the bin of ``x``: the number of inner edges ``edges[1:-1]`` strictly below ``x``.
 
     This is ``np.searchsorted(edges[1:-1], x, side="left")``, i.e. bins are
@@ -95,7 +95,7 @@ def _bin_of(x, edges, lut, grid):
 def _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi, start, stop, acc):
     for i in range(start, stop):
         x = p[i]
-        k = _bin_of(x, edges, lut, grid)
+        k = bin_of(x, edges, lut, grid)
         if w is None:
             wi = 1.0
         else:

@@ -179,7 +179,7 @@ class _Counted:
         return self.objective.stats(theta, want_loss)
 
 
-def _line_search(obj, theta, d, lam2, M):
+def line_search(obj, theta, d, lam2, M):
     r"""Backtracking from the full step until Armijo's condition holds.
 
     Along :math:`\theta + t d` the second derivative of F is
@@ -223,7 +223,7 @@ def minimize(objective, theta, tol, max_iter, free=None):
     gradient rule stops being reachable once the gradient, a sum over
     millions of rows, is dominated by rounding).
 
-    **Steps** are found by :func:`_line_search`. Returns a :class:`NewtonResult`.
+    **Steps** are found by :func:`line_search`. Returns a :class:`NewtonResult`.
     """
     free = tuple(range(objective.k)) if free is None else tuple(free)
     obj = _Counted(objective)
@@ -243,7 +243,7 @@ def minimize(objective, theta, tol, max_iter, free=None):
             return NewtonResult(theta, n_iter, True, decrement, obj.n_passes)
         if n_iter >= max_iter:
             return NewtonResult(theta, n_iter, False, lam2 / W, obj.n_passes)
-        theta, st = _line_search(obj, theta, d, lam2, M)
+        theta, st = line_search(obj, theta, d, lam2, M)
         n_iter += 1
 
 

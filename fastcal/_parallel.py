@@ -75,6 +75,7 @@ __all__ = [
     "set_num_threads",
     "split",
     "task_bounds",
+    "thread_setting",
 ]
 
 #: Below this many rows a call runs in the calling thread: waking a worker
@@ -96,6 +97,11 @@ def get_num_threads() -> int:
     """Threads fastcal uses for a call from this thread (:func:`set_num_threads`, else ``NUMBA_NUM_THREADS``)."""
     n = getattr(_local, "num_threads", None)
     return n if n is not None else max(1, int(numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+
+
+def thread_setting() -> int | None:
+    """The calling thread's :func:`set_num_threads` setting (``None``: not set), to restore it later."""
+    return getattr(_local, "num_threads", None)
 
 
 def set_num_threads(n: int | None) -> None:

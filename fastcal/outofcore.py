@@ -137,7 +137,7 @@ class Columns:
             raise ValueError(f"expected {self.n} rows, read {read}")
 
 
-def _array_source(scores, y, sample_weight, chunk_rows, score_name):
+def array_source(scores, y, sample_weight, chunk_rows, score_name):
     """:class:`Columns` over arrays or paths of .npy files."""
     parts = {}
     n_of = {}
@@ -459,7 +459,7 @@ def fit_isotonic(
     True
     """
     chunk_rows, part_rows = budget_rows(memory_budget, chunk_rows)
-    src = _array_source(scores, y, sample_weight, chunk_rows, "X")
+    src = array_source(scores, y, sample_weight, chunk_rows, "X")
     return fit_isotonic_source(src, params, tmpdir, part_rows)
 
 
@@ -523,7 +523,7 @@ def fit_platt(
     objective/gradient/Hessian kernel: about four passes in all.
     """
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
-    src = _array_source(scores, y, sample_weight, chunk_rows, "scores")
+    src = array_source(scores, y, sample_weight, chunk_rows, "scores")
     return fit_platt_source(src, max_iter, tol)
 
 
@@ -581,7 +581,7 @@ def fit_beta(
     a or b, the passes of the refit.
     """
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
-    src = _array_source(p, y, sample_weight, chunk_rows, "p")
+    src = array_source(p, y, sample_weight, chunk_rows, "p")
     return fit_beta_source(src, parameters, max_iter, tol)
 
 

@@ -241,7 +241,7 @@ def _level(sigma, per_sigma):
     return min(GRID, max(_MIN_CELLS, _pow2_at_least(per_sigma / sigma)))
 
 
-class _Pyramid:
+class Pyramid:
     """The grid sums of each channel and their restrictions to halved grids (:func:`_smooth_kernels.restrict`),
     built on demand, with their cosine spectra."""
 
@@ -323,7 +323,7 @@ def _curve(pyramid, total_w, sigma):
     return x, y, density
 
 
-def _root(g, lo, hi, tol):
+def find_root(g, lo, hi, tol):
     """A root of the increasing ``g`` in ``[lo, hi]`` (``g(lo) <= 0 <= g(hi)``): Illinois regula falsi.
 
     Stops at a point with ``|g| <= tol`` (the slope of sigma - smECE_sigma is
@@ -366,7 +366,7 @@ def _fixed_point(pyramid, total_w):
     evaluation points per sigma, cheap), halving sigma from 1 for a bracket;
     the root of the accurate g is then bracketed around that guess (its signs
     checked, the bracket widened until they differ) and closed by regula
-    falsi (:func:`_root`) to 1e-10. The answer is the accurate function's
+    falsi (:func:`find_root`) to 1e-10. The answer is the accurate function's
     root: the coarse one only saves evaluations, which cost a DCT of a few
     thousand points at the usual bandwidths (up to 2^18 at the smallest),
     whatever the number of rows.
@@ -388,7 +388,7 @@ def _fixed_point(pyramid, total_w):
     elif coarse(hi) < 0:
         guess = hi
     else:
-        guess = _root(coarse, lo, hi, _COARSE_TOL)
+        guess = find_root(coarse, lo, hi, _COARSE_TOL)
     width = 1e-3 * guess
     lo, hi = max(SIGMA_MIN, guess - width), min(1.0, guess + width)
     while fine(hi) < 0:
@@ -401,14 +401,14 @@ def _fixed_point(pyramid, total_w):
             return lo, accurate[lo]
         width *= 4.0
         lo, hi = max(SIGMA_MIN, lo - width), lo
-    sigma = _root(fine, lo, hi, _TOL)
+    sigma = find_root(fine, lo, hi, _TOL)
     return sigma, accurate[sigma]
 
 
 def smooth_ece_from_grid(sums, bandwidth=None):
     """:class:`SmoothECEResult` from :func:`grid_sums` (of all the data): the fixed point unless ``bandwidth`` is given."""
     total_w = float(sums[:, _k.GW].sum())
-    pyramid = _Pyramid(sums)
+    pyramid = Pyramid(sums)
     if bandwidth is None:
         sigma, (ece, bound) = _fixed_point(pyramid, total_w)
     else:

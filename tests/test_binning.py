@@ -336,7 +336,7 @@ def test_bin_lookup_table_falls_back_to_search():
         e = np.sort(np.concatenate([[0.0], rng.random(n_bins - 1), [1.0]]))
         for grid in (1, 2, 8, None):
             lut, g = K.bin_lookup_table(e, grid)
-            ids = np.array([K._bin_of(x, e, lut, g) for x in p[::10]])
+            ids = np.array([K.bin_of(x, e, lut, g) for x in p[::10]])
             assert_array_equal(ids, np.searchsorted(e[1:-1], p[::10]))
 
 

@@ -725,7 +725,7 @@ def test_swallowed_interrupt_still_stops_the_run(model, files, tmp_path, monkeyp
 
     from fastcal.cli import apply as apply_module
 
-    original = apply_module._calibrate
+    original = apply_module.calibrate
 
     def calibrate_after_a_swallowed_interrupt(*args):
         try:
@@ -736,7 +736,7 @@ def test_swallowed_interrupt_still_stops_the_run(model, files, tmp_path, monkeyp
             pass
         return original(*args)
 
-    monkeypatch.setattr(apply_module, "_calibrate", calibrate_after_a_swallowed_interrupt)
+    monkeypatch.setattr(apply_module, "calibrate", calibrate_after_a_swallowed_interrupt)
     before = {s: _signal.getsignal(s) for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
     for dst in ("out.csv", "out.npy", "out.parquet"):
         assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / dst)]) == 130

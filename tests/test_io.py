@@ -436,7 +436,7 @@ def test_split_records_matches_the_csv_module(rows, eol, final_eol, cap, read_by
     old = fcsv.READ_BYTES
     fcsv.READ_BYTES = read_bytes  # many reads, records cut anywhere
     try:
-        blocks = list(fcsv._records(io.BytesIO(data), cap))
+        blocks = list(fcsv.records(io.BytesIO(data), cap))
     finally:
         fcsv.READ_BYTES = old
     assert b"".join(b for b, _, _ in blocks) == data  # every byte, in order, once

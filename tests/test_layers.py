@@ -195,6 +195,17 @@ def test_no_module_uses_another_modules_private_names():
     assert not found, "private names used across modules:\n" + "\n".join(found)
 
 
+def test_tests_and_benchmarks_use_no_private_name_of_fastcal():
+    # They reach fastcal through its public API and the documented internal names (kernels, engine hooks,
+    # size knobs), so a private helper can change without breaking them.
+    root = Path(__file__).resolve().parent.parent
+    found = []
+    for folder in ("tests", "benchmarks"):
+        for path in sorted((root / folder).glob("*.py")):
+            found += private_name_uses(path.read_text(encoding="utf-8"), f"{folder}.{path.stem}")
+    assert not found, "private names of fastcal used:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("module", KERNELS)
 def test_kernels_import_only_jit_math_kernels_numba_numpy_math(module):
     path, _ = MODULES[module]

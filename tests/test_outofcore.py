@@ -62,7 +62,7 @@ def naive_split(x, bounds):
 
 def fit_chunked(x, y, w=None, *, part_rows=64, chunk_rows=97, **params):
     """The out-of-core isotonic fit with tiny chunks and partitions (many boundaries)."""
-    src = oc._array_source(x, y, w, chunk_rows, "X")
+    src = oc.array_source(x, y, w, chunk_rows, "X")
     return oc.fit_isotonic_source(src, params, None, part_rows)
 
 
@@ -249,13 +249,13 @@ def test_isotonic_partition_files_are_removed(tmp_path):
     y = (rng.random(20_000) < x).astype(np.uint8)
     work = tmp_path / "work"
     work.mkdir()
-    src = oc._array_source(x, y, None, 1000, "X")
+    src = oc.array_source(x, y, None, 1000, "X")
     oc.fit_isotonic_source(src, {}, str(work), 500)
     assert list(work.iterdir()) == []
     x_bad = x.copy()
     x_bad[15_000] = np.nan  # found in the first pass: nothing written
     with pytest.raises(ValueError, match="X must be finite"):
-        oc.fit_isotonic_source(oc._array_source(x_bad, y, None, 1000, "X"), {}, str(work), 500)
+        oc.fit_isotonic_source(oc.array_source(x_bad, y, None, 1000, "X"), {}, str(work), 500)
     assert list(work.iterdir()) == []
 
 
@@ -481,7 +481,7 @@ def test_parquet_without_rows(tmp_path):
     for fit in (oc.fit_isotonic_parquet, oc.fit_platt_parquet):
         with pytest.raises(ValueError, match="no rows of data"):
             fit(tmp_path / "empty.parquet", "score", "label")
-    src = oc._array_source(np.empty(3), np.empty(3), None, 16, "X")
+    src = oc.array_source(np.empty(3), np.empty(3), None, 16, "X")
     src.n = 0  # a source that says it is empty (the CLI's, from a header-only CSV file)
     with pytest.raises(ValueError, match="X must have at least 1 element"):
         oc.fit_isotonic_source(src, {}, None, 1 << 12)

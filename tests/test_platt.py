@@ -341,14 +341,14 @@ def test_line_search_decreases_the_objective_monotonically(monkeypatch):
     s = np.concatenate([rng.normal(1e3 - 1, 0.3, 300), rng.normal(1e3 + 1, 0.3, 300)])
     y = np.repeat([0, 1], 300).astype(np.uint8)
     seen = []
-    original = _newton._line_search
+    original = _newton.line_search
 
     def spy(obj, theta, *args):
         out = original(obj, theta, *args)
         seen.append((obj.objective.to_public(*theta), obj.objective.to_public(*out[0])))
         return out
 
-    monkeypatch.setattr(_newton, "_line_search", spy)
+    monkeypatch.setattr(_newton, "line_search", spy)
     res = platt_scaling(s, y)
     assert res.converged and len(seen) >= 3
     for before, after in seen:

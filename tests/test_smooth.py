@@ -73,7 +73,7 @@ def test_grid_sums_are_linear_binning(data):
 def test_pyramid_levels_are_linear_binning_of_the_nodes(halvings):
     rng = np.random.default_rng(halvings)
     sums = rng.standard_normal((S.GRID, 3))
-    pyramid = S._Pyramid(sums)
+    pyramid = S.Pyramid(sums)
     want = sums[:, 2]
     for k in range(halvings):
         fine = S.GRID >> k
@@ -92,7 +92,7 @@ def test_root_finder_stops_within_its_tolerance(root):
         return s - root + 0.2 * np.tanh(5 * (s - root))
 
     calls = []
-    x = S._root(g, 1e-4, 1.0, 1e-10)
+    x = S.find_root(g, 1e-4, 1.0, 1e-10)
     assert abs(x - root) <= 1e-10 and x in calls and len(calls) < 40
 
 

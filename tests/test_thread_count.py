@@ -99,6 +99,9 @@ CASES = {
         Y32, P32, n_bins=40, strategy="quantile", sample_weight=W),
     "ece": lambda: [fastcal.expected_calibration_error(Y, P, norm=norm) for norm in ("l1", "l2", "max")],
     "ece quantile weighted": lambda: fastcal.expected_calibration_error(Y, P, strategy="quantile", sample_weight=W),
+    # weighted 0/1 and real-valued targets: the range partition's radix rows, the PAV's runs of equal means
+    "isotonic weighted f32": lambda: fastcal.IsotonicRegression().fit(P32, Y32, sample_weight=W),
+    "isotonic real-valued": lambda: fastcal.IsotonicRegression().fit(P, P + 0.5 * Y),
     "roc_auc unweighted": lambda: fastcal.roc_auc_score(Y, P),
     "roc_auc unweighted f32": lambda: fastcal.roc_auc_score(Y32, P32),
     "roc_auc weighted": lambda: fastcal.roc_auc_score(Y, P, sample_weight=W),

@@ -11,7 +11,7 @@ MANY = 7
 @contextlib.contextmanager
 def num_threads(n):
     """fastcal calls from this thread use ``n`` threads inside the block."""
-    before = getattr(_parallel._local, "num_threads", None)
+    before = _parallel.thread_setting()
     _parallel.set_num_threads(n)
     try:
         yield

@@ -61,7 +61,7 @@ class Block:
         self.n = content_end.shape[0]
 
 
-def _records(stream, cap, first=b""):
+def records(stream, cap, first=b""):
     """Blocks of at most ``cap`` whole records from a binary stream, with ``first`` the bytes already read."""
     buf = first
     pos = 0
@@ -143,7 +143,7 @@ class CsvReader(Reader):
             stream.seek(len(self.header))
         offset = 0
         try:
-            for data, content_end, next_start in _records(stream, self.batch_rows, first):
+            for data, content_end, next_start in records(stream, self.batch_rows, first):
                 yield Block(data, content_end, next_start, offset)
                 offset += content_end.shape[0]
         finally:

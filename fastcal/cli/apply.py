@@ -84,7 +84,7 @@ def cmd_apply(args, progress_enabled, timings):
                 p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
                 groups = _column(piece, args.group_col) if grouped else None
-                p = _calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
+                p = calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
                                offset, groups)
             if multiclass:
                 new = {c: np.ascontiguousarray(p[:, j]) for j, c in enumerate(out_cols)}
@@ -116,7 +116,7 @@ def _column(piece, name):
     return values if isinstance(values, np.ndarray) else values.to_numpy(zero_copy_only=False)
 
 
-def _calibrate(est, cols, multiclass, args, priors, path, offset, groups=None):
+def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None):
     """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on)."""
     import fastcal
 
