@@ -21,7 +21,7 @@ import numpy as np
 from .. import _newton
 from .. import _platt_kernels as _k
 from .._parallel import parallel_for
-from ._model import WARM_START_MIN
+from ._model import WARM_START_MIN, center_and_scale
 from ._scaling import PlattScaling
 
 #: The bits of an order key (:func:`fastcal._math_kernels.order_key`) flipped for negative numbers.
@@ -127,11 +127,7 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     active = done & ~one_class & ~flat
 
     # center_and_scale of each fit's score range, then Newton from to_internal(0, b0).
-    center = 0.5 * lo_all + 0.5 * hi_all
-    half = 0.5 * hi_all - 0.5 * lo_all
-    wide = half > 0.0
-    scale = np.where(wide, np.ldexp(1.0, -np.clip(np.frexp(half)[1], -1000, 1024)), 1.0)
-    xmax = np.where(wide, half * scale * (1.0 + 1e-15), 0.0)
+    center, scale, xmax = center_and_scale(lo_all, hi_all)
     theta = np.stack([a, b], axis=1)
     theta[active, 0] = 0.0 / scale[active]
     theta[active, 1] = b0[active] + 0.0 * center[active]
