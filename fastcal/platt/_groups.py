@@ -22,7 +22,7 @@ from .. import _newton
 from .. import _platt_kernels as _k
 from .._parallel import parallel_for
 from ._model import WARM_START_MIN, center_and_scale
-from ._scaling import PlattScaling
+from ._scaling import PlattScaling, platt_targets
 
 #: The bits of an order key (:func:`fastcal._math_kernels.order_key`) flipped for negative numbers.
 _MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -104,7 +104,8 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     blocks = Blocks(lo, hi)
     size = blocks.size
 
-    # fit_passes: the preparation sums, the class weights, Platt's targets and start.
+    # fit_passes: the preparation sums, the class weights, Platt's targets and start (starting_point, with
+    # math.log as there).
     npos, p_lo, p_hi, lo_all, hi_all, wpos, wneg = blocks.prepare(s, y, w)
     constant = p_lo == p_hi
     if w is None:
@@ -114,12 +115,11 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
         if exponent is not None:
             wpos, wneg = np.ldexp(wpos, exponent), np.ldexp(wneg, exponent)
         done = np.isfinite(total) & np.isfinite(wpos + wneg) & (size < WARM_START_MIN) & (total > 0.0)
-        tpos, tnpos = (wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0)
-        tneg, tnneg = 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0)
+        tpos, tnpos, tneg, tnneg = platt_targets(wpos, wneg)
         b0 = np.array([math.log(v) if v > 0.0 else math.nan for v in ((wneg + 1.0) / (wpos + 1.0)).tolist()])
     a, b = np.zeros(n_fits), b0.copy()  # one class: a = 0 and b0
     one_class = done & ((wpos == 0.0) | (wneg == 0.0))
-    flat = done & ~one_class & constant  # constant scores: a = 0, p the weighted mean target
+    flat = done & ~one_class & constant  # constant scores: a = 0, p the weighted mean target (starting_point)
     for f in np.flatnonzero(flat).tolist():
         mean_t = wpos[f] * tpos[f] + wneg[f] * tneg[f]
         mean_1mt = wpos[f] * tnpos[f] + wneg[f] * tnneg[f]
