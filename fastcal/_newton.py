@@ -40,7 +40,7 @@ import functools
 import math
 from typing import NamedTuple
 
-__all__ = ["NewtonResult", "direction", "minimize", "solve"]
+__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve"]
 
 #: Armijo's sufficient-decrease constant (as in libsvm).
 ARMIJO = 1e-4
@@ -67,7 +67,7 @@ class NewtonResult(NamedTuple):
 
 
 @functools.cache
-def _hessian_index(k):
+def hessian_index(k):
     """``index[i][j]``: the position of H[i][j] in the flat sums of a ``k``-parameter objective."""
     index = [[0] * k for _ in range(k)]
     pos = 1 + k
@@ -135,7 +135,7 @@ def direction(objective, st, free):
     """
     k = objective.k
     st = st.tolist() if hasattr(st, "tolist") else list(st)
-    index = _hessian_index(k)
+    index = hessian_index(k)
     g = st[1:1 + k]
     gf = [g[i] for i in free]
     hf = [[st[index[i][j]] * (1.0 + RIDGE) if i == j else st[index[i][j]] for j in free] for i in free]

@@ -40,6 +40,8 @@ elimination, so the common case carries neither a weight load nor a log.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._jit import kernel
@@ -427,6 +429,95 @@ def beta_pass(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_loss
 
 
 @kernel
+def beta_features(p, eps):
+    """The features of a probability p: log p' and -log(1 - p'), p' = clip(p, eps, 1 - eps) (libm's log, as
+    Python's math module calls it)."""
+    p = min(max(p, eps), 1.0 - eps)
+    return math.log(p), -math.log(1.0 - p)
+
+
+@kernel
+def _power_of_two_scale(bound):
+    """A power of two s with bound * s in [0.5, 1) (1 for bound 0)."""
+    if not bound > 0.0:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(bound)[1])
+
+
+@kernel
+def beta_frame(lo, hi, eps, ab, log2):
+    """``(c1, s1, c2, s2, xmax1, xmax2)`` of :func:`fastcal.beta.make_frame` for probabilities in ``[lo, hi]``
+    (``ab``: the model "ab", whose features are centred at -log 2 and log 2)."""
+    u1_lo, u2_lo = beta_features(lo, eps)
+    u1_hi, u2_hi = beta_features(hi, eps)
+    if ab:
+        c1, c2 = -log2, log2
+    else:
+        c1, c2 = 0.5 * (u1_lo + u1_hi), 0.5 * (u2_lo + u2_hi)
+    # The kernel's logarithms are within 2 ulp of libm's: a relative slack of 1e-12 covers them.
+    b1 = max(abs(u1_lo - c1), abs(u1_hi - c1)) * (1.0 + 1e-12) + 1e-12
+    b2 = max(abs(u2_lo - c2), abs(u2_hi - c2)) * (1.0 + 1e-12) + 1e-12
+    s1, s2 = _power_of_two_scale(b1), _power_of_two_scale(b2)
+    return c1, s1, c2, s2, b1 * s1, b2 * s2
+
+
+@kernel
+def beta_frames(lo, hi, eps, ab, log2, out):
+    """``out[i]``: :func:`beta_frame` of ``(lo[i], hi[i])``."""
+    for i in range(lo.shape[0]):
+        out[i, 0], out[i, 1], out[i, 2], out[i, 3], out[i, 4], out[i, 5] = beta_frame(lo[i], hi[i], eps, ab, log2)
+
+
+@kernel
+def _beta_logit_gap(a, b, c, t):
+    """a log m - b log(1 - m) + c at m = 1 / (1 + exp(-t)), from log m = -(max(-t, 0) + log1p(exp(-|t|))) and
+    log(1 - m) = -(max(t, 0) + log1p(exp(-|t|))) (libm's exp and log1p, as Python's math module calls them)."""
+    tail = math.log1p(math.exp(-abs(t)))
+    return -a * (max(-t, 0.0) + tail) + b * (max(t, 0.0) + tail) + c
+
+
+@kernel
+def beta_midpoint(a, b, c):
+    """The root m in (0, 1) of a log m - b log(1 - m) + c for a, b >= 0 (not both 0): bisection on logit m over
+    [-800, 800], 128 halvings (1600 / 2**128: far below the resolution of m); 0 or 1 where the expression has no
+    root, at the end of [0, 1] where it is smallest in magnitude (see :func:`fastcal.beta.midpoint`)."""
+    lo, hi = -800.0, 800.0
+    if _beta_logit_gap(a, b, c, lo) >= 0.0:
+        return 0.0
+    if _beta_logit_gap(a, b, c, hi) <= 0.0:
+        return 1.0
+    for _ in range(128):
+        mid = 0.5 * (lo + hi)
+        if _beta_logit_gap(a, b, c, mid) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    t = 0.5 * (lo + hi)
+    return 1.0 / (1.0 + math.exp(-t))
+
+
+@kernel
+def beta_midpoints(a, b, c, out, lo, hi):
+    """``out[i]``: :func:`beta_midpoint` of ``(a[i], b[i], c[i])`` (a, b >= 0), or 1/2 where a = b = 0, for
+    ``lo <= i < hi``."""
+    for i in range(lo, hi):
+        out[i] = 0.5 if (a[i] == 0.0 and b[i] == 0.0) else beta_midpoint(a[i], b[i], c[i])
+
+
+@kernel
+def beta_blocks(p, y, w, block_lo, block_hi, block_fit, active, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3,
+                buf, lo, hi):
+    """:func:`_beta_chunk` (without the objective) of rows ``block_lo[j] .. block_hi[j] - 1`` into ``buf[j]``, in
+    the frame and at the parameters of its fit ``f = block_fit[j]``, for the blocks ``lo <= j < hi`` of the fits
+    with ``active[f]`` (see :func:`newton_blocks`)."""
+    for j in range(lo, hi):
+        f = block_fit[j]
+        if active[f]:
+            _beta_chunk(p, y, w, eps, one_minus_eps, c1[f], s1[f], c2[f], s2[f], t1[f], t2[f], t3[f], None,
+                        block_lo[j], block_hi[j], buf[j])
+
+
+@kernel
 def beta_predict(p, eps, one_minus_eps, a, b, c, out, lo, hi):
     """out[i] = 1 / (1 + exp(-(a log p' - b log(1 - p') + c))) for lo <= i < hi;
     returns the number of p[i] outside [0, 1] or NaN (their output is meaningless)."""
@@ -440,3 +531,31 @@ def beta_predict(p, eps, one_minus_eps, a, b, c, out, lo, hi):
         d = 1.0 / (1.0 + e)
         out[i] = d if eta >= 0.0 else e * d
     return bad
+
+
+# ---------------------------------------------------------------------------
+# Many fits at once (fastcal.platt.fit_groups): the passes above, block by block, each block with its own fit's
+# parameters. The blocks of a fit are its own fit's chunks (CHUNK rows from its first row), so that its sums,
+# merged in block order, are those of its own passes bit for bit.
+# ---------------------------------------------------------------------------
+
+
+@kernel
+def prep_blocks(s, y, w, block_lo, block_hi, ibuf, fbuf, lo, hi):
+    """:func:`_prep_chunk` of rows ``block_lo[j] .. block_hi[j] - 1`` into ``ibuf[j], fbuf[j]``, for the blocks
+    ``lo <= j < hi``."""
+    for j in range(lo, hi):
+        _prep_chunk(s, y, w, block_lo[j], block_hi[j], ibuf[j], fbuf[j])
+
+
+@kernel
+def newton_blocks(s, y, w, block_lo, block_hi, block_fit, active, center, scale, a, b, tpos, tnpos, tneg, tnneg,
+                  buf, lo, hi):
+    """:func:`_newton_chunk` (without the objective) of rows ``block_lo[j] .. block_hi[j] - 1`` into ``buf[j]``,
+    at the parameters of its fit ``f = block_fit[j]`` (``center[f]``, ``a[f]``, ...), for the blocks
+    ``lo <= j < hi`` of the fits with ``active[f]``; the others' rows of ``buf`` are left as they are."""
+    for j in range(lo, hi):
+        f = block_fit[j]
+        if active[f]:
+            _newton_chunk(s, y, w, center[f], scale[f], a[f], b[f], tpos[f], tnpos[f], tneg[f], tnneg[f], None,
+                          block_lo[j], block_hi[j], buf[j])

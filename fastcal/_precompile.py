@@ -513,8 +513,10 @@ def _multicalibration(dtype):
         segment_report(labels, p, groups)
     for wdtype in FLOATS:
         segment_report(y, p, np.arange(N) % 3, sample_weight=_weights(N, wdtype))
-        GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
-    GroupedCalibrator(PlattScaling(), min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
+        for template in (PlattScaling(), BetaCalibration()):  # the batched Newton fits of every group
+            GroupedCalibrator(template, min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
+    for template in (PlattScaling(), BetaCalibration()):
+        GroupedCalibrator(template, min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
     pb, yb = _scores(dtype, n=BIG)  # a bucket of groups past the radix sort's threshold (weighted isotonic)
     for labels in _labels(y):  # the batched isotonic fits read the validated labels in place
         GroupedCalibrator(IsotonicRegression(), min_samples_per_group=2).fit(p, labels, groups).predict(p, groups)

@@ -84,15 +84,8 @@ class Frame(NamedTuple):
 
 
 def _features(p, eps):
-    p = min(max(p, eps), 1.0 - eps)
-    return math.log(p), -math.log(1.0 - p)
-
-
-def _power_of_two_scale(bound):
-    """A power of two s with bound * s in [0.5, 1) (1 for bound 0)."""
-    if not bound > 0.0:
-        return 1.0
-    return math.ldexp(1.0, -math.frexp(bound)[1])
+    """log p' and -log(1 - p'), p' = clip(p, eps, 1 - eps)."""
+    return _k.beta_features(float(p), float(eps))
 
 
 def make_frame(model, lo, hi, eps):
@@ -101,23 +94,14 @@ def make_frame(model, lo, hi, eps):
     "abm" and "am" centre each feature on the middle of its range; "ab" has no
     intercept, so its features are centred where the model is: log(2p') and
     -log(2(1 - p')), and the intercept stays 0. Scales are powers of two
-    (exact) that bring the features within [-1, 1].
+    (exact) that bring the features within [-1, 1]. Computed by
+    :func:`fastcal._platt_kernels.beta_frame` (:func:`fit_groups` makes many at once).
     """
-    u1_lo, u2_lo = _features(lo, eps)
-    u1_hi, u2_hi = _features(hi, eps)
-    if model == "ab":
-        c1, c2 = -_LOG2, _LOG2
-    else:
-        c1, c2 = 0.5 * (u1_lo + u1_hi), 0.5 * (u2_lo + u2_hi)
-    # The kernel's logarithms are within 2 ulp of libm's: a relative slack of 1e-12 covers them.
-    b1 = max(abs(u1_lo - c1), abs(u1_hi - c1)) * (1.0 + 1e-12) + 1e-12
-    b2 = max(abs(u2_lo - c2), abs(u2_hi - c2)) * (1.0 + 1e-12) + 1e-12
-    s1, s2 = _power_of_two_scale(b1), _power_of_two_scale(b2)
-    return Frame(eps, c1, s1, c2, s2, b1 * s1, b2 * s2)
+    return Frame(eps, *_k.beta_frame(float(lo), float(hi), float(eps), model == "ab", _LOG2))
 
 
 def _basis(model, frame):
-    """The 3 x k matrix T of a model: the kernel's (t1, t2, t3) = T @ theta."""
+    """The 3 x k matrix T of a model: the kernel's (t1, t2, t3) = T @ theta (``frame`` unused but for "am")."""
     if model == "abm":
         return ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     if model == "ab":
@@ -255,26 +239,9 @@ def midpoint(model, a, b, c):
     if model == "am":
         return 1.0 / (1.0 + math.exp(min(c / a, 709.0)))
 
-    if a < 0.0 or b < 0.0:  # a term dropped, the other negative: g decreasing, -g has the same root
+    if a < 0.0 or b < 0.0:  # a term dropped, the other negative: the expression decreasing, its negative has the same root
         a, b, c = -a, -b, -c
-
-    def g(t):  # a log m - b log(1 - m) + c at m = 1 / (1 + exp(-t)): increasing in t
-        tail = math.log1p(math.exp(-abs(t)))
-        return -a * (max(-t, 0.0) + tail) + b * (max(t, 0.0) + tail) + c
-
-    lo, hi = -800.0, 800.0
-    if g(lo) >= 0.0:
-        return 0.0
-    if g(hi) <= 0.0:
-        return 1.0
-    for _ in range(128):  # 1600 / 2**128: far below the resolution of m
-        mid = 0.5 * (lo + hi)
-        if g(mid) < 0.0:
-            lo = mid
-        else:
-            hi = mid
-    t = 0.5 * (lo + hi)
-    return 1.0 / (1.0 + math.exp(-t))
+    return float(_k.beta_midpoint(float(a), float(b), float(c)))  # compiled: 130 evaluations, a fit's fixed cost
 
 
 def _constant_fit(model, p0, eps, wpos, wneg):
@@ -392,6 +359,87 @@ def fit_arrays(p, y, w, model, max_iter, tol):
     :meth:`BetaCalibration.fit` makes after its checks. For callers that check many fits' rows at once
     (:class:`fastcal.GroupedCalibrator`)."""
     return _fit_beta(p, y, w, model, max_iter, tol)
+
+
+def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
+    """Beta calibration of the rows ``lo[f]:hi[f]`` of ``p``, ``y``, ``w`` for each fit ``f``, as
+    :func:`fit_arrays` fits them alone, all at once (for :class:`fastcal.GroupedCalibrator`).
+
+    ``p``, ``y``: validated rows; ``w``: None, or the weights, each fit's rows rescaled as its fit's check
+    rescales them. The Newton iterations of every fit run in lockstep, one pass over all rows per iteration
+    (:func:`fastcal.platt.minimize_lockstep`, :func:`fastcal._platt_kernels.beta_blocks`), with the bits of
+    each fit's own. Only "abm" fits on the driver's common path are done here: where ``done`` (the last of
+    the returned ``(a, b, c, m, n_iter, done)``) is False, the fit is left to :func:`fit_arrays` (one class,
+    constant p, a warm start, a refit with a term dropped, separated classes, another path of the driver).
+    """
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    n_fits = lo.size
+    done = np.zeros(n_fits, dtype=bool)
+    nothing = np.zeros(n_fits)
+    if model != "abm" or not n_fits:
+        return nothing, nothing, nothing, nothing, np.zeros(n_fits, dtype=np.int64), done
+    blocks = platt.Blocks(lo, hi)
+    npos, p_lo, p_hi, lo_all, hi_all, wpos, wneg = blocks.prepare(p, y, w)
+    if w is None:
+        wpos, wneg = npos.astype(np.float64), (blocks.size - npos).astype(np.float64)
+    eps = float(np.finfo(p.dtype).eps)
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = wpos + wneg
+    clip = [np.minimum(np.maximum(v, eps), 1.0 - eps) for v in (p_lo, p_hi)]
+    done = (np.isfinite(total) & (wpos > 0.0) & (wneg > 0.0) & (lo_all >= 0.0) & (hi_all <= 1.0)
+            & (clip[0] != clip[1]) & (blocks.size < platt.WARM_START_MIN))
+    # The frame and the start of each fit (fit_passes, BetaObjective.to_internal), as its own fit makes them.
+    frames = np.ones((n_fits, len(Frame._fields) - 1))
+    starts = np.zeros(n_fits)
+    idx = np.flatnonzero(done)
+    fitted_frames = np.empty((idx.size, frames.shape[1]))
+    _k.beta_frames(lo_all[idx], hi_all[idx], eps, model == "ab", _LOG2, fitted_frames)
+    frames[idx] = fitted_frames
+    starts[idx] = [math.log(v) for v in (wpos[idx] / wneg[idx]).tolist()]
+    c1, s1, c2, s2, xmax1, xmax2 = frames.T
+    theta = np.stack([0.0 / s1, 0.0 / s2, (starts + 0.0 * c1) + 0.0 * c2], axis=1)
+    basis = _basis(model, None)
+    bounds = np.stack([((0.0 + abs(basis[0][m]) * xmax1) + abs(basis[1][m]) * xmax2) + abs(basis[2][m]) * 1.0
+                       for m in range(3)], axis=1)
+
+    def kernel_theta(th):  # BetaObjective.kernel_theta, on arrays of fits
+        return [((0.0 + row[0] * th[:, 0]) + row[1] * th[:, 1]) + row[2] * th[:, 2] for row in basis]
+
+    st = np.zeros((n_fits, _k.N_BETA_STATS))
+    buf = np.zeros((blocks.n, _k.N_BETA_STATS))
+
+    def run_pass(trial, which):
+        t1, t2, t3 = kernel_theta(trial)
+        parallel_for(_k.beta_blocks, blocks.n, p, y, w, blocks.block_lo, blocks.block_hi, blocks.block_fit, which,
+                     eps, 1.0 - eps, c1, s1, c2, s2, t1, t2, t3, buf, rows=blocks.rows)
+        st[which] = blocks.merge(buf, which)
+        return st
+
+    n_iter = platt.minimize_lockstep(run_pass, theta, bounds, total, done.copy(), done, max_iter, tol)
+    t1, t2, t3 = kernel_theta(theta)
+    with np.errstate(all="ignore"):
+        a, b = t1 * s1, t2 * s2
+        c = (t3 - a * c1) - b * c2
+    # Left to the own fit: betacal's refit with a term dropped, separated classes (the warning), overflow.
+    done &= (a >= 0.0) & (b >= 0.0) & (st[:, _k.BETA_WRONG] != 0.0) & np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
+    m = np.full(n_fits, 0.5)
+    ok = np.flatnonzero(done)
+    out = np.empty(ok.size)
+    parallel_for(_k.beta_midpoints, ok.size, a[ok], b[ok], c[ok], out, rows=130 * ok.size)  # 130 exp, log1p each
+    m[ok] = out
+    return a, b, c, m, n_iter, done
+
+
+def fitted_estimators(a, b, c, m, n_iter, parameters, max_iter, tol):
+    """Fitted :class:`BetaCalibration` models (parameters ``parameters``, ``max_iter``, ``tol``) of converged fits:
+    what :func:`fitted_estimator` makes of each (``a[f]``, ``b[f]``, ``c[f]``, ``m[f]``, ``n_iter[f]``)."""
+    params = BetaCalibration(parameters=parameters, max_iter=max_iter, tol=tol).__dict__
+    models = []
+    for fit in zip(a.tolist(), b.tolist(), c.tolist(), m.tolist(), n_iter.tolist()):
+        est = BetaCalibration.__new__(BetaCalibration)
+        est.__dict__.update(params, **dict(zip(("a_", "b_", "c_", "m_", "n_iter_"), fit)), converged_=True)
+        models.append(est)
+    return models
 
 
 def _set_fitted(est, fit):

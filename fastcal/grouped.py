@@ -17,11 +17,14 @@ by the PAV engine's kernels, in the arithmetic of each group's own fit (the
 same bits). Their predictions run in one pass over the rows
 (:func:`_predict_isotonic`). Histogram binning with uniform bins is batched
 too (:func:`_fit_histogram_groups`): one pass adds every group's bin sums in
-the order of its own fit. Other calibrators, and the fits that are not
-batched, fit a clone per group: the rows ordered by group with one counting
-sort, the groups cut into tasks of about ``TASK_ROWS`` rows that fastcal's
-threads take in turn; Platt scaling and beta calibration check the rows once
-and fit each group's slice with their ``fit_arrays`` (:func:`_group_fit`).
+the order of its own fit. Platt scaling and beta calibration check the rows
+once, order them by group with one counting sort (:func:`_by_group`) and fit
+all groups at once (:func:`_fit_logistic_groups`): each group's Newton
+iterations run in lockstep, one pass over the rows per iteration, with the
+bits of its own fit. Other calibrators, and the fits that are not batched,
+fit a clone per group on those rows, the groups cut into tasks of about
+``TASK_ROWS`` rows that fastcal's threads take in turn (Platt scaling and
+beta calibration with their ``fit_arrays``, :func:`_group_fit`).
 """
 
 from __future__ import annotations
@@ -47,12 +50,13 @@ from ._validation import (
     column_or_1d,
     is_binary,
     rescale_weights,
-    weight_exponent,
 )
 from .beta import BetaCalibration
 from .beta import check_model as check_beta_model
 from .beta import fit_arrays as beta_fit_arrays
+from .beta import fit_groups as beta_fit_groups
 from .beta import fitted_estimator as beta_estimator
+from .beta import fitted_estimators as beta_estimators
 from .histogram import HistogramBinning
 from .histogram import bin_edges as histogram_bin_edges
 from .histogram import check_params as check_histogram_params
@@ -63,6 +67,8 @@ from .platt import PlattScaling
 from .platt import check_max_iter as check_platt_max_iter
 from .platt import check_tol as check_platt_tol
 from .platt import fit_arrays as platt_fit_arrays
+from .platt import fit_groups as platt_fit_groups
+from .platt import fitted_estimators as platt_estimators
 from .platt import fitted_estimator as platt_estimator
 from .venn_abers import VennAbers
 
@@ -88,6 +94,13 @@ def check_calibrator(calibrator):
         raise TypeError(f"calibrator must be one of fastcal's 1-D calibrators (IsotonicRegression, PlattScaling, "
                         f"BetaCalibration, HistogramBinning, VennAbers), got {calibrator!r}.")
     return calibrator
+
+
+def _group_sizes(codes, k):
+    """``np.bincount(codes, minlength=k)`` on fastcal's threads (:func:`~fastcal._grouped_kernels.count_codes`)."""
+    bufs = _parallel.parallel_accumulate(_gk.count_codes, codes.shape[0], codes,
+                                         buffer=lambda: np.zeros(k, dtype=np.int64))
+    return bufs[0] if len(bufs) == 1 else np.sum(bufs, axis=0)
 
 
 def _tasks(starts, groups):
@@ -233,7 +246,8 @@ def _rescale_by_group(w, codes, fitted, n_groups, wmax):
     numbered by ``codes``; ``wmax[i]``: its largest weight), and the weights ``w`` rescaled by their group's power
     of two, as each group's own fit rescales its rows (the same bits); the rows of the other groups unchanged."""
     exponent = np.zeros(n_groups, dtype=np.int64)
-    exponent[fitted] = [weight_exponent(None, scale_max=m) for m in wmax.tolist()]
+    usable = (wmax > 0) & np.isfinite(wmax)  # weight_exponent(None, scale_max=m) of each m, on the array
+    exponent[fitted] = np.where(usable, np.frexp(np.where(usable, wmax, 1.0))[1] - 1, 0)
     if not exponent.any():  # every group's largest weight in [1, 2): its weights as they are, as rescale_weights
         return exponent, w
     return exponent, np.ldexp(w, -exponent[codes]).astype(w.dtype, copy=False)
@@ -282,7 +296,7 @@ def _by_group(codes, sizes, s, y, w):
 
     Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
     (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
-    :func:`~fastcal._grouped_kernels.count_slots`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    :func:`~fastcal._grouped_kernels.count_codes`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size
@@ -294,11 +308,9 @@ def _by_group(codes, sizes, s, y, w):
         return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
     bounds = _parallel.task_bounds(n, rows=min(n, _parallel.TASK_ROWS * max(1, n // k)))  # at most n / k chunks:
     chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
-    identity = np.arange(k, dtype=np.int64)
     none = np.empty(0)
     per_chunk = np.zeros((chunks, k), dtype=np.int64)
-    _parallel.run([(_gk.count_slots, (codes, identity, identity, y, none, False, per_chunk[c], none, bounds[c],
-                                      bounds[c + 1])) for c in range(chunks)])
+    _parallel.run([(_gk.count_codes, (codes, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
     so, yo = np.empty_like(s), np.empty_like(y)
     wo = np.empty_like(w) if w is not None else none
@@ -348,6 +360,48 @@ def _group_fit(template, s, yv, weights):
     return fit_one, x, labels, w
 
 
+def _group_rows(starts, fitted, positions, w):
+    """The positions ``positions`` (of ``fitted``) as an array, the bounds ``lo``, ``hi`` of their groups' rows in
+    rows ordered by group (group ``g``: rows ``starts[g]:starts[g + 1]``), and the weights ``w`` of the rows
+    ordered by group with each of these groups' rows rescaled by its own power of two, with its exponent, as the
+    group's own fit rescales them (:func:`_rescale_by_group`; None, None without weights)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    groups = fitted[positions]
+    lo, hi = starts[groups], starts[groups + 1]
+    if w is None:
+        return positions, lo, hi, None, None
+    sizes = np.diff(starts)
+    nonempty = np.flatnonzero(sizes)
+    wmax = np.zeros(sizes.size)
+    wmax[nonempty] = np.maximum.reduceat(w, starts[nonempty])
+    exponent, w = _rescale_by_group(w, np.repeat(np.arange(sizes.size), sizes), groups, sizes.size, wmax[groups])
+    return positions, lo, hi, w, exponent[groups]
+
+
+def _fit_logistic_groups(template, s, y, w, starts, fitted, positions, models):
+    """Fit a ``PlattScaling`` or a ``BetaCalibration`` like ``template`` on the rows of each group ``fitted[i]``
+    (``i`` in ``positions``) of the validated rows ``s``, ``y``, ``w`` ordered by group (group ``g``: rows
+    ``starts[g]:starts[g + 1]``), all at once (:func:`fastcal.platt.fit_groups`, :func:`fastcal.beta.fit_groups`:
+    each group's own Newton iterations, in lockstep, with the bits of its own fit); set ``models[i]``; return the
+    positions left to the calibrator's own fit (those functions say which)."""
+    params = template.get_params()
+    max_iter, tol = check_platt_max_iter(params["max_iter"]), check_platt_tol(params["tol"])
+    positions, lo, hi, w, exponent = _group_rows(starts, fitted, positions, w)
+    if type(template) is PlattScaling:
+        a, b, n_iter, done = platt_fit_groups(s, y, w, lo, hi, exponent, max_iter, tol)
+        ok = np.flatnonzero(done)
+        fits = platt_estimators(a[ok], b[ok], n_iter[ok], params["max_iter"], params["tol"])
+    else:
+        a, b, c, m, n_iter, done = beta_fit_groups(s, y, w, lo, hi, check_beta_model(params["parameters"]), max_iter,
+                                                   tol)
+        ok = np.flatnonzero(done)
+        fits = beta_estimators(a[ok], b[ok], c[ok], m[ok], n_iter[ok], params["parameters"], params["max_iter"],
+                               params["tol"])
+    for i, est in zip(positions[ok].tolist(), fits):
+        models[i] = est
+    return positions[~done]
+
+
 def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=None):
     """The fits of clones of ``calibrator`` on the rows of each group ``fitted[i]`` (internal API of
     :class:`GroupedCalibrator` and of the engine's :func:`fastcal._engine.grouped.fit_grouped`).
@@ -362,19 +416,22 @@ def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=
     batched = _batched_fit(calibrator)
     if batched is not None and fitted.size:
         generic = batched(calibrator, scores, y, sample_weight, codes, sizes, fitted, models)
-    if len(generic):
-        fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
-        s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+    if not len(generic):
+        return models
+    fit_one, s, yv, w = _group_fit(calibrator, scores, y, sample_weight)
+    s_sorted, y_sorted, w_sorted, starts = _by_group(codes, sizes, s, yv, w)
+    if type(calibrator) in (PlattScaling, BetaCalibration):
+        generic = _fit_logistic_groups(calibrator, s_sorted, y_sorted, w_sorted, starts, fitted, generic, models)
 
-        def fit_groups(positions):
-            for i in positions:
-                a, b = starts[fitted[i]], starts[fitted[i] + 1]
-                weight = w_sorted[a:b] if w_sorted is not None else sample_weight
-                models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
+    def fit_groups(positions):
+        for i in positions:
+            a, b = starts[fitted[i]], starts[fitted[i] + 1]
+            weight = w_sorted[a:b] if w_sorted is not None else sample_weight
+            models[i] = fit_one(s_sorted[a:b], y_sorted[a:b], weight)
 
-        generic = np.asarray(generic, dtype=np.int64)
-        tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
-        _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
+    generic = np.asarray(generic, dtype=np.int64)
+    tasks = _tasks(np.concatenate([[0], np.cumsum(sizes[fitted[generic]])]), range(generic.size))
+    _parallel.run([(fit_groups, (generic[task],)) for task in tasks])
     return models
 
 
@@ -414,9 +471,12 @@ class GroupedCalibrator(BaseCalibrator):
     (``increasing`` True or False, not centered) and 0/1 labels, all groups
     are fitted in one batched pass (see :mod:`fastcal.grouped`) with the bits
     of their own fits, and ``predict`` runs in one pass over the rows; so are
-    the fits of :class:`~fastcal.HistogramBinning` with uniform bins. Other
-    calibrators and parameters fit one clone per group (Platt scaling and beta
-    calibration without repeating the input checks), with the same bits.
+    the fits of :class:`~fastcal.HistogramBinning` with uniform bins, of
+    :class:`~fastcal.PlattScaling` and of :class:`~fastcal.BetaCalibration`
+    (``"abm"``; each group's Newton iterations in lockstep, one pass over the
+    rows per iteration). Other calibrators and parameters, and the groups
+    whose fit leaves the Newton driver's common path, fit one clone per group,
+    with the same bits.
 
     Examples
     --------
@@ -468,7 +528,7 @@ class GroupedCalibrator(BaseCalibrator):
         weights = w if w is not None else sample_weight
         global_fit = _clone(template).fit(s, yv, sample_weight=weights)  # validates scores, labels and weights
         codes, uniques = group_codes(g, "groups")
-        sizes = np.bincount(codes, minlength=len(uniques))
+        sizes = _group_sizes(codes, len(uniques))
         fitted = np.flatnonzero(sizes >= minimum)
         models = fit_group_models(template, s, yv, codes, sizes, fitted, weights)
         return self._set_fits([uniques[i] for i in fitted], models, global_fit, sizes[fitted])

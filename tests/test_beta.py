@@ -216,6 +216,7 @@ def test_midpoint():
     assert beta_module.midpoint("abm", 1.0, 0.0, -1.0) == 1.0  # a log m - 1 < 0 on (0, 1]: nearest at m = 1
     assert beta_module.midpoint("abm", 0.0, 1.0, 1.0) == 0.0
     assert beta_module.midpoint("abm", 0.0, 0.0, 1.0) == 0.5
+    assert beta_module.midpoint("abm", 1e-4, 9.6, 0.09) == 0.0  # a root below 1e-308: 0 (exp(800) overflowed once)
 
 
 # ---------------------------------------------------------------------------

@@ -500,3 +500,106 @@ def test_other_calibrators_model_file_round_trip(template, tmp_path):
     _assert_same_bits(back.predict(s, g), cal.predict(s, g))
     one_by_one = _one_fit_per_group(template, 10, s, y, g, w)  # one clone's fit per group
     assert json.dumps(one_by_one.to_dict()) == json.dumps(cal.to_dict())
+
+
+def _platt_groups_data(dtype, weights):
+    """Rows ordered by group, with each group's bounds: a group of more rows than one chunk of Platt's passes
+    (2**14, so that its sums merge several chunks), groups of offset, wide and tied scores, one class only,
+    constant scores, and five separable rows; weights spanning powers of two by group."""
+    rng = np.random.default_rng(31)
+    sizes = [20_000, 700, 50, 300, 40, 30, 5, 900]
+    parts = []
+    for k, m in enumerate(sizes):
+        s = rng.normal(size=m) * [1, 3, 0.1, 1e-3, 1, 1, 1, 2][k] + [0, 0, 0, 1e6, 0, 0, 0, -4][k]
+        y = (rng.uniform(size=m) < 1 / (1 + np.exp(-(k % 3 + 0.5) * (s - s.mean())))).astype(np.int64)
+        if k == 4:
+            y[:] = 1  # one class: a = 0, Platt's b0
+        if k == 5:
+            s[:] = 0.25  # constant scores: a = 0, the mean target
+        if k == 7:
+            s = np.round(s, 1)  # ties
+        parts.append((s, y, rng.uniform(0.0, 2.0, m) * 2.0 ** (10 * k - 30)))
+    s, y, w = (np.concatenate(c) for c in zip(*parts))
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    return s.astype(dtype), y, (w if weights else None), starts
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+def test_platt_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights):
+    """fastcal.platt.fit_groups (the batched Newton fits of the grouped Platt scaling) does every group here
+    itself, with the bits of fit_arrays on the group's rows alone (a, b, n_iter), weights rescaled as the fit
+    rescales them."""
+    from fastcal import platt
+    from fastcal._validation import rescale_weights
+
+    s, y, w, starts = _platt_groups_data(dtype, weights)
+    lo, hi = starts[:-1], starts[1:]
+    exponent, scaled = None, None
+    if weights:
+        exponent = np.array([rescale_weights(w[a:b])[1] for a, b in zip(lo, hi)])
+        scaled = np.concatenate([rescale_weights(w[a:b])[0] for a, b in zip(lo, hi)])
+    a, b, n_iter, done = platt.fit_groups(s, y, scaled, lo, hi, exponent, 100, 1e-10)
+    assert done[[0, 1, 2, 3, 4, 5, 7]].all()  # the five separable rows of group 6 may backtrack: their own fit
+    for k in np.flatnonzero(done):
+        i, j = lo[k], hi[k]
+        own = platt.fit_arrays(s[i:j], y[i:j], None if w is None else w[i:j], 100, 1e-10)
+        assert own.converged
+        assert (a[k].tobytes(), b[k].tobytes(), int(n_iter[k])) == (
+            np.float64(own.a).tobytes(), np.float64(own.b).tobytes(), own.n_iter), k
+    assert n_iter[4] == n_iter[5] == 0 and a[4] == a[5] == 0.0  # the closed forms
+
+
+def test_platt_groups_off_the_common_path_keep_their_own_fit():
+    """Fits that stop at max_iter are left to their own fit (fit_groups: not done), which warns as it does alone;
+    the grouped models are still the groups' own fits."""
+    from fastcal import platt
+
+    s, y, _, starts = _platt_groups_data(np.float64, False)
+    done = platt.fit_groups(s, y, None, starts[:-1], starts[1:], None, 1, 1e-10)[3]
+    converged = [platt.fit_arrays(s[i:j], y[i:j], None, 1, 1e-10).converged for i, j in zip(starts, starts[1:])]
+    assert done[[4, 5]].all() and not all(converged)  # the closed forms; fits that one Newton step does not end
+    assert not (done & ~np.array(converged)).any()
+    g = np.repeat(np.arange(starts.size - 1), np.diff(starts))
+    template = PlattScaling(max_iter=1)
+    with pytest.warns(fastcal.ConvergenceWarning):
+        cal = GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g)
+    with pytest.warns(fastcal.ConvergenceWarning):
+        _assert_own_models(cal, template, s, y, g, None)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weights", [False, True])
+def test_beta_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights):
+    """fastcal.beta.fit_groups (the batched Newton fits of the grouped beta calibration) does the groups on the
+    driver's common path itself, with the bits of fit_arrays on the group's rows alone (a, b, c, m, n_iter), and
+    leaves the others to it: a fit that drops a term (a < 0), separated classes, constant p, one class."""
+    from fastcal import beta
+    from fastcal._validation import rescale_weights
+
+    s, y, w, starts = _platt_groups_data(dtype, weights)
+    p = (1.0 / (1.0 + np.exp(-(s - np.repeat([0, 0, 0, 1e6, 0, 0, 0, -4], np.diff(starts)))))).astype(dtype)
+    y[starts[2]:starts[3]] = (p[starts[2]:starts[3]] < 0.5)  # decreasing in p: separated
+    lo, hi = starts[:-1], starts[1:]
+    scaled = None if w is None else np.concatenate([rescale_weights(w[i:j])[0] for i, j in zip(lo, hi)])
+    a, b, c, m, n_iter, done = beta.fit_groups(p, y, scaled, lo, hi, "abm", 100, 1e-10)
+    assert done[[0, 1, 7]].all() and not done[2:7].any()  # 2, 6: separated; 3: a < 0 (float32: constant); 4, 5
+    for k in np.flatnonzero(done):
+        i, j = lo[k], hi[k]
+        own = beta.fit_arrays(p[i:j], y[i:j], scaled if w is None else scaled[i:j], "abm", 100, 1e-10)
+        assert own.converged
+        assert np.array([a[k], b[k], c[k], m[k]]).tobytes() == np.array([own.a, own.b, own.c, own.m]).tobytes(), k
+        assert n_iter[k] == own.n_iter
+    assert not beta.fit_groups(p, y, scaled, lo, hi, "ab", 100, 1e-10)[-1].any()  # other models: their own fit
+
+
+@pytest.mark.parametrize("template", [PlattScaling(), BetaCalibration()], ids=lambda c: type(c).__name__)
+def test_a_group_big_enough_for_a_warm_start_keeps_its_own_fit(template):
+    """A group of 2**18 rows or more starts its own fit from a subsample (fastcal.platt.WARM_START_MIN), which the
+    batched fits do not run: it keeps its own fit, the other groups are batched; all have their own fits' bits."""
+    from fastcal import platt
+
+    big = platt.WARM_START_MIN + 3
+    s, y, g, w = _one_big_group(big, 1500, 32)
+    assert platt.fit_groups(s, y, None, [0], [big], None, 100, 1e-10)[3].tolist() == [False]
+    _assert_own_models(GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w), template, s, y, g, w)

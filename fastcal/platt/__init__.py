@@ -24,7 +24,7 @@ from ._slope import SlopeInterceptResult, calibration_slope_intercept
 
 # The internal API of fastcal.beta, fastcal.grouped, the engine's drivers and the diagnostics (documented in the
 # modules), not re-exported by fastcal: the model's constants, checks, passes and warm start; Platt's fit from
-# passes or from validated arrays (fit_arrays); the slope's.
+# passes or from validated arrays (fit_arrays), of many groups' rows at once (fit_groups); the slope's.
 from ._model import (
     PARAMETERS,
     WARM_START_MIN,
@@ -38,6 +38,7 @@ from ._model import (
     warm_start,
 )
 from ._scaling import fit_arrays, fit_passes, fitted_estimator, merge_prepared, prepare
+from ._groups import Blocks, fit_groups, fitted_estimators, minimize_lockstep
 from ._slope import logit_rows, slope_intercept_fit, slope_intercept_passes
 
 __all__ = [

@@ -176,15 +176,18 @@ def array_objective(s, y, w, center, scale, xmax, targets, total_weight):
 def center_and_scale(lo, hi):
     """Centre (lo + hi) / 2 and a power of two ``scale`` with (hi - lo) / 2 * scale in [0.5, 1)
     (computed without overflow; the exponent is clamped so that ``scale`` stays finite),
-    and the bound on |x| = |s - centre| * scale for lo <= s <= hi."""
+    and the bound on |x| = |s - centre| * scale for lo <= s <= hi. Floats, or arrays element by element
+    (many fits at once, :func:`fastcal.platt.fit_groups`)."""
     center = 0.5 * lo + 0.5 * hi
     half = 0.5 * hi - 0.5 * lo
-    if not half > 0.0:
-        return center, 1.0, 0.0
-    e = math.frexp(half)[1]
-    scale = math.ldexp(1.0, -min(max(e, -1000), 1024))
+    wide = half > 0.0
+    exponent = np.frexp(np.where(wide, half, 1.0))[1]
+    scale = np.where(wide, np.ldexp(1.0, -np.clip(exponent, -1000, 1024)), 1.0)
     # s - centre rounds to at most half * (1 + 2**-52) in magnitude.
-    return center, scale, half * scale * (1.0 + 1e-15)
+    xmax = np.where(wide, half * scale * (1.0 + 1e-15), 0.0)
+    if np.ndim(center) == 0:
+        return float(center), float(scale), float(xmax)
+    return center, scale, xmax
 
 
 # ---------------------------------------------------------------------------

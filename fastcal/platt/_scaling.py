@@ -88,6 +88,12 @@ def _check_arrays(values, values_name, y, sample_weight):
     return values, y, w
 
 
+def platt_targets(wpos, wneg):
+    """Platt's smoothed targets ``(t+, 1 - t+, t-, 1 - t-)`` of class weights ``wpos``, ``wneg`` (floats, or
+    arrays of many fits' weights)."""
+    return ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0), 1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
+
+
 def starting_point(wpos, wneg, constant_scores):
     """Platt's targets and start, or the exact solution of degenerate data.
 
@@ -99,8 +105,7 @@ def starting_point(wpos, wneg, constant_scores):
     only, so a is not identified: a = 0 and the b with p equal to the
     weighted mean target.
     """
-    targets = ((wpos + 1.0) / (wpos + 2.0), 1.0 / (wpos + 2.0),
-               1.0 / (wneg + 2.0), (wneg + 1.0) / (wneg + 2.0))
+    targets = platt_targets(wpos, wneg)
     b0 = math.log((wneg + 1.0) / (wpos + 1.0))
     if wpos == 0.0 or wneg == 0.0:
         return targets, b0, (0.0, b0)
