@@ -155,7 +155,9 @@ def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
 
     The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`): integers and short strings
     of a small range are counted in one pass, other values numbered by ``np.unique`` or a dict. The order of
-    ``uniques`` is the values' order for numbers and strings, of first appearance for other objects.
+    ``uniques`` is the values' order for numbers and booleans; for strings it is that of the integers of their
+    bits (strings of up to 8 bytes, a small range of them), else of first appearance, as for other objects: the
+    same for the same input, but not the strings' sorted order.
     """
     values = np.asarray(values)
     zeros = np.zeros(values.shape[0])
