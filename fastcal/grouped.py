@@ -39,7 +39,7 @@ from .venn_abers import VennAbers
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["GroupedCalibrator"]  # internal API: ONE_D, check_calibrator
+__all__ = ["GroupedCalibrator"]  # internal API: ONE_D, check_calibrator, check_min_samples
 
 
 def _clone(calibrator):
@@ -58,6 +58,13 @@ def check_calibrator(calibrator):
         raise TypeError(f"calibrator must be one of fastcal's 1-D calibrators (IsotonicRegression, PlattScaling, "
                         f"BetaCalibration, HistogramBinning, VennAbers), got {calibrator!r}.")
     return calibrator
+
+
+def check_min_samples(minimum):
+    """``min_samples_per_group`` as an int; ``ValueError`` naming it unless an integer >= 1."""
+    if not isinstance(minimum, numbers.Integral) or isinstance(minimum, bool) or minimum < 1:
+        raise ValueError(f"min_samples_per_group must be an integer >= 1; got {minimum!r}.")
+    return int(minimum)
 
 
 @register
@@ -133,10 +140,8 @@ class GroupedCalibrator(BaseCalibrator):
         self.min_samples_per_group = min_samples_per_group
 
     def _validate_params(self):
-        minimum = self.min_samples_per_group
-        if not isinstance(minimum, numbers.Integral) or isinstance(minimum, bool) or minimum < 1:
-            raise ValueError(f"min_samples_per_group must be an integer >= 1; got {minimum!r}.")
-        return {"calibrator": check_calibrator(self.calibrator), "min_samples_per_group": int(minimum)}
+        return {"calibrator": check_calibrator(self.calibrator),
+                "min_samples_per_group": check_min_samples(self.min_samples_per_group)}
 
     def fit(self, scores: ArrayLike, y: ArrayLike, groups: ArrayLike,
             sample_weight: ArrayLike | float | None = None) -> Self:

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..beta import BetaCalibration
 from .._group_fits import fit_group_models
-from ..grouped import GroupedCalibrator, check_calibrator
+from ..grouped import GroupedCalibrator, check_calibrator, check_min_samples
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
 from ..platt import PlattScaling
@@ -149,8 +149,7 @@ def fit_grouped(rows, *, x_dtype, weighted, calibrator=None, min_samples_per_gro
     from .._params import Integer, check
 
     template = check_grouped_calibrator(calibrator, where)
-    minimum = GroupedCalibrator(template, min_samples_per_group=min_samples_per_group)._validate_params()[
-        "min_samples_per_group"]
+    minimum = check_min_samples(min_samples_per_group)
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     distinct, uniques, counts = segments.number_groups(rows)
     global_model = DRIVERS[type(template)](_Head(rows, 3), x_dtype=x_dtype, weighted=weighted,
