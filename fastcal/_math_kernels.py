@@ -188,11 +188,10 @@ def order_key(x):
 
 
 def key_to_float(key):
-    """Inverse of :func:`order_key` (in Python)."""
-    key = int(key)
-    if key < 0:
-        key ^= _ABS_MASK
-    return float(np.array(key, dtype=np.int64).view(np.float64))
+    """Inverse of :func:`order_key` (in Python): a float for one key, a float64 array for an array of keys."""
+    keys = np.asarray(key, dtype=np.int64)
+    floats = (keys ^ ((keys >> 63) & np.int64(_ABS_MASK))).view(np.float64)
+    return float(floats) if floats.ndim == 0 else floats
 
 
 # ---------------------------------------------------------------------------

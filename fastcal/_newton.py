@@ -40,7 +40,7 @@ import functools
 import math
 from typing import NamedTuple
 
-__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve"]
+__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve", "solve_spd"]
 
 #: Armijo's sufficient-decrease constant (as in libsvm).
 ARMIJO = 1e-4
@@ -78,7 +78,7 @@ def hessian_index(k):
     return index
 
 
-def _solve_spd(h, g):
+def solve_spd(h, g):
     """-H^-1 g for a symmetric positive definite H (lists), or None if H is not (numerically) so.
 
     Closed forms for one and two parameters (as libsvm's 2x2 inverse),
@@ -139,7 +139,7 @@ def direction(objective, st, free):
     g = st[1:1 + k]
     gf = [g[i] for i in free]
     hf = [[st[index[i][j]] * (1.0 + RIDGE) if i == j else st[index[i][j]] for j in free] for i in free]
-    df = _solve_spd(hf, gf)
+    df = solve_spd(hf, gf)
     if df is None:
         curv = sum(st[index[i][i]] for i in free)
         if not (curv > 0.0 and math.isfinite(curv)):

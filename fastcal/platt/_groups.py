@@ -20,19 +20,10 @@ import numpy as np
 
 from .. import _newton
 from .. import _platt_kernels as _k
+from .._math_kernels import key_to_float
 from .._parallel import parallel_for
 from ._model import WARM_START_MIN, center_and_scale
 from ._scaling import PlattScaling, platt_targets
-
-#: The bits of an order key (:func:`fastcal._math_kernels.order_key`) flipped for negative numbers.
-_MAGNITUDE = np.int64(0x7FFFFFFFFFFFFFFF)
-
-
-def _keys_to_floats(keys):
-    """:func:`fastcal._math_kernels.key_to_float` of an array of keys (the map is its own inverse)."""
-    keys = np.asarray(keys, dtype=np.int64)
-    return (keys ^ ((keys >> 63) & _MAGNITUDE)).view(np.float64)
-
 
 def _merge_blocks(buf, first, count):
     """Each fit's rows of ``buf`` (blocks ``first[f] .. first[f] + count[f] - 1``) added in block order from the
@@ -93,7 +84,7 @@ class Blocks:
         parallel_for(_k.prep_blocks, self.n, s, y, w, self.block_lo, self.block_hi, ibuf, fbuf, rows=self.rows)
         first = self.first
         npos = np.add.reduceat(ibuf[:, 2], first)
-        lo, hi, lo_all, hi_all = (_keys_to_floats(f.reduceat(ibuf[:, c], first)) for f, c in (
+        lo, hi, lo_all, hi_all = (key_to_float(f.reduceat(ibuf[:, c], first)) for f, c in (
             (np.minimum, 3), (np.maximum, 4), (np.minimum, 5), (np.maximum, 6)))
         wpos, wneg = self.merge(fbuf).T
         return npos, lo, hi, lo_all, hi_all, wpos, wneg
@@ -156,7 +147,7 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
 def _direction(st, k, bounds):
     r""":func:`fastcal._newton.direction` of each row of sums ``st`` (flat, as an objective's ``stats``) over all
     ``k`` parameters, with ``bounds`` (a row per fit), operation for operation on arrays of fits: the
-    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton._solve_spd`).
+    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton.solve_spd`).
     Returns ``(d, lam2, M, spd)``: ``spd`` False where the driver takes a gradient step instead."""
     index = _newton.hessian_index(k)
     ridge = 1.0 + _newton.RIDGE
