@@ -55,14 +55,7 @@ from .platt import fit_groups as platt_fit_groups
 from .platt import fitted_estimators as platt_estimators
 from .platt import fitted_estimator as platt_estimator
 
-__all__ = ["fit_group_models", "group_sizes"]
-
-
-def group_sizes(codes, k):
-    """``np.bincount(codes, minlength=k)`` on fastcal's threads (:func:`~fastcal._grouped_kernels.count_codes`)."""
-    bufs = _parallel.parallel_accumulate(_gk.count_codes, codes.shape[0], codes,
-                                         buffer=lambda: np.zeros(k, dtype=np.int64))
-    return bufs[0] if len(bufs) == 1 else np.sum(bufs, axis=0)
+__all__ = ["fit_group_models"]
 
 
 def _tasks(starts, groups):
@@ -258,7 +251,7 @@ def _by_group(codes, sizes, s, y, w):
 
     Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
     (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
-    :func:`~fastcal._grouped_kernels.count_codes`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    :func:`~fastcal._segment_coding_kernels.count_values`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size
@@ -272,7 +265,7 @@ def _by_group(codes, sizes, s, y, w):
     chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
     none = np.empty(0)
     per_chunk = np.zeros((chunks, k), dtype=np.int64)
-    _parallel.run([(_gk.count_codes, (codes, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
+    _parallel.run([(_k.count_values, (codes, 0, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
     so, yo = np.empty_like(s), np.empty_like(y)
     wo = np.empty_like(w) if w is not None else none

@@ -103,7 +103,8 @@ def bin_sums(p, y, weights, codes, group_of, inner, table):
 def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
     """Rows ``lo .. hi - 1`` written group by group: at ``j = offsets[codes[i]]`` (then ``offsets[codes[i]]`` += 1),
     ``so[j]``, ``yo[j]`` and ``wo[j]`` the row's score, label and weight (``w`` empty: none). ``offsets`` is this
-    chunk's first place in each group (from the per-chunk counts of :func:`count_codes`), so rows keep their input
+    chunk's first place in each group (from the per-chunk counts of
+    :func:`fastcal._segment_coding_kernels.count_values`), so rows keep their input
     order within a group: the rows a stable counting sort by group gives."""
     weighted = w.shape[0] > 0
     for i in range(lo, hi):
@@ -114,11 +115,3 @@ def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
         yo[j] = y[i]
         if weighted:
             wo[j] = w[i]
-
-
-@kernel
-def count_codes(codes, counts, lo, hi):
-    """``counts[c]`` += the rows ``lo .. hi - 1`` of code ``c`` (a buffer of :func:`fastcal._parallel.parallel_accumulate`:
-    integer counts, the same sums on any number of threads)."""
-    for i in range(lo, hi):
-        counts[codes[i]] += 1

@@ -1,7 +1,7 @@
 """Numba kernels that number rows by group and segment: the coding passes of :mod:`fastcal.multicalibration`.
 
 A segment feature's values become codes ``0..k-1`` (:func:`int_range`,
-:func:`code_stats`, :func:`count_distinct`; a numerical feature's quantile
+:func:`code_stats`, :func:`count_values`, :func:`renumber`, :func:`count_distinct`; a numerical feature's quantile
 bins by :func:`bin_numbers`), and the codes of all features one cell number
 per row (:func:`add_digit`, a digit per feature); :func:`counting_order`
 orders rows by code. Every pass over rows takes a range ``lo, hi`` and is run
@@ -16,7 +16,8 @@ import numpy as np
 
 from ._jit import kernel
 
-__all__ = ["FEW_EDGES", "add_digit", "bin_numbers", "code_stats", "count_distinct", "counting_order", "int_range"]
+__all__ = ["FEW_EDGES", "add_digit", "bin_numbers", "code_stats", "count_distinct", "count_values", "counting_order",
+           "int_range", "renumber"]
 
 
 @kernel
@@ -51,6 +52,25 @@ def code_stats(codes, offset, p, k, lo, hi):
             first_p[c] = x
             first_row[c] = lo + i
     return counts, first_p, first_row
+
+
+@kernel
+def count_values(values, offset, counts, lo, hi):
+    """``counts[v - offset]`` += 1 for each integer ``v`` of ``values[lo:hi]`` (a buffer of
+    :func:`fastcal._parallel.parallel_accumulate`, or one chunk's row of a per-chunk table: integer counts, the
+    same sums on any number of threads)."""
+    part = values[lo:hi]  # indices from 0 (see code_stats)
+    for i in range(part.shape[0]):
+        counts[np.uint64(np.int64(part[i]) - offset)] += 1  # unsigned: no wrap-around compiled in
+
+
+@kernel
+def renumber(values, offset, index, out, lo, hi):
+    """Rows ``lo..hi``: ``out = index[values - offset]``, integers numbered through a table."""
+    part = values[lo:hi]  # indices from 0 (see code_stats)
+    o = out[lo:hi]
+    for i in range(part.shape[0]):
+        o[i] = index[np.uint64(np.int64(part[i]) - offset)]
 
 
 #: Edges up to which :func:`bin_numbers` counts the edges below a value (no branch) instead of a binary search.

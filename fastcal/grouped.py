@@ -26,13 +26,13 @@ from . import _isotonic_kernels as _ik
 from . import _segment_coding_kernels as _k
 from . import _parallel
 from ._base import BaseCalibrator, check_is_fitted
-from ._group_fits import fit_group_models, group_sizes
+from ._group_fits import fit_group_models
 from ._persist import register
 from ._validation import as_float_array, check_consistent_length, check_finite, column_or_1d
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
-from .multicalibration import group_codes
+from .multicalibration import group_codes, group_sizes_codes
 from .platt import PlattScaling
 from .venn_abers import VennAbers
 
@@ -157,8 +157,7 @@ class GroupedCalibrator(BaseCalibrator):
         check_consistent_length(scores=s, y=yv, groups=g, sample_weight=w)
         weights = w if w is not None else sample_weight
         global_fit = _clone(template).fit(s, yv, sample_weight=weights)  # validates scores, labels and weights
-        codes, uniques = group_codes(g, "groups")
-        sizes = group_sizes(codes, len(uniques))
+        codes, uniques, sizes = group_sizes_codes(g, "groups")
         fitted = np.flatnonzero(sizes >= minimum)
         models = fit_group_models(template, s, yv, codes, sizes, fitted, weights)
         return self._set_fits([uniques[i] for i in fitted], models, global_fit, sizes[fitted])

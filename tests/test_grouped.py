@@ -99,6 +99,43 @@ def test_groups_of_any_hashable_dtype(kind):
         assert None in cal.groups_  # missing values are one group
 
 
+@pytest.mark.parametrize("values", [
+    np.array([True, True, True]),  # one value, not the least of its dtype: its own label
+    np.array([False, True, False]),
+    np.array([7, -3, 7, 2**40], dtype=np.int64),  # a range too wide to count: np.unique
+    np.array([200, 3, 200, 9], dtype=np.uint8),
+    np.array([5, -128, 5], dtype=np.int8),
+    np.array(["de", "fr", "de"]),
+    np.array([2.5, np.nan, 2.5, -1.0]),
+])
+def test_group_sizes_codes_against_numpy(values):
+    """Codes number the distinct values in the order of ``uniques``, sizes count them: checked against
+    ``np.unique``, whatever the path (counted in a small range, or numbered by ``np.unique``)."""
+    from fastcal.multicalibration import group_codes, group_sizes_codes
+
+    codes, uniques, sizes = group_sizes_codes(values, "groups")
+    assert codes.dtype == np.int64 and sizes.dtype == np.int64
+    as_values = [np.nan if u is None else u for u in uniques]
+    np.testing.assert_array_equal(np.array(as_values, dtype=values.dtype)[codes], values)
+    np.testing.assert_array_equal(sizes, np.bincount(codes, minlength=len(uniques)))
+    assert sorted(map(str, as_values)) == sorted(map(str, np.unique(values).tolist()))
+    assert all(type(u) is type(values[:1].tolist()[0]) for u in uniques if u is not None)
+    c2, u2 = group_codes(values, "groups")
+    np.testing.assert_array_equal(c2, codes)
+    assert u2 == uniques
+
+
+def test_group_sizes_codes_same_at_any_thread_count():
+    from fastcal.multicalibration import group_sizes_codes
+
+    values = np.random.default_rng(0).integers(-50, 5000, 700_000)
+    (c1, u1, s1), (c2, u2, s2) = serial_and_parallel(lambda: group_sizes_codes(values, "groups"))
+    np.testing.assert_array_equal(c1, c2)
+    np.testing.assert_array_equal(s1, s2)
+    assert u1 == u2
+    np.testing.assert_array_equal(s1, np.unique(values, return_counts=True)[1])
+
+
 def test_threads_do_not_change_the_models():
     p, y, groups, w = _data(n=20_000, seed=4)
     groups = np.random.default_rng(5).integers(0, 300, p.shape[0])

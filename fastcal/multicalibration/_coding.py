@@ -125,7 +125,7 @@ def _coded(values, name, p):
             if raw.dtype.kind in "US":
                 uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
             elif raw.dtype.kind == "b":
-                uniques = present.astype(bool).tolist()
+                uniques = (present + lo).astype(bool).tolist()
             else:
                 uniques = (present + lo).tolist()
             return codes, lo, index, uniques, counts[present], _rank(first_p[present], first_row[present])
@@ -153,17 +153,51 @@ def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
     """``(codes, uniques)``: the values of the 1-D array ``values`` numbered ``0..k-1`` (int64), and the ``k``
     distinct values as Python objects (None for a missing value: NaN, None, pandas' NA).
 
-    The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`): integers and short strings
-    of a small range are counted in one pass, other values numbered by ``np.unique`` or a dict. The order of
-    ``uniques`` is the values' order for numbers and booleans; for strings it is that of the integers of their
-    bits (strings of up to 8 bytes, a small range of them), else of first appearance, as for other objects: the
-    same for the same input, but not the strings' sorted order.
+    The internal API of the grouped estimators and reports (:mod:`fastcal.grouped`); :func:`group_sizes_codes`
+    gives the rows of each group too. Integers and short strings of a small range are counted and renumbered in
+    two passes on fastcal's threads, other values numbered by ``np.unique`` or a dict. The order of ``uniques``
+    is the values' order for numbers and booleans; for strings it is that of the integers of their bits (strings
+    of up to 8 bytes, a small range of them), else of first appearance, as for other objects: the same for the
+    same input, but not the strings' sorted order.
     """
+    codes, uniques, _ = group_sizes_codes(values, name)
+    return codes, uniques
+
+
+def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any], NDArray[np.int64]]:
+    """``(codes, uniques, sizes)``: :func:`group_codes` and the rows of each group (int64, ``k``)."""
     values = np.asarray(values)
-    zeros = np.zeros(values.shape[0])
-    codes, offset, index, uniques, _, _ = _coded(values, name, zeros)
+    raw = values
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
+        values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+    elif values.dtype.kind == "b":
+        values = np.ascontiguousarray(values).view(np.uint8)
+    n = values.shape[0]
+    if values.dtype.kind in "iu" and n:
+        values = np.ascontiguousarray(values)
+        parts = _parallel.parallel_for(_k.int_range, n, values)
+        lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
+        if hi - lo < 4 * n and hi < 2**63:
+            span = hi - lo + 1
+            # one count per thread if they take no more memory than the values (else one: the same counts)
+            rows = n if span * _parallel.get_num_threads() <= n else 0
+            counts = np.sum(_parallel.parallel_accumulate(_k.count_values, n, values, lo, rows=rows,
+                                                          buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
+            present = np.flatnonzero(counts)
+            index = np.zeros(span, dtype=np.int64)
+            index[present] = np.arange(present.size)
+            codes = np.empty(n, dtype=np.int64)
+            _parallel.parallel_for(_k.renumber, n, values, lo, index, codes)
+            if raw.dtype.kind in "US":
+                uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
+            elif raw.dtype.kind == "b":
+                uniques = (present + lo).astype(bool).tolist()
+            else:
+                uniques = (present + lo).tolist()
+            return codes, uniques, counts[present]
+    codes, offset, index, uniques, counts, _ = _coded(raw, name, np.zeros(n))
     codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
-    return codes, [None if _is_missing(u) else u for u in uniques]
+    return codes, [None if _is_missing(u) else u for u in uniques], counts
 
 
 def _rank(first_p, first_row):
