@@ -33,7 +33,7 @@ from ._jit import kernel
 from ._math_kernels import range_of_score
 
 __all__ = ["KUIPER_SPLIT", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "merge_extremes",
-           "range_cell_sums", "range_extremes", "range_scatter", "SMALL_BUCKET", "sort_rows", "tied_range"]
+           "range_cell_sums", "range_extremes", "range_scatter", "SMALL_BUCKET", "sort_rows"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -368,28 +368,6 @@ def kuiper_sf_many(x):
     for i in range(x.shape[0]):
         out[i] = kuiper_sf(x[i])
     return out
-
-
-@kernel
-def tied_range(ps, rs):
-    """``(lo, hi)``: the minimum and maximum of 0 and of the running sum of ``rs`` after each group of equal ``ps``
-    (sorted): :func:`segment_sums` of one segment, from rows already sorted with their terms."""
-    lo = 0.0
-    hi = 0.0
-    run = 0.0
-    n = ps.shape[0]
-    i = 0
-    while i < n:
-        j = i
-        while j < n and ps[j] == ps[i]:
-            run += rs[j]
-            j += 1
-        if run > hi:
-            hi = run
-        elif run < lo:
-            lo = run
-        i = j
-    return lo, hi
 
 
 #: Columns of :func:`group_report`'s table.

@@ -32,6 +32,8 @@ are the names to use:
   :func:`normalized_entropy`;
 - :mod:`fastcal.multicalibration._coding`: numbering of groups, segment
   feature values and cells, and the sizes of the passes (``Sizes``);
+- :mod:`fastcal.multicalibration._sums`: the per-segment sums of the ECCE (one
+  segment) and of the multicalibration error;
 - :mod:`fastcal.multicalibration._mce`: :func:`multicalibration_error`;
 - :mod:`fastcal.multicalibration._report`: :func:`segment_report`.
 

@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import _multicalibration_kernels as _k
 from .._results import Result
-from .._sort import sort_pairs
 from .._validation import (
     as_float_array,
     check_binary_labels,
@@ -22,6 +21,8 @@ from .._validation import (
     column_or_1d,
 )
 from ..metrics import calibration_curve, log_loss
+from ._coding import cell_type
+from ._sums import segment_sums
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -115,8 +116,8 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     \mathrm{ECCE}`, 0 if both are 0) and ``pvalue`` :math:`= 1 - F(\mathrm{ECCE}/\sigma)`,
     :math:`F` Kuiper's distribution (:func:`kuiper_cdf`).
 
-    One sort (fastcal's radix sort, the terms carried with the scores) and one pass; sums in float64 for
-    float32 and float64 input. Unlike MCGrad's ``ecce``, tied predictions
+    The one-segment case of :func:`multicalibration_error`'s passes (scores moved to ranges, each sorted in the
+    cache, then scanned); sums in float64 for float32 and float64 input. Unlike MCGrad's ``ecce``, tied predictions
     are pooled, so the result does not depend on the order of the rows; on
     untied predictions the two agree.
 
@@ -149,16 +150,10 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     (0.125, 0.203101)
     """
     y, p, w = check_inputs(y_true, y_prob, sample_weight)
-    # One segment: the terms w (y - p) travel with their scores through the sort (no gather after it).
-    p64 = p.astype(np.float64)
-    w64 = np.ones_like(p64) if w is None else w.astype(np.float64)
-    terms = w64 * (np.not_equal(y, 0) - p64)
-    total = float(w64.sum())
-    ps, rs = sort_pairs(p, terms)
-    lo, hi = _k.tied_range(ps, rs)
-    value = (hi - lo) / total
-    std = math.sqrt(float(np.dot(w64 * w64, p64 * (1.0 - p64)))) / total
-    return ecce_result(value, std)
+    n = p.shape[0]
+    _, total, var, lo, hi, _ = segment_sums(y, p, w, np.zeros(n, dtype=cell_type(1)), np.zeros((1, 0), dtype=np.int64),
+                                            np.array([n], dtype=np.int64), [], 1)
+    return ecce_result(float((hi[0] - lo[0]) / total[0]), math.sqrt(var[0]) / float(total[0]))
 
 
 def ecce_result(value, std):
