@@ -448,6 +448,8 @@ def _metrics(dtype):
     log_loss(yk, Pr)
     brier_score_loss(yk, Pr)
     roc_auc_score(yk, Pr, multi_class="ovr")
+    Pb, ykb = _proba(BIG, 3, dtype)  # the radix sort of sort_pairs: each class's weighted AUC
+    roc_auc_score(ykb, Pb, multi_class="ovr", sample_weight=_weights(BIG, dtype))
 
 
 def _binary_metrics(y, p, w):
@@ -502,7 +504,7 @@ def _multicalibration(dtype):
     pr, yr, wr = _read_only(p, y, _weights(N, np.float64))
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, min_samples_per_segment=1)
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
-    pb, yb = _scores(dtype, n=BIG)  # the radix sort: strided sorted pairs (ecce and the segments)
+    pb, yb = _scores(dtype, n=BIG)  # rows moved to score ranges, each sorted in the cache
     ecce(yb, pb)
     multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)
