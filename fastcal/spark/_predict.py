@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
-from ._buckets import temp_name, with_bucket
+from ._buckets import double_array, int_array, temp_name, with_bucket
 from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
@@ -53,15 +53,6 @@ def _with_count_below(df, value: Column, sorted_values, out):
     return with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
 
 
-def _literal_doubles(values) -> Column:
-    """A literal ``array<double>`` of ``values`` (finite), exact: one typed literal built from the NumPy array
-    (no SQL text to parse, and constant in the generated code: ``element_at`` reads it without a copy)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("internal: a literal array must be finite")
-    return F.lit(values)
-
-
 def _isotonic_prediction(est, df, score, out_col):
     xs, ys = est.X_thresholds_, est.y_thresholds_
     out_type = "float" if xs.dtype == np.float32 else "double"
@@ -77,7 +68,7 @@ def _isotonic_prediction(est, df, score, out_col):
     # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
     df = _with_count_below(df, tc, xs[:-1], j_col)
     j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
-    x_knots, y_knots = _literal_doubles(xs), _literal_doubles(ys)
+    x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
     value = _isotonic_value(t, tc, F.lit(x0), F.lit(xm), x_knots, y_knots, j, est.out_of_bounds, F.lit(f"{xs[0]}"),
                             F.lit(f"{xs[-1]}"))
     return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col)
@@ -115,7 +106,7 @@ def _histogram_prediction(est, df, score, out_col):
     b_col = temp_name("b")
     df = _with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = F.element_at(_literal_doubles(by_k), F.col(b_col) + 1)
+    value = F.element_at(double_array(df.sparkSession, by_k), F.col(b_col) + 1)
     return df.withColumn(out_col, _probability_checked(p, value)).drop(b_col)
 
 
@@ -220,10 +211,6 @@ def _first_not_less(flat: Column, lo: Column, hi: Column, value: Column, steps: 
     return F.aggregate(F.sequence(F.lit(1), F.lit(max(1, steps))), start, step, lambda acc: acc["lo"])
 
 
-def _literal_ints(values) -> Column:
-    return F.lit(np.ascontiguousarray(values, dtype=np.int32))
-
-
 def _flat(arrays):
     """One literal array of ``arrays`` laid end to end, and each one's offset (0-based) and length."""
     lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
@@ -245,11 +232,12 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
         raise TypeError("fastcal.spark.predict applies a GroupedCalibrator of IsotonicRegression, PlattScaling, "
                         f"BetaCalibration or HistogramBinning models, got {sorted(t.__name__ for t in {*map(type, models)})}.")
     k_col = temp_name("m")
+    spark = df.sparkSession
     df = _with_model_number(df, group_col, est.groups_, k_col)
     k = F.col(k_col) + 1  # element_at counts from 1
 
     def per_model(values):
-        return F.element_at(_literal_doubles(np.asarray(values, dtype=np.float64)), k)
+        return F.element_at(double_array(spark, values), k)
 
     if kind is PlattScaling:
         params = (per_model([m.a_ for m in models]), per_model([m.b_ for m in models]))
@@ -261,11 +249,11 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
         edges, e_off, e_len = _flat([m.bin_edges_[1:-1] for m in models])
         values, v_off, _ = _flat([m.bin_values_ for m in models])
         p = F.col(score).cast("double")
-        lo = F.element_at(_literal_ints(e_off), k)
-        hi = lo + F.element_at(_literal_ints(e_len), k)
-        below = (_first_not_less(_literal_doubles(edges), lo, hi, p, int(e_len.max()).bit_length() + 1) - lo
+        lo = F.element_at(int_array(spark, e_off), k)
+        hi = lo + F.element_at(int_array(spark, e_len), k)
+        below = (_first_not_less(double_array(spark, edges), lo, hi, p, int(e_len.max()).bit_length() + 1) - lo
                  if edges.shape[0] else F.lit(0))
-        value = F.element_at(_literal_doubles(values), F.element_at(_literal_ints(v_off), k) + below + 1)
+        value = F.element_at(double_array(spark, values), F.element_at(int_array(spark, v_off), k) + below + 1)
         return df.withColumn(out_col, _probability_checked(p, value)).drop(k_col)
     modes = {m.out_of_bounds for m in models}
     dtypes = {m.X_thresholds_.dtype for m in models}
@@ -276,10 +264,10 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     t = F.col(score).cast(out_type).cast("double") if out_type == "float" else F.col(score).cast("double")
     xs, off, m = _flat([mod.X_thresholds_ for mod in models])
     ys, _, _ = _flat([mod.y_thresholds_ for mod in models])
-    x_knots, y_knots = _literal_doubles(xs), _literal_doubles(ys)
+    x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
     a_col, size_col, tc_col, j_col = (temp_name(n) for n in ("a", "n", "t", "j"))
-    df = df.withColumn(a_col, F.element_at(_literal_ints(off), k))  # the model's first knot (0-based, flat)
-    df = df.withColumn(size_col, F.element_at(_literal_ints(m), k))
+    df = df.withColumn(a_col, F.element_at(int_array(spark, off), k))  # the model's first knot (0-based, flat)
+    df = df.withColumn(size_col, F.element_at(int_array(spark, m), k))
     a, size = F.col(a_col), F.col(size_col)
     x0, xm = F.element_at(x_knots, a + 1), F.element_at(x_knots, a + size)
     df = df.withColumn(tc_col, F.least(F.greatest(t, x0), xm))

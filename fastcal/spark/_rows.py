@@ -195,7 +195,7 @@ class SparkRows:
         j_col, h_col = temp_name("j"), temp_name("h")
         df = with_bucket_count(self._df, F.col(name), bounds, j_col)
         keys = partition_keys(n)
-        df = df.withColumn(h_col, F.element_at(int_array(keys), F.col(j_col) + 1))
+        df = df.withColumn(h_col, F.element_at(int_array(df.sparkSession, keys), F.col(j_col) + 1))
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
         cut.count()  # cached now: the caller may release the rows this was cut from
         return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
