@@ -326,6 +326,18 @@ def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
         assert_array_equal(got, want)  # bit for bit, NaN where in-memory gives NaN
 
 
+def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_for_bit(spark):
+    """Knots and fitted values of every magnitude (signed zeros, subnormal values, near the largest double, numbers
+    that are not short decimals), sent to the JVM as bytes: the predictions are the in-memory ones bit for bit."""
+    x = np.array([-1e308, -3.5, -0.0, 0.1, 1 / 3, 0.7, 2.0 ** 60, 1e307, 1e308])
+    y = np.array([-7e307, -1 / 3, -0.0, 5e-324, 1e-310, 0.1, 0.7, 1e300, 1.5e308])
+    est = IsotonicRegression(out_of_bounds="clip").fit(x, y)
+    assert est.X_thresholds_.shape[0] == x.shape[0]
+    scores = np.concatenate([x, (x[:-1] + x[1:]) / 2, [np.nextafter(v, np.inf) for v in x[:-1]]])
+    [(got, want)] = _predict_all(spark, [est], scores)
+    assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     rng = np.random.default_rng(6)
     x = rng.random(500).astype(np.float32)
