@@ -442,26 +442,13 @@ def score_sums(x, p, kind, xf, nb, swx):
 @kernel
 def group_starts(gs, g0, ng):
     """``starts`` (``ng + 1`` long): where each group ``g0 .. g0 + ng - 1`` of ``gs`` (float64 group numbers) starts
-    in the rows ordered by group (:func:`order_by_group`)."""
+    in the rows ordered by group (:func:`by_group`)."""
     starts = np.zeros(ng + 1, dtype=np.int64)
     for i in range(gs.shape[0]):
         starts[np.int64(gs[i]) - g0 + 1] += 1
     for k in range(ng):
         starts[k + 1] += starts[k]
     return starts
-
-
-@kernel
-def order_by_group(gs, g0, starts):
-    """The positions of the rows of ``gs`` ordered by group, stably (a counting sort): ``order``, with group
-    ``g0 + k`` at ``order[starts[k]:starts[k + 1]]``."""
-    fill = starts[:starts.shape[0] - 1].copy()
-    order = np.empty(gs.shape[0], dtype=np.int64)
-    for i in range(gs.shape[0]):
-        k = np.int64(gs[i]) - g0
-        order[fill[k]] = i
-        fill[k] += 1
-    return order
 
 
 @kernel
@@ -493,15 +480,19 @@ def knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_
 def by_group(xs, ws, gs, g0, ng):
     """``(out, out_w, starts)``: the scores ``xs`` (and the weights ``ws``, unless empty) ordered by their groups
     ``gs`` (numbers ``g0 .. g0 + ng - 1``) with a counting sort, stably; group ``g0 + k`` is
-    ``out[starts[k]:starts[k + 1]]``."""
+    ``out[starts[k]:starts[k + 1]]``. One counting pass and one scatter of the values themselves."""
     starts = group_starts(gs, g0, ng)
-    order = order_by_group(gs, g0, starts)
+    fill = starts[:ng].copy()
+    weighted = ws.shape[0] > 0
     out = np.empty(xs.shape[0], dtype=xs.dtype)
     out_w = np.empty(ws.shape[0], dtype=ws.dtype)
     for i in range(xs.shape[0]):
-        out[i] = xs[order[i]]
-    for i in range(ws.shape[0]):
-        out_w[i] = ws[order[i]]
+        k = np.int64(gs[i]) - g0
+        j = fill[k]
+        fill[k] = j + 1
+        out[j] = xs[i]
+        if weighted:
+            out_w[j] = ws[i]
     return out, out_w, starts
 
 
