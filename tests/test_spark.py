@@ -326,6 +326,27 @@ def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
         assert_array_equal(got, want)  # bit for bit, NaN where in-memory gives NaN
 
 
+@pytest.mark.parametrize("values", [
+    np.linspace(0.0, 1.0, 500) ** 1.5,  # spread out: the grid of Spark SQL expressions
+    1e-12 * 1.1 ** np.arange(300.0),  # crowded in the low cells: Bucketizer
+    np.array([0.25]),
+    np.array([-2.0, 3.0]),
+    np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: Bucketizer
+])
+def test_count_below_equals_searchsorted_on_both_paths(spark, values):
+    """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid and the
+    ``Bucketizer`` both give ``np.searchsorted(values, v, side="left")`` at the values, an ulp either side, between
+    them and outside; a null stays null."""
+    from fastcal.spark._buckets import with_count_below
+
+    v = np.concatenate([values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf),
+                        values[:-1] / 2 + values[1:] / 2, [values[0] - 1.0, values[-1] + 1.0, -np.inf, np.inf]])
+    df = spark.createDataFrame([(float(x),) for x in v] + [(None,)], "v double")
+    rows = with_count_below(df, F.col("v"), values, "j").collect()
+    assert rows[-1]["j"] is None
+    assert_array_equal([r["j"] for r in rows[:-1]], np.searchsorted(values, v, side="left"))
+
+
 def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_for_bit(spark):
     """Knots and fitted values of every magnitude (signed zeros, subnormal values, near the largest double, numbers
     that are not short decimals), sent to the JVM as bytes: the predictions are the in-memory ones bit for bit."""

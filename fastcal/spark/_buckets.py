@@ -66,6 +66,71 @@ def with_bucket(df, value: Column, sorted_values, out):
     return df.withColumn(out, F.col(out + "_b").cast("int")).drop(tmp, out + "_b")
 
 
+#: Grid cells per searched value of :func:`with_count_below`'s grid.
+GRID_CELLS_PER_VALUE = 4
+#: Most values in one grid cell for which :func:`with_count_below` searches the grid (3 halvings); past it, ML's
+#: ``Bucketizer``.
+GRID_MOST_PER_CELL = 7
+
+
+def _grid(sorted_values):
+    """``(x0, scale, first, steps)`` of :func:`with_count_below`'s grid over ``sorted_values``: ``first[c]`` the
+    values in the cells below cell ``c``, ``steps`` the halvings that search one cell; None if a cell would hold
+    more than :data:`GRID_MOST_PER_CELL` values, or the values span no interval or more than a double."""
+    a = np.asarray(sorted_values, dtype=np.float64)
+    n = a.shape[0]
+    with np.errstate(over="ignore"):
+        span = float(a[-1] - a[0])
+    g = GRID_CELLS_PER_VALUE * n
+    if not 0 < span < np.inf or not g / span < np.inf:  # one value (no scale: -inf * 0 is NaN), or too wide
+        return None
+    scale = g / span
+    with np.errstate(invalid="ignore", over="ignore"):
+        cells = np.clip(np.floor((a - a[0]) * scale), 0, g).astype(np.int64)  # Spark's arithmetic, in float64
+    first = np.searchsorted(cells, np.arange(g + 2), side="left")  # values in cells below cell c
+    most = int(np.max(np.diff(first)))
+    if most > GRID_MOST_PER_CELL:
+        return None
+    return float(a[0]), scale, first, most.bit_length()
+
+
+def with_count_below(df, value: Column, sorted_values, out):
+    """``df`` with an int column ``out``: how many of ``sorted_values`` (strictly increasing, finite, at least one)
+    are ``< value`` (a double column; null stays null, NaN gives a number the caller must not use).
+
+    Where the values are spread out, a grid in Spark SQL, compiled into the
+    plan's generated code: cell ``c = floor((v - x0) s)`` of ``4 n`` equal
+    cells (clipped to the grid), the count of values in the cells below
+    ``c`` from a literal table, then a fixed number of halvings over the at
+    most :data:`GRID_MOST_PER_CELL` values of cell ``c``. Exact: the cell
+    map is non-decreasing in ``v`` and computed in the same IEEE float64
+    operations as the values' cells here, so a value in a cell below ``c``
+    is ``< v`` and one in a cell above is not. Measured at 10^7 rows
+    (local[2], 520 knots): 0.30 s against 0.36 s for ``Bucketizer``, whose
+    Scala UDF boxes its input and output. Otherwise, ``Bucketizer``
+    (:func:`with_bucket`) over the values moved up by one ulp (``x < v``
+    exactly when ``nextafter(x, inf) <= v``).
+    """
+    a = np.asarray(sorted_values, dtype=np.float64)
+    grid = _grid(a)
+    if grid is None:
+        return with_bucket(df, value, np.nextafter(a, np.inf), out)
+    x0, scale, first, steps = grid
+    spark = df.sparkSession
+    n = a.shape[0]
+    tmp = temp_name("v")
+    df = df.withColumn(tmp, value.cast("double"))
+    v = F.col(tmp)
+    # clipped to the grid before the floor (NaN and infinities too: the floor of those fails under ANSI SQL)
+    cell = F.floor(F.least(F.greatest((v - F.lit(x0)) * F.lit(scale), F.lit(0.0)), F.lit(float(first.shape[0] - 2))))
+    df = df.withColumn(out, F.element_at(int_array(spark, first), cell.cast("int") + 1))
+    padded = double_array(spark, np.concatenate([a, np.full((1 << steps) - 1, a[-1])]))
+    for k in reversed(range(steps)):  # one projection per halving: each reads the count twice
+        pos = F.col(out)
+        df = df.withColumn(out, pos + (F.element_at(padded, pos + (1 << k)) < v).cast("int") * (1 << k))
+    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(F.col(out), F.lit(n)))).drop(tmp)
+
+
 def with_bucket_count(df, value: Column, bounds, out):
     """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
     bounds = np.asarray(bounds, dtype=np.float64)

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
-from ._buckets import double_array, int_array, temp_name, with_bucket
+from ._buckets import double_array, int_array, temp_name, with_count_below
 from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
@@ -38,19 +38,9 @@ def _column_type(df, name, label):
 
 def _finite_or_raise(t: Column, name: str, value: Column) -> Column:
     """``value``, or a run-time error (the in-memory message) where ``t`` is NaN or infinite; nulls stay null."""
-    return (F.when(t.isNull(), F.lit(None))
-            .when(F.isnan(t), F.raise_error(F.lit(f"{name} must be finite, but contains NaN.")))
-            .when(F.abs(t) == float("inf"), F.raise_error(F.lit(f"{name} must be finite, but contains infinity.")))
-            .otherwise(value))
-
-
-def _with_count_below(df, value: Column, sorted_values, out):
-    """``df`` with column ``out``: how many of ``sorted_values`` (strictly increasing, finite) are ``< value``.
-
-    For floats, ``x < v`` exactly when ``nextafter(x, inf) <= v``: a binary search
-    (:func:`with_bucket`) over the values moved up by one ulp.
-    """
-    return with_bucket(df, value, np.nextafter(np.asarray(sorted_values, dtype=np.float64), np.inf), out)
+    bad = F.when(F.isnan(t), F.raise_error(F.lit(f"{name} must be finite, but contains NaN."))).otherwise(
+        F.raise_error(F.lit(f"{name} must be finite, but contains infinity.")))
+    return F.when(t.isNull(), F.lit(None)).when(~(F.abs(t) < float("inf")), bad).otherwise(value)  # one test if finite
 
 
 def _isotonic_prediction(est, df, score, out_col):
@@ -66,7 +56,7 @@ def _isotonic_prediction(est, df, score, out_col):
     tc = F.col(tc_col)
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
     # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
-    df = _with_count_below(df, tc, xs[:-1], j_col)
+    df = with_count_below(df, tc, xs[:-1], j_col)
     j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
     x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
     value = _isotonic_value(t, tc, F.lit(x0), F.lit(xm), x_knots, y_knots, j, est.out_of_bounds, F.lit(f"{xs[0]}"),
@@ -104,7 +94,7 @@ def _histogram_prediction(est, df, score, out_col):
     # the repeated edges counted in full below the number k of distinct ones < p.
     distinct, counts = np.unique(inner, return_counts=True)
     b_col = temp_name("b")
-    df = _with_count_below(df, p, distinct, b_col)
+    df = with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
     value = F.element_at(double_array(df.sparkSession, by_k), F.col(b_col) + 1)
     return df.withColumn(out_col, _probability_checked(p, value)).drop(b_col)
