@@ -112,7 +112,9 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     n = x.shape[0]
     w = check_sample_weight(weights, n)  # a scalar weight: the same weight on every row, as in each fit
     weighted = w is not None
-    sizes = np.bincount(codes[w > 0], minlength=sizes.size) if weighted else sizes
+    if weighted:  # the rows of positive weight, the rows of each group's own fit
+        sizes = np.sum(_parallel.parallel_accumulate(_gk.count_positive, n, codes, w,
+                                                     buffer=lambda: np.zeros(sizes.size, dtype=np.int64)), axis=0)
     counts = sizes[fitted]  # a copy
     own = np.flatnonzero([r == 0 or chunk_count(int(r)) > 1 for r in counts]) if (
         counts.min() == 0 or chunk_count(int(counts.max())) > 1) else np.empty(0, dtype=np.int64)
@@ -157,10 +159,11 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
         g0, ng = first[k], first[k + 1] - first[k]
         if weighted:
             z, zw, s0 = _ik.by_group(xs[a:b], ws[a:b], gs[a:b], g0, ng)
+            keys = np.empty(b - a, dtype=np.uint64)
+            p = _ik.group_score_keys(z.view(np.uint64 if z.dtype.itemsize == 8 else np.uint32), s0, keys)
+            keys.sort()  # NumPy's sort of distinct keys (no stable argsort: 3-8x slower); then each group's order
             order = np.empty(b - a, dtype=np.int64)
-            bounds = s0.tolist()
-            for lo, hi in zip(bounds[:-1], bounds[1:]):
-                order[lo:hi] = np.argsort(z[lo:hi], kind="stable")  # NumPy's stable sort: each group's own order
+            _ik.order_in_groups(z, s0, keys, p, order)
             m = _ik.pav_groups_weighted(z, zw, order, s0, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
         else:
             none = ws[:0]

@@ -115,3 +115,11 @@ def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
         yo[j] = y[i]
         if weighted:
             wo[j] = w[i]
+
+
+@kernel
+def count_positive(codes, weights, counts, lo, hi):
+    """``counts[c]`` += the rows ``lo .. hi - 1`` of code ``c`` of positive weight (a buffer of
+    :func:`fastcal._parallel.parallel_accumulate`: integer counts, the same sums on any number of threads)."""
+    for i in range(lo, hi):
+        counts[codes[i]] += np.int64(weights[i] > 0)

@@ -497,6 +497,71 @@ def by_group(xs, ws, gs, g0, ng):
 
 
 @kernel
+def group_score_keys(bits, starts, keys):
+    """``keys[i]``: distinct uint64 keys whose ascending order is that of the grouped rows (group ``k`` at
+    ``starts[k]:starts[k + 1]``) by group, then by score up to its last bits, then by position in the group
+    (returns ``p``, the bits of that position). ``bits``: the scores' bits (``uint64`` of float64, ``uint32`` of
+    float32). From the top: the group number (``b`` bits, its bit length), the order-preserving bits of the
+    score (``-0.0`` as ``+0.0``) cut to the ``64 - b - p`` bits left, the position (``p`` bits).
+    :func:`order_in_groups` finishes the order where the cut dropped bits."""
+    ng = starts.shape[0] - 1
+    most = 1
+    for k in range(ng):
+        most = max(most, starts[k + 1] - starts[k])
+    b = np.uint64(0)
+    while (np.uint64(1) << b) < np.uint64(ng):
+        b += np.uint64(1)
+    p = np.uint64(0)
+    while (np.uint64(1) << p) < np.uint64(most):
+        p += np.uint64(1)
+    width = np.uint64(bits.itemsize * 8)
+    sign = np.uint64(1) << (width - np.uint64(1))
+    mask = (sign - np.uint64(1)) | sign
+    room = np.uint64(64) - b - p
+    cut = width - room if width > room else np.uint64(0)
+    for k in range(ng):
+        g = np.uint64(k) << (np.uint64(64) - b) if b > np.uint64(0) else np.uint64(0)
+        a = starts[k]
+        for i in range(a, starts[k + 1]):
+            u = np.uint64(bits[i])
+            if u == sign:  # -0.0: +0.0
+                u = np.uint64(0)
+            u = (~u) & mask if u & sign else u | sign
+            keys[i] = g | ((u >> cut) << p) | np.uint64(i - a)
+    return p
+
+
+#: Moves per row past which :func:`order_in_groups` sorts a group by a merge sort instead.
+MOST_MOVES_PER_ROW = 16
+
+
+@kernel
+def order_in_groups(z, starts, keys, p, order):
+    """``order[i]``: the position in its group of the grouped row of ``z`` whose key (:func:`group_score_keys`,
+    ``p`` position bits) is the ``i``-th of the sorted ``keys``, each group's positions sorted stably by score,
+    as ``np.argsort(z_group, kind="stable")`` gives them. An insertion sort by (score, position): only rows
+    whose scores the keys cut to equal bits move (``-0.0 == +0.0``); a group that needs more than
+    :data:`MOST_MOVES_PER_ROW` moves per row is merge-sorted instead."""
+    low = (np.uint64(1) << np.uint64(p)) - np.uint64(1)
+    for k in range(starts.shape[0] - 1):
+        a = starts[k]
+        e = starts[k + 1]
+        budget = MOST_MOVES_PER_ROW * (e - a)
+        for i in range(a, e):
+            q = np.int64(keys[i] & low)
+            x = z[a + q]
+            j = i
+            while j > a and (z[a + order[j - 1]] > x or (z[a + order[j - 1]] == x and order[j - 1] > q)):
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = q
+            budget -= i - j
+            if budget < 0:
+                order[a:e] = np.argsort(z[a:e], kind="mergesort")
+                break
+
+
+@kernel
 def _group_buffers(rows, z):
     """``(sw, swy, xf, xl, vals)``: the PAV stack of :func:`~fastcal._pav_kernels.push_block` (float64 sums,
     scores of the dtype of ``z``) and the fitted values of :func:`knots_of_blocks`, for groups of up to ``rows``

@@ -278,6 +278,33 @@ def test_batched_isotonic_fits_are_the_groups_own_fits_bit_for_bit(dtype, weight
     _assert_own_fits(cal, params, s, y, g, w)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ulps, per", [(5, 60), (3000, 300)])
+def test_batched_weighted_isotonic_orders_scores_ulps_apart_and_signed_zeros(dtype, ulps, per):
+    """The weighted batched fit orders each group's rows by one sort of distinct keys (group, score cut to the
+    bits left, position), then an insertion sort by score where the cut scores are equal, or a merge sort of the
+    group past 16 moves a row (3000 ulps in groups of 300: the float64 scores of a group all cut alike). Scores
+    a few ulps apart, ties and signed zeros come in each group's own stable order: every model has the bits of
+    its own fit."""
+    rng = np.random.default_rng(11)
+    n_groups = 40
+    g = np.repeat(np.arange(n_groups), per)
+    uint = np.uint64 if dtype == np.float64 else np.uint32
+    base = np.where(g % 2 == 0, dtype(0.5), dtype(0.0)).astype(dtype)
+    s = (base.view(uint) + rng.integers(0, ulps + 1, g.size).astype(uint)).view(dtype)  # up to `ulps` above
+    s[rng.uniform(size=g.size) < 0.2] = base[0]  # ties
+    s = np.where((g % 2 == 1) & (rng.uniform(size=g.size) < 0.5), -s, s).astype(dtype)  # -0.0 among them
+    s[(g % 2 == 1) & (rng.uniform(size=g.size) < 0.2)] = 0.0
+    assert np.signbit(s[s == 0]).any() and (~np.signbit(s[s == 0])).any()
+    order = rng.permutation(g.size)
+    s, g = s[order], g[order]
+    y = (rng.uniform(size=g.size) < 0.5).astype(np.int64)
+    w = rng.uniform(0.1, 3.0, g.size)
+    params = {"out_of_bounds": "clip"}
+    cal = GroupedCalibrator(IsotonicRegression(**params), min_samples_per_group=1).fit(s, y, g, sample_weight=w)
+    _assert_own_fits(cal, params, s, y, g, w)
+
+
 def test_batched_isotonic_with_min_samples_and_mixed_predict_rows():
     s, y, g, w = _tied_data(5000, 10, 12, np.float64, True)
     cal = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=300).fit(s, y, g, w)
