@@ -27,9 +27,10 @@ gradient sums) a few kB each.
 
 :func:`predict` never leaves the JVM: Platt and beta calibration are closed
 forms written as Spark SQL expressions; isotonic regression and histogram
-binning find each score's knot by a binary search (``Bucketizer``) and
-interpolate with SQL arithmetic, so a Spark plan applies them at the speed of
-any SQL projection, equal to ``estimator.predict`` (see :func:`predict`).
+binning find each score's knot (a grid of SQL expressions over spread-out
+knots, else ``Bucketizer``) and interpolate with SQL arithmetic, so a Spark
+plan applies them at the speed of any SQL projection, equal to
+``estimator.predict`` (see :func:`predict`).
 
 Workers
 -------

@@ -314,8 +314,9 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
       (``e = exp(-|z|)``, ``d = 1 / (1 + e)``);
     - ``BetaCalibration``: the same logistic function of
       ``a log p' - b log(1 - p') + c`` with ``p'`` clipped to ``[eps, 1 - eps]``;
-    - ``IsotonicRegression``: a binary search of the knots (ML's
-      ``Bucketizer``), then the kernel's linear interpolation
+    - ``IsotonicRegression``: a search of the knots (a grid of SQL
+      expressions where the knots are spread out, else ML's ``Bucketizer``:
+      :func:`fastcal.spark._buckets.with_count_below`), then the kernel's linear interpolation
       ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) (y[j] - y[j-1])`` with ``j`` the
       first knot ``>= t``, and ``out_of_bounds`` applied as in memory;
     - ``HistogramBinning``: a binary search of the bin edges and the bin's value.
