@@ -182,23 +182,27 @@ def _with_model_number(df, group_col, groups, out):
     return joined.withColumn(out, F.coalesce(F.col(number), fallback.cast("int"))).drop(number)
 
 
-def _first_not_less(flat: Column, lo: Column, hi: Column, value: Column, steps: int) -> Column:
-    """The first index ``i`` in ``lo .. hi`` (0-based, ``hi`` excluded) of the sorted slice ``flat[lo:hi]`` with
-    ``flat[i] >= value`` (``hi`` if none): a binary search of ``steps`` halvings in the JVM (``aggregate`` over
-    a sequence), per row on its own slice of one literal array.
+def _with_first_not_less(df, flat: Column, size: int, lo: Column, hi: Column, value: Column, steps: int, out: str):
+    """``df`` with an int column ``out``: the first index ``i`` in ``lo .. hi`` (0-based, ``hi`` excluded) of the
+    sorted slice ``flat[lo:hi]`` of a literal array of ``size`` values with ``flat[i] >= value`` (``hi`` if
+    none), each row on its own slice.
 
-    Measured against the other way to loop, one projection of plain SQL arithmetic per halving (compiled into
-    the plan's generated code): this is 1.5x faster on 10^6 rows of 1000 isotonic models.
+    ``steps`` halvings (enough for the longest slice), each a projection of
+    plain SQL compiled into the plan's generated code: ``i += 2^k`` while the
+    value before ``i + 2^k`` is ``< value`` and within the slice. Measured
+    on 5 10^6 rows of 1000 isotonic models (54,000 knots), the sum of the
+    predictions: 1.2-1.4 s, against 2.6-2.9 s for the former ``aggregate``
+    over a sequence of halvings (a higher-order function, which Spark
+    interprets; 6.4-7.0 s before the literal arrays were primitive,
+    :func:`~fastcal.spark._buckets.double_array`).
     """
-    def step(acc, _):
-        mid = ((acc["lo"] + acc["hi"]) / 2).cast("int")
-        less = F.element_at(flat, mid + 1) < value
-        return F.when(acc["lo"] >= acc["hi"], acc).when(
-            less, F.struct((mid + 1).alias("lo"), acc["hi"].alias("hi"))).otherwise(
-            F.struct(acc["lo"].alias("lo"), mid.alias("hi")))
-
-    start = F.struct(lo.cast("int").alias("lo"), hi.cast("int").alias("hi"))
-    return F.aggregate(F.sequence(F.lit(1), F.lit(max(1, steps))), start, step, lambda acc: acc["lo"])
+    df = df.withColumn(out, lo.cast("int"))
+    for k in reversed(range(max(1, steps))):
+        pos = F.col(out)
+        probe = pos + (1 << k)  # element_at counts from 1: the value at index probe - 1
+        inside = (probe <= hi) & (F.element_at(flat, F.least(probe, F.lit(max(size, 1)))) < value)
+        df = df.withColumn(out, F.when(inside, probe).otherwise(pos))
+    return df
 
 
 def _flat(arrays):
@@ -239,12 +243,18 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
         edges, e_off, e_len = _flat([m.bin_edges_[1:-1] for m in models])
         values, v_off, _ = _flat([m.bin_values_ for m in models])
         p = F.col(score).cast("double")
-        lo = F.element_at(int_array(spark, e_off), k)
-        hi = lo + F.element_at(int_array(spark, e_len), k)
-        below = (_first_not_less(double_array(spark, edges), lo, hi, p, int(e_len.max()).bit_length() + 1) - lo
-                 if edges.shape[0] else F.lit(0))
+        lo_col, i_col = temp_name("lo"), temp_name("i")
+        df = df.withColumn(lo_col, F.element_at(int_array(spark, e_off), k))
+        lo = F.col(lo_col)
+        if edges.shape[0]:
+            df = _with_first_not_less(df, double_array(spark, edges), edges.shape[0], lo,
+                                      lo + F.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
+                                      i_col)
+            below = F.col(i_col) - lo
+        else:
+            df, below = df.withColumn(i_col, F.lit(0)), F.lit(0)
         value = F.element_at(double_array(spark, values), F.element_at(int_array(spark, v_off), k) + below + 1)
-        return df.withColumn(out_col, _probability_checked(p, value)).drop(k_col)
+        return df.withColumn(out_col, _probability_checked(p, value)).drop(k_col, lo_col, i_col)
     modes = {m.out_of_bounds for m in models}
     dtypes = {m.X_thresholds_.dtype for m in models}
     if len(modes) != 1 or len(dtypes) != 1 or not modes <= {"nan", "clip", "raise"}:
@@ -265,8 +275,8 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     # j: the first knot >= t among the model's first m - 1 (never m, as t <= the last knot), clipped to 1 .. m - 1
     # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j. In a column
     # of its own: Spark does not inline an expression this costly into the four uses below.
-    j = _first_not_less(x_knots, a, a + size - 1, tc, int(m.max()).bit_length() + 1) - a
-    df = df.withColumn(j_col, F.least(F.greatest(j, F.lit(1)), size - 1))
+    df = _with_first_not_less(df, x_knots, xs.shape[0], a, a + size - 1, tc, int(m.max()).bit_length(), j_col)
+    df = df.withColumn(j_col, F.least(F.greatest(F.col(j_col) - a, F.lit(1)), size - 1))
     value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + F.col(j_col), modes.pop(), x0.cast("string"),
                             xm.cast("string"))
     value = F.when(size == 1, F.element_at(y_knots, a + 1)).otherwise(value)
@@ -327,9 +337,8 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     global model; null and NaN: the missing group, as in memory), and the
     models' parameters are literal arrays indexed by it (Platt, beta); the
     knots or bin edges of all models are one literal array, searched by a
-    binary search over the row's model's slice (``aggregate`` over a
-    sequence of halvings, interpreted by Spark: slower per row than the
-    single model's ``Bucketizer``), then interpolated as above.
+    binary search over the row's model's slice (a fixed number of halvings,
+    each a projection of plain SQL), then interpolated as above.
 
     The results equal ``estimator.predict`` on the collected column bit for
     bit for the isotonic and histogram models (the same comparisons and the
