@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 import numpy as np
@@ -34,23 +35,42 @@ def _java_array(spark, values, dtype, java_type, view):
     return out
 
 
-def _array_literal(spark, values, dtype, java_type, view, ddl) -> Column:
-    """A literal array column of ``values``: an ``UnsafeArrayData`` (primitive values, one block of bytes), made in
-    the JVM from the Java array of :func:`_java_array`.
+@functools.lru_cache(maxsize=None)
+def _unsafe_arrays(gateway):
+    """``(offset, types, classes)`` of the JVM behind ``gateway`` for :func:`_array_literal` (looked up once: each
+    step of a Py4J name is a call): the byte offset of a Java ``byte[]``'s data, the Spark types
+    ``array<double>`` and ``array<int>``, and the classes used; None if the JVM lacks these classes (another
+    Spark) or stores numbers big-endian (the bytes sent are little-endian)."""
+    jvm = gateway.jvm
+    try:
+        if str(jvm.java.nio.ByteOrder.nativeOrder().toString()) != "LITTLE_ENDIAN":
+            return None
+        classes = (jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData,
+                   jvm.org.apache.spark.sql.catalyst.expressions.Literal, jvm.org.apache.spark.sql.classic.ExpressionUtils)
+        classes[2].column  # noqa: B018 - raises if the class is absent
+        types = {ddl: jvm.org.apache.spark.sql.types.DataType.fromDDL(ddl) for ddl in ("array<double>", "array<int>")}
+        return int(jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET), types, classes
+    except Py4JError:
+        return None
+
+
+def _array_literal(spark, values, ddl) -> Column:
+    """A literal array column of the NumPy array ``values`` (``<f8`` or ``<i4``, type ``ddl``): an
+    ``UnsafeArrayData`` made in the JVM from the values' bytes, four Py4J calls whatever the length.
 
     Spark's own ``lit`` of a Java array holds boxed values (``GenericArrayData``), which every task deserializes
     once per reference in the plan: measured on 10^6 rows, four references to a literal of 200,000 doubles cost
-    2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``.
+    2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``
+    of a Java array (:func:`_java_array`).
     """
-    jarr = _java_array(spark, values, dtype, java_type, view)
-    jvm = spark.sparkContext._jvm
-    try:
-        data = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(jarr)
-        literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(
-            data, jvm.org.apache.spark.sql.types.DataType.fromDDL(ddl))
-        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
-    except Py4JError:  # another Spark's JVM, without these classes: the public, slower literal
-        return F.lit(jarr)
+    sc = spark.sparkContext
+    found = _unsafe_arrays(sc._gateway)
+    if found is None:
+        java_type, view = ("double", "asDoubleBuffer") if ddl == "array<double>" else ("int", "asIntBuffer")
+        return F.lit(_java_array(spark, values, values.dtype, java_type, view))
+    offset, types, (unsafe_array, literal, expressions) = found
+    data = unsafe_array.fromPrimitiveArray(bytearray(values.tobytes()), offset, values.shape[0], values.itemsize)
+    return Column(expressions.column(literal(data, types[ddl])))
 
 
 def double_array(spark, values) -> Column:
@@ -59,13 +79,12 @@ def double_array(spark, values) -> Column:
     values = np.asarray(values, dtype=np.float64)
     if not np.all(np.isfinite(values)):
         raise ValueError("internal: a literal array must be finite")
-    return _array_literal(spark, values, "<f8", "double", "asDoubleBuffer", "array<double>")
+    return _array_literal(spark, np.ascontiguousarray(values, dtype="<f8"), "array<double>")
 
 
 def int_array(spark, values) -> Column:
     """A literal ``array<int>`` of ``values`` (which fit in an int), sent as bytes (:func:`_array_literal`)."""
-    values = np.asarray(values, dtype=np.int64).astype(np.int32)
-    return _array_literal(spark, values, "<i4", "int", "asIntBuffer", "array<int>")
+    return _array_literal(spark, np.asarray(values, dtype=np.int64).astype("<i4"), "array<int>")
 
 
 def with_bucket(df, value: Column, sorted_values, out):
@@ -139,17 +158,14 @@ def with_count_below(df, value: Column, sorted_values, out):
     x0, scale, first, steps = grid
     spark = df.sparkSession
     n = a.shape[0]
-    tmp = temp_name("v")
-    df = df.withColumn(tmp, value.cast("double"))
-    v = F.col(tmp)
+    v = value.cast("double")
     # clipped to the grid before the floor (NaN and infinities too: the floor of those fails under ANSI SQL)
     cell = F.floor(F.least(F.greatest((v - F.lit(x0)) * F.lit(scale), F.lit(0.0)), F.lit(float(first.shape[0] - 2))))
-    df = df.withColumn(out, F.element_at(int_array(spark, first), cell.cast("int") + 1))
+    count = F.element_at(int_array(spark, first), cell.cast("int") + 1)
     padded = double_array(spark, np.concatenate([a, np.full((1 << steps) - 1, a[-1])]))
-    for k in reversed(range(steps)):  # one projection per halving: each reads the count twice
-        pos = F.col(out)
-        df = df.withColumn(out, pos + (F.element_at(padded, pos + (1 << k)) < v).cast("int") * (1 << k))
-    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(F.col(out), F.lit(n)))).drop(tmp)
+    for k in reversed(range(steps)):  # one expression: at most three halvings, the repeats shared by the codegen
+        count = count + (F.element_at(padded, count + (1 << k)) < v).cast("int") * (1 << k)
+    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(count, F.lit(n))))
 
 
 def with_bucket_count(df, value: Column, bounds, out):
