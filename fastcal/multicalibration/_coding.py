@@ -105,34 +105,51 @@ def _coded(values, name, p):
     (:func:`fastcal._segment_coding_kernels.code_stats`), both on fastcal's
     threads, no sort. Other values are numbered by :func:`_factorize` first.
     """
-    raw = values
-    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
-        values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
-    n = values.shape[0]
-    if values.dtype.kind in "biu" and n:
-        values = np.ascontiguousarray(values)
-        if values.dtype.kind in "iu":  # one pass for both, on fastcal's threads
-            parts = _parallel.parallel_for(_k.int_range, n, values)
-            lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
-        else:
-            lo, hi = int(values.min()), int(values.max())
-        if hi - lo < 4 * n and hi < 2**63:
-            codes = values
-            counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
-            present = np.flatnonzero(counts)
-            index = np.zeros(hi - lo + 1, dtype=np.int64)
-            index[present] = np.arange(present.size)
-            if raw.dtype.kind in "US":
-                uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
-            elif raw.dtype.kind == "b":
-                uniques = (present + lo).astype(bool).tolist()
-            else:
-                uniques = (present + lo).tolist()
-            return codes, lo, index, uniques, counts[present], _rank(first_p[present], first_row[present])
+    raw, values = values, _as_integers(values)
+    small = _small_range(values)
+    if small is not None:
+        lo, hi = small
+        codes = values
+        counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
+        present = np.flatnonzero(counts)
+        index = np.zeros(hi - lo + 1, dtype=np.int64)
+        index[present] = np.arange(present.size)
+        return (codes, lo, index, _values_of(raw, values, present + lo), counts[present],
+                _rank(first_p[present], first_row[present]))
     codes, uniques = _factorize(raw, name)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     counts, first_p, first_row = _code_stats(codes, 0, p, len(uniques))
     return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
+
+
+def _as_integers(values):
+    """``values`` as contiguous integers where they can be: integers, short strings (up to 8 bytes) as the
+    integers of their bits, booleans as ``uint8``; other values unchanged."""
+    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
+        return np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
+    if values.dtype.kind == "b":
+        return np.ascontiguousarray(values).view(np.uint8)
+    return np.ascontiguousarray(values) if values.dtype.kind in "iu" else values
+
+
+def _small_range(values):
+    """``(lo, hi)`` of integer ``values`` (:func:`_as_integers`) if their range is under 4 per row (one pass on
+    fastcal's threads, :func:`fastcal._segment_coding_kernels.int_range`), else None."""
+    n = values.shape[0]
+    if values.dtype.kind not in "iu" or not n:
+        return None
+    parts = _parallel.parallel_for(_k.int_range, n, values)
+    lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
+    return (lo, hi) if hi - lo < 4 * n and hi < 2**63 else None
+
+
+def _values_of(raw, values, present):
+    """The integers ``present`` (of :func:`_as_integers` of ``raw``) as Python values of ``raw``'s kind."""
+    if raw.dtype.kind in "US":
+        return present.astype(values.dtype).view(raw.dtype).tolist()
+    if raw.dtype.kind == "b":
+        return present.astype(bool).tolist()
+    return present.tolist()
 
 
 def _code_stats(codes, offset, p, k):
@@ -166,35 +183,23 @@ def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
 
 def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any], NDArray[np.int64]]:
     """``(codes, uniques, sizes)``: :func:`group_codes` and the rows of each group (int64, ``k``)."""
-    values = np.asarray(values)
-    raw = values
-    if values.dtype.kind in "US" and values.dtype.itemsize in (1, 2, 4, 8):
-        values = np.ascontiguousarray(values).view(f"u{values.dtype.itemsize}")
-    elif values.dtype.kind == "b":
-        values = np.ascontiguousarray(values).view(np.uint8)
+    raw = np.asarray(values)
+    values = _as_integers(raw)
     n = values.shape[0]
-    if values.dtype.kind in "iu" and n:
-        values = np.ascontiguousarray(values)
-        parts = _parallel.parallel_for(_k.int_range, n, values)
-        lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
-        if hi - lo < 4 * n and hi < 2**63:
-            span = hi - lo + 1
-            # one count per thread if they take no more memory than the values (else one: the same counts)
-            rows = n if span * _parallel.get_num_threads() <= n else 0
-            counts = np.sum(_parallel.parallel_accumulate(_k.count_values, n, values, lo, rows=rows,
-                                                          buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
-            present = np.flatnonzero(counts)
-            index = np.zeros(span, dtype=np.int64)
-            index[present] = np.arange(present.size)
-            codes = np.empty(n, dtype=np.int64)
-            _parallel.parallel_for(_k.renumber, n, values, lo, index, codes)
-            if raw.dtype.kind in "US":
-                uniques = (present + lo).astype(values.dtype).view(raw.dtype).tolist()
-            elif raw.dtype.kind == "b":
-                uniques = (present + lo).astype(bool).tolist()
-            else:
-                uniques = (present + lo).tolist()
-            return codes, uniques, counts[present]
+    small = _small_range(values)
+    if small is not None:
+        lo, hi = small
+        span = hi - lo + 1
+        # one count per thread if they take no more memory than the values (else one: the same counts)
+        rows = n if span * _parallel.get_num_threads() <= n else 0
+        counts = np.sum(_parallel.parallel_accumulate(_k.count_values, n, values, lo, rows=rows,
+                                                      buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
+        present = np.flatnonzero(counts)
+        index = np.zeros(span, dtype=np.int64)
+        index[present] = np.arange(present.size)
+        codes = np.empty(n, dtype=np.int64)
+        _parallel.parallel_for(_k.renumber, n, values, lo, index, codes)
+        return codes, _values_of(raw, values, present + lo), counts[present]
     codes, offset, index, uniques, counts, _ = _coded(raw, name, np.zeros(n))
     codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
     return codes, [None if _is_missing(u) else u for u in uniques], counts
