@@ -57,7 +57,7 @@ One module a subject; this package re-exports their public names:
 """
 
 from .._exports import publish
-from ._buckets import partition_keys
+from ._buckets import partition_keys, with_count_below
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
 from ._grouped import fit_grouped
 from ._metrics import (
@@ -100,6 +100,7 @@ __all__ = [
     "smooth_ece",
 ]
 
-# The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys.
+# The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys, with_count_below (the
+# predictions' search of sorted values).
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

@@ -21,16 +21,25 @@ def temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
 
 
-def _java_array(spark, values, dtype, java_type, view):
-    """A Java array of ``values`` (NumPy ``dtype``, little-endian) made in the JVM from their bytes: a handful of
-    Py4J calls whatever the length (PySpark's own conversion of a NumPy array, as in ``F.lit(array)``, makes one
-    call per element: 0.2 s for 5000, minutes for a grouped model's million knots)."""
-    a = np.ascontiguousarray(values, dtype=dtype)
-    sc = spark.sparkContext
-    jvm = sc._jvm
-    buf = jvm.java.nio.ByteBuffer.wrap(bytearray(a.tobytes()))
+def _gateway(spark):
+    """The Py4J gateway of ``spark``'s JVM (PySpark has no public handle on it)."""
+    return spark.sparkContext._gateway
+
+
+#: The Java type and the ``ByteBuffer`` view of each NumPy dtype :func:`_java_array` sends.
+_JAVA_TYPES = {np.dtype("<f8"): ("double", "asDoubleBuffer"), np.dtype("<i4"): ("int", "asIntBuffer")}
+
+
+def _java_array(spark, values):
+    """A Java array of ``values`` (``<f8`` or ``<i4``) made in the JVM from their bytes: a handful of Py4J calls
+    whatever the length (PySpark's own conversion of a NumPy array, as in ``F.lit(array)``, makes one call per
+    element: 0.2 s for 5000, minutes for a grouped model's million knots)."""
+    java_type, view = _JAVA_TYPES[values.dtype]
+    gateway = _gateway(spark)
+    jvm = gateway.jvm
+    buf = jvm.java.nio.ByteBuffer.wrap(bytearray(np.ascontiguousarray(values).tobytes()))
     buf.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
-    out = sc._gateway.new_array(getattr(jvm, java_type), a.shape[0])
+    out = gateway.new_array(getattr(jvm, java_type), values.shape[0])
     getattr(buf, view)().get(out)
     return out
 
@@ -63,11 +72,9 @@ def _array_literal(spark, values, ddl) -> Column:
     2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``
     of a Java array (:func:`_java_array`).
     """
-    sc = spark.sparkContext
-    found = _unsafe_arrays(sc._gateway)
+    found = _unsafe_arrays(_gateway(spark))
     if found is None:
-        java_type, view = ("double", "asDoubleBuffer") if ddl == "array<double>" else ("int", "asIntBuffer")
-        return F.lit(_java_array(spark, values, values.dtype, java_type, view))
+        return F.lit(_java_array(spark, values))
     offset, types, (unsafe_array, literal, expressions) = found
     data = unsafe_array.fromPrimitiveArray(bytearray(values.tobytes()), offset, values.shape[0], values.itemsize)
     return Column(expressions.column(literal(data, types[ddl])))
@@ -98,11 +105,12 @@ def with_bucket(df, value: Column, sorted_values, out):
     """
     spark = df.sparkSession
     tmp = temp_name("v")
-    splits = np.concatenate([[-np.inf], np.asarray(sorted_values, dtype=np.float64), [np.inf]])
-    bucketizer = spark.sparkContext._jvm.org.apache.spark.ml.feature.Bucketizer()
+    splits = np.concatenate([[-np.inf], np.asarray(sorted_values, dtype=np.float64), [np.inf]]).astype("<f8")
+    bucketizer = _gateway(spark).jvm.org.apache.spark.ml.feature.Bucketizer()
     bucketizer.setInputCol(tmp).setOutputCol(out + "_b").setHandleInvalid("keep")
-    bucketizer.setSplits(_java_array(spark, splits, "<f8", "double", "asDoubleBuffer"))
-    df = DataFrame(bucketizer.transform(df.withColumn(tmp, value.cast("double"))._jdf), spark)
+    bucketizer.setSplits(_java_array(spark, splits))
+    jdf = df.withColumn(tmp, value.cast("double"))._jdf  # the Java DataFrame PySpark wraps: no public handle
+    df = DataFrame(bucketizer.transform(jdf), spark)
     return df.withColumn(out, F.col(out + "_b").cast("int")).drop(tmp, out + "_b")
 
 
@@ -157,15 +165,40 @@ def with_count_below(df, value: Column, sorted_values, out):
         return with_bucket(df, value, np.nextafter(a, np.inf), out)
     x0, scale, first, steps = grid
     spark = df.sparkSession
-    n = a.shape[0]
     v = value.cast("double")
     # clipped to the grid before the floor (NaN and infinities too: the floor of those fails under ANSI SQL)
     cell = F.floor(F.least(F.greatest((v - F.lit(x0)) * F.lit(scale), F.lit(0.0)), F.lit(float(first.shape[0] - 2))))
     count = F.element_at(int_array(spark, first), cell.cast("int") + 1)
     padded = double_array(spark, np.concatenate([a, np.full((1 << steps) - 1, a[-1])]))
-    for k in reversed(range(steps)):  # one expression: at most three halvings, the repeats shared by the codegen
+    # One expression, not with_first_not_less's projection per halving: at most three halvings, whose repeats the
+    # codegen shares (measured at 10^7 rows, 520 knots: the isotonic predict 0.44-0.48 s, against 0.65 s).
+    for k in reversed(range(steps)):
         count = count + (F.element_at(padded, count + (1 << k)) < v).cast("int") * (1 << k)
-    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(count, F.lit(n))))
+    # least and greatest skip nulls: a null score would count from cell 0
+    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(count, F.lit(a.shape[0]))))
+
+
+def with_first_not_less(df, flat: Column, size: int, lo: Column, hi: Column, value: Column, steps: int, out: str):
+    """``df`` with an int column ``out``: the first index ``i`` in ``lo .. hi`` (0-based, ``hi`` excluded) of the
+    sorted slice ``flat[lo:hi]`` of a literal array of ``size`` values with ``flat[i] >= value`` (``hi`` if
+    none), each row on its own slice; null where ``lo`` is null.
+
+    ``steps`` halvings (enough for the longest slice), each a projection of
+    plain SQL compiled into the plan's generated code: ``i += 2^k`` while the
+    value before ``i + 2^k`` is ``< value`` and within the slice: the grouped
+    predictions' search of each row's model. Measured on 5 10^6 rows of 1000 isotonic models (54,000 knots),
+    the sum of the predictions: 1.2-1.4 s, against 2.6-2.9 s for the former
+    ``aggregate`` over a sequence of halvings (a higher-order function, which
+    Spark interprets; 6.4-7.0 s before the literal arrays were primitive,
+    :func:`double_array`).
+    """
+    df = df.withColumn(out, lo.cast("int"))
+    for k in reversed(range(max(1, steps))):
+        pos = F.col(out)
+        probe = pos + (1 << k)  # element_at counts from 1: the value at index probe - 1
+        inside = (probe <= hi) & (F.element_at(flat, F.least(probe, F.lit(max(size, 1)))) < value)
+        df = df.withColumn(out, F.when(inside, probe).otherwise(pos))
+    return df
 
 
 def with_bucket_count(df, value: Column, bounds, out):

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
-from ._buckets import double_array, int_array, temp_name, with_count_below
+from ._buckets import double_array, int_array, temp_name, with_count_below, with_first_not_less
 from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
@@ -182,29 +182,6 @@ def _with_model_number(df, group_col, groups, out):
     return joined.withColumn(out, F.coalesce(F.col(number), fallback.cast("int"))).drop(number)
 
 
-def _with_first_not_less(df, flat: Column, size: int, lo: Column, hi: Column, value: Column, steps: int, out: str):
-    """``df`` with an int column ``out``: the first index ``i`` in ``lo .. hi`` (0-based, ``hi`` excluded) of the
-    sorted slice ``flat[lo:hi]`` of a literal array of ``size`` values with ``flat[i] >= value`` (``hi`` if
-    none), each row on its own slice.
-
-    ``steps`` halvings (enough for the longest slice), each a projection of
-    plain SQL compiled into the plan's generated code: ``i += 2^k`` while the
-    value before ``i + 2^k`` is ``< value`` and within the slice. Measured
-    on 5 10^6 rows of 1000 isotonic models (54,000 knots), the sum of the
-    predictions: 1.2-1.4 s, against 2.6-2.9 s for the former ``aggregate``
-    over a sequence of halvings (a higher-order function, which Spark
-    interprets; 6.4-7.0 s before the literal arrays were primitive,
-    :func:`~fastcal.spark._buckets.double_array`).
-    """
-    df = df.withColumn(out, lo.cast("int"))
-    for k in reversed(range(max(1, steps))):
-        pos = F.col(out)
-        probe = pos + (1 << k)  # element_at counts from 1: the value at index probe - 1
-        inside = (probe <= hi) & (F.element_at(flat, F.least(probe, F.lit(max(size, 1)))) < value)
-        df = df.withColumn(out, F.when(inside, probe).otherwise(pos))
-    return df
-
-
 def _flat(arrays):
     """One literal array of ``arrays`` laid end to end, and each one's offset (0-based) and length."""
     lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
@@ -247,7 +224,7 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
         df = df.withColumn(lo_col, F.element_at(int_array(spark, e_off), k))
         lo = F.col(lo_col)
         if edges.shape[0]:
-            df = _with_first_not_less(df, double_array(spark, edges), edges.shape[0], lo,
+            df = with_first_not_less(df, double_array(spark, edges), edges.shape[0], lo,
                                       lo + F.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
                                       i_col)
             below = F.col(i_col) - lo
@@ -275,7 +252,7 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     # j: the first knot >= t among the model's first m - 1 (never m, as t <= the last knot), clipped to 1 .. m - 1
     # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j. In a column
     # of its own: Spark does not inline an expression this costly into the four uses below.
-    df = _with_first_not_less(df, x_knots, xs.shape[0], a, a + size - 1, tc, int(m.max()).bit_length(), j_col)
+    df = with_first_not_less(df, x_knots, xs.shape[0], a, a + size - 1, tc, int(m.max()).bit_length(), j_col)
     df = df.withColumn(j_col, F.least(F.greatest(F.col(j_col) - a, F.lit(1)), size - 1))
     value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + F.col(j_col), modes.pop(), x0.cast("string"),
                             xm.cast("string"))
@@ -326,7 +303,7 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
       ``a log p' - b log(1 - p') + c`` with ``p'`` clipped to ``[eps, 1 - eps]``;
     - ``IsotonicRegression``: a search of the knots (a grid of SQL
       expressions where the knots are spread out, else ML's ``Bucketizer``:
-      :func:`fastcal.spark._buckets.with_count_below`), then the kernel's linear interpolation
+      :func:`fastcal.spark.with_count_below`), then the kernel's linear interpolation
       ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) (y[j] - y[j-1])`` with ``j`` the
       first knot ``>= t``, and ``out_of_bounds`` applied as in memory;
     - ``HistogramBinning``: a binary search of the bin edges and the bin's value.
