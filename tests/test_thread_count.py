@@ -127,10 +127,16 @@ CASES = {
     "multicalibration_error": lambda: fastcal.multicalibration_error(Y, P, SEG, numerical=["c"]),
     "multicalibration_error weighted f32": lambda: fastcal.multicalibration_error(
         Y32, P32, SEG, numerical=["c"], sample_weight=W, max_values_per_segment_feature=5),
+    # the one-segment case of the multicalibration error's passes
+    "ecce": lambda: fastcal.ecce(Y, P),
+    "ecce weighted f32": lambda: fastcal.ecce(Y32, P32, sample_weight=W),
     "segment_report": lambda: fastcal.segment_report(Y, P, GROUPS),
     "segment_report weighted f32": lambda: fastcal.segment_report(Y32, P32, SEG["a"], sample_weight=W),
     "GroupedCalibrator fit": lambda: fastcal.GroupedCalibrator(fastcal.PlattScaling()).fit(P, Y, GROUPS,
                                                                                           sample_weight=W),
+    # the weighted batched isotonic fit's sort of (group, cut score, position) keys, float32 scores
+    "GroupedCalibrator isotonic fit weighted f32": lambda: fastcal.GroupedCalibrator(
+        min_samples_per_group=500).fit(P32, Y32, GROUPS, sample_weight=W),
 }
 
 
