@@ -3,7 +3,10 @@
 Used by test_outofcore.py and test_cli.py to show that out-of-core fits stay
 within their memory budget whatever the size of the file. The child process
 first runs the same call on a small file of the same kind (compiling or
-loading every kernel, importing pyarrow, starting threads), then sets
+loading every kernel, importing pyarrow), starts fastcal's worker threads
+with one parallel call (they start on a process's first parallel pass, and a
+small file makes none; each thread's stack is 8 MB of address space that the
+limit would otherwise count: a run once failed so), then sets
 ``RLIMIT_AS`` to its address space plus ``extra`` bytes, runs the call on the
 big file, and reports the growth of its peak resident memory (``VmHWM``)
 beyond the resident memory it had before, and a control: whether reading the
@@ -54,6 +57,8 @@ _SCRIPT = textwrap.dedent("""
         return None
 
     fit(small)
+    import fastcal, numpy as np
+    fastcal.log_loss(np.zeros(1 << 20, np.uint8), np.full(1 << 20, 0.5))  # above PARALLEL_MIN_SIZE: every thread
     gc.collect()
     rss, vm = status("VmRSS"), status("VmSize")
     resource.setrlimit(resource.RLIMIT_AS, (vm + extra, resource.RLIM_INFINITY))
