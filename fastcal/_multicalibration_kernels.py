@@ -225,12 +225,14 @@ def sort_rows(xs, qs, ws, a, b):
 
 
 @kernel
-def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
+def range_extremes(xs, qs, ws, starts, table, sort, whole, end, low, high, lo, hi):
     """Score ranges ``lo..hi`` (range ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)`` as
     :func:`range_scatter` wrote them; sorted first by :func:`sort_rows` if ``sort``): row ``k`` of ``end``
     (the running sum ``S = sum w (y - p)`` at the range's end), ``low`` and ``high`` (its minimum ``<= 0`` and
     maximum ``>= 0`` over the range, taken after each group of equal scores, ``S`` counted from 0 at the range's
     start) of the segments ``table[cell, :]`` of each row's cell (``end.shape[1]``: none, a slot not returned).
+    ``whole``: column 0 of ``table`` is segment 0 for every cell (all rows), whose sums are kept in registers:
+    every row adds to it, and a sum in memory would make each row wait for the last one's store.
 
     A group of equal scores lies in one range
     (:func:`~fastcal._math_kernels.range_of_score`). The running sums of the segments of a group's rows are compared with their
@@ -239,6 +241,7 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
     """
     weighted = ws.shape[0] > 0
     n_cols = table.shape[1]
+    first = 1 if whole else 0
     n_seg = end.shape[1]
     state = np.empty((n_seg + 1, 3))  # running sum, minimum, maximum
     for k in range(lo, hi):
@@ -247,6 +250,9 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
         if sort:
             sort_rows(xs, qs, ws, a, b)
         state[:] = 0.0
+        s0 = 0.0
+        low0 = 0.0
+        high0 = 0.0
         x_part = xs[a:b]  # indices from 0: no wrap-around of negative indices to compile in
         q_part = qs[a:b]
         w_part = ws[a:b] if weighted else ws
@@ -259,8 +265,11 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
                 r = np.float64(q & 1) - pi
                 if weighted:
                     r *= w_part[i]
+                s0 += r
+                low0 = min(low0, s0)
+                high0 = max(high0, s0)
                 segs = table[q >> 1]
-                for c in range(n_cols):
+                for c in range(first, n_cols):
                     s = segs[c]
                     x = state[s, 0] + r
                     state[s, 0] = x
@@ -274,17 +283,24 @@ def range_extremes(xs, qs, ws, starts, table, sort, end, low, high, lo, hi):
                 r = np.float64(q & 1) - pi
                 if weighted:
                     r *= w_part[j]
+                s0 += r
                 segs = table[q >> 1]
-                for c in range(n_cols):
+                for c in range(first, n_cols):
                     state[segs[c], 0] += r
                 j += 1
+            low0 = min(low0, s0)
+            high0 = max(high0, s0)
             for t in range(i, j):
                 segs = table[q_part[t] >> 1]
-                for c in range(n_cols):
+                for c in range(first, n_cols):
                     s = segs[c]
                     state[s, 1] = min(state[s, 1], state[s, 0])
                     state[s, 2] = max(state[s, 2], state[s, 0])
             i = j
+        if whole:
+            state[0, 0] = s0
+            state[0, 1] = low0
+            state[0, 2] = high0
         end[k] = state[:n_seg, 0]
         low[k] = state[:n_seg, 1]
         high[k] = state[:n_seg, 2]

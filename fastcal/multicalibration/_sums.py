@@ -123,6 +123,6 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
         for c, (start, col) in enumerate(block):
             table[:, c] = np.where(col >= 0, col + (start - first), last - first)  # last - first: no segment
         parts = np.zeros((3, n_ranges, last - first))
-        _run_chunks(_k.range_extremes, n, (xs, qs, ws, starts, table, i == 0, *parts), n_ranges)
+        _run_chunks(_k.range_extremes, n, (xs, qs, ws, starts, table, i == 0, i == 0, *parts), n_ranges)
         lo[first:last], hi[first:last] = _k.merge_extremes(*parts)
     return count, total, var, lo, hi, float(cell_positive.sum())
