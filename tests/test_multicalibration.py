@@ -383,10 +383,10 @@ def _chunked(monkeypatch):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "one_range"])
+@pytest.mark.parametrize("path", ["default", "blocks", "sparse_cells", "one_range", "few_entries"])
 def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
     """Chunks of rows and score ranges (merged in order), blocks of the cell table, cells numbered by np.unique,
-    and all rows in one score range: each equals the naive ECCE of every segment, and the result is the same bits
+    all rows in one score range, and values counted in one task: each equals the naive ECCE of every segment, and the result is the same bits
     on 1 and 7 threads."""
     from fastcal.multicalibration import Sizes
 
@@ -402,6 +402,8 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         monkeypatch.setattr(Sizes, "DENSE_CELLS", 0)  # numbered by np.unique from the first feature on
     elif path == "one_range":
         monkeypatch.setattr(Sizes, "RANGE_ROWS", 1 << 20)  # all rows sorted by one task
+    elif path == "few_entries":  # each feature's values counted in one task (as an id-like feature's), one range
+        monkeypatch.setattr(Sizes, "COUNT_ENTRIES", 1)
     with num_threads(1):
         r = multicalibration_error(y, p, segments, **kwargs)
     with num_threads(MANY):
