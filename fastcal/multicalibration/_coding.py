@@ -39,7 +39,8 @@ class Sizes:
     TABLE_CELLS = 1 << 22
     #: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
     CHUNK_ENTRIES = 1 << 21
-    #: Chunks of rows times score ranges counted (int64: 64 MB), at most.
+    #: Entries of the per-task or per-chunk tables, at most (64 MB): chunks of rows times score ranges counted,
+    #: chunks times per-cell sums (3 per cell), tasks times values of a feature counted.
     COUNT_ENTRIES = 1 << 23
     #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2
     #: cache).

@@ -8,16 +8,20 @@ import numpy as np
 
 from .. import _multicalibration_kernels as _k
 from .. import _parallel
-from .._parallel import run, task_bounds
+from .._parallel import run, split, task_bounds
 from .._sort import range_map
 from ._coding import Sizes, cell_type
 
 __all__ = ["segment_sums"]
 
 
-def _row_chunks(n):
-    """Bounds of the chunks of rows in input order (:func:`fastcal._parallel.task_bounds`: by the size alone)."""
-    return np.array(task_bounds(n), dtype=np.int64)
+def _row_chunks(n, m):
+    """Bounds of the chunks of rows in input order, for ``m`` cells: :func:`fastcal._parallel.task_bounds`, fewer
+    where chunks x ``3 m`` (each chunk's sums per cell) would pass :attr:`Sizes.COUNT_ENTRIES` (by the size of
+    the problem alone)."""
+    bounds = task_bounds(n)
+    most = max(1, Sizes.COUNT_ENTRIES // max(3 * m, 1))
+    return np.array(bounds if len(bounds) - 1 <= most else split(n, most), dtype=np.int64)
 
 
 def _n_ranges(n, width, n_chunks):
@@ -82,7 +86,7 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     ends = [blocks[i + 1][0][0] if i + 1 < len(blocks) else n_segments for i in range(len(blocks))]
     widest = max(end - block[0][0] for block, end in zip(blocks, ends))
 
-    bounds = _row_chunks(n)
+    bounds = _row_chunks(n, m)
     n_chunks = bounds.size - 1
     x0, scale, cell_range = range_map(p, _n_ranges(n, 3 * widest, n_chunks))
     n_ranges = int(cell_range[-1]) + 1
