@@ -340,7 +340,7 @@ def test_count_below_equals_searchsorted_on_both_paths(spark, values):
     v = np.concatenate([values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf),
                         values[:-1] / 2 + values[1:] / 2, [values[0] - 1.0, values[-1] + 1.0, -np.inf, np.inf]])
     df = spark.createDataFrame([(float(x),) for x in v] + [(None,)], "v double")
-    rows = fs.with_count_below(df, F.col("v"), values, "j").collect()
+    rows = fs.with_count_below(df, "v", values, "j").collect()
     assert rows[-1]["j"] is None
     assert_array_equal([r["j"] for r in rows[:-1]], np.searchsorted(values, v, side="left"))
 

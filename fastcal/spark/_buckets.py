@@ -8,8 +8,9 @@ import uuid
 
 import numpy as np
 from py4j.protocol import Py4JError
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
+
+from ._expr import Expr, gateway, sql
 
 
 # ---------------------------------------------------------------------------
@@ -21,11 +22,6 @@ def temp_name(what):
     return f"__fastcal_{what}_{uuid.uuid4().hex[:12]}"
 
 
-def _gateway(spark):
-    """The Py4J gateway of ``spark``'s JVM (PySpark has no public handle on it)."""
-    return spark.sparkContext._gateway
-
-
 #: The Java type and the ``ByteBuffer`` view of each NumPy dtype :func:`_java_array` sends.
 _JAVA_TYPES = {np.dtype("<f8"): ("double", "asDoubleBuffer"), np.dtype("<i4"): ("int", "asIntBuffer")}
 
@@ -35,22 +31,22 @@ def _java_array(spark, values):
     whatever the length (PySpark's own conversion of a NumPy array, as in ``F.lit(array)``, makes one call per
     element: 0.2 s for 5000, minutes for a grouped model's million knots)."""
     java_type, view = _JAVA_TYPES[values.dtype]
-    gateway = _gateway(spark)
-    jvm = gateway.jvm
+    gw = gateway(spark)
+    jvm = gw.jvm
     buf = jvm.java.nio.ByteBuffer.wrap(bytearray(np.ascontiguousarray(values).tobytes()))
     buf.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN)
-    out = gateway.new_array(getattr(jvm, java_type), values.shape[0])
+    out = gw.new_array(getattr(jvm, java_type), values.shape[0])
     getattr(buf, view)().get(out)
     return out
 
 
 @functools.lru_cache(maxsize=None)
-def _unsafe_arrays(gateway):
+def _unsafe_arrays(gw):
     """``(offset, types, classes)`` of the JVM behind ``gateway`` for :func:`_array_literal` (looked up once: each
     step of a Py4J name is a call): the byte offset of a Java ``byte[]``'s data, the Spark types
     ``array<double>`` and ``array<int>``, and the classes used; None if the JVM lacks these classes (another
     Spark) or stores numbers big-endian (the bytes sent are little-endian)."""
-    jvm = gateway.jvm
+    jvm = gw.jvm
     try:
         if str(jvm.java.nio.ByteOrder.nativeOrder().toString()) != "LITTLE_ENDIAN":
             return None
@@ -63,7 +59,7 @@ def _unsafe_arrays(gateway):
         return None
 
 
-def _array_literal(spark, values, ddl) -> Column:
+def _array_literal(spark, values, ddl) -> Expr:
     """A literal array column of the NumPy array ``values`` (``<f8`` or ``<i4``, type ``ddl``): an
     ``UnsafeArrayData`` made in the JVM from the values' bytes, four Py4J calls whatever the length.
 
@@ -72,15 +68,15 @@ def _array_literal(spark, values, ddl) -> Column:
     2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``
     of a Java array (:func:`_java_array`).
     """
-    found = _unsafe_arrays(_gateway(spark))
+    found = _unsafe_arrays(gateway(spark))
     if found is None:
-        return F.lit(_java_array(spark, values))
+        return sql(spark).call("lit", _java_array(spark, values))
     offset, types, (unsafe_array, literal, expressions) = found
     data = unsafe_array.fromPrimitiveArray(bytearray(values.tobytes()), offset, values.shape[0], values.itemsize)
-    return Column(expressions.column(literal(data, types[ddl])))
+    return sql(spark).wrap(expressions.column(literal(data, types[ddl])))
 
 
-def double_array(spark, values) -> Column:
+def double_array(spark, values) -> Expr:
     """A literal ``array<double>`` of ``values`` (finite), exact to the bit: one typed literal (constant in the
     generated code: ``element_at`` reads it without a copy), sent as bytes (:func:`_array_literal`)."""
     values = np.asarray(values, dtype=np.float64)
@@ -89,12 +85,12 @@ def double_array(spark, values) -> Column:
     return _array_literal(spark, np.ascontiguousarray(values, dtype="<f8"), "array<double>")
 
 
-def int_array(spark, values) -> Column:
+def int_array(spark, values) -> Expr:
     """A literal ``array<int>`` of ``values`` (which fit in an int), sent as bytes (:func:`_array_literal`)."""
     return _array_literal(spark, np.asarray(values, dtype=np.int64).astype("<i4"), "array<int>")
 
 
-def with_bucket(df, value: Column, sorted_values, out):
+def with_bucket(df, value: Expr, sorted_values, out):
     """``df`` with column ``out``: the number of ``sorted_values`` (strictly increasing, finite) ``<= value``, an int.
 
     A binary search in the JVM: ML's ``Bucketizer`` on the splits
@@ -106,12 +102,12 @@ def with_bucket(df, value: Column, sorted_values, out):
     spark = df.sparkSession
     tmp = temp_name("v")
     splits = np.concatenate([[-np.inf], np.asarray(sorted_values, dtype=np.float64), [np.inf]]).astype("<f8")
-    bucketizer = _gateway(spark).jvm.org.apache.spark.ml.feature.Bucketizer()
+    bucketizer = gateway(spark).jvm.org.apache.spark.ml.feature.Bucketizer()
     bucketizer.setInputCol(tmp).setOutputCol(out + "_b").setHandleInvalid("keep")
     bucketizer.setSplits(_java_array(spark, splits))
-    jdf = df.withColumn(tmp, value.cast("double"))._jdf  # the Java DataFrame PySpark wraps: no public handle
+    jdf = df.withColumn(tmp, value.cast("double").column)._jdf  # the Java DataFrame PySpark wraps: no public handle
     df = DataFrame(bucketizer.transform(jdf), spark)
-    return df.withColumn(out, F.col(out + "_b").cast("int")).drop(tmp, out + "_b")
+    return df.withColumn(out, sql(spark).col(out + "_b").cast("int").column).drop(tmp, out + "_b")
 
 
 #: Grid cells per searched value of :func:`with_count_below`'s grid.
@@ -142,9 +138,10 @@ def _grid(sorted_values):
     return float(a[0]), scale, first, most.bit_length()
 
 
-def with_count_below(df, value: Column, sorted_values, out):
+def with_count_below(df, value: Expr | str, sorted_values, out):
     """``df`` with an int column ``out``: how many of ``sorted_values`` (strictly increasing, finite, at least one)
-    are ``< value`` (a double column; null stays null, NaN gives a number the caller must not use).
+    are ``< value`` (an expression or the name of a column of ``df``, of doubles; null stays null, NaN gives a
+    number the caller must not use).
 
     Where the values are spread out, a grid in Spark SQL, compiled into the
     plan's generated code: cell ``c = floor((v - x0) s)`` of ``4 n`` equal
@@ -159,26 +156,28 @@ def with_count_below(df, value: Column, sorted_values, out):
     (:func:`with_bucket`) over the values moved up by one ulp (``x < v``
     exactly when ``nextafter(x, inf) <= v``).
     """
+    spark = df.sparkSession
+    q = sql(spark)
+    value = q.col(value) if isinstance(value, str) else value
     a = np.asarray(sorted_values, dtype=np.float64)
     grid = _grid(a)
     if grid is None:
         return with_bucket(df, value, np.nextafter(a, np.inf), out)
     x0, scale, first, steps = grid
-    spark = df.sparkSession
     v = value.cast("double")
     # clipped to the grid before the floor (NaN and infinities too: the floor of those fails under ANSI SQL)
-    cell = F.floor(F.least(F.greatest((v - F.lit(x0)) * F.lit(scale), F.lit(0.0)), F.lit(float(first.shape[0] - 2))))
-    count = F.element_at(int_array(spark, first), cell.cast("int") + 1)
+    cell = q.floor(q.least(q.greatest((v - x0) * scale, 0.0), float(first.shape[0] - 2)))
+    count = q.element_at(int_array(spark, first), cell.cast("int") + 1)
     padded = double_array(spark, np.concatenate([a, np.full((1 << steps) - 1, a[-1])]))
     # One expression, not with_first_not_less's projection per halving: at most three halvings, whose repeats the
     # codegen shares (measured at 10^7 rows, 520 knots: the isotonic predict 0.44-0.48 s, against 0.65 s).
     for k in reversed(range(steps)):
-        count = count + (F.element_at(padded, count + (1 << k)) < v).cast("int") * (1 << k)
+        count = count + (q.element_at(padded, count + (1 << k)) < v).cast("int") * (1 << k)
     # least and greatest skip nulls: a null score would count from cell 0
-    return df.withColumn(out, F.when(v.isNull(), F.lit(None)).otherwise(F.least(count, F.lit(a.shape[0]))))
+    return df.withColumn(out, q.when(v.isNull(), None).otherwise(q.least(count, int(a.shape[0]))).column)
 
 
-def with_first_not_less(df, flat: Column, size: int, lo: Column, hi: Column, value: Column, steps: int, out: str):
+def with_first_not_less(df, flat: Expr, size: int, lo: Expr, hi: Expr, value: Expr, steps: int, out: str):
     """``df`` with an int column ``out``: the first index ``i`` in ``lo .. hi`` (0-based, ``hi`` excluded) of the
     sorted slice ``flat[lo:hi]`` of a literal array of ``size`` values with ``flat[i] >= value`` (``hi`` if
     none), each row on its own slice; null where ``lo`` is null.
@@ -192,28 +191,30 @@ def with_first_not_less(df, flat: Column, size: int, lo: Column, hi: Column, val
     Spark interprets; 6.4-7.0 s before the literal arrays were primitive,
     :func:`double_array`).
     """
-    df = df.withColumn(out, lo.cast("int"))
+    q = sql(df.sparkSession)
+    df = df.withColumn(out, lo.cast("int").column)
     for k in reversed(range(max(1, steps))):
-        pos = F.col(out)
+        pos = q.col(out)
         probe = pos + (1 << k)  # element_at counts from 1: the value at index probe - 1
-        inside = (probe <= hi) & (F.element_at(flat, F.least(probe, F.lit(max(size, 1)))) < value)
-        df = df.withColumn(out, F.when(inside, probe).otherwise(pos))
+        inside = (probe <= hi) & (q.element_at(flat, q.least(probe, max(size, 1))) < value)
+        df = df.withColumn(out, q.when(inside, probe).otherwise(pos).column)
     return df
 
 
-def with_bucket_count(df, value: Column, bounds, out):
+def with_bucket_count(df, value: Expr, bounds, out):
     """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
     bounds = np.asarray(bounds, dtype=np.float64)
     below = int(np.sum(bounds == -np.inf))
     finite = bounds[np.isfinite(bounds)]
     distinct, counts = np.unique(finite, return_counts=True)
     if distinct.shape[0] == 0:
-        return df.withColumn(out, F.lit(below))
+        return df.withColumn(out, sql(df.sparkSession).lit(below).column)
     df = with_bucket(df, value, distinct, out)
     if below == 0 and np.all(counts == 1):
         return df
     cum = below + np.concatenate([[0], np.cumsum(counts)])
-    return df.withColumn(out, F.element_at(int_array(df.sparkSession, cum), F.col(out) + 1))
+    q = sql(df.sparkSession)
+    return df.withColumn(out, q.element_at(int_array(df.sparkSession, cum), q.col(out) + 1).column)
 
 
 def _murmur3_int(value, seed=42):

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
 from ._buckets import double_array, int_array, temp_name, with_count_below, with_first_not_less
+from ._expr import Expr, sql
 from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
@@ -36,107 +37,114 @@ def _column_type(df, name, label):
     return spark_type
 
 
-def _finite_or_raise(t: Column, name: str, value: Column) -> Column:
+def _finite_or_raise(t: Expr, name: str, value: Expr) -> Expr:
     """``value``, or a run-time error (the in-memory message) where ``t`` is NaN or infinite; nulls stay null."""
-    bad = F.when(F.isnan(t), F.raise_error(F.lit(f"{name} must be finite, but contains NaN."))).otherwise(
-        F.raise_error(F.lit(f"{name} must be finite, but contains infinity.")))
-    return F.when(t.isNull(), F.lit(None)).when(~(F.abs(t) < float("inf")), bad).otherwise(value)  # one test if finite
+    q = t.sql
+    bad = q.when(q.isnan(t), q.raise_error(f"{name} must be finite, but contains NaN.")).otherwise(
+        q.raise_error(f"{name} must be finite, but contains infinity."))
+    return q.when(t.isNull(), None).when(~(q.abs(t) < float("inf")), bad).otherwise(value)  # one test if finite
 
 
 def _isotonic_prediction(est, df, score, out_col):
     xs, ys = est.X_thresholds_, est.y_thresholds_
+    q = sql(df.sparkSession)
     out_type = "float" if xs.dtype == np.float32 else "double"
-    t = F.col(score).cast(out_type).cast("double") if out_type == "float" else F.col(score).cast("double")
+    t = q.col(score).cast(out_type).cast("double") if out_type == "float" else q.col(score).cast("double")
     m = xs.shape[0]
     if m == 1:
-        return df.withColumn(out_col, _finite_or_raise(t, "T", F.lit(float(ys[0]))).cast(out_type))
+        return df.withColumn(out_col, _finite_or_raise(t, "T", q.lit(float(ys[0]))).cast(out_type).column)
     x0, xm = float(xs[0]), float(xs[-1])
     tc_col, j_col = temp_name("t"), temp_name("j")
-    df = df.withColumn(tc_col, F.least(F.greatest(t, F.lit(x0)), F.lit(xm)))
-    tc = F.col(tc_col)
+    df = df.withColumn(tc_col, q.least(q.greatest(t, x0), xm).column)
+    tc = q.col(tc_col)
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
     # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
     df = with_count_below(df, tc, xs[:-1], j_col)
-    j = F.least(F.greatest(F.col(j_col), F.lit(1)), F.lit(m - 1))
+    j = q.least(q.greatest(q.col(j_col), 1), m - 1)
     x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
-    value = _isotonic_value(t, tc, F.lit(x0), F.lit(xm), x_knots, y_knots, j, est.out_of_bounds, F.lit(f"{xs[0]}"),
-                            F.lit(f"{xs[-1]}"))
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(tc_col, j_col)
+    value = _isotonic_value(t, tc, q.lit(x0), q.lit(xm), x_knots, y_knots, j, est.out_of_bounds, q.lit(f"{xs[0]}"),
+                            q.lit(f"{xs[-1]}"))
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type).column).drop(tc_col, j_col)
 
 
 def _isotonic_value(t, tc, x0, xm, x_knots, y_knots, j, mode, x0_text, xm_text):
     """The isotonic prediction at ``t`` (``tc``: ``t`` clipped to ``[x0, xm]``) on the segment of knots ``j``
     and ``j + 1`` of the literal arrays (``element_at`` counts from 1), with ``out_of_bounds`` ``mode``."""
-    x_lo, x_hi = F.element_at(x_knots, j), F.element_at(x_knots, j + 1)
-    y_lo, y_hi = F.element_at(y_knots, j), F.element_at(y_knots, j + 1)
+    q = t.sql
+    x_lo, x_hi = q.element_at(x_knots, j), q.element_at(x_knots, j + 1)
+    y_lo, y_hi = q.element_at(y_knots, j), q.element_at(y_knots, j + 1)
     inside = y_lo + (tc - x_lo) / (x_hi - x_lo) * (y_hi - y_lo)
     if mode == "clip":
         return inside
     if mode == "nan":
-        return F.when((t < x0) | (t > xm), F.lit(float("nan"))).otherwise(inside)
-    return (F.when(t < x0, F.raise_error(F.concat(
-        F.lit("A value ("), t.cast("string"), F.lit(") in x_new is below the interpolation range's minimum value ("),
-        x0_text, F.lit("). x_new: the argument T."))))
-            .when(t > xm, F.raise_error(F.concat(
-                F.lit("A value ("), t.cast("string"),
-                F.lit(") in x_new is above the interpolation range's maximum value ("), xm_text,
-                F.lit("). x_new: the argument T."))))
+        return q.when((t < x0) | (t > xm), float("nan")).otherwise(inside)
+    return (q.when(t < x0, q.raise_error(q.concat(
+        "A value (", t.cast("string"), ") in x_new is below the interpolation range's minimum value (",
+        x0_text, "). x_new: the argument T.")))
+            .when(t > xm, q.raise_error(q.concat(
+                "A value (", t.cast("string"), ") in x_new is above the interpolation range's maximum value (",
+                xm_text, "). x_new: the argument T.")))
             .otherwise(inside))
 
 
 def _histogram_prediction(est, df, score, out_col):
     edges, values = est.bin_edges_, est.bin_values_
-    p = F.col(score).cast("double")
+    q = sql(df.sparkSession)
+    p = q.col(score).cast("double")
     inner = edges[1:-1]
     if inner.shape[0] == 0:
-        return df.withColumn(out_col, _probability_checked(p, F.lit(float(values[0]))))
+        return df.withColumn(out_col, _probability_checked(p, q.lit(float(values[0]))).column)
     # The in-memory rule: values[i], i = the number of inner edges < p (searchsorted, side="left"), i.e.
     # the repeated edges counted in full below the number k of distinct ones < p.
     distinct, counts = np.unique(inner, return_counts=True)
     b_col = temp_name("b")
     df = with_count_below(df, p, distinct, b_col)
     by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = F.element_at(double_array(df.sparkSession, by_k), F.col(b_col) + 1)
-    return df.withColumn(out_col, _probability_checked(p, value)).drop(b_col)
+    value = q.element_at(double_array(df.sparkSession, by_k), q.col(b_col) + 1)
+    return df.withColumn(out_col, _probability_checked(p, value).column).drop(b_col)
 
 
-def _sigmoid_parts(z: Column):
+def _sigmoid_parts(z: Expr):
     """``(e, d)``: ``e = exp(-|z|)``, ``d = 1 / (1 + e)``, as the kernels compute the logistic function."""
-    e = F.exp(-F.abs(z))
-    return e, F.lit(1.0) / (F.lit(1.0) + e)
+    q = z.sql
+    e = q.exp(-q.abs(z))
+    return e, q.lit(1.0) / (1.0 + e)
 
 
-def _platt_value(a: Column, b: Column, s: Column) -> Column:
+def _platt_value(a: Expr, b: Expr, s: Expr) -> Expr:
     """``1 / (1 + exp(a s + b))`` as the kernel writes it."""
     z = a * s + b
     e, d = _sigmoid_parts(z)
-    return F.when(z >= 0.0, e * d).otherwise(d)
+    return s.sql.when(z >= 0.0, e * d).otherwise(d)
 
 
 def _platt_prediction(est, df, score, out_col, spark_type, params=None):
+    q = sql(df.sparkSession)
     out_type = "float" if isinstance(spark_type, T.FloatType) else "double"
-    s = F.col(score).cast("double")
-    a, b = params if params is not None else (F.lit(float(est.a_)), F.lit(float(est.b_)))
-    return df.withColumn(out_col, _finite_or_raise(s, "scores", _platt_value(a, b, s)).cast(out_type))
+    s = q.col(score).cast("double")
+    a, b = params if params is not None else (q.lit(float(est.a_)), q.lit(float(est.b_)))
+    return df.withColumn(out_col, _finite_or_raise(s, "scores", _platt_value(a, b, s)).cast(out_type).column)
 
 
 def _beta_prediction(est, df, score, out_col, spark_type, params=None):
+    q = sql(df.sparkSession)
     is32 = isinstance(spark_type, T.FloatType)
     out_type = "float" if is32 else "double"
     eps = float(np.finfo(np.float32 if is32 else np.float64).eps)
-    p = F.col(score).cast("double")
-    pc = F.least(F.greatest(p, F.lit(eps)), F.lit(1.0 - eps))
-    a, b, c = params if params is not None else (F.lit(float(est.a_)), F.lit(float(est.b_)), F.lit(float(est.c_)))
-    eta = a * F.log(pc) - b * F.log(F.lit(1.0) - pc) + c
+    p = q.col(score).cast("double")
+    pc = q.least(q.greatest(p, eps), 1.0 - eps)
+    a, b, c = params if params is not None else (q.lit(float(est.a_)), q.lit(float(est.b_)), q.lit(float(est.c_)))
+    eta = a * q.log(pc) - b * q.log(1.0 - pc) + c
     e, d = _sigmoid_parts(eta)
-    value = F.when(eta >= 0.0, d).otherwise(e * d)
-    return df.withColumn(out_col, _probability_checked(p, value).cast(out_type))
+    value = q.when(eta >= 0.0, d).otherwise(e * d)
+    return df.withColumn(out_col, _probability_checked(p, value).cast(out_type).column)
 
 
-def _probability_checked(p: Column, value: Column) -> Column:
+def _probability_checked(p: Expr, value: Expr) -> Expr:
     """``value``, null for a null ``p``, or the in-memory error where ``p`` is NaN or outside [0, 1]."""
-    return (F.when(p.isNull(), F.lit(None)).when(F.isnan(p), F.raise_error(F.lit("p must be finite, but contains NaN.")))
-            .when((p < 0.0) | (p > 1.0), F.raise_error(F.lit("p must contain probabilities in [0, 1].")))
+    q = p.sql
+    return (q.when(p.isNull(), None).when(q.isnan(p), q.raise_error("p must be finite, but contains NaN."))
+            .when((p < 0.0) | (p > 1.0), q.raise_error("p must contain probabilities in [0, 1]."))
             .otherwise(value))
 
 
@@ -205,10 +213,11 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     k_col = temp_name("m")
     spark = df.sparkSession
     df = _with_model_number(df, group_col, est.groups_, k_col)
-    k = F.col(k_col) + 1  # element_at counts from 1
+    q = sql(spark)
+    k = q.col(k_col) + 1  # element_at counts from 1
 
     def per_model(values):
-        return F.element_at(double_array(spark, values), k)
+        return q.element_at(double_array(spark, values), k)
 
     if kind is PlattScaling:
         params = (per_model([m.a_ for m in models]), per_model([m.b_ for m in models]))
@@ -219,45 +228,45 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     if kind is HistogramBinning:
         edges, e_off, e_len = _flat([m.bin_edges_[1:-1] for m in models])
         values, v_off, _ = _flat([m.bin_values_ for m in models])
-        p = F.col(score).cast("double")
+        p = q.col(score).cast("double")
         lo_col, i_col = temp_name("lo"), temp_name("i")
-        df = df.withColumn(lo_col, F.element_at(int_array(spark, e_off), k))
-        lo = F.col(lo_col)
+        df = df.withColumn(lo_col, q.element_at(int_array(spark, e_off), k).column)
+        lo = q.col(lo_col)
         if edges.shape[0]:
             df = with_first_not_less(df, double_array(spark, edges), edges.shape[0], lo,
-                                      lo + F.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
+                                      lo + q.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
                                       i_col)
-            below = F.col(i_col) - lo
+            below = q.col(i_col) - lo
         else:
-            df, below = df.withColumn(i_col, F.lit(0)), F.lit(0)
-        value = F.element_at(double_array(spark, values), F.element_at(int_array(spark, v_off), k) + below + 1)
-        return df.withColumn(out_col, _probability_checked(p, value)).drop(k_col, lo_col, i_col)
+            df, below = df.withColumn(i_col, q.lit(0).column), q.lit(0)
+        value = q.element_at(double_array(spark, values), q.element_at(int_array(spark, v_off), k) + below + 1)
+        return df.withColumn(out_col, _probability_checked(p, value).column).drop(k_col, lo_col, i_col)
     modes = {m.out_of_bounds for m in models}
     dtypes = {m.X_thresholds_.dtype for m in models}
     if len(modes) != 1 or len(dtypes) != 1 or not modes <= {"nan", "clip", "raise"}:
         raise ValueError("fastcal.spark.predict applies isotonic group models of one out_of_bounds ('nan', 'clip' "
                          f"or 'raise') and one dtype, got {sorted(modes)} and {sorted(map(str, dtypes))}.")
     out_type = "float" if dtypes.pop() == np.float32 else "double"
-    t = F.col(score).cast(out_type).cast("double") if out_type == "float" else F.col(score).cast("double")
+    t = q.col(score).cast(out_type).cast("double") if out_type == "float" else q.col(score).cast("double")
     xs, off, m = _flat([mod.X_thresholds_ for mod in models])
     ys, _, _ = _flat([mod.y_thresholds_ for mod in models])
     x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
     a_col, size_col, tc_col, j_col = (temp_name(n) for n in ("a", "n", "t", "j"))
-    df = df.withColumn(a_col, F.element_at(int_array(spark, off), k))  # the model's first knot (0-based, flat)
-    df = df.withColumn(size_col, F.element_at(int_array(spark, m), k))
-    a, size = F.col(a_col), F.col(size_col)
-    x0, xm = F.element_at(x_knots, a + 1), F.element_at(x_knots, a + size)
-    df = df.withColumn(tc_col, F.least(F.greatest(t, x0), xm))
-    tc = F.col(tc_col)
+    df = df.withColumn(a_col, q.element_at(int_array(spark, off), k).column)  # the model's first knot (0-based, flat)
+    df = df.withColumn(size_col, q.element_at(int_array(spark, m), k).column)
+    a, size = q.col(a_col), q.col(size_col)
+    x0, xm = q.element_at(x_knots, a + 1), q.element_at(x_knots, a + size)
+    df = df.withColumn(tc_col, q.least(q.greatest(t, x0), xm).column)
+    tc = q.col(tc_col)
     # j: the first knot >= t among the model's first m - 1 (never m, as t <= the last knot), clipped to 1 .. m - 1
     # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j. In a column
     # of its own: Spark does not inline an expression this costly into the four uses below.
     df = with_first_not_less(df, x_knots, xs.shape[0], a, a + size - 1, tc, int(m.max()).bit_length(), j_col)
-    df = df.withColumn(j_col, F.least(F.greatest(F.col(j_col) - a, F.lit(1)), size - 1))
-    value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + F.col(j_col), modes.pop(), x0.cast("string"),
+    df = df.withColumn(j_col, q.least(q.greatest(q.col(j_col) - a, 1), size - 1).column)
+    value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + q.col(j_col), modes.pop(), x0.cast("string"),
                             xm.cast("string"))
-    value = F.when(size == 1, F.element_at(y_knots, a + 1)).otherwise(value)
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type)).drop(
+    value = q.when(size == 1, q.element_at(y_knots, a + 1)).otherwise(value)
+    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type).column).drop(
         a_col, size_col, tc_col, j_col, k_col)
 
 

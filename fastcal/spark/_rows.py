@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
+from ._expr import sql
 from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, map_task, raise_first
 
 
@@ -193,9 +194,10 @@ class SparkRows:
         bounds = np.asarray(bounds, dtype=dtype)
         n = bounds.shape[0] + 1
         j_col, h_col = temp_name("j"), temp_name("h")
-        df = with_bucket_count(self._df, F.col(name), bounds, j_col)
+        q = sql(self._df.sparkSession)
+        df = with_bucket_count(self._df, q.col(name), bounds, j_col)
         keys = partition_keys(n)
-        df = df.withColumn(h_col, F.element_at(int_array(df.sparkSession, keys), F.col(j_col) + 1))
+        df = df.withColumn(h_col, q.element_at(int_array(df.sparkSession, keys), q.col(j_col) + 1).column)
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
         cut.count()  # cached now: the caller may release the rows this was cut from
         return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
