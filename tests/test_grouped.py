@@ -107,6 +107,8 @@ def test_groups_of_any_hashable_dtype(kind):
     np.array([5, -128, 5], dtype=np.int8),
     np.array(["de", "fr", "de"]),
     np.array([2.5, np.nan, 2.5, -1.0]),
+    np.array([2, 0, 1, 2, 0], dtype=np.int64),  # already 0..k-1, each present: the values are the codes
+    np.array([2, 0, 2, 0], dtype=np.int64),  # 1 missing: renumbered
 ])
 def test_group_sizes_codes_against_numpy(values):
     """Codes number the distinct values in the order of ``uniques``, sizes count them: checked against
@@ -123,6 +125,7 @@ def test_group_sizes_codes_against_numpy(values):
     c2, u2 = group_codes(values, "groups")
     np.testing.assert_array_equal(c2, codes)
     assert u2 == uniques
+    assert (codes is values) == (values.dtype == np.int64 and np.array_equal(np.unique(values), np.arange(len(uniques))))
 
 
 def test_group_sizes_codes_same_at_any_thread_count():

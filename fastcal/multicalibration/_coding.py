@@ -187,7 +187,10 @@ def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
 
 
 def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any], NDArray[np.int64]]:
-    """``(codes, uniques, sizes)``: :func:`group_codes` and the rows of each group (int64, ``k``)."""
+    """``(codes, uniques, sizes)``: :func:`group_codes` and the rows of each group (int64, ``k``).
+
+    ``codes`` may be ``values`` itself (int64 values already ``0..k-1``, each present): the callers only read it.
+    """
     raw = np.asarray(values)
     values = _as_integers(raw)
     n = values.shape[0]
@@ -200,6 +203,8 @@ def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[A
         counts = np.sum(_parallel.parallel_accumulate(_k.count_values, n, values, lo, rows=rows,
                                                       buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
         present = np.flatnonzero(counts)
+        if lo == 0 and present.size == span and values.dtype == np.int64:
+            return values, present.tolist(), counts  # already 0..k-1, every one present (a factorized column)
         index = np.zeros(span, dtype=np.int64)
         index[present] = np.arange(present.size)
         codes = np.empty(n, dtype=np.int64)
