@@ -40,7 +40,9 @@ import functools
 import math
 from typing import NamedTuple
 
-__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve", "solve_spd"]
+import numpy as np
+
+__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve", "solve_spd", "solve_spd_many"]
 
 #: Armijo's sufficient-decrease constant (as in libsvm).
 ARMIJO = 1e-4
@@ -79,20 +81,36 @@ def hessian_index(k):
 
 
 def solve_spd(h, g):
-    """-H^-1 g for a symmetric positive definite H (lists), or None if H is not (numerically) so.
+    """-H^-1 g for a symmetric positive definite H (lists of floats), or None if H is not (numerically) so:
+    :func:`solve_spd_many` of one system."""
+    try:
+        d, spd = solve_spd_many(h, g, math.sqrt, math.isfinite)
+    except (ZeroDivisionError, ValueError):  # a zero or negative pivot (then H is not positive definite)
+        return None
+    return d if spd else None
+
+
+def solve_spd_many(h, g, sqrt=np.sqrt, isfinite=np.isfinite):
+    """``(d, spd)``: ``d = -H^-1 g`` (a list over the parameters) elementwise over systems whose entries ``h[i][j]``
+    and ``g[i]`` are arrays (one entry per system; the caller holds ``np.errstate(all="ignore")``), or floats
+    (with ``math.sqrt`` and ``math.isfinite``), and ``spd`` where H is (numerically) symmetric positive definite;
+    elsewhere ``d`` is meaningless.
 
     Closed forms for one and two parameters (as libsvm's 2x2 inverse),
-    Cholesky beyond; the same positivity tests either way.
+    Cholesky beyond; the same positivity tests either way, and the same
+    operations for one system as for many, so that the batched fits keep
+    each fit's own bits.
     """
     m = len(g)
     if m == 1:
-        return [-g[0] / h[0][0]] if h[0][0] > 0.0 and math.isfinite(h[0][0]) else None
+        a = h[0][0]
+        return [-g[0] / a], (a > 0.0) & isfinite(a)
     if m == 2:
         a, b, c = h[0][0], h[0][1], h[1][1]
         det = a * c - b * b
-        if not (a > 0.0 and c > 0.0 and det > 0.0 and math.isfinite(det)):
-            return None
-        return [-(c * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det]
+        spd = (a > 0.0) & (c > 0.0) & (det > 0.0) & isfinite(det)
+        return [-(c * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det], spd
+    spd = True
     chol = [[0.0] * m for _ in range(m)]
     for i in range(m):
         row = chol[i]
@@ -100,26 +118,25 @@ def solve_spd(h, g):
             acc = h[i][j]
             other = chol[j]
             for q in range(j):
-                acc -= row[q] * other[q]
+                acc = acc - row[q] * other[q]
             if i == j:
-                if not (acc > 0.0 and math.isfinite(acc)):
-                    return None
-                row[i] = math.sqrt(acc)
+                spd = spd & (acc > 0.0) & isfinite(acc)
+                row[i] = sqrt(acc)
             else:
                 row[j] = acc / other[j]
     u = [0.0] * m
     for i in range(m):
         acc = -g[i]
         for q in range(i):
-            acc -= chol[i][q] * u[q]
+            acc = acc - chol[i][q] * u[q]
         u[i] = acc / chol[i][i]
     d = [0.0] * m
     for i in reversed(range(m)):
         acc = u[i]
         for q in range(i + 1, m):
-            acc -= chol[q][i] * d[q]
+            acc = acc - chol[q][i] * d[q]
         d[i] = acc / chol[i][i]
-    return d
+    return d, spd
 
 
 def direction(objective, st, free):

@@ -147,43 +147,14 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
 def _direction(st, k, bounds):
     r""":func:`fastcal._newton.direction` of each row of sums ``st`` (flat, as an objective's ``stats``) over all
     ``k`` parameters, with ``bounds`` (a row per fit), operation for operation on arrays of fits: the
-    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton.solve_spd`).
+    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton.solve_spd_many`).
     Returns ``(d, lam2, M, spd)``: ``spd`` False where the driver takes a gradient step instead."""
     index = _newton.hessian_index(k)
     ridge = 1.0 + _newton.RIDGE
     g = [st[:, 1 + i] for i in range(k)]
     h = [[st[:, index[i][j]] * ridge if i == j else st[:, index[i][j]] for j in range(k)] for i in range(k)]
     with np.errstate(all="ignore"):
-        if k == 2:
-            a, b, c = h[0][0], h[0][1], h[1][1]
-            det = a * c - b * b
-            spd = (a > 0.0) & (c > 0.0) & (det > 0.0) & np.isfinite(det)
-            d = [-(c * g[0] - b * g[1]) / det, -(a * g[1] - b * g[0]) / det]
-        else:
-            spd = np.ones(st.shape[0], dtype=bool)
-            chol = [[None] * k for _ in range(k)]
-            for i in range(k):
-                for j in range(i + 1):
-                    acc = h[i][j]
-                    for q in range(j):
-                        acc = acc - chol[i][q] * chol[j][q]
-                    if i == j:
-                        spd &= (acc > 0.0) & np.isfinite(acc)
-                        chol[i][i] = np.sqrt(acc)
-                    else:
-                        chol[i][j] = acc / chol[j][j]
-            u = [None] * k
-            for i in range(k):
-                acc = -g[i]
-                for q in range(i):
-                    acc = acc - chol[i][q] * u[q]
-                u[i] = acc / chol[i][i]
-            d = [None] * k
-            for i in reversed(range(k)):
-                acc = u[i]
-                for q in range(i + 1, k):
-                    acc = acc - chol[q][i] * d[q]
-                d[i] = acc / chol[i][i]
+        d, spd = _newton.solve_spd_many(h, g)
         lam2, M = 0.0, 0.0
         for i in range(k):
             lam2 = lam2 - g[i] * d[i]
