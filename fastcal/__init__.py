@@ -75,8 +75,10 @@ _LAZY = {
 
 def load(
     path: str | os.PathLike[str],
-) -> IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers:
-    """Load a fitted calibrator saved with ``save``. Raises ``ValueError`` for anything but a valid model file."""
+) -> (IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers
+      | GroupedCalibrator):
+    """Load a fitted calibrator saved with ``save`` (a ``GroupedCalibrator`` too, with its group models). Raises
+    ``ValueError`` for anything but a valid model file."""
     return _persist.load(path)
 
 
