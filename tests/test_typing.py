@@ -156,6 +156,8 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     path = os.path.join(tmp, "platt.json")
     platt.save(path)
     loaded = fastcal.load(path)
+    assert_type(loaded, Calibrator | fastcal.GroupedCalibrator)
+    assert not isinstance(loaded, fastcal.GroupedCalibrator)  # whose predict needs the groups
     assert_type(loaded, Calibrator)
     assert_type(loaded.predict(s), Floats)
     assert_type(loaded.to_dict(), dict[str, Any])
