@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 import fastcal
 import fastcal.spark as fs
-from fastcal import BetaCalibration, HistogramBinning, IsotonicRegression, PlattScaling
+from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
 
 pytestmark = [
@@ -355,6 +355,25 @@ def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_
     scores = np.concatenate([x, (x[:-1] + x[1:]) / 2, [np.nextafter(v, np.inf) for v in x[:-1]]])
     [(got, want)] = _predict_all(spark, [est], scores)
     assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_predict_with_boxed_literal_arrays_as_on_another_jvm(spark, monkeypatch):
+    """Where the JVM lacks the classes of primitive literal arrays (another Spark), they are Spark's ``lit`` of a
+    Java array: the isotonic, histogram and grouped Platt predictions are the in-memory ones, bit for bit."""
+    rng = np.random.default_rng(17)
+    x = rng.random(2000)
+    y = (rng.random(2000) < x).astype(np.int64)
+    groups = rng.integers(0, 3, 2000)
+    iso = IsotonicRegression(out_of_bounds="clip").fit(x, y)
+    hist = HistogramBinning(n_bins=7).fit(x, y)
+    grouped = GroupedCalibrator(PlattScaling(), min_samples_per_group=10).fit(x, y, groups)
+    monkeypatch.setattr(fs.Literals, "PRIMITIVE", False)
+    for got, want in _predict_all(spark, [iso, hist], x):
+        assert_array_equal(got.view(np.int64), want.view(np.int64))
+    df = _from_arrays(spark, 2, s=x, g=groups, k=np.arange(x.shape[0]))
+    cols = _collect(fs.predict(grouped, df, "s", "p", group_col="g"), "k", "p")
+    got = cols[1][np.argsort(cols[0])]
+    assert _ulps(got, grouped.predict(x, groups)).max() <= 2  # the exp of the JVM against fastcal's (see below)
 
 
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):

@@ -59,6 +59,17 @@ def _unsafe_arrays(gw):
         return None
 
 
+class Literals:
+    """How literal arrays reach the JVM, read at each call (internal API: the tests' one hook into it).
+
+    ``PRIMITIVE``: as primitive ``UnsafeArrayData`` made from the values'
+    bytes (:func:`_array_literal`); False takes the path of a JVM that lacks
+    the classes this uses (another Spark), Spark's ``lit`` of a Java array.
+    """
+
+    PRIMITIVE = True
+
+
 def _array_literal(spark, values, ddl) -> Expr:
     """A literal array column of the NumPy array ``values`` (``<f8`` or ``<i4``, type ``ddl``): an
     ``UnsafeArrayData`` made in the JVM from the values' bytes, four Py4J calls whatever the length.
@@ -68,7 +79,7 @@ def _array_literal(spark, values, ddl) -> Expr:
     2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``
     of a Java array (:func:`_java_array`).
     """
-    found = _unsafe_arrays(gateway(spark))
+    found = _unsafe_arrays(gateway(spark)) if Literals.PRIMITIVE else None
     if found is None:
         return sql(spark).call("lit", _java_array(spark, values))
     offset, types, (unsafe_array, literal, expressions) = found

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 
+from py4j.java_collections import JavaArray
+from py4j.java_gateway import JavaObject
 from pyspark.sql import Column
 
 __all__ = ["Expr", "SQL", "gateway", "sql"]
@@ -36,7 +38,7 @@ def gateway(spark):
 
 def _j(value):
     """The JVM value of an operand: an :class:`Expr`'s ``Column``, or a Python bool, int, float or str, or None
-    (the JVM makes it a literal)."""
+    (the JVM makes it a literal), or a JVM object."""
     if isinstance(value, Expr):
         return value.j
     if value is None or isinstance(value, (bool, str)):
@@ -45,6 +47,8 @@ def _j(value):
         return int(value)
     if isinstance(value, float):
         return float(value)
+    if isinstance(value, (JavaArray, JavaObject)):  # a JVM value, such as a Java array for lit
+        return value
     raise TypeError(f"internal: not an operand of a Spark SQL expression: {type(value).__name__}")
 
 
