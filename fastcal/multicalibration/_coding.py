@@ -112,9 +112,7 @@ def _coded(values, name, p):
         lo, hi = small
         codes = values
         counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
-        present = np.flatnonzero(counts)
-        index = np.zeros(hi - lo + 1, dtype=np.int64)
-        index[present] = np.arange(present.size)
+        present, index = _numbered(counts)
         return (codes, lo, index, _values_of(raw, values, present + lo), counts[present],
                 _rank(first_p[present], first_row[present]))
     codes, uniques = _factorize(raw, name)
@@ -142,6 +140,15 @@ def _small_range(values):
     parts = _parallel.parallel_for(_k.int_range, n, values)
     lo, hi = min(int(least) for least, _ in parts), max(int(most) for _, most in parts)
     return (lo, hi) if hi - lo < 4 * n and hi < 2**63 else None
+
+
+def _numbered(counts):
+    """``(present, index)``: the integers of nonzero ``counts``, and ``index[j]`` the number of integer ``j``
+    among them (0 for the absent ones)."""
+    present = np.flatnonzero(counts)
+    index = np.zeros(counts.shape[0], dtype=np.int64)
+    index[present] = np.arange(present.size)
+    return present, index
 
 
 def _values_of(raw, values, present):
@@ -202,11 +209,9 @@ def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[A
         rows = n if span * _parallel.get_num_threads() <= n else 0
         counts = np.sum(_parallel.parallel_accumulate(_k.count_values, n, values, lo, rows=rows,
                                                       buffer=lambda: np.zeros(span, dtype=np.int64)), axis=0)
-        present = np.flatnonzero(counts)
+        present, index = _numbered(counts)
         if lo == 0 and present.size == span and values.dtype == np.int64:
             return values, present.tolist(), counts  # already 0..k-1, every one present (a factorized column)
-        index = np.zeros(span, dtype=np.int64)
-        index[present] = np.arange(present.size)
         codes = np.empty(n, dtype=np.int64)
         _parallel.parallel_for(_k.renumber, n, values, lo, index, codes)
         return codes, _values_of(raw, values, present + lo), counts[present]
