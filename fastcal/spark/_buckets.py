@@ -10,7 +10,7 @@ import numpy as np
 from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame
 
-from ._expr import Expr, gateway, sql
+from ._expr import Expr, gateway, java_dataframe, sql
 
 
 # ---------------------------------------------------------------------------
@@ -42,10 +42,9 @@ def _java_array(spark, values):
 
 @functools.lru_cache(maxsize=None)
 def _unsafe_arrays(gw):
-    """``(offset, types, classes)`` of the JVM behind ``gateway`` for :func:`_array_literal` (looked up once: each
-    step of a Py4J name is a call): the byte offset of a Java ``byte[]``'s data, the Spark types
-    ``array<double>`` and ``array<int>``, and the classes used; None if the JVM lacks these classes (another
-    Spark) or stores numbers big-endian (the bytes sent are little-endian)."""
+    """``(offset, classes)`` of the JVM behind ``gw`` for :func:`_array_literal` (looked up once: each step of a
+    Py4J name is a call): the byte offset of a Java ``byte[]``'s data and the classes used; None if the JVM lacks
+    these classes (another Spark) or stores numbers big-endian (the bytes sent are little-endian)."""
     jvm = gw.jvm
     try:
         if str(jvm.java.nio.ByteOrder.nativeOrder().toString()) != "LITTLE_ENDIAN":
@@ -53,8 +52,7 @@ def _unsafe_arrays(gw):
         classes = (jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData,
                    jvm.org.apache.spark.sql.catalyst.expressions.Literal, jvm.org.apache.spark.sql.classic.ExpressionUtils)
         classes[2].column  # noqa: B018 - raises if the class is absent
-        types = {ddl: jvm.org.apache.spark.sql.types.DataType.fromDDL(ddl) for ddl in ("array<double>", "array<int>")}
-        return int(jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET), types, classes
+        return int(jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET), classes
     except Py4JError:
         return None
 
@@ -79,12 +77,13 @@ def _array_literal(spark, values, ddl) -> Expr:
     2.1 s against 0.25 s as ``UnsafeArrayData``. Where the JVM lacks the classes used (another Spark), ``lit``
     of a Java array (:func:`_java_array`).
     """
+    q = sql(spark)
     found = _unsafe_arrays(gateway(spark)) if Literals.PRIMITIVE else None
     if found is None:
-        return sql(spark).call("lit", _java_array(spark, values))
-    offset, types, (unsafe_array, literal, expressions) = found
+        return q.call("lit", _java_array(spark, values))
+    offset, (unsafe_array, literal, expressions) = found
     data = unsafe_array.fromPrimitiveArray(bytearray(values.tobytes()), offset, values.shape[0], values.itemsize)
-    return sql(spark).wrap(expressions.column(literal(data, types[ddl])))
+    return q.wrap(expressions.column(literal(data, q.data_type(ddl))))
 
 
 def double_array(spark, values) -> Expr:
@@ -116,8 +115,7 @@ def with_bucket(df, value: Expr, sorted_values, out):
     bucketizer = gateway(spark).jvm.org.apache.spark.ml.feature.Bucketizer()
     bucketizer.setInputCol(tmp).setOutputCol(out + "_b").setHandleInvalid("keep")
     bucketizer.setSplits(_java_array(spark, splits))
-    jdf = df.withColumn(tmp, value.cast("double").column)._jdf  # the Java DataFrame PySpark wraps: no public handle
-    df = DataFrame(bucketizer.transform(jdf), spark)
+    df = DataFrame(bucketizer.transform(java_dataframe(df.withColumn(tmp, value.cast("double").column))), spark)
     return df.withColumn(out, sql(spark).col(out + "_b").cast("int").column).drop(tmp, out + "_b")
 
 

@@ -15,7 +15,8 @@ each new projection.
 holds one JVM's ``functions`` (looked up once: each step of a Py4J name is a
 call). Python numbers are sent as they are: the JVM's ``Column`` methods and
 ``functions`` turn them into literals. :attr:`Expr.column` is the PySpark
-``Column`` of an expression, for ``withColumn`` and ``select``. Errors raised
+``Column`` of an expression, for ``withColumn`` and ``select``. :func:`gateway` and
+:func:`java_dataframe` are fastcal's only readers of PySpark's private handles. Errors raised
 by a plan built this way name no Python call site; the messages fastcal
 raises in the plan (``raise_error``) say what failed.
 """
@@ -28,12 +29,18 @@ from py4j.java_collections import JavaArray
 from py4j.java_gateway import JavaObject
 from pyspark.sql import Column
 
-__all__ = ["Expr", "SQL", "gateway", "sql"]
+__all__ = ["Expr", "SQL", "gateway", "java_dataframe", "sql"]
 
 
+# PySpark has no public handle on its JVM objects: these two functions are the only readers of its private names.
 def gateway(spark):
-    """The Py4J gateway of ``spark``'s JVM (PySpark has no public handle on it)."""
+    """The Py4J gateway of ``spark``'s JVM."""
     return spark.sparkContext._gateway
+
+
+def java_dataframe(df):
+    """The JVM ``Dataset`` a PySpark ``DataFrame`` wraps (for a Scala transformer's ``transform``)."""
+    return df._jdf
 
 
 def _j(value):

@@ -237,8 +237,8 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
                                       lo + q.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
                                       i_col)
             below = q.col(i_col) - lo
-        else:
-            df, below = df.withColumn(i_col, q.lit(0).column), q.lit(0)
+        else:  # one bin per model: no search (dropping the absent i_col below is a no-op)
+            below = q.lit(0)
         value = q.element_at(double_array(spark, values), q.element_at(int_array(spark, v_off), k) + below + 1)
         return df.withColumn(out_col, _probability_checked(p, value).column).drop(k_col, lo_col, i_col)
     modes = {m.out_of_bounds for m in models}
