@@ -11,6 +11,10 @@ DataFrame. It measures, warm (after one untimed call of each):
 - ``fastcal.spark.fit_isotonic`` against MLlib's ``IsotonicRegression.fit``
   and against one ``df.select(score, label).toArrow()`` (the cost of moving
   the two columns to Python once);
+- the floor of any fit that runs Python on the executors: one
+  ``mapInArrow`` pass over the two columns that only counts the rows (the
+  batches sent to the Python workers and nothing done with them), and one
+  shuffle of them (``repartition`` by score, counted);
 - ``fastcal.spark.predict`` of the fitted model against MLlib's
   ``IsotonicRegressionModel.transform``, forced the same two ways (a ``sum``
   of the new column, and a write of every column to Spark's ``noop`` sink),
@@ -21,10 +25,11 @@ thresholds and the predictions agree. Prints the best of ``--repeat`` times
 and the ratios. The machine's other load is noise: compare ratios.
 
 ``--stages`` also prints, for every timed fit, the wall time of each call the
-engine's driver makes on :class:`fastcal.spark.SparkRows` (``convert``: the
-validation job and its cache; ``partition``: the range partition's shuffle
-and cache; ``map``: each per-partition job, named by its function), next to
-that run's ``toArrow``.
+engine's driver makes on :class:`fastcal.spark.SparkRows` (``describe``: the
+count and the sample; ``convert``: a validation job and its cache, where a
+driver converts first; ``partition``: the range partition; ``map``: each
+per-partition job, named by its function, the first one of a cut holding
+its shuffle and cache).
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def _best(fn, repeat):
 
 
 def _timed_stages(cls):
-    """Wrap ``cls``'s ``convert``, ``partition`` and ``map`` to log ``(name, seconds)`` per call; the log."""
+    """Wrap ``cls``'s ``describe``, ``convert``, ``partition`` and ``map`` to log ``(name, seconds)`` per call; the
+    log."""
     log = []
 
     def timed(method, name):
@@ -58,7 +64,7 @@ def _timed_stages(cls):
                 log.append((label, time.perf_counter() - t0))
         return call
 
-    for name in ("convert", "partition", "map"):
+    for name in ("describe", "convert", "partition", "map"):
         setattr(cls, name, timed(getattr(cls, name), name))
     return log
 
@@ -102,9 +108,22 @@ def main(argv=None):
     def theirs():
         return ml.fit(df)
 
+    def count_rows(batches):  # a closure: pickled by value for the workers
+        import pyarrow as pa
+
+        n = sum(b.num_rows for b in batches)
+        yield pa.RecordBatch.from_arrays([pa.array([n], pa.int64())], names=["n"])
+
+    def python_pass():
+        return sum(r["n"] for r in df.select("score", "label").mapInArrow(count_rows, "n long").collect())
+
+    def shuffle():
+        return df.select("score", "label").repartition(args.partitions, "score").count()
+
     stages = _timed_stages(fs.SparkRows) if args.stages else None
     results = {}
-    for name, fn in (("toArrow", arrow), ("fastcal fit_isotonic", ours), ("MLlib fit", theirs)):
+    for name, fn in (("toArrow", arrow), ("one Python pass (count)", python_pass), ("one shuffle (count)", shuffle),
+                     ("fastcal fit_isotonic", ours), ("MLlib fit", theirs)):
         fn()  # warm: workers started, kernels loaded, JVM code generated
         results[name], out = _best(fn, args.repeat)
         if name == "fastcal fit_isotonic":
@@ -155,6 +174,9 @@ def main(argv=None):
 
     print(f"MLlib fit / fastcal fit:          {results['MLlib fit'] / results['fastcal fit_isotonic']:.2f}x")
     print(f"fastcal fit / toArrow:            {results['fastcal fit_isotonic'] / results['toArrow']:.2f}x")
+    print(f"one Python pass / toArrow:        {results['one Python pass (count)'] / results['toArrow']:.2f}x; "
+          f"one Python pass + one shuffle / toArrow: "
+          f"{(results['one Python pass (count)'] + results['one shuffle (count)']) / results['toArrow']:.2f}x")
     print(f"fastcal predict / MLlib transform: {results['fastcal predict'] / results['MLlib transform']:.2f}x (sum), "
           f"{results['fastcal predict (noop write)'] / results['MLlib transform (noop write)']:.2f}x (noop write)")
     spark.stop()

@@ -7,7 +7,7 @@ PAV kernel and pooling the blocks. This module holds what they share:
 
 - chunk validation and conversion (:func:`prepare_chunk`, :func:`convert_chunk`)
   and per-chunk summaries (:func:`summarize_chunk`) from which
-  :func:`choose_bounds` picks partition boundaries;
+  :func:`choose_bounds` picks partition boundaries (:func:`quantile_bounds`, from any sample);
 - :func:`split_by_bounds`, which groups a chunk's rows by partition;
 - tie groups across boundaries: :func:`head_summary` (where a partition's
   first tie group can begin; :func:`merge_heads` builds it from pieces),
@@ -264,6 +264,14 @@ def choose_bounds(summaries, n_parts, dtype):
         return np.empty(0, dtype=dtype)
     values = np.concatenate(samples)
     weights = np.concatenate([np.full(s.sample.shape[0], s.stride) for s in summaries if s.sample.shape[0]])
+    return quantile_bounds(values, weights, n_parts, dtype)
+
+
+def quantile_bounds(values, weights, n_parts, dtype):
+    """Partition boundaries (``n_parts - 1`` at most, sorted, distinct) at the weighted quantiles of the sample
+    ``values`` (finite), each value standing for ``weights`` rows."""
+    if n_parts <= 1 or not values.shape[0]:
+        return np.empty(0, dtype=dtype)
     order = np.argsort(values, kind="stable")
     values, cum = values[order], np.cumsum(weights[order])
     targets = cum[-1] * np.arange(1, n_parts) / n_parts

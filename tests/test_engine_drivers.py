@@ -37,9 +37,58 @@ def _cuts(n, kind, rng):
     return sorted([0, 0, *inner, min(1, n), n, n])  # empty chunks first and last, a one-row chunk
 
 
-def _rows(cols, cuts):
-    """ListRows of the columns cut at ``cuts`` (a column None stays None in every chunk)."""
-    return ListRows([tuple(None if c is None else c[a:b] for c in cols) for a, b in zip(cuts[:-1], cuts[1:])])
+def _rows(cols, cuts, kind=ListRows):
+    """ListRows (or ``kind``) of the columns cut at ``cuts`` (a column None stays None in every chunk)."""
+    return kind([tuple(None if c is None else c[a:b] for c in cols) for a, b in zip(cuts[:-1], cuts[1:])])
+
+
+class RawCut(ListRows):
+    """ListRows with the engine's optional ``convert_later`` and ``describe``, as Spark has them: the drivers cut
+    the raw rows (by the key as float64, NaN last) and convert them in every later pass.
+
+    ``largest_shift`` adds to the largest value ``describe`` reports (a backend whose raw maximum is not the
+    converted rows' one: the driver must notice)."""
+
+    largest_shift = 0.0
+
+    def __init__(self, chunks, prepare=None):
+        super().__init__(chunks)
+        self.prepare = prepare
+
+    def _chunk(self, c):
+        return c if self.prepare is None else self.prepare[0](c, *self.prepare[1])
+
+    def map(self, fn, *args):
+        return [fn(self._chunk(c), *args) for c in self.chunks]
+
+    def convert(self, fn, *args):
+        pairs = self.map(fn, *args)
+        return ListRows([p[0] for p in pairs]), [p[1] for p in pairs]
+
+    def convert_later(self, fn, *args):
+        assert self.prepare is None
+        return RawCut(self.chunks, (fn, args))
+
+    def describe(self, key, size, largest=None):
+        n = sum(c[key].shape[0] for c in self.chunks)
+        keys = np.concatenate([c[key] for c in self.chunks]) if self.chunks else np.empty(0)
+        most = None
+        if largest is not None and n:
+            most = float(np.max(np.concatenate([c[largest] for c in self.chunks]))) + self.largest_shift
+        return n, len(self.chunks), keys[::max(1, n // size)], most
+
+    def partition(self, bounds, key=0):
+        bounds = np.asarray(bounds, dtype=np.float64)
+        pieces = [[] for _ in range(len(bounds) + 1)]
+        for c in self.chunks:
+            v = np.asarray(c[key], dtype=np.float64)
+            j = np.where(np.isnan(v), len(bounds), np.searchsorted(bounds, v, side="right"))
+            for part in range(len(bounds) + 1):
+                rows = np.flatnonzero(j == part)
+                pieces[part].append(tuple(None if col is None else col[rows] for col in c))
+        out = [tuple(None if ps[0][i] is None else np.concatenate([p[i] for p in ps]) for i in range(len(ps[0])))
+               for ps in pieces] if self.chunks else []
+        return RawCut(out, self.prepare)
 
 
 CUTS = ["one", "equal", "random"]
@@ -62,15 +111,16 @@ def _assert_same_isotonic(got, ref, y_rtol):
 
 
 @given(st.sampled_from([False, True, "zeros"]).flatmap(lambda wt: scores_and_labels(max_size=300, weighted=wt)),
-       st.sampled_from([True, False, "auto"]), st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31))
-@settings(max_examples=150, deadline=None)
-def test_fit_isotonic_equals_in_memory(data, increasing, n_partitions, cuts, seed):
+       st.sampled_from([True, False, "auto"]), st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31),
+       st.sampled_from([ListRows, RawCut]))
+@settings(max_examples=200, deadline=None)
+def test_fit_isotonic_equals_in_memory(data, increasing, n_partitions, cuts, seed, kind):
     x, y, w = data
     rng = np.random.default_rng(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the Spearman warning of "auto", checked below
         ref = IsotonicRegression(increasing=increasing).fit(x, y, sample_weight=w)
-        got = eiso.fit_isotonic(_rows((x, y, w), _cuts(x.shape[0], cuts, rng)), x_dtype=x.dtype,
+        got = eiso.fit_isotonic(_rows((x, y, w), _cuts(x.shape[0], cuts, rng), kind), x_dtype=x.dtype,
                                 weighted=w is not None, n_partitions=n_partitions, increasing=increasing)
     # float64 sums of <= 300 rows; y up to 1e3 for real targets (none here: 0/1 labels).
     _assert_same_isotonic(got, ref, 300 * EPS)  # float64 sums of at most 300 0/1 labels and weights
@@ -78,7 +128,8 @@ def test_fit_isotonic_equals_in_memory(data, increasing, n_partitions, cuts, see
 
 @pytest.mark.parametrize("step", [0.3, 0.5, 0.9, 1.0])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_fit_isotonic_tie_chains_across_every_bound(step, weighted, monkeypatch):
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+def test_fit_isotonic_tie_chains_across_every_bound(step, weighted, kind, monkeypatch):
     # float32 scores on a lattice finer than the resolution: every bound lies inside a chain of tie groups,
     # chains cross several bounds (n_partitions=40 over 400 lattice points).
     rng = np.random.default_rng(3)
@@ -90,8 +141,8 @@ def test_fit_isotonic_tie_chains_across_every_bound(step, weighted, monkeypatch)
     calls = []
     original = eiso.partition_exits
     monkeypatch.setattr(eiso, "partition_exits", lambda *a: calls.append(1) or original(*a))
-    got = eiso.fit_isotonic(_rows((x, y, w), list(range(0, n + 1, 2000))), x_dtype=np.float32, weighted=weighted,
-                            n_partitions=40)
+    got = eiso.fit_isotonic(_rows((x, y, w), list(range(0, n + 1, 2000)), kind), x_dtype=np.float32,
+                            weighted=weighted, n_partitions=40)
     assert calls  # the chains were followed
     _assert_same_isotonic(got, IsotonicRegression().fit(x, y, sample_weight=w), n * EPS)
 
@@ -135,26 +186,48 @@ def test_fit_isotonic_one_row_and_float32_weights():
     _assert_same_isotonic(got, IsotonicRegression(centered=True).fit(x, y, sample_weight=w), 5000 * EPS)
 
 
-def test_fit_isotonic_errors():
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+def test_fit_isotonic_errors(kind):
     x = np.linspace(0, 1, 100)
     y = (x > 0.5).astype(np.uint8)
-    bad = x.copy()
-    bad[70] = np.nan
-    with pytest.raises(ValueError, match="X must be finite, but contains NaN"):
-        eiso.fit_isotonic(_rows((bad, y, None), [0, 50, 100]), x_dtype=np.float64, weighted=False)
+    for where in (0, 70):  # a NaN score is cut into the last range raw: the first chunk's too
+        bad = x.copy()
+        bad[where] = np.nan
+        with pytest.raises(ValueError, match="X must be finite, but contains NaN"):
+            eiso.fit_isotonic(_rows((bad, y, None), [0, 50, 100], kind), x_dtype=np.float64, weighted=False)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        eiso.fit_isotonic(_rows((x, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        eiso.fit_isotonic(_rows((x, y, -np.ones(100)), [0, 50, 100], kind), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="positive sum"):
-        eiso.fit_isotonic(_rows((x, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        eiso.fit_isotonic(_rows((x, y, np.zeros(100)), [0, 50, 100], kind), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match='increasing="auto"'):
-        eiso.fit_isotonic(_rows((x, y * 2, None), [0, 50, 100]), x_dtype=np.float64, weighted=False,
+        eiso.fit_isotonic(_rows((x, y * 2, None), [0, 50, 100], kind), x_dtype=np.float64, weighted=False,
                           increasing="auto")
     with pytest.raises(ValueError, match="X must have at least 1 element"):
-        eiso.fit_isotonic(ListRows([(x[:0], y[:0], None)]), x_dtype=np.float64, weighted=False)
+        eiso.fit_isotonic(kind([(x[:0], y[:0], None)]), x_dtype=np.float64, weighted=False)
     with pytest.raises(ValueError, match="y_min must not exceed y_max"):
         eiso.fit_isotonic(_rows((x, y, None), [0, 100]), x_dtype=np.float64, weighted=False, y_min=1, y_max=0)
     with pytest.raises(ValueError, match="Inconsistent numbers of samples: X has 50, y has 49"):
         eiso.fit_isotonic(ListRows([(x[:50], y[:49], None)]), x_dtype=np.float64, weighted=False)
+
+
+@pytest.mark.parametrize("shift", [0.0, 8.0, -3.0])
+def test_fit_isotonic_cut_raw_refits_when_the_raw_largest_weight_misleads(shift, monkeypatch):
+    # The raw cut's first visit fits with the exponent of the largest raw weight; if the converted rows' own
+    # largest weight gives another (a backend's raw maximum off: never for valid weights), the fits are made again.
+    rng = np.random.default_rng(4)
+    x = rng.random(3000)
+    y = (rng.random(3000) < x).astype(np.uint8)
+    w = rng.uniform(0.5, 1.5, 3000) * 3.0
+    assert 4 <= w.max() < 8
+    monkeypatch.setattr(RawCut, "largest_shift", shift)
+    fits = []
+    original = eiso._fit_part
+    monkeypatch.setattr(eiso, "_fit_part", lambda *a: fits.append(a[3]) or original(*a))
+    got = eiso.fit_isotonic(_rows((x, y, w), [0, 1000, 3000], RawCut), x_dtype=np.float64, weighted=True,
+                            n_partitions=4)
+    _assert_same_isotonic(got, IsotonicRegression().fit(x, y, sample_weight=w), 3000 * EPS)
+    assert fits[-1] == 2  # the exponent of the largest weight, in [4, 8)
+    assert len(set(fits)) == (1 if shift == 0 else 2)
 
 
 class _Counting(ListRows):
@@ -181,7 +254,28 @@ class _Counting(ListRows):
         super().release()
 
 
-@pytest.mark.parametrize("fit", ["isotonic", "platt", "beta"])
+class _CountingRaw(RawCut):
+    """RawCut that counts what it holds and releases (with :class:`_Counting`'s count)."""
+
+    def __init__(self, chunks, prepare=None):
+        super().__init__(chunks, prepare)
+        _Counting.live += 1
+        self.released = False
+
+    def convert_later(self, fn, *args):
+        return _CountingRaw(self.chunks, (fn, args))
+
+    def partition(self, bounds, key=0):
+        return _CountingRaw(super().partition(bounds, key).chunks, self.prepare)
+
+    def release(self):
+        if not self.released:
+            _Counting.live -= 1
+        self.released = True
+        super().release()
+
+
+@pytest.mark.parametrize("fit", ["isotonic", "isotonic raw", "platt", "beta"])
 def test_drivers_release_what_they_create(fit):
     rng = np.random.default_rng(1)
     x = rng.random(3000)
@@ -189,16 +283,20 @@ def test_drivers_release_what_they_create(fit):
     eps = float(np.finfo(np.float64).resolution)
     x[1500:] = 0.5 + eps * 0.3 * np.arange(1500)  # tie chains: the re-cut too
     _Counting.live = 0
-    rows = _Counting([(x[a:a + 500], y[a:a + 500], None) for a in range(0, 3000, 500)])
+    kind = _CountingRaw if fit == "isotonic raw" else _Counting
+    rows = kind([(x[a:a + 500], y[a:a + 500], None) for a in range(0, 3000, 500)])
     kw = dict(x_dtype=np.float64, weighted=False)
-    {"isotonic": lambda: eiso.fit_isotonic(rows, n_partitions=6, **kw), "platt": lambda: elog.fit_platt(rows, **kw),
-     "beta": lambda: elog.fit_beta(rows, **kw)}[fit]()
+    iso = lambda r: eiso.fit_isotonic(r, n_partitions=6, increasing="auto", **kw)  # noqa: E731
+    fits = {"isotonic": iso, "isotonic raw": iso, "platt": lambda r: elog.fit_platt(r, **kw),
+            "beta": lambda r: elog.fit_beta(r, **kw)}
+    fits[fit](rows)
     assert _Counting.live == 1  # the caller's rows only
-    bad = _Counting([(np.full(3, np.nan), np.zeros(3), None)])
-    with pytest.raises(ValueError):
-        {"isotonic": lambda: eiso.fit_isotonic(bad, **kw), "platt": lambda: elog.fit_platt(bad, **kw),
-         "beta": lambda: elog.fit_beta(bad, **kw)}[fit]()
-    assert _Counting.live == 2
+    # errors in the first pass, and (isotonic: labels not 0/1 with "auto") after it
+    for bad in ([(np.full(3, np.nan), np.zeros(3), None)], [(x, y, None), (x[:3], np.full(3, 2.0), None)]):
+        with pytest.raises(ValueError):
+            fits[fit](kind(bad))
+        assert _Counting.live == 2
+        _Counting.live = 1
 
 
 # ---------------------------------------------------------------------------

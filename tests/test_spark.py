@@ -517,6 +517,48 @@ def test_fit_isotonic_equals_the_in_memory_fit(spark, float32, weighted, params)
     _assert_same_isotonic(got, ref, n * EPS)
 
 
+def test_fit_isotonic_cuts_raw_rows_of_a_cached_frame_in_the_jvm(spark, monkeypatch):
+    # A cached DataFrame is cut as it is (no conversion pass, nothing cached by fastcal but the cut rows, released
+    # after); an uncached one has its columns cached first (tests above). Integer scores are cut as doubles,
+    # rows of weight zero travel with the others, and bad scores (NaN, null, infinite) reach the last partition
+    # or another one and fail its conversion with the in-memory error.
+    from fastcal.spark import SparkRows
+
+    def frame(seed):
+        return _frame(spark, 20_000, 4, seed=seed).withColumn("k", F.floor(F.col("s") * 5000).cast("long")).withColumn(
+            "z", F.when(F.col("id") % 7 == 0, 0.0).otherwise(F.col("w")))
+
+    base = frame(32)  # not cached (Spark finds a cache by the plan: another seed)
+    converted, persisted = [], []
+    original, persist = SparkRows.convert, type(base).persist  # PySpark's classic DataFrame
+    monkeypatch.setattr(SparkRows, "convert", lambda *a: converted.append(1) or original(*a))
+    monkeypatch.setattr(type(base), "persist", lambda *a: persisted.append(1) or persist(*a))
+    df = frame(31).cache()
+    try:
+        assert df.count() == 20_000
+        k, y, z = _collect(df, "k", "y", "z")
+        persisted.clear()
+        got = fs.fit_isotonic(df, "k", "y", weight_col="z", increasing=False)
+        ref = IsotonicRegression(increasing=False).fit(k, y, sample_weight=z)
+        _assert_same_isotonic(got, ref, 20_000 * EPS)
+        assert not converted and len(persisted) == 1  # the cut rows alone
+        fs.fit_isotonic(base, "k", "y", weight_col="z", increasing=False)
+        assert not converted and len(persisted) == 3  # the columns of a frame not cached, then the cut rows
+        held = spark.sparkContext._jsc.getPersistentRDDs().size()
+        for bad, message in ((float("nan"), "X must be finite, but contains NaN"), (None, "must not contain nulls"),
+                             (float("-inf"), "X must be finite")):
+            broken = df.withColumn("s", F.when(F.col("id") == 11, F.lit(bad)).otherwise(F.col("s"))).cache()
+            try:
+                broken.count()
+                with pytest.raises(ValueError, match=message):
+                    fs.fit_isotonic(broken, "s", "y")
+            finally:
+                broken.unpersist()
+        assert spark.sparkContext._jsc.getPersistentRDDs().size() == held  # the cut rows released, errors too
+    finally:
+        df.unpersist()
+
+
 def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
     # float32 scores on a lattice finer than the float32 resolution: every bound of the 16 score ranges lies in a
     # chain of tie groups, chains cross several bounds; the issue saw a Python worker crash on such data.

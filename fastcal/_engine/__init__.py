@@ -102,6 +102,19 @@ column of :meth:`Rows.partition`.
 ``parallelism``
     How many chunks the backend can work on at once (a hint for the number
     of partitions; never a bound that changes a result).
+``convert_later(fn, *args) -> Rows`` and ``describe(key, size, largest=None)`` (optional, together)
+    For a backend that cuts its rows itself, before any pass of fastcal's
+    functions over them (Spark: in the JVM). ``convert_later`` returns the
+    Rows of ``fn(chunk, *args)`` (a new chunk), converted where each chunk
+    is read in every later pass, not now; its ``partition`` cuts the raw
+    rows by their key as a float64 (NaN in the last partition), so ``fn``
+    must convert each row on its own, in order, keep the key's order and
+    raise on the keys it refuses. ``describe`` returns ``(rows, chunks,
+    sample, most)``: the number of rows and of chunks, about ``size`` raw
+    values of column ``key`` (maybe not finite), and the largest raw value
+    of column ``largest`` (None if not asked, or no rows), without a pass of
+    fastcal's functions. The isotonic driver then cuts before it converts:
+    one pass over the rows instead of two.
 ``n_rows`` (optional)
     The number of rows, if the backend knows it without a pass (else None,
     or no such attribute). Drivers use it only to fold work into an earlier

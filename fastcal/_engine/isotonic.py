@@ -22,6 +22,13 @@ chunk when ``weighted`` is False). The driver
    and merges the parts' PAV blocks in score order
    (:func:`fastcal._pav_engine.merge`).
 
+A backend with :meth:`Rows.convert_later` and :meth:`Rows.describe` (Spark)
+cuts before it converts (:func:`_cut_raw`): step 2's bounds come from its
+own sample of the raw scores, and step 1's conversion and summaries are made
+in step 3's visit of each partition, which then fits it too with the
+exponent of the largest raw weight (checked against the summaries). The
+rows are visited once where nothing else is needed.
+
 Exactness
 ---------
 The thresholds (``X_thresholds_``, ``X_min_``, ``X_max_``) and the direction
@@ -38,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _pav_engine, _partition
-from .._validation import rescale_weights
+from .._validation import rescale_weights, weight_exponent
 from . import user_stacklevel
 
 __all__ = ["PARTITION_ROWS", "fit_isotonic"]
@@ -63,6 +70,79 @@ def _convert(chunk, x_dtype, auto):
         keep = ws > 0
         xs, labels, ws = xs[keep], labels[keep], ws[keep]
     return (xs, labels, ws), summary
+
+
+def _prepare(chunk, x_dtype):
+    """A chunk validated and converted (:func:`fastcal._partition.prepare_chunk`), rows of weight zero kept."""
+    return _partition.prepare_chunk(*chunk, x_dtype, score_name="X")
+
+
+def _summary_head_and_fit(part, eps, auto, sign, exponent, centered):
+    """The first visit of a partition cut from raw rows (:func:`_cut_raw`): its summary, its :func:`_head` and,
+    with a known direction, its :func:`_fit_part` (rows of weight zero still in it)."""
+    x, labels, w = part
+    summary = _partition.summarize_chunk(x, labels, w, sample_size=1, binary=auto)
+    keep_zero = w is not None
+    head = _head(part, eps, keep_zero, auto)
+    return summary, head, None if auto else _fit_part(part, sign, keep_zero, exponent, centered)
+
+
+def _checked(summaries, weighted, auto):
+    """The checks of step 1 on the chunks' summaries (the in-memory fit's errors); the weights' exponent."""
+    if sum(s.n for s in summaries) == 0:
+        raise ValueError("X must have at least 1 element, got 0.")
+    _partition.check_total_weight(summaries, weighted)
+    if auto:
+        _partition.auto_needs_binary(summaries)
+    return _partition.global_weight_exponent(summaries)
+
+
+def _cut_converted(rows, dtype, weighted, auto, n_partitions):
+    """Steps 1-2: ``(parts, summaries)``, the rows converted (:meth:`Rows.convert`), checked, then cut."""
+    conv, summaries = rows.convert(_convert, dtype, auto)
+    try:
+        _checked(summaries, weighted, auto)
+        if n_partitions is None:
+            n_fit = sum(s.n_fit for s in summaries)
+            n_partitions = min(len(summaries), max(int(rows.parallelism), -(-n_fit // PARTITION_ROWS)))
+        return conv.partition(_partition.choose_bounds(summaries, int(n_partitions), dtype)), summaries
+    finally:
+        if conv is not rows:
+            conv.release()
+
+
+def _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, centered, auto):
+    """Steps 1-3 for a backend that cuts its raw rows itself (:meth:`Rows.convert_later`, :meth:`Rows.describe`):
+    ``(parts, summaries, (heads, blocks, exponent))``.
+
+    The bounds come from the backend's sample of the raw scores and the
+    weights' exponent from their largest raw value; the rows are cut raw and
+    validated in the partitions' first visit, which summarises each one
+    (the chunk summaries of step 1), its head, and fits it when the
+    direction is known. Valid rows give the exponent of step 1; a fit made
+    with another (invalid weights raise first) is dropped by the caller.
+    """
+    n, n_chunks, sample, largest = rows.describe(0, _partition.SAMPLE_PER_CHUNK * max(1, int(rows.parallelism)),
+                                                 2 if weighted else None)
+    if n == 0:
+        raise ValueError("X must have at least 1 element, got 0.")
+    exponent = weight_exponent(None, largest) if weighted else 0
+    if n_partitions is None:
+        n_partitions = min(n_chunks, max(int(rows.parallelism), -(-n // PARTITION_ROWS)))
+    sample = np.asarray(sample, dtype=np.float64)
+    sample = sample[np.isfinite(sample)].astype(dtype)
+    bounds = _partition.quantile_bounds(sample, np.ones(sample.shape[0]), int(n_partitions), dtype)
+    lazy = rows.convert_later(_prepare, dtype)
+    try:
+        parts = lazy.partition(bounds)
+    finally:
+        lazy.release()
+    try:
+        first = parts.map(_summary_head_and_fit, eps, auto, sign, exponent, centered)
+    except BaseException:
+        parts.release()
+        raise
+    return parts, [f[0] for f in first], ([f[1] for f in first], None if auto else [f[2] for f in first], exponent)
 
 
 def _positive(part, keep_zero):
@@ -152,37 +232,35 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
     dtype = _partition.fit_dtype(x_dtype)
     eps = _partition.resolution(dtype)
 
-    conv, summaries = rows.convert(_convert, dtype, auto)
-    try:
-        n = sum(s.n for s in summaries)
-        if n == 0:
-            raise ValueError("X must have at least 1 element, got 0.")
-        _partition.check_total_weight(summaries, weighted)
-        exponent = _partition.global_weight_exponent(summaries)
-        if auto:
-            _partition.auto_needs_binary(summaries)
+    sign = 1.0 if est.increasing else -1.0  # known unless auto
+    if hasattr(rows, "convert_later"):
+        parts, summaries, first = _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, est.centered, auto)
+        keep_zero = weighted  # rows of weight zero were cut with the others
+    else:
+        parts, summaries = _cut_converted(rows, dtype, weighted, auto, n_partitions)
+        first = None
         keep_zero = auto and any(s.has_zero for s in summaries)
-        n_fit = sum(s.n_fit for s in summaries)
-        if n_partitions is None:
-            n_partitions = min(len(summaries), max(int(rows.parallelism), -(-n_fit // PARTITION_ROWS)))
-        bounds = _partition.choose_bounds(summaries, int(n_partitions), dtype)
-        parts = conv.partition(bounds)
-    finally:
-        if conv is not rows:
-            conv.release()
     try:
+        exponent = _checked(summaries, weighted, auto)
+        n = sum(s.n for s in summaries)
         blocks = None
-        if auto:
+        if first is not None:
+            heads, blocks, used = first
+            if used != exponent:  # the first visit's fits used another exponent (never for valid weights)
+                blocks = None
+        elif auto:
             heads = parts.map(_head, eps, keep_zero, auto)
-            rho = _partition.spearman_from_partials([h[4] for h in heads])
-            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=user_stacklevel() + 1)
         else:
             # The direction is known: fit every partition in the pass that summarises its head. Where all the
             # bounds are clean (the partitions are the parts), that was the fit.
+            visits = parts.map(_head_and_fit, eps, keep_zero, sign, exponent, est.centered)
+            heads, blocks = [h for h, _ in visits], [b for _, b in visits]
+        if auto:
+            rho = _partition.spearman_from_partials([h[4] for h in heads])
+            est.increasing_ = _partition.increasing_from_rho(rho, n, stacklevel=user_stacklevel() + 1)
+            sign = 1.0 if est.increasing_ else -1.0
+        else:
             est.increasing_ = bool(est.increasing)
-            first = parts.map(_head_and_fit, eps, keep_zero, 1.0 if est.increasing_ else -1.0, exponent, est.centered)
-            heads, blocks = [h for h, _ in first], [b for _, b in first]
-        sign = 1.0 if est.increasing_ else -1.0
 
         # Tie groups across bounds: the entry of each partition, then the bounds moved there.
         need = _partition.unclean_boundaries(heads, eps)

@@ -59,14 +59,16 @@ def fit_isotonic(
     Notes
     -----
     The driver of :mod:`fastcal._engine.isotonic` on :class:`SparkRows`:
-    one ``mapInArrow`` job validates and converts the partitions (cached)
-    and returns a sample of each; the rows are range-partitioned by score in
-    the JVM (one shuffle, cached); small jobs find where the fit's tie
-    groups begin near the bounds (and move the bounds there, a second
-    shuffle, only when scores closer than the float resolution straddle a
-    bound); one job fits every part with the PAV kernel and returns its
-    blocks, which the driver pools. Nothing but samples and blocks reaches
-    the driver.
+    two small JVM jobs count the rows (and the largest weight) and sample
+    the scores; the rows are range-partitioned by score as they are, in the
+    JVM (one shuffle, cached; the selected columns of a DataFrame that is
+    not cached are cached first); one ``mapInArrow`` job validates and
+    converts every part, finds where its first tie group can begin, and
+    fits it with the PAV kernel, returning its blocks. Where scores closer
+    than the float resolution straddle a bound, small jobs follow the tie
+    groups and a second shuffle moves the bounds, then the parts are fitted
+    again. The driver pools the blocks. Nothing but counts, samples and
+    blocks reaches the driver.
     """
     return drive(_isotonic.fit_isotonic, df, (score_col, label_col, weight_col),
                  ("score_col", "label_col", "weight_col"), n_partitions=n_partitions, **params)

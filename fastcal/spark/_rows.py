@@ -8,6 +8,7 @@ import pickle
 from typing import Any, Callable
 
 import numpy as np
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -31,7 +32,9 @@ class SparkRows:
     ``mapInArrow`` task per partition, :meth:`convert` caches its result,
     :meth:`partition` shuffles the rows in the JVM so that partition ``j``
     holds exactly the keys in ``[bounds[j - 1], bounds[j])``, and
-    :meth:`release` unpersists what this object cached.
+    :meth:`release` unpersists what this object cached. The engine's
+    optional :meth:`convert_later` and :meth:`describe` let a driver cut the
+    raw rows in the JVM before any pass of Python over them.
 
     Parameters
     ----------
@@ -40,22 +43,35 @@ class SparkRows:
     columns : tuple
         The chunk's columns: a column name of ``df``, or ``None`` (absent in every chunk).
     dtypes : tuple of numpy.dtype
-        Each column's dtype in a chunk (``None`` columns: ignored).
+        Each column's dtype in a chunk (``None`` columns: ignored); with
+        ``prepare``, those ``prepare``'s function gives.
     labels : tuple of str
         How errors name each column (the user's argument).
     n_partitions : int, optional
         The number of partitions when it is known (after :meth:`partition`).
     owned : pyspark.sql.DataFrame, optional
         The persisted DataFrame :meth:`release` unpersists.
+    prepare : tuple, optional
+        ``(read_dtypes, fn, args)``: the tasks read the columns as
+        ``read_dtypes``, and the chunk is ``fn(chunk, *args)``
+        (:meth:`convert_later`).
+    cached : bool
+        Whether ``df``'s rows are cached (by the user or by fastcal).
     """
 
-    def __init__(self, df: DataFrame, columns, dtypes, labels, *, n_partitions=None, owned=None):
+    def __init__(self, df: DataFrame, columns, dtypes, labels, *, n_partitions=None, owned=None, prepare=None,
+                 cached=False):
         self._df = df
         self._columns = tuple(columns)
-        self._dtypes = tuple(None if d is None else np.dtype(d) for d in dtypes)
         self._labels = tuple(labels)
         self._n_partitions = n_partitions
         self._owned = owned
+        self._cached = cached
+        self._prepare = prepare
+        if prepare is None:
+            self._dtypes = tuple(None if d is None else np.dtype(d) for d in dtypes)
+        else:
+            self._dtypes = tuple(None if c is None else c.dtype for c in self._empty_chunk())
         self.parallelism = int(df.sparkSession.sparkContext.defaultParallelism)
 
     @property
@@ -100,15 +116,23 @@ class SparkRows:
             selected.append(df[name].alias(internal))
             names.append(internal)
             dtypes.append(dtype)
-        return cls(df.select(*selected), names, dtypes, labels)
+        return cls(df.select(*selected), names, dtypes, labels, cached=df.storageLevel != StorageLevel.NONE)
 
     @property
     def dataframe(self) -> DataFrame:
         """The DataFrame of the chunks' columns (internal names ``_c0``, ``_c1``, ...)."""
         return self._df
 
+    def _read(self):
+        """The columns' dtypes as read in the tasks, and the preparation then applied (or None)."""
+        if self._prepare is None:
+            return self._dtypes, None
+        return self._prepare[0], self._prepare[1:]
+
     def _empty_chunk(self):
-        return tuple(None if c is None else np.empty(0, dtype=d) for c, d in zip(self._columns, self._dtypes))
+        dtypes, prepare = self._read()
+        chunk = tuple(None if c is None else np.empty(0, dtype=d) for c, d in zip(self._columns, dtypes))
+        return chunk if prepare is None else prepare[0](chunk, *prepare[1])
 
     def _by_partition(self, rows, fn, args):
         """Results keyed by partition id, in order; partitions Spark did not run (empty) run here, on no rows."""
@@ -127,8 +151,9 @@ class SparkRows:
 
     def map(self, fn: Callable[..., Any], *args: Any) -> list:
         """``fn(chunk, *args)`` for every partition, in a ``mapInArrow`` task; the results in partition order."""
-        task = functools.partial(map_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
-                                 labels=self._labels)
+        dtypes, prepare = self._read()
+        task = functools.partial(map_task, fn=fn, args=args, columns=self._columns, dtypes=dtypes,
+                                 labels=self._labels, prepare=prepare)
         schema = T.StructType([T.StructField("pid", T.LongType()), T.StructField("result", T.BinaryType())])
         rows = self._df.mapInArrow(task, schema).collect()
         pairs = [(r["pid"], pickle.loads(r["result"])) for r in rows]
@@ -158,8 +183,9 @@ class SparkRows:
             out_dtypes.append(dtype)
         schema = T.StructType([T.StructField(name, SPARK_OF_NUMPY[d]) for name, d in zip(out_fields, out_dtypes)]
                               + [T.StructField("_fact", T.BinaryType())])
-        task = functools.partial(convert_task, fn=fn, args=args, columns=self._columns, dtypes=self._dtypes,
-                                 labels=self._labels, out_fields=out_fields, out_dtypes=out_dtypes)
+        dtypes, prepare = self._read()
+        task = functools.partial(convert_task, fn=fn, args=args, columns=self._columns, dtypes=dtypes,
+                                 labels=self._labels, out_fields=out_fields, out_dtypes=out_dtypes, prepare=prepare)
         converted = self._df.mapInArrow(task, schema).persist(CACHE_LEVEL)
         try:
             facts = [pickle.loads(r["_fact"]) for r in converted.where(F.col("_fact").isNotNull()).select(
@@ -179,6 +205,38 @@ class SparkRows:
                          n_partitions=len(results), owned=converted)
         return rows, results
 
+    def convert_later(self, fn: Callable[..., Any], *args: Any) -> SparkRows:
+        """The rows of ``fn(chunk, *args)`` (a new chunk), converted in the task of each later pass, not now.
+
+        The engine's optional method for a backend that cuts raw rows
+        itself: :meth:`partition` then cuts the raw key column in the JVM
+        (``fn`` must convert each row on its own, in order, keeping the
+        key's order). The selected columns of a DataFrame that is not cached
+        are cached here (in the JVM, as they are), so that every pass reads
+        the same rows once computed; :meth:`release` unpersists them.
+        """
+        df, owned = self._df, None
+        if not self._cached and self._prepare is None:
+            df = owned = self._df.persist(CACHE_LEVEL)
+        if self._prepare is not None:
+            raise NotImplementedError("internal: convert_later of rows already converted later")
+        dtypes = self._dtypes
+        return SparkRows(df, self._columns, dtypes, self._labels, n_partitions=self._n_partitions, owned=owned,
+                         prepare=(dtypes, fn, args), cached=True)
+
+    def describe(self, key: int, size: int, largest: int | None = None) -> tuple:
+        """``(rows, partitions, sample, most)``: the number of rows and of partitions, about ``size`` values of
+        column ``key`` (non-null, as the DataFrame holds them) and the largest value of column ``largest`` (None:
+        not asked); two jobs in the JVM. The engine's optional method, with :meth:`convert_later`."""
+        aggregates = [F.count(F.lit(1))] + ([] if largest is None else [F.max(self._columns[largest])])
+        found = self._df.agg(*aggregates).collect()[0]
+        n = int(found[0])
+        most = None if largest is None or found[1] is None else float(found[1])
+        fraction = min(1.0, size / max(n, 1))
+        sample = self._df.select(self._columns[key]).sample(False, fraction, seed=0).toArrow().column(0)
+        sample = sample.drop_null().to_numpy()
+        return n, int(self._df.rdd.getNumPartitions()), sample, most
+
     def partition(self, bounds, key: int = 0) -> SparkRows:
         """Rows cut by column ``key``: partition ``j`` holds the rows with ``bounds[j - 1] <= v < bounds[j]``.
 
@@ -186,21 +244,26 @@ class SparkRows:
         distinct bounds, :func:`_bucket`), then the rows are shuffled by a
         hash partitioning whose keys are chosen so that ``j`` goes to
         partition ``j`` exactly (Spark's partition of a key is
-        ``pmod(murmur3(key), n)``; :func:`partition_keys`). The result is
-        persisted and released by :meth:`release`.
+        ``pmod(murmur3(key), n)``; :func:`partition_keys`). Rows converted
+        later (:meth:`convert_later`) are cut by their raw key as a double,
+        NaN in the last partition (the conversion raises there). The result
+        is persisted and released by :meth:`release`; if this object holds
+        a cache, the result is computed now, so the caller may release it.
         """
         name = self._columns[key]
-        dtype = self._dtypes[key]
-        bounds = np.asarray(bounds, dtype=dtype)
+        bounds = np.asarray(bounds, dtype=self._dtypes[key])
         n = bounds.shape[0] + 1
         j_col, h_col = temp_name("j"), temp_name("h")
         q = sql(self._df.sparkSession)
         df = with_bucket_count(self._df, q.col(name), bounds, j_col)
         keys = partition_keys(n)
-        df = df.withColumn(h_col, q.element_at(int_array(df.sparkSession, keys), q.col(j_col) + 1).column)
+        j = q.least(q.col(j_col), n - 1)  # NaN: one past the last bucket
+        df = df.withColumn(h_col, q.element_at(int_array(df.sparkSession, keys), j + 1).column)
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
-        cut.count()  # cached now: the caller may release the rows this was cut from
-        return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut)
+        if self._owned is not None:
+            cut.count()  # cached now: the caller may release the rows this was cut from
+        return SparkRows(cut, self._columns, self._dtypes, self._labels, n_partitions=n, owned=cut,
+                         prepare=self._prepare, cached=True)
 
     def release(self) -> None:
         """Unpersist what this object cached (nothing for a user's DataFrame). Idempotent."""

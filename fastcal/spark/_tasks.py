@@ -66,8 +66,9 @@ def _task_threads():
         set_num_threads(before)
 
 
-def _read_chunk(batches, columns, dtypes, labels):
-    """A task's Arrow batches as a chunk: a tuple of 1-D arrays (``None`` for absent columns)."""
+def _read_chunk(batches, columns, dtypes, labels, prepare=None):
+    """A task's Arrow batches as a chunk: a tuple of 1-D arrays (``None`` for absent columns); then
+    ``fn(chunk, *args)`` if ``prepare`` is ``(fn, args)``."""
     import pyarrow as pa
 
     batches = list(batches)
@@ -86,7 +87,7 @@ def _read_chunk(batches, columns, dtypes, labels):
             raise ValueError(f"{label} must not contain nulls, but has {col.null_count} in a partition.")
         arr = col.to_numpy()
         chunk.append(arr if arr.dtype == dtype else arr.astype(dtype))
-    return tuple(chunk)
+    return tuple(chunk) if prepare is None else prepare[0](tuple(chunk), *prepare[1])
 
 
 def _task_id():
@@ -102,11 +103,12 @@ def _result_batch(pid, payload):
                                       names=["pid", "result"])
 
 
-def map_task(batches, fn, args, columns, dtypes, labels):
-    """``fn(chunk, *args)`` on this task's partition: one row ``(partition id, pickled (ok, result or error))``."""
+def map_task(batches, fn, args, columns, dtypes, labels, prepare=None):
+    """``fn(chunk, *args)`` on this task's partition (read by :func:`_read_chunk`): one row ``(partition id,
+    pickled (ok, result or error))``."""
     pid = _task_id()
     try:
-        chunk = _read_chunk(batches, columns, dtypes, labels)
+        chunk = _read_chunk(batches, columns, dtypes, labels, prepare)
         with _task_threads():
             result = (True, fn(chunk, *args))
     except (ValueError, TypeError, ArithmeticError) as exc:  # the in-memory errors: raised again on the driver
@@ -114,7 +116,7 @@ def map_task(batches, fn, args, columns, dtypes, labels):
     yield _result_batch(pid, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dtypes):
+def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dtypes, prepare=None):
     """``fn(chunk, *args) -> (new_chunk, fact)``: the new chunk's rows, then one row holding the pickled fact."""
     import pyarrow as pa
 
@@ -122,7 +124,7 @@ def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dty
     schema = pa.schema([pa.field(name, _arrow_type(dtype)) for name, dtype in zip(out_fields, out_dtypes)]
                        + [pa.field("_fact", pa.binary())])
     try:
-        chunk = _read_chunk(batches, columns, dtypes, labels)
+        chunk = _read_chunk(batches, columns, dtypes, labels, prepare)
         with _task_threads():
             new_chunk, fact = fn(chunk, *args)
         kept = [c for c in new_chunk if c is not None]
