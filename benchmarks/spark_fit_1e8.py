@@ -5,7 +5,7 @@ Usage::
     python -m benchmarks.spark_fit_1e8 [--rows 100000000] [--partitions 16] [--driver-memory 4g]
 
 The rows are made in the JVM (``spark.range`` and ``rand``, not cached: the
-fit's own conversion is the only cache). In local mode the executors live
+fit caches the two columns, then the rows cut by score). In local mode the executors live
 in the driver's JVM, so its heap (``spark.driver.memory``) holds Spark's
 cache and shuffle buffers too; the Python driver holds fastcal's summaries.
 Prints the fit's time, the number of knots, and the peak resident memory

@@ -559,6 +559,22 @@ def test_fit_isotonic_cuts_raw_rows_of_a_cached_frame_in_the_jvm(spark, monkeypa
         df.unpersist()
 
 
+def test_describe_samples_rows_whatever_made_the_scores(spark):
+    # DataFrame.sample(seed=0) draws from the generator of rand(0) with the same per-partition seeds: it would keep
+    # exactly the rows whose rand(0) score is below the fraction. describe's rows are picked by a hash of their
+    # position: the sample of rand(0) scores spreads over (0, 1).
+    from fastcal.spark import SparkRows
+
+    df = _frame(spark, 200_000, 4, seed=0)
+    rows = SparkRows.from_columns(df, ("s", "y", "w"), ("s", "y", "w"))
+    n, chunks, sample, most = rows.describe(0, 2000, 2)
+    s, w = _collect(df, "s", "w")
+    assert (n, chunks, most) == (200_000, 4, float(w.max()))
+    assert 1500 < sample.shape[0] < 2500 and np.all(np.isin(sample, s))
+    assert abs(np.median(sample) - 0.5) < 0.05 and sample.min() < 0.01 and sample.max() > 0.99
+    assert rows.describe(0, 10)[3] is None
+
+
 def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
     # float32 scores on a lattice finer than the float32 resolution: every bound of the 16 score ranges lies in a
     # chain of tie groups, chains cross several bounds; the issue saw a Python worker crash on such data.

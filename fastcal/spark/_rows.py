@@ -23,6 +23,10 @@ from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, m
 # ---------------------------------------------------------------------------
 
 
+#: The range of the hash that picks :meth:`SparkRows.describe`'s sample of rows.
+_HASH_RANGE = 1 << 30
+
+
 class SparkRows:
     """The :class:`fastcal._engine.Rows` of a Spark DataFrame: one chunk per partition.
 
@@ -232,10 +236,13 @@ class SparkRows:
         found = self._df.agg(*aggregates).collect()[0]
         n = int(found[0])
         most = None if largest is None or found[1] is None else float(found[1])
-        fraction = min(1.0, size / max(n, 1))
-        sample = self._df.select(self._columns[key]).sample(False, fraction, seed=0).toArrow().column(0)
-        sample = sample.drop_null().to_numpy()
-        return n, int(self._df.rdd.getNumPartitions()), sample, most
+        # Rows kept by a hash of their position, not DataFrame.sample: its Bernoulli draws come from the generator
+        # of rand(seed) with the same seed per partition, so a score column made by rand(0) would be sampled
+        # exactly where it is below the fraction (measured: 3 partitions of 2 10^7 rows got 2717, 2717 and the rest)
+        kept = min(_HASH_RANGE, -(-size * _HASH_RANGE // max(n, 1)))
+        position = F.pmod(F.xxhash64(F.monotonically_increasing_id()), F.lit(_HASH_RANGE))
+        sample = self._df.where(position < kept).select(self._columns[key]).toArrow().column(0)
+        return n, int(self._df.rdd.getNumPartitions()), sample.drop_null().to_numpy(), most
 
     def partition(self, bounds, key: int = 0) -> SparkRows:
         """Rows cut by column ``key``: partition ``j`` holds the rows with ``bounds[j - 1] <= v < bounds[j]``.
