@@ -41,12 +41,12 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, ranges, counts, total, var, positive, lo, hi):
-    """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): each row's score
-    range in ``ranges`` (:func:`~fastcal._math_kernels.range_of_score`); row ``k`` of ``counts`` (rows per range),
-    and of ``total`` (``sum w``), ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w``
-    empty: unit weights, whose ``total`` and ``positive`` are counts of rows, kept as integers and converted
-    once: the same float64 values as sums of ones).
+def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total, var, positive, lo, hi):
+    """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
+    ``counts`` (rows per score range, :func:`~fastcal._math_kernels.range_of_score`), and of ``total``
+    (``sum w``), ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit
+    weights, whose ``total`` and ``positive`` are counts of rows, kept as integers and converted once: the same
+    float64 values as sums of ones).
 
     ``total``, ``var`` and ``positive`` start at zero; each cell's sums are added in row order.
     """
@@ -61,7 +61,6 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, ranges, count
         part = cells[start:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
         scores = p[start:bounds[k + 1]]
         labels = y[start:bounds[k + 1]]
-        out = ranges[start:bounds[k + 1]]
         if weighted:
             weights = w[start:bounds[k + 1]]
             for i in range(part.shape[0]):
@@ -71,9 +70,7 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, ranges, count
                 tot[c] += wi
                 v[c] += wi * wi * pi * (1.0 - pi)
                 pos[c] += wi * np.float64(labels[i] != 0)  # no branch on the label; adding 0.0 changes no sum
-                r = np.uint64(range_of_score(pi, x0, scale, cell_range))
-                out[i] = r
-                cnt[r] += 1
+                cnt[np.uint64(range_of_score(pi, x0, scale, cell_range))] += 1
         else:
             rows[:] = 0
             for i in range(part.shape[0]):
@@ -81,19 +78,18 @@ def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, ranges, count
                 pi = np.float64(scores[i])
                 rows[c + c + np.uint64(labels[i] != 0)] += 1
                 v[c] += pi * (1.0 - pi)  # w^2 p (1 - p) with w = 1: the same product
-                r = np.uint64(range_of_score(pi, x0, scale, cell_range))
-                out[i] = r
-                cnt[r] += 1
+                cnt[np.uint64(range_of_score(pi, x0, scale, cell_range))] += 1
             for c in range(tot.shape[0]):
                 tot[c] = np.float64(rows[2 * c] + rows[2 * c + 1])
                 pos[c] = np.float64(rows[2 * c + 1])
 
 
 @kernel
-def range_scatter(cells, p, y, w, ranges, bounds, offsets, xs, qs, ws, lo, hi):
-    """Chunks ``lo..hi`` (as :func:`range_cell_sums`): each row moved to its score range ``ranges[i]``, in row order:
-    ``xs`` its score (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws``
-    its weight (if ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
+def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
+    """Chunks ``lo..hi`` (as :func:`range_cell_sums`): each row moved to its score range (found again, not stored:
+    a multiply and a lookup cost less than writing and reading an array of ranges), in row order: ``xs`` its score
+    (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight (if
+    ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
     weighted = w.shape[0] > 0
     for k in range(lo, hi):
         at = offsets[k]
@@ -101,10 +97,9 @@ def range_scatter(cells, p, y, w, ranges, bounds, offsets, xs, qs, ws, lo, hi):
         part = cells[start:bounds[k + 1]]  # indices from 0 (see range_cell_sums)
         scores = p[start:bounds[k + 1]]
         labels = y[start:bounds[k + 1]]
-        where = ranges[start:bounds[k + 1]]
         weights = w[start:bounds[k + 1]] if weighted else w
         for i in range(part.shape[0]):
-            r = where[i]
+            r = np.uint64(range_of_score(scores[i], x0, scale, cell_range))
             j = at[r]
             at[r] = j + 1
             xs[j] = np.float64(scores[i]) + 0.0

@@ -426,6 +426,48 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
         assert sigma == pytest.approx(expected / std, rel=1e-12, abs=1e-12)
 
 
+@pytest.mark.parametrize(("sizes", "kind"), [((8, 16), np.uint8), ((3, 43), np.uint16), ((182, 181), np.int32)])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_multicalibration_cell_types(monkeypatch, sizes, kind, sparse):
+    """Cells numbered in the narrowest type (128 cells in uint8, 129 in uint16, 32,942 in int32) give the bits of
+    cells in int64; segments of every size class against the naive ECCE."""
+    from fastcal.multicalibration import Sizes
+    from fastcal.multicalibration import _coding
+
+    n = 60_000
+    rng = np.random.default_rng(31)
+    y, p, w = _data(n, 32, ties=True)
+    segments = {"a": rng.integers(0, sizes[0], n), "b": rng.integers(0, sizes[1], n)}
+    segments["a"][:sizes[0]] = np.arange(sizes[0])  # every value present
+    segments["b"][:sizes[1]] = np.arange(sizes[1])
+    kwargs = dict(sample_weight=w, min_samples_per_segment=1, max_values_per_segment_feature=max(sizes),
+                  max_n_segments=None)
+    if sparse:
+        monkeypatch.setattr(Sizes, "DENSE_CELLS", 0)  # numbered by np.unique
+    cells = []
+    original = _coding.cell_numbers
+    monkeypatch.setattr(_coding, "cell_numbers", lambda *a: cells.append(original(*a)) or cells[-1])
+    import fastcal.multicalibration._mce as mce
+
+    monkeypatch.setattr(mce, "cell_numbers", _coding.cell_numbers)
+    r = multicalibration_error(y, p, segments, **kwargs)
+    seen = np.unique(segments["a"] * sizes[1] + segments["b"]).shape[0]  # the cells with rows
+    assert cells[-1][0].dtype == kind and cells[-1][1].shape[0] == (seen if sparse else sizes[0] * sizes[1])
+    monkeypatch.setattr(_coding, "_CELL_TYPES", (np.int64,))
+    wide = multicalibration_error(y, p, segments, **kwargs)
+    assert cells[-1][0].dtype == np.int64
+    assert wide == r
+    assert len(r.segment_values) == 1 + sizes[0] + sizes[1] + seen  # depth 2: the cells with rows
+    picked = np.random.default_rng(0).choice(len(r.segment_values), 40, replace=False)
+    for s in picked:
+        mask = np.ones(n, dtype=bool)
+        for name, v in r.segment_values[s].items():
+            mask &= segments[name] == v
+        expected, std = naive_ecce(y[mask], p[mask], w[mask])
+        assert r.segment_n[s] == mask.sum()
+        assert r.segment_ecce[s] == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
 def test_multicalibration_values_merged_over_tasks(monkeypatch):
     """Each feature's least and greatest values, value counts and first appearances are merged over tasks
     exactly: in 47 tasks of rows the segments (values, their order, rows) are those of one task, with collapsed

@@ -326,7 +326,11 @@ def cell_numbers(features, n):
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = Sizes.DENSE_CELLS * max(n, 1 << 14)
-    kind = cell_type(dense)
+    every = 1
+    for size in sizes:
+        every *= size
+    # Every combination while they fit (no renumbering), else cells renumbered below max(dense, n)
+    kind = cell_type(min(every, max(dense, n)))
     cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False
     counts = None
@@ -354,7 +358,19 @@ def cell_numbers(features, n):
     return inverse.astype(kind).reshape(-1), digits, counts
 
 
+#: The integer types of cell numbers, narrowest first: the passes over the rows read and write a quarter of the
+#: memory with 27 cells in ``uint8`` as in ``int32`` (and a fresh page costs a fault: fewer of them).
+_CELL_TYPES = (np.uint8, np.uint16, np.int32, np.int64)
+#: The unsigned type of the sort's rows ``cell << 1 | label`` for each cell type (the same width).
+_ROW_TYPES = {np.uint8: np.uint8, np.uint16: np.uint16, np.int32: np.uint32, np.int64: np.uint64}
+
+
 def cell_type(most):
-    """The integer type of cell numbers below ``most``: int32 if twice the number still fits (the sort's rows
-    carry ``cell << 1 | label``), halving the memory the passes over the rows read and write; else int64."""
-    return np.int32 if 2 * most <= np.iinfo(np.int32).max else np.int64
+    """The narrowest integer type of cell numbers below ``most`` in which twice the number still fits (the sort's
+    rows carry ``cell << 1 | label``, :func:`row_type`)."""
+    return next(t for t in _CELL_TYPES if 2 * most <= np.iinfo(t).max + 1 or t is np.int64)
+
+
+def row_type(most):
+    """The unsigned integer type of the sort's rows ``cell << 1 | label`` for cells below ``most``."""
+    return _ROW_TYPES[cell_type(most)]

@@ -10,7 +10,7 @@ from .. import _multicalibration_kernels as _k
 from .. import _parallel
 from .._parallel import run, split, task_bounds
 from .._sort import range_map
-from ._coding import Sizes, cell_type
+from ._coding import Sizes, row_type
 
 __all__ = ["segment_sums"]
 
@@ -49,7 +49,8 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     weight of the positive rows, ``sum w y``.
 
     ``y``, ``p``, ``w``: as :func:`~fastcal.multicalibration._ecce.check_inputs` gives them; ``cells``: each row's
-    cell ``0..m-1`` (of :func:`~fastcal.multicalibration._coding.cell_type`), ``digits`` (``m`` x features) and
+    cell ``0..m-1`` (of :func:`~fastcal.multicalibration._coding.cell_type`, at least as wide as ``cell_type(m)``),
+    ``digits`` (``m`` x features) and
     ``cell_counts`` each cell's value number of each feature and its rows, ``combos`` and ``n_segments`` the
     segments of :func:`~fastcal.multicalibration.choose_segments`. One cell and no ``combos``: segment 0 alone,
     the ECCE's sums.
@@ -57,15 +58,15 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     Three passes, each in tasks on fastcal's threads cut by the size of
     the problem alone and merged in order, so the same at any thread count:
 
-    1. chunks of rows in input order: each row's score range, kept for
-       pass 2 (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
+    1. chunks of rows in input order: the rows of each score range
+       (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
        quantiles of a sample, so every score of a range is below every
-       score of the next), the rows of each range and the sums per cell,
+       score of the next) and the sums per cell,
        which need no order
        (:func:`fastcal._multicalibration_kernels.range_cell_sums`); a
        segment's count and sums are then those of its cells;
     2. the same chunks: each row's score, cell and label (and weight)
-       moved to its range, in row order (``range_scatter``);
+       moved to its range (found again), in row order (``range_scatter``);
     3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each: each sorted stably
        in the cache (``sort_rows``), then one pass over its rows moves the
        float64 running sum of every segment of each row's cell, through a
@@ -92,9 +93,7 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     n_ranges = int(cell_range[-1]) + 1
     counts = np.zeros((n_chunks, n_ranges), dtype=np.int64)
     parts = np.zeros((3, n_chunks, m))
-    ranges = np.empty(n, dtype=np.uint16 if n_ranges <= 1 << 16 else np.int64)
-    _run_chunks(_k.range_cell_sums, n, (cells, p, y, weights, x0, scale, cell_range, bounds, ranges, counts, *parts),
-                n_chunks)
+    _run_chunks(_k.range_cell_sums, n, (cells, p, y, weights, x0, scale, cell_range, bounds, counts, *parts), n_chunks)
     cell_total, cell_var, cell_positive = np.zeros(m), np.zeros(m), np.zeros(m)
     for k in range(n_chunks):  # in chunk order
         cell_total += parts[0, k]
@@ -116,10 +115,11 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
     del counts
     # unsigned: indices that cannot be negative compile without a wrap-around (the scan: a quarter faster)
-    xs, qs = np.empty(n), np.empty(n, dtype=np.uint32 if cell_type(m) == np.int32 else np.uint64)
+    xs, qs = np.empty(n), np.empty(n, dtype=row_type(m))
     ws = np.empty(0) if w is None else np.empty(n)
-    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, ranges, bounds, offsets, xs, qs, ws), n_chunks)
-    del offsets, ranges
+    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
+                n_chunks)
+    del offsets
     lo, hi = np.zeros(n_segments), np.zeros(n_segments)
     for i, (block, last) in enumerate(zip(blocks, ends)):
         first = block[0][0]
