@@ -67,7 +67,7 @@ class RawCut(ListRows):
 
     def convert_later(self, fn, *args):
         assert self.prepare is None
-        return RawCut(self.chunks, (fn, args))
+        return type(self)(self.chunks, (fn, args))
 
     def describe(self, key, size, largest=None):
         n = sum(c[key].shape[0] for c in self.chunks)
@@ -88,7 +88,7 @@ class RawCut(ListRows):
                 pieces[part].append(tuple(None if col is None else col[rows] for col in c))
         out = [tuple(None if ps[0][i] is None else np.concatenate([p[i] for p in ps]) for i in range(len(ps[0])))
                for ps in pieces] if self.chunks else []
-        return RawCut(out, self.prepare)
+        return type(self)(out, self.prepare)
 
 
 CUTS = ["one", "equal", "random"]
@@ -210,6 +210,16 @@ def test_fit_isotonic_errors(kind):
         eiso.fit_isotonic(ListRows([(x[:50], y[:49], None)]), x_dtype=np.float64, weighted=False)
 
 
+class _Recording(RawCut):
+    """RawCut that records the arguments of every ``map`` (the drivers' per-partition calls)."""
+
+    calls: list = []
+
+    def map(self, fn, *args):
+        self.calls.append(args)
+        return super().map(fn, *args)
+
+
 @pytest.mark.parametrize("shift", [0.0, 8.0, -3.0])
 def test_fit_isotonic_cut_raw_refits_when_the_raw_largest_weight_misleads(shift, monkeypatch):
     # The raw cut's first visit fits with the exponent of the largest raw weight; if the converted rows' own
@@ -220,14 +230,15 @@ def test_fit_isotonic_cut_raw_refits_when_the_raw_largest_weight_misleads(shift,
     w = rng.uniform(0.5, 1.5, 3000) * 3.0
     assert 4 <= w.max() < 8
     monkeypatch.setattr(RawCut, "largest_shift", shift)
-    fits = []
-    original = eiso._fit_part
-    monkeypatch.setattr(eiso, "_fit_part", lambda *a: fits.append(a[3]) or original(*a))
-    got = eiso.fit_isotonic(_rows((x, y, w), [0, 1000, 3000], RawCut), x_dtype=np.float64, weighted=True,
+    monkeypatch.setattr(_Recording, "calls", [])
+    got = eiso.fit_isotonic(_rows((x, y, w), [0, 1000, 3000], _Recording), x_dtype=np.float64, weighted=True,
                             n_partitions=4)
     _assert_same_isotonic(got, IsotonicRegression().fit(x, y, sample_weight=w), 3000 * EPS)
-    assert fits[-1] == 2  # the exponent of the largest weight, in [4, 8)
-    assert len(set(fits)) == (1 if shift == 0 else 2)
+    # the first visit (eps, auto, sign, exponent, centered), then the fits again (sign, keep_zero, exponent, centered)
+    first = _Recording.calls[0][3]
+    assert first == int(np.frexp(w.max() + shift)[1]) - 1
+    assert len(_Recording.calls) == (1 if shift == 0 else 2)
+    assert (first if shift == 0 else _Recording.calls[1][2]) == 2  # the exponent of the largest weight, in [4, 8)
 
 
 class _Counting(ListRows):
@@ -255,18 +266,13 @@ class _Counting(ListRows):
 
 
 class _CountingRaw(RawCut):
-    """RawCut that counts what it holds and releases (with :class:`_Counting`'s count)."""
+    """RawCut that counts what it holds and releases (with :class:`_Counting`'s count; RawCut's new rows are of
+    its own type)."""
 
     def __init__(self, chunks, prepare=None):
         super().__init__(chunks, prepare)
         _Counting.live += 1
         self.released = False
-
-    def convert_later(self, fn, *args):
-        return _CountingRaw(self.chunks, (fn, args))
-
-    def partition(self, bounds, key=0):
-        return _CountingRaw(super().partition(bounds, key).chunks, self.prepare)
 
     def release(self):
         if not self.released:
