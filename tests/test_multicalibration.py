@@ -468,6 +468,75 @@ def test_multicalibration_cell_types(monkeypatch, sizes, kind, sparse):
         assert r.segment_ecce[s] == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
+def _naive_collapse(uniques, counts, first_p, first_row, max_values, numeric):
+    """The kept values by full sorts: by first appearance, then (stably) by count, the first max_values - 1."""
+    k = len(uniques)
+    labels = ["__NA" if u is None else u for u in uniques]
+    appearance = sorted(range(k), key=lambda j: (first_p[j], first_row[j]))
+    if k <= max_values:
+        rank = np.empty(k, dtype=np.int64)
+        rank[appearance] = np.arange(k)
+        return list(range(k)), labels, rank.tolist()
+    by_count = sorted(appearance, key=lambda j: -counts[j])
+    kept, rest = sorted(by_count[:max_values - 1]), by_count[max_values - 1:]
+    finite = [u for u in uniques if u is not None]
+    other = (min(finite) - 1 if finite else -1) if numeric else "__OTHER"
+    group = [kept.index(j) if j in kept else len(kept) for j in range(k)]
+    firsts = [(first_p[j], first_row[j]) for j in kept] + [min((first_p[j], first_row[j]) for j in rest)]
+    order = sorted(range(len(firsts)), key=firsts.__getitem__)
+    rank = np.empty(len(firsts), dtype=np.int64)
+    rank[order] = np.arange(len(firsts))
+    return group, [labels[j] for j in kept] + [other], rank.tolist()
+
+
+@given(st.integers(1, 40).flatmap(lambda k: st.tuples(
+    st.lists(st.integers(1, 4), min_size=k, max_size=k),
+    st.lists(st.sampled_from([0.1, 0.2, 0.5, 0.7]), min_size=k, max_size=k),
+    st.permutations(range(k)))), st.integers(1, 45), st.booleans(), st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_collapse_categories_selects_as_the_sorts_do(data, max_values, numeric, missing):
+    # Many ties of counts and of first p: the selection by partitions (no sort of every value) keeps the values
+    # the full sorts keep, labels them and ranks their appearances alike.
+    from fastcal.multicalibration import collapse_categories
+
+    counts, first_p, first_row = (np.array(v) for v in data)
+    k = counts.size
+    uniques = [None if missing and j == k - 1 else j * 3 - 5 for j in range(k)]
+    got = collapse_categories(uniques, counts, first_p.astype(float), first_row, max_values, numeric)
+    want = _naive_collapse(uniques, counts.tolist(), first_p.tolist(), first_row.tolist(), max_values, numeric)
+    assert got[0].tolist() == want[0] and got[1] == want[1] and got[2].tolist() == want[2]
+
+
+def test_multicalibration_id_like_feature_against_naive():
+    # A categorical feature of nearly one value a row (an id): its 2 most frequent values kept, every other one
+    # collapsed; against MCGrad's rule written out (counts, then first appearance along the sorted predictions).
+    n = 20_000
+    rng = np.random.default_rng(41)
+    y, p, w = _data(n, 42, ties=True)
+    uid = rng.integers(0, 3 * n, n)
+    uid[:40] = 7  # the most frequent
+    uid[40:55] = 11
+    uid[55:70] = 13  # as frequent as 11: the first of them to appear is kept
+    r = multicalibration_error(y, p, {"uid": uid}, min_samples_per_segment=1)
+    order = np.lexsort((np.arange(n), p))
+    first_seen = {}
+    for i in order.tolist():
+        first_seen.setdefault(int(uid[i]), len(first_seen))
+    second = min((11, 13), key=first_seen.__getitem__)
+    kept = [7, second]
+    other = int(uid.min()) - 1  # the label of the collapsed values of a numeric feature
+    first_other = min(first_seen[u] for u in first_seen if u not in kept)
+    expected_order = sorted(kept + [other], key=lambda v: first_other if v == other else first_seen[v])
+    assert r.segment_values[1:] == [{"uid": v} for v in expected_order]
+    for values, count, value in zip(r.segment_values, r.segment_n, r.segment_ecce):
+        mask = np.ones(n, dtype=bool)
+        for v in values.values():
+            mask = ~np.isin(uid, kept) if v == other else uid == v
+        expected, _ = naive_ecce(y[mask], p[mask], np.ones(n)[mask])
+        assert count == mask.sum()
+        assert value == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
 def test_multicalibration_values_merged_over_tasks(monkeypatch):
     """Each feature's least and greatest values, value counts and first appearances are merged over tasks
     exactly: in 47 tasks of rows the segments (values, their order, rows) are those of one task, with collapsed

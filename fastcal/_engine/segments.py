@@ -103,7 +103,14 @@ from .._validation import (
     rescale_weights,
     weight_exponent,
 )
-from ..multicalibration import check_int, choose_segments, collapse_categories, ecce_result, mce_result
+from ..multicalibration import (
+    appearance_rank,
+    check_int,
+    choose_segments,
+    collapse_categories,
+    ecce_result,
+    mce_result,
+)
 from . import isotonic
 
 # Internal API as well (fastcal._engine.grouped): number_groups, number_chunk, group_bounds, GROUP_PARTITION_ROWS.
@@ -660,17 +667,14 @@ def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_val
     and ``_numerical`` number a feature's values (kept values in order of first appearance along the sorted
     probabilities; for a categorical feature past ``max_values`` values, the most frequent ``max_values - 1``
     kept and the others one value)."""
-    rank = np.empty(len(uniques), dtype=np.int64)
-    rank[np.lexsort((first_row, first_p))] = np.arange(len(uniques))
     if numerical:
-        group, first = np.arange(len(uniques)), rank
+        group, rank = np.arange(len(uniques)), appearance_rank(first_p, first_row)
         labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
     else:
-        group, labels, first = collapse_categories(uniques, counts, rank, max_values, kind in "biuf")
-    order = np.argsort(first, kind="stable")
-    renumber = np.empty(len(labels), dtype=np.int64)
-    renumber[order] = np.arange(len(labels))
-    return renumber[group], [labels[i] for i in order]
+        group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values, kind in "biuf")
+    order = np.empty(len(labels), dtype=np.int64)
+    order[rank] = np.arange(len(labels))
+    return rank[group], [labels[i] for i in order]
 
 
 def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,

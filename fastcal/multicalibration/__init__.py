@@ -48,7 +48,7 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
-from ._coding import MISSING, OTHER, Sizes, collapse_categories, group_codes, group_sizes_codes
+from ._coding import MISSING, OTHER, Sizes, appearance_rank, collapse_categories, group_codes, group_sizes_codes
 from ._ecce import (
     ECCEResult,
     calibration_ratio,

@@ -3,7 +3,7 @@
 and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
-:func:`group_codes`, :func:`collapse_categories`, and :class:`Sizes`, the one hook of the tests (which lower its
+:func:`group_codes`, :func:`collapse_categories`, :func:`appearance_rank`, and :class:`Sizes`, the one hook of the tests (which lower its
 sizes so that test-sized inputs are cut as 10^7 rows are).
 """
 
@@ -96,9 +96,10 @@ def _is_missing(value):
 
 
 def _coded(values, name, p):
-    """``(codes, offset, index, uniques, counts, rank)``: a feature's values as integer codes, ``index[codes - offset]``
-    numbering its ``k`` distinct values ``uniques`` (None: missing), with each value's rows and its rank of first
-    appearance along the rows sorted (stably) by ``p``.
+    """``(codes, offset, index, uniques, counts, first_p, first_row)``: a feature's values as integer codes,
+    ``index[codes - offset]`` numbering its ``k`` distinct values ``uniques`` (None: missing), with each value's
+    rows and its first appearance along the rows sorted (stably) by ``p``: the least ``(p, row)`` of its rows
+    (:func:`appearance_rank` ranks them).
 
     Integers (and short strings, as the integers of their bits) of a range
     under 4 per row are their own codes, less their minimum: one pass for the
@@ -113,12 +114,12 @@ def _coded(values, name, p):
         codes = values
         counts, first_p, first_row = _code_stats(codes, lo, p, hi - lo + 1)
         present, index = _numbered(counts)
-        return (codes, lo, index, _values_of(raw, values, present + lo), counts[present],
-                _rank(first_p[present], first_row[present]))
+        return (codes, lo, index, _values_of(raw, values, present + lo), counts[present], first_p[present],
+                first_row[present])
     codes, uniques = _factorize(raw, name)
     codes = np.ascontiguousarray(codes, dtype=np.int64)
     counts, first_p, first_row = _code_stats(codes, 0, p, len(uniques))
-    return codes, 0, np.arange(len(uniques)), uniques, counts, _rank(first_p, first_row)
+    return codes, 0, np.arange(len(uniques)), uniques, counts, first_p, first_row
 
 
 def _as_integers(values):
@@ -215,12 +216,14 @@ def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[A
         codes = np.empty(n, dtype=np.int64)
         _parallel.parallel_for(_k.renumber, n, values, lo, index, codes)
         return codes, _values_of(raw, values, present + lo), counts[present]
-    codes, offset, index, uniques, counts, _ = _coded(raw, name, np.zeros(n))
+    codes, offset, index, uniques, counts, _, _ = _coded(raw, name, np.zeros(n))
     codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
     return codes, [None if _is_missing(u) else u for u in uniques], counts
 
 
-def _rank(first_p, first_row):
+def appearance_rank(first_p, first_row):
+    """Each value's rank of first appearance (0, 1, ...) from its least ``(p, row)`` (:func:`_coded`): by ``p``,
+    then by row."""
     rank = np.empty(first_p.shape[0], dtype=np.int64)
     rank[np.lexsort((first_row, first_p))] = np.arange(first_p.shape[0])
     return rank
@@ -230,37 +233,57 @@ def categorical_codes(values, name, p, max_values):
     """``(codes, offset, remap, labels)`` of a categorical feature: ``remap[codes - offset]`` numbers its values in
     order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept, the others
     one value."""
-    codes, offset, index, uniques, counts, first = _coded(values, name, p)
-    group, labels, first = collapse_categories(uniques, counts, first, max_values, values.dtype.kind in "biuf")
-    return _by_appearance(codes, offset, group[index], labels, first)
+    codes, offset, index, uniques, counts, first_p, first_row = _coded(values, name, p)
+    group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values,
+                                              values.dtype.kind in "biuf")
+    return _by_appearance(codes, offset, index, labels, rank, group)
 
 
-def collapse_categories(uniques, counts, first, max_values, numeric):
-    """A categorical feature's values kept: ``(group, labels, first)``.
+def collapse_categories(uniques, counts, first_p, first_row, max_values, numeric):
+    """A categorical feature's values kept: ``(group, labels, rank)``.
 
     ``uniques`` are its distinct values (None: missing), ``counts`` their
-    rows and ``first`` their ranks of first appearance along the sorted
-    predictions. Past ``max_values`` values, the ``max_values - 1`` most
-    frequent are kept (ties: the first to appear) and the others are one
-    value, labelled ``"__OTHER"`` (the least value less 1 if ``numeric``).
-    ``group[j]`` is value ``j``'s kept number, ``labels`` and ``first`` are
-    those of the kept values (missing: ``"__NA"``).
+    rows and ``(first_p, first_row)`` their first appearances along the
+    sorted predictions (:func:`_coded`). Past ``max_values`` values, the
+    ``max_values - 1`` most frequent are kept (ties: the first to appear)
+    and the others are one value, labelled ``"__OTHER"`` (the least value
+    less 1 if ``numeric``), which appears where the first of them does.
+    ``group[j]`` is value ``j``'s kept number, ``labels`` the kept values'
+    labels (missing: ``"__NA"``) and ``rank`` their ranks of first
+    appearance.
+
+    The kept values are selected, not sorted: the count of the last one kept
+    by a partition of the counts, the first to appear among the values of
+    that count by a partition of their ``p`` (an id-like feature of millions
+    of values: no sort of them).
     """
-    labels = [MISSING if u is None else u for u in uniques]
-    k = len(labels)
-    group = np.arange(k)
-    if k > max_values:
-        by_appearance = np.argsort(first, kind="stable")
-        by_count = by_appearance[np.argsort(-counts[by_appearance], kind="stable")]
-        collapsed = by_count[max_values - 1:]
-        kept = np.sort(by_count[:max_values - 1])
-        finite = [u for u in uniques if u is not None]
-        other = (min(finite) - 1 if finite else -1) if numeric else OTHER
-        group = np.full(k, len(kept), dtype=np.int64)
-        group[kept] = np.arange(len(kept))
-        labels = [labels[i] for i in kept] + [other]
-        first = np.append(first[kept], first[collapsed].min())
-    return group, labels, first
+    k = len(uniques)
+    if k <= max_values:
+        return np.arange(k), [MISSING if u is None else u for u in uniques], appearance_rank(first_p, first_row)
+    r = max_values - 1
+    kept = np.empty(0, dtype=np.int64)
+    if r:
+        threshold = np.partition(counts, k - r)[k - r]  # the r-th largest count
+        above = np.flatnonzero(counts > threshold)
+        tied = np.flatnonzero(counts == threshold)
+        need = r - above.size
+        if tied.size > need:  # the first `need` of them to appear
+            p_last = np.partition(first_p[tied], need - 1)[need - 1]
+            tied = tied[first_p[tied] <= p_last]
+            tied = tied[np.lexsort((first_row[tied], first_p[tied]))[:need]]
+        kept = np.sort(np.concatenate([above, tied]))
+    rest = np.ones(k, dtype=bool)
+    rest[kept] = False
+    rest_p = first_p[rest]
+    p_other = rest_p.min()
+    row_other = first_row[rest][rest_p == p_other].min()
+    finite = [u for u in uniques if u is not None]
+    other = (min(finite) - 1 if finite else -1) if numeric else OTHER
+    group = np.full(k, kept.size, dtype=np.int64)
+    group[kept] = np.arange(kept.size)
+    labels = [MISSING if uniques[i] is None else uniques[i] for i in kept.tolist()] + [other]
+    rank = appearance_rank(np.append(first_p[kept], p_other), np.append(first_row[kept], row_other))
+    return group, labels, rank
 
 
 def numerical_codes(values, name, p, max_values):
@@ -269,27 +292,27 @@ def numerical_codes(values, name, p, max_values):
     its own value (``nan``)."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
     if _k.count_distinct(x, max_values) <= max_values:
-        codes, offset, index, uniques, _, first = _coded(x, name, p)
+        codes, offset, index, uniques, _, first_p, first_row = _coded(x, name, p)
         labels = [float("nan") if u is None else u for u in uniques]
-        return _by_appearance(codes, offset, index, labels, first)
+        return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
     missing = np.isnan(x)
     present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
     edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
     # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
     bins = np.empty(x.shape[0], dtype=np.int64)
     _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
-    codes, offset, index, uniques, _, first = _coded(bins, name, p)
+    codes, offset, index, uniques, _, first_p, first_row = _coded(bins, name, p)
     labels = [float("nan") if u == edges.size else int(u) for u in uniques]
-    return _by_appearance(codes, offset, index, labels, first)
+    return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
 
 
-def _by_appearance(codes, offset, index, labels, first):
-    """``(codes, offset, remap, labels)``, ``remap`` the value numbers ``index`` renumbered so that value ``j`` is
-    the ``j``-th to appear along the sorted predictions (``first``: each value's rank of appearance)."""
-    rank = np.argsort(first, kind="stable")
-    renumber = np.empty(len(labels), dtype=np.int64)
-    renumber[rank] = np.arange(len(labels))
-    return codes, offset, renumber[index], [labels[i] for i in rank]
+def _by_appearance(codes, offset, index, labels, rank, group=None):
+    """``(codes, offset, remap, labels)``, ``remap`` the value numbers ``index`` (or their kept numbers ``group``)
+    renumbered so that label ``j`` is the ``j``-th to appear along the sorted predictions (``rank``: each label's
+    rank of appearance); one gather over ``index``, which spans the codes' range."""
+    order = np.empty(len(labels), dtype=np.int64)
+    order[rank] = np.arange(len(labels))
+    return codes, offset, (rank if group is None else rank[group])[index], [labels[i] for i in order]
 
 
 def feature_columns(segments, n, numerical):
