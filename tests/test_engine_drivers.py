@@ -51,23 +51,24 @@ class RawCut(ListRows):
 
     largest_shift = 0.0
 
-    def __init__(self, chunks, prepare=None):
+    def __init__(self, chunks, prepare=()):
         super().__init__(chunks)
-        self.prepare = prepare
+        self.prepare = prepare  # the conversions later: (fn, args) in turn
 
     def _chunk(self, c):
-        return c if self.prepare is None else self.prepare[0](c, *self.prepare[1])
+        for fn, args in self.prepare:
+            c = fn(c, *args)
+        return c
 
     def map(self, fn, *args):
         return [fn(self._chunk(c), *args) for c in self.chunks]
 
     def convert(self, fn, *args):
         pairs = self.map(fn, *args)
-        return ListRows([p[0] for p in pairs]), [p[1] for p in pairs]
+        return type(self)([p[0] for p in pairs]), [p[1] for p in pairs]
 
     def convert_later(self, fn, *args):
-        assert self.prepare is None
-        return type(self)(self.chunks, (fn, args))
+        return type(self)(self.chunks, (*self.prepare, (fn, args)))
 
     def describe(self, key, size, largest=None):
         n = sum(c[key].shape[0] for c in self.chunks)
@@ -269,7 +270,7 @@ class _CountingRaw(RawCut):
     """RawCut that counts what it holds and releases (with :class:`_Counting`'s count; RawCut's new rows are of
     its own type)."""
 
-    def __init__(self, chunks, prepare=None):
+    def __init__(self, chunks, prepare=()):
         super().__init__(chunks, prepare)
         _Counting.live += 1
         self.released = False
@@ -389,8 +390,8 @@ from fastcal._engine import decomposition as edec  # noqa: E402
 from .strategies import probabilities  # noqa: E402
 
 
-def _metric_rows(y, p, w, cuts):
-    return _rows((p, y, w), cuts)
+def _metric_rows(y, p, w, cuts, kind=ListRows):
+    return _rows((p, y, w), cuts, kind)
 
 
 def _assert_close_sums(got, want, n):
@@ -608,19 +609,53 @@ def _assert_same_report(got, want, n):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize("cuts", CUTS)
-def test_calibration_report_equals_in_memory(weighted, strategy, cuts):
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+def test_calibration_report_equals_in_memory(weighted, strategy, cuts, kind):
     rng = np.random.default_rng(11)
     n = 30_000
     p = np.round(rng.beta(2, 3, n), 3)  # ties
     y = (rng.random(n) < p ** 1.2).astype(np.uint8)
     w = rng.uniform(0, 2, n) if weighted else None
-    got = edec.calibration_report(_metric_rows(y, p, w, _cuts(n, cuts, rng)), x_dtype=p.dtype, weighted=weighted,
-                                  n_bins=7, strategy=strategy)
+    got = edec.calibration_report(_metric_rows(y, p, w, _cuts(n, cuts, rng), kind), x_dtype=p.dtype,
+                                  weighted=weighted, n_bins=7, strategy=strategy)
     want = fastcal.calibration_report(y, p, sample_weight=w, n_bins=7, strategy=strategy)
     _assert_same_report(got, want, n)
     if not weighted:
         assert got.auc == want.auc  # integer counts: bit for bit
         assert_array_equal(got.bin_edges, want.bin_edges)
+
+
+class _MapNames(ListRows):
+    """ListRows that records the name of every function it maps (its converted rows of its own type)."""
+
+    names: list = []
+
+    def map(self, fn, *args):
+        self.names.append(fn.__name__)
+        return super().map(fn, *args)
+
+    def convert(self, fn, *args):
+        self.names.append(fn.__name__)
+        pairs = [fn(c, *args) for c in self.chunks]
+        return _MapNames([p[0] for p in pairs]), [p[1] for p in pairs]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted, monkeypatch):
+    # Above the warm-start threshold the slope's Newton fits start from a subsample of the logits, taken in the
+    # pass that converts them (no pass of its own); the report equals the in-memory one.
+    rng = np.random.default_rng(12)
+    n = 300_000  # above platt.WARM_START_MIN (2^18)
+    p = rng.beta(2, 3, n)
+    y = (rng.random(n) < p ** 1.2).astype(np.uint8)
+    w = rng.uniform(0, 2, n) if weighted else None
+    monkeypatch.setattr(_MapNames, "names", [])
+    cuts = list(range(0, n, 30_000)) + [n]
+    got = edec.calibration_report(_MapNames([(p[a:b], y[a:b], None if w is None else w[a:b])
+                                             for a, b in zip(cuts[:-1], cuts[1:])]),
+                                  x_dtype=p.dtype, weighted=weighted)
+    assert "_logits" in _MapNames.names and "_subsample" not in _MapNames.names
+    _assert_same_report(got, fastcal.calibration_report(y, p, sample_weight=w), n)
 
 
 def test_calibration_report_degenerate_data_warns_as_in_memory():

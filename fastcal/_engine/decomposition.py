@@ -68,9 +68,15 @@ AUC_PARTITION_ROWS = 1 << 23
 
 
 def _fit_columns(chunk):
-    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights."""
+    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights
+    (row by row: :meth:`Rows.convert_later` may run it)."""
     p, labels, w = chunk
-    return (p.astype(np.float64), (labels != 0).view(np.uint8), w), None
+    return p.astype(np.float64), (labels != 0).view(np.uint8), w
+
+
+def _fit_columns_fact(chunk):
+    """:func:`_fit_columns` for :meth:`Rows.convert`: no fact."""
+    return _fit_columns(chunk), None
 
 
 def _sums(chunk, estimator, scorings, exponent):
@@ -86,7 +92,10 @@ def _sums(chunk, estimator, scorings, exponent):
 def _decompositions(data, scorings):
     """:class:`fastcal.decomposition.ScoreDecomposition` of validated :class:`Metrics` rows for each of
     ``scorings``, from one isotonic fit."""
-    fit_rows, _ = data.rows.convert(_fit_columns)
+    if hasattr(data.rows, "convert_later"):  # converted in the isotonic fit's own pass
+        fit_rows = data.rows.convert_later(_fit_columns)
+    else:
+        fit_rows, _ = data.rows.convert(_fit_columns_fact)
     try:
         iso = isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
     finally:
@@ -203,12 +212,13 @@ def _quantile_bounds(values, strides, n_parts, dtype):
     return bounds[bounds > values[0]].astype(dtype)
 
 
-def _logits(chunk, exponent):
-    """The logits of a validated metrics chunk, ``(x, labels, w)`` (``w`` as given), and their preparation results
-    (the weights rescaled by ``2**-exponent``)."""
+def _logits(chunk, exponent, fraction=None):
+    """The logits of a validated metrics chunk, ``(x, labels, w)`` (``w`` as given), their preparation results
+    (the weights rescaled by ``2**-exponent``) and, with ``fraction``, their warm-start subsample (weights as
+    given, as :func:`fastcal._engine.logistic.Passes` takes it)."""
     p, labels, w = chunk
     x, prepared = platt.logit_rows(labels, p, rescale_weights(w, exponent)[0])
-    return (x, labels, w), prepared
+    return (x, labels, w), (prepared, None if fraction is None else platt.subsample(x, labels, w, fraction))
 
 
 def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None):
@@ -225,12 +235,15 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
         both = 0 < positives < float(table[:, _binning.W].sum())
         auc = _auc(data, None, rows.parallelism) if both else math.nan
         corp = _decompositions(data, ("brier", "log_loss"))
-        logit_rows, preps = data.rows.convert(_logits, data.exponent)
+        # the slope's Newton fits warm-start from one subsample, taken in the conversion
+        fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
+        logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
         try:
-            passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass)
+            passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
+                                        [f[1] for f in facts])
             slope_fit, missing = platt.slope_intercept_passes(
-                platt.merge_prepared(preps), data.n, weighted, data.exponent, passes.run_pass, passes.rows,
-                strict=False)
+                platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
+                passes.rows, strict=False)
         finally:
             logit_rows.release()
     finally:

@@ -59,12 +59,13 @@ class Passes:
     """The converted rows of a Platt or beta fit and the passes over them (see the module docstring)."""
 
     @classmethod
-    def of(cls, conv, n, exponent, array_pass):
+    def of(cls, conv, n, exponent, array_pass, fraction=None, subsamples=None):
         """The passes of ``array_pass`` over rows ``conv`` already converted (``n`` rows, weights rescaled by
-        ``2**-exponent`` in each pass)."""
+        ``2**-exponent`` in each pass); ``subsamples``: the chunks' subsamples of ``fraction`` of their rows
+        (weights as given), if the conversion took them."""
         self = cls.__new__(cls)
         self.conv, self.n, self.exponent, self.array_pass = conv, n, exponent, array_pass
-        self.fraction = None
+        self.fraction, self.subsamples = fraction, subsamples
         return self
 
     def __init__(self, rows, x_dtype, weighted, name, array_pass):

@@ -48,7 +48,7 @@ class SparkRows:
         The chunk's columns: a column name of ``df``, or ``None`` (absent in every chunk).
     dtypes : tuple of numpy.dtype
         Each column's dtype in a chunk (``None`` columns: ignored); with
-        ``prepare``, those ``prepare``'s function gives.
+        ``prepare``, those its functions give.
     labels : tuple of str
         How errors name each column (the user's argument).
     n_partitions : int, optional
@@ -56,9 +56,9 @@ class SparkRows:
     owned : pyspark.sql.DataFrame, optional
         The persisted DataFrame :meth:`release` unpersists.
     prepare : tuple, optional
-        ``(read_dtypes, fn, args)``: the tasks read the columns as
-        ``read_dtypes``, and the chunk is ``fn(chunk, *args)``
-        (:meth:`convert_later`).
+        ``(read_dtypes, steps)``: the tasks read the columns as
+        ``read_dtypes``, then each ``(fn, args)`` of ``steps`` in turn
+        makes the chunk ``fn(chunk, *args)`` (:meth:`convert_later`).
     cached : bool
         Whether ``df``'s rows are cached (by the user or by fastcal).
     """
@@ -87,6 +87,13 @@ class SparkRows:
     def dtypes(self) -> tuple:
         """The NumPy dtype of each chunk column (``None`` for an absent column)."""
         return self._dtypes
+
+    @property
+    def n_rows(self) -> int | None:
+        """The number of rows where they are cached (a count of the cache: one quick job), else None (a count
+        would compute the DataFrame once more). The engine's optional hint: a Newton fit takes its warm-start
+        subsample in the conversion pass instead of a pass of its own."""
+        return int(self._df.count()) if self._cached else None
 
     @property
     def cached(self) -> bool:
@@ -131,12 +138,14 @@ class SparkRows:
         """The columns' dtypes as read in the tasks, and the preparation then applied (or None)."""
         if self._prepare is None:
             return self._dtypes, None
-        return self._prepare[0], self._prepare[1:]
+        return self._prepare
 
     def _empty_chunk(self):
         dtypes, prepare = self._read()
         chunk = tuple(None if c is None else np.empty(0, dtype=d) for c, d in zip(self._columns, dtypes))
-        return chunk if prepare is None else prepare[0](chunk, *prepare[1])
+        for fn, args in prepare or ():
+            chunk = fn(chunk, *args)
+        return chunk
 
     def _by_partition(self, rows, fn, args):
         """Results keyed by partition id, in order; partitions Spark did not run (empty) run here, on no rows."""
@@ -206,7 +215,7 @@ class SparkRows:
         data = converted.where(F.col("_fact").isNull()).select(*out_fields)
         labels = tuple(self._labels[i] if i < len(self._labels) else f"column {i}" for i in range(len(probe)))
         rows = SparkRows(data, out_columns, [None if c is None else c.dtype for c in probe], labels,
-                         n_partitions=len(results), owned=converted)
+                         n_partitions=len(results), owned=converted, cached=True)
         return rows, results
 
     def convert_later(self, fn: Callable[..., Any], *args: Any) -> SparkRows:
@@ -220,13 +229,11 @@ class SparkRows:
         the same rows once computed; :meth:`release` unpersists them.
         """
         df, owned = self._df, None
-        if not self._cached and self._prepare is None:
+        if not self._cached:
             df = owned = self._df.persist(CACHE_LEVEL)
-        if self._prepare is not None:
-            raise NotImplementedError("internal: convert_later of rows already converted later")
-        dtypes = self._dtypes
+        dtypes, steps = self._read()
         return SparkRows(df, self._columns, dtypes, self._labels, n_partitions=self._n_partitions, owned=owned,
-                         prepare=(dtypes, fn, args), cached=True)
+                         prepare=(dtypes, (*(steps or ()), (fn, args))), cached=True)
 
     def describe(self, key: int, size: int, largest: int | None = None) -> tuple:
         """``(rows, partitions, sample, most)``: the number of rows and of partitions, about ``size`` values of

@@ -68,7 +68,7 @@ def _task_threads():
 
 def _read_chunk(batches, columns, dtypes, labels, prepare=None):
     """A task's Arrow batches as a chunk: a tuple of 1-D arrays (``None`` for absent columns); then
-    ``fn(chunk, *args)`` if ``prepare`` is ``(fn, args)``."""
+    ``fn(chunk, *args)`` for each ``(fn, args)`` of ``prepare`` in turn."""
     import pyarrow as pa
 
     batches = list(batches)
@@ -87,7 +87,10 @@ def _read_chunk(batches, columns, dtypes, labels, prepare=None):
             raise ValueError(f"{label} must not contain nulls, but has {col.null_count} in a partition.")
         arr = col.to_numpy()
         chunk.append(arr if arr.dtype == dtype else arr.astype(dtype))
-    return tuple(chunk) if prepare is None else prepare[0](tuple(chunk), *prepare[1])
+    chunk = tuple(chunk)
+    for fn, args in prepare or ():
+        chunk = fn(chunk, *args)
+    return chunk
 
 
 def _task_id():
