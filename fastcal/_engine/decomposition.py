@@ -154,7 +154,6 @@ def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None)
     does not depend on it.
     """
     from .._params import Integer
-    from .._validation import weight_exponent
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     many = ("a multiclass ROC AUC needs y_score of shape (n_samples, n_classes), the probabilities of the classes, "
