@@ -638,6 +638,10 @@ def pav_groups_weighted(z, zw, order, starts, g0, eps, sign, y_lo, y_hi, knots_x
     return m
 
 
+#: Rows whose knot searches :func:`predict_groups` advances in lockstep.
+SEARCH_BLOCK = 16
+
+
 @kernel
 def predict_groups(T, model, offsets, knots_x, knots_y, clip, out, lo, hi):
     """``out[i]``, ``i`` in ``lo .. hi - 1``: the fit of model ``model[i]`` at ``T[i]``, as :func:`predict` gives it.
@@ -648,39 +652,69 @@ def predict_groups(T, model, offsets, knots_x, knots_y, clip, out, lo, hi):
     search over the model's knots instead of a lookup table: the knot found is
     the first one ``>= T[i]`` either way, so the value has the bits of the
     model's own prediction. A model of one knot predicts its value everywhere.
+
+    The searches of :data:`SEARCH_BLOCK` rows advance in lockstep, one halving
+    of each per round: each row's models lie anywhere in the knots, and the
+    rounds' loads, independent of each other, wait for memory together
+    instead of one after the other (10^7 rows of 10^4 models, 2 threads: 211
+    ms one row at a time).
     """
-    for i in range(lo, hi):
-        g = model[i]
-        a = offsets[g]
-        b = offsets[g + 1]
-        if b - a == 1:
-            out[i] = knots_y[a]
-            continue
-        t = np.float64(T[i])
-        x_min = np.float64(knots_x[a])
-        x_max = np.float64(knots_x[b - 1])
-        if t < x_min:
-            if not clip:
-                out[i] = np.nan
+    first = np.empty(SEARCH_BLOCK, dtype=np.int64)  # the search's current knot of each row of the block
+    length = np.empty(SEARCH_BLOCK, dtype=np.int64)  # its remaining length (<= 1: done or no search)
+    point = np.empty(SEARCH_BLOCK)
+    for start in range(lo, hi, SEARCH_BLOCK):
+        stop = min(hi, start + SEARCH_BLOCK)
+        longest = 0
+        for j in range(stop - start):
+            i = start + j
+            g = model[i]
+            a = offsets[g]
+            b = offsets[g + 1]
+            first[j] = a
+            length[j] = 0
+            if b - a == 1:
+                out[i] = knots_y[a]
                 continue
-            t = x_min
-        elif t > x_max:
-            if not clip:
-                out[i] = np.nan
+            t = np.float64(T[i])
+            x_min = np.float64(knots_x[a])
+            x_max = np.float64(knots_x[b - 1])
+            if t < x_min:
+                if not clip:
+                    out[i] = np.nan
+                    continue
+                t = x_min
+            elif t > x_max:
+                if not clip:
+                    out[i] = np.nan
+                    continue
+                t = x_max
+            point[j] = t
+            length[j] = b - a
+            longest = max(longest, b - a)
+        while longest > 1:  # one halving of every search still going (a select per step, no branch)
+            longest -= longest >> 1
+            for j in range(stop - start):
+                n_left = length[j]
+                half = n_left >> 1
+                at = first[j]
+                probe = at + half  # half is 0 once the search is done
+                first[j] = probe if knots_x[probe] < point[j] else at
+                length[j] = n_left - half
+        for j in range(stop - start):
+            if length[j] == 0:  # one knot, or out of the knots: set above
                 continue
-            t = x_max
-        lo = a  # the first knot >= t, by a binary search without branches (a select per step)
-        length = b - a
-        while length > 1:
-            half = length >> 1
-            lo = lo + half if knots_x[lo + half] < t else lo
-            length -= half
-        lo += np.int64(knots_x[lo] < t)
-        if lo < a + 1:
-            lo = a + 1
-        elif lo > b - 1:
-            lo = b - 1
-        x_lo = np.float64(knots_x[lo - 1])
-        y_lo = np.float64(knots_y[lo - 1])
-        frac = (t - x_lo) / (np.float64(knots_x[lo]) - x_lo)
-        out[i] = y_lo + frac * (np.float64(knots_y[lo]) - y_lo)
+            i = start + j
+            g = model[i]
+            a = offsets[g]
+            b = offsets[g + 1]
+            t = point[j]
+            k = first[j]
+            k += np.int64(knots_x[k] < t)
+            if k < a + 1:
+                k = a + 1
+            elif k > b - 1:
+                k = b - 1
+            x_lo = np.float64(knots_x[k - 1])
+            y_lo = np.float64(knots_y[k - 1])
+            frac = (t - x_lo) / (np.float64(knots_x[k]) - x_lo)
+            out[i] = y_lo + frac * (np.float64(knots_y[k]) - y_lo)

@@ -308,6 +308,33 @@ def test_batched_weighted_isotonic_orders_scores_ulps_apart_and_signed_zeros(dty
     _assert_own_fits(cal, params, s, y, g, w)
 
 
+@pytest.mark.parametrize("out_of_bounds", ["clip", "nan"])
+def test_isotonic_predict_of_mixed_models_in_one_block(out_of_bounds):
+    # The knot searches of consecutive rows advance in lockstep: rows of models of 1 to about 60 knots, in and out
+    # of their ranges and on their knots, interleaved at random, each predicts as its model's own predict.
+    rng = np.random.default_rng(21)
+    s_parts, y_parts, g_parts = [], [], []
+    for k in range(60):
+        m = 30 + 5 * k
+        s_parts.append(rng.integers(0, k + 1, m) / (k + 1) + 0.01 * (k % 7))
+        y_parts.append(rng.random(m) < s_parts[-1])
+        g_parts.append(np.full(m, k))
+    s, y, g = np.concatenate(s_parts), np.concatenate(y_parts), np.concatenate(g_parts)
+    params = {"out_of_bounds": out_of_bounds}
+    cal = GroupedCalibrator(IsotonicRegression(**params), min_samples_per_group=1).fit(s, y, g)
+    sizes = [m.X_thresholds_.shape[0] for m in cal.calibrators_]
+    assert min(sizes) == 1 and max(sizes) > 20
+    n = 5000
+    g_new = rng.integers(-3, 63, n)  # unseen groups: the global model
+    t = np.where(rng.random(n) < 0.3, s[rng.integers(0, s.size, n)], rng.uniform(-0.2, 1.3, n))
+    expected = np.empty(n)
+    for group in np.unique(g_new).tolist():
+        at = g_new == group
+        model = cal.calibrators_[cal.groups_.index(group)] if group in cal.groups_ else cal.global_calibrator_
+        expected[at] = model.predict(t[at])
+    _assert_same_bits(cal.predict(t, g_new), expected)
+
+
 def test_batched_isotonic_with_min_samples_and_mixed_predict_rows():
     s, y, g, w = _tied_data(5000, 10, 12, np.float64, True)
     cal = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=300).fit(s, y, g, w)
