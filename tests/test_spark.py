@@ -573,6 +573,15 @@ def test_describe_samples_rows_whatever_made_the_scores(spark):
     assert 1500 < sample.shape[0] < 2500 and np.all(np.isin(sample, s))
     assert abs(np.median(sample) - 0.5) < 0.05 and sample.min() < 0.01 and sample.max() > 0.99
     assert rows.describe(0, 10)[3] is None
+    # the number of rows: known where they are cached (a quick count), else not asked for (a count would compute them)
+    assert rows.n_rows is None
+    cached = df.cache()
+    try:
+        later = SparkRows.from_columns(cached, ("s", "y", "w"), ("s", "y", "w"))
+        assert later.n_rows == 200_000
+        assert later.convert_later(lambda chunk: chunk).n_rows is None  # a conversion may drop rows
+    finally:
+        cached.unpersist()
 
 
 def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):

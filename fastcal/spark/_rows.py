@@ -91,9 +91,10 @@ class SparkRows:
     @property
     def n_rows(self) -> int | None:
         """The number of rows where they are cached (a count of the cache: one quick job), else None (a count
-        would compute the DataFrame once more). The engine's optional hint: a Newton fit takes its warm-start
-        subsample in the conversion pass instead of a pass of its own."""
-        return int(self._df.count()) if self._cached else None
+        would compute the DataFrame once more; rows converted later: their conversion may drop rows). The
+        engine's optional hint: a Newton fit takes its warm-start subsample in the conversion pass instead of a
+        pass of its own."""
+        return int(self._df.count()) if self._cached and self._prepare is None else None
 
     @property
     def cached(self) -> bool:
