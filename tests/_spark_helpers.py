@@ -6,6 +6,8 @@ tests/test_spark.py. Needs pyspark and pyarrow, both test dependencies.
 
 from pyspark.sql import functions as F
 
+from fastcal.spark._expr import gateway
+
 
 def frame(spark, n, parts, seed=0, *, float32=False):
     """``n`` rows made in the JVM in ``parts`` partitions: score s in (0, 1), label y (0/1), weight w in [0.5, 2),
@@ -22,3 +24,9 @@ def collect(df, *cols):
     """The columns ``cols`` of ``df`` as NumPy arrays, in one Arrow collect."""
     table = df.select(*cols).toArrow()
     return [table.column(c).to_numpy() for c in cols]
+
+
+def persisted_rdds(spark):
+    """How many RDDs the session's SparkContext holds persisted (through the JVM's public ``SparkContext``; PySpark's
+    own handle on it is private, read by fastcal.spark._expr alone)."""
+    return int(gateway(spark).jvm.org.apache.spark.SparkContext.getOrCreate().getPersistentRDDs().size())

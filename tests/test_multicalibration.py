@@ -431,8 +431,7 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
 def test_multicalibration_cell_types(monkeypatch, sizes, kind, sparse):
     """Cells numbered in the narrowest type (128 cells in uint8, 129 in uint16, 32,942 in int32) give the bits of
     cells in int64; segments of every size class against the naive ECCE."""
-    from fastcal.multicalibration import Sizes
-    from fastcal.multicalibration import _coding
+    from fastcal.multicalibration import Sizes, cell_type
 
     n = 60_000
     rng = np.random.default_rng(31)
@@ -444,19 +443,12 @@ def test_multicalibration_cell_types(monkeypatch, sizes, kind, sparse):
                   max_n_segments=None)
     if sparse:
         monkeypatch.setattr(Sizes, "DENSE_CELLS", 0)  # numbered by np.unique
-    cells = []
-    original = _coding.cell_numbers
-    monkeypatch.setattr(_coding, "cell_numbers", lambda *a: cells.append(original(*a)) or cells[-1])
-    import fastcal.multicalibration._mce as mce
-
-    monkeypatch.setattr(mce, "cell_numbers", _coding.cell_numbers)
+    assert cell_type(sizes[0] * sizes[1]) is kind
     r = multicalibration_error(y, p, segments, **kwargs)
+    monkeypatch.setattr(Sizes, "CELL_TYPES", (np.int64,))
+    assert cell_type(1) is np.int64
+    assert multicalibration_error(y, p, segments, **kwargs) == r
     seen = np.unique(segments["a"] * sizes[1] + segments["b"]).shape[0]  # the cells with rows
-    assert cells[-1][0].dtype == kind and cells[-1][1].shape[0] == (seen if sparse else sizes[0] * sizes[1])
-    monkeypatch.setattr(_coding, "_CELL_TYPES", (np.int64,))
-    wide = multicalibration_error(y, p, segments, **kwargs)
-    assert cells[-1][0].dtype == np.int64
-    assert wide == r
     assert len(r.segment_values) == 1 + sizes[0] + sizes[1] + seen  # depth 2: the cells with rows
     picked = np.random.default_rng(0).choice(len(r.segment_values), 40, replace=False)
     for s in picked:

@@ -24,6 +24,9 @@ import fastcal
 import fastcal.spark as fs
 from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
+from fastcal.spark._expr import java_dataframe
+
+from ._spark_helpers import persisted_rdds
 
 pytestmark = [
     # pyspark's own notice about pandas 3 (installed for other tests), raised by mapInArrow's version check.
@@ -479,7 +482,7 @@ def test_predict_large_isotonic_model_in_the_jvm(spark):
     s, y = _collect(df, "s", "y")
     est = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     out = fs.predict(est, df, "s", "p")
-    plan = out._jdf.queryExecution().executedPlan().toString()
+    plan = java_dataframe(out).queryExecution().executedPlan().toString()
     assert "Python" not in plan and "Arrow" not in plan
     got_s, got_p = _collect(out, "s", "p")
     assert_array_equal(got_s, s)
@@ -544,7 +547,7 @@ def test_fit_isotonic_cuts_raw_rows_of_a_cached_frame_in_the_jvm(spark, monkeypa
         assert not converted and len(persisted) == 1  # the cut rows alone
         fs.fit_isotonic(base, "k", "y", weight_col="z", increasing=False)
         assert not converted and len(persisted) == 3  # the columns of a frame not cached, then the cut rows
-        held = spark.sparkContext._jsc.getPersistentRDDs().size()
+        held = persisted_rdds(spark)
         for bad, message in ((float("nan"), "X must be finite, but contains NaN"), (None, "must not contain nulls"),
                              (float("-inf"), "X must be finite")):
             broken = df.withColumn("s", F.when(F.col("id") == 11, F.lit(bad)).otherwise(F.col("s"))).cache()
@@ -554,7 +557,7 @@ def test_fit_isotonic_cuts_raw_rows_of_a_cached_frame_in_the_jvm(spark, monkeypa
                     fs.fit_isotonic(broken, "s", "y")
             finally:
                 broken.unpersist()
-        assert spark.sparkContext._jsc.getPersistentRDDs().size() == held  # the cut rows released, errors too
+        assert persisted_rdds(spark) == held  # the cut rows released, errors too
     finally:
         df.unpersist()
 
@@ -685,7 +688,7 @@ def test_fits_raise_the_in_memory_errors(spark):
         fs.fit_isotonic(_frame(spark, 10, 2).where("id < 0"), "s", "y")
     with pytest.raises(ValueError, match="weight_col='v' is not a column"):
         fs.brier_score_loss(df, "y", "s", weight_col="v")
-    assert spark.sparkContext._jsc.getPersistentRDDs().size() == 0  # every cache released, errors too
+    assert persisted_rdds(spark) == 0  # every cache released, errors too
 
 
 def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(spark):

@@ -55,7 +55,7 @@ import math
 
 import numpy as np
 
-from .. import decomposition, platt
+from .. import _partition, decomposition, platt
 from .._params import Options, check
 from .._validation import rescale_weights
 from . import isotonic, user_stacklevel
@@ -174,7 +174,7 @@ def _auc(data, positive, parallelism, n_partitions=None):
         n_partitions = min(len(samples), max(int(parallelism), -(-data.n // AUC_PARTITION_ROWS)))
     values = np.concatenate([s for s, _ in samples])
     strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
-    bounds = _quantile_bounds(values, strides, int(n_partitions), data.dtype)
+    bounds = _partition.quantile_bounds(values, strides, int(n_partitions), data.dtype)
     parts = data.rows.partition(bounds)
     try:
         sums = parts.map(_auc_part, positive, weight_exponent(None, data.weight_max))
@@ -198,17 +198,6 @@ def _auc(data, positive, parallelism, n_partitions=None):
     if n_pos == 0 or n_neg == 0:
         raise ValueError("Only one class present in y_true. ROC AUC score is not defined in that case.")
     return float(u2) / (2.0 * n_pos * n_neg)
-
-
-def _quantile_bounds(values, strides, n_parts, dtype):
-    """At most ``n_parts - 1`` distinct bounds at weighted quantiles of the sampled ``values``."""
-    if n_parts <= 1 or not values.shape[0]:
-        return np.empty(0, dtype=dtype)
-    order = np.argsort(values, kind="stable")
-    values, cum = values[order], np.cumsum(strides[order])
-    idx = np.minimum(np.searchsorted(cum, cum[-1] * np.arange(1, n_parts) / n_parts) + 1, values.shape[0] - 1)
-    bounds = np.unique(values[idx])
-    return bounds[bounds > values[0]].astype(dtype)
 
 
 def _logits(chunk, exponent, fraction=None):

@@ -109,6 +109,7 @@ from ..multicalibration import (
     choose_segments,
     collapse_categories,
     ecce_result,
+    labels_by_appearance,
     mce_result,
 )
 from . import isotonic
@@ -668,13 +669,10 @@ def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_val
     probabilities; for a categorical feature past ``max_values`` values, the most frequent ``max_values - 1``
     kept and the others one value)."""
     if numerical:
-        group, rank = np.arange(len(uniques)), appearance_rank(first_p, first_row)
         labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
-    else:
-        group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values, kind in "biuf")
-    order = np.empty(len(labels), dtype=np.int64)
-    order[rank] = np.arange(len(labels))
-    return rank[group], [labels[i] for i in order]
+        return labels_by_appearance(labels, appearance_rank(first_p, first_row))
+    group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values, kind in "biuf")
+    return labels_by_appearance(labels, rank, group)
 
 
 def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,

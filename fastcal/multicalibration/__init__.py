@@ -48,7 +48,17 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
-from ._coding import MISSING, OTHER, Sizes, appearance_rank, collapse_categories, group_codes, group_sizes_codes
+from ._coding import (
+    MISSING,
+    OTHER,
+    Sizes,
+    appearance_rank,
+    cell_type,
+    collapse_categories,
+    group_codes,
+    group_sizes_codes,
+    labels_by_appearance,
+)
 from ._ecce import (
     ECCEResult,
     calibration_ratio,
@@ -78,7 +88,8 @@ __all__ = [
 ]
 
 # The internal API of the layers above (fastcal.grouped, fastcal._engine.segments, fastcal.spark), not
-# re-exported by fastcal: MISSING, OTHER, check_int, choose_segments, collapse_categories, ecce_result,
-# group_codes, group_sizes_codes, mce_result; and Sizes, the sizes of multicalibration_error's passes, which tests lower.
+# re-exported by fastcal: MISSING, OTHER, appearance_rank, cell_type, check_int, choose_segments,
+# collapse_categories, ecce_result, group_codes, group_sizes_codes, labels_by_appearance, mce_result; and Sizes, the
+# sizes of multicalibration_error's passes and its cell types, which tests lower.
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

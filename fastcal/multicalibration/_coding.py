@@ -3,12 +3,14 @@
 and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
-:func:`group_codes`, :func:`collapse_categories`, :func:`appearance_rank`, and :class:`Sizes`, the one hook of the tests (which lower its
-sizes so that test-sized inputs are cut as 10^7 rows are).
+:func:`group_codes`, :func:`collapse_categories`, :func:`appearance_rank`, :func:`labels_by_appearance`,
+:func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
+are cut as 10^7 rows are, and narrow its cell types).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,10 @@ class Sizes:
     #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2
     #: cache).
     RANGE_ROWS = 1 << 14
+    #: The integer types of cell numbers, narrowest first (:func:`cell_type`): the passes over the rows read and
+    #: write a quarter of the memory with 27 cells in ``uint8`` as in ``int32``, and a fresh page costs a fault.
+    #: Tests leave ``int64`` alone, the widest, to compare.
+    CELL_TYPES = (np.uint8, np.uint16, np.int32, np.int64)
 
 
 # ---------------------------------------------------------------------------
@@ -306,13 +312,20 @@ def numerical_codes(values, name, p, max_values):
     return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
 
 
-def _by_appearance(codes, offset, index, labels, rank, group=None):
-    """``(codes, offset, remap, labels)``, ``remap`` the value numbers ``index`` (or their kept numbers ``group``)
-    renumbered so that label ``j`` is the ``j``-th to appear along the sorted predictions (``rank``: each label's
-    rank of appearance); one gather over ``index``, which spans the codes' range."""
+def labels_by_appearance(labels, rank, group=None):
+    """``(renumber, labels)``: each value's number among ``labels`` (of the values kept, ``group[j]`` the label of
+    value ``j``; None: value ``j`` is label ``j``) renumbered by the labels' ranks of appearance ``rank``, and the
+    labels in that order."""
     order = np.empty(len(labels), dtype=np.int64)
     order[rank] = np.arange(len(labels))
-    return codes, offset, (rank if group is None else rank[group])[index], [labels[i] for i in order]
+    return rank if group is None else rank[group], [labels[i] for i in order]
+
+
+def _by_appearance(codes, offset, index, labels, rank, group=None):
+    """``(codes, offset, remap, labels)``: :func:`labels_by_appearance` of the values numbered ``index[codes -
+    offset]``; one gather over ``index``, which spans the codes' range."""
+    renumber, labels = labels_by_appearance(labels, rank, group)
+    return codes, offset, renumber[index], labels
 
 
 def feature_columns(segments, n, numerical):
@@ -349,11 +362,8 @@ def cell_numbers(features, n):
     """
     sizes = [len(labels) for _, _, _, _, labels in features]
     dense = Sizes.DENSE_CELLS * max(n, 1 << 14)
-    every = 1
-    for size in sizes:
-        every *= size
     # Every combination while they fit (no renumbering), else cells renumbered below max(dense, n)
-    kind = cell_type(min(every, max(dense, n)))
+    kind = cell_type(min(math.prod(sizes), max(dense, n)))
     cells = np.zeros(n, dtype=kind)
     span, compacted = 1, False
     counts = None
@@ -381,19 +391,13 @@ def cell_numbers(features, n):
     return inverse.astype(kind).reshape(-1), digits, counts
 
 
-#: The integer types of cell numbers, narrowest first: the passes over the rows read and write a quarter of the
-#: memory with 27 cells in ``uint8`` as in ``int32`` (and a fresh page costs a fault: fewer of them).
-_CELL_TYPES = (np.uint8, np.uint16, np.int32, np.int64)
-#: The unsigned type of the sort's rows ``cell << 1 | label`` for each cell type (the same width).
-_ROW_TYPES = {np.uint8: np.uint8, np.uint16: np.uint16, np.int32: np.uint32, np.int64: np.uint64}
-
-
 def cell_type(most):
-    """The narrowest integer type of cell numbers below ``most`` in which twice the number still fits (the sort's
-    rows carry ``cell << 1 | label``, :func:`row_type`)."""
-    return next(t for t in _CELL_TYPES if 2 * most <= np.iinfo(t).max + 1 or t is np.int64)
+    """The narrowest integer type of :attr:`Sizes.CELL_TYPES` for cell numbers below ``most`` in which twice the
+    number still fits (the sort's rows carry ``cell << 1 | label``, :func:`row_type`); the last one past them."""
+    return next((t for t in Sizes.CELL_TYPES if 2 * most <= np.iinfo(t).max + 1), Sizes.CELL_TYPES[-1])
 
 
 def row_type(most):
-    """The unsigned integer type of the sort's rows ``cell << 1 | label`` for cells below ``most``."""
-    return _ROW_TYPES[cell_type(most)]
+    """The unsigned integer type of the sort's rows ``cell << 1 | label`` for cells below ``most``: that of
+    :func:`cell_type`'s width."""
+    return np.dtype(f"u{np.dtype(cell_type(most)).itemsize}").type
