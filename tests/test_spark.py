@@ -26,6 +26,7 @@ from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, Isoton
 from fastcal._engine import ListRows
 from fastcal.spark._expr import java_dataframe
 
+from ._spark_helpers import frame
 from ._spark_helpers import persisted_rdds
 
 pytestmark = [
@@ -65,17 +66,6 @@ def spark():
     yield session
     session.stop()
     env.undo()
-
-
-def _frame(spark, n, parts, seed=0, *, float32=False):
-    """``n`` rows made in the JVM in ``parts`` partitions: score s in (0, 1), label y (0/1), weight w in [0.5, 2)."""
-    s = F.rand(seed)
-    df = spark.range(0, n, numPartitions=parts).select(
-        (s.cast("float") if float32 else s).alias("s"),
-        (F.rand(seed + 1) < s).cast("int").alias("y"),
-        (F.rand(seed + 2) * 1.5 + 0.5).alias("w"),
-        F.col("id"))
-    return df
 
 
 def _from_arrays(spark, parts=2, **columns):
@@ -133,7 +123,7 @@ def _ulps(a, b):
 
 
 def test_map_runs_on_every_partition_in_order(spark):
-    df = _frame(spark, 5000, 4).where("id % 7 != 3")
+    df = frame(spark, 5000, 4).where("id % 7 != 3")
     rows = fs.SparkRows.from_columns(df, ("s", "y", None), ("score_col", "label_col", "weight_col"))
     ref = ListRows(_glom(rows))
     assert len(ref.chunks) == 4
@@ -151,7 +141,7 @@ def test_map_runs_on_every_partition_in_order(spark):
 
 @pytest.mark.parametrize("float32", [False, True])
 def test_empty_partitions_give_empty_chunks_of_the_column_dtypes(spark, float32):
-    df = _frame(spark, 2000, 4, float32=float32).where("id < 500")  # partitions 1 to 3 hold no rows
+    df = frame(spark, 2000, 4, float32=float32).where("id < 500")  # partitions 1 to 3 hold no rows
     rows = fs.SparkRows.from_columns(df, ("s", "y", "w"), ("score_col", "label_col", "weight_col"))
 
     def shape(chunk):
@@ -173,7 +163,7 @@ def _narrow(chunk, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_convert_caches_new_chunks_and_returns_facts(spark, dtype):
-    df = _frame(spark, 3000, 3).where("id % 5 != 0")
+    df = frame(spark, 3000, 3).where("id % 5 != 0")
     rows = fs.SparkRows.from_columns(df, ("s", "y", "w"), ("score_col", "label_col", "weight_col"))
     ref = ListRows(_glom(rows))
     conv, facts = rows.convert(_narrow, dtype)
@@ -195,7 +185,7 @@ def test_convert_caches_new_chunks_and_returns_facts(spark, dtype):
 
 
 def test_errors_of_the_chunk_functions_are_raised_on_the_driver(spark):
-    df = _frame(spark, 1000, 2).withColumn("s", F.when(F.col("id") == 700, 3.0).otherwise(F.col("s")))
+    df = frame(spark, 1000, 2).withColumn("s", F.when(F.col("id") == 700, 3.0).otherwise(F.col("s")))
     rows = fs.SparkRows.from_columns(df, ("s", "y", None), ("score_col", "label_col", "weight_col"))
     with pytest.raises(ValueError, match="s must be at most 2"):
         rows.convert(_narrow, np.float64)
@@ -204,14 +194,14 @@ def test_errors_of_the_chunk_functions_are_raised_on_the_driver(spark):
 
 
 def test_nulls_are_rejected_naming_the_column(spark):
-    df = _frame(spark, 100, 2).withColumn("w", F.when(F.col("id") == 3, None).otherwise(F.col("w")))
+    df = frame(spark, 100, 2).withColumn("w", F.when(F.col("id") == 3, None).otherwise(F.col("w")))
     rows = fs.SparkRows.from_columns(df, ("s", "y", "w"), ("score_col", "label_col", "weight_col"))
     with pytest.raises(ValueError, match="weight_col must not contain nulls"):
         rows.map(len)
 
 
 def test_from_columns_checks_its_arguments(spark):
-    df = _frame(spark, 10, 1).withColumn("name", F.lit("a"))
+    df = frame(spark, 10, 1).withColumn("name", F.lit("a"))
     with pytest.raises(ValueError, match="label_col='nope' is not a column"):
         fs.SparkRows.from_columns(df, ("s", "nope"), ("score_col", "label_col"))
     with pytest.raises(TypeError, match="score_col='name' must be a numeric or boolean column, got string"):
@@ -262,7 +252,7 @@ def test_partition_keys_follow_sparks_hash(spark):
 
 
 def test_tasks_use_the_task_cpus_and_restore_the_thread_count(spark):
-    df = _frame(spark, 100, 2)
+    df = frame(spark, 100, 2)
     rows = fs.SparkRows.from_columns(df, ("s",), ("score_col",))
     cpus = int(spark.conf.get("spark.task.cpus", "1"))
     assert rows.map(lambda c: fastcal.get_num_threads()) == [cpus, cpus]
@@ -478,7 +468,7 @@ def test_predict_checks_its_arguments(spark):
 
 def test_predict_large_isotonic_model_in_the_jvm(spark):
     """Thousands of knots (a fit on 10^5 JVM rows): the plan has no Python step, the result every row's."""
-    df = _frame(spark, 100_000, 2)
+    df = frame(spark, 100_000, 2)
     s, y = _collect(df, "s", "y")
     est = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     out = fs.predict(est, df, "s", "p")
@@ -513,7 +503,7 @@ def _assert_same_isotonic(got, ref, atol):
 ])
 def test_fit_isotonic_equals_the_in_memory_fit(spark, float32, weighted, params):
     n = 30_000
-    df = _frame(spark, n, 3, seed=11, float32=float32)
+    df = frame(spark, n, 3, seed=11, float32=float32)
     s, y, w = _collect(df, "s", "y", "w")
     got = fs.fit_isotonic(df, "s", "y", weight_col="w" if weighted else None, **params)
     ref = IsotonicRegression(**params).fit(s, y, sample_weight=w if weighted else None)
@@ -527,16 +517,16 @@ def test_fit_isotonic_cuts_raw_rows_of_a_cached_frame_in_the_jvm(spark, monkeypa
     # or another one and fail its conversion with the in-memory error.
     from fastcal.spark import SparkRows
 
-    def frame(seed):
-        return _frame(spark, 20_000, 4, seed=seed).withColumn("k", F.floor(F.col("s") * 5000).cast("long")).withColumn(
+    def keyed(seed):
+        return frame(spark, 20_000, 4, seed=seed).withColumn("k", F.floor(F.col("s") * 5000).cast("long")).withColumn(
             "z", F.when(F.col("id") % 7 == 0, 0.0).otherwise(F.col("w")))
 
-    base = frame(32)  # not cached (Spark finds a cache by the plan: another seed)
+    base = keyed(32)  # not cached (Spark finds a cache by the plan: another seed)
     converted, persisted = [], []
     original, persist = SparkRows.convert, type(base).persist  # PySpark's classic DataFrame
     monkeypatch.setattr(SparkRows, "convert", lambda *a: converted.append(1) or original(*a))
     monkeypatch.setattr(type(base), "persist", lambda *a: persisted.append(1) or persist(*a))
-    df = frame(31).cache()
+    df = keyed(31).cache()
     try:
         assert df.count() == 20_000
         k, y, z = _collect(df, "k", "y", "z")
@@ -568,7 +558,7 @@ def test_describe_samples_rows_whatever_made_the_scores(spark):
     # position: the sample of rand(0) scores spreads over (0, 1).
     from fastcal.spark import SparkRows
 
-    df = _frame(spark, 200_000, 4, seed=0)
+    df = frame(spark, 200_000, 4, seed=0)
     rows = SparkRows.from_columns(df, ("s", "y", "w"), ("s", "y", "w"))
     n, chunks, sample, most = rows.describe(0, 2000, 2)
     s, w = _collect(df, "s", "w")
@@ -609,7 +599,7 @@ def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
 
 
 def test_fit_platt_and_beta_equal_the_in_memory_fits(spark):
-    df = _frame(spark, 30_000, 3, seed=31)
+    df = frame(spark, 30_000, 3, seed=31)
     s, y, w = _collect(df, "s", "y", "w")
     # Newton fits stop at a decrement of 1e-10 per unit weight; the sums differ in their order only.
     for weighted in (False, True):
@@ -629,7 +619,7 @@ def _close(got, want):
 
 
 def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
-    df = _frame(spark, 20_000, 3, seed=41)
+    df = frame(spark, 20_000, 3, seed=41)
     s, y, w = _collect(df, "s", "y", "w")
     got = fs.calibration_curve(df, "y", "s", n_bins=7, return_counts=True)
     for g, r in zip(got, fastcal.calibration_curve(y, s, n_bins=7, return_counts=True)):
@@ -652,7 +642,7 @@ def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
 
 
 def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
-    df = _frame(spark, 20_000, 3, seed=43)
+    df = frame(spark, 20_000, 3, seed=43)
     s, y, w = _collect(df, "s", "y", "w")
     _close(fs.brier_score_loss(df, "y", "s"), fastcal.brier_score_loss(y, s))
     _close(fs.log_loss(df, "y", "s", weight_col="w", normalize=False),
@@ -676,23 +666,23 @@ def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
 
 
 def test_fits_raise_the_in_memory_errors(spark):
-    df = _frame(spark, 1000, 2).withColumn("s", F.when(F.col("id") == 5, float("nan")).otherwise(F.col("s")))
+    df = frame(spark, 1000, 2).withColumn("s", F.when(F.col("id") == 5, float("nan")).otherwise(F.col("s")))
     with pytest.raises(ValueError, match="X must be finite, but contains NaN"):
         fs.fit_isotonic(df, "s", "y")
     with pytest.raises(ValueError, match="scores"):
         fs.fit_platt(df, "s", "y")
-    bad_w = _frame(spark, 1000, 2).withColumn("w", F.when(F.col("id") == 5, -1.0).otherwise(F.col("w")))
+    bad_w = frame(spark, 1000, 2).withColumn("w", F.when(F.col("id") == 5, -1.0).otherwise(F.col("w")))
     with pytest.raises(ValueError, match="sample_weight"):
         fs.fit_isotonic(bad_w, "s", "y", weight_col="w")
     with pytest.raises(ValueError, match="X must have at least 1 element"):
-        fs.fit_isotonic(_frame(spark, 10, 2).where("id < 0"), "s", "y")
+        fs.fit_isotonic(frame(spark, 10, 2).where("id < 0"), "s", "y")
     with pytest.raises(ValueError, match="weight_col='v' is not a column"):
         fs.brier_score_loss(df, "y", "s", weight_col="v")
     assert persisted_rdds(spark) == 0  # every cache released, errors too
 
 
 def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(spark):
-    df = _frame(spark, 20_000, 3, seed=47).withColumn("t", F.round(F.col("s"), 2))  # t: scores with ties
+    df = frame(spark, 20_000, 3, seed=47).withColumn("t", F.round(F.col("s"), 2))  # t: scores with ties
     s, y, w, t = _collect(df, "s", "y", "w", "t")
     assert fs.roc_auc_score(df, "y", "t", n_partitions=4) == fastcal.roc_auc_score(y, t)  # integer counts: exact
     _close(fs.roc_auc_score(df, "y", "s", weight_col="w"), fastcal.roc_auc_score(y, s, sample_weight=w))
@@ -716,7 +706,7 @@ def test_weighted_results_do_not_depend_on_the_weight_scale(spark):
     # cover the adapter's paths (a Spark job costs seconds): the isotonic fit (the range partition and PAV driver)
     # and the report (its bin table, range-partitioned AUC, CORP fit and Newton slope: the drivers the other
     # weighted functions use, each checked on ListRows and Dask in tests/test_weight_scale.py).
-    df = _frame(spark, 5_000, 3, seed=5)
+    df = frame(spark, 5_000, 3, seed=5)
     df = df.withColumn("small", F.col("w") * 2.0**-1000).withColumn("big", F.col("w") * 2.0**1000)
     calls = {
         "isotonic": lambda c: (lambda e: np.concatenate([e.X_thresholds_, e.y_thresholds_]))(
