@@ -4,7 +4,8 @@ r"""The ROC AUC behind :func:`fastcal.metrics.roc_auc_score` and the report: the
           \left([s_i > s_j] + \tfrac12 [s_i = s_j]\right)}{\sum_{i:y_i=1} w_i \sum_{j:y_j=0} w_j}
 
 Internal API: :func:`roc_auc` (validated binary input, optionally the
-McClish-standardised partial AUC), :func:`class_mann_whitney` (the counts of
+McClish-standardised partial AUC), :func:`mann_whitney_parts` (the sums of
+one score range, for the engine), :func:`class_mann_whitney` (the counts of
 every class against every other on every column of an (n, k) score matrix:
 one-vs-rest and one-vs-one AUCs without weights), :func:`ovr_weighted` (each
 class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`,
@@ -23,7 +24,8 @@ from ._binning import chunk_offsets, n_chunks
 from ._parallel import parallel_for, run
 from ._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
 
-__all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "ovr_weighted", "range_count", "roc_auc"]
+__all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "mann_whitney_parts",
+           "ovr_weighted", "range_count", "roc_auc"]
 
 #: Above this many classes the groups of one column are sorted by one task, not one task each.
 _TASK_PER_GROUP_MAX_CLASSES = 16
@@ -43,6 +45,32 @@ def range_count(n):
     return 1 if n < THREADED_SORT_MIN_SIZE else max(2, min(MAX_RANGES, n // RANGE_ROWS))
 
 
+def mann_whitney_parts(y, x, w):
+    """The Mann-Whitney sums of scores ``x`` (contiguous float32/float64, finite) against 0/1 labels ``y``
+    (nonzero = positive), with weights ``w`` (or None), whatever the classes present (internal API of the engine's
+    AUC, one score range at a time): without weights ``(n_pos, n_neg, u2)``, integers, ``u2`` twice the count of
+    (positive, negative) pairs ranked right plus half the tied ones (:func:`_unweighted`'s count); with weights
+    ``(w_pos, w_neg, u)``, float64 sums, ``u`` the same pairs' weight products (:func:`roc_auc`'s sweep). The AUC
+    is ``u2 / (2 n_pos n_neg)``, or ``u / (w_pos w_neg)``."""
+    if w is None:
+        view = sort_by_label(x, y, range_count(x.shape[0]))
+        n_neg = int(view.starts[view.ranges])
+        return int(view.starts[-1]) - n_neg, n_neg, _unweighted_u2(view)
+    u, w_pos, w_neg = _k.weighted_auc_signed(*range_sorted_pairs(x, w, y, range_count(x.shape[0])))
+    return float(w_pos), float(w_neg), float(u)
+
+
+def _unweighted_u2(view):
+    """Twice the Mann-Whitney count of the scores of :class:`fastcal._sort.ByLabel` ``view``: pairs in different
+    ranges from the group sizes, pairs in one range by a merge sweep of its two classes, range by range on
+    parallel threads."""
+    ranges, starts = view.ranges, view.starts
+    sizes = np.diff(starts)
+    u2 = sum(run([(_count_range, (view, r)) for r in range(ranges)]))
+    neg_below = np.concatenate(([0], np.cumsum(sizes[:ranges])[:-1]))
+    return u2 + 2 * sum(int(sizes[ranges + r]) * int(neg_below[r]) for r in range(ranges))
+
+
 def _unweighted(x, y, by_label=None):
     """AUC from the Mann-Whitney count over the scores sorted per class and value range.
 
@@ -57,16 +85,11 @@ def _unweighted(x, y, by_label=None):
     parallel threads. Exact: integer counts, one division at the end.
     """
     view = sort_by_label(x, y, range_count(x.shape[0])) if by_label is None else by_label
-    ranges, starts = view.ranges, view.starts
-    sizes = np.diff(starts)
-    n_neg = int(starts[ranges])
-    n_pos = int(starts[-1]) - n_neg
+    n_neg = int(view.starts[view.ranges])
+    n_pos = int(view.starts[-1]) - n_neg
     if n_pos == 0 or n_neg == 0:
         raise _one_class(False)
-    u2 = sum(run([(_count_range, (view, r)) for r in range(ranges)]))
-    neg_below = np.concatenate(([0], np.cumsum(sizes[:ranges])[:-1]))
-    u2 += 2 * sum(int(sizes[ranges + r]) * int(neg_below[r]) for r in range(ranges))
-    return float(u2) / (2.0 * n_pos * n_neg)
+    return float(_unweighted_u2(view)) / (2.0 * n_pos * n_neg)
 
 
 def _count_range(view, r):

@@ -542,17 +542,18 @@ def test_adapters_import_no_engine_internals(module):
 
 @given(st.sampled_from([False, True, "zeros"]).flatmap(lambda wt: scores_and_labels(min_size=2, max_size=300,
                                                                                     weighted=wt)),
-       st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31))
+       st.integers(1, 12), st.sampled_from(CUTS), st.integers(0, 2**31), st.sampled_from([ListRows, RawCut]))
 @settings(max_examples=150, deadline=None)
-def test_roc_auc_equals_in_memory(data, n_partitions, cuts, seed):
+def test_roc_auc_equals_in_memory(data, n_partitions, cuts, seed, kind):
+    # RawCut: the bounds from the backend's describe (as Spark), not a pass of fastcal's over the chunks.
     x, y, w = data
     rng = np.random.default_rng(seed)
     y = y.astype(np.int64)
     y[0], y[-1] = 0, 1  # both classes
     if w is not None:
         w[0] = w[-1] = 1.0
-    got = edec.roc_auc_score(_rows((x, y, w), _cuts(x.shape[0], cuts, rng)), x_dtype=x.dtype, weighted=w is not None,
-                             n_partitions=n_partitions)
+    got = edec.roc_auc_score(_rows((x, y, w), _cuts(x.shape[0], cuts, rng), kind), x_dtype=x.dtype,
+                             weighted=w is not None, n_partitions=n_partitions)
     want = fastcal.roc_auc_score(y, x, sample_weight=w)
     if w is None:
         assert got == want  # integer counts, the same division: bit for bit

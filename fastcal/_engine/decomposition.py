@@ -5,10 +5,12 @@ ROC AUC
 :func:`roc_auc_score` (binary) validates the chunks ``(y_score, y_true, w)``
 as :func:`fastcal.roc_auc_score` does (finite scores; the positive label
 from the set of all labels, the greater of two unless ``pos_label``),
-samples the scores, and range-partitions the rows by score
+samples the scores (the backend's own sample where it has one,
+:meth:`Rows.describe`: Spark's, in the JVM), and range-partitions the rows by score
 (:meth:`Rows.partition`): equal scores never straddle a bound. Each
 partition sorts its scores and returns its positive and negative weights
-and its within-partition Mann-Whitney sum (ties count half); merged in score
+and its within-partition Mann-Whitney sum (ties count half), by the
+in-memory AUC's own sort and count (:func:`fastcal._auc.mann_whitney_parts`); merged in score
 order, a partition's positives also beat every negative of the partitions
 before it. Without weights the counts are integers, added exactly, and the
 AUC is the in-memory one bit for bit (``u2 / (2 n_pos n_neg)``, the same
@@ -56,6 +58,7 @@ import math
 import numpy as np
 
 from .. import _partition, decomposition, platt
+from .._auc import mann_whitney_parts
 from .._params import Options, check
 from .._validation import rescale_weights
 from . import isotonic, user_stacklevel
@@ -126,24 +129,13 @@ def _auc_sample(chunk, size):
 
 def _auc_part(chunk, positive, exponent):
     """``(pos, neg, u)`` of one score range: positive and negative weights (counts without weights) and the sum
-    over its positives of the negatives below plus half those tied (twice that, an integer, without weights)."""
+    over its positives of the negatives below plus half those tied (twice that, an integer, without weights):
+    :func:`fastcal._auc.mann_whitney_parts`, the in-memory AUC's sort and count."""
     x, y, w = chunk
     if not x.shape[0]:
         return 0, 0, 0
-    order = np.argsort(x, kind="stable")
-    xs = x[order]
-    pos = (y[order] != 0) if positive is None else np.isin(y[order], positive)
-    starts = np.flatnonzero(np.concatenate(([True], xs[1:] != xs[:-1])))
-    if w is None:
-        p_g = np.add.reduceat(pos.astype(np.int64), starts)
-        n_g = np.add.reduceat((~pos).astype(np.int64), starts)
-        below = np.cumsum(n_g) - n_g
-        return int(p_g.sum()), int(n_g.sum()), int((p_g * (2 * below + n_g)).sum())
-    ws = rescale_weights(w, exponent)[0][order]
-    p_g = np.add.reduceat(np.where(pos, ws, 0.0), starts)
-    n_g = np.add.reduceat(np.where(pos, 0.0, ws), starts)
-    below = np.cumsum(n_g) - n_g
-    return float(p_g.sum()), float(n_g.sum()), float((p_g * (below + 0.5 * n_g)).sum())
+    pos = ((y != 0) if positive is None else np.isin(y, positive)).view(np.uint8)
+    return mann_whitney_parts(pos, np.ascontiguousarray(x), None if w is None else rescale_weights(w, exponent)[0])
 
 
 def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None):
@@ -169,11 +161,17 @@ def _auc(data, positive, parallelism, n_partitions=None):
     """The AUC of validated :class:`Metrics` rows (``positive`` the positive labels, None: nonzero)."""
     from .._validation import weight_exponent
 
-    samples = data.rows.map(_auc_sample, 1024)
+    if hasattr(data.rows, "describe"):  # the backend's own sample (Spark: in the JVM, no pass of fastcal's)
+        _, n_chunks, values, _ = data.rows.describe(0, 1024 * max(1, int(parallelism)))
+        values = np.asarray(values, dtype=data.dtype)
+        strides = np.ones(values.shape[0])
+    else:
+        samples = data.rows.map(_auc_sample, 1024)
+        n_chunks = len(samples)
+        values = np.concatenate([s for s, _ in samples])
+        strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
     if n_partitions is None:
-        n_partitions = min(len(samples), max(int(parallelism), -(-data.n // AUC_PARTITION_ROWS)))
-    values = np.concatenate([s for s, _ in samples])
-    strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
+        n_partitions = min(n_chunks, max(int(parallelism), -(-data.n // AUC_PARTITION_ROWS)))
     bounds = _partition.quantile_bounds(values, strides, int(n_partitions), data.dtype)
     parts = data.rows.partition(bounds)
     try:
