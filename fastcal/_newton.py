@@ -42,7 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["NewtonResult", "direction", "hessian_index", "minimize", "solve", "solve_spd", "solve_spd_many"]
+__all__ = ["NewtonResult", "direction", "hessian_index", "line_search_steps", "minimize", "minimize_steps",
+           "run_together", "solve", "solve_spd", "solve_spd_many", "warm_start"]
 
 #: Armijo's sufficient-decrease constant (as in libsvm).
 ARMIJO = 1e-4
@@ -151,7 +152,7 @@ def direction(objective, st, free):
     :math:`\lambda^2 = -g^\top d` and :math:`M = \sum_j |d_j| b_j \ge \max_i |\Delta z_i|`.
     """
     k = objective.k
-    st = st.tolist() if hasattr(st, "tolist") else list(st)
+    st = [float(v) for v in st]  # Python floats: a zero pivot raises ZeroDivisionError, not a NumPy warning
     index = hessian_index(k)
     g = st[1:1 + k]
     gf = [g[i] for i in free]
@@ -184,20 +185,14 @@ def _slope(st, d):
     return acc
 
 
-class _Counted:
-    """An objective whose calls of ``stats`` are counted (passes over the data)."""
-
-    def __init__(self, objective):
-        self.objective = objective
-        self.n_passes = 0
-
-    def stats(self, theta, want_loss=False):
-        self.n_passes += 1
-        return self.objective.stats(theta, want_loss)
+def _ask(passes, theta, want_loss=False):
+    """Ask the driver for the sums at ``theta`` (one pass over the data, counted in ``passes[0]``)."""
+    passes[0] += 1
+    return (yield theta, want_loss)
 
 
-def line_search(obj, theta, d, lam2, M):
-    r"""Backtracking from the full step until Armijo's condition holds.
+def line_search_steps(passes, theta, d, lam2, M):
+    r"""Backtracking from the full step until Armijo's condition holds (a generator: see :func:`minimize_steps`).
 
     Along :math:`\theta + t d` the second derivative of F is
     :math:`\varphi''(t) = \sum_i w_i p_i (1 - p_i) \Delta z_i^2`, and since
@@ -214,16 +209,67 @@ def line_search(obj, theta, d, lam2, M):
     while True:
         trial = _along(theta, d, t)
         if t * M < 1.0 and 0.5 * t * math.exp(t * M) <= 1.0 - ARMIJO:
-            return trial, obj.stats(trial)
-        st = obj.stats(trial, want_loss=f0 is not None)
+            return trial, (yield from _ask(passes, trial))
+        st = yield from _ask(passes, trial, f0 is not None)
         if _slope(st, d) <= -ARMIJO * lam2:
             return trial, st
         if f0 is None:
-            f0 = float(obj.stats(theta, want_loss=True)[0])
-            st = obj.stats(trial, want_loss=True)
+            f0 = float((yield from _ask(passes, theta, True))[0])
+            st = yield from _ask(passes, trial, True)
         if float(st[0]) <= f0 - ARMIJO * t * lam2:
             return trial, st
         t *= 0.5
+
+
+def minimize_steps(objective, theta, tol, max_iter, free=None):
+    r""":func:`minimize` as a generator, for fits that share passes over the data (:func:`run_together`): it yields
+    each point ``(theta, want_loss)`` at which it needs ``objective.stats``, is sent the sums there, and returns
+    its :class:`NewtonResult`. The same steps as :func:`minimize`, so the same bits for the same sums.
+    """
+    free = tuple(range(objective.k)) if free is None else tuple(free)
+    passes = [0]
+    W = objective.total_weight
+    theta = tuple(float(v) for v in theta)
+    st = yield from _ask(passes, theta)
+    n_iter = 0
+    while True:
+        d, lam2, M = direction(objective, st, free)
+        if not (math.isfinite(lam2) and math.isfinite(M)):
+            return NewtonResult(theta, n_iter, False, lam2 / W, passes[0])
+        if lam2 <= tol * W:
+            decrement = lam2 / W
+            if n_iter < max_iter and 0.0 < lam2 and M <= SAFE_STEP:
+                theta = _along(theta, d, 1.0)
+                n_iter += 1
+            return NewtonResult(theta, n_iter, True, decrement, passes[0])
+        if n_iter >= max_iter:
+            return NewtonResult(theta, n_iter, False, lam2 / W, passes[0])
+        theta, st = yield from line_search_steps(passes, theta, d, lam2, M)
+        n_iter += 1
+
+
+def run_together(steps, stats_many):
+    """Drive the generators ``steps`` (of :func:`minimize_steps`, or generators that ``yield from`` one) in
+    lockstep and return what each returns, in order: each round, one call of ``stats_many(requests)`` (a list of
+    ``(theta, want_loss)``; it returns the sums at each) answers every unfinished one's pending request. Fits of
+    the same rows thus share each pass over them: a backend whose pass costs more than its arithmetic (Spark,
+    Dask) makes one pass where they would make one each. Each generator sees the same sums as alone."""
+    results = [None] * len(steps)
+    pending = {}
+    for i, g in enumerate(steps):
+        try:
+            pending[i] = next(g)
+        except StopIteration as stop:
+            results[i] = stop.value
+    while pending:
+        order = list(pending)
+        for i, st in zip(order, stats_many([pending[i] for i in order])):
+            try:
+                pending[i] = steps[i].send(st)
+            except StopIteration as stop:
+                results[i] = stop.value
+                del pending[i]
+    return results
 
 
 def minimize(objective, theta, tol, max_iter, free=None):
@@ -240,42 +286,30 @@ def minimize(objective, theta, tol, max_iter, free=None):
     gradient rule stops being reachable once the gradient, a sum over
     millions of rows, is dominated by rounding).
 
-    **Steps** are found by :func:`line_search`. Returns a :class:`NewtonResult`.
+    **Steps** are found by backtracking (:func:`line_search_steps`). Returns a :class:`NewtonResult`.
     """
-    free = tuple(range(objective.k)) if free is None else tuple(free)
-    obj = _Counted(objective)
-    W = objective.total_weight
-    theta = tuple(float(v) for v in theta)
-    st = obj.stats(theta)
-    n_iter = 0
-    while True:
-        d, lam2, M = direction(objective, st, free)
-        if not (math.isfinite(lam2) and math.isfinite(M)):
-            return NewtonResult(theta, n_iter, False, lam2 / W, obj.n_passes)
-        if lam2 <= tol * W:
-            decrement = lam2 / W
-            if n_iter < max_iter and 0.0 < lam2 and M <= SAFE_STEP:
-                theta = _along(theta, d, 1.0)
-                n_iter += 1
-            return NewtonResult(theta, n_iter, True, decrement, obj.n_passes)
-        if n_iter >= max_iter:
-            return NewtonResult(theta, n_iter, False, lam2 / W, obj.n_passes)
-        theta, st = line_search(obj, theta, d, lam2, M)
-        n_iter += 1
+    return run_together([minimize_steps(objective, theta, tol, max_iter, free)],
+                        lambda requests: [objective.stats(*r) for r in requests])[0]
 
 
-def solve(objective, theta, tol, max_iter, free=None):
-    """:func:`minimize`, started from the optimum of ``objective.subsample()`` when there is one.
-
-    The subsample is solved in the same way (recursively) to a tolerance
-    matched to its sampling error, ``max(tol, 1e-3 / n_sub)``. Newton's
-    method converges to the same unique optimum from any start; a start
-    within sampling error of it needs about two passes over the full data
-    instead of five or six.
-    """
+def warm_start(objective, theta, tol, max_iter, free=None):
+    """The start of :func:`solve`: the optimum of ``objective.subsample()`` (solved the same way, recursively, to a
+    tolerance matched to its sampling error, ``max(tol, 1e-3 / n_sub)``) when there is one and it converged to
+    finite values, else ``theta``."""
     sub = objective.subsample()
     if sub is not None:
         res = solve(sub, theta, max(tol, 1e-3 / sub.n), max_iter, free)
         if res.converged and all(math.isfinite(v) for v in res.theta):
-            theta = res.theta
-    return minimize(objective, theta, tol, max_iter, free)
+            return res.theta
+    return theta
+
+
+def solve(objective, theta, tol, max_iter, free=None):
+    """:func:`minimize`, started from the optimum of ``objective.subsample()`` when there is one
+    (:func:`warm_start`).
+
+    Newton's method converges to the same unique optimum from any start; a start
+    within sampling error of it needs about two passes over the full data
+    instead of five or six.
+    """
+    return minimize(objective, warm_start(objective, theta, tol, max_iter, free), tol, max_iter, free)

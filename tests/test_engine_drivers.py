@@ -644,7 +644,9 @@ class _MapNames(ListRows):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted, monkeypatch):
     # Above the warm-start threshold the slope's Newton fits start from a subsample of the logits, taken in the
-    # pass that converts them (no pass of its own); the report equals the in-memory one.
+    # pass that converts them (no pass of its own); the slope's fit and the calibration in the large share their
+    # passes (and the slope's Hessian at its optimum rides on one of them): at most four, none alone. The report
+    # equals the in-memory one.
     rng = np.random.default_rng(12)
     n = 300_000  # above platt.WARM_START_MIN (2^18)
     p = rng.beta(2, 3, n)
@@ -656,6 +658,7 @@ def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted
                                              for a, b in zip(cuts[:-1], cuts[1:])]),
                                   x_dtype=p.dtype, weighted=weighted)
     assert "_logits" in _MapNames.names and "_subsample" not in _MapNames.names
+    assert "_pass" not in _MapNames.names and 2 <= _MapNames.names.count("_passes") <= 4
     _assert_same_report(got, fastcal.calibration_report(y, p, sample_weight=w), n)
 
 

@@ -340,15 +340,20 @@ def test_line_search_decreases_the_objective_monotonically(monkeypatch):
     rng = np.random.default_rng(7)
     s = np.concatenate([rng.normal(1e3 - 1, 0.3, 300), rng.normal(1e3 + 1, 0.3, 300)])
     y = np.repeat([0, 1], 300).astype(np.uint8)
-    seen = []
-    original = _newton.line_search
+    seen, objectives = [], []
+    steps, search = _newton.minimize_steps, _newton.line_search_steps
 
-    def spy(obj, theta, *args):
-        out = original(obj, theta, *args)
-        seen.append((obj.objective.to_public(*theta), obj.objective.to_public(*out[0])))
+    def spy_steps(objective, *args):
+        objectives.append(objective)
+        return steps(objective, *args)
+
+    def spy_search(passes, theta, *args):
+        out = yield from search(passes, theta, *args)
+        seen.append((objectives[-1].to_public(*theta), objectives[-1].to_public(*out[0])))
         return out
 
-    monkeypatch.setattr(_newton, "line_search", spy)
+    monkeypatch.setattr(_newton, "minimize_steps", spy_steps)
+    monkeypatch.setattr(_newton, "line_search_steps", spy_search)
     res = platt_scaling(s, y)
     assert res.converged and len(seen) >= 3
     for before, after in seen:

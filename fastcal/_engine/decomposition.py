@@ -26,7 +26,8 @@ rows from the drivers above and the binned tables: one conversion
 CORP decompositions from one isotonic fit, and the calibration slope,
 intercept and calibration-in-the-large from the logits of ``p``
 (:func:`fastcal.platt.logit_rows` per chunk, then
-:func:`fastcal.platt.slope_intercept_passes`: one pass per Newton step).
+:func:`fastcal.platt.slope_intercept_passes`: one pass per Newton step of
+both fits, which advance together).
 Exactness: each field as its driver's rule says (``n``, the bin edges and
 counts and the unweighted AUC bit-identical; sums to their rounding; slope
 and intercept to the solver's tolerance, about 1e-10 relative).
@@ -229,7 +230,7 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
                                         [f[1] for f in facts])
             slope_fit, missing = platt.slope_intercept_passes(
                 platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
-                passes.rows, strict=False)
+                passes.rows, strict=False, run_passes=passes.run_passes)
         finally:
             logit_rows.release()
     finally:

@@ -10,7 +10,8 @@ then every objective evaluation of the Newton solver
 (:func:`fastcal.platt.fit_passes`, :func:`fastcal.beta.fit_passes`) is one
 :meth:`Rows.map` of the fused objective/gradient/Hessian kernel
 (:func:`fastcal.platt.array_pass`, :func:`fastcal.beta.array_pass`), its
-sums added in chunk order. The weights of every chunk are rescaled by one
+sums added in chunk order; fits that advance together (the report's slope
+and calibration in the large) share each map (:meth:`Passes.run_passes`). The weights of every chunk are rescaled by one
 power of two, that of the largest weight of all
 (:func:`fastcal._validation.weight_exponent`), as in memory.
 
@@ -55,6 +56,13 @@ def _pass(chunk, array_pass, exponent, *args):
     return array_pass(s, y, rescale_weights(w, exponent)[0])(*args)
 
 
+def _passes(chunk, array_pass, exponent, requests):
+    """:func:`_pass` of every argument tuple of ``requests`` on one visit of the chunk."""
+    s, y, w = chunk
+    run = array_pass(s, y, rescale_weights(w, exponent)[0])
+    return [run(*args) for args in requests]
+
+
 class Passes:
     """The converted rows of a Platt or beta fit and the passes over them (see the module docstring)."""
 
@@ -92,11 +100,20 @@ class Passes:
         return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(self, *args):
-        sums = self.conv.map(_pass, self.array_pass, self.exponent, *args)
-        acc = np.zeros(len(sums[0]))
-        for s in sums:  # in chunk order: deterministic
-            acc += s
-        return acc
+        return _added(self.conv.map(_pass, self.array_pass, self.exponent, *args))
+
+    def run_passes(self, requests):
+        """:meth:`run_pass` of every argument tuple of ``requests``, from one visit of each chunk (the same sums)."""
+        sums = self.conv.map(_passes, self.array_pass, self.exponent, list(requests))
+        return [_added([chunk[i] for chunk in sums]) for i in range(len(requests))]
+
+
+def _added(sums):
+    """The chunks' sums added in chunk order: deterministic."""
+    acc = np.zeros(len(sums[0]))
+    for s in sums:
+        acc += s
+    return acc
 
 
 def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):

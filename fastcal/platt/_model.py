@@ -79,13 +79,16 @@ class PlattObjective:
     ``run_pass(center, scale, a', b', targets, want_loss)``: the 6 sums of
     :func:`_run_newton_pass` over all rows, wherever
     they are (arrays, file chunks, Dask partitions). ``subsample`` is a
-    callable returning the objective on a subsample, or None.
+    callable returning the objective on a subsample, or None. ``run_passes``
+    (optional) takes a list of ``run_pass`` arguments and returns their sums
+    from one pass over the rows (:meth:`stats_many`).
     """
 
     k = 2
 
-    def __init__(self, run_pass, n, center, scale, xmax, targets, total_weight, subsample=None):
+    def __init__(self, run_pass, n, center, scale, xmax, targets, total_weight, subsample=None, run_passes=None):
         self.run_pass = run_pass
+        self.run_passes = run_passes
         self.n = n
         self.center = center
         self.scale = scale
@@ -97,6 +100,14 @@ class PlattObjective:
     def stats(self, theta, want_loss=False):
         """(F, dF/da, dF/db, d2F/da2, d2F/dadb, d2F/db2) at ``theta``; F only if ``want_loss`` (else 0)."""
         return self.run_pass(self.center, self.scale, theta[0], theta[1], self.targets, want_loss)
+
+    def stats_many(self, requests):
+        """:meth:`stats` at each ``(theta, want_loss)`` of ``requests``: one pass for all with ``run_passes`` (the
+        list of ``run_pass`` arguments in, the list of their sums out: the same sums), else one each."""
+        args = [(self.center, self.scale, theta[0], theta[1], self.targets, want) for theta, want in requests]
+        if self.run_passes is None:
+            return [self.run_pass(*a) for a in args]
+        return self.run_passes(args)
 
     def subsample(self):
         return None if self._subsample is None else self._subsample()

@@ -212,14 +212,20 @@ def logit_rows(y, p, w):
     return x, (np.asarray(prepared[0]), np.asarray(prepared[1]))
 
 
-def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_rows, *, strict=True):
+def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_rows, *, strict=True,
+                           run_passes=None):
     """:func:`slope_intercept_fit` of rows a caller can pass over: the fit of every backend.
 
     ``prepared`` is the merged :func:`logit_rows` of all ``n`` rows (weights
     rescaled by ``2**-exponent``), ``run_pass`` one pass of
     :func:`array_pass` over their logits, ``subsample_rows(fraction)`` about
     that share of the rows ``(x, y, w)`` for the warm start (see
-    :func:`fit_passes`).
+    :func:`fit_passes`), ``run_passes`` (optional) several passes' sums from
+    one pass over the rows (:class:`PlattObjective`). The slope's fit and the
+    calibration in the large's advance together
+    (:func:`fastcal._newton.run_together`), the slope's Hessian at its
+    optimum asked with the other's next point: with ``run_passes``, three or
+    four passes over the rows where they were five or six, the same sums.
     """
     (_, _, npos, *keys), (wpos, wneg) = prepared
     npos = int(npos)
@@ -256,7 +262,7 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
 
     sub = warm_start(subsample_rows, n,
                      lambda xs, ys, ws, total_sub: array_objective(xs, ys, ws, center, scale, xmax, targets, total_sub))
-    obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub)
+    obj = PlattObjective(run_pass, n, center, scale, xmax, targets, total, sub, run_passes)
     tol, max_iter = DEFAULT_TOL, 100
     # Start at perfect calibration: beta = 1, alpha = 0.
     start = obj.to_internal(-1.0, 0.0)
@@ -267,10 +273,15 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
         slope = math.inf if hi_neg <= lo_pos else -math.inf
         return (_limits(slope, -obj.to_public(*citl.theta)[1], citl.n_iter, citl.converged),
                 "logit(p) separates the classes")
-    res = _newton.solve(obj, start, tol, max_iter)
+    # Calibration in the large: a' stays at the start (beta = 1), only b' moves.
+    (res, at_optimum), citl = _newton.run_together(
+        [_with_sums_at_optimum(_newton.minimize_steps(obj, _newton.warm_start(obj, start, tol, max_iter), tol,
+                                                      max_iter)),
+         _newton.minimize_steps(obj, _newton.warm_start(obj, start, tol, max_iter, (1,)), tol, max_iter, (1,))],
+        obj.stats_many)
     # Covariance of (a', b') is the inverse Hessian at the optimum; (beta, alpha)
     # = (-a, -b) = J (a', b') + const with J = [[-scale, 0], [scale*center, -1]].
-    _, _, _, haa, hab, hbb = obj.stats(res.theta)
+    _, _, _, haa, hab, hbb = at_optimum
     det = haa * hbb - hab * hab
     cov = np.array([[hbb, -hab], [-hab, haa]]) / det if det > 0 else np.full((2, 2), np.nan)
     jac = np.array([[-scale, 0.0], [scale * center, -1.0]])
@@ -281,8 +292,6 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
     slope_se, intercept_se = (math.ldexp(math.sqrt(v) * (math.sqrt(2.0) if exponent % 2 else 1.0), -exponent // 2)
                               for v in (cov[0, 0], cov[1, 1]))
 
-    # Calibration in the large: a' stays at the start (beta = 1), only b' moves.
-    citl = _newton.solve(obj, start, tol, max_iter, free=(1,))
     b_citl = obj.to_public(*citl.theta)[1]
     converged = bool(res.converged and citl.converged)
     if not converged:
@@ -299,6 +308,13 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
         n_iter=int(n_iter),
         converged=converged,
     ), None
+
+
+def _with_sums_at_optimum(steps):
+    """The Newton solve ``steps`` (:func:`fastcal._newton.minimize_steps`), then the sums at its optimum:
+    ``(result, sums)``."""
+    res = yield from steps
+    return res, (yield res.theta, False)
 
 
 def _limits(slope, citl, n_iter=0, converged=True):
