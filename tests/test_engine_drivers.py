@@ -641,12 +641,23 @@ class _MapNames(ListRows):
         return _MapNames([p[0] for p in pairs]), [p[1] for p in pairs]
 
 
+class _RawMapNames(RawCut):
+    """RawCut (rows converted later, as Spark's) that records the name of every function it maps, in
+    :attr:`_MapNames.names`."""
+
+    def map(self, fn, *args):
+        _MapNames.names.append(fn.__name__)
+        return super().map(fn, *args)
+
+
 @pytest.mark.parametrize("weighted", [False, True])
-def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted, monkeypatch):
+@pytest.mark.parametrize("kind", [_MapNames, _RawMapNames])
+def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted, kind, monkeypatch):
     # Above the warm-start threshold the slope's Newton fits start from a subsample of the logits, taken in the
     # pass that converts them (no pass of its own); the slope's fit and the calibration in the large share their
     # passes (and the slope's Hessian at its optimum rides on one of them): at most four, none alone. The report
-    # equals the in-memory one.
+    # equals the in-memory one. Rows converted later (Spark's) make the logits in each pass and their facts and
+    # subsample in the bin table's pass: no conversion of their own.
     rng = np.random.default_rng(12)
     n = 300_000  # above platt.WARM_START_MIN (2^18)
     p = rng.beta(2, 3, n)
@@ -654,10 +665,14 @@ def test_calibration_report_takes_the_slope_subsample_in_the_conversion(weighted
     w = rng.uniform(0, 2, n) if weighted else None
     monkeypatch.setattr(_MapNames, "names", [])
     cuts = list(range(0, n, 30_000)) + [n]
-    got = edec.calibration_report(_MapNames([(p[a:b], y[a:b], None if w is None else w[a:b])
-                                             for a, b in zip(cuts[:-1], cuts[1:])]),
+    got = edec.calibration_report(kind([(p[a:b], y[a:b], None if w is None else w[a:b])
+                                        for a, b in zip(cuts[:-1], cuts[1:])]),
                                   x_dtype=p.dtype, weighted=weighted)
-    assert "_logits" in _MapNames.names and "_subsample" not in _MapNames.names
+    assert "_subsample" not in _MapNames.names
+    if kind is _MapNames:
+        assert "_logits" in _MapNames.names
+    else:
+        assert "_logits" not in _MapNames.names and "_table_and" in _MapNames.names
     assert "_pass" not in _MapNames.names and 2 <= _MapNames.names.count("_passes") <= 4
     _assert_same_report(got, fastcal.calibration_report(y, p, sample_weight=w), n)
 

@@ -98,6 +98,10 @@ def _table(chunk, edges, flags, exponent):
     return _binning.bin_stats(p, y, rescale_weights(w, exponent)[0], edges, **flags)
 
 
+def _table_and(chunk, edges, flags, exponent, fn, args):
+    return _table(chunk, edges, flags, exponent), fn(chunk, *args)
+
+
 def _counts(chunk, lo, scale):
     return _binning.bucket_histograms(chunk[0], lo, scale).sum(axis=0)
 
@@ -172,6 +176,12 @@ class Metrics:
         """The bin table of all the rows: the chunks' tables, added in chunk order (weights rescaled by
         ``2**-exponent``)."""
         return _binning.merge_tables(self.rows.map(_table, edges, flags, self.exponent))
+
+    def table_and(self, edges, fn, args, **flags):
+        """``(table, results)``: :meth:`table`, and ``fn(chunk, *args)`` of every chunk (in chunk order), computed
+        on the same visit of each chunk (``fn`` a module-level function, as for :meth:`Rows.map`)."""
+        parts = self.rows.map(_table_and, edges, flags, self.exponent, fn, args)
+        return _binning.merge_tables([t for t, _ in parts]), [r for _, r in parts]
 
     def grid(self):
         """The smooth-ECE grid sums of all the rows, added in chunk order."""

@@ -208,6 +208,16 @@ def _logits(chunk, exponent, fraction=None):
     return (x, labels, w), (prepared, None if fraction is None else platt.subsample(x, labels, w, fraction))
 
 
+def _logit_facts(chunk, exponent, fraction):
+    """:func:`_logits`' facts alone (the logits made again in each pass: :func:`_logit_chunk`)."""
+    return _logits(chunk, exponent, fraction)[1]
+
+
+def _logit_chunk(chunk, exponent):
+    """:func:`_logits`' chunk alone."""
+    return _logits(chunk, exponent)[0]
+
+
 def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None):
     """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring."""
     from .. import _binning, metrics
@@ -217,14 +227,24 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
     data = Metrics(rows, x_dtype, weighted, pos_label)
     try:
         edges = data.edges(n_bins, strategy)
-        table = data.table(edges, moments=True, brier=True, logloss=True)
+        # the slope's Newton fits warm-start from one subsample, taken where the logits are made
+        fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
+        # A backend that converts rows in each pass (convert_later: Spark) makes the logits there, their facts
+        # in the table's pass: no pass of their own. Others keep them (convert), facts and all.
+        lazy = hasattr(data.rows, "convert_later")
+        flags = {"moments": True, "brier": True, "logloss": True}
+        if lazy:
+            table, facts = data.table_and(edges, _logit_facts, (data.exponent, fraction), **flags)
+        else:
+            table = data.table(edges, **flags)
         positives = float(table[:, _binning.SY].sum())
         both = 0 < positives < float(table[:, _binning.W].sum())
         auc = _auc(data, None, rows.parallelism) if both else math.nan
         corp = _decompositions(data, ("brier", "log_loss"))
-        # the slope's Newton fits warm-start from one subsample, taken in the conversion
-        fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
-        logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
+        if lazy:
+            logit_rows = data.rows.convert_later(_logit_chunk, data.exponent)
+        else:
+            logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
         try:
             passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
                                         [f[1] for f in facts])
