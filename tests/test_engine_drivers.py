@@ -282,7 +282,7 @@ class _CountingRaw(RawCut):
         super().release()
 
 
-@pytest.mark.parametrize("fit", ["isotonic", "isotonic raw", "platt", "beta"])
+@pytest.mark.parametrize("fit", ["isotonic", "isotonic raw", "platt", "platt raw", "beta"])
 def test_drivers_release_what_they_create(fit):
     rng = np.random.default_rng(1)
     x = rng.random(3000)
@@ -290,12 +290,12 @@ def test_drivers_release_what_they_create(fit):
     eps = float(np.finfo(np.float64).resolution)
     x[1500:] = 0.5 + eps * 0.3 * np.arange(1500)  # tie chains: the re-cut too
     _Counting.live = 0
-    kind = _CountingRaw if fit == "isotonic raw" else _Counting
+    kind = _CountingRaw if fit.endswith(" raw") else _Counting
     rows = kind([(x[a:a + 500], y[a:a + 500], None) for a in range(0, 3000, 500)])
     kw = dict(x_dtype=np.float64, weighted=False)
     iso = lambda r: eiso.fit_isotonic(r, n_partitions=6, increasing="auto", **kw)  # noqa: E731
     fits = {"isotonic": iso, "isotonic raw": iso, "platt": lambda r: elog.fit_platt(r, **kw),
-            "beta": lambda r: elog.fit_beta(r, **kw)}
+            "platt raw": lambda r: elog.fit_platt(r, **kw), "beta": lambda r: elog.fit_beta(r, **kw)}
     fits[fit](rows)
     assert _Counting.live == 1  # the caller's rows only
     # errors in the first pass, and (isotonic: labels not 0/1 with "auto") after it
@@ -315,7 +315,9 @@ def test_drivers_release_what_they_create(fit):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("cuts", CUTS)
 @pytest.mark.parametrize("n", [50, 300, 70_000])
-def test_fit_platt_and_beta_equal_in_memory(dtype, weighted, cuts, n):
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+def test_fit_platt_and_beta_equal_in_memory(dtype, weighted, cuts, n, kind):
+    # RawCut: rows converted in each pass (as Spark's), their sums from a map, nothing written back.
     rng = np.random.default_rng(n)
     p = rng.random(n).astype(dtype)
     y = (rng.random(n) < p).astype(np.uint8)
@@ -325,12 +327,12 @@ def test_fit_platt_and_beta_equal_in_memory(dtype, weighted, cuts, n):
     if weighted:
         w[0] = 1.0
     s = (np.log(p) - np.log1p(-p)).astype(dtype)
-    rows_s = _rows((s, y, w), _cuts(n, cuts, rng))
+    rows_s = _rows((s, y, w), _cuts(n, cuts, rng), kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tiny n: separated classes warn the same in both
         got = elog.fit_platt(rows_s, x_dtype=dtype, weighted=weighted)
         ref = PlattScaling().fit(s, y, sample_weight=w)
-        got_b = elog.fit_beta(_rows((p, y, w), _cuts(n, cuts, rng)), x_dtype=dtype, weighted=weighted)
+        got_b = elog.fit_beta(_rows((p, y, w), _cuts(n, cuts, rng), kind), x_dtype=dtype, weighted=weighted)
         ref_b = BetaCalibration().fit(p, y, sample_weight=w)
     # Newton to the solver's tolerance: parameters to 1e-8 relative (the in-memory tests' bound across backends).
     assert_allclose([got.a_, got.b_], [ref.a_, ref.b_], rtol=1e-8, atol=1e-8)
@@ -348,34 +350,38 @@ def test_fit_platt_is_deterministic_for_given_chunks():
     assert (a.a_, a.b_) == (b.a_, b.b_)
 
 
-def test_logistic_errors():
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+def test_logistic_errors(kind):
+    def rows(cols, cuts):
+        return _rows(cols, cuts, kind)
+
     s = np.linspace(-2, 2, 100)
     y = (s > 0).astype(np.uint8)
     bad = s.copy()
     bad[60] = np.inf
     kw = dict(x_dtype=np.float64, weighted=False)
     with pytest.raises(ValueError, match="scores must be finite"):
-        elog.fit_platt(_rows((bad, y, None), [0, 50, 100]), **kw)
+        elog.fit_platt(rows((bad, y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="p must be finite|p must contain probabilities"):
-        elog.fit_beta(_rows((np.where(s > 1, np.nan, 0.5), y, None), [0, 50, 100]), **kw)
+        elog.fit_beta(rows((np.where(s > 1, np.nan, 0.5), y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="p must contain probabilities in"):
-        elog.fit_beta(_rows((s, y, None), [0, 50, 100]), **kw)
+        elog.fit_beta(rows((s, y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="binary|labels"):
-        elog.fit_platt(_rows((s, y * 3, None), [0, 50, 100]), **kw)
+        elog.fit_platt(rows((s, y * 3, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        elog.fit_platt(_rows((s, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        elog.fit_platt(rows((s, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="positive sum"):
-        elog.fit_platt(_rows((s, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        elog.fit_platt(rows((s, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="scores must have at least 1 element"):
-        elog.fit_platt(ListRows([]), **kw)
+        elog.fit_platt(kind([]), **kw)
     with pytest.raises(ValueError, match="max_iter"):
-        elog.fit_platt(_rows((s, y, None), [0, 100]), max_iter=0, **kw)
+        elog.fit_platt(rows((s, y, None), [0, 100]), max_iter=0, **kw)
     # The same messages as in memory.
     for fit, est, x in ((elog.fit_platt, PlattScaling(), bad), (elog.fit_beta, BetaCalibration(), s)):
         with pytest.raises(ValueError) as mem:
             est.fit(x, y)
         with pytest.raises(ValueError) as eng:
-            fit(_rows((x, y, None), [0, 30, 100]), **kw)
+            fit(rows((x, y, None), [0, 30, 100]), **kw)
         assert str(eng.value) == str(mem.value)
     assert fastcal  # the public package imports
 

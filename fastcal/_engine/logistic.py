@@ -4,7 +4,9 @@ Chunks are ``(scores, y, w)`` (``p`` for beta calibration), raw. One
 :meth:`Rows.convert` validates and converts them (the in-memory fit's
 errors, the scores named ``scores`` or ``p``) and returns each chunk's
 preparation sums (:func:`fastcal.platt.prepare`: class weights, score range,
-bad values); a :meth:`Rows.map` collects the warm-start subsample
+bad values); a backend that converts rows in each pass
+(:meth:`Rows.convert_later`: Spark) makes one :meth:`Rows.map` of the sums
+instead, and nothing is written back; a :meth:`Rows.map` collects the warm-start subsample
 (:func:`fastcal.platt.subsample` of every chunk, the same share of each);
 then every objective evaluation of the Newton solver
 (:func:`fastcal.platt.fit_passes`, :func:`fastcal.beta.fit_passes`) is one
@@ -36,14 +38,25 @@ __all__ = ["Passes", "fit_beta", "fit_platt"]
 
 
 def _convert(chunk, x_dtype, name, fraction=None):
-    """A converted chunk and its facts ``(prepare sums, rows, largest weight, subsample or None)``;
-    :func:`fastcal.platt.prepare` finds bad values (then the in-memory checks raise their errors, naming the
-    scores ``name``). With ``fraction``, the facts carry the chunk's warm-start subsample (weights as given)."""
+    """A converted chunk (:func:`_converted`) and its facts (:func:`_facts`)."""
+    converted = _converted(chunk, x_dtype, name)
+    return converted, _facts(converted, name, fraction)
+
+
+def _converted(chunk, x_dtype, name):
+    """A raw chunk converted as the in-memory fit converts its rows (its errors, the scores named ``name``)."""
     x, y, w = chunk
-    s, labels, w = _partition.convert_chunk(x, y, w, x_dtype, score_name=name)
+    return _partition.convert_chunk(x, y, w, x_dtype, score_name=name)
+
+
+def _facts(chunk, name, fraction):
+    """The facts of a converted chunk, ``(prepare sums, rows, largest weight, subsample or None)``:
+    :func:`fastcal.platt.prepare` finds bad values (then the in-memory checks raise their errors, naming the
+    scores ``name``). With ``fraction``, the chunk's warm-start subsample (weights as given)."""
+    s, labels, w = chunk
     iout, fout = platt.prepare(s, labels, w, name=name)
     sub = None if fraction is None else platt.subsample(s, labels, w, fraction)
-    return (s, labels, w), (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub)
+    return iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub
 
 
 def _subsample(chunk, fraction, exponent):
@@ -80,7 +93,16 @@ class Passes:
         # The subsample the fit will ask for, taken in the conversion when the number of rows is known.
         n_rows = getattr(rows, "n_rows", None)
         self.fraction = None if not n_rows else platt.subsample_fraction(n_rows)
-        self.conv, preps = rows.convert(_convert, _partition.fit_dtype(x_dtype), name, self.fraction)
+        dtype = _partition.fit_dtype(x_dtype)
+        if hasattr(rows, "convert_later"):  # converted in each pass (Spark): nothing written back
+            self.conv = rows.convert_later(_converted, dtype, name)
+            try:
+                preps = self.conv.map(_facts, name, self.fraction)
+            except BaseException:
+                self.conv.release()
+                raise
+        else:
+            self.conv, preps = rows.convert(_convert, dtype, name, self.fraction)
         self.subsamples = [p[4] for p in preps]
         self.array_pass = array_pass
         self.n = sum(p[2] for p in preps)
