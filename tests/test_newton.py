@@ -118,3 +118,25 @@ def test_max_iter_stops():
     obj = LogisticObjective(beta_features(p), y)
     res = _newton.minimize(obj, (5.0, -5.0, 3.0), 1e-14, 1)
     assert res.n_iter == 1 and not res.converged and res.decrement > 1e-14
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fits_run_together_share_passes_and_keep_their_results(seed):
+    # Three solves of one objective (all parameters, two of them fixed, a hard start) in lockstep: each gets the
+    # result of its own minimize, bit for bit, and each round answers every unfinished one, so the rounds number
+    # the most passes of any one, not their sum.
+    p, y = data(4000, seed)
+    obj = LogisticObjective(beta_features(p), y, np.random.default_rng(seed).uniform(0, 3, p.size))
+    problems = [((0.0, 0.0, 0.0), None), ((1.0, 0.5, 0.0), (2,)), ((2.0, -2.0, 1.0), (0, 2))]
+    alone = [_newton.minimize(obj, start, 1e-10, 100, free) for start, free in problems]
+    rounds = []
+
+    def stats_many(requests):
+        rounds.append(len(requests))
+        return [obj.stats(*r) for r in requests]
+
+    together = _newton.run_together([_newton.minimize_steps(obj, start, 1e-10, 100, free)
+                                     for start, free in problems], stats_many)
+    assert together == alone
+    assert len(rounds) == max(r.n_passes for r in alone) < sum(r.n_passes for r in alone)
+    assert sum(rounds) == sum(r.n_passes for r in alone)
