@@ -599,8 +599,9 @@ def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
 
 
 def test_fit_platt_and_beta_equal_the_in_memory_fits(spark):
-    df = frame(spark, 30_000, 3, seed=31)
+    df = frame(spark, 30_000, 3, seed=31)  # not cached: the fits cache its columns while they run
     s, y, w = _collect(df, "s", "y", "w")
+    held = persisted_rdds(spark)
     # Newton fits stop at a decrement of 1e-10 per unit weight; the sums differ in their order only.
     for weighted in (False, True):
         got = fs.fit_platt(df, "s", "y", weight_col="w" if weighted else None)
@@ -611,6 +612,7 @@ def test_fit_platt_and_beta_equal_the_in_memory_fits(spark):
         got = fs.fit_beta(df, "s", "y", weight_col="w" if weighted else None, parameters=model)
         ref = BetaCalibration(parameters=model).fit(s, y, sample_weight=w if weighted else None)
         np.testing.assert_allclose([got.a_, got.b_, got.c_], [ref.a_, ref.b_, ref.c_], rtol=1e-10)
+    assert persisted_rdds(spark) == held  # every cache released
 
 
 def _close(got, want):
