@@ -6,7 +6,7 @@ tests/test_spark.py. Needs pyspark and pyarrow, both test dependencies.
 
 from pyspark.sql import functions as F
 
-from fastcal.spark._expr import gateway
+from fastcal.spark import gateway
 
 
 def frame(spark, n, parts, seed=0, *, float32=False):

@@ -24,7 +24,7 @@ import fastcal
 import fastcal.spark as fs
 from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
-from fastcal.spark._expr import java_dataframe
+from fastcal.spark import java_dataframe
 
 from ._spark_helpers import frame
 from ._spark_helpers import persisted_rdds

@@ -58,6 +58,7 @@ One module a subject; this package re-exports their public names:
 
 from .._exports import publish
 from ._buckets import Literals, partition_keys, with_count_below
+from ._expr import gateway, java_dataframe
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
 from ._grouped import fit_grouped
 from ._metrics import (
@@ -101,6 +102,8 @@ __all__ = [
 ]
 
 # The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys, with_count_below (the
-# predictions' search of sorted values), Literals (how literal arrays reach the JVM; the tests switch its path).
+# predictions' search of sorted values), Literals (how literal arrays reach the JVM; the tests switch its path),
+# gateway and java_dataframe (a session's Py4J gateway and a DataFrame's Java object: the tests read the JVM's
+# cache and plans through them).
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show
