@@ -98,14 +98,15 @@ def _checked(summaries, weighted, auto):
 
 
 def _cut_converted(rows, dtype, weighted, auto, n_partitions):
-    """Steps 1-2: ``(parts, summaries)``, the rows converted (:meth:`Rows.convert`), checked, then cut."""
+    """Steps 1-2: ``(parts, summaries, exponent)``, the rows converted (:meth:`Rows.convert`), checked
+    (:func:`_checked`), then cut."""
     conv, summaries = rows.convert(_convert, dtype, auto)
     try:
-        _checked(summaries, weighted, auto)
+        exponent = _checked(summaries, weighted, auto)
         if n_partitions is None:
             n_fit = sum(s.n_fit for s in summaries)
             n_partitions = min(len(summaries), max(int(rows.parallelism), -(-n_fit // PARTITION_ROWS)))
-        return conv.partition(_partition.choose_bounds(summaries, int(n_partitions), dtype)), summaries
+        return conv.partition(_partition.choose_bounds(summaries, int(n_partitions), dtype)), summaries, exponent
     finally:
         if conv is not rows:
             conv.release()
@@ -113,14 +114,15 @@ def _cut_converted(rows, dtype, weighted, auto, n_partitions):
 
 def _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, centered, auto):
     """Steps 1-3 for a backend that cuts its raw rows itself (:meth:`Rows.convert_later`, :meth:`Rows.describe`):
-    ``(parts, summaries, (heads, blocks, exponent))``.
+    ``(parts, summaries, exponent, (heads, blocks))``.
 
     The bounds come from the backend's sample of the raw scores and the
     weights' exponent from their largest raw value; the rows are cut raw and
     validated in the partitions' first visit, which summarises each one
-    (the chunk summaries of step 1), its head, and fits it when the
-    direction is known. Valid rows give the exponent of step 1; a fit made
-    with another (invalid weights raise first) is dropped by the caller.
+    (the chunk summaries of step 1, then checked: :func:`_checked`), its
+    head, and fits it when the direction is known. Valid rows give the
+    exponent of step 1; fits made with another (invalid weights raise first)
+    are dropped (``blocks`` None).
     """
     n, n_chunks, sample, largest = rows.describe(0, _partition.SAMPLE_PER_CHUNK * max(1, int(rows.parallelism)),
                                                  2 if weighted else None)
@@ -139,10 +141,13 @@ def _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, centered, auto):
         lazy.release()
     try:
         first = parts.map(_summary_head_and_fit, eps, auto, sign, exponent, centered)
+        summaries = [f[0] for f in first]
+        checked = _checked(summaries, weighted, auto)
     except BaseException:
         parts.release()
         raise
-    return parts, [f[0] for f in first], ([f[1] for f in first], None if auto else [f[2] for f in first], exponent)
+    blocks = None if auto or checked != exponent else [f[2] for f in first]
+    return parts, summaries, checked, ([f[1] for f in first], blocks)
 
 
 def _positive(part, keep_zero):
@@ -234,20 +239,18 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
 
     sign = 1.0 if est.increasing else -1.0  # known unless auto
     if hasattr(rows, "convert_later"):
-        parts, summaries, first = _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, est.centered, auto)
+        parts, summaries, exponent, first = _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, est.centered,
+                                                     auto)
         keep_zero = weighted  # rows of weight zero were cut with the others
     else:
-        parts, summaries = _cut_converted(rows, dtype, weighted, auto, n_partitions)
+        parts, summaries, exponent = _cut_converted(rows, dtype, weighted, auto, n_partitions)
         first = None
         keep_zero = auto and any(s.has_zero for s in summaries)
     try:
-        exponent = _checked(summaries, weighted, auto)
         n = sum(s.n for s in summaries)
         blocks = None
         if first is not None:
-            heads, blocks, used = first
-            if used != exponent:  # the first visit's fits used another exponent (never for valid weights)
-                blocks = None
+            heads, blocks = first  # blocks None: the first visit's fits used another exponent (never for valid weights)
         elif auto:
             heads = parts.map(_head, eps, keep_zero, auto)
         else:
