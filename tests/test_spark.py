@@ -256,6 +256,11 @@ def test_tasks_use_the_task_cpus_and_restore_the_thread_count(spark):
     rows = fs.SparkRows.from_columns(df, ("s",), ("score_col",))
     cpus = int(spark.conf.get("spark.task.cpus", "1"))
     assert rows.map(lambda c: fastcal.get_num_threads()) == [cpus, cpus]
+    lazy = rows.convert_later(lambda c: (*c, np.array([fastcal.get_num_threads()])))
+    try:  # a conversion run in the task's reading of its rows (convert_later) too
+        assert lazy.map(lambda c: int(c[-1][0])) == [cpus, cpus]
+    finally:
+        lazy.release()
 
     def outside(batches):
         import pyarrow as pa

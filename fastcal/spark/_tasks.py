@@ -111,9 +111,8 @@ def map_task(batches, fn, args, columns, dtypes, labels, prepare=None):
     pickled (ok, result or error))``."""
     pid = _task_id()
     try:
-        chunk = _read_chunk(batches, columns, dtypes, labels, prepare)
-        with _task_threads():
-            result = (True, fn(chunk, *args))
+        with _task_threads():  # the conversions of `prepare` too: fastcal's kernels run in them
+            result = (True, fn(_read_chunk(batches, columns, dtypes, labels, prepare), *args))
     except (ValueError, TypeError, ArithmeticError) as exc:  # the in-memory errors: raised again on the driver
         result = (False, exc)
     yield _result_batch(pid, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
@@ -127,9 +126,8 @@ def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dty
     schema = pa.schema([pa.field(name, _arrow_type(dtype)) for name, dtype in zip(out_fields, out_dtypes)]
                        + [pa.field("_fact", pa.binary())])
     try:
-        chunk = _read_chunk(batches, columns, dtypes, labels, prepare)
         with _task_threads():
-            new_chunk, fact = fn(chunk, *args)
+            new_chunk, fact = fn(_read_chunk(batches, columns, dtypes, labels, prepare), *args)
         kept = [c for c in new_chunk if c is not None]
         result = (True, fact)
     except (ValueError, TypeError, ArithmeticError) as exc:
