@@ -41,7 +41,7 @@ def not_fitted(message):
 
 
 class InvalidParameterError(ValueError, TypeError):
-    """A parameter has a value or type its function does not accept (see :mod:`fastcal._params`).
+    """A parameter has a value or type its function does not accept.
 
     Both a ``ValueError`` and a ``TypeError``, as scikit-learn's exception of
     the same name, so that code catching either works.

@@ -1,6 +1,6 @@
 """The fastcal demo: the main job, at real sizes, with real output.
 
-``fastcal demo`` (or ``python -m fastcal.demo``, or ``make demo``):
+``fastcal demo`` (or ``python -m fastcal.demo``):
 
 1. generates ``--n`` (default 10^7) scores and labels from an over-confident
    model and as many fresh rows to score on;
@@ -23,12 +23,12 @@ checked before any work; compares with betacal when it is installed (the
 
 ``--readme README.md`` also writes the printed transcript into that file,
 between the lines :data:`TRANSCRIPT_START` and :data:`TRANSCRIPT_END`
-(which must be there); ``make demo-readme`` runs it with ``--out
-docs/images``, which makes the README's transcript and its pictures in one
-run. The section titles are :data:`SECTIONS`, and :func:`section_titles`
-reads them back from a transcript (``tests/test_demo.py`` checks the
-README's against them).
+(which must be there). The section titles are :data:`SECTIONS`, and
+:func:`section_titles` reads them back from a transcript.
 """
+
+# ``make demo-readme`` runs the demo with ``--readme README.md --out docs/images``: the README's transcript and
+# its pictures in one run; tests/test_demo.py checks the README's section titles against SECTIONS.
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ PICTURES = ("reliability.png", "corp_reliability.png", "undersampling_histogram.
 #: Rows of the CORP diagram (a subsample above this: 200 refits of the band per model stay quick).
 CORP_ROWS = 10**5
 
-#: Rows of the undersampling study (issue 4's study), or ``--n`` if fewer.
+#: Rows of the undersampling study (:mod:`fastcal.examples.undersampling`), or ``--n`` if fewer.
 STUDY_ROWS = 100_000
 
 _HEADING = re.compile(r"^== (.+?) =+$")

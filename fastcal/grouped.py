@@ -97,7 +97,8 @@ class GroupedCalibrator(BaseCalibrator):
     groups as an extra argument (a 1-D array of any hashable values: ints,
     strings, a pandas categorical; NaN and None are one group), so
     scikit-learn's estimator checks, which call ``fit(X, y)``, do not apply;
-    the conventions they check are tested in ``tests/test_grouped.py``.
+    the conventions they check (parameters, cloning, fitted attributes,
+    ``NotFittedError``, inputs never modified, read-only input) hold all the same.
 
     With an :class:`~fastcal.IsotonicRegression` of a given direction
     (``increasing`` True or False, not centered) and 0/1 labels, all groups

@@ -201,9 +201,9 @@ class IsotonicRegression(BaseCalibrator):
 
     A fit sorts the scores and runs on every thread fastcal is given
     (:func:`fastcal.set_num_threads`), with the same result at any thread
-    count: the engine (:mod:`fastcal._pav_engine`) cuts the rows into score
-    ranges whose number depends on the row count alone, sorts and fits them
-    as threads free up, and pools the ranges' blocks. With 0/1 labels and no
+    count: the rows are cut into score ranges whose number depends on the
+    row count alone, the ranges are sorted and fitted as threads free up,
+    and their blocks are pooled. With 0/1 labels and no
     weights the scores of each class are sorted by value (no argsort);
     already sorted scores are detected and not sorted again.
 

@@ -101,8 +101,8 @@ class VennAbers(BaseCalibrator):
 
     Notes
     -----
-    **Ties** are handled as the ``venn-abers`` package handles them (and
-    tested against it to 1e-12): a test score equal to a calibration score
+    **Ties** are handled as the ``venn-abers`` package handles them (the
+    same intervals as the package's): a test score equal to a calibration score
     is placed after its ties when labelled 0 and before them when labelled 1,
     that is ``p0 = p0_[searchsorted(c_, s, "right")]`` and
     ``p1 = p1_[searchsorted(c_, s, "left")]``. Calibration scores tie only

@@ -214,6 +214,18 @@ def test_labels_like_sklearn():
         M.calibration_curve(y01, p, pos_label=[1])
 
 
+@pytest.mark.parametrize("y", [np.array([2, 7, 2, 7]), np.array(list("abab")), np.array(list("abab"), dtype=object),
+                               np.array([0.5, 1.5, 0.5, 1.5])], ids=["int", "str", "object", "float"])
+def test_missing_pos_label_message_is_sklearns(y):
+    """Labels other than {0, 1} or {-1, 1} without pos_label: scikit-learn's message, word for word."""
+    p = np.array([0.1, 0.4, 0.6, 0.9])
+    with pytest.raises(ValueError) as ours:
+        M.calibration_curve(y, p)
+    with pytest.raises(ValueError) as theirs:
+        sk_calibration_curve(y, p)
+    assert str(ours.value) == str(theirs.value)
+
+
 # ---------------------------------------------------------------------------
 # large inputs: the parallel paths, on any number of threads
 # ---------------------------------------------------------------------------

@@ -2,10 +2,10 @@
 
 The files are loaded at run time from the installed scikit-learn (``sklearn/tests/test_isotonic.py`` and
 ``sklearn/tests/test_calibration.py``; nothing of them is copied here), as fresh modules in which the names
-``IsotonicRegression`` and ``CalibratedClassifierCV`` are fastcal's classes, so that every test of theirs that
-builds one builds fastcal's. Their tests then run as tests of this module. The few fixtures they take from
-scikit-learn's conftest (``global_random_seed``, ``global_dtype``, ``pyplot``) are defined below as scikit-learn
-defines them by default.
+``IsotonicRegression`` and ``CalibratedClassifierCV`` are fastcal's classes and ``calibration_curve`` is
+fastcal's function, so that every test of theirs that builds or calls one uses fastcal's. Their tests then run as
+tests of this module. The few fixtures they take from scikit-learn's conftest (``global_random_seed``,
+``global_dtype``, ``pyplot``) are defined below as scikit-learn defines them by default.
 
 A test that fails by fastcal's design is a strict expected failure, with the reason (:data:`BY_DESIGN`): when
 one starts passing, the list must shrink. Everything else must pass (scikit-learn's array-API tests skip, as
@@ -28,7 +28,8 @@ _TESTS = pathlib.Path(sklearn.__file__).parent / "tests"
 SUBSTITUTES = {
     "test_isotonic": {"IsotonicRegression": fastcal.IsotonicRegression},
     "test_calibration": {"CalibratedClassifierCV": CalibratedClassifierCV,
-                         "IsotonicRegression": fastcal.IsotonicRegression},
+                         "IsotonicRegression": fastcal.IsotonicRegression,
+                         "calibration_curve": fastcal.calibration_curve},
 }
 
 

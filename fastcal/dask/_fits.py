@@ -58,8 +58,7 @@ def fit_isotonic(
 
     Notes
     -----
-    The engine's :func:`fastcal._engine.isotonic.fit_isotonic` over
-    :class:`DaskRows`. Passes: the chunks are validated and converted (and
+    Passes: the chunks are validated and converted (and
     persisted), a strided sample of each (one score in 4096, 64 to 4096)
     gives the partition boundaries; each chunk is split by score range and
     the pieces are shuffled to the partitions (persisted); a small summary

@@ -56,7 +56,7 @@ def fit_grouped(
 
     Notes
     -----
-    The engine's :func:`fastcal._engine.grouped.fit_grouped` over :class:`DaskRows`: one pass gathers each
+    One pass gathers each
     chunk's distinct groups and their rows (the numbering of :func:`segment_report`); the global model is the
     calibrator's own Dask fit (:func:`fit_isotonic`, :func:`fit_platt`, :func:`fit_beta`,
     :func:`fit_histogram`); then the rows are numbered by group, shuffled so that each partition holds whole

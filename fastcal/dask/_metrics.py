@@ -187,8 +187,7 @@ def roc_auc_score(
 
     The rows are range-partitioned by score with a shuffle (as
     :func:`fit_isotonic` does), each partition's Mann-Whitney counts are
-    computed on the workers and merged in score order on the client
-    (:mod:`fastcal._engine.decomposition`): equal to the in-memory AUC bit for
+    computed on the workers and merged in score order on the client: equal to the in-memory AUC bit for
     bit without weights, to the rounding of the sums with them. Binary only
     (``y_score`` 1-D); ``n_partitions`` score ranges (the result does not
     depend on it).
@@ -211,8 +210,7 @@ def calibration_report(
 
     One validation pass, one bin table, the exact AUC of :func:`roc_auc_score`,
     both CORP decompositions from one exact isotonic fit, and the calibration
-    slope and intercept from Newton passes over the persisted logits
-    (:func:`fastcal._engine.decomposition.calibration_report`): the in-memory
+    slope and intercept from Newton passes over the persisted logits: the in-memory
     report, sums to their rounding and the slope to the solver's tolerance.
     """
     return metric(_decomposition.calibration_report, y_true, y_prob, sample_weight, binary=True, n_bins=n_bins,

@@ -27,8 +27,7 @@ def ecce(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = Non
     The rows are range-partitioned by probability with a shuffle (the
     isotonic fit's range partition: equal probabilities are never split),
     each partition returns its sum and the extremes of its running sums, and
-    the client merges them in score order by prefix offsets
-    (:mod:`fastcal._engine.segments`). Equal to the in-memory result to the
+    the client merges them in score order by prefix offsets. Equal to the in-memory result to the
     rounding of the float64 sums (about 1e-12 relative or better).
     ``n_partitions``: probability ranges (the result does not depend on it).
     """
@@ -48,8 +47,7 @@ def segment_report(y_true: DaskData, y_prob: DaskData, groups: DaskData, *, samp
     The groups are numbered as the in-memory function numbers the whole
     column (each chunk's distinct values, gathered on the client), the rows
     are shuffled so that each partition holds whole groups, and each
-    partition runs the in-memory report on its rows
-    (:mod:`fastcal._engine.segments`). Equal to the in-memory report (``n``
+    partition runs the in-memory report on its rows. Equal to the in-memory report (``n``
     exactly; the rest to the rounding of a group's sums). ``groups``: a Dask
     array or Series (any values; NaN and None are one group);
     ``n_partitions``: partitions of whole groups (the result does not depend
@@ -81,7 +79,7 @@ def multicalibration_error(
     the client (the bins are NumPy's percentiles of the whole column,
     exactly); each chunk's cells are summed; the per-segment running sums
     come from a range partition by probability, merged per segment by prefix
-    offsets (:mod:`fastcal._engine.segments`). Equal to the in-memory result
+    offsets. Equal to the in-memory result
     (segments and counts exactly; the ECCEs to ~1e-12 relative).
     ``n_partitions``: probability ranges (the result does not depend on it).
     """

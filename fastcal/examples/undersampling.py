@@ -1,6 +1,6 @@
 """Worked example: undo negative undersampling of a rare-event classifier.
 
-The study of issue 4: 100,000 rows from ``sklearn.datasets.make_classification``
+The study: 100,000 rows from ``sklearn.datasets.make_classification``
 with 1% positives (plus 5% of labels flipped at random, so the positive rate is
 about 3.4%), all positives and 10% of the negatives kept for training, a
 logistic regression fitted on that sample and evaluated on all 100,000 rows.

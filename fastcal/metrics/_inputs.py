@@ -104,8 +104,8 @@ def binary_labels(y_true, pos_label, name="y_true", *, greater=False, many=None)
             return np.ascontiguousarray(arr == classes[1]).view(np.uint8)
         if classes.dtype.kind in "OUS" or not ok:
             raise ValueError(
-                f"{name} takes values in {{{shown(classes)}}} and pos_label is not specified: either make "
-                f"{name} take values in {{0, 1}} or {{-1, 1}} or pass pos_label explicitly."
+                f"{name} takes value in {{{shown(classes)}}} and pos_label is not specified: either make "
+                f"{name} take value in {{0, 1}} or {{-1, 1}} or pass pos_label explicitly."
             )
         pos_label = 1
     return np.ascontiguousarray(arr == pos_label).view(np.uint8)

@@ -79,7 +79,7 @@ def calibration_curve(
         The label of the positive class (required unless the labels are
         {0, 1} or {-1, 1}).
     n_bins : int, default=5
-        Number of bins, 1 to 2**20 (:data:`fastcal._binning.MAX_BINS`). Empty
+        Number of bins, 1 to 2**20. Empty
         bins are dropped from the output, so the arrays may be shorter.
     strategy : {"uniform", "quantile"}, default="uniform"
         "uniform": bins of equal width on [0, 1]; "quantile": edges at the

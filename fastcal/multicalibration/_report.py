@@ -78,7 +78,7 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
 
     One stable sort of the predictions, one counting sort of the groups (the
     rows of each group then follow in order of prediction), one gather, and
-    one pass over the groups (:func:`fastcal._multicalibration_kernels.group_report`),
+    one pass over the groups,
     in tasks of groups cut by the number of groups and rows alone: the same
     at any thread count.
 

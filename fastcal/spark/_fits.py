@@ -58,7 +58,7 @@ def fit_isotonic(
 
     Notes
     -----
-    The driver of :mod:`fastcal._engine.isotonic` on :class:`SparkRows`:
+    On :class:`SparkRows`:
     two small JVM jobs count the rows (and the largest weight) and sample
     the scores; the rows are range-partitioned by score as they are, in the
     JVM (one shuffle, cached; the selected columns of a DataFrame that is
@@ -88,7 +88,7 @@ def fit_platt(
     The validated columns are cached; every Newton step is one ``mapInArrow``
     job whose tasks return their partition's objective, gradient and Hessian
     sums (the fused Numba kernel of the in-memory fit), added on the driver in
-    partition order (:mod:`fastcal._engine.logistic`). ``max_iter`` and
+    partition order. ``max_iter`` and
     ``tol`` as in :class:`fastcal.PlattScaling`.
     """
     return drive(_logistic.fit_platt, df, (score_col, label_col, weight_col),

@@ -64,7 +64,7 @@ def fit_grouped(
 
     Notes
     -----
-    The engine's :func:`fastcal._engine.grouped.fit_grouped`: one job collects each partition's distinct
+    One job collects each partition's distinct
     groups and their rows; the global model is the calibrator's own Spark fit; then the rows, numbered by
     group, are shuffled in the JVM so that each partition holds whole groups, and each task fits its groups
     with the in-memory per-group fits and returns the models. Nothing but distinct values, counts and models

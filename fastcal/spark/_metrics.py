@@ -184,7 +184,7 @@ def roc_auc_score(
 
     The rows are range-partitioned by score in the JVM (as :func:`fit_isotonic`
     does), each partition's Mann-Whitney counts are computed in its task and
-    merged in score order on the driver (:mod:`fastcal._engine.decomposition`):
+    merged in score order on the driver:
     equal to the in-memory AUC bit for bit without weights, to the rounding
     of the sums with them. ``n_partitions`` score ranges (the result does not
     depend on it).
@@ -203,8 +203,8 @@ def calibration_report(
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | None = None,
 ) -> CalibrationReport:
-    """:func:`fastcal.calibration_report` of a DataFrame's columns (binary): the driver the Dask backend runs
-    (:func:`fastcal._engine.decomposition.calibration_report`, its passes and exactness there), on the
-    DataFrame's partitions, its converted rows and logits cached."""
+    """:func:`fastcal.calibration_report` of a DataFrame's columns (binary): the passes of
+    :func:`fastcal.dask.calibration_report`, with its exactness, on the DataFrame's partitions, its converted
+    rows and logits cached."""
     return drive_metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
                         strategy=strategy, pos_label=pos_label)

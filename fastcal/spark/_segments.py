@@ -44,8 +44,7 @@ def ecce(
     The rows are range-partitioned by probability in the JVM (as
     :func:`fit_isotonic` does: equal probabilities are never split), each
     partition's task returns its sum and the extremes of its running sums, and
-    the driver merges them in score order by prefix offsets
-    (:mod:`fastcal._engine.segments`): equal to the in-memory result to the
+    the driver merges them in score order by prefix offsets: equal to the in-memory result to the
     rounding of the float64 sums. ``n_partitions``: probability ranges (the
     result does not depend on it).
     """
@@ -139,8 +138,7 @@ def segment_report(
 
     The groups are numbered as the in-memory function numbers the whole
     column, the rows are shuffled so that each partition holds whole groups,
-    and each partition's task runs the in-memory report on its rows
-    (:mod:`fastcal._engine.segments`): ``n`` exact, the rest to the rounding
+    and each partition's task runs the in-memory report on its rows: ``n`` exact, the rest to the rounding
     of a group's sums. A numeric or boolean ``group_col`` without missing
     values is used as it is; any other column is numbered first (one job to
     look for nulls and NaNs, one to collect the distinct values): numbers
@@ -179,8 +177,7 @@ def multicalibration_error(
     from reductions on the driver (the bins are NumPy's percentiles of the
     whole column, exactly), each partition's cells are summed in its task,
     and the per-segment running sums come from a range partition by
-    probability in the JVM, merged per segment by prefix offsets
-    (:mod:`fastcal._engine.segments`): the in-memory segments and counts
+    probability in the JVM, merged per segment by prefix offsets: the in-memory segments and counts
     exactly, the ECCEs to ~1e-12 relative. A non-numeric feature (strings) is
     numbered in the JVM first, as in :func:`segment_report`; its labels are
     its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
