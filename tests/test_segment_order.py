@@ -136,3 +136,25 @@ def test_segment_report_zero_weight_group_has_no_ecce(labels):
     alone = ecce(y[:3], p[:3], sample_weight=w[:3])
     assert (r.ecce[0], r.ecce_sigma[0], r.pvalue[0]) == pytest.approx((alone.ecce, alone.ecce_sigma, alone.pvalue),
                                                                       rel=1e-14)
+
+
+@pytest.mark.parametrize("cuts", [[0, 6], [0, 3, 6], [0, 1, 4, 6]])
+def test_engine_segment_report_zero_weight_group(cuts):
+    """The backends' report by segment (each partition of whole groups reports in memory) on a group of zero
+    weight, alone in its partition or not: NaN ECCE, sigma and p-value, and the in-memory report's bits (the
+    rows of each group are the same, in another order)."""
+    from fastcal._engine import ListRows
+    from fastcal._engine import segments as eseg
+
+    p = np.array([0.2, 0.4, 0.4, 0.3, 0.7, 0.7])
+    y = np.array([0, 1, 0, 1, 1, 0])
+    w = np.array([1.0, 2.0, 0.5, 0.0, 0.0, 0.0])
+    g = np.array([0, 0, 0, 1, 1, 1])
+    ref = segment_report(y[::-1], p[::-1], g[::-1], sample_weight=w[::-1])
+    rows = ListRows([(p[a:b], y[a:b], w[a:b], g[a:b]) for a, b in zip(cuts[:-1], cuts[1:])])
+    for n_partitions in (1, 2):
+        got = eseg.segment_report(rows, x_dtype=p.dtype, weighted=True, n_partitions=n_partitions)
+        assert got.groups == ref.groups
+        for name in _REPORT_COLUMNS:
+            np.testing.assert_array_equal(getattr(got, name), getattr(ref, name), err_msg=name)
+        assert np.isnan(got.ecce_sigma[1]) and np.isnan(got.pvalue[1])

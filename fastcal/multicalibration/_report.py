@@ -77,10 +77,12 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     up to the order of the float64 sums.
 
     One stable sort of the predictions, one counting sort of the groups (the
-    rows of each group then follow in order of prediction), one gather, and
+    rows of each group then follow in order of prediction; the rows of one
+    prediction are put in an order of their own), one gather, and
     one pass over the groups (:func:`fastcal._multicalibration_kernels.group_report`),
     in tasks of groups cut by the number of groups and rows alone: the same
-    at any thread count.
+    bits at any thread count and for the rows in any order. A group of zero
+    weight has NaN for every column but ``n`` and ``weight_sum``.
 
     Parameters
     ----------
