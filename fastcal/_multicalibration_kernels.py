@@ -38,8 +38,9 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "block_sums", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "merge_extremes",
-           "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET", "sort_ranges", "sort_rows"]
+__all__ = ["KUIPER_SPLIT", "block_sums", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many",
+           "merge_extremes", "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET",
+           "sort_ranges", "sort_rows"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
