@@ -84,10 +84,11 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     2. the same chunks: each row's score, cell and label (and weight)
        moved to its range (found again), in row order (``range_scatter``);
     3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each, each sorted in
-       the cache (``sort_ranges``): all rows then lie in one order along the
-       scores, whatever their input order (the rows of a group of equal
-       scores in the order of ``order_ties``), and the ranges no longer
-       matter;
+       the cache (``sort_ranges``): all rows then lie in order of score, the
+       rows of each group of equal scores ordered by a key of their own
+       (``order_ties``; rows of equal key add equal terms), so every
+       segment meets the same terms in the same order whatever the input
+       order, and the ranges no longer matter;
     4. blocks of the sorted rows, cut at groups of equal scores by the
        number of rows alone: one pass over each block's rows moves the
        float64 running sum, weight and variance of every segment of each
