@@ -6,21 +6,27 @@ weights) and never check.
 
 Segments. Every row has a *cell*: its combination of values of all the
 segment features, numbered ``0..m-1``. A segment is a set of cells (a value
-combination of some of the features), so its rows, weight and variance are
-sums over its cells (:func:`range_cell_sums`, in input order), and a table
-``table[cell, :]`` lists the segments of a cell, one per combination of
-features. The rows are moved to *score ranges*
+combination of some of the features), so its rows are a sum over its cells,
+and a table ``table[cell, :]`` lists the segments of a cell, one per
+combination of features. The rows are moved to *score ranges*
 (:func:`~fastcal._math_kernels.range_of_score`, a non-decreasing map: every
-score of a range is below every score of the next; :func:`range_scatter`); each range is then sorted in the cache
-(:func:`sort_rows`) and scanned once, moving the running sum of every
-segment of each row's cell (:func:`range_extremes`): no mask per segment,
-no global sort. The caller merges the per-chunk and per-range partial
-results in order (:func:`merge_extremes` for the running sums).
+score of a range is below every score of the next; :func:`range_counts`,
+:func:`range_scatter`); each range is then sorted in the cache
+(:func:`sort_ranges`), which puts all the rows in one order along the
+scores, and blocks of the sorted rows are scanned once, moving the running
+sum, weight and variance of every segment of each row's cell
+(:func:`block_sums`): no mask per segment, no global sort. The caller
+merges the per-block partial results in order (:func:`merge_extremes` for
+the running sums).
 
-Ties. All rows of one score form one step of the cumulative sums (they lie
-in one range): the running sum of each segment a tie group touches is
-compared with the segment's maximum and minimum only after the whole group,
-so the result does not depend on the order of tied rows.
+Order. The score ranges depend on a sample of the rows, so on their order;
+the sorted rows do not: within a group of equal scores the rows are put in
+an order that is a function of the group (:func:`order_ties`), and the
+blocks are cut at groups of equal scores by the number of rows alone. So
+every sum is a function of the multiset of rows. All rows of one score
+form one step of the cumulative sums: the running sum of each segment a tie
+group touches is compared with the segment's maximum and minimum only after
+the whole group.
 """
 
 from __future__ import annotations
@@ -32,8 +38,9 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many", "merge_extremes",
-           "range_cell_sums", "range_extremes", "range_scatter", "SMALL_BUCKET", "sort_rows"]
+__all__ = ["KUIPER_SPLIT", "block_sums", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many",
+           "merge_extremes", "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET",
+           "sort_ranges", "sort_rows"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -41,52 +48,19 @@ KUIPER_SPLIT = 2.0
 
 
 @kernel
-def range_cell_sums(cells, p, y, w, x0, scale, cell_range, bounds, counts, total, var, positive, lo, hi):
+def range_counts(p, x0, scale, cell_range, bounds, counts, lo, hi):
     """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
-    ``counts`` (rows per score range, :func:`~fastcal._math_kernels.range_of_score`), and of ``total``
-    (``sum w``), ``var`` (``sum w^2 p (1 - p)``) and ``positive`` (``sum w y``) per cell (``w`` empty: unit
-    weights, whose ``total`` and ``positive`` are counts of rows, kept as integers and converted once: the same
-    float64 values as sums of ones).
-
-    ``total``, ``var`` and ``positive`` start at zero; each cell's sums are added in row order.
-    """
-    weighted = w.shape[0] > 0
-    rows = np.zeros(0 if weighted else 2 * total.shape[1], dtype=np.int64)  # per cell: negatives, positives
+    ``counts``, the chunk's rows per score range (:func:`~fastcal._math_kernels.range_of_score`)."""
     for k in range(lo, hi):
         cnt = counts[k]
-        tot = total[k]
-        v = var[k]
-        pos = positive[k]
-        start = bounds[k]
-        part = cells[start:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
-        scores = p[start:bounds[k + 1]]
-        labels = y[start:bounds[k + 1]]
-        if weighted:
-            weights = w[start:bounds[k + 1]]
-            for i in range(part.shape[0]):
-                c = np.uint64(part[i])  # unsigned: no negative-index wrap-around compiled in
-                pi = np.float64(scores[i])
-                wi = np.float64(weights[i])
-                tot[c] += wi
-                v[c] += wi * wi * pi * (1.0 - pi)
-                pos[c] += wi * np.float64(labels[i] != 0)  # no branch on the label; adding 0.0 changes no sum
-                cnt[np.uint64(range_of_score(pi, x0, scale, cell_range))] += 1
-        else:
-            rows[:] = 0
-            for i in range(part.shape[0]):
-                c = np.uint64(part[i])
-                pi = np.float64(scores[i])
-                rows[c + c + np.uint64(labels[i] != 0)] += 1
-                v[c] += pi * (1.0 - pi)  # w^2 p (1 - p) with w = 1: the same product
-                cnt[np.uint64(range_of_score(pi, x0, scale, cell_range))] += 1
-            for c in range(tot.shape[0]):
-                tot[c] = np.float64(rows[2 * c] + rows[2 * c + 1])
-                pos[c] = np.float64(rows[2 * c + 1])
+        scores = p[bounds[k]:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
+        for i in range(scores.shape[0]):
+            cnt[np.uint64(range_of_score(np.float64(scores[i]), x0, scale, cell_range))] += 1
 
 
 @kernel
 def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
-    """Chunks ``lo..hi`` (as :func:`range_cell_sums`): each row moved to its score range (found again, not stored:
+    """Chunks ``lo..hi`` (as :func:`range_counts`): each row moved to its score range (found again, not stored:
     a multiply and a lookup cost less than writing and reading an array of ranges), in row order: ``xs`` its score
     (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight (if
     ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
@@ -94,7 +68,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
     for k in range(lo, hi):
         at = offsets[k]
         start = bounds[k]
-        part = cells[start:bounds[k + 1]]  # indices from 0 (see range_cell_sums)
+        part = cells[start:bounds[k + 1]]  # indices from 0 (see range_counts)
         scores = p[start:bounds[k + 1]]
         labels = y[start:bounds[k + 1]]
         weights = w[start:bounds[k + 1]] if weighted else w
@@ -105,7 +79,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
             xs[j] = np.float64(scores[i]) + 0.0
             qs[j] = (part[i] << 1) | (labels[i] != 0)
             if weighted:
-                ws[j] = weights[i]
+                ws[j] = np.float64(weights[i]) + 0.0
 
 
 #: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
@@ -125,8 +99,9 @@ def sort_rows(xs, qs, ws, a, b):
     below every score of the next; each row's bucket computed once), a merge
     sort of each bucket of more than :data:`SMALL_BUCKET` rows (unless its
     scores are all equal), then one insertion sort of all the rows, which
-    moves rows only within their bucket. Every step is stable: rows of equal
-    scores keep their order.
+    moves rows only within their bucket; then the rows of each group of
+    equal scores are put in the order of :func:`order_ties`, a function of
+    the group's rows alone.
     """
     n = b - a
     if n < 2:
@@ -141,6 +116,7 @@ def sort_rows(xs, qs, ws, a, b):
         least = min(least, x_in[i])
         most = max(most, x_in[i])
     if least == most:
+        order_ties(x_in, q_in, w_in)
         return
     n_buckets = BUCKETS_PER_ROW * n + 1
     scale = n_buckets / (most - least)
@@ -217,37 +193,126 @@ def sort_rows(xs, qs, ws, a, b):
     q_in[:] = qt
     if weighted:
         w_in[:] = wt
+    order_ties(x_in, q_in, w_in)
 
 
 @kernel
-def range_extremes(xs, qs, ws, starts, table, sort, whole, end, low, high, lo, hi):
-    """Score ranges ``lo..hi`` (range ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)`` as
-    :func:`range_scatter` wrote them; sorted first by :func:`sort_rows` if ``sort``): row ``k`` of ``end``
-    (the running sum ``S = sum w (y - p)`` at the range's end), ``low`` and ``high`` (its minimum ``<= 0`` and
-    maximum ``>= 0`` over the range, taken after each group of equal scores, ``S`` counted from 0 at the range's
-    start) of the segments ``table[cell, :]`` of each row's cell (``end.shape[1]``: none, a slot not returned).
-    ``whole``: column 0 of ``table`` is segment 0 for every cell (all rows), whose sums are kept in registers:
-    every row adds to it, and a sum in memory would make each row wait for the last one's store.
+def order_ties(xs, qs, ws):
+    """The rows ``(xs, qs, ws)`` (sorted by ``xs``; ``ws`` empty: none) of each group of equal scores put in an
+    order that is a function of the group's rows alone, whatever their order before, in place.
 
-    A group of equal scores lies in one range
-    (:func:`~fastcal._math_kernels.range_of_score`). The running sums of the segments of a group's rows are compared with their
-    extremes only after the whole group, so the order of tied rows changes
-    nothing but the rounding of their sum.
+    Rows of a group that add different terms to a running sum are ordered:
+    the labels 0 first (a partition, unweighted), or by the signed weight
+    ``(2 y - 1) w`` (weighted). Rows of equal key add the same terms
+    ``w (y - p)``, ``w`` and ``w^2 p (1 - p)`` to the sums of their segments,
+    so every segment sums the same sequence of terms within the group, and
+    every sum along the sorted scores is a function of the multiset of rows.
+    """
+    n = xs.shape[0]
+    weighted = ws.shape[0] > 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and xs[j] == xs[i]:
+            j += 1
+        if j - i > 1:
+            if weighted:
+                _order_by_signed_weight(qs, ws, i, j)
+            else:
+                _partition_labels(qs, i, j)
+        i = j
+
+
+@kernel
+def _partition_labels(qs, a, b):
+    # the rows a..b of label 0 (qs & 1 == 0) before those of label 1, in place (not stable: rows of one label
+    # add the same term)
+    one = qs.dtype.type(1)
+    lo = a
+    hi = b - 1
+    while True:
+        while lo < hi and qs[lo] & one == 0:
+            lo += 1
+        while lo < hi and qs[hi] & one != 0:
+            hi -= 1
+        if lo >= hi:
+            return
+        q = qs[lo]
+        qs[lo] = qs[hi]
+        qs[hi] = q
+
+
+@kernel
+def _signed_weight(q, w):
+    return w if q & 1 else -w
+
+
+@kernel
+def _order_by_signed_weight(qs, ws, a, b):
+    # the rows a..b by (2 y - 1) w ascending, in place: an insertion sort up to SMALL_BUCKET rows, else an argsort
+    if b - a <= SMALL_BUCKET:
+        for i in range(a + 1, b):
+            q = qs[i]
+            w = ws[i]
+            key = _signed_weight(q, w)
+            t = i
+            while t > a and _signed_weight(qs[t - 1], ws[t - 1]) > key:
+                qs[t] = qs[t - 1]
+                ws[t] = ws[t - 1]
+                t -= 1
+            qs[t] = q
+            ws[t] = w
+        return
+    keys = np.empty(b - a)
+    for i in range(b - a):
+        keys[i] = _signed_weight(qs[a + i], ws[a + i])
+    order = np.argsort(keys)
+    q_part = qs[a:b].copy()
+    w_part = ws[a:b].copy()
+    for i in range(b - a):
+        qs[a + i] = q_part[order[i]]
+        ws[a + i] = w_part[order[i]]
+
+
+@kernel
+def sort_ranges(xs, qs, ws, starts, lo, hi):
+    """Score ranges ``lo..hi`` (range ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)`` as
+    :func:`range_scatter` wrote them) each sorted by :func:`sort_rows`, in place."""
+    for k in range(lo, hi):
+        sort_rows(xs, qs, ws, starts[k], starts[k + 1])
+
+
+@kernel
+def block_sums(xs, qs, ws, starts, table, whole, end, low, high, weight, var, positive, lo, hi):
+    """Blocks ``lo..hi`` of the sorted rows (block ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)``,
+    sorted by :func:`sort_ranges`, whole groups of equal scores): row ``k`` of ``end`` (the running sum
+    ``S = sum w (y - p)`` at the block's end), ``low`` and ``high`` (its minimum ``<= 0`` and maximum ``>= 0``
+    over the block, taken after each group of equal scores, ``S`` counted from 0 at the block's start),
+    ``var`` (``sum w^2 p (1 - p)``) and, if weighted, ``weight`` (``sum w``) of the segments ``table[cell, :]``
+    of each row's cell (``end.shape[1]``: none, a slot not returned); ``positive[k]``: ``sum w y`` of the
+    block. ``whole``: column 0 of ``table`` is segment 0 for every cell (all rows), whose sums are kept in
+    registers: every row adds to it, and a sum in memory would make each row wait for the last one's store.
+
+    The running sums of the segments of a group's rows are compared with
+    their extremes only after the whole group; within the group, the rows
+    are in the order of :func:`order_ties`, so every sum is a function of
+    the group's rows, not of their order.
     """
     weighted = ws.shape[0] > 0
     n_cols = table.shape[1]
     first = 1 if whole else 0
     n_seg = end.shape[1]
-    state = np.empty((n_seg + 1, 3))  # running sum, minimum, maximum
+    state = np.empty((n_seg + 1, 5))  # running sum, minimum, maximum, weight, variance
     for k in range(lo, hi):
         a = starts[k]
         b = starts[k + 1]
-        if sort:
-            sort_rows(xs, qs, ws, a, b)
         state[:] = 0.0
         s0 = 0.0
         low0 = 0.0
         high0 = 0.0
+        w0 = 0.0
+        v0 = 0.0
+        pos0 = 0.0
         x_part = xs[a:b]  # indices from 0: no wrap-around of negative indices to compile in
         q_part = qs[a:b]
         w_part = ws[a:b] if weighted else ws
@@ -255,12 +320,20 @@ def range_extremes(xs, qs, ws, starts, table, sort, whole, end, low, high, lo, h
         i = 0
         while i < m:
             pi = x_part[i]
+            vi = pi * (1.0 - pi)
             if i + 1 == m or x_part[i + 1] != pi:
                 q = q_part[i]
-                r = np.float64(q & 1) - pi
+                label = np.float64(q & 1)
+                r = label - pi
+                wi = 1.0
                 if weighted:
-                    r *= w_part[i]
+                    wi = w_part[i]
+                    r *= wi
+                    vi *= wi * wi
+                    w0 += wi
                 s0 += r
+                v0 += vi
+                pos0 += wi * label
                 low0 = min(low0, s0)
                 high0 = max(high0, s0)
                 segs = table[q >> 1]
@@ -270,18 +343,33 @@ def range_extremes(xs, qs, ws, starts, table, sort, whole, end, low, high, lo, h
                     state[s, 0] = x
                     state[s, 1] = min(state[s, 1], x)
                     state[s, 2] = max(state[s, 2], x)
+                    if weighted:
+                        state[s, 3] += wi
+                    state[s, 4] += vi
                 i += 1
                 continue
             j = i
             while j < m and x_part[j] == pi:
                 q = q_part[j]
-                r = np.float64(q & 1) - pi
+                label = np.float64(q & 1)
+                r = label - pi
+                v = vi
+                wj = 1.0
                 if weighted:
-                    r *= w_part[j]
+                    wj = w_part[j]
+                    r *= wj
+                    v *= wj * wj
+                    w0 += wj
                 s0 += r
+                v0 += v
+                pos0 += wj * label
                 segs = table[q >> 1]
                 for c in range(first, n_cols):
-                    state[segs[c], 0] += r
+                    s = segs[c]
+                    state[s, 0] += r
+                    if weighted:
+                        state[s, 3] += wj
+                    state[s, 4] += v
                 j += 1
             low0 = min(low0, s0)
             high0 = max(high0, s0)
@@ -296,15 +384,20 @@ def range_extremes(xs, qs, ws, starts, table, sort, whole, end, low, high, lo, h
             state[0, 0] = s0
             state[0, 1] = low0
             state[0, 2] = high0
+            state[0, 3] = w0
+            state[0, 4] = v0
         end[k] = state[:n_seg, 0]
         low[k] = state[:n_seg, 1]
         high[k] = state[:n_seg, 2]
+        weight[k] = state[:n_seg, 3]
+        var[k] = state[:n_seg, 4]
+        positive[k] = pos0
 
 
 @kernel
 def merge_extremes(end, low, high):
-    """``(lo, hi)`` per segment over all rows from the per-range results of :func:`range_extremes`, taken in
-    range order: each range's extremes shifted by the running sum before it."""
+    """``(lo, hi)`` per segment over all rows from the per-block results of :func:`block_sums`, taken in
+    block order: each block's extremes shifted by the running sum before it."""
     n_chunks, n_seg = end.shape
     lo_all = np.zeros(n_seg)
     hi_all = np.zeros(n_seg)
@@ -379,6 +472,75 @@ def kuiper_sf_many(x):
     for i in range(x.shape[0]):
         out[i] = kuiper_sf(x[i])
     return out
+
+
+@kernel
+def order_group_ties(ps, ys, ws, starts, lo, hi):
+    """Groups ``lo..hi`` (as :func:`group_report` reads them): the rows of each run of equal scores of a group put
+    in an order that is a function of the run's rows alone, in place (the labels and weights move; the scores
+    are equal): the labels 0 first (a partition, unweighted), or by the signed weight ``(2 y - 1) w``
+    (weighted), as :func:`order_ties`. Rows of equal key add the same terms to every sum of the group."""
+    weighted = ws.shape[0] > 0
+    for g in range(lo, hi):
+        b = starts[g + 1]
+        i = starts[g]
+        while i < b:
+            j = i + 1
+            while j < b and ps[j] == ps[i]:
+                j += 1
+            if j - i > 1:
+                if weighted:
+                    _order_labels_by_signed_weight(ys, ws, i, j)
+                else:
+                    _partition_label_values(ys, i, j)
+            i = j
+
+
+@kernel
+def _partition_label_values(ys, a, b):
+    # the rows a..b of label 0 (ys == 0) before the others, in place (not stable: rows of one label add the same
+    # terms)
+    lo = a
+    hi = b - 1
+    while True:
+        while lo < hi and ys[lo] == 0:
+            lo += 1
+        while lo < hi and ys[hi] != 0:
+            hi -= 1
+        if lo >= hi:
+            return
+        y = ys[lo]
+        ys[lo] = ys[hi]
+        ys[hi] = y
+
+
+@kernel
+def _order_labels_by_signed_weight(ys, ws, a, b):
+    # the rows a..b of (ys, ws) by (2 y - 1) w ascending, in place (as _order_by_signed_weight)
+    keys = np.empty(b - a)
+    for i in range(b - a):
+        keys[i] = ws[a + i] if ys[a + i] != 0 else -ws[a + i]
+    if b - a <= SMALL_BUCKET:
+        for i in range(1, b - a):
+            key = keys[i]
+            y = ys[a + i]
+            w = ws[a + i]
+            t = i
+            while t > 0 and keys[t - 1] > key:
+                keys[t] = keys[t - 1]
+                ys[a + t] = ys[a + t - 1]
+                ws[a + t] = ws[a + t - 1]
+                t -= 1
+            keys[t] = key
+            ys[a + t] = y
+            ws[a + t] = w
+        return
+    order = np.argsort(keys)
+    y_part = ys[a:b].copy()
+    w_part = ws[a:b].copy()
+    for i in range(b - a):
+        ys[a + i] = y_part[order[i]]
+        ws[a + i] = w_part[order[i]]
 
 
 #: Columns of :func:`group_report`'s table.

@@ -632,23 +632,30 @@ def _scores(kind, n, rng):
 
 @pytest.mark.parametrize("kind", ["uniform", "ties", "clusters", "tiny", "zeros"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_sort_rows_is_a_stable_sort(kind, weighted):
-    """Each range's sort against NumPy's stable argsort: the same scores, cells and weights, in the same order."""
+def test_sort_rows_sorts_by_score_then_tie_key(kind, weighted):
+    """Each range's sort against NumPy's stable argsort: the same scores in the same order, each row's cell and
+    weight moved with it, and within each group of equal scores the rows in order of their key (the label,
+    or the signed weight ``(2 y - 1) w``)."""
     from fastcal import _multicalibration_kernels as _k
 
     rng = np.random.default_rng(hash((kind, weighted)) % 2**32)
     for n in (0, 1, 2, 17, 1000, 5000):
         x = _scores(kind, n, rng) + 0.0
-        q = np.arange(n, dtype=np.int64)
-        w = rng.uniform(size=n) if weighted else np.empty(0)
+        q = np.arange(n, dtype=np.int64)  # the row number; its low bit is the label
+        w = rng.uniform(size=n) * (rng.uniform(size=n) < 0.9) if weighted else np.empty(0)
         a = min(3, n)
         xs, qs, ws = x.copy(), q.copy(), w.copy()
         _k.sort_rows(xs, qs, ws, a, n)
         order = np.concatenate([np.arange(a), a + np.argsort(x[a:], kind="stable")]).astype(np.int64)
         np.testing.assert_array_equal(xs, x[order])
-        np.testing.assert_array_equal(qs, order)
+        np.testing.assert_array_equal(qs[:a], q[:a])
+        np.testing.assert_array_equal(np.sort(qs), q)  # a permutation of the rows
+        np.testing.assert_array_equal(x[qs], xs)  # each row's cell and score together
         if weighted:
-            np.testing.assert_array_equal(ws, w[order])
+            np.testing.assert_array_equal(ws, w[qs])
+        key = np.where(qs & 1, ws, -ws) if weighted else (qs & 1).astype(np.float64)
+        same = xs[a + 1:] == xs[a:-1] if n > a else np.zeros(0, dtype=bool)
+        assert np.all(key[a + 1:][same] >= key[a:-1][same])
 
 
 @pytest.mark.parametrize("n", [10, 1000, 50_000])

@@ -59,9 +59,9 @@ order.
 
 Exactness: every column of a group is computed from that group's rows
 alone, by the in-memory kernel, from the same rescaled weights (a power of
-two apart, an exact scaling): ``n`` is exact, the other columns equal the
-in-memory ones to the rounding of float64 sums of a group's tied rows taken
-in another order (a few eps; bit-identical without ties).
+two apart, an exact scaling), and the in-memory report does not depend on
+the order of the rows: every column is the in-memory one, bit for bit (a
+group of zero weight included: NaN but ``n`` and ``weight_sum``).
 
 Multicalibration error
 ----------------------

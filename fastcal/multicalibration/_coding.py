@@ -39,13 +39,14 @@ class Sizes:
     DENSE_CELLS = 4
     #: Entries of the table of segments of each cell used by one pass over the rows (int32: 16 MB).
     TABLE_CELLS = 1 << 22
-    #: Score ranges times numbers of the per-range partial results merged in range order (float64: 16 MB), at most.
+    #: Blocks of sorted rows times numbers of the per-block partial results merged in block order (float64: 16 MB),
+    #: at most.
     CHUNK_ENTRIES = 1 << 21
     #: Entries of the per-task or per-chunk tables, at most (64 MB): chunks of rows times score ranges counted,
-    #: chunks times per-cell sums (3 per cell), tasks times values of a feature counted.
+    #: tasks times values of a feature counted.
     COUNT_ENTRIES = 1 << 23
     #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2
-    #: cache).
+    #: cache), and per block of sorted rows scanned.
     RANGE_ROWS = 1 << 14
     #: The integer types of cell numbers, narrowest first (:func:`cell_type`): the passes over the rows read and
     #: write a quarter of the memory with 27 cells in ``uint8`` as in ``int32``, and a fresh page costs a fault.

@@ -118,8 +118,9 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
 
     The one-segment case of :func:`multicalibration_error`'s passes (scores moved to ranges, each sorted in the
     cache, then scanned); sums in float64 for float32 and float64 input. Unlike MCGrad's ``ecce``, tied predictions
-    are pooled, so the result does not depend on the order of the rows; on
-    untied predictions the two agree.
+    are pooled, and the rows of one prediction are added in an order of their
+    own, so the result does not depend on the order of the rows, to the last
+    bit; on untied predictions the two agree to the rounding of the sums.
 
     Parameters
     ----------

@@ -91,13 +91,16 @@ def multicalibration_error(
     and the relative forms are ``100 * mce / pi`` and ``100 * mde / pi``
     (percent of the prevalence; inf if :math:`\pi = 0`).
 
-    Each row's cell (its values of every feature) is numbered; weights and
-    variances are summed per cell; the rows (score, cell, label, weight) are
-    moved to ranges of scores of about 16k rows, each sorted in the cache,
-    then one pass over each range's rows moves the float64 running sum of
-    every segment each row is in (tie groups pooled per segment), the ranges'
-    extremes merged in order: O(n (number of feature combinations)) after
-    the sort, not one pass per segment, and the same at any thread count. Differences from MCGrad: ties are pooled; segment 0 is kept
+    Each row's cell (its values of every feature) is numbered; the rows
+    (score, cell, label, weight) are moved to ranges of scores of about 16k
+    rows, each sorted in the cache (the rows of one score in an order of
+    their own), then one pass over blocks of the sorted rows moves the
+    float64 running sum, weight and variance of every segment each row is in
+    (tie groups pooled per segment), the blocks' results merged in order:
+    O(n (number of feature combinations)) after the sort, not one pass per
+    segment. The values are the same, to the last bit, at any thread count
+    and for the rows in any order (the segments' order follows the rows', as
+    MCGrad's does). Differences from MCGrad: ties are pooled; segment 0 is kept
     even with fewer rows than ``min_samples_per_segment``; exactly
     ``max_n_segments`` segments are kept (MCGrad keeps whole chunks of 50);
     the p-values are not clamped (MCGrad's are at least 2.2e-16).

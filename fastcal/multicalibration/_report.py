@@ -77,10 +77,12 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     up to the order of the float64 sums.
 
     One stable sort of the predictions, one counting sort of the groups (the
-    rows of each group then follow in order of prediction), one gather, and
+    rows of each group then follow in order of prediction; the rows of one
+    prediction are put in an order of their own), one gather, and
     one pass over the groups,
     in tasks of groups cut by the number of groups and rows alone: the same
-    at any thread count.
+    bits at any thread count and for the rows in any order. A group of zero
+    weight has NaN for every column but ``n`` and ``weight_sum``.
 
     Parameters
     ----------
@@ -129,6 +131,8 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     del rows
     dt = p.dtype.type
     clip_lo = dt(np.finfo(p.dtype).eps)
+    # the rows of equal scores of a group in an order of their own: the sums do not depend on the input order
+    parallel_for(_k.order_group_ties, k, ps, ys, ws, starts, rows=p.shape[0])
     out = np.empty((k, _k.G_COLUMNS))
     parallel_for(_k.group_report, k, ps, ys, ws, starts, np.linspace(0.0, 1.0, n_bins + 1), dt(1), clip_lo,
                  dt(1) - clip_lo, out, rows=p.shape[0])
@@ -138,13 +142,15 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
         std = np.sqrt(out[:, _k.G_VAR]) / total
         positives = out[:, _k.G_SY]
         both = (out[:, _k.G_WPOS] > 0) & (out[:, _k.G_WNEG] > 0)
-        sigma = sigma_of(ecce_value, std)
+        # a group of zero weight has no ECCE: NaN, not a sigma of 0 or inf
+        sigma = np.where(total > 0, sigma_of(ecce_value, std), np.nan)
+        pvalue = np.where(total > 0, _k.kuiper_sf_many(sigma), np.nan)
         return SegmentReport(
             groups=uniques, n=out[:, _k.G_N].astype(np.int64), weight_sum=np.ldexp(total, exponent),
             base_rate=positives / total,
             mean_prediction=out[:, _k.G_SP] / total,
             calibration_ratio=np.where(positives > 0, out[:, _k.G_SP] / np.where(positives > 0, positives, 1), np.nan),
-            ece=out[:, _k.G_ECE] / total, ecce=ecce_value, ecce_sigma=sigma, pvalue=_k.kuiper_sf_many(sigma),
+            ece=out[:, _k.G_ECE] / total, ecce=ecce_value, ecce_sigma=sigma, pvalue=pvalue,
             brier=out[:, _k.G_BRIER] / total, log_loss=out[:, _k.G_LOG] / total,
             auc=np.where(both, out[:, _k.G_U] / (out[:, _k.G_WPOS] * out[:, _k.G_WNEG]), np.nan),
         )

@@ -15,21 +15,25 @@ from ._coding import Sizes, row_type
 __all__ = ["segment_sums"]
 
 
-def _row_chunks(n, m):
-    """Bounds of the chunks of rows in input order, for ``m`` cells: :func:`fastcal._parallel.task_bounds`, fewer
-    where chunks x ``3 m`` (each chunk's sums per cell) would pass :attr:`Sizes.COUNT_ENTRIES` (by the size of
-    the problem alone)."""
-    bounds = task_bounds(n)
-    most = max(1, Sizes.COUNT_ENTRIES // max(3 * m, 1))
-    return np.array(bounds if len(bounds) - 1 <= most else split(n, most), dtype=np.int64)
+def _n_ranges(n, n_chunks):
+    """Score ranges of ``n`` rows, each sorted by one task: about :attr:`Sizes.RANGE_ROWS` rows each, fewer if
+    ranges x ``n_chunks`` (the rows of each range in each chunk of rows) would pass :attr:`Sizes.COUNT_ENTRIES`.
+    A function of the size of the problem alone."""
+    return max(1, min(n // Sizes.RANGE_ROWS, Sizes.COUNT_ENTRIES // max(n_chunks, 1)))
 
 
-def _n_ranges(n, width, n_chunks):
-    """Score ranges of ``n`` rows: about :attr:`Sizes.RANGE_ROWS` rows each, fewer if ranges x ``width`` (the
-    partial results per range) would pass :attr:`Sizes.CHUNK_ENTRIES`, or ranges x ``n_chunks`` (the rows of each
-    range in each chunk of rows) :attr:`Sizes.COUNT_ENTRIES`. A function of the size of the problem alone."""
-    return max(1, min(n // Sizes.RANGE_ROWS, Sizes.CHUNK_ENTRIES // max(width, 1),
-                      Sizes.COUNT_ENTRIES // max(n_chunks, 1)))
+def _blocks(xs, width):
+    """Bounds of the blocks of the sorted scores ``xs`` that the scan cuts: about :attr:`Sizes.RANGE_ROWS` rows
+    each, fewer if blocks x ``width`` (the partial results per block) would pass :attr:`Sizes.CHUNK_ENTRIES`;
+    each bound moved up to the start of its group of equal scores. A function of the sorted scores alone."""
+    n = xs.shape[0]
+    n_blocks = max(1, min(n // Sizes.RANGE_ROWS, Sizes.CHUNK_ENTRIES // max(width, 1)))
+    bounds = np.array(split(n, n_blocks), dtype=np.int64)
+    inner = bounds[1:-1]
+    tied = inner[xs[inner - 1] == xs[inner]]
+    if tied.size:
+        bounds[1:-1][xs[inner - 1] == xs[inner]] = np.searchsorted(xs, xs[tied], side="right")
+    return bounds
 
 
 def _run_chunks(kernel, n, args, n_chunks):
@@ -70,29 +74,38 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     segments of :func:`~fastcal.multicalibration.choose_segments`. One cell and no ``combos``: segment 0 alone,
     the ECCE's sums.
 
-    Three passes, each in tasks on fastcal's threads cut by the size of
+    Four passes, each in tasks on fastcal's threads cut by the size of
     the problem alone and merged in order, so the same at any thread count:
 
     1. chunks of rows in input order: the rows of each score range
        (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
        quantiles of a sample, so every score of a range is below every
-       score of the next) and the sums per cell,
-       which need no order
-       (:func:`fastcal._multicalibration_kernels.range_cell_sums`); a
-       segment's count and sums are then those of its cells;
+       score of the next; :func:`fastcal._multicalibration_kernels.range_counts`);
     2. the same chunks: each row's score, cell and label (and weight)
        moved to its range (found again), in row order (``range_scatter``);
-    3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each: each sorted stably
-       in the cache (``sort_rows``), then one pass over its rows moves the
-       float64 running sum of every segment of each row's cell, through a
-       table of the segments of each cell (``range_extremes``); the ranges'
-       extremes are merged in range order (``merge_extremes``).
+    3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each, each sorted in
+       the cache (``sort_ranges``): all rows then lie in order of score, the
+       rows of each group of equal scores ordered by a key of their own
+       (``order_ties``; rows of equal key add equal terms), so every
+       segment meets the same terms in the same order whatever the input
+       order, and the ranges no longer matter;
+    4. blocks of the sorted rows, cut at groups of equal scores by the
+       number of rows alone: one pass over each block's rows moves the
+       float64 running sum, weight and variance of every segment of each
+       row's cell, through a table of the segments of each cell
+       (``block_sums``); the blocks' results are merged in block order
+       (``merge_extremes``).
+
+    So every sum is a function of the multiset of rows: the same bits for
+    the rows in any order. A segment's count is that of its cells, and
+    without weights its ``W`` too.
 
     Combinations of features whose table would pass :attr:`Sizes.TABLE_CELLS`
-    entries are split into blocks, one pass 3 each (the first sorts).
+    entries are split into table blocks, one pass 4 each.
     """
     n = p.shape[0]
     m = digits.shape[0]
+    weighted = w is not None
     weights = np.empty(0) if w is None else w
     columns = [(0, np.zeros(m, dtype=np.int64))]  # segment 0: every cell
     for subset, mult, local, start, _ in combos:
@@ -102,45 +115,43 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     ends = [blocks[i + 1][0][0] if i + 1 < len(blocks) else n_segments for i in range(len(blocks))]
     widest = max(end - block[0][0] for block, end in zip(blocks, ends))
 
-    bounds = _row_chunks(n, m)
-    n_chunks = bounds.size - 1
-    x0, scale, cell_range = range_map(p, _n_ranges(n, 3 * widest, n_chunks))
-    n_ranges = int(cell_range[-1]) + 1
-    counts = np.zeros((n_chunks, n_ranges), dtype=np.int64)
-    parts = np.zeros((3, n_chunks, m))
-    _run_chunks(_k.range_cell_sums, n, (cells, p, y, weights, x0, scale, cell_range, bounds, counts, *parts), n_chunks)
-    cell_total, cell_var, cell_positive = np.zeros(m), np.zeros(m), np.zeros(m)
-    for k in range(n_chunks):  # in chunk order
-        cell_total += parts[0, k]
-        cell_var += parts[1, k]
-        cell_positive += parts[2, k]
-    del parts
     count = np.zeros(n_segments, dtype=np.int64)
-    total, var = np.zeros(n_segments), np.zeros(n_segments)
     for start, col in columns:
         keep = col >= 0
         size = int(col.max()) + 1 if keep.any() else 0
-        at = slice(start, start + size)
-        count[at] = np.bincount(col[keep], weights=cell_counts[keep], minlength=size)
-        total[at] = np.bincount(col[keep], weights=cell_total[keep], minlength=size)
-        var[at] = np.bincount(col[keep], weights=cell_var[keep], minlength=size)
+        count[start:start + size] = np.bincount(col[keep], weights=cell_counts[keep], minlength=size)
 
+    bounds = np.array(task_bounds(n), dtype=np.int64)
+    n_chunks = bounds.size - 1
+    x0, scale, cell_range = range_map(p, _n_ranges(n, n_chunks))
+    n_ranges = int(cell_range[-1]) + 1
+    counts = np.zeros((n_chunks, n_ranges), dtype=np.int64)
+    _run_chunks(_k.range_counts, n, (p, x0, scale, cell_range, bounds, counts), n_chunks)
     starts = np.zeros(n_ranges + 1, dtype=np.int64)
     np.cumsum(counts.sum(axis=0), out=starts[1:])
     offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
     del counts
     # unsigned: indices that cannot be negative compile without a wrap-around (the scan: a quarter faster)
-    xs, qs, ws = _moved_rows(n, row_type(m), w is not None)
+    xs, qs, ws = _moved_rows(n, row_type(m), weighted)
     _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
                 n_chunks)
     del offsets
+    _run_chunks(_k.sort_ranges, n, (xs, qs, ws, starts), n_ranges)
+    cuts = _blocks(xs, 5 * widest)
+    n_blocks = cuts.size - 1
     lo, hi = np.zeros(n_segments), np.zeros(n_segments)
+    total = count.astype(np.float64) if not weighted else np.zeros(n_segments)
+    var = np.zeros(n_segments)
+    positive = np.zeros(n_blocks)
     for i, (block, last) in enumerate(zip(blocks, ends)):
         first = block[0][0]
         table = np.empty((m, len(block)), dtype=np.uint32)
         for c, (start, col) in enumerate(block):
             table[:, c] = np.where(col >= 0, col + (start - first), last - first)  # last - first: no segment
-        parts = np.zeros((3, n_ranges, last - first))
-        _run_chunks(_k.range_extremes, n, (xs, qs, ws, starts, table, i == 0, i == 0, *parts), n_ranges)
-        lo[first:last], hi[first:last] = _k.merge_extremes(*parts)
-    return count, total, var, lo, hi, float(cell_positive.sum())
+        parts = np.zeros((5, n_blocks, last - first))
+        _run_chunks(_k.block_sums, n, (xs, qs, ws, cuts, table, i == 0, *parts, positive), n_blocks)
+        lo[first:last], hi[first:last] = _k.merge_extremes(*parts[:3])
+        if weighted:
+            total[first:last] = parts[3].sum(axis=0)  # in block order
+        var[first:last] = parts[4].sum(axis=0)
+    return count, total, var, lo, hi, float(positive.sum())
