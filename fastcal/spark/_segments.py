@@ -17,7 +17,7 @@ from pyspark.sql import types as T
 from .._engine import segments as _segments
 from ..multicalibration import MISSING, OTHER
 from ._buckets import temp_name
-from ._rows import SparkRows, drive, drive_metric
+from ._rows import SparkRows, drive, drive_metric, pin_rows
 from ._tasks import NUMPY_OF_SPARK
 
 if TYPE_CHECKING:
@@ -149,14 +149,16 @@ def segment_report(
     a float column) are one group, last, ``None`` in ``groups``, as the
     in-memory function makes NaN and None one group.
     """
-    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
-    if needs_numbers(df, fields, group_col):
-        numbered, column, ordered = group_numbers(df, group_col)
-        report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
-                       ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
-        return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
-    return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
-                 ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+    with pin_rows(df, (prob_col, label_col, weight_col, group_col)) as df:
+        fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+        labels = ("prob_col", "label_col", "weight_col", "group_col")
+        if needs_numbers(df, fields, group_col):
+            numbered, column, ordered = group_numbers(df, group_col)
+            report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column), labels,
+                           pinned=True, n_bins=n_bins, n_partitions=n_partitions)
+            return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
+        return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col), labels,
+                     pinned=True, n_bins=n_bins, n_partitions=n_partitions)
 
 
 def multicalibration_error(
@@ -190,6 +192,16 @@ def multicalibration_error(
     ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
     """
     names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+    with pin_rows(df, (prob_col, label_col, weight_col, *names)) as frame:
+        return _multicalibration_error(
+            frame, label_col, prob_col, names, weight_col=weight_col, numerical=numerical, max_depth=max_depth,
+            max_values_per_segment_feature=max_values_per_segment_feature,
+            min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)
+
+
+def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numerical, max_depth,
+                            max_values_per_segment_feature, min_samples_per_segment, max_n_segments, n_partitions):
+    """:func:`multicalibration_error` of a DataFrame that reads the same rows in every job (:func:`pin_rows`)."""
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     frame, columns, numbered = df, [], {}
     numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
@@ -208,7 +220,7 @@ def multicalibration_error(
             columns.append(name)
     rows = SparkRows.from_columns(frame, (prob_col, label_col, weight_col, *columns),
                                   ("prob_col", "label_col", "weight_col",
-                                   *(f"segment_cols[{i}]" for i in range(len(names)))))
+                                   *(f"segment_cols[{i}]" for i in range(len(names)))), pinned=True)
     try:
         result = _segments.multicalibration_error(
             rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,
