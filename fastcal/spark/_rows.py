@@ -16,7 +16,7 @@ from pyspark.sql import types as T
 
 from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
 from ._expr import sql
-from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, map_task, raise_first
+from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_task, numeric_column, raise_first
 
 
 # ---------------------------------------------------------------------------
@@ -123,12 +123,12 @@ class SparkRows:
             if name not in fields:
                 raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are "
                                  f"{list(fields)}.")
-            dtype = NUMPY_OF_SPARK.get(type(fields[name].dataType))
-            if dtype is None:
+            if not is_numeric(fields[name].dataType):
                 raise TypeError(f"{label}={name!r} must be a numeric or boolean column, got "
                                 f"{fields[name].dataType.simpleString()}.")
+            column, dtype = numeric_column(df[name], fields[name].dataType)
             internal = f"_c{i}"
-            selected.append(df[name].alias(internal))
+            selected.append(column.alias(internal))
             names.append(internal)
             dtypes.append(dtype)
         return cls(df.select(*selected), names, dtypes, labels,

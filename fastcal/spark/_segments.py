@@ -18,7 +18,7 @@ from .._engine import segments as _segments
 from ..multicalibration import MISSING, OTHER
 from ._buckets import temp_name
 from ._rows import SparkRows, drive, drive_metric, pin_rows
-from ._tasks import NUMPY_OF_SPARK
+from ._tasks import NUMPY_OF_SPARK, is_numeric
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -206,8 +206,8 @@ def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numer
     frame, columns, numbered = df, [], {}
     numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
     for name in names:
-        if name in numerical_names and name in fields and type(fields[name].dataType) in NUMPY_OF_SPARK:
-            if _has_missing(frame, name):
+        if name in numerical_names and name in fields and is_numeric(fields[name].dataType):
+            if isinstance(fields[name].dataType, T.DecimalType) or _has_missing(frame, name):  # a decimal: as double
                 frame, column = _missing_as_nan(frame, name)
                 columns.append(column)
             else:
