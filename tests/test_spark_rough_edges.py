@@ -49,3 +49,18 @@ def test_decimal_score_columns_are_numeric(spark):
     assert [float(g) for g in report.groups] == [0.0, 1.0, 2.0] and int(report.n.sum()) == 3000
     with pytest.raises(TypeError, match="score_col='g2' must be a numeric column, got string"):
         fs.predict(platt, df.withColumn("g2", F.lit("a")), "g2", output_col="p")
+
+
+def test_all_zero_weights_have_the_in_memory_error(spark):
+    # One error for one fault, on every path: scikit-learn's words, as in memory.
+    df = frame(spark, 500, 2, seed=12).withColumn("z", F.lit(0.0))
+    s, y = collect(df, "s", "y")
+    message = r"Sample weights must contain at least one non-zero number \(sample_weight is all zeros\)"
+    with pytest.raises(ValueError, match=message):
+        fastcal.IsotonicRegression().fit(s, y, sample_weight=np.zeros(500))  # the in-memory wording
+    calls = [lambda: fs.fit_isotonic(df, "s", "y", weight_col="z"), lambda: fs.fit_platt(df, "s", "y", weight_col="z"),
+             lambda: fs.calibration_report(df, "y", "s", weight_col="z"), lambda: fs.ecce(df, "y", "s", weight_col="z"),
+             lambda: fs.roc_auc_score(df, "y", "s", weight_col="z")]
+    for call in calls:
+        with pytest.raises(ValueError, match=message):
+            call()

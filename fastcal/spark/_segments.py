@@ -92,17 +92,22 @@ def needs_numbers(df, fields, name):
 def group_numbers(df, group_col):
     """``(df with an int column numbering group_col, its name, the values by number)``.
 
-    The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
-    NumPy array of them (numbers and strings), or sorted (other objects: dates, decimals); the missing values,
-    null and NaN, are one group, last (``None``), as in memory. Each row gets its value's number by a broadcast
-    join.
+    The distinct values are collected with the position of their first row (one small job) and ordered as
+    :func:`fastcal.segment_report` orders the collected column: numbers sorted, other values (strings, dates,
+    decimals: an object array in memory) in the order they first appear; the missing values, null and NaN, are
+    one group, last (``None``), as in memory. Each row gets its value's number by a broadcast join.
     """
     from ..multicalibration import group_codes
 
-    values = [r[0] for r in df.select(group_col).distinct().collect()]
+    position = temp_name("i")
+    found = (df.select(F.col(group_col), F.monotonically_increasing_id().alias(position))  # partition, then row
+             .groupBy(group_col).agg(F.min(position)).collect())
+    values = [r[0] for r in found]
     present = [v for v in values if not _is_missing(v)]
-    array = np.array(present)
-    ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
+    if type(df.schema[group_col].dataType) in NUMPY_OF_SPARK:
+        ordered = group_codes(np.array(present), "groups")[1] if present else []
+    else:
+        ordered = [r[0] for r in sorted(found, key=lambda r: r[1]) if not _is_missing(r[0])]
     if len(present) < len(values):
         ordered.append(None)
     number = temp_name("g")
