@@ -64,3 +64,18 @@ def test_all_zero_weights_have_the_in_memory_error(spark):
     for call in calls:
         with pytest.raises(ValueError, match=message):
             call()
+
+
+def test_segment_tools_take_the_in_memory_labels(spark):
+    # {-1, 1} labels: accepted by the report and the AUC, refused by the segment tools with the in-memory error
+    # (the Spark guide says so).
+    df = frame(spark, 400, 2, seed=13).withColumn("t", F.col("y") * 2 - 1).withColumn("g", F.col("id") % 3)
+    s, y, t, g = collect(df, "s", "y", "t", "g")
+    assert fs.calibration_report(df, "t", "s").ece == fastcal.calibration_report(t, s).ece
+    for spark_call, memory_call in [(lambda: fs.ecce(df, "t", "s"), lambda: fastcal.ecce(t, s)),
+                                    (lambda: fs.segment_report(df, "t", "s", "g"),
+                                     lambda: fastcal.segment_report(t, s, g))]:
+        with pytest.raises(ValueError) as memory:
+            memory_call()
+        with pytest.raises(ValueError, match=str(memory.value).replace(".", r"\.")):
+            spark_call()
