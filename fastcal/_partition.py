@@ -33,6 +33,7 @@ import numpy as np
 
 from . import _partition_kernels as _k
 from ._validation import (
+    all_zero_weights,
     as_float_array,
     as_label_array,
     check_binary_labels,
@@ -357,7 +358,7 @@ def increasing_from_rho(rho, n, stacklevel=3):
 
 def check_total_weight(summaries, weighted):
     if weighted and not sum(s.weight_sum for s in summaries) > 0:
-        raise ValueError("sample_weight must have a positive sum.")
+        raise all_zero_weights()
 
 
 def global_weight_exponent(summaries):

@@ -210,6 +210,12 @@ def rescale_weights(w, exponent=None):
     return np.ldexp(w, -e).astype(w.dtype, copy=False), e
 
 
+def all_zero_weights(name: str = "sample_weight") -> ValueError:
+    """The error of non-negative weights that are all zero, in scikit-learn's words, for every path and backend
+    (the in-memory checks, and the drivers that add the weights' sums of many chunks)."""
+    return ValueError(f"Sample weights must contain at least one non-zero number ({name} is all zeros).")
+
+
 def weight_exponent(w, scale_max=None):
     """The exponent ``e`` of :func:`rescale_weights` for validated weights ``w`` (0 for ``None``), or for
     weights whose largest element is ``scale_max`` (the maximum over the chunks of a chunked fit)."""
@@ -245,8 +251,8 @@ def check_sample_weight(sample_weight, n, name="sample_weight", *, allow_zero=Tr
     lo, hi = value_range(w, name)
     if n and (lo < 0 or (lo == 0 and not allow_zero)):
         raise ValueError(f"{name} must be {'non-negative' if allow_zero else 'strictly positive'}.")
-    if n and not hi > 0:  # non-negative weights: a positive sum is a positive maximum; scikit-learn's words
-        raise ValueError(f"Sample weights must contain at least one non-zero number ({name} is all zeros).")
+    if n and not hi > 0:  # non-negative weights: a positive sum is a positive maximum
+        raise all_zero_weights(name)
     if rescale:
         w = rescale_weights(w, weight_exponent(None, hi) if n else 0)[0]
     return (w, lo, hi) if bounds else w

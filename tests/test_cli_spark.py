@@ -182,3 +182,28 @@ def test_fit_and_apply_by_group_with_spark_equal_the_in_memory_commands(spark, f
     order = np.argsort(result.column("id").to_numpy())
     assert result.column_names == ["id", "score", "label", "weight", "group", "p"]
     assert_array_equal(result.column("p").to_numpy()[order], want.predict(score, group))
+
+
+def test_apply_with_spark_fails_on_a_null_score_as_without_spark(spark, files, capsys):  # noqa: F811
+    d, score, label, _ = files
+    fastcal.PlattScaling().fit(score, label).save(d / "platt.json")
+    table = pq.read_table(d / "data.parquet")
+    null = table.set_column(1, "score", pa.array([None if i == 13 else s for i, s in enumerate(score.tolist())],
+                                                  type=pa.float64()))
+    pq.write_table(null, d / "null_score.parquet")
+    for spark_option in ([], ["--spark"]):
+        assert main(["apply", *spark_option, str(d / "platt.json"), str(d / "null_score.parquet"), "-o",
+                     str(d / "null_out.parquet"), "--score-col", "score"]) == 1
+        line = _error_line(capsys)
+        assert "column 'score'" in line and "missing value" in line, line
+        assert not os.path.exists(d / "null_out.parquet") and not _leftovers(d)
+
+
+def test_a_session_the_command_starts_shows_progress_bars_only_where_fastcal_would():
+    import argparse
+
+    from fastcal.cli.spark import session_config
+
+    for quiet, terminal, shown in ((False, True, "true"), (True, True, "false"), (False, False, "false")):
+        config = session_config(argparse.Namespace(quiet=quiet), terminal)
+        assert config["spark.ui.showConsoleProgress"] == shown

@@ -136,7 +136,7 @@ def test_fit_isotonic_errors(client):
         fd.fit_isotonic(X, Y[:999])
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         fd.fit_isotonic(X, Y, da.from_array(-np.ones(1000), chunks=300))
-    with pytest.raises(ValueError, match="positive sum"):
+    with pytest.raises(ValueError, match="at least one non-zero number"):
         fd.fit_isotonic(X, Y, np.zeros(1000))
     with pytest.raises(ValueError, match='increasing="auto"'):
         fd.fit_isotonic(X, Y * 2, increasing="auto")

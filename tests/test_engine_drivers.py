@@ -198,7 +198,7 @@ def test_fit_isotonic_errors(kind):
             eiso.fit_isotonic(_rows((bad, y, None), [0, 50, 100], kind), x_dtype=np.float64, weighted=False)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         eiso.fit_isotonic(_rows((x, y, -np.ones(100)), [0, 50, 100], kind), x_dtype=np.float64, weighted=True)
-    with pytest.raises(ValueError, match="positive sum"):
+    with pytest.raises(ValueError, match="at least one non-zero number"):
         eiso.fit_isotonic(_rows((x, y, np.zeros(100)), [0, 50, 100], kind), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match='increasing="auto"'):
         eiso.fit_isotonic(_rows((x, y * 2, None), [0, 50, 100], kind), x_dtype=np.float64, weighted=False,
@@ -370,7 +370,7 @@ def test_logistic_errors(kind):
         elog.fit_platt(rows((s, y * 3, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
         elog.fit_platt(rows((s, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
-    with pytest.raises(ValueError, match="positive sum"):
+    with pytest.raises(ValueError, match="at least one non-zero number"):
         elog.fit_platt(rows((s, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="scores must have at least 1 element"):
         elog.fit_platt(kind([]), **kw)
@@ -485,7 +485,7 @@ def test_metrics_errors():
     kw = dict(x_dtype=np.float64, weighted=False)
     cases = [((p * 2, y, None), "outside \\[0, 1\\]"), ((np.where(p > 0.9, np.nan, p), y, None), "y_prob"),
              ((p, y, -np.ones(100)), "sample_weight must be non-negative"),
-             ((p, y, np.zeros(100)), "positive sum"), ((p, np.where(np.arange(100) % 2, 2, 5), None), "pos_label is not specified")]
+             ((p, y, np.zeros(100)), "at least one non-zero number"), ((p, np.where(np.arange(100) % 2, 2, 5), None), "pos_label is not specified")]
     for cols, match in cases:
         weighted = cols[2] is not None
         with pytest.raises(ValueError, match=match) as eng:

@@ -49,10 +49,10 @@ def test_report_and_multicalibration_error(spark):
         (F.col("id") % 3).alias("k"))
     p, y, w, k = _collect(df, "p", "y", "w", "k")
     g = np.array(df.select("g").toArrow().column("g").to_pylist(), dtype=object)
-    # strings: numbered in the order of the in-memory function on a NumPy array of them ("ab" < "ba" < ... as
-    # the integers of their bits), null last
-    present = g != None  # noqa: E711 - elementwise
-    ref_groups = fastcal.segment_report(y[present], p[present], g[present].astype(str)).groups + [None]
+    # strings: in the order of the in-memory function on the collected column (an object array: the order in
+    # which they first appear, not sorted), null last
+    ref_groups = fastcal.segment_report(y, p, g).groups
+    assert ref_groups[-1] is None and ref_groups[:-1] != sorted(ref_groups[:-1])
     got = fs.segment_report(df, "y", "p", "g", weight_col="w", n_bins=6)
     codes = np.array([ref_groups.index(v) for v in g])
     _same_report(got, fastcal.segment_report(y, p, codes, sample_weight=w, n_bins=6), ref_groups)
@@ -106,3 +106,45 @@ def test_numeric_group_columns_with_nulls_are_a_missing_group(spark):
     assert any(v.get("x") != v.get("x") for v in ref.segment_values)  # the NaN bin
     assert_array_equal(got.segment_n, ref.segment_n)
     assert_allclose(got.segment_ecce, ref.segment_ecce, rtol=RTOL, atol=0)
+
+
+def _redrawn(spark, n, kind):
+    """``n`` rows whose group ``g`` is drawn again in every job that computes them (a nondeterministic UDF, one of
+    4n values): a DataFrame that never gives the same rows twice."""
+    import random
+
+    if kind == "string":
+        draw = F.udf(lambda: f"g{random.randrange(4 * n)}", "string").asNondeterministic()
+    else:
+        draw = F.udf(lambda: random.randrange(4 * n), "long").asNondeterministic()
+    return _frame(spark, n, 3).withColumn("g", draw())
+
+
+@pytest.mark.parametrize("kind", ["string", "long"])
+def test_segment_tools_read_one_set_of_rows_from_a_frame_that_is_not_cached(spark, kind):
+    # The group numbering (a job of its own for a string column) and the passes must see the same rows: passes that
+    # each drew other groups would make the groups that the numbering never saw missing (None), or fail.
+    from ._spark_helpers import persisted_rdds
+
+    held = persisted_rdds(spark)
+    report = fs.segment_report(_redrawn(spark, 200, kind), "y", "s", "g")
+    assert None not in report.groups and len(set(report.groups)) == len(report.groups)
+    assert int(report.n.sum()) == 200
+    mce = fs.multicalibration_error(_redrawn(spark, 200, kind), "y", "s", ["g"], min_samples_per_segment=1,
+                                    max_values_per_segment_feature=2000)
+    assert {"g": "__NA"} not in mce.segment_values and int(mce.segment_n[0]) == 200
+    assert int(mce.segment_n[1:].sum()) == 200  # the one feature's segments cover every row once
+    fitted = fs.fit_grouped(fastcal.IsotonicRegression(out_of_bounds="clip"), _redrawn(spark, 200, kind),
+                            "s", "y", "g", min_samples_per_group=1)
+    assert None not in fitted.groups_ and int(np.sum(fitted.group_counts_)) == 200
+    # the issue's frame: a limit of a round-robin repartition, other rows in every job, though each collect counts
+    # the same groups
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    base = spark.createDataFrame(pd.DataFrame({"s": rng.random(200), "y": rng.integers(0, 2, 200),
+                                               "g": np.where(rng.random(200) < 0.6, "a", "b")}))
+    limited = base.repartition(4).limit(30)
+    report = fs.segment_report(limited, "y", "s", "g")
+    assert report.groups == ["a", "b"] and int(report.n.sum()) == 30
+    assert persisted_rdds(spark) == held  # every pin released

@@ -40,7 +40,7 @@ import numpy as np
 
 from .. import _binning, _partition, histogram, metrics, smooth
 from .._labels import matrix_classes
-from .._validation import rescale_weights, weight_exponent
+from .._validation import all_zero_weights, rescale_weights, weight_exponent
 from . import user_stacklevel
 
 __all__ = [
@@ -138,7 +138,7 @@ class Metrics:
             positive = metrics.binary_labels(self.classes, pos_label, greater=greater, many=many) != 0
             self.positive = self.classes[positive]  # the labels that are positive
             if weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
-                raise ValueError("sample_weight must have a positive sum.")
+                raise all_zero_weights()
         except BaseException:
             self.rows.release()
             raise

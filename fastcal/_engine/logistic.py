@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _partition, beta, platt
-from .._validation import rescale_weights, weight_exponent
+from .._validation import all_zero_weights, rescale_weights, weight_exponent
 from . import user_stacklevel
 
 __all__ = ["Passes", "fit_beta", "fit_platt"]
@@ -110,7 +110,7 @@ class Passes:
             self.conv.release()
             if self.n == 0:
                 raise ValueError(f"{name} must have at least 1 element, got 0.")
-            raise ValueError("sample_weight must have a positive sum.")
+            raise all_zero_weights()
         self.exponent = weight_exponent(None, max(p[3] for p in preps))
         self.prepared = platt.merge_prepared([(p[0], p[1]) for p in preps], self.exponent)
 

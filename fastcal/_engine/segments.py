@@ -95,6 +95,7 @@ import numpy as np
 
 from .. import _partition
 from .._validation import (
+    all_zero_weights,
     as_float_array,
     check_binary_labels,
     check_finite,
@@ -175,8 +176,7 @@ class _Data:
             if self.n == 0:
                 column_or_1d(np.empty(0), "y_true")  # the in-memory error
             if weighted and not sum(f[1] for f in facts) > 0:
-                raise ValueError("Sample weights must contain at least one non-zero number (sample_weight is all "
-                                 "zeros).")
+                raise all_zero_weights()
             self.exponent = weight_exponent(None, max(f[2] for f in facts)) if weighted else 0
             self.summaries = [f[3] for f in facts]
         except BaseException:

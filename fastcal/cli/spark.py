@@ -69,6 +69,16 @@ def _format(path, what):
     return ext
 
 
+def session_config(args, terminal):
+    """The configuration of a session the command starts: Spark's console progress bars only where fastcal's own
+    would show (stderr a ``terminal``, no ``--quiet``); Spark's Python workers run this interpreter, which has
+    fastcal (by default they run python3 on PATH), unless PYSPARK_PYTHON says otherwise."""
+    config = {"spark.ui.showConsoleProgress": "true" if terminal and not getattr(args, "quiet", False) else "false"}
+    if "PYSPARK_PYTHON" not in os.environ:
+        config["spark.pyspark.python"] = sys.executable
+    return config
+
+
 @contextlib.contextmanager
 def session(args):
     """The SparkSession of the command (created here, and then stopped at the end, unless one is active)."""
@@ -81,8 +91,8 @@ def session(args):
     builder = SparkSession.builder.appName("fastcal")
     if args.spark_master:
         builder = builder.master(args.spark_master)
-    if "PYSPARK_PYTHON" not in os.environ:  # Spark's workers run python3 on PATH by default: this one has fastcal
-        builder = builder.config("spark.pyspark.python", sys.executable)
+    for key, value in session_config(args, sys.stderr.isatty()).items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     try:
         yield spark
@@ -216,6 +226,12 @@ def apply(args, est, score_col, output_col, timings):
             out = fs.predict(est, df, score_col, output_col, group_col=args.group_col if grouped else None)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
+        # a null score fails the job, as a missing score fails the command without --spark (fastcal.spark.predict
+        # itself gives null for null, as Spark's functions do)
+        from pyspark.sql import functions as F
+
+        out = out.withColumn(output_col, F.when(F.col(score_col).isNull(), F.raise_error(F.lit(
+            f"column {score_col!r}: missing value"))).otherwise(F.col(output_col)))
         # A new, empty directory next to the target (its unique name taken atomically), which Spark fills.
         holder = new_target(target, out_ext)
         tmp = holder.tmp

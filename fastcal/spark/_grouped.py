@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import DataFrame
 
 from .._engine import grouped as _grouped
-from ._rows import drive
+from ._rows import drive, pin_rows
 from ._segments import group_numbers, needs_numbers
 
 if TYPE_CHECKING:
@@ -71,13 +71,15 @@ def fit_grouped(
     reaches the driver; a group's rows must fit in a task's memory.
     """
     _grouped.check_grouped_calibrator(calibrator, "fastcal.spark.fit_grouped")  # before any job
-    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     kwargs = {"calibrator": calibrator, "min_samples_per_group": min_samples_per_group,
-              "n_partitions": n_partitions, "where": "fastcal.spark.fit_grouped"}
+              "n_partitions": n_partitions, "where": "fastcal.spark.fit_grouped", "pinned": True}
     labels = ("score_col", "label_col", "weight_col", "group_col")
-    if needs_numbers(df, fields, group_col):
-        numbered, column, ordered = group_numbers(df, group_col)
-        fitted = drive(_grouped.fit_grouped, numbered, (score_col, label_col, weight_col, column), labels, **kwargs)
-        fitted.groups_ = [ordered[int(g)] for g in fitted.groups_]
-        return fitted
-    return drive(_grouped.fit_grouped, df, (score_col, label_col, weight_col, group_col), labels, **kwargs)
+    with pin_rows(df, (score_col, label_col, weight_col, group_col)) as df:
+        fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+        if needs_numbers(df, fields, group_col):
+            numbered, column, ordered = group_numbers(df, group_col)
+            fitted = drive(_grouped.fit_grouped, numbered, (score_col, label_col, weight_col, column), labels,
+                           **kwargs)
+            fitted.groups_ = [ordered[int(g)] for g in fitted.groups_]
+            return fitted
+        return drive(_grouped.fit_grouped, df, (score_col, label_col, weight_col, group_col), labels, **kwargs)

@@ -12,7 +12,7 @@ from pyspark.sql import types as T
 from .._errors import not_fitted
 from ._buckets import double_array, int_array, temp_name, with_count_below, with_first_not_less
 from ._expr import Expr, sql
-from ._tasks import NUMPY_OF_SPARK
+from ._tasks import is_numeric
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -32,7 +32,7 @@ def _column_type(df, name, label):
     if name not in fields:
         raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are {list(fields)}.")
     spark_type = fields[name].dataType
-    if type(spark_type) not in NUMPY_OF_SPARK:
+    if not is_numeric(spark_type):
         raise TypeError(f"{label}={name!r} must be a numeric column, got {spark_type.simpleString()}.")
     return spark_type
 

@@ -3,6 +3,7 @@ on a DataFrame's columns."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import pickle
 from typing import Any, Callable
@@ -15,7 +16,7 @@ from pyspark.sql import types as T
 
 from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
 from ._expr import sql
-from ._tasks import CACHE_LEVEL, NUMPY_OF_SPARK, SPARK_OF_NUMPY, convert_task, map_task, raise_first
+from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_task, numeric_column, raise_first
 
 
 # ---------------------------------------------------------------------------
@@ -102,8 +103,10 @@ class SparkRows:
         return self._owned is not None and self._owned.is_cached
 
     @classmethod
-    def from_columns(cls, df: DataFrame, columns, labels) -> SparkRows:
-        """Rows of ``df``'s ``columns`` (names, or ``None`` for an absent column); ``labels`` name them in errors."""
+    def from_columns(cls, df: DataFrame, columns, labels, *, pinned: bool = False) -> SparkRows:
+        """Rows of ``df``'s ``columns`` (names, or ``None`` for an absent column); ``labels`` name them in errors.
+        ``pinned``: ``df`` reads the same rows in every job though it is not cached itself (made from a
+        :func:`pin_rows` DataFrame by deterministic steps)."""
         if not isinstance(df, DataFrame):
             raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
         fields = {f.name: f for f in df.schema.fields}
@@ -120,15 +123,16 @@ class SparkRows:
             if name not in fields:
                 raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are "
                                  f"{list(fields)}.")
-            dtype = NUMPY_OF_SPARK.get(type(fields[name].dataType))
-            if dtype is None:
+            if not is_numeric(fields[name].dataType):
                 raise TypeError(f"{label}={name!r} must be a numeric or boolean column, got "
                                 f"{fields[name].dataType.simpleString()}.")
+            column, dtype = numeric_column(df[name], fields[name].dataType)
             internal = f"_c{i}"
-            selected.append(df[name].alias(internal))
+            selected.append(column.alias(internal))
             names.append(internal)
             dtypes.append(dtype)
-        return cls(df.select(*selected), names, dtypes, labels, cached=df.storageLevel != StorageLevel.NONE)
+        return cls(df.select(*selected), names, dtypes, labels,
+                   cached=pinned or df.storageLevel != StorageLevel.NONE)
 
     @property
     def dataframe(self) -> DataFrame:
@@ -287,10 +291,35 @@ class SparkRows:
             self._owned = None
 
 
-def drive(driver, df, columns, labels, **kwargs):
+@contextlib.contextmanager
+def pin_rows(df, columns):
+    """A DataFrame of ``df``'s ``columns`` whose rows are the same in every job that reads them, for the drivers
+    that read a user's rows more than once before they convert them (the numbering of groups, then their passes).
+
+    A cached ``df`` is that DataFrame. Any other is selected and persisted
+    here, and unpersisted when the block ends: a DataFrame need not give
+    the same rows twice (``repartition(4).limit(30)``, a nondeterministic
+    UDF), and passes that each saw other rows would number a group that one
+    pass never saw as missing. MLlib persists its input for the same reason.
+    A ``df`` that is not a DataFrame, or lacks one of ``columns`` (names or
+    ``None``), is given as it is, for the caller's own error.
+    """
+    names = [c for c in dict.fromkeys(columns) if c is not None]
+    if (not isinstance(df, DataFrame) or df.storageLevel != StorageLevel.NONE
+            or not all(isinstance(c, str) and c in df.columns for c in names)):
+        yield df
+        return
+    frame = df.select(*(df[c] for c in names)).persist(CACHE_LEVEL)
+    try:
+        yield frame
+    finally:
+        frame.unpersist()
+
+
+def drive(driver, df, columns, labels, *, pinned=False, **kwargs):
     """``driver(rows, x_dtype=..., weighted=..., **kwargs)`` on the SparkRows of ``df``'s ``columns``
-    (the first the scores, the third the weights or None)."""
-    rows = SparkRows.from_columns(df, columns, labels)
+    (the first the scores, the third the weights or None); ``pinned`` as in :meth:`SparkRows.from_columns`."""
+    rows = SparkRows.from_columns(df, columns, labels, pinned=pinned)
     try:
         return driver(rows, x_dtype=rows.dtypes[0], weighted=columns[2] is not None, **kwargs)
     finally:

@@ -17,8 +17,8 @@ from pyspark.sql import types as T
 from .._engine import segments as _segments
 from ..multicalibration import MISSING, OTHER
 from ._buckets import temp_name
-from ._rows import SparkRows, drive, drive_metric
-from ._tasks import NUMPY_OF_SPARK
+from ._rows import SparkRows, drive, drive_metric, pin_rows
+from ._tasks import NUMPY_OF_SPARK, is_numeric
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,17 +91,22 @@ def needs_numbers(df, fields, name):
 def group_numbers(df, group_col):
     """``(df with an int column numbering group_col, its name, the values by number)``.
 
-    The distinct values are collected (one small job) and ordered as :func:`fastcal.segment_report` orders a
-    NumPy array of them (numbers and strings), or sorted (other objects: dates, decimals); the missing values,
-    null and NaN, are one group, last (``None``), as in memory. Each row gets its value's number by a broadcast
-    join.
+    The distinct values are collected with the position of their first row (one small job) and ordered as
+    :func:`fastcal.segment_report` orders the collected column: numbers sorted, other values (strings, dates,
+    decimals: an object array in memory) in the order they first appear; the missing values, null and NaN, are
+    one group, last (``None``), as in memory. Each row gets its value's number by a broadcast join.
     """
     from ..multicalibration import group_codes
 
-    values = [r[0] for r in df.select(group_col).distinct().collect()]
+    position = temp_name("i")
+    found = (df.select(F.col(group_col), F.monotonically_increasing_id().alias(position))  # partition, then row
+             .groupBy(group_col).agg(F.min(position)).collect())
+    values = [r[0] for r in found]
     present = [v for v in values if not _is_missing(v)]
-    array = np.array(present)
-    ordered = sorted(present) if array.dtype.kind == "O" else group_codes(array, "groups")[1] if present else []
+    if type(df.schema[group_col].dataType) in NUMPY_OF_SPARK:
+        ordered = group_codes(np.array(present), "groups")[1] if present else []
+    else:
+        ordered = [r[0] for r in sorted(found, key=lambda r: r[1]) if not _is_missing(r[0])]
     if len(present) < len(values):
         ordered.append(None)
     number = temp_name("g")
@@ -147,14 +152,16 @@ def segment_report(
     a float column) are one group, last, ``None`` in ``groups``, as the
     in-memory function makes NaN and None one group.
     """
-    fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
-    if needs_numbers(df, fields, group_col):
-        numbered, column, ordered = group_numbers(df, group_col)
-        report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column),
-                       ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
-        return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
-    return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col),
-                 ("prob_col", "label_col", "weight_col", "group_col"), n_bins=n_bins, n_partitions=n_partitions)
+    with pin_rows(df, (prob_col, label_col, weight_col, group_col)) as df:
+        fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
+        labels = ("prob_col", "label_col", "weight_col", "group_col")
+        if needs_numbers(df, fields, group_col):
+            numbered, column, ordered = group_numbers(df, group_col)
+            report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, column), labels,
+                           pinned=True, n_bins=n_bins, n_partitions=n_partitions)
+            return dataclasses.replace(report, groups=[ordered[int(g)] for g in report.groups])
+        return drive(_segments.segment_report, df, (prob_col, label_col, weight_col, group_col), labels,
+                     pinned=True, n_bins=n_bins, n_partitions=n_partitions)
 
 
 def multicalibration_error(
@@ -187,12 +194,22 @@ def multicalibration_error(
     ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
     """
     names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+    with pin_rows(df, (prob_col, label_col, weight_col, *names)) as frame:
+        return _multicalibration_error(
+            frame, label_col, prob_col, names, weight_col=weight_col, numerical=numerical, max_depth=max_depth,
+            max_values_per_segment_feature=max_values_per_segment_feature,
+            min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)
+
+
+def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numerical, max_depth,
+                            max_values_per_segment_feature, min_samples_per_segment, max_n_segments, n_partitions):
+    """:func:`multicalibration_error` of a DataFrame that reads the same rows in every job (:func:`pin_rows`)."""
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     frame, columns, numbered = df, [], {}
     numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
     for name in names:
-        if name in numerical_names and name in fields and type(fields[name].dataType) in NUMPY_OF_SPARK:
-            if _has_missing(frame, name):
+        if name in numerical_names and name in fields and is_numeric(fields[name].dataType):
+            if isinstance(fields[name].dataType, T.DecimalType) or _has_missing(frame, name):  # a decimal: as double
                 frame, column = _missing_as_nan(frame, name)
                 columns.append(column)
             else:
@@ -205,7 +222,7 @@ def multicalibration_error(
             columns.append(name)
     rows = SparkRows.from_columns(frame, (prob_col, label_col, weight_col, *columns),
                                   ("prob_col", "label_col", "weight_col",
-                                   *(f"segment_cols[{i}]" for i in range(len(names)))))
+                                   *(f"segment_cols[{i}]" for i in range(len(names)))), pinned=True)
     try:
         result = _segments.multicalibration_error(
             rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,

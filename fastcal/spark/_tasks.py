@@ -45,6 +45,20 @@ NUMPY_OF_SPARK: dict[type, type] = {
 }
 
 
+def is_numeric(spark_type) -> bool:
+    """Whether a column of ``spark_type`` is numeric or boolean: a type of :data:`NUMPY_OF_SPARK`, read as it is,
+    or a decimal, read as a double (:func:`numeric_column`)."""
+    return type(spark_type) in NUMPY_OF_SPARK or isinstance(spark_type, T.DecimalType)
+
+
+def numeric_column(column, spark_type):
+    """``(column as the tasks read it, its NumPy dtype)`` of a numeric column (:func:`is_numeric`): a decimal
+    cast to a double in the JVM (its nearest double, as ``float(Decimal)`` gives in Python)."""
+    if isinstance(spark_type, T.DecimalType):
+        return column.cast("double"), np.dtype(np.float64)
+    return column, np.dtype(NUMPY_OF_SPARK[type(spark_type)])
+
+
 
 # ---------------------------------------------------------------------------
 # Inside the tasks.
