@@ -111,6 +111,7 @@ from ..multicalibration import (
     ecce_result,
     labels_by_appearance,
     mce_result,
+    quantile_edges,
 )
 from . import isotonic
 
@@ -618,9 +619,9 @@ def _segment_extremes(chunk, columns, n_segments, exponent):
 
 
 def _quantile_edges(feats, f, name, facts, max_values):
-    """The in-memory bin edges of numerical feature ``f``: ``np.unique`` of NumPy's percentiles at
-    ``linspace(0, 100, max_values + 1)`` of its values other than NaN, exactly (two passes of bucket counts and
-    gathered values)."""
+    """The in-memory bin edges of numerical feature ``f``: :func:`fastcal.multicalibration.quantile_edges` of its
+    values other than NaN, exactly (their order statistics from two passes of bucket counts and gathered values);
+    its ``ValueError`` if the feature holds an infinity."""
     from .. import _binning
 
     count_all = sum(c for _, c, _, _ in facts)
@@ -637,7 +638,7 @@ def _quantile_edges(feats, f, name, facts, max_values):
 
         return _binning.select_order_statistics(ranks, lo, hi, np.dtype(np.float64), count, gather)
 
-    return np.unique(_binning.percentiles_from_order_statistics(count_all, max_values, select))
+    return quantile_edges(count_all, lo, hi, max_values, name, select)
 
 
 def _global_values(stats_per_chunk, offsets, f):

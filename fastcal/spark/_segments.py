@@ -186,7 +186,7 @@ def multicalibration_error(
     its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
     memory). A numeric feature with missing values (null, NaN: one job
     looks) is numbered likewise, its missing values ``"__NA"`` (collapsed
-    values: the least value less 1, as in memory); a
+    values: ``"__OTHER"``, as in memory); a
     ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
     """
     names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
@@ -226,8 +226,8 @@ def multicalibration_error(
         ordered = numbered[name]
         if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
             present = [v for v in ordered if v is not None]
-            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK
-            return (min(present) - 1 if present else -1) if numeric else OTHER  # as in memory
+            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK and len(present) == len(ordered)
+            return min(present) - 1 if numeric else OTHER  # as in memory: "__OTHER" beside missing values
         original = ordered[int(value)]
         return MISSING if original is None else original
 
