@@ -266,6 +266,36 @@ def test_proportional_ece_bins_are_closed_on_the_left():
     assert proportional_ece([0, 1], [0.5, 1.0], n_bins=2) == pytest.approx(1 / 3)
 
 
+# MCGrad's own expected values (its tests/test_metrics.py, mcgrad 0.1.5), printed to 6 decimals: its tolerances.
+# The scores 0.2 and 0.8 lie on the edges of 5 bins, which MCGrad's bins put above them.
+@pytest.mark.parametrize(("labels", "scores", "weights", "n_bins", "expected"), [
+    ([0, 1, 1, 0, 1], [0.1, 0.9, 0.8, 0.2, 0.7], [1, 1, 1, 1, 1], 5, 0.556303),
+    ([0, 1, 1, 0, 1], [0.1, 0.9, 0.8, 0.2, 0.7], [2, 1, 1, 1, 1], 5, 0.630252),
+    ([0, 1, 1, 0, 1], [0.1, 0.9, 0.8, 0.2, 0.7], [2, 1, 2, 1, 1], 5, 0.575510),
+    ([0, 1, 0, 0, 1], [0.2, 0.8, 0.3, 0.1, 0.9], [1, 1, 1, 1, 1], 5, 0.670588),
+])
+def test_proportional_ece_mcgrads_expected_values(labels, scores, weights, n_bins, expected):
+    assert proportional_ece(labels, scores, sample_weight=weights, n_bins=n_bins) == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(("scores", "labels", "weights", "ecce", "sigma"), [
+    ([0.6, 0.8, 0.2, 0.4], [0, 1, 0, 1], None, 0.15, 0.67082),
+    ([0.6, 0.8, 0.2, 0.4], [1, 1, 1, 1], None, 0.5, 2.23607),
+    ([0.6, 0.8, 0.2, 0.4], [0, 1, 0, 0], None, 0.3, 1.34164),
+    ([0.6, 0.8, 0.2, 0.4], [0, 1, 0, 0], [0.4, 0.3, 0.2, 0.1], 0.32, 1.289317),
+    ([0.0] * 4, [0, 1, 0, 0], None, 0.25, np.inf),  # sigma 0: inf (MCGrad's rule), and 0 for an ECCE of 0
+    ([1.0] * 4, [0, 1, 0, 0], None, 0.75, np.inf),
+    ([0.0] * 4, [0, 0, 0, 0], None, 0.0, 0.0),
+    ([1.0] * 4, [1, 1, 1, 1], None, 0.0, 0.0),
+    ([0.0] * 4, [1, 1, 1, 1], None, 1.0, np.inf),
+    ([1.0] * 4, [0, 0, 0, 0], None, 1.0, np.inf),
+])
+def test_ecce_mcgrads_expected_values(scores, labels, weights, ecce, sigma):
+    r = fastcal.ecce(labels, scores, sample_weight=weights)
+    assert r.ecce == pytest.approx(ecce, abs=1e-12)
+    assert r.ecce_sigma == pytest.approx(sigma, abs=1e-5)
+
+
 # ---------------------------------------------------------------------------
 # multicalibration_error against MCGrad: every residue modulo 3, weights or not, both kinds of features
 # ---------------------------------------------------------------------------

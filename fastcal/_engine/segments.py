@@ -68,8 +68,9 @@ Multicalibration error
 :func:`multicalibration_error` takes chunks ``(y_prob, y_true, w,
 *features)``. The segments need global statistics, all small reductions:
 each numerical feature's distinct values (up to the limit) and range, then,
-for a binned one, NumPy's percentiles of all its values, exactly
-(:func:`fastcal._binning.select_order_statistics`); each feature's distinct
+for a binned one, the quantile edges of all its values, exactly
+(:func:`fastcal.multicalibration.quantile_edges` of order statistics from
+:func:`fastcal._binning.select_order_statistics`); each feature's distinct
 values with their rows and first row along the rows sorted stably by
 probability (chunk order gives the global row numbers), which gives the
 in-memory value order and collapsed categories; each chunk's cells (distinct
@@ -685,8 +686,8 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     parameters are the in-memory function's.
 
     Passes: the conversion (validation); the numerical features' distinct values (up to the limit) and
-    ranges; for each binned one, NumPy's percentiles of all its values, exactly (two passes of
-    :func:`fastcal._binning.select_order_statistics` and :func:`fastcal._binning.percentiles_from_order_statistics`);
+    ranges; for each binned one, the quantile edges of all its values, exactly (two passes of
+    :func:`fastcal._binning.select_order_statistics`, then :func:`fastcal.multicalibration.quantile_edges`);
     each feature's distinct values with their rows and first row along the sorted probabilities (the value
     order of the in-memory function: first appearance, ties of probability by row number); a conversion giving
     each row its digits and each chunk its cells (rows, weight, variance, positives); then the range partition

@@ -176,8 +176,8 @@ def multicalibration_error(
     """:func:`fastcal.multicalibration_error` of a DataFrame's columns, ``segment_cols`` the features.
 
     The features' value orders, collapsed categories and quantile bins come
-    from reductions on the driver (the bins are NumPy's percentiles of the
-    whole column, exactly), each partition's cells are summed in its task,
+    from reductions on the driver (the bins are the in-memory quantile bins
+    of the whole column, exactly), each partition's cells are summed in its task,
     and the per-segment running sums come from a range partition by
     probability in the JVM, merged per segment by prefix offsets
     (:mod:`fastcal._engine.segments`): the in-memory segments and counts
