@@ -217,7 +217,7 @@ def test_calibration_ratio_against_mcgrad(mcgrad, adjust_unjoined, weighted):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_proportional_ece_against_mcgrad(mcgrad, weighted):
-    y, p, w = _data(5000, seed=7)  # continuous: no prediction on a bin edge, where the bins' closed sides differ
+    y, p, w = _data(5000, seed=7)  # continuous scores; rounded ones, on the bins' edges: tests/test_segment_binning.py
     w = w if weighted else None
     expected = _quiet(mcgrad.proportional_expected_calibration_error, y, p, w)
     assert proportional_ece(y, p, sample_weight=w) == pytest.approx(expected, rel=1e-12)
