@@ -329,17 +329,23 @@ def order_statistics(x, ranks, lo, hi):
 # ---------------------------------------------------------------------------
 # bin edges
 # ---------------------------------------------------------------------------
-def percentiles_from_order_statistics(n, n_bins, select):
-    """NumPy's "linear" percentiles at ``linspace(0, 100, n_bins + 1)`` of ``n`` values, bit for bit.
+def percentiles_from_order_statistics(n, n_bins, select, *, percent=True):
+    """NumPy's "linear" percentiles at ``linspace(0, 100, n_bins + 1)`` of ``n`` values, bit for bit; with
+    ``percent=False``, its quantiles at ``linspace(0, 1, n_bins + 1)`` (``np.quantile``, pandas'
+    ``Series.quantile``), bit for bit.
 
-    ``select(ranks)`` returns the values of the given (sorted,
+    They differ where ``q * 100 / 100`` is not ``q`` (``np.percentile``
+    divides its argument by 100), an ulp that moves an edge onto or off a
+    value. ``select(ranks)`` returns the values of the given (sorted,
     unique) ranks: by selection in memory, or from Dask chunks. NumPy's
-    method: virtual index ``(n - 1) * q``, neighbours ``floor`` and
-    ``floor + 1`` (both the last element at the top), and ``_lerp``:
-    ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` where ``g >= 0.5``,
-    with ``b - a`` in the dtype of the values.
+    method: virtual index ``(n - 1) * q``, neighbours ``floor`` and ``floor +
+    1`` (both the last element at the top), and ``_lerp``: ``a + (b - a) *
+    g``, or ``b - (b - a) * (1 - g)`` where ``g >= 0.5``, with ``b - a`` in
+    the dtype of the values.
     """
-    q = np.true_divide(np.linspace(0, 1, n_bins + 1) * 100, 100)
+    q = np.linspace(0, 1, n_bins + 1)
+    if percent:
+        q = np.true_divide(q * 100, 100)
     virtual = (n - 1) * q
     prev = np.floor(virtual)
     nxt = prev + 1

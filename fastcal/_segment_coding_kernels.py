@@ -22,8 +22,8 @@ __all__ = ["FEW_EDGES", "add_digit", "bin_numbers", "code_stats", "count_distinc
 
 @kernel
 def int_range(values, lo, hi):
-    """``(least, greatest)`` of the integers ``values[lo:hi]`` (``hi > lo``), in their own dtype: one pass for both,
-    which the caller reduces over its ranges of rows (exact)."""
+    """``(least, greatest)`` of the integers, or floats without NaN, ``values[lo:hi]`` (``hi > lo``), in their own
+    dtype: one pass for both, which the caller reduces over its ranges of rows (exact)."""
     part = values[lo:hi]  # indices from 0 (see code_stats)
     least = part[0]
     most = part[0]

@@ -217,7 +217,7 @@ def test_calibration_ratio_against_mcgrad(mcgrad, adjust_unjoined, weighted):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_proportional_ece_against_mcgrad(mcgrad, weighted):
-    y, p, w = _data(5000, seed=7)  # continuous: no prediction on a bin edge, where the bins' closed sides differ
+    y, p, w = _data(5000, seed=7)  # continuous scores; rounded ones, on the bins' edges: tests/test_segment_binning.py
     w = w if weighted else None
     expected = _quiet(mcgrad.proportional_expected_calibration_error, y, p, w)
     assert proportional_ece(y, p, sample_weight=w) == pytest.approx(expected, rel=1e-12)
@@ -471,8 +471,7 @@ def _naive_collapse(uniques, counts, first_p, first_row, max_values, numeric):
         return list(range(k)), labels, rank.tolist()
     by_count = sorted(appearance, key=lambda j: -counts[j])
     kept, rest = sorted(by_count[:max_values - 1]), by_count[max_values - 1:]
-    finite = [u for u in uniques if u is not None]
-    other = (min(finite) - 1 if finite else -1) if numeric else "__OTHER"
+    other = min(uniques) - 1 if numeric and None not in uniques else "__OTHER"  # "__NA" makes MCGrad's column objects
     group = [kept.index(j) if j in kept else len(kept) for j in range(k)]
     firsts = [(first_p[j], first_row[j]) for j in kept] + [min((first_p[j], first_row[j]) for j in rest)]
     order = sorted(range(len(firsts)), key=firsts.__getitem__)

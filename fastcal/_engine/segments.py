@@ -68,8 +68,9 @@ Multicalibration error
 :func:`multicalibration_error` takes chunks ``(y_prob, y_true, w,
 *features)``. The segments need global statistics, all small reductions:
 each numerical feature's distinct values (up to the limit) and range, then,
-for a binned one, NumPy's percentiles of all its values, exactly
-(:func:`fastcal._binning.select_order_statistics`); each feature's distinct
+for a binned one, the quantile edges of all its values, exactly
+(:func:`fastcal.multicalibration.quantile_edges` of order statistics from
+:func:`fastcal._binning.select_order_statistics`); each feature's distinct
 values with their rows and first row along the rows sorted stably by
 probability (chunk order gives the global row numbers), which gives the
 in-memory value order and collapsed categories; each chunk's cells (distinct
@@ -112,6 +113,7 @@ from ..multicalibration import (
     ecce_result,
     labels_by_appearance,
     mce_result,
+    quantile_edges,
 )
 from . import isotonic
 
@@ -618,9 +620,9 @@ def _segment_extremes(chunk, columns, n_segments, exponent):
 
 
 def _quantile_edges(feats, f, name, facts, max_values):
-    """The in-memory bin edges of numerical feature ``f``: ``np.unique`` of NumPy's percentiles at
-    ``linspace(0, 100, max_values + 1)`` of its values other than NaN, exactly (two passes of bucket counts and
-    gathered values)."""
+    """The in-memory bin edges of numerical feature ``f``: :func:`fastcal.multicalibration.quantile_edges` of its
+    values other than NaN, exactly (their order statistics from two passes of bucket counts and gathered values);
+    its ``ValueError`` if the feature holds an infinity."""
     from .. import _binning
 
     count_all = sum(c for _, c, _, _ in facts)
@@ -637,7 +639,7 @@ def _quantile_edges(feats, f, name, facts, max_values):
 
         return _binning.select_order_statistics(ranks, lo, hi, np.dtype(np.float64), count, gather)
 
-    return np.unique(_binning.percentiles_from_order_statistics(count_all, max_values, select))
+    return quantile_edges(count_all, lo, hi, max_values, name, select)
 
 
 def _global_values(stats_per_chunk, offsets, f):
@@ -684,8 +686,8 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     parameters are the in-memory function's.
 
     Passes: the conversion (validation); the numerical features' distinct values (up to the limit) and
-    ranges; for each binned one, NumPy's percentiles of all its values, exactly (two passes of
-    :func:`fastcal._binning.select_order_statistics` and :func:`fastcal._binning.percentiles_from_order_statistics`);
+    ranges; for each binned one, the quantile edges of all its values, exactly (two passes of
+    :func:`fastcal._binning.select_order_statistics`, then :func:`fastcal.multicalibration.quantile_edges`);
     each feature's distinct values with their rows and first row along the sorted probabilities (the value
     order of the in-memory function: first appearance, ties of probability by row number); a conversion giving
     each row its digits and each chunk its cells (rows, weight, variance, positives); then the range partition

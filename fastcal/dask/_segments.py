@@ -76,8 +76,8 @@ def multicalibration_error(
     ``segments``: a mapping of names to Dask arrays or Series (or a Dask
     DataFrame of the features), aligned with ``y_prob``. The features' value
     orders, collapsed categories and quantile bins come from reductions on
-    the client (the bins are NumPy's percentiles of the whole column,
-    exactly); each chunk's cells are summed; the per-segment running sums
+    the client (the bins are the in-memory quantile bins of the whole
+    column, exactly); each chunk's cells are summed; the per-segment running sums
     come from a range partition by probability, merged per segment by prefix
     offsets. Equal to the in-memory result
     (segments and counts exactly; the ECCEs to ~1e-12 relative).

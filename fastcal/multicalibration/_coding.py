@@ -4,7 +4,7 @@ and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
 :func:`group_codes`, :func:`collapse_categories`, :func:`appearance_rank`, :func:`labels_by_appearance`,
-:func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
+:func:`quantile_edges`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
 """
 
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import _binning, _parallel
 from .. import _segment_coding_kernels as _k
-from .. import _parallel
 from .._validation import as_float_array, column_or_1d
 
 if TYPE_CHECKING:
@@ -254,7 +254,9 @@ def collapse_categories(uniques, counts, first_p, first_row, max_values, numeric
     sorted predictions (:func:`_coded`). Past ``max_values`` values, the
     ``max_values - 1`` most frequent are kept (ties: the first to appear)
     and the others are one value, labelled ``"__OTHER"`` (the least value
-    less 1 if ``numeric``), which appears where the first of them does.
+    less 1 if ``numeric`` and no value is missing: MCGrad fills the missing
+    values with ``"__NA"`` first, which leaves a column of objects), which
+    appears where the first of them does.
     ``group[j]`` is value ``j``'s kept number, ``labels`` the kept values'
     labels (missing: ``"__NA"``) and ``rank`` their ranks of first
     appearance.
@@ -284,8 +286,7 @@ def collapse_categories(uniques, counts, first_p, first_row, max_values, numeric
     rest_p = first_p[rest]
     p_other = rest_p.min()
     row_other = first_row[rest][rest_p == p_other].min()
-    finite = [u for u in uniques if u is not None]
-    other = (min(finite) - 1 if finite else -1) if numeric else OTHER
+    other = min(uniques) - 1 if numeric and all(u is not None for u in uniques) else OTHER
     group = np.full(k, kept.size, dtype=np.int64)
     group[kept] = np.arange(kept.size)
     labels = [MISSING if uniques[i] is None else uniques[i] for i in kept.tolist()] + [other]
@@ -293,18 +294,36 @@ def collapse_categories(uniques, counts, first_p, first_row, max_values, numeric
     return group, labels, rank
 
 
+def quantile_edges(n, lo, hi, max_values, name, select):
+    """The edges of a numerical feature's quantile bins, MCGrad's: ``np.unique`` of its ``n`` values' (NaN left out)
+    linear quantiles at ``linspace(0, 1, max_values + 1)``, bit for bit those of ``np.quantile`` and pandas'
+    ``Series.quantile`` (:func:`fastcal._binning.percentiles_from_order_statistics`; ``select(ranks)`` gives the
+    values' order statistics, ``lo`` and ``hi`` are the least and the greatest). In memory and on every backend.
+
+    ``ValueError`` naming ``segments[name]`` if ``lo`` or ``hi`` is infinite: an edge would be NaN
+    (``inf - inf``), and MCGrad's ``pd.cut`` raises on such edges.
+    """
+    if math.isinf(lo) or math.isinf(hi):
+        raise ValueError(f"segments[{name!r}] must be finite to be cut into {max_values} quantile bins, but contains "
+                         f"infinity.")
+    return np.unique(_binning.percentiles_from_order_statistics(n, max_values, select, percent=False))
+
+
 def numerical_codes(values, name, p, max_values):
     """``(codes, offset, remap, labels)`` of a numerical feature: its values if at most ``max_values``, else quantile
-    bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` of its quantiles); NaN
-    its own value (``nan``)."""
+    bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` at
+    :func:`quantile_edges`); NaN its own value (``nan``)."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
     if _k.count_distinct(x, max_values) <= max_values:
         codes, offset, index, uniques, _, first_p, first_row = _coded(x, name, p)
         labels = [float("nan") if u is None else u for u in uniques]
         return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
     missing = np.isnan(x)
-    present = x[~missing] if missing.any() else x  # np.percentile sorts a copy of its own: no mask copy if no NaN
-    edges = np.unique(np.percentile(present, np.linspace(0, 1, max_values + 1) * 100))
+    present = x[~missing] if missing.any() else x  # no mask copy if no NaN (the selection copies what it sorts)
+    parts = _parallel.parallel_for(_k.int_range, present.shape[0], present)  # 2 values at least (not NaN)
+    lo, hi = min(float(least) for least, _ in parts), max(float(most) for _, most in parts)
+    edges = quantile_edges(present.shape[0], lo, hi, max_values, name,
+                           lambda ranks: _binning.order_statistics(present, ranks, lo, hi))
     # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
     bins = np.empty(x.shape[0], dtype=np.int64)
     _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)

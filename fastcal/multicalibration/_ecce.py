@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .. import _binning
 from .. import _multicalibration_kernels as _k
 from .._results import Result
 from .._validation import (
@@ -20,7 +21,7 @@ from .._validation import (
     check_sample_weight,
     column_or_1d,
 )
-from ..metrics import calibration_curve, log_loss
+from ..metrics import log_loss
 from ._coding import cell_type
 from ._sums import segment_sums
 
@@ -194,26 +195,54 @@ def proportional_ece(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 40,
                      sample_weight: ArrayLike | None = None) -> float:
     r"""Proportional expected calibration error: the binned ECE with each bin's gap relative to its mean prediction.
 
-    With the uniform bins of :func:`fastcal.calibration_curve` (bin weight
-    :math:`W_k`, mean label :math:`\bar o_k`, mean prediction :math:`\bar p_k`):
-    :math:`\sum_k \frac{W_k}{W} \frac{|\bar o_k - \bar p_k|}{\bar p_k}` over the non-empty bins.
-    MCGrad's ``proportional_expected_calibration_error`` (40 bins by default);
-    its bins are closed on the left, these on the right, which differs only
-    for predictions exactly on a bin edge. ``ValueError`` if a non-empty bin
-    has mean prediction 0.
+    MCGrad's ``proportional_expected_calibration_error``, which defines this
+    metric, bins included. With :math:`K` bins of equal width closed on the
+    left, :math:`[0, \frac1K), [\frac1K, \frac2K), \ldots, [1 - \frac1K, 1]`
+    (edges ``np.linspace(0, 1, K + 1)``, where ``np.digitize`` places the
+    predictions), bin weight :math:`W_k`, mean label :math:`\bar o_k` and
+    mean prediction :math:`\bar p_k`:
+
+    .. math:: \sum_k \frac{W_k}{W} \frac{|\bar o_k - \bar p_k|}{\bar p_k}
+
+    over the bins of positive weight, sums in float64. The bins of
+    :func:`fastcal.calibration_curve` and :func:`fastcal.expected_calibration_error`
+    are closed on the right instead (scikit-learn's); a prediction on an edge,
+    as rounded scores often are, counts here in the bin above it.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        Labels in {0, 1}.
+    y_prob : array-like of shape (n_samples,)
+        Predicted probabilities in [0, 1].
+    n_bins : int, default=40
+        :math:`K`, MCGrad's default.
+    sample_weight : array-like of shape (n_samples,), optional
+        Non-negative weights.
+
+    Returns
+    -------
+    float
+        ``ValueError`` if a bin of positive weight has mean prediction 0
+        (where MCGrad returns NaN or inf).
 
     Examples
     --------
     >>> from fastcal import proportional_ece
     >>> round(proportional_ece([0, 1, 1, 0], [0.2, 0.7, 0.8, 0.4], n_bins=2), 6)  # 0.5 * 0.3 / 0.3 + 0.5 * 0.25 / 0.75
     0.666667
+    >>> round(proportional_ece([0, 1, 1, 0], [0.2, 0.5, 0.8, 0.4], n_bins=2), 6)  # 0.5 * 0.3 / 0.3 + 0.5 * 0.35 / 0.65
+    0.769231
     """
-    prob_true, prob_pred, weights = calibration_curve(y_true, y_prob, n_bins=n_bins, sample_weight=sample_weight,
-                                                      return_counts=True)
+    n_bins = _binning.check_binning(n_bins, "uniform")
+    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    # [e_{k-1}, e_k) is (e'_{k-1}, e'_k] with e' the float below e: the table's bins, closed on the right
+    edges[1:-1] = np.nextafter(edges[1:-1], -np.inf)
+    prob_true, prob_pred, weights = _binning.curve_from_table(_binning.bin_stats(p, y, w, edges), True, True)
     if np.any(prob_pred == 0):
         raise ValueError("y_prob has a bin whose mean prediction is 0: its proportional error is undefined.")
-    mass = np.asarray(weights, dtype=np.float64)
-    return float(np.sum(mass / mass.sum() * np.abs(prob_true - prob_pred) / prob_pred))
+    return float(np.sum(weights / weights.sum() * np.abs(prob_true - prob_pred) / prob_pred))
 
 
 def normalized_entropy(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | None = None) -> float:

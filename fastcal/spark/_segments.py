@@ -181,8 +181,8 @@ def multicalibration_error(
     """:func:`fastcal.multicalibration_error` of a DataFrame's columns, ``segment_cols`` the features.
 
     The features' value orders, collapsed categories and quantile bins come
-    from reductions on the driver (the bins are NumPy's percentiles of the
-    whole column, exactly), each partition's cells are summed in its task,
+    from reductions on the driver (the bins are the in-memory quantile bins
+    of the whole column, exactly), each partition's cells are summed in its task,
     and the per-segment running sums come from a range partition by
     probability in the JVM, merged per segment by prefix offsets: the in-memory segments and counts
     exactly, the ECCEs to ~1e-12 relative. A non-numeric feature (strings) is
@@ -190,7 +190,7 @@ def multicalibration_error(
     its values (null: ``"__NA"``, collapsed values: ``"__OTHER"``, as in
     memory). A numeric feature with missing values (null, NaN: one job
     looks) is numbered likewise, its missing values ``"__NA"`` (collapsed
-    values: the least value less 1, as in memory); a
+    values: ``"__OTHER"``, as in memory); a
     ``numerical`` one gets NaN for null, its own bin (``nan``), as in memory.
     """
     names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
@@ -240,8 +240,8 @@ def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numer
         ordered = numbered[name]
         if value == -1:  # the collapsed values (the least number less 1, as for any numeric feature)
             present = [v for v in ordered if v is not None]
-            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK
-            return (min(present) - 1 if present else -1) if numeric else OTHER  # as in memory
+            numeric = type(fields[name].dataType) in NUMPY_OF_SPARK and len(present) == len(ordered)
+            return min(present) - 1 if numeric else OTHER  # as in memory: "__OTHER" beside missing values
         original = ordered[int(value)]
         return MISSING if original is None else original
 
