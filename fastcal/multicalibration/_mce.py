@@ -72,11 +72,12 @@ def multicalibration_error(
     ``max_n_segments`` segments. A categorical feature keeps its
     ``max_values_per_segment_feature - 1`` most frequent values and
     collapses the others into one (``"__OTHER"``, or the minimum less 1 for a
-    numeric feature; ties of frequency go to the first to appear); a missing
-    value (None, NaN) is the value ``"__NA"``. A numerical feature with more
-    distinct values than ``max_values_per_segment_feature`` is cut at its
-    quantiles into that many bins, numbered from 0; NaN is a value of its
-    own.
+    numeric feature without missing values; ties of frequency go to the first
+    to appear); a missing value (None, NaN) is the value ``"__NA"``. A
+    numerical feature with more distinct values than
+    ``max_values_per_segment_feature`` is cut at its quantiles into that many
+    bins (``np.quantile``, as MCGrad's ``Series.quantile``; the feature must
+    then be finite), numbered from 0; NaN is a value of its own.
 
     For segment :math:`s`: :math:`\mathrm{ECCE}_s` and :math:`\sigma_s` as in
     :func:`ecce` on its rows, :math:`z_s = \mathrm{ECCE}_s / \sigma_s` and
