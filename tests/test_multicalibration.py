@@ -29,8 +29,9 @@ EPS = np.finfo(np.float64).eps
 RTOL = 1e-9  # the brief's agreement with MCGrad; the observed differences are ~1e-14
 
 
-@pytest.fixture(scope="module")
-def mcgrad():
+def mcgrad_metrics():
+    """MCGrad's metrics module, the oracle: a failure in CI if it is missing (the Makefile installs it), a skip
+    elsewhere."""
     try:
         from mcgrad import metrics
     except ImportError:
@@ -38,6 +39,11 @@ def mcgrad():
             pytest.fail("mcgrad is not installed in CI: `make venv` installs it (pip install --no-deps mcgrad==0.1.5).")
         pytest.skip("mcgrad is not installed: .venv/bin/pip install --no-deps mcgrad==0.1.5")
     return metrics
+
+
+@pytest.fixture(scope="module")
+def mcgrad():
+    return mcgrad_metrics()
 
 
 def _quiet(func, *args, **kwargs):
