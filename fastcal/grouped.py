@@ -79,6 +79,8 @@ class GroupedCalibrator(BaseCalibrator):
     min_samples_per_group : int, default=100
         Fewest rows of a group that gets a calibrator of its own; the rows of
         smaller groups (and of groups unseen at fit) are calibrated by the global fit.
+        So are the rows of a group whose sample weights are all zero: it has
+        nothing to fit, and is not in ``groups_``.
 
     Attributes
     ----------
@@ -145,7 +147,11 @@ class GroupedCalibrator(BaseCalibrator):
 
     def fit(self, scores: ArrayLike, y: ArrayLike, groups: ArrayLike,
             sample_weight: ArrayLike | float | None = None) -> Self:
-        """Fit the global calibrator and one per group of at least ``min_samples_per_group`` rows; returns ``self``."""
+        """Fit the global calibrator and one per group of at least ``min_samples_per_group`` rows; returns ``self``.
+
+        A group whose weights are all zero gets no calibrator of its own: its rows take the global one, as
+        those of a small group.
+        """
         params = self._validate_params()
         template, minimum = params["calibrator"], params["min_samples_per_group"]
         s = column_or_1d(scores, "scores")
@@ -170,7 +176,7 @@ class GroupedCalibrator(BaseCalibrator):
 
         ``groups``: the groups with a model of their own, in the order of
         :func:`fastcal.multicalibration.group_codes` of all groups; ``models``: their fitted clones of
-        ``calibrator``; ``global_model``: the clone fitted on all rows; ``counts``: the rows of each group.
+        ``calibrator`` (None: a group without a row of positive weight, left out); ``global_model``: the clone fitted on all rows; ``counts``: the rows of each group.
         """
         est = cls(calibrator, min_samples_per_group=min_samples_per_group)
         est._validate_params()
@@ -181,10 +187,12 @@ class GroupedCalibrator(BaseCalibrator):
         return est._set_fits(list(groups), list(models), global_model, counts)
 
     def _set_fits(self, groups, models, global_model, counts):
-        self.groups_ = groups
-        self.calibrators_ = models
+        """Set the fitted attributes; a group whose model is None (no row of positive weight) is left out."""
+        own = [i for i, model in enumerate(models) if model is not None]
+        self.groups_ = [groups[i] for i in own]
+        self.calibrators_ = [models[i] for i in own]
         self.global_calibrator_ = global_model
-        self.group_counts_ = np.asarray(counts).astype(np.int64)
+        self.group_counts_ = np.asarray(counts).astype(np.int64)[own]
         return self
 
     def predict(self, scores: ArrayLike, groups: ArrayLike) -> NDArray[np.floating]:
