@@ -244,12 +244,15 @@ class GroupedCalibrator(BaseCalibrator):
         return state
 
     def _check_loaded_state(self):
-        self._validate_params()
+        template = self._validate_params()["calibrator"]
         if len(self.groups_) != len(self.calibrators_) or self.group_counts_.shape != (len(self.groups_),):
             raise ValueError("invalid fastcal model: groups_, calibrators_ and group_counts_ differ in length")
         for model in [self.global_calibrator_, *self.calibrators_]:
             if type(model) not in ONE_D:
                 raise ValueError(f"invalid fastcal model: {type(model).__name__} is not a 1-D calibrator")
+            if type(model) is not type(template):
+                raise ValueError(f"invalid fastcal model: its calibrator is a {type(template).__name__}, but it "
+                                 f"holds a fitted {type(model).__name__}")
         if len(set(map(_key, self.groups_))) != len(self.groups_):
             raise ValueError("invalid fastcal model: groups_ has a group twice")
 

@@ -61,3 +61,27 @@ def test_all_weights_zero_still_names_the_weights():
     p, y, g, _ = _weighted(300)
     with pytest.raises(ValueError, match="non-zero"):
         GroupedCalibrator(PlattScaling()).fit(p, y, g, sample_weight=np.zeros(300))
+
+
+# ---------------------------------------------------------------------------
+# model files: the fitted models must be of the calibrator's type
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["calibrators_", "global_calibrator_"])
+def test_a_model_file_whose_models_are_not_of_its_calibrator_is_refused(where):
+    p, y, g, _ = _weighted()
+    platt = GroupedCalibrator(PlattScaling(), min_samples_per_group=10).fit(p, y, g).to_dict()
+    iso = GroupedCalibrator(IsotonicRegression(out_of_bounds="clip"), min_samples_per_group=10).fit(p, y, g).to_dict()
+    forged = json.loads(json.dumps(platt))
+    if where == "calibrators_":
+        forged["state"]["calibrators_"][1] = iso["state"]["calibrators_"][1]
+    else:
+        forged["state"]["global_calibrator_"] = iso["state"]["global_calibrator_"]
+    with pytest.raises(ValueError, match="invalid fastcal model: its calibrator is a PlattScaling, but it holds a "
+                                         "fitted IsotonicRegression"):
+        fastcal._persist.loads(json.dumps(forged))
+    # all isotonic models under a Platt template: refused too
+    forged = json.loads(json.dumps(iso))
+    forged["params"] = platt["params"]
+    with pytest.raises(ValueError, match="its calibrator is a PlattScaling"):
+        fastcal._persist.loads(json.dumps(forged))
+    assert isinstance(fastcal._persist.loads(json.dumps(platt)), GroupedCalibrator)
