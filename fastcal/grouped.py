@@ -178,7 +178,8 @@ class GroupedCalibrator(BaseCalibrator):
 
         ``groups``: the groups with a model of their own, in the order of
         :func:`fastcal.multicalibration.group_codes` of all groups; ``models``: their fitted clones of
-        ``calibrator`` (None: a group without a row of positive weight, left out); ``global_model``: the clone fitted on all rows; ``counts``: the rows of each group.
+        ``calibrator`` (None: a group without a row of positive weight, left out); ``global_model``: the clone
+        fitted on all rows; ``counts``: the rows of each group.
         """
         est = cls(calibrator, min_samples_per_group=min_samples_per_group)
         est._validate_params()

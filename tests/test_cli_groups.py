@@ -303,3 +303,21 @@ def test_report_prints_whole_counts_without_weights():
     assert "  1100000  " in table and "e+06" not in table
     w = np.full(n, 0.5)
     assert "   550000  " in str(fastcal.calibration_report(y, p, n_bins=2, sample_weight=w))
+
+
+def test_csv_groups_without_pyarrow_are_typed_alike(tmp_path, monkeypatch):
+    _write(tmp_path, "int-empty", n=500)
+    argv = ["--method", "isotonic", "--score-col", "s", "--label-col", "y", "--group-col", "g", "--min-group-rows",
+            "10", "-q"]
+    assert _cli("fit", tmp_path / "d.parquet", "-o", tmp_path / "p.json", *argv) == 0
+    monkeypatch.setenv("FASTCAL_CLI_NO_PYARROW", "1")  # the csv module's parser, and the groups numbered by a dict
+    assert _cli("fit", tmp_path / "d.csv", "-o", tmp_path / "c.json", *argv) == 0
+    assert (tmp_path / "c.json").read_text() == (tmp_path / "p.json").read_text()
+    assert _cli("apply", tmp_path / "c.json", tmp_path / "d.csv", "-o", tmp_path / "o.csv", "--score-col", "s",
+                "--group-col", "g", "-q") == 0
+    monkeypatch.delenv("FASTCAL_CLI_NO_PYARROW")
+    want = fastcal.load(tmp_path / "p.json")
+    s, _, groups = _columns("int-empty", n=500)[:3]
+    arr = np.empty(len(groups), dtype=object)
+    arr[:] = [None if c == "" else int(c) for c in groups]
+    assert_array_equal(_calibrated(tmp_path / "o.csv"), want.predict(s, arr))
