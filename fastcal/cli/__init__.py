@@ -24,7 +24,8 @@ time; ``--quiet`` leaves it out). ``--method platt`` is ``--method sigmoid``.
 A group column (``fit --group-col``, ``apply --group-col``, ``report
 --segment-col``) has the same values from every format: a CSV column is
 typed as Parquet, pandas and Spark infer it (integers, else numbers, else
-text), and an empty cell is the missing group (see :mod:`fastcal._io.groups`).
+text), and an empty cell is the missing group (see :mod:`fastcal._io.groups`;
+``apply`` reads a CSV file's group column once first, to decide its type).
 ``apply`` warns on stderr when no row of its input has a group with a
 calibrator of its own.
 
