@@ -360,6 +360,17 @@ def _fit_logistic_groups(template, s, y, w, starts, fitted, positions, models):
     return positions[~done]
 
 
+def _weightless_groups(codes, n_groups, fitted, sample_weight):
+    """The positions ``i`` of the groups ``fitted[i]`` (of ``n_groups`` numbered by ``codes``) without a row of
+    positive weight in the 1-D array ``sample_weight`` (none for None or a scalar): one counting pass."""
+    if sample_weight is None or isinstance(sample_weight, numbers.Real) or not fitted.size:
+        return np.empty(0, dtype=np.int64)
+    w = as_float_array(np.asarray(sample_weight), "sample_weight")
+    positive = np.sum(_parallel.parallel_accumulate(_gk.count_positive, w.shape[0], codes, w,
+                                                    buffer=lambda: np.zeros(n_groups, dtype=np.int64)), axis=0)
+    return np.flatnonzero(positive[fitted] == 0)
+
+
 def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=None):
     """The fits of clones of ``calibrator`` on the rows of each group ``fitted[i]`` (internal API of
     :class:`GroupedCalibrator` and of the engine's :func:`fastcal._engine.grouped.fit_grouped`).
@@ -367,8 +378,18 @@ def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=
     ``codes``: each row's group number (int64, ``0 <= code < sizes.size``); ``sizes``: the rows of each group;
     ``fitted``: the numbers of the groups to fit (ascending); ``scores``, ``y``: 1-D, of equal length;
     ``sample_weight``: None, a scalar or a 1-D array. A group's model is the calibrator's fit on that group's
-    rows alone, in their order (batched where :func:`_batched_fit` allows, with the same bits).
+    rows alone, in their order (batched where :func:`_batched_fit` allows, with the same bits). A group without
+    a row of positive weight has no fit of its own (its calibrator's fit would raise): its model is None, and
+    :meth:`GroupedCalibrator.from_fits` leaves it to the global model, as a small group.
     """
+    weightless = _weightless_groups(codes, sizes.size, fitted, sample_weight)
+    if weightless.size:
+        keep = np.setdiff1d(np.arange(fitted.size), weightless)
+        kept = fit_group_models(calibrator, scores, y, codes, sizes, fitted[keep], sample_weight)
+        models_of: list[Any] = [None] * fitted.size
+        for i, model in zip(keep.tolist(), kept):
+            models_of[i] = model
+        return models_of
     models: list[Any] = [None] * fitted.size
     generic: Any = range(fitted.size)
     batched = _batched_fit(calibrator)

@@ -18,6 +18,7 @@ isotonic models' predictions run in one pass over the rows
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
@@ -32,14 +33,15 @@ from ._validation import as_float_array, check_consistent_length, check_finite, 
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
-from .multicalibration import group_codes, group_sizes_codes
+from .multicalibration import group_sizes_codes
 from .platt import PlattScaling
 from .venn_abers import VennAbers
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["GroupedCalibrator"]  # internal API: ONE_D, check_calibrator, check_min_samples
+__all__ = ["GroupedCalibrator"]  # internal API: ONE_D, check_calibrator, check_min_samples, predict_matched,
+#   group_kinds
 
 
 def _clone(calibrator):
@@ -79,6 +81,8 @@ class GroupedCalibrator(BaseCalibrator):
     min_samples_per_group : int, default=100
         Fewest rows of a group that gets a calibrator of its own; the rows of
         smaller groups (and of groups unseen at fit) are calibrated by the global fit.
+        So are the rows of a group whose sample weights are all zero: it has
+        nothing to fit, and is not in ``groups_``.
 
     Attributes
     ----------
@@ -146,7 +150,11 @@ class GroupedCalibrator(BaseCalibrator):
 
     def fit(self, scores: ArrayLike, y: ArrayLike, groups: ArrayLike,
             sample_weight: ArrayLike | float | None = None) -> Self:
-        """Fit the global calibrator and one per group of at least ``min_samples_per_group`` rows; returns ``self``."""
+        """Fit the global calibrator and one per group of at least ``min_samples_per_group`` rows; returns ``self``.
+
+        A group whose weights are all zero gets no calibrator of its own: its rows take the global one, as
+        those of a small group.
+        """
         params = self._validate_params()
         template, minimum = params["calibrator"], params["min_samples_per_group"]
         s = column_or_1d(scores, "scores")
@@ -171,7 +179,8 @@ class GroupedCalibrator(BaseCalibrator):
 
         ``groups``: the groups with a model of their own, in the order of
         :func:`fastcal.multicalibration.group_codes` of all groups; ``models``: their fitted clones of
-        ``calibrator``; ``global_model``: the clone fitted on all rows; ``counts``: the rows of each group.
+        ``calibrator`` (None: a group without a row of positive weight, left out); ``global_model``: the clone
+        fitted on all rows; ``counts``: the rows of each group.
         """
         est = cls(calibrator, min_samples_per_group=min_samples_per_group)
         est._validate_params()
@@ -182,33 +191,30 @@ class GroupedCalibrator(BaseCalibrator):
         return est._set_fits(list(groups), list(models), global_model, counts)
 
     def _set_fits(self, groups, models, global_model, counts):
-        self.groups_ = groups
-        self.calibrators_ = models
+        """Set the fitted attributes; a group whose model is None (no row of positive weight) is left out."""
+        own = [i for i, model in enumerate(models) if model is not None]
+        self.groups_ = [groups[i] for i in own]
+        self.calibrators_ = [models[i] for i in own]
         self.global_calibrator_ = global_model
-        self.group_counts_ = np.asarray(counts).astype(np.int64)
+        self.group_counts_ = np.asarray(counts).astype(np.int64)[own]
         return self
 
     def predict(self, scores: ArrayLike, groups: ArrayLike) -> NDArray[np.floating]:
-        """Calibrated probabilities: each row by its group's calibrator, or the global one (small or unseen group)."""
-        check_is_fitted(self, "global_calibrator_")
-        s = column_or_1d(scores, "scores", min_size=0)
-        g = column_or_1d(groups, "groups", min_size=0)
-        check_consistent_length(scores=s, groups=g)
-        flat = self._flat_isotonic()
-        if flat is not None:
-            return _predict_isotonic(flat, s, g, self.groups_)
-        out = np.asarray(self.global_calibrator_.predict(s))
-        if not s.shape[0] or not self.calibrators_:
-            return out
-        codes, uniques = group_codes(g, "groups")
-        index = {u: i for i, u in enumerate(self.groups_)}
-        model = np.array([index.get(u, -1) for u in uniques], dtype=np.int64)
-        rows = model[codes]
-        known = np.flatnonzero(rows >= 0)
-        order, starts = _k.counting_order(rows[known], len(self.groups_))
-        for i in np.flatnonzero(np.diff(starts)):
-            at = known[order[starts[i]:starts[i + 1]]]
-            out[at] = self.calibrators_[i].predict(s[at])
+        """Calibrated probabilities: each row by its group's calibrator, or the global one (small or unseen group).
+
+        Warns (``UserWarning``) when no row's group is one of ``groups_`` and the groups are all of another
+        kind than ``groups_`` (numbers against text, e.g. groups fitted as integers given as strings): every
+        row then takes the global calibrator, which is seldom what was meant. Groups unseen at fit of the
+        fitted kind are no mistake, and take the global calibrator silently.
+        """
+        out, matched, values = predict_matched(self, scores, groups)
+        if not matched and values:
+            kinds, fitted = group_kinds(values), group_kinds(self.groups_)
+            if kinds and fitted and not kinds & fitted:
+                warnings.warn(f"no row's group is one of the fitted groups, which are {_kind_names(fitted)} "
+                              f"({_shown(self.groups_)}) while the groups given are {_kind_names(kinds)} "
+                              f"({_shown(values)}): every row takes the global calibrator. Give the groups as "
+                              f"the values they were fitted with.", UserWarning, stacklevel=2)
         return out
 
     def _flat_isotonic(self):
@@ -237,32 +243,83 @@ class GroupedCalibrator(BaseCalibrator):
         return state
 
     def _check_loaded_state(self):
-        self._validate_params()
+        template = self._validate_params()["calibrator"]
         if len(self.groups_) != len(self.calibrators_) or self.group_counts_.shape != (len(self.groups_),):
             raise ValueError("invalid fastcal model: groups_, calibrators_ and group_counts_ differ in length")
         for model in [self.global_calibrator_, *self.calibrators_]:
             if type(model) not in ONE_D:
                 raise ValueError(f"invalid fastcal model: {type(model).__name__} is not a 1-D calibrator")
+            if type(model) is not type(template):
+                raise ValueError(f"invalid fastcal model: its calibrator is a {type(template).__name__}, but it "
+                                 f"holds a fitted {type(model).__name__}")
         if len(set(map(_key, self.groups_))) != len(self.groups_):
             raise ValueError("invalid fastcal model: groups_ has a group twice")
 
 
-def _predict_isotonic(flat, s, g, groups):
+def predict_matched(est, scores, groups):
+    """``(p, matched, values)``: ``est.predict(scores, groups)`` without its warning, the number of rows whose
+    group has a calibrator of its own, and the distinct groups of the rows (empty when no row or no group has a
+    calibrator of its own); internal API of ``fastcal apply``, which warns for a whole file."""
+    check_is_fitted(est, "global_calibrator_")
+    s = column_or_1d(scores, "scores", min_size=0)
+    g = column_or_1d(groups, "groups", min_size=0)
+    check_consistent_length(scores=s, groups=g)
+    flat = est._flat_isotonic()
+    if flat is not None:
+        t = as_float_array(s, "scores", dtype=flat[1].dtype)  # as IsotonicRegression.predict casts its input
+        check_finite(t, "scores")
+        out = np.empty(t.shape[0], dtype=t.dtype)
+    else:
+        out = np.asarray(est.global_calibrator_.predict(s))
+    if not s.shape[0] or not est.groups_:
+        if flat is not None and s.shape[0]:
+            _predict_isotonic(flat, t, np.zeros(t.shape[0], dtype=np.int64), out)
+        return out, 0, []
+    codes, uniques, sizes = group_sizes_codes(g, "groups")
+    index = {u: i for i, u in enumerate(est.groups_)}
+    model = np.array([index.get(u, -1) for u in uniques], dtype=np.int64)
+    matched = int(sizes[model >= 0].sum())
+    if flat is not None:
+        _predict_isotonic(flat, t, np.where(model >= 0, model, len(est.groups_))[codes], out)
+        return out, matched, uniques
+    rows = model[codes]
+    known = np.flatnonzero(rows >= 0)
+    order, starts = _k.counting_order(rows[known], len(est.groups_))
+    for i in np.flatnonzero(np.diff(starts)):
+        at = known[order[starts[i]:starts[i + 1]]]
+        out[at] = est.calibrators_[i].predict(s[at])
+    return out, matched, uniques
+
+
+def _predict_isotonic(flat, t, model, out):
     """Predictions of isotonic models by group in one pass over the rows
-    (:func:`~fastcal._isotonic_kernels.predict_groups`): each row by its group's model, or the global one (the
-    last of ``flat``, :meth:`GroupedCalibrator._flat_isotonic`); the bits of each model's ``predict``."""
+    (:func:`~fastcal._isotonic_kernels.predict_groups`) into ``out``: row ``i`` of the checked scores ``t`` by
+    model ``model[i]`` of ``flat`` (:meth:`GroupedCalibrator._flat_isotonic`; the global one last); the bits of
+    each model's ``predict``."""
     offsets, knots_x, knots_y, clip = flat
-    t = as_float_array(s, "scores", dtype=knots_x.dtype)  # as IsotonicRegression.predict casts its input
-    check_finite(t, "scores")
-    n = t.shape[0]
-    out = np.empty(n, dtype=t.dtype)
-    if not n:
-        return out
-    codes, uniques = group_codes(g, "groups")
-    index = {u: i for i, u in enumerate(groups)}
-    model = np.array([index.get(u, len(groups)) for u in uniques], dtype=np.int64)[codes]
-    _parallel.parallel_for(_ik.predict_groups, n, t, model, offsets, knots_x, knots_y, clip, out)
-    return out
+    _parallel.parallel_for(_ik.predict_groups, t.shape[0], t, model, offsets, knots_x, knots_y, clip, out)
+
+
+def group_kinds(values):
+    """The kinds of the groups ``values`` that are not missing: "numbers" (booleans too), "text", or a type's name
+(internal API: values of other kinds never match)."""
+    kinds = set()
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        kinds.add("numbers" if isinstance(v, (numbers.Number, np.bool_)) else
+                  "text" if isinstance(v, (str, bytes, np.str_)) else type(v).__name__)
+    return kinds
+
+
+def _kind_names(kinds):
+    return " and ".join(sorted(kinds))
+
+
+def _shown(values, k=5):
+    """A few of ``values``, for messages."""
+    head = ", ".join(repr(v) for v in list(values)[:k])
+    return head + (", ..." if len(values) > k else "")
 
 
 def _key(value):

@@ -207,3 +207,42 @@ def test_a_session_the_command_starts_shows_progress_bars_only_where_fastcal_wou
     for quiet, terminal, shown in ((False, True, "true"), (True, True, "false"), (False, False, "false")):
         config = session_config(argparse.Namespace(quiet=quiet), terminal)
         assert config["spark.ui.showConsoleProgress"] == shown
+
+
+@pytest.mark.parametrize("kind", ["int", "text"])
+def test_csv_groups_with_spark_have_the_in_memory_types(spark, files, capsys, kind):  # noqa: F811
+    """A CSV group column is typed alike with and without --spark (integers, or text; an empty cell the missing
+    group, quoted or not), and a model fitted from CSV applies by Spark to the same file; a file without one
+    fitted group gets a warning."""
+    d, score, label, _ = files
+    values = np.array(["-3", "11", "4", ""] if kind == "int" else ["b", "true", "2020-01-01", '""'])
+    cells = values[np.arange(N) % 4]
+    with open(d / f"g_{kind}.csv", "w") as f:
+        f.write("id,score,label,group\n")
+        f.writelines(f"{i},{s!r},{y},{g}\n" for i, s, y, g in zip(range(N), score.tolist(), label, cells))
+    args = ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--group-col", "group",
+            "--min-group-rows", "50", "-q", str(d / f"g_{kind}.csv")]
+    assert main(args + ["--spark", "-o", str(d / "spark_g.json")]) == 0
+    assert main(args + ["-o", str(d / "mem_g.json")]) == 0
+    got, want = fastcal.load(d / "spark_g.json"), fastcal.load(d / "mem_g.json")
+    expected = [-3, 4, 11, None] if kind == "int" else ["2020-01-01", "b", "true", None]
+    assert sorted(want.groups_, key=lambda g: (g is None, g)) == expected
+    assert sorted(got.groups_, key=lambda g: (g is None, g)) == expected
+    out = d / f"spark_g_{kind}.parquet"
+    assert main(["apply", "--spark", str(d / "mem_g.json"), str(d / f"g_{kind}.csv"), "-o", str(out),
+                 "--score-col", "score", "--group-col", "group", "-q"]) == 0
+    assert main(["apply", str(d / "mem_g.json"), str(d / f"g_{kind}.csv"), "-o", str(d / "mem_g.parquet"),
+                 "--score-col", "score", "--group-col", "group", "-q"]) == 0
+    result = pq.read_table(out)
+    order = np.argsort(result.column("id").to_numpy())
+    assert_array_equal(result.column("calibrated").to_numpy()[order],
+                       pq.read_table(d / "mem_g.parquet").column("calibrated").to_numpy())
+    assert capsys.readouterr().err == ""
+    if kind == "text":  # a model of other groups: every row the global model's, and a warning
+        other = d / "other.csv"
+        other.write_text("score,group\n0.5,zz\n0.25,zz\n")
+        assert main(["apply", "--spark", str(d / "mem_g.json"), str(other), "-o", str(d / "o.parquet"),
+                     "--score-col", "score", "--group-col", "group", "-q"]) == 0
+        err = capsys.readouterr().err
+        assert f"fastcal: warning: {other}: no row's 'group' is one of the model's 4 groups" in err
+        assert "the column's values: 'zz')" in err

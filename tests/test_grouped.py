@@ -380,13 +380,14 @@ def test_a_group_too_big_for_one_engine_chunk_gets_its_own_fit():
     _assert_own_fits(cal, {}, s, y, g, w)
 
 
-def test_a_group_of_zero_weights_raises_as_its_own_fit_does():
+def test_a_group_of_zero_weights_takes_the_global_model():
     s, y, g, w = _tied_data(2000, 4, 16, np.float64, True)
     w[g == 2] = 0.0
-    with pytest.raises(ValueError, match="non-zero"):
+    with pytest.raises(ValueError, match="non-zero"):  # its own fit has nothing to fit
         IsotonicRegression().fit(s[g == 2], y[g == 2], sample_weight=w[g == 2])
-    with pytest.raises(ValueError, match="non-zero"):
-        GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
+    cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
+    assert 2 not in cal.groups_ and len(cal.groups_) == len(np.unique(g)) - 1
+    np.testing.assert_array_equal(cal.predict(s[g == 2], g[g == 2]), cal.global_calibrator_.predict(s[g == 2]))
 
 
 @pytest.mark.parametrize("weights", [False, True])
@@ -551,13 +552,14 @@ def test_histogram_groups_left_to_their_own_fit():
 
 @pytest.mark.parametrize("template", [HistogramBinning(), PlattScaling(), BetaCalibration()],
                          ids=lambda c: type(c).__name__)
-def test_a_group_of_zero_weights_raises_for_other_calibrators(template):
+def test_a_group_of_zero_weights_takes_the_global_model_for_other_calibrators(template):
     s, y, g, w = _tied_data(2000, 4, 25, np.float64, True)
     w[g == 2] = 0.0
-    with pytest.raises(ValueError, match="non-zero"):
+    with pytest.raises(ValueError, match="non-zero"):  # its own fit has nothing to fit
         type(template)().fit(s[g == 2], y[g == 2], sample_weight=w[g == 2])
-    with pytest.raises(ValueError, match="non-zero"):
-        GroupedCalibrator(template, min_samples_per_group=1).fit(s, y, g, w)
+    cal = GroupedCalibrator(template, min_samples_per_group=2).fit(s, y, g, w)  # not the groups of one row
+    assert cal.groups_ == [0, 1, 3]
+    np.testing.assert_array_equal(cal.predict(s[g == 2], g[g == 2]), cal.global_calibrator_.predict(s[g == 2]))
 
 
 def test_scalar_weight_and_single_class_groups_as_their_own_fits():

@@ -7,6 +7,8 @@ One module per format, each with its reader and writer, over what they share:
   interfaces, :func:`check_numeric_column`, :func:`read_columns`;
 - :mod:`.atomic`: :class:`AtomicTarget`, a temporary file renamed over the
   target when complete (also for model files, :mod:`fastcal._persist`);
+- :mod:`.groups`: the types of CSV group columns, as Parquet, pandas and
+  Spark infer them (:meth:`Reader.group_column`, :meth:`Reader.prepare_groups`);
 - :mod:`.csv`, :mod:`.parquet`, :mod:`.npy`, :mod:`.npz`: the formats;
   :func:`iter_npy`, :func:`npy_info` and :func:`iter_parquet` are the
   chunk readers of :mod:`fastcal.outofcore` too.

@@ -128,12 +128,27 @@ def arrow_values(col):
     return col.to_numpy(zero_copy_only=False)
 
 
+def group_values(col):
+    """A pyarrow column of groups (or of any values that are not checked as numbers) as an ndarray: as
+    :func:`arrow_values`, but integers with nulls as Python ints and None (not floats and NaN), exactly."""
+    import pyarrow.types as t
+
+    if col.null_count and t.is_integer(col.type):
+        import pyarrow.compute as pc
+
+        values = np.asarray(arrow_values(pc.fill_null(col, 0))).astype(object)
+        values[arrow_values(col.is_null())] = None
+        return values
+    return arrow_values(col)
+
+
 def arrow_to_numpy(batch, path, not_null, offset, error=DataError, columns=None):
     """A pyarrow ``RecordBatch`` or ``Table`` as a batch (dict of column name to ndarray, in its order).
 
     ``error`` (an exception class) names ``path``, the column and the row
     (counting from ``offset + 1``) of the first null value in a column of
-    ``not_null``; nulls elsewhere become None or NaN, as pyarrow converts them.
+    ``not_null``; nulls elsewhere become None or NaN, as pyarrow converts them
+    (integers with nulls: Python ints and None, :func:`group_values`).
     ``columns``: only these (default: all).
     """
     out = {}
@@ -144,7 +159,7 @@ def arrow_to_numpy(batch, path, not_null, offset, error=DataError, columns=None)
         if name in not_null and col.null_count:
             row = offset + int(np.flatnonzero(arrow_values(col.is_null()))[0]) + 1
             raise error(f"{display_name(path)}: column {name!r}, row {row}: missing value")
-        out[name] = arrow_values(col)
+        out[name] = arrow_values(col) if name in not_null else group_values(col)
     return out
 
 
@@ -207,6 +222,13 @@ class Piece:
     def batch(self):
         """Every column, as read: a dict of name to ndarray, or a pyarrow ``Table``."""
         return self._batch
+
+    def groups(self, name, path):
+        """Column ``name`` as group values (an ndarray; see :meth:`Reader.group_column`)."""
+        batch = self.batch()
+        if isinstance(batch, dict):
+            return np.asarray(batch[name])
+        return group_values(batch.column(batch.column_names.index(name)))
 
 
 def with_columns(batch, new):
@@ -279,6 +301,16 @@ class Reader:
         """
         raise NotImplementedError
 
+    def group_column(self, values):
+        """The whole column ``values`` of groups, as :meth:`batches` read it, as group values: unchanged where
+        the format has types; CSV text typed as Parquet, pandas and Spark infer it (:mod:`fastcal._io.groups`),
+        and a CSV column read as numbers too (float64) as integers when every value is one."""
+        return values
+
+    def prepare_groups(self, names):
+        """Before :meth:`pieces`: make :meth:`Piece.groups` of the columns ``names`` type their values as
+        :meth:`group_column` types the whole column (CSV: a pass over the file to decide their types)."""
+
     def count_rows(self):
         """The number of rows (a pass over the file where ``n_rows`` is not known)."""
         if self.n_rows is not None:
@@ -347,7 +379,10 @@ def read_columns(reader, columns, numeric, progress):
     dict of str to ndarray
         With a known row count, batches are copied straight into arrays of
         the full length (promoted if a later batch needs a wider dtype).
+        Columns not in ``numeric`` as the format has them (CSV: text); a
+        column of groups is typed by :meth:`Reader.group_column`.
     """
+    columns = list(dict.fromkeys(columns))  # a column in two roles (e.g. labels and groups) is read once
     parts = {c: [] for c in columns}
     out = {}
     n = reader.n_rows

@@ -6,7 +6,9 @@ fields, doubled quotes, line breaks inside quotes, LF, CR LF and CR line
 ends), so memory does not grow with the file, stdin included. Only the
 columns a command asks for are parsed: with pyarrow when it is there (the
 ``io`` extra), else with the ``csv`` module (slower, same results), numbers
-as float64 and other columns as text, never by type inference. ``fastcal
+as float64 and other columns as text; a column of groups is then typed as
+Parquet, pandas and Spark infer it, an empty cell the missing group
+(:mod:`fastcal._io.groups`). ``fastcal
 apply`` from CSV to CSV parses the score column alone and copies every
 record's bytes through, appending the new field before its line break.
 
@@ -35,6 +37,7 @@ from .base import (
     new_target,
     optional_pyarrow,
 )
+from .groups import join, kind_of, text_codes, typed
 
 #: Bytes read from the file at a time (records longer than this are read whole).
 READ_BYTES = 1 << 20
@@ -101,6 +104,8 @@ class CsvReader(Reader):
         self._pa = optional_pyarrow()
         self.engine = "pyarrow" if self._pa is not None else "csv module"
         self._stdin_used = False
+        self._kinds = {}  # the types of group columns (fastcal._io.groups), once prepare_groups decides them
+        self._decided = False
         stream = self._open()
         try:
             buf = b""
@@ -289,6 +294,29 @@ class CsvReader(Reader):
             yield {c: (v if isinstance(v, np.ndarray) else arrow_to_numpy({c: v}, self.path, (), 0)[c])
                    for c, v in parsed.items()}
 
+    def group_column(self, values):
+        if values.dtype.kind == "f":  # a column read as numbers too (e.g. the labels): integers if all are
+            whole = np.isfinite(values).all() and (np.trunc(values) == values).all() and (
+                not values.shape[0] or (values.min() >= -(2.0**63) and values.max() < 2.0**63))
+            return values.astype(np.int64) if whole else values
+        if not len(values):
+            return np.empty(0, dtype=object)
+        uniques, codes = text_codes(values)
+        return typed(uniques, codes, kind_of(uniques))
+
+    def prepare_groups(self, names):
+        """Decide the type of each group column ``names`` from its distinct texts in the whole file (a pass
+        over it); from stdin, which is read once, block by block (see :meth:`CsvPiece.groups`)."""
+        self._kinds = {name: None for name in names}
+        if self.path == "-":
+            return
+        names = list(dict.fromkeys(names))
+        for block in self.blocks():
+            parsed = self.parse(block, names, ())
+            for name in names:
+                self._kinds[name] = join(self._kinds[name], kind_of(text_codes(parsed[name])[0]))
+        self._decided = True
+
     def pieces(self):
         any_block = False
         for block in self.blocks():
@@ -328,6 +356,23 @@ class CsvPiece(Piece):
         if name not in self._numbers:
             self._numbers[name] = self.reader.parse(self.block, [name], (name,))[name]
         return check_numeric_column(self._numbers[name], display_name(path), name, self.offset)
+
+    def groups(self, name, path):
+        """Column ``name`` typed as the whole column is (:meth:`CsvReader.prepare_groups`). From stdin, the type
+        is that of the rows read so far: text after rows of numbers raises :class:`DataError`."""
+        reader = self.reader
+        uniques, codes = text_codes(reader.parse(self.block, [name], ())[name])
+        kind = reader._kinds.get(name)
+        if not reader._decided:
+            new = join(kind, kind_of(uniques))
+            if new == "str" and kind in ("int", "float"):
+                bad = next(j for j, t in enumerate(uniques) if kind_of([t]) == "str")
+                row = self.offset + int(np.flatnonzero(codes == bad)[0]) + 1
+                raise DataError(f"{display_name(path)}: column {name!r}, row {row}: {uniques[bad]!r} is not a number, "
+                                "but the rows before hold numbers: read from stdin, a group column takes the type "
+                                "of its first rows; give a file")
+            kind = reader._kinds[name] = new
+        return typed(uniques, codes, kind)
 
     def batch(self):
         names = self.reader.names

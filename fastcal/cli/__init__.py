@@ -2,7 +2,7 @@
 
 ::
 
-    fastcal fit --method isotonic|centered-isotonic|sigmoid|temperature|beta|histogram|venn-abers
+    fastcal fit --method isotonic|centered-isotonic|sigmoid|platt|temperature|beta|histogram|venn-abers
                 --score-col COL --label-col COL
                 [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
@@ -17,6 +17,17 @@ the ``io`` extra), ``.npy`` and ``.npz``; ``-`` is CSV on stdin or stdout.
 Columns of a ``.npy`` file are the fields of a structured array, or ``0``,
 ``1``, ... for the columns of a 2-D array (``0`` for a 1-D one); columns of a
 ``.npz`` file are its 1-D arrays.
+
+``fit`` prints one line on stdout when done (rows, what was fitted, the
+time; ``--quiet`` leaves it out). ``--method platt`` is ``--method sigmoid``.
+
+A group column (``fit --group-col``, ``apply --group-col``, ``report
+--segment-col``) has the same values from every format: a CSV column is
+typed as Parquet, pandas and Spark infer it (integers, else numbers, else
+text), and an empty cell is the missing group (see :mod:`fastcal._io.groups`;
+``apply`` reads a CSV file's group column once first, to decide its type).
+``apply`` warns on stderr when no row of its input has a group with a
+calibrator of its own.
 
 ``apply`` carries every input column through untouched: only the score
 columns are parsed (CSV records are copied byte for byte, Parquet columns
@@ -102,10 +113,10 @@ def build_parser():
     fit = sub.add_parser("fit", help="fit a calibrator and save it as a JSON model file")
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
-    fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "temperature",
-                                                         "beta", "histogram", "venn-abers"),
-                     help="the calibrator (beta and histogram: scores must be probabilities in [0, 1]; "
-                          "temperature: one score column per class)")
+    fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "platt",
+                                                         "temperature", "beta", "histogram", "venn-abers"),
+                     help="the calibrator (sigmoid, or its alias platt: Platt scaling; beta and histogram: scores "
+                          "must be probabilities in [0, 1]; temperature: one score column per class)")
     fit.add_argument("--score-col", action="append", required=True, metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
@@ -133,7 +144,7 @@ def build_parser():
                      help="with --group-col: fewest rows of a group with its own calibrator; smaller and "
                           "unseen groups use the fit on all rows (default 100)")
     add_spark_options(fit)
-    common(fit)
+    common(fit, quiet_help="no progress bars and no summary line on stdout")
     fit.set_defaults(func=cmd_fit)
 
     app = sub.add_parser("apply", help="apply a model file to a data file")

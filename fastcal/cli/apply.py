@@ -10,6 +10,7 @@ CSV copies every record's bytes, Parquet keeps its Arrow columns (see
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -69,6 +70,9 @@ def cmd_apply(args, progress_enabled, timings):
     clash = [c for c in out_cols if c in reader.names]
     if clash:
         raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
+    if grouped:
+        reader.prepare_groups([args.group_col])
+    matches = Matches(est, args.group_col) if grouped else None
     writer = open_output(args.output, out_cols)
     progress = Progress(f"calibrating {path}", reader.n_rows, progress_enabled)
     t_read = t_compute = t_write = 0.0
@@ -82,9 +86,9 @@ def cmd_apply(args, progress_enabled, timings):
             if not piece.n:  # an input without rows: the output gets the columns only
                 p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
-                groups = _column(piece, args.group_col) if grouped else None
+                groups = piece.groups(args.group_col, path) if grouped else None
                 p = calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
-                               offset, groups)
+                              offset, groups, matches)
             if multiclass:
                 new = {c: np.ascontiguousarray(p[:, j]) for j, c in enumerate(out_cols)}
             else:
@@ -106,23 +110,67 @@ def cmd_apply(args, progress_enabled, timings):
         if not ok:
             writer.abort()
     timings.update(read=t_read, compute=t_compute, write=t_write)
+    if matches is not None:
+        matches.warn(path)
 
 
-def _column(piece, name):
-    """Column ``name`` of a piece as read (text from CSV), as an ndarray: the groups of a grouped model."""
-    batch = piece.batch()
-    values = batch[name] if isinstance(batch, dict) else batch.column(batch.column_names.index(name))
-    return values if isinstance(values, np.ndarray) else values.to_numpy(zero_copy_only=False)
+class Matches:
+    """The rows of a file whose group has a calibrator of its own in the grouped model ``est``, counted piece by
+    piece: :meth:`warn` writes a warning on stderr when there are rows and not one of them has."""
+
+    def __init__(self, est, column, k=5):
+        self.est, self.column, self.k = est, column, k
+        self.rows = self.matched = 0
+        self.values = {}  # a few distinct groups of the rows, in order of appearance
+
+    def add(self, n, matched, values):
+        self.rows += n
+        self.matched += matched
+        for v in values:
+            if len(self.values) >= self.k:
+                break
+            self.values.setdefault((type(v) is str, v), v)
+
+    def warn(self, path):
+        if self.rows and not self.matched and self.est.groups_:
+            warn_unmatched(path, self.column, self.est.groups_, list(self.values.values()))
 
 
-def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None):
-    """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on)."""
+def warn_unmatched(path, column, fitted, seen):
+    """Write on stderr that no row of ``path`` has in ``column`` one of the model's groups ``fitted`` (``seen``: a
+    few of the column's values)."""
+    sys.stderr.write(f"fastcal: warning: {path}: no row's {column!r} is one of the model's {len(fitted)} groups: "
+                     f"every row got the global calibrator (the model's groups: {shown(fitted)}; the column's "
+                     f"values: {shown(seen)}{describe_kinds(fitted, seen)})\n")
+
+
+def describe_kinds(fitted, values):
+    """``"; numbers in the model, text in the column"`` when the groups of a model and the values of a column are
+    of other kinds (numbers, text); else ``""``."""
+    from ..grouped import group_kinds
+
+    a, b = group_kinds(fitted), group_kinds(values)
+    if a and b and not a & b:
+        return f"; {' and '.join(sorted(a))} in the model, {' and '.join(sorted(b))} in the column"
+    return ""
+
+
+def shown(values, k=5):
+    """A few of ``values``, for messages."""
+    return ", ".join(repr(v) for v in list(values)[:k]) + (", ..." if len(values) > k else "")
+
+
+def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, matches=None):
+    """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on); with
+    ``groups``, those of a grouped model, its matches counted by ``matches`` (a :class:`Matches`)."""
     import fastcal
+    from ..grouped import predict_matched
 
     X = cols[0] if len(cols) == 1 else np.column_stack(cols)
     try:
         if groups is not None:
-            p = est.predict(X, groups)
+            p, matched, values = predict_matched(est, X, groups)
+            matches.add(X.shape[0], matched, values)
         else:
             p = est.predict_proba(X) if multiclass else est.predict(X)
         if args.prior_rate is not None:

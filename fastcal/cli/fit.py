@@ -56,8 +56,37 @@ def fastcal_grouped(est, min_rows):
     return fastcal.GroupedCalibrator(est, min_samples_per_group=min_rows)
 
 
+def describe(est):
+    """What a fitted calibrator holds, in a few words: knots, bins or parameters (and groups, by group)."""
+    import fastcal
+
+    if isinstance(est, fastcal.GroupedCalibrator):
+        return (f"{len(est.groups_)} groups with a calibrator of their own; global calibrator: "
+                f"{describe(est.global_calibrator_)}")
+    if isinstance(est, fastcal.IsotonicRegression):
+        return f"{est.X_thresholds_.shape[0]} knots"
+    if isinstance(est, fastcal.BetaCalibration):
+        return f"a={est.a_:.6g}, b={est.b_:.6g}, c={est.c_:.6g}"
+    if isinstance(est, fastcal.PlattScaling):
+        return f"a={est.a_:.6g}, b={est.b_:.6g}"
+    if isinstance(est, fastcal.TemperatureScaling):
+        return f"beta={est.beta_:.6g}"
+    if isinstance(est, fastcal.HistogramBinning):
+        return f"{est.bin_values_.shape[0]} bins"
+    return f"{est.c_.shape[0]} distinct scores"  # VennAbers
+
+
+def _summary(est, args, rows, timings):
+    """The line ``fastcal fit`` prints on success (unless ``--quiet``)."""
+    seconds = sum(timings.values())
+    where = f" on {rows:,} rows" if rows is not None else ""
+    print(f"fastcal fit: {args.method}{where}: {describe(est)}; {seconds:.2f} s; model written to {args.output}")
+
+
 def cmd_fit(args, progress_enabled, timings):
     """Fit the calibrator ``args`` ask for and save it (a command: see :func:`fastcal.cli.main`)."""
+    if args.method == "platt":
+        args.method = "sigmoid"
     score_cols = columns_arg(args.score_col)
     if not score_cols:
         raise UsageError("fit needs --score-col")
@@ -73,6 +102,8 @@ def cmd_fit(args, progress_enabled, timings):
     if args.spark:
         est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None)
         _save(est, args, timings)
+        if not args.quiet:
+            _summary(est, args, None, timings)
         return
     if args.memory_budget is not None and args.input == "-":
         raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
@@ -91,13 +122,14 @@ def cmd_fit(args, progress_enabled, timings):
         if args.method in ("temperature", "histogram", "venn-abers"):
             raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
                              "and beta only")
-        est = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
+        est, rows = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
         data = read_columns(reader, cols, numeric, Progress(f"reading {path}", reader.n_rows, progress_enabled))
         timings["read"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         y = data[args.label_col]
+        rows = len(y)
         if not len(y):
             raise DataError(f"{path}: no rows of data")
         n_classes = len(score_cols) if len(score_cols) > 1 else 2
@@ -113,13 +145,15 @@ def cmd_fit(args, progress_enabled, timings):
         t0 = time.perf_counter()
         try:
             if args.group_col:
-                est.fit(X, y, data[args.group_col], sample_weight=w)
+                est.fit(X, y, reader.group_column(data[args.group_col]), sample_weight=w)
             else:
                 est.fit(X, y, sample_weight=w)
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
         timings["fit"] = time.perf_counter() - t0
     _save(est, args, timings)
+    if not args.quiet:
+        _summary(est, args, rows, timings)
 
 
 def _save(est, args, timings):
@@ -181,4 +215,4 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     except ValueError as exc:
         raise DataError(f"{path}: {exc}") from None
     timings["fit (out of core, incl. reading)"] = time.perf_counter() - t0
-    return est
+    return est, n_rows

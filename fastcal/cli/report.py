@@ -130,7 +130,7 @@ def cmd_report(args, progress_enabled, timings):
         corp = _corp(y, p, w)
         segments = mce = None
         if args.segment_col:
-            groups = data[args.segment_col]
+            groups = reader.group_column(data[args.segment_col])
             segments = fastcal.segment_report(y, p, groups, sample_weight=w, n_bins=args.n_bins)
             mce = fastcal.multicalibration_error(y, p, {args.segment_col: groups}, sample_weight=w,
                                                  max_values_per_segment_feature=max(2, len(segments.groups)))

@@ -114,9 +114,14 @@ def _spark_errors():
     return (PySparkException, Py4JJavaError)
 
 
-def read(spark, path, columns):
+def read(spark, path, columns, groups=()):
     """The DataFrame of ``path`` (Parquet or CSV with a header, by extension); a UsageError for a missing path or
-    column."""
+    column.
+
+    The columns ``groups`` of a CSV file are typed as without ``--spark`` (:mod:`fastcal._io.groups`): integers,
+    else numbers, else text, an empty cell null; Spark's own inference of other types (booleans, dates,
+    timestamps) is undone by reading them as text.
+    """
     ext = _format(path, "INPUT")
     try:
         if ext == ".parquet":
@@ -127,10 +132,34 @@ def read(spark, path, columns):
         if "PATH_NOT_FOUND" in str(exc):
             raise UsageError(f"{path}: no such file or directory") from None
         raise DataError(f"{path}: {_first_line(exc)}") from None
-    for c in columns:
+    for c in list(columns) + list(groups):
         if c not in df.columns:
             shown = ", ".join(df.columns[:20]) + (", ..." if len(df.columns) > 20 else "")
             raise UsageError(f"{display_name(path)}: no column {c!r} (columns: {shown})")
+    if ext == ".csv" and groups:
+        df = _csv_groups(spark, path, df, groups)
+    return df
+
+
+def _csv_groups(spark, path, df, groups):
+    """``df`` (a CSV file read with Spark's inference) with its columns ``groups`` typed as fastcal types CSV
+    group columns: integers (int, bigint) and numbers (double) as Spark infers them, any other type read again
+    as text; an empty text the null (Spark reads a quoted empty field as an empty string)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    numeric = (T.IntegerType, T.LongType, T.DoubleType, T.StringType)
+    retype = [c for c in groups if not isinstance(df.schema[c].dataType, numeric)]
+    if retype:
+        schema = T.StructType([T.StructField(f.name, T.StringType(), True) if f.name in retype else f
+                               for f in df.schema.fields])
+        try:
+            df = spark.read.csv(path, header=True, schema=schema)
+        except _spark_errors() as exc:
+            raise DataError(f"{path}: {_first_line(exc)}") from None
+    for c in dict.fromkeys(groups):
+        if isinstance(df.schema[c].dataType, T.StringType):
+            df = df.withColumn(c, F.when(F.col(c) == "", F.lit(None)).otherwise(F.col(c)))
     return df
 
 
@@ -155,7 +184,7 @@ def fit(args, score_col, timings, calibrator=None):
     columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, columns + ([args.group_col] if calibrator is not None else []))
+        df = read(spark, args.input, columns, [args.group_col] if calibrator is not None else [])
         check_binary_labels(df, path, args.label_col)
         timings["read and check (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -213,8 +242,8 @@ def apply(args, est, score_col, output_col, timings):
     path = display_name(args.input)
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, ([score_col] if score_col is not None else [])
-                  + ([args.group_col] if grouped else []))
+        df = read(spark, args.input, [score_col] if score_col is not None else [],
+                  [args.group_col] if grouped else [])
         if score_col is None:  # as without --spark: the only column, or "score"
             if len(df.columns) == 1 or "score" in df.columns:
                 score_col = df.columns[0] if len(df.columns) == 1 else "score"
@@ -247,6 +276,8 @@ def apply(args, est, score_col, output_col, timings):
             except _spark_errors() as exc:
                 raise DataError(f"{path}: {_first_line(exc)}") from None
             timings["read, calibrate and write (Spark)"] = time.perf_counter() - t0
+            if grouped:
+                _warn_unmatched(df, est, args.group_col, path)
             from .signals import committing
 
             with committing():
@@ -257,6 +288,27 @@ def apply(args, est, score_col, output_col, timings):
         finally:
             if not ok:
                 _remove(tmp)
+
+
+def _warn_unmatched(df, est, column, path):
+    """The warning of ``fastcal apply`` (:func:`fastcal.cli.apply.warn_unmatched`) when there are rows and none
+    has a group of the model ``est`` (a Spark job that stops at the first row that has one)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from .apply import warn_unmatched
+
+    if not est.groups_:
+        return
+    present = [g for g in est.groups_ if g is not None and not (isinstance(g, float) and g != g)]
+    condition = F.col(column).isin(present) if present else F.lit(False)
+    if len(present) < len(est.groups_):
+        condition = condition | F.col(column).isNull()
+        if isinstance(df.schema[column].dataType, (T.FloatType, T.DoubleType)):
+            condition = condition | F.isnan(F.col(column))
+    if df.where(condition).limit(1).count() or not df.limit(1).count():
+        return
+    warn_unmatched(path, column, est.groups_, [r[0] for r in df.select(column).distinct().limit(5).collect()])
 
 
 def report(args, timings):

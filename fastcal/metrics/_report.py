@@ -126,13 +126,16 @@ class CalibrationReport(Result):
         lines.append(rule)
         lines.append("bin  range            weight    mean pred  frac pos")
         nz = np.flatnonzero(self.bin_weights > 0)
+        # unweighted (every row weighs 1): the bins' weights are counts, printed whole
+        counts = self.weight_sum == self.n and bool(np.all(self.bin_weights == np.round(self.bin_weights)))
         j = 0
         for k in range(self.n_bins):
             lo, hi = self.bin_edges[k], self.bin_edges[k + 1]
             rng = f"{'[' if k == 0 else '('}{lo:.3f}, {hi:.3f}]"
             if j < nz.size and nz[j] == k:
                 weight, pred, true = self.bin_weights[k], self.prob_pred[j], self.prob_true[j]
-                lines.append(f"{k:>3}  {rng:<15} {weight:>8.6g}  {pred:>9.4f}  {true:>8.4f}")
+                shown = f"{int(weight):>8d}" if counts else f"{weight:>8.6g}"
+                lines.append(f"{k:>3}  {rng:<15} {shown}  {pred:>9.4f}  {true:>8.4f}")
                 j += 1
             else:
                 lines.append(f"{k:>3}  {rng:<15} {0:>8}  {'(empty)':>9}  {'':>8}")
