@@ -7,9 +7,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.fastcal-installed
 PYTEST_ARGS ?=
-# Numba's cache for everything make runs (kept in the venv, so a clean clone starts cold and `make clean` empties it)
-NUMBA_CACHE_DIR ?= $(abspath $(VENV))/numba-cache
-export NUMBA_CACHE_DIR
+# Numba's cache. `make demo` and the other targets leave it where a fastcal run puts it by itself (__pycache__
+# beside the sources, or your NUMBA_CACHE_DIR), so your own runs of .venv/bin/fastcal or python load what they
+# compiled. The checks CI runs (test, docs, bench-check) keep one of their own in the venv, which `make test` starts
+# from one cold `fastcal precompile`. `make clean` empties both.
+CHECK_CACHE := $(abspath $(VENV))/numba-cache
 COLD_CACHE := $(abspath $(VENV))/numba-cache-cold
 # Processes each pass of the suite runs in (pytest-xdist, whole test files to a process): one per CPU, at most 4
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
@@ -30,7 +32,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 ## test: the import contracts in pyproject.toml (the layers); one cold `fastcal precompile` into an empty Numba
-## cache (tests/test_precompile.py checks what it compiled), copied into NUMBA_CACHE_DIR so that the passes
+## cache (tests/test_precompile.py checks what it compiled), copied into CHECK_CACHE so that the passes
 ## start warm; the whole suite (unit, property,
 ## peer-comparison and benchmark smoke tests) with every core; again on one thread without the
 ## `slow` tests (each pass in TEST_WORKERS processes, whole test files to a process; results must not depend on the thread count; the slow ones are about memory, signals,
@@ -39,25 +41,28 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/lint-imports
 	rm -rf $(COLD_CACHE) && $(BIN)/python tests/precompile_cold.py $(COLD_CACHE) > $(COLD_CACHE).json
-	mkdir -p $(NUMBA_CACHE_DIR) && cp -R $(COLD_CACHE)/. $(NUMBA_CACHE_DIR)/
-	FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
-	NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
-	NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
+	mkdir -p $(CHECK_CACHE) && cp -R $(COLD_CACHE)/. $(CHECK_CACHE)/
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
-## demo: the main job on 10^7 rows, with timings against scikit-learn; its pictures go to fastcal-demo/
-## in the current directory (git-ignored; the demo writes nothing else). DEMO_ARGS="--n 1000000" for fewer rows
+## demo: `fastcal precompile` (compiles every kernel into the cache the first time, minutes; loads them later), then
+## the main job on 10^7 rows, with timings against scikit-learn; its pictures go to fastcal-demo/ in the current
+## directory (git-ignored; the demo writes nothing else). DEMO_ARGS="--n 1000000" for fewer rows
 demo: $(STAMP)
+	$(BIN)/python -m fastcal precompile
 	$(BIN)/python -m fastcal.demo $(DEMO_ARGS)
 
 ## demo-readme: the demo, writing its transcript into README.md (between the demo-transcript markers) and
 ## its pictures into docs/images/: the README's transcript and pictures, made by one run
 demo-readme: $(STAMP)
+	$(BIN)/python -m fastcal precompile
 	$(BIN)/python -m fastcal.demo --out docs/images --readme README.md $(DEMO_ARGS)
 
 ## docs: the documentation site (Sphinx: user guide, API reference from the docstrings, the example
 ## gallery run at build time) in docs/_build/html; any warning fails the build
 docs: $(STAMP)
-	$(BIN)/python -m sphinx -b html -W --keep-going -q docs docs/_build/html
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) $(BIN)/python -m sphinx -b html -W --keep-going -q docs docs/_build/html
 	@echo "docs: open docs/_build/html/index.html"
 
 ## bench: side-by-side timings against the peers; rewrites the table in docs/performance.md
@@ -67,7 +72,7 @@ bench: $(STAMP)
 ## bench-check: the benchmark gate (CI): one-thread ratios to the peers at 10^6 rows (medians of paired calls) must stay
 ## above 0.7 of this CPU's references in benchmarks/floors.json, and the spread over 8 threads well above 1
 bench-check: $(STAMP)
-	$(BIN)/python -m benchmarks.check
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) $(BIN)/python -m benchmarks.check
 
 ## bench-kernels: the kernel micro-benchmarks (pytest-benchmark), JSON in benchmarks/results/
 bench-kernels: $(STAMP)

@@ -30,18 +30,20 @@ Adding a warm-up (a new subject, kernel or dtype path)
            BetaCalibration().fit(*_read_only(s, y))
 
 3. Cover every option that reaches a different kernel or hands a kernel a
-   different argument type: score dtypes (``FLOATS``), the label dtypes of
-   :func:`_labels`, weights of each float dtype, read-only inputs
-   (:func:`_read_only`: Numba compiles them apart), binary and multiclass
-   shapes. Only the types matter, so keep inputs tiny; keep them valid, so
-   that no call warns (the warm-ups run without silencing warnings). Two
-   exceptions to tiny: a path that only runs above a size threshold needs
-   inputs that large (:data:`BIG` rows for the radix argsort of weighted and
-   real-valued isotonic fits, weighted AUC, Venn-Abers and the CORP
-   resampling; more than one chunk for the smooth ECE's merge), and a variant
-   chosen by the data (the beta fit's line search evaluating the loss) needs
-   data that reaches it. Labels of every dtype are also fitted with float64
-   weights, the usual combination.
+   different argument type: score dtypes (``FLOATS``), every label dtype of
+   :func:`_labels` with no weights and with weights of each float dtype
+   (:func:`_labels_and_weights`: users pass any combination, and a kernel
+   that reads both compiles for each), the class dtypes of :func:`_classes`,
+   read-only inputs (:func:`_read_only`: Numba compiles them apart), binary
+   and multiclass shapes. Only the types matter, so keep inputs tiny; keep
+   them valid, so that no call warns (the warm-ups run without silencing
+   warnings). Two exceptions to tiny: a path that only runs above a size
+   threshold needs inputs that large (:data:`BIG` rows for the radix argsort
+   of weighted and real-valued isotonic fits, weighted AUC, Venn-Abers and the
+   CORP resampling; :data:`LARGE` rows, on two threads, for the Newton fits'
+   warm-start subsample, the quantile selection, the threaded sorts and the
+   smooth ECE's chunks), and a variant chosen by the data (the beta fit's line
+   search evaluating the loss) needs data that reaches it.
 4. A subject that needs an optional dependency: import it inside the
    function and return when the dependency is missing (nobody can call the
    subject then; see ``_dask``), and list the import in the
@@ -51,7 +53,9 @@ Adding a warm-up (a new subject, kernel or dtype path)
 ``tests/test_precompile.py`` checks that after :func:`precompile` every
 ``@kernel`` dispatcher of fastcal has at least one compiled signature, so a
 new kernel without a warm-up fails the suite; and that a new process then
-compiles nothing when it calls the subjects.
+compiles nothing on the first calls of every public subject with every
+dtype users pass, small and large (``tests/first_calls.py``), nor in the
+command line's report, fit and apply.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ import numpy as np
 
 from . import outofcore
 from ._io import open_input, open_output
+from ._auc import THREADED_SORT_MIN_SIZE
+from ._binning import SELECT_MIN_SIZE
 from ._parallel import PARALLEL_MIN_SIZE, set_num_threads
 from ._sort import RADIX_MIN_SIZE
 from ._validation import LABEL_DTYPES
@@ -87,11 +93,12 @@ from .grouped import GroupedCalibrator
 from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
-from .smooth import smooth_ece
+from .platt._model import WARM_START_MIN
+from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers
 
-__all__ = ["FLOATS", "WARMUPS", "Warmup", "cache_files", "dispatchers", "precompile", "total_calls", "warmup"]
+__all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "dispatchers", "precompile", "total_calls", "warmup"]
 
 #: The float dtypes every subject keeps (no up-cast): the usual variants.
 FLOATS = (np.float32, np.float64)
@@ -107,7 +114,11 @@ BIG = RADIX_MIN_SIZE
 THREADED = PARALLEL_MIN_SIZE
 
 #: Rows of the smooth ECE's chunked path (more than one chunk of its grid sums).
-SMOOTH_CHUNKED = (1 << 19) + 1
+SMOOTH_CHUNKED = CHUNK_ROWS + 1
+
+#: Rows past every size at which a wrapper switches kernels or their argument types: the Newton fits' warm start
+#: from a subsample, the threaded sorts, the parallel chunks, the quantile selection, the smooth ECE's chunks.
+LARGE = max(WARM_START_MIN, THREADED_SORT_MIN_SIZE, THREADED, SELECT_MIN_SIZE, SMOOTH_CHUNKED) + RADIX_MIN_SIZE
 
 
 @dataclass(frozen=True)
@@ -220,6 +231,18 @@ def _labels(y):
     return [y.astype(d) for d in LABEL_DTYPES]
 
 
+def _classes(k):
+    """The class numbers ``k`` in every integer label dtype."""
+    return [k.astype(d) for d in LABEL_DTYPES if np.issubdtype(d, np.integer)]
+
+
+def _labels_and_weights(y, dtype=None):
+    """``(labels, weights)`` for every label dtype of :func:`_labels`, with no weights and with weights of each
+    float dtype (the kernels read the weights as given): what users pass, in every combination."""
+    n = y.shape[0]
+    return [(labels, w) for labels in _labels(y) for w in (None, *(_weights(n, d) for d in FLOATS))]
+
+
 def _read_only(*arrays):
     """Read-only copies: Numba types them apart from writable arrays, so they compile separately."""
     out = []
@@ -306,38 +329,73 @@ def _radix_two_threads(dtype):
     targets = np.random.default_rng(3).random(THREADED).astype(dtype)
 
     def fits():
-        set_num_threads(2)
         IsotonicRegression().fit(x, y, sample_weight=w)  # (key, value) rows
         IsotonicRegression().fit(x, targets, sample_weight=w)  # (key, index) arrays
 
+    _in_two_threads(fits)
+
+
+def _in_two_threads(func):
+    """Call ``func()`` in a thread of its own that runs fastcal's kernels on two threads (even on one CPU).
+
+    The thread's fastcal thread count (a per-thread setting,
+    :func:`~fastcal.set_num_threads`) dies with it.
+    """
     errors = []
-    worker = threading.Thread(target=lambda: _catch(fits, errors))
+
+    def run():
+        try:
+            set_num_threads(2)
+            func()
+        except BaseException as exc:  # re-raised in the calling thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
     worker.start()
     worker.join()
     if errors:
         raise errors[0]
 
 
-def _catch(func, errors):
-    try:
-        func()
-    except BaseException as exc:  # re-raised in the calling thread
-        errors.append(exc)
+@warmup("large inputs")
+def _large(dtype):
+    """Inputs past every size at which a wrapper switches kernels (:data:`LARGE` rows), cut between two threads.
+
+    The Newton fits' warm start copies a subsample of the labels and weights
+    as they were given (Platt scaling, the calibration slope, beta
+    calibration), the quantile bins select their edges, the AUC sorts in
+    threads, the CORP band gathers its resamples: each with every label dtype
+    and weights of each float dtype, the combinations users pass.
+    """
+    p, y = _scores(dtype, n=LARGE)
+    P, yk = _proba(LARGE, 3, dtype)
+
+    def calls():
+        for labels, w in _labels_and_weights(y):
+            platt_scaling(p, labels, sample_weight=w)
+            calibration_slope_intercept(labels, p, sample_weight=w)
+            BetaCalibration().fit(p, labels, sample_weight=w)
+            HistogramBinning(strategy="quantile").fit(p, labels, sample_weight=w)
+            calibration_curve(labels, p, strategy="quantile", sample_weight=w)
+            roc_auc_score(labels, p, sample_weight=w)
+            calibration_report(labels, p, sample_weight=w)
+            corp_reliability(labels, p, n_resamples=2, random_state=0, sample_weight=w)
+        for labels in _classes(yk):
+            for w in (None, *(_weights(LARGE, d) for d in FLOATS)):
+                roc_auc_score(labels, P, multi_class="ovr", sample_weight=w)
+
+    _in_two_threads(calls)
 
 
 @warmup("platt")
 def _platt(dtype):
     s, y = _scores(dtype)
-    for labels in _labels(y):
-        platt_scaling(s, labels)
-        platt_scaling(s, labels, sample_weight=_weights(s.shape[0], np.float64))
-    for wdtype in FLOATS:
-        platt_scaling(s, y, sample_weight=_weights(s.shape[0], wdtype))
+    for labels, w in _labels_and_weights(y):
+        platt_scaling(s, labels, sample_weight=w)
+        calibration_slope_intercept(labels, s, sample_weight=w)
     sr, yr = _read_only(s, y)
     PlattScaling().fit(sr, yr).predict(sr)
     PlattScaling().fit(s, y).predict(s)
-    calibration_slope_intercept(y, s)
-    calibration_slope_intercept(y, s, sample_weight=_weights(s.shape[0], dtype))
 
 
 @warmup("beta")
@@ -346,10 +404,8 @@ def _beta(dtype):
     w = _weights(s.shape[0], np.float64)
     # Underconfident scores: the Newton line search evaluates the loss too, a variant of the pass kernel.
     for p in (s, (0.5 + (s - 0.5) * 0.01).astype(dtype)):
-        for labels in _labels(y):
-            BetaCalibration().fit(p, labels).predict(p)
-            BetaCalibration().fit(p, labels, sample_weight=w)
-        BetaCalibration().fit(p, y, sample_weight=_weights(s.shape[0], np.float32))
+        for labels, weights in _labels_and_weights(y):
+            BetaCalibration().fit(p, labels, sample_weight=weights).predict(p)
         pr, yr = _read_only(p, y)
         BetaCalibration().fit(pr, yr).predict(pr)
         BetaCalibration().fit(pr, yr, sample_weight=w)
@@ -429,19 +485,19 @@ def _metrics(dtype):
     p, y = _scores(dtype)
     w = _weights(p.shape[0], dtype)
     pr, yr = _read_only(p, y)
-    for labels in _labels(y):
-        _binary_metrics(labels, p, None)
-    for wdtype in FLOATS:
-        _binary_metrics(y, p, _weights(p.shape[0], wdtype))
+    for labels, weights in _labels_and_weights(y):
+        _binary_metrics(labels, p, weights)
     _binary_metrics(yr, pr, None)
     roc_auc_score(y, p, max_fpr=0.5)
     roc_auc_score(y, p, sample_weight=w, max_fpr=0.5)
     log_loss(y, np.stack([1 - p, p], axis=1))
     P, yk = _proba(N, 3, dtype)
-    for labels in (yk, yk.astype(np.int32)):
-        log_loss(labels, P)
-        brier_score_loss(labels, P)
-        for kwargs in (dict(multi_class="ovr"), dict(multi_class="ovo"), dict(multi_class="ovr", average="micro"),
+    for labels in _classes(yk):
+        for w in (None, *(_weights(N, d) for d in FLOATS)):
+            log_loss(labels, P, sample_weight=w)
+            brier_score_loss(labels, P, sample_weight=w)
+            roc_auc_score(labels, P, multi_class="ovr", sample_weight=w)
+        for kwargs in (dict(multi_class="ovo"), dict(multi_class="ovr", average="micro"),
                        dict(multi_class="ovr", average="weighted", sample_weight=_weights(N, dtype))):
             roc_auc_score(labels, P, **kwargs)
     (Pr,) = _read_only(P)
@@ -470,17 +526,14 @@ def _decomposition(dtype):
     P, yk = _proba(N, 3, dtype)
     (Pr,) = _read_only(P)
     for scoring in ("brier", "log_loss"):
-        for labels in _labels(y):
-            score_decomposition(labels, p, scoring=scoring)
-            score_decomposition(labels, p, scoring=scoring, sample_weight=_weights(N, np.float64))
-        for wdtype in FLOATS:
-            score_decomposition(y, p, scoring=scoring, sample_weight=_weights(N, wdtype))
+        for labels, w in _labels_and_weights(y):
+            score_decomposition(labels, p, scoring=scoring, sample_weight=w)
         score_decomposition(yr, pr, scoring=scoring)
         score_decomposition(yk, P, scoring=scoring)
         score_decomposition(yk, Pr, scoring=scoring)
     for band in ("consistency", "confidence"):
-        for labels in _labels(y):
-            corp_reliability(labels, p, n_resamples=4, band=band, random_state=0)
+        for labels, w in _labels_and_weights(y):
+            corp_reliability(labels, p, n_resamples=4, band=band, random_state=0, sample_weight=w)
         corp_reliability(yr, pr, n_resamples=4, band=band, random_state=0)
         corp_reliability(yk, P, n_resamples=4, band=band, random_state=0)
         pb, yb = _scores(dtype, n=BIG)  # weighted PAV and the resampling's order: the radix argsort
@@ -492,10 +545,9 @@ def _decomposition(dtype):
 @warmup("ECCE and multicalibration error")
 def _multicalibration(dtype):
     p, y = _scores(dtype)
-    for labels in _labels(y):
-        ecce(labels, p)
+    for labels, w in _labels_and_weights(y):
+        ecce(labels, p, sample_weight=w)
     for wdtype in FLOATS:
-        ecce(y, p, sample_weight=_weights(N, wdtype))
         segments = {"a": np.arange(N) % 4, "c": np.linspace(0.0, 1.0, N)}
         multicalibration_error(y, p, segments, numerical=["c"], sample_weight=_weights(N, wdtype),
                                min_samples_per_segment=1)
@@ -511,12 +563,11 @@ def _multicalibration(dtype):
     kuiper_cdf(3.0)
     kuiper_sf(3.0)
     groups = np.array(["a", "b", "c"])[np.arange(N) % 3]
-    for labels in _labels(y):  # the report by segment reads the validated labels, predictions and weights
-        segment_report(labels, p, groups)
-    for wdtype in FLOATS:
-        segment_report(y, p, np.arange(N) % 3, sample_weight=_weights(N, wdtype))
+    for labels, w in _labels_and_weights(y):  # the report by segment reads the validated labels, predictions, weights
+        segment_report(labels, p, groups, sample_weight=w)
         for template in (PlattScaling(), BetaCalibration()):  # the batched Newton fits of every group
-            GroupedCalibrator(template, min_samples_per_group=2).fit(p, y, groups, _weights(N, wdtype))
+            GroupedCalibrator(template, min_samples_per_group=2).fit(p, labels, groups, w)
+    segment_report(y, p, np.arange(N) % 3)
     for template in (PlattScaling(), BetaCalibration()):
         GroupedCalibrator(template, min_samples_per_group=2).fit(p, y, groups).predict(p, groups)
     pb, yb = _scores(dtype, n=BIG)  # a bucket of groups past the radix sort's threshold (weighted isotonic)
@@ -539,11 +590,8 @@ def _multicalibration(dtype):
 def _smooth(dtype):
     p, y = _scores(dtype)
     pr, yr = _read_only(p, y)
-    for labels in _labels(y):
-        smooth_ece(labels, p)
-        smooth_ece(labels, p, sample_weight=_weights(N, np.float64))
-    for wdtype in FLOATS:
-        smooth_ece(y, p, sample_weight=_weights(N, wdtype))
+    for labels, w in _labels_and_weights(y):
+        smooth_ece(labels, p, sample_weight=w)
     smooth_ece(yr, pr)
     smooth_ece(np.where(y == 1, 1, -1), p)  # {-1, 1} labels
     P, yk = _proba(N, 3, dtype)
@@ -558,12 +606,10 @@ def _multiclass_metrics(dtype):
     P, yk = _proba(N, 3, dtype)
     (Pr,) = _read_only(P)
     for multiclass in ("top_label", "classwise"):
-        for labels in (yk, yk.astype(np.int32)):
-            calibration_curve(labels, P, n_bins=5, multiclass=multiclass)
-            expected_calibration_error(labels, P, multiclass=multiclass)
-        for wdtype in FLOATS:
-            calibration_curve(yk, P, n_bins=5, multiclass=multiclass, sample_weight=_weights(N, wdtype))
-            expected_calibration_error(yk, P, multiclass=multiclass, sample_weight=_weights(N, wdtype))
+        for labels in _classes(yk):
+            for w in (None, *(_weights(N, d) for d in FLOATS)):
+                calibration_curve(labels, P, n_bins=5, multiclass=multiclass, sample_weight=w)
+                expected_calibration_error(labels, P, multiclass=multiclass, sample_weight=w)
         calibration_curve(yk, Pr, n_bins=5, strategy="quantile", multiclass=multiclass)
         expected_calibration_error(yk, Pr, multiclass=multiclass)
 

@@ -43,6 +43,8 @@ import time
 
 import numpy as np
 
+from ._precompile import LARGE
+
 #: The demo's sections, in order: each is printed as a heading ``== TITLE, DETAIL =====``.
 SECTIONS = (
     "1. Isotonic calibration",
@@ -66,8 +68,11 @@ PICTURES = ("reliability.png", "corp_reliability.png", "undersampling_histogram.
 #: Rows of the CORP diagram (a subsample above this: 200 refits of the band per model stay quick).
 CORP_ROWS = 10**5
 
-#: Rows of the undersampling study (:mod:`fastcal.examples.undersampling`), or ``--n`` if fewer.
+#: Rows of the undersampling study, or ``--n`` if fewer.
 STUDY_ROWS = 100_000
+
+#: Rows of the warm-up call before each timing (:func:`timed`): past every size at which a wrapper switches kernels.
+WARM_ROWS = LARGE
 
 _HEADING = re.compile(r"^== (.+?) =+$")
 
@@ -84,9 +89,18 @@ def over_confident_model(n, seed):
     return 1.0 / (1.0 + np.exp(-s)), y
 
 
-def timed(func):
+def timed(func, *arrays):
+    """``(func(*arrays), seconds)``, timed after a warm-up call on the first :data:`WARM_ROWS` rows of each array.
+
+    Kernels compile (or load from the cache) on their first call with each
+    argument type: the warm-up call, on a slice of the same dtypes, makes
+    that happen before the clock starts. It is as long as the largest
+    size at which a wrapper switches kernels, so that the timed call takes
+    no path the warm-up did not (at most the whole input).
+    """
+    func(*(a[:WARM_ROWS] if isinstance(a, np.ndarray) else a for a in arrays))
     t0 = time.perf_counter()
-    result = func()
+    result = func(*arrays)
     return result, time.perf_counter() - t0
 
 
@@ -128,23 +142,20 @@ def calibrate(n):
     p_test, y_test = over_confident_model(n, seed=2)
     print(f"model: claims sigmoid(s), truth is sigmoid(s/2), s ~ N(0, 4); fitted on {n:,} rows, "
           f"scored on {n:,} fresh rows")
-    fastcal.IsotonicRegression().fit(p_train[:1000], y_train[:1000])  # load the compiled kernels
-    fastcal.platt_scaling(p_train[:1000], y_train[:1000])
-    fastcal.BetaCalibration().fit(p_train[:1000], y_train[:1000])
 
     section(0, f"{n:,} rows")
-    iso, t_fit = timed(lambda: fastcal.IsotonicRegression(out_of_bounds="clip").fit(p_train, y_train))
-    sk_iso, t_sk_fit = timed(lambda: SkIsotonicRegression(out_of_bounds="clip").fit(p_train, y_train))
-    p_iso, t_pred = timed(lambda: iso.predict(p_test))
-    sk_pred, t_sk_pred = timed(lambda: sk_iso.predict(p_test))
+    iso, t_fit = timed(lambda p, y: fastcal.IsotonicRegression(out_of_bounds="clip").fit(p, y), p_train, y_train)
+    sk_iso, t_sk_fit = timed(lambda p, y: SkIsotonicRegression(out_of_bounds="clip").fit(p, y), p_train, y_train)
+    p_iso, t_pred = timed(iso.predict, p_test)
+    sk_pred, t_sk_pred = timed(sk_iso.predict, p_test)
     speed_table([("IsotonicRegression.fit", t_fit, t_sk_fit), ("IsotonicRegression.predict", t_pred, t_sk_pred)])
     same = np.array_equal(iso.X_thresholds_, sk_iso.X_thresholds_)
     print(f"same {iso.X_thresholds_.shape[0]} knots as scikit-learn: {'yes' if same else 'NO'}; "
           f"largest prediction difference: {np.max(np.abs(p_iso - sk_pred)):.1e}")
 
     section(1, f"{n:,} rows")
-    res, t_platt = timed(lambda: fastcal.platt_scaling(p_train, y_train))
-    sk_sig, t_sk_platt = timed(lambda: _SigmoidCalibration().fit(p_train, y_train))
+    res, t_platt = timed(fastcal.platt_scaling, p_train, y_train)
+    sk_sig, t_sk_platt = timed(lambda p, y: _SigmoidCalibration().fit(p, y), p_train, y_train)
     speed_table([("platt_scaling (Newton)", t_platt, t_sk_platt)])
     print(f"a = {res.a:.8f}, b = {res.b:.8f} in {res.n_iter} Newton passes "
           f"(scikit-learn's L-BFGS: a = {sk_sig.a_:.8f}, b = {sk_sig.b_:.8f})")
@@ -158,7 +169,7 @@ def calibrate(n):
     # Beta calibration contains sigmoid(logit(p) / 2): a = b = 1/2, c = 0.
     import warnings
 
-    beta, t_beta = timed(lambda: fastcal.BetaCalibration().fit(p_train, y_train))
+    beta, t_beta = timed(lambda p, y: fastcal.BetaCalibration().fit(p, y), p_train, y_train)
     fitted = f"a = {beta.a_:.6f}, b = {beta.b_:.6f}, c = {beta.c_:.6f}, m = {beta.m_:.6f} (truth: 1/2, 1/2, 0, 1/2"
     try:
         from betacal import BetaCalibration as PeerBeta
@@ -167,7 +178,7 @@ def calibrate(n):
         print(fitted + ")")
     else:
         with warnings.catch_warnings():  # betacal switches every warning off globally
-            peer, t_peer = timed(lambda: PeerBeta().fit(p_train, y_train))
+            peer, t_peer = timed(lambda p, y: PeerBeta().fit(p, y), p_train, y_train)
         speed_table([("BetaCalibration.fit, vs betacal", t_beta, t_peer)])
         a_peer, b_peer, m_peer = peer.calibrator_.map_
         print(fitted + f"; betacal: a = {a_peer:.6f}, b = {b_peer:.6f}, m = {m_peer:.6f})")
@@ -184,14 +195,15 @@ def more_calibrators(p_train, y_train, p_test, y_test, p_iso):
 
     n = p_train.shape[0]
     section(2, f"{n:,} rows")
-    cir, t_cir = timed(lambda: fastcal.IsotonicRegression(centered=True, out_of_bounds="clip").fit(p_train, y_train))
+    cir, t_cir = timed(lambda p, y: fastcal.IsotonicRegression(centered=True, out_of_bounds="clip").fit(p, y),
+                       p_train, y_train)
     p_cir = cir.predict(p_test)
     ties = lambda p: 1 - np.unique(p).shape[0] / p.shape[0]  # noqa: E731
     print(f"centered isotonic: fit in {t_cir:.2f} s; tied test predictions {ties(p_cir):.1%} "
           f"(step fit: {ties(p_iso):.1%}); AUC {fastcal.roc_auc_score(y_test, p_cir):.5f} "
           f"(step fit: {fastcal.roc_auc_score(y_test, p_iso):.5f}, model: {fastcal.roc_auc_score(y_test, p_test):.5f})")
-    va, t_va = timed(lambda: fastcal.VennAbers().fit(p_train, y_train))
-    (p0, p1), t_pred = timed(lambda: va.predict_interval(p_test))
+    va, t_va = timed(lambda p, y: fastcal.VennAbers().fit(p, y), p_train, y_train)
+    (p0, p1), t_pred = timed(va.predict_interval, p_test)
     print(f"Venn-Abers: fit in {t_va:.2f} s, (p0, p1) of {n:,} test rows in {t_pred:.2f} s; "
           f"median width p1 - p0 = {np.median(p1 - p0):.2e}; "
           f"log loss of the merged p {fastcal.log_loss(y_test, va.predict(p_test)):.5f}")
@@ -208,16 +220,15 @@ def diagnose(y, probs):
     section(3, f"on {n:,} fresh rows")
     reports = {}
     for name, p in probs.items():
-        reports[name], t = timed(lambda p=p: fastcal.calibration_report(y, p, n_bins=10))
-    p = probs["model as is"]
+        reports[name], t = timed(lambda y, p: fastcal.calibration_report(y, p, n_bins=10), y, p)
 
-    def sklearn_diagnostics():
+    def sklearn_diagnostics(y, p):
         calibration_curve(y, p, n_bins=10)
         brier_score_loss(y, p)
         log_loss(y, p)
         roc_auc_score(y, p)
 
-    _, t_sk = timed(sklearn_diagnostics)
+    _, t_sk = timed(sklearn_diagnostics, y, probs["model as is"])
     keys = [("AUC", "auc"), ("Brier score", "brier"), ("log loss", "log_loss"), ("ECE (10 bins)", "ece"),
             ("max calibration error", "mce"), ("calibration slope", "slope"), ("calibration intercept", "intercept"),
             ("calibration-in-the-large", "calibration_in_the_large"), ("mean prediction", "mean_prediction")]
@@ -244,18 +255,23 @@ def undersampling(n):
           f"{figures['mean_after'] / figures['true_rate']:.2f}x; AUC unchanged: "
           f"{abs(figures['auc_before'] - figures['auc_after']) <= 1e-12} -> {'as expected' if ok else 'UNEXPECTED'}")
     p = np.random.default_rng(3).random(n)
-    fastcal.correct_negative_sampling(p[:1000], 0.1)
-    out = np.empty_like(p)
-    _, t_ours = timed(lambda: fastcal.correct_negative_sampling(p, 0.1, out=out))
-    _, t_np = timed(lambda: p / (p + (1 - p) / 0.1))
+    _, t_ours = timed(lambda p, out: fastcal.correct_negative_sampling(p, 0.1, out=out), p, np.empty_like(p))
+    _, t_np = timed(lambda p: p / (p + (1 - p) / 0.1), p)
     print(f"correct_negative_sampling on {n:,} rows: {t_ours * 1e3:.1f} ms, the NumPy expression "
           f"p / (p + (1 - p) / r): {t_np * 1e3:.1f} ms ({t_np / t_ours:.1f}x)")
     return figures
 
 
+#: The round axis limits of :func:`_zoom`, per power of ten.
+_ROUND_LIMITS = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
+
+
 def _zoom(limit):
-    """An axis limit a little above ``limit``, rounded up to a multiple of 0.05 (at most 1)."""
-    return min(1.0, float(np.ceil(limit * 1.1 / 0.05)) * 0.05)
+    """An axis limit a little (5%) above ``limit``, round (one of :data:`_ROUND_LIMITS` times a power of ten: at most
+    1.25 times the next lower one), at most 1."""
+    want = limit * 1.05
+    scale = 10.0 ** np.floor(np.log10(want))
+    return min(1.0, next(r * scale for r in _ROUND_LIMITS if r * scale >= want * (1 - 1e-12)))
 
 
 def reliability_figure(y, probs, raw="model as is"):
@@ -285,7 +301,11 @@ def reliability_figure(y, probs, raw="model as is"):
 
 
 def corp_figure(y, probs, names=("model as is", "isotonic")):
-    """The CORP diagrams of section 5, on at most :data:`CORP_ROWS` rows (a regular subsample, stated in the title)."""
+    """The CORP diagrams of section 5, on at most :data:`CORP_ROWS` rows (a regular subsample, stated in the title).
+
+    The legend stands to the right of the curves: inside, it would cover the
+    part of the square that one of the curves crosses.
+    """
     from fastcal.plot import reliability_diagram
 
     n = y.shape[0]
@@ -293,30 +313,43 @@ def corp_figure(y, probs, names=("model as is", "isotonic")):
     few = slice(None, None, step)
     corp = {name: probs[name][few] for name in names}
     sub = f"1 row in {step:,} of the {n:,}: {y[few].shape[0]:,} rows" if step > 1 else f"{n:,} rows"
-    fig, _ = reliability_diagram(y[few], corp, method="corp", n_resamples=200, random_state=0,
-                                 title=f"CORP reliability diagrams with 90% consistency bands\n({sub})")
+    fig, (ax, _) = reliability_diagram(y[few], corp, method="corp", n_resamples=200, random_state=0,
+                                       title=f"CORP reliability diagrams with 90% consistency bands\n({sub})")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize="small")
     return fig
 
 
 def undersampling_reliability_figure(y, probs):
-    """The reliability diagrams of the undersampled model (section 5), each axis zoomed to where the points are.
+    """The reliability diagrams of the undersampled model (section 5): one panel per model, each zoomed to its points.
 
     Rare events: the 10 quantile bins of the predictions sit near 0, so on
-    the full [0, 1] square every point would be in the bottom-left corner.
+    the full [0, 1] square every point would be in the bottom-left corner;
+    and the model's predictions before the correction reach several times
+    higher than after it, so on one pair of axes the corrected points would
+    be squeezed into a corner too. Each model gets its own column (curve
+    above, histogram of its predictions below), with axes that reach a
+    little past its own points.
     """
+    import matplotlib.pyplot as plt
+
     import fastcal
     from fastcal.plot import reliability_diagram
 
-    curves = [fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile") for p in probs.values()]
-    x_lim = _zoom(max(np.max(prob_pred) for _, prob_pred in curves))
-    y_lim = _zoom(max(np.max(prob_true) for prob_true, _ in curves))
-    fig, (ax, _) = reliability_diagram(y, probs, n_bins=10, strategy="quantile", hist_log=True,
-                                       hist_bins=max(50, round(30 / x_lim)),
-                                       title=f"Undersampled model, before and after the correction\n"
-                                             f"(10 quantile bins; axes zoomed to where the points are: "
-                                             f"x up to {x_lim:.2f}, y up to {y_lim:.2f})")
-    ax.set_xlim(0, x_lim)
-    ax.set_ylim(0, y_lim)
+    fig, axes = plt.subplots(2, len(probs), figsize=(5.5 * len(probs), 7.0), sharex="col",
+                             gridspec_kw=dict(height_ratios=(3, 1)), squeeze=False)
+    for column, (name, p) in enumerate(probs.items()):
+        ax, hist_ax = axes[0, column], axes[1, column]
+        prob_true, prob_pred = fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile")
+        x_lim, y_lim = _zoom(np.max(prob_pred)), _zoom(np.max(prob_true))
+        reliability_diagram(y, {name: p}, n_bins=10, strategy="quantile", hist_log=True, ax=ax, hist_ax=hist_ax,
+                            hist_bins=max(50, round(30 / x_lim)), title=f"{name}\n(x up to {x_lim:.2f}, "
+                                                                         f"y up to {y_lim:.2f})")
+        ax.set_xlim(0, x_lim)
+        ax.set_ylim(0, y_lim)
+        ax.legend(loc="upper left", fontsize="small")
+    fig.suptitle("Undersampled model, before and after the correction: 10 quantile bins, "
+                 "each panel zoomed to its points", fontsize="large")
+    fig.tight_layout()
     return fig
 
 
@@ -338,10 +371,9 @@ def draw(y, probs, figures, directory):
     pictures = dict(zip(PICTURES, (reliability_figure(y, probs), corp_figure(y, probs), hist,
                                    undersampling_reliability_figure(y_u, both))))
     for name, fig in pictures.items():
-        path = os.path.join(directory, name)
-        fig.savefig(path, dpi=100, bbox_inches="tight")
+        fig.savefig(os.path.join(directory, name), dpi=100, bbox_inches="tight")
         plt.close(fig)
-        print(f"wrote {os.path.relpath(path)}")
+    print(f"wrote {', '.join(pictures)} into {os.path.relpath(directory)}")
 
 
 #: The extras the demo needs: (import name, what to call it, the fastcal extra that installs it).
@@ -470,6 +502,7 @@ def main(argv=None, prog=None):
 
 def run(n, out):
     """The demo on ``n`` rows; the pictures into the folder ``out`` (None: no pictures)."""
+    t0 = time.perf_counter()
     where = f"pictures into {out}" if out is not None else "no pictures"
     print(f"fastcal demo: {n:,} rows, {where}")
     y, probs, _ = calibrate(n)
@@ -477,6 +510,7 @@ def run(n, out):
     figures = undersampling(n)
     if out is not None:
         draw(y, probs, figures, out)
+    print(f"demo done in {time.perf_counter() - t0:.0f} s (the peers' calls and the warm-up calls included)")
 
 
 if __name__ == "__main__":

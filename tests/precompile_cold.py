@@ -35,7 +35,7 @@ print(json.dumps(dict(status=status, kernels=kernels)))
 """
 
 
-def run(cache, timeout=1800):
+def run(cache, timeout=3600):
     """The cold run into ``cache`` (created; it must hold no Numba cache yet): its report, a dict."""
     os.makedirs(cache, exist_ok=True)
     if any(f.endswith((".nbi", ".nbc")) for _, _, files in os.walk(cache) for f in files):

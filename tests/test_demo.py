@@ -2,7 +2,10 @@
 or --out and nowhere else, refuses before any work when an extra is missing, keeps --n as the bound of every step;
 the README's transcript has the demo's sections; the pictures are readable (distinct curves, zoomed axes)."""
 
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +129,20 @@ def test_readme_transcript_has_the_demo_sections():
     assert demo.section_titles(text) == list(demo.SECTIONS)
 
 
+def test_readme_demo_prose_times_come_from_the_transcript():
+    # A time or speed-up in the prose around the transcript must be one the transcript shows (a figure written
+    # by hand goes stale when the demo changes, or was never measured).
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## The demo"):]
+    section = section[:section.index("\n## ")]
+    transcript = demo.transcript_between_markers(text, "README.md")
+    prose = section.replace(transcript, "")
+    figures = re.findall(r"(\d+(?:\.\d+)?)\s?(s|x)\b", prose)
+    shown = set(re.findall(r"(\d+(?:\.\d+)?)\s?(s|x)\b", transcript))
+    assert set(figures) <= shown, f"not in the transcript: {sorted(set(figures) - shown)}"
+    assert re.search(r"^demo done in \d+ s ", transcript, re.M)
+
+
 def test_replace_transcript():
     readme = f"# t\n\nbefore\n{demo.TRANSCRIPT_START}\nold\n{demo.TRANSCRIPT_END}\nafter\n"
     new = demo.replace_transcript(readme, "\nfastcal demo\n== 1. Isotonic calibration, 5 rows ===\n")
@@ -168,7 +185,8 @@ def test_readme_option_writes_the_transcript_and_the_pictures(tmp_path):
     assert demo.section_titles(between) == list(demo.SECTIONS)
     assert between in "```text\n" + out.stdout.split("wrote the transcript")[0].strip("\n") + "\n```\n"
     assert sorted(p.name for p in (tmp_path / "pics").iterdir()) == sorted(demo.PICTURES)
-    assert "wrote pics/reliability.png" in between
+    assert f"wrote {', '.join(demo.PICTURES)} into pics" in between
+    assert re.search(r"^demo done in \d+ s ", between, re.M)
 
 
 # --- pictures a reader can read ---------------------------------------------------------------
@@ -214,19 +232,58 @@ def test_corp_figure_states_its_subsample(pyplot):
     pyplot.close(fig)
 
 
+def test_corp_figure_legend_covers_no_curve(pyplot):
+    p, y = demo.over_confident_model(demo.CORP_ROWS, seed=1)
+    iso = fastcal.IsotonicRegression(out_of_bounds="clip").fit(p, y).predict(p)
+    fig = demo.corp_figure(y, {"model as is": p, "isotonic": iso})
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    box = ax.get_legend().get_window_extent()
+    lines = ax.get_lines()
+    assert len(lines) == 3  # the diagonal and the two curves
+    for line in lines:
+        xy = line.get_xydata()
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if line.get_label() == "perfectly calibrated":  # two points: the segment, densely
+            xy = np.linspace(xy[0], xy[-1], 1001)
+        shown = ax.transData.transform(xy)
+        inside = (shown[:, 0] >= box.x0) & (shown[:, 0] <= box.x1) & (shown[:, 1] >= box.y0) & (shown[:, 1] <= box.y1)
+        assert not inside.any(), f"the legend covers {line.get_label()!r}"
+    pyplot.close(fig)
+
+
+def _panels(fig):
+    """The curve panels of a figure: the axes with a diagonal of perfect calibration."""
+    return [ax for ax in fig.axes if any(line.get_label() == "perfectly calibrated" for line in ax.get_lines())]
+
+
 def test_undersampling_figure_is_zoomed_to_its_points(pyplot):
+    # Before the correction the predictions reach five times higher than after it: on shared axes the
+    # corrected points would sit in a fifth of the frame.
     rng = np.random.default_rng(0)
     before = rng.beta(2, 12, 20_000)
     y = (rng.random(20_000) < before / 5).astype(int)
     fig = demo.undersampling_reliability_figure(y, {"before": before, "after": before / 5})
-    ax = fig.axes[0]
-    points = np.concatenate([line.get_xydata() for line in _curves(ax)])
-    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-    assert x0 == y0 == 0
-    assert points[:, 0].max() <= x1 < 1.3 * points[:, 0].max() + 0.05  # the points reach across the frame
-    assert points[:, 1].max() <= y1 < 1.3 * points[:, 1].max() + 0.05
-    assert y1 < 0.5  # on [0, 1] they would all sit in the bottom of the frame
+    panels = _panels(fig)
+    assert len(panels) == 2
+    for ax, name in zip(panels, ["before", "after"]):
+        (curve,) = _curves(ax)
+        assert curve.get_label().startswith(name)
+        points = curve.get_xydata()
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        assert x0 == y0 == 0
+        assert points[:, 0].max() <= x1 < 1.35 * points[:, 0].max()  # the points reach across the frame
+        assert points[:, 1].max() <= y1 < 1.35 * points[:, 1].max()
+        assert y1 < 0.5  # on [0, 1] they would all sit in the bottom of the frame
     pyplot.close(fig)
+
+
+@pytest.mark.parametrize("limit", [0.0099, 0.0336, 0.07, 0.1, 0.15, 0.42, 0.7, 0.95, 1.0])
+def test_zoom_is_a_round_limit_just_above(limit):
+    zoom = demo._zoom(limit)
+    assert limit < zoom <= 1.0 or limit >= 1.0 / 1.05
+    assert zoom < 1.35 * limit or zoom == 1.0  # 1.05 times a step of at most 1.25
+    assert round(zoom / 10.0 ** np.floor(np.log10(zoom)), 9) in demo._ROUND_LIMITS
 
 
 def test_plot_gives_each_model_its_own_marker_and_line_style(pyplot):
@@ -248,10 +305,45 @@ def test_make_demo_writes_into_a_git_ignored_folder():
     # (a fresh clone's `git status` stays empty), and the Makefile must say where the pictures go.
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.split("\ndemo: ")[1].split("\n\n")[0]
-    assert recipe.splitlines()[1].strip() == "$(BIN)/python -m fastcal.demo $(DEMO_ARGS)"
+    assert recipe.splitlines()[-1].strip() == "$(BIN)/python -m fastcal.demo $(DEMO_ARGS)"
     comment = makefile.split("\ndemo: ")[0].rsplit("\n\n", 1)[1]
     assert f"{demo.DEFAULT_OUT}/" in comment and "demo_output" not in makefile
     ignored = subprocess.run(["git", "check-ignore", "-q", f"{demo.DEFAULT_OUT}/{demo.PICTURES[0]}"], cwd=REPO)
     assert ignored.returncode == 0, f"{demo.DEFAULT_OUT}/ is not in .gitignore"
     tracked = subprocess.run(["git", "ls-files", demo.DEFAULT_OUT], cwd=REPO, capture_output=True, text=True)
     assert tracked.stdout == ""
+
+
+SHIM = """#!{python}
+import json, os, sys
+with open({log!r}, "a") as f:
+    f.write(json.dumps(dict(argv=sys.argv[1:], cache=os.environ.get("NUMBA_CACHE_DIR"))) + "\\n")
+"""
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize("user_cache", [None, "/somewhere/numba"])
+def test_make_demo_compiles_into_the_cache_of_your_own_runs(tmp_path, user_cache):
+    # `make demo` runs `fastcal precompile`, then the demo, in the environment of a user's own run: Numba's cache
+    # where fastcal puts it by itself (or the user's NUMBA_CACHE_DIR), not a folder of make's choosing. So a
+    # `fastcal report` after it loads every kernel and compiles nothing (tests/test_precompile.py checks that a
+    # new process compiles nothing after `fastcal precompile`). The venv's python is replaced by one that logs.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.jsonl"
+    (bin_dir / "python").write_text(SHIM.format(python=sys.executable, log=str(log)))
+    (bin_dir / "python").chmod(0o755)
+    stamp = tmp_path / "installed"
+    stamp.touch()  # newer than pyproject.toml: make installs nothing
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    if user_cache:
+        env["NUMBA_CACHE_DIR"] = user_cache
+    for target in ("demo", "demo-readme"):
+        subprocess.run(["make", "-s", "-C", str(REPO), target, f"BIN={bin_dir}", f"STAMP={stamp}",
+                        "DEMO_ARGS=--n 2000"], env=env, check=True, capture_output=True, timeout=60)
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c["argv"] for c in calls] == [
+        ["-m", "fastcal", "precompile"], ["-m", "fastcal.demo", "--n", "2000"],
+        ["-m", "fastcal", "precompile"], ["-m", "fastcal.demo", "--out", "docs/images", "--readme", "README.md",
+                                          "--n", "2000"]]
+    assert [c["cache"] for c in calls] == [user_cache] * 4

@@ -11,6 +11,8 @@ checks the README's shape (at most 450 lines, the demo transcript markers) and t
 links in the Markdown pages point at files that exist.
 """
 
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -97,6 +99,47 @@ def test_block_runs(code, tmp_path, monkeypatch):
         import matplotlib.pyplot as plt
 
         plt.close("all")
+
+
+def printed_examples(path):
+    """(line, code, shown output, paragraph after it) of each Python block followed by "It prints:" and a text block.
+
+    The paragraph is the prose up to the next blank line after the output block.
+    """
+    text = path.read_text(encoding="utf-8")
+    blocks = list(FENCE.finditer(text))
+    out = []
+    for code, shown in zip(blocks, blocks[1:]):
+        if code.group(2).strip() == "python" and shown.group(2).strip() == "text" \
+                and text[code.end():shown.start()].strip() == "It prints:":
+            paragraph = text[shown.end():].lstrip("\n").split("\n\n", 1)[0]
+            out.append((text.count("\n", 0, code.start()) + 1, code.group(3), shown.group(3), paragraph))
+    return out
+
+
+def test_readme_example_prints_what_the_readme_shows(tmp_path, monkeypatch):
+    # The end-to-end example's output is shown under it, and the numbers of the prose that follows are those
+    # of the output: a change of the example, of fastcal or of its peers that moves them fails here.
+    examples = printed_examples(README)
+    assert any("fastcal.load(" in code for _, code, _, _ in examples)
+    monkeypatch.chdir(tmp_path)
+    for line, code, shown, paragraph in examples:
+        printed = io.StringIO()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(printed):
+            warnings.simplefilter("error")
+            exec(compile(code, f"<README.md:{line}>", "exec"), {"__name__": "__main__"})
+        assert printed.getvalue() == shown, f"README.md:{line} prints\n{printed.getvalue()}"
+        tokens = set(re.findall(r"-?\d+\.\d+", shown))
+        numbers = re.findall(r"-?\d+\.\d+", paragraph)
+        assert numbers, f"README.md:{line}: the paragraph under the output names no figure of it"
+        assert set(numbers) <= tokens, f"README.md:{line}: {sorted(set(numbers) - tokens)} are not in the output"
+
+
+def test_printed_examples_parser(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("```python\nprint(1.5)\n```\n\nIt prints:\n\n```text\n1.5\n```\n\nSo 1.5 it is.\nYes.\n\nNext.\n"
+                    "```python\nx = 1\n```\n```text\nnot output\n```\n")
+    assert printed_examples(page) == [(1, "print(1.5)\n", "1.5\n", "So 1.5 it is.\nYes.")]
 
 
 def test_readme_shape():

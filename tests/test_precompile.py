@@ -13,12 +13,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fastcal import _precompile
 
-from . import precompile_cold
+from . import first_calls, precompile_cold
 
 #: In a fresh interpreter: the first calls of the subjects, as a user's job would make them; compilations counted.
 FIRST_CALLS = r"""
@@ -108,6 +109,21 @@ def test_a_new_process_compiles_nothing_after_precompile(cold):
     assert f"{_precompile.total_calls()} warm-up calls" in summary
     assert " 0 kernel signatures compiled" in summary, summary
     assert str(cache) in summary  # where the cache is, and its size
+
+
+@pytest.mark.slow
+def test_first_calls_with_every_dtype_compile_nothing_after_precompile(cold):
+    # The first call of every public subject, with the label, score and weight dtypes users pass, small and past
+    # every size threshold of the wrappers, and the command line's report, fit and apply on files: after
+    # `fastcal precompile`, in a new process, each loads its kernels from the cache and compiles none.
+    cache, _ = cold
+    out = _python([str(Path(first_calls.__file__))], cache, timeout=3600)
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["calls"] > 1000
+    compiled = result["compiled"]
+    shown = "\n".join(f"{call}: {', '.join(kernels)}" for call, kernels in list(compiled.items())[:30])
+    assert not compiled, f"{len(compiled)} first calls compiled kernels after precompile (add warm-ups to " \
+                         f"fastcal/_precompile.py):\n{shown}"
 
 
 def test_registry_names_and_calls():

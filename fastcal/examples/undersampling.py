@@ -84,12 +84,11 @@ def run(verbose=True, *, rate=0.1, seed=42, return_predictions=False, n_samples=
     if return_predictions:
         figures.update(y=y, p_before=p_before, p_after=p_after)
     if verbose:
-        print(f"negatives undersampled at r = {rate}: {train.size:,} training rows of {y.size:,}")
-        print(f"true positive rate          {figures['true_rate']:.4f}")
-        print(f"mean prediction, before     {figures['mean_before']:.4f}")
-        print(f"mean prediction, after      {figures['mean_after']:.4f}")
-        print(f"  (intercept shifted)       {figures['mean_bias_shift']:.4f}")
-        print(f"AUC before / after          {figures['auc_before']:.4f} / {figures['auc_after']:.4f}")
+        print(f"negatives undersampled at r = {rate}: {train.size:,} training rows of {y.size:,}; "
+              f"true positive rate {figures['true_rate']:.4f}")
+        print(f"mean prediction: before {figures['mean_before']:.4f}, after {figures['mean_after']:.4f} "
+              f"(intercept shifted: {figures['mean_bias_shift']:.4f}); AUC before / after "
+              f"{figures['auc_before']:.4f} / {figures['auc_after']:.4f}")
     return figures
 
 
