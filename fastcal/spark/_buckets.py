@@ -100,6 +100,37 @@ def int_array(spark, values) -> Expr:
     return _array_literal(spark, np.asarray(values, dtype=np.int64).astype("<i4"), "array<int>")
 
 
+#: The Spark SQL element type of each NumPy dtype :func:`array_column` writes, and how it writes one value.
+_TEXT_OF = {np.dtype(np.float64): ("double", lambda v: repr(float(v))),
+            np.dtype(np.float32): ("float", lambda v: repr(float(v))),
+            np.dtype(np.int32): ("int", lambda v: str(int(v))),
+            np.dtype(np.int64): ("bigint", lambda v: str(int(v)))}
+
+
+def array_column(values):
+    """A literal array ``Column`` of the 1-D NumPy array ``values`` (float64, float32, int32 or int64; floats
+    finite), exact to the bit, made with PySpark's public functions alone: one string literal of the values'
+    decimal texts, split and cast to ``array<double>`` (``float``, ``int``, ``bigint``), which Spark's optimizer
+    folds into one literal array of the plan, on a classic session and on Spark Connect alike.
+
+    Exact: ``repr`` of a float is the shortest text that reads back as the same double, and Spark's cast of a
+    string to a double (a float) is Java's correctly rounded parse (``Double.parseDouble``, ``Float.parseFloat``:
+    a float32's double text lies within a double's half ulp of it, so it reads back as that float). The folded
+    literal holds boxed values (``GenericArrayData``), as ``lit`` of a Java array does.
+    """
+    from pyspark.sql import functions as F
+
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype not in _TEXT_OF:
+        raise TypeError(f"internal: no literal array of {values.dtype} values of shape {values.shape}")
+    element, text = _TEXT_OF[values.dtype]
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise ValueError("internal: a literal array must be finite")
+    if values.shape[0] == 0:
+        return F.array().cast(f"array<{element}>")
+    return F.split(F.lit(",".join(map(text, values.tolist()))), ",").cast(f"array<{element}>")
+
+
 def with_bucket(df, value: Expr, sorted_values, out):
     """``df`` with column ``out``: the number of ``sorted_values`` (strictly increasing, finite) ``<= value``, an int.
 
