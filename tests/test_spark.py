@@ -315,13 +315,13 @@ def test_from_columns_checks_its_arguments(spark):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_partition_holds_exactly_the_keys_between_the_bounds(spark, dtype):
+def test_partition_holds_exactly_the_keys_between_the_bounds(session, dtype):
     rng = np.random.default_rng(3)
     s = rng.choice(np.array([0.1, 0.2, 0.25, 0.5, 0.7, 0.9], dtype=dtype), 4000)
     s[:1000] = rng.random(1000).astype(dtype)
-    df = _from_arrays(spark, 3, s=s, y=(rng.random(4000) < 0.5).astype(np.int64))
+    df = _from_arrays(session, 3, s=s, y=(rng.random(4000) < 0.5).astype(np.int64))
     rows = fs.SparkRows.from_columns(df, ("s", "y", None), ("score_col", "label_col", "weight_col"))
-    ref = ListRows(_glom(rows))
+    ref = ListRows(_chunks_by_partition_id(rows, 3))
     # Repeated bounds (empty partitions between them), bounds equal to keys, a bound below every key, and more
     # partitions (8) than keys above 0.9.
     bounds = np.array([0.0, 0.1, 0.2, 0.2, 0.25, 0.5000001, 0.7, 0.9], dtype=dtype)
@@ -345,6 +345,21 @@ def test_partition_holds_exactly_the_keys_between_the_bounds(spark, dtype):
             again.release()
     finally:
         part.release()
+
+
+def test_bound_count_of_every_kind_of_value_on_classic_and_connect_sessions(session):
+    from fastcal.spark._buckets import with_bound_count
+
+    v = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 5e-324, 0.1, np.nextafter(0.1, 0), 0.3, 0.5, 2.0, -1.0])
+    bounds = np.array([-np.inf, 0.0, 0.0, 0.1, 0.1, 0.5, np.inf])
+    df = _from_arrays(session, 2, v=np.concatenate([v, [7.0]]), i=np.arange(v.shape[0] + 1))
+    df = df.withColumn("v", F.when(F.col("i") == v.shape[0], None).otherwise(F.col("v")))  # and a null
+    got = with_bound_count(df, F.col("v"), bounds, "j").orderBy("i").toArrow().column("j").to_pylist()
+    finite = bounds[np.isfinite(bounds)]
+    # NumPy's comparisons (-0.0 == 0.0); -inf bounds below every value, +inf ones above all; NaN past them; null
+    want = [1 + finite.shape[0] + 1 if np.isnan(x) else 1 + int(np.searchsorted(finite, x, side="right")) for x in v]
+    assert got == want + [None]
+    assert want[:6] == [7, 1, 6, 3, 3, 3]
 
 
 def test_partition_keys_follow_sparks_hash(spark):

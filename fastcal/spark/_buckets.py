@@ -1,5 +1,6 @@
-"""Spark SQL expressions: literal arrays sent to the JVM in one call, a binary search over sorted values (ML's
-``Bucketizer``), and the hash keys that send bucket ``j`` to partition ``j``."""
+"""Spark SQL expressions: literal arrays (sent to the JVM in one call, or folded from PySpark's public functions),
+binary searches over sorted values (ML's ``Bucketizer``, or halvings in plain SQL), and the hash keys that send
+bucket ``j`` to partition ``j``."""
 
 from __future__ import annotations
 
@@ -241,20 +242,30 @@ def with_first_not_less(df, flat: Expr, size: int, lo: Expr, hi: Expr, value: Ex
     return df
 
 
-def with_bucket_count(df, value: Expr, bounds, out):
-    """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
+def with_bound_count(df, value, bounds, out):
+    """``df`` with an int column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value`` (a
+    ``Column``, compared as a double), made with PySpark's public functions (a classic session or Spark Connect).
+
+    ``-inf`` bounds count below every value, ``+inf`` ones never; a null value gives null, NaN one more than every
+    bound that counts (a caller's last bucket). The finite bounds are one literal array (:func:`array_column`),
+    searched by ``bit_length`` halvings, each a projection of plain SQL: ``i += 2^k`` while the bound at ``i + 2^k``
+    is ``<= value``. Spark SQL compares doubles as IEEE does (``-0.0 == 0.0``), as NumPy does.
+    """
+    from pyspark.sql import functions as F
+
     bounds = np.asarray(bounds, dtype=np.float64)
     below = int(np.sum(bounds == -np.inf))
     finite = bounds[np.isfinite(bounds)]
-    distinct, counts = np.unique(finite, return_counts=True)
-    if distinct.shape[0] == 0:
-        return df.withColumn(out, sql(df.sparkSession).lit(below).column)
-    df = with_bucket(df, value, distinct, out)
-    if below == 0 and np.all(counts == 1):
-        return df
-    cum = below + np.concatenate([[0], np.cumsum(counts)])
-    q = sql(df.sparkSession)
-    return df.withColumn(out, q.element_at(int_array(df.sparkSession, cum), q.col(out) + 1).column)
+    m = int(finite.shape[0])
+    v = value.cast("double")
+    df = df.withColumn(out, F.when(v.isNotNull(), F.lit(0)))
+    if m:
+        array = array_column(np.ascontiguousarray(finite))
+        for k in reversed(range(m.bit_length())):
+            probe = F.col(out) + F.lit(1 << k)
+            inside = (probe <= F.lit(m)) & (F.element_at(array, F.least(probe, F.lit(m))) <= v)
+            df = df.withColumn(out, F.when(inside, probe).otherwise(F.col(out)))
+    return df.withColumn(out, F.when(F.isnan(v), F.lit(below + m + 1)).otherwise(F.col(out) + F.lit(below)))
 
 
 def _murmur3_int(value, seed=42):

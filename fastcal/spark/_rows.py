@@ -15,8 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
-from ._expr import sql
+from ._buckets import array_column, partition_keys, temp_name, with_bound_count
 from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_task, numeric_column, raise_first
 
 
@@ -294,7 +293,7 @@ class SparkRows:
         """Rows cut by column ``key``: partition ``j`` holds the rows with ``bounds[j - 1] <= v < bounds[j]``.
 
         Each row's ``j`` is found in the JVM (a binary search over the
-        distinct bounds, :func:`_bucket`), then the rows are shuffled by a
+        bounds in Spark SQL, :func:`with_bound_count`), then the rows are shuffled by a
         hash partitioning whose keys are chosen so that ``j`` goes to
         partition ``j`` exactly (Spark's partition of a key is
         ``pmod(murmur3(key), n)``; :func:`partition_keys`). Rows converted
@@ -307,11 +306,10 @@ class SparkRows:
         bounds = np.asarray(bounds, dtype=self._dtypes[key])
         n = bounds.shape[0] + 1
         j_col, h_col = temp_name("j"), temp_name("h")
-        q = sql(self._df.sparkSession)
-        df = with_bucket_count(self._df, q.col(name), bounds, j_col)
-        keys = partition_keys(n)
-        j = q.least(q.col(j_col), n - 1)  # NaN: one past the last bucket
-        df = df.withColumn(h_col, q.element_at(int_array(df.sparkSession, keys), j + 1).column)
+        df = with_bound_count(self._df, F.col(name), bounds, j_col)
+        j = F.least(F.col(j_col), F.lit(n - 1))  # NaN: one past the last bucket; null: least skips it
+        keys = array_column(np.asarray(partition_keys(n), dtype=np.int32))
+        df = df.withColumn(h_col, F.element_at(keys, j + F.lit(1)))
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
         if self._owned is not None:
             cut.count()  # cached now: the caller may release the rows this was cut from
