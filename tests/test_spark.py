@@ -24,7 +24,7 @@ import fastcal
 import fastcal.spark as fs
 from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
-from fastcal.spark import java_dataframe
+from fastcal.spark import gateway, java_dataframe
 
 from ._spark_helpers import frame
 from ._spark_helpers import persisted_rdds
@@ -61,11 +61,39 @@ def spark():
                .config("spark.pyspark.driver.python", sys.executable)
                .config("spark.python.worker.faulthandler.enabled", "true")
                .config("spark.driver.memory", "2g")
+               # A Spark Connect server in the same JVM, for the `connect` fixture (a port the system picks)
+               .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+               .config("spark.connect.grpc.binding.address", "localhost")
+               .config("spark.connect.grpc.binding.port", "0")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
     env.undo()
+
+
+@pytest.fixture(scope="session")
+def connect(spark):
+    """A Spark Connect session (PySpark's gRPC client, no JVM in this process of its own) on the server the
+    classic session's JVM runs: the same executors and cache, so both kinds of session read the same rows."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    service = getattr(getattr(gateway(spark).jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
+    session = RemoteSparkSession.builder.remote(f"sc://localhost:{int(service.localPort())}").create()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def session(request, monkeypatch):
+    """Each kind of session in turn: the classic one (``spark``), then Spark Connect (``connect``)."""
+    if request.param == "classic":
+        return request.getfixturevalue("spark")
+    connect = request.getfixturevalue("connect")
+    # pyspark.sql.functions makes Spark Connect's Columns where this is set, as a Connect session's builder sets it
+    # for its process; this process has both kinds of session, so it is set for this test only.
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return connect
 
 
 def _from_arrays(spark, parts=2, **columns):
@@ -137,6 +165,82 @@ def test_map_runs_on_every_partition_in_order(spark):
     assert got == want
     assert [g[:2] for g in got] == [("<f8", "<i4")] * 4
     assert sum(g[2] for g in got) == df.count()
+
+
+def _chunks_by_partition_id(rows, n):
+    """The ``n`` chunks SparkRows holds, read in the JVM with ``spark_partition_id`` (no RDD: Spark Connect has
+    none), as ListRows chunks."""
+    names = [c for c in rows.columns if c is not None]
+    table = rows.dataframe.select(F.spark_partition_id().alias("__pid"), *names).toArrow()
+    pid = table.column("__pid").to_numpy()
+    chunks = []
+    for j in range(n):
+        cols = iter([table.column(c).to_numpy()[pid == j].astype(d) for c, d in zip(rows.columns, rows.dtypes)
+                     if c is not None])
+        chunks.append(tuple(None if c is None else next(cols) for c in rows.columns))
+    return chunks
+
+
+def test_rows_map_and_convert_on_classic_and_connect_sessions(spark, session):
+    # SparkRows reads no SparkContext and no RDD: the same chunks, results and facts on both kinds of session.
+    from fastcal.spark._rows import default_parallelism, leaf_parallelism
+
+    df = frame(session, 5000, 4).where("id % 7 != 3")
+    rows = fs.SparkRows.from_columns(df, ("s", "y", "w"), ("score_col", "label_col", "weight_col"))
+    ref = ListRows(_chunks_by_partition_id(rows, 4))
+    assert rows.parallelism == default_parallelism(session) == spark.sparkContext.defaultParallelism == 2
+    # without spark.default.parallelism: the partitions of a range, the leaf nodes' default
+    assert leaf_parallelism(session) == spark.sparkContext.defaultParallelism
+
+    def summary(chunk, scale):
+        s, y, w = chunk
+        return (s.dtype.str, y.dtype.str, s.shape[0], float(np.sum(s * scale)), int(y.sum()), _rows_multiset(chunk))
+
+    got = rows.map(summary, 2.0)
+    assert got == ref.map(summary, 2.0)
+    assert sum(g[2] for g in got) == df.count() and all(g[2] > 0 for g in got)
+    held = persisted_rdds(spark)  # one JVM behind both sessions: the same cache
+    conv, facts = rows.convert(_narrow, np.float32)
+    try:
+        ref_conv, ref_facts = ref.convert(_narrow, np.float32)
+        assert facts == ref_facts and conv.cached
+        assert conv.map(_rows_multiset) == ref_conv.map(_rows_multiset)
+    finally:
+        conv.release()
+    assert persisted_rdds(spark) == held
+    # the describe of the engine's drivers: rows, chunks (up to the last partition that holds rows), the largest weight
+    w = _collect(df, "w")[0]
+    n, chunks, sample, most = rows.describe(0, 1000, 2)
+    assert (n, chunks, most) == (w.shape[0], 4, float(w.max())) and sample.shape[0] > 0
+    assert rows.describe(0, 10)[1] == 4
+    head = fs.SparkRows.from_columns(frame(session, 2000, 4).where("id < 900"), ("s", "y", None), ("s", "y", "w"))
+    assert head.describe(0, 10)[:2] == (900, 2)  # partitions 2 and 3 hold no rows
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int64])
+def test_array_column_is_one_literal_exact_to_the_bit_on_classic_and_connect_sessions(session, dtype, capsys):
+    from fastcal.spark._buckets import array_column
+
+    rng = np.random.default_rng(5)
+    if np.dtype(dtype).kind == "f":
+        info = np.finfo(dtype)
+        special = [info.smallest_subnormal, -info.smallest_subnormal, info.tiny, info.max, -info.max, 0.0, -0.0,
+                   0.1, 1 / 3, np.nextafter(dtype(1), dtype(2))]
+        values = np.concatenate([special, rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)])
+    else:
+        info = np.iinfo(dtype)
+        values = np.concatenate([[info.min, info.max, 0, -1], rng.integers(info.min, info.max, 300)])
+    values = values.astype(dtype)
+    got = session.range(1).select(array_column(values).alias("a")).toArrow().column("a").combine_chunks()
+    got = got.flatten().to_numpy()
+    assert got.dtype == values.dtype and got.tobytes() == values.tobytes()  # every bit, signed zeros too
+    empty = session.range(1).select(array_column(values[:0]).alias("a")).toArrow().column("a").to_pylist()
+    assert empty == [[]]
+    # folded into one literal array of the plan: no split, no cast of strings left to run on the rows
+    capsys.readouterr()
+    session.range(3).select(F.element_at(array_column(values), (F.col("id") + 1).cast("int")).alias("v")).explain(True)
+    optimized = capsys.readouterr().out.split("== Optimized Logical Plan ==")[1].split("== Physical Plan ==")[0]
+    assert "element_at([" in optimized and "split(" not in optimized and "string" not in optimized
 
 
 @pytest.mark.parametrize("float32", [False, True])
@@ -211,13 +315,13 @@ def test_from_columns_checks_its_arguments(spark):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_partition_holds_exactly_the_keys_between_the_bounds(spark, dtype):
+def test_partition_holds_exactly_the_keys_between_the_bounds(session, dtype):
     rng = np.random.default_rng(3)
     s = rng.choice(np.array([0.1, 0.2, 0.25, 0.5, 0.7, 0.9], dtype=dtype), 4000)
     s[:1000] = rng.random(1000).astype(dtype)
-    df = _from_arrays(spark, 3, s=s, y=(rng.random(4000) < 0.5).astype(np.int64))
+    df = _from_arrays(session, 3, s=s, y=(rng.random(4000) < 0.5).astype(np.int64))
     rows = fs.SparkRows.from_columns(df, ("s", "y", None), ("score_col", "label_col", "weight_col"))
-    ref = ListRows(_glom(rows))
+    ref = ListRows(_chunks_by_partition_id(rows, 3))
     # Repeated bounds (empty partitions between them), bounds equal to keys, a bound below every key, and more
     # partitions (8) than keys above 0.9.
     bounds = np.array([0.0, 0.1, 0.2, 0.2, 0.25, 0.5000001, 0.7, 0.9], dtype=dtype)
@@ -241,6 +345,21 @@ def test_partition_holds_exactly_the_keys_between_the_bounds(spark, dtype):
             again.release()
     finally:
         part.release()
+
+
+def test_bound_count_of_every_kind_of_value_on_classic_and_connect_sessions(session):
+    from fastcal.spark._buckets import with_bound_count
+
+    v = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, 5e-324, 0.1, np.nextafter(0.1, 0), 0.3, 0.5, 2.0, -1.0])
+    bounds = np.array([-np.inf, 0.0, 0.0, 0.1, 0.1, 0.5, np.inf])
+    df = _from_arrays(session, 2, v=np.concatenate([v, [7.0]]), i=np.arange(v.shape[0] + 1))
+    df = df.withColumn("v", F.when(F.col("i") == v.shape[0], None).otherwise(F.col("v")))  # and a null
+    got = with_bound_count(df, F.col("v"), bounds, "j").orderBy("i").toArrow().column("j").to_pylist()
+    finite = bounds[np.isfinite(bounds)]
+    # NumPy's comparisons (-0.0 == 0.0); -inf bounds below every value, +inf ones above all; NaN past them; null
+    want = [1 + finite.shape[0] + 1 if np.isnan(x) else 1 + int(np.searchsorted(finite, x, side="right")) for x in v]
+    assert got == want + [None]
+    assert want[:6] == [7, 1, 6, 3, 3, 3]
 
 
 def test_partition_keys_follow_sparks_hash(spark):
@@ -604,8 +723,8 @@ def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
     assert unclean and all(len(u) >= 8 for u in unclean)  # the chains were followed across most bounds
 
 
-def test_fit_platt_and_beta_equal_the_in_memory_fits(spark):
-    df = frame(spark, 30_000, 3, seed=31)  # not cached: the fits cache its columns while they run
+def test_fit_platt_and_beta_equal_the_in_memory_fits(spark, session):
+    df = frame(session, 30_000, 3, seed=31)  # not cached: the fits cache its columns while they run
     s, y, w = _collect(df, "s", "y", "w")
     held = persisted_rdds(spark)
     # Newton fits stop at a decrement of 1e-10 per unit weight; the sums differ in their order only.

@@ -21,7 +21,7 @@ gradient sums) a few kB each.
 - A conversion (validation, dtype) runs once; its result is cached
   (``DataFrame.persist``) and the Newton passes read the cache.
 - The isotonic fit range-partitions the rows by score in the JVM: each row's
-  partition is found by a binary search over the bounds (``Bucketizer``) and
+  partition is found by a binary search over the bounds (Spark SQL) and
   the rows are shuffled so that partition ``j`` holds exactly the scores
   between ``bounds[j - 1]`` and ``bounds[j]``.
 

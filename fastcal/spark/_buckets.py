@@ -1,5 +1,6 @@
-"""Spark SQL expressions: literal arrays sent to the JVM in one call, a binary search over sorted values (ML's
-``Bucketizer``), and the hash keys that send bucket ``j`` to partition ``j``."""
+"""Spark SQL expressions: literal arrays (sent to the JVM in one call, or folded from PySpark's public functions),
+binary searches over sorted values (ML's ``Bucketizer``, or halvings in plain SQL), and the hash keys that send
+bucket ``j`` to partition ``j``."""
 
 from __future__ import annotations
 
@@ -98,6 +99,37 @@ def double_array(spark, values) -> Expr:
 def int_array(spark, values) -> Expr:
     """A literal ``array<int>`` of ``values`` (which fit in an int), sent as bytes (:func:`_array_literal`)."""
     return _array_literal(spark, np.asarray(values, dtype=np.int64).astype("<i4"), "array<int>")
+
+
+#: The Spark SQL element type of each NumPy dtype :func:`array_column` writes, and how it writes one value.
+_TEXT_OF = {np.dtype(np.float64): ("double", lambda v: repr(float(v))),
+            np.dtype(np.float32): ("float", lambda v: repr(float(v))),
+            np.dtype(np.int32): ("int", lambda v: str(int(v))),
+            np.dtype(np.int64): ("bigint", lambda v: str(int(v)))}
+
+
+def array_column(values):
+    """A literal array ``Column`` of the 1-D NumPy array ``values`` (float64, float32, int32 or int64; floats
+    finite), exact to the bit, made with PySpark's public functions alone: one string literal of the values'
+    decimal texts, split and cast to ``array<double>`` (``float``, ``int``, ``bigint``), which Spark's optimizer
+    folds into one literal array of the plan, on a classic session and on Spark Connect alike.
+
+    Exact: ``repr`` of a float is the shortest text that reads back as the same double, and Spark's cast of a
+    string to a double (a float) is Java's correctly rounded parse (``Double.parseDouble``, ``Float.parseFloat``:
+    a float32's double text lies within a double's half ulp of it, so it reads back as that float). The folded
+    literal holds boxed values (``GenericArrayData``), as ``lit`` of a Java array does.
+    """
+    from pyspark.sql import functions as F
+
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype not in _TEXT_OF:
+        raise TypeError(f"internal: no literal array of {values.dtype} values of shape {values.shape}")
+    element, text = _TEXT_OF[values.dtype]
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        raise ValueError("internal: a literal array must be finite")
+    if values.shape[0] == 0:
+        return F.array().cast(f"array<{element}>")
+    return F.split(F.lit(",".join(map(text, values.tolist()))), ",").cast(f"array<{element}>")
 
 
 def with_bucket(df, value: Expr, sorted_values, out):
@@ -210,20 +242,30 @@ def with_first_not_less(df, flat: Expr, size: int, lo: Expr, hi: Expr, value: Ex
     return df
 
 
-def with_bucket_count(df, value: Expr, bounds, out):
-    """``df`` with column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value``."""
+def with_bound_count(df, value, bounds, out):
+    """``df`` with an int column ``out``: how many of ``bounds`` (ascending, maybe repeated) are ``<= value`` (a
+    ``Column``, compared as a double), made with PySpark's public functions (a classic session or Spark Connect).
+
+    ``-inf`` bounds count below every value, ``+inf`` ones never; a null value gives null, NaN one more than every
+    bound that counts (a caller's last bucket). The finite bounds are one literal array (:func:`array_column`),
+    searched by ``bit_length`` halvings, each a projection of plain SQL: ``i += 2^k`` while the bound at ``i + 2^k``
+    is ``<= value``. Spark SQL compares doubles as IEEE does (``-0.0 == 0.0``), as NumPy does.
+    """
+    from pyspark.sql import functions as F
+
     bounds = np.asarray(bounds, dtype=np.float64)
     below = int(np.sum(bounds == -np.inf))
     finite = bounds[np.isfinite(bounds)]
-    distinct, counts = np.unique(finite, return_counts=True)
-    if distinct.shape[0] == 0:
-        return df.withColumn(out, sql(df.sparkSession).lit(below).column)
-    df = with_bucket(df, value, distinct, out)
-    if below == 0 and np.all(counts == 1):
-        return df
-    cum = below + np.concatenate([[0], np.cumsum(counts)])
-    q = sql(df.sparkSession)
-    return df.withColumn(out, q.element_at(int_array(df.sparkSession, cum), q.col(out) + 1).column)
+    m = int(finite.shape[0])
+    v = value.cast("double")
+    df = df.withColumn(out, F.when(v.isNotNull(), F.lit(0)))
+    if m:
+        array = array_column(np.ascontiguousarray(finite))
+        for k in reversed(range(m.bit_length())):
+            probe = F.col(out) + F.lit(1 << k)
+            inside = (probe <= F.lit(m)) & (F.element_at(array, F.least(probe, F.lit(m))) <= v)
+            df = df.withColumn(out, F.when(inside, probe).otherwise(F.col(out)))
+    return df.withColumn(out, F.when(F.isnan(v), F.lit(below + m + 1)).otherwise(F.col(out) + F.lit(below)))
 
 
 def _murmur3_int(value, seed=42):

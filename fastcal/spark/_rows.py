@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import pickle
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -14,8 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ._buckets import int_array, partition_keys, temp_name, with_bucket_count
-from ._expr import sql
+from ._buckets import array_column, partition_keys, temp_name, with_bound_count
 from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_task, numeric_column, raise_first
 
 
@@ -26,6 +26,36 @@ from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_t
 
 #: The range of the hash that picks :meth:`SparkRows.describe`'s sample of rows.
 _HASH_RANGE = 1 << 30
+
+#: Rows of the ``spark.range`` whose partitions :func:`leaf_parallelism` counts: enough for every slice to hold one.
+_PROBE_ROWS = 1 << 16
+
+_PARALLELISM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def leaf_parallelism(spark) -> int:
+    """The number of partitions of a ``spark.range`` of :data:`_PROBE_ROWS` rows in ``spark`` (its leaf nodes' default
+    parallelism: ``spark.sql.leafNodeDefaultParallelism`` if set, else ``SparkContext.defaultParallelism``), counted
+    as its largest ``spark_partition_id() + 1`` by one small job in the JVM: a range cuts its rows into slices of
+    equal size, so every slice holds rows."""
+    pid = spark.range(0, _PROBE_ROWS).select(F.spark_partition_id().alias("pid"))  # nondeterministic: not in agg
+    return int(pid.agg(F.max("pid")).collect()[0][0]) + 1
+
+
+def default_parallelism(spark) -> int:
+    """How many partitions ``spark`` gives a new DataFrame by default (Spark's default parallelism), the same on a
+    classic session and on Spark Connect, whose client has no ``SparkContext``: ``spark.default.parallelism``
+    where it is set (``SparkContext.defaultParallelism`` is that number then, on every scheduler), else
+    :func:`leaf_parallelism` (the cores of a local master, of a cluster's executors, at least 2; one small job).
+    Found once per session: the setting is static."""
+    try:
+        return _PARALLELISM[spark]
+    except KeyError:
+        pass
+    found = spark.conf.get("spark.default.parallelism", None)
+    n = int(found) if found is not None else leaf_parallelism(spark)
+    _PARALLELISM[spark] = n
+    return n
 
 
 class SparkRows:
@@ -77,7 +107,7 @@ class SparkRows:
             self._dtypes = tuple(None if d is None else np.dtype(d) for d in dtypes)
         else:
             self._dtypes = tuple(None if c is None else c.dtype for c in self._empty_chunk())
-        self.parallelism = int(df.sparkSession.sparkContext.defaultParallelism)
+        self.parallelism = default_parallelism(df.sparkSession)
 
     @property
     def columns(self) -> tuple:
@@ -241,26 +271,29 @@ class SparkRows:
                          prepare=(dtypes, (*(steps or ()), (fn, args))), cached=True)
 
     def describe(self, key: int, size: int, largest: int | None = None) -> tuple:
-        """``(rows, partitions, sample, most)``: the number of rows and of partitions, about ``size`` values of
-        column ``key`` (non-null, as the DataFrame holds them) and the largest value of column ``largest`` (None:
-        not asked); two jobs in the JVM. The engine's optional method, with :meth:`convert_later`."""
-        aggregates = [F.count(F.lit(1))] + ([] if largest is None else [F.max(self._columns[largest])])
-        found = self._df.agg(*aggregates).collect()[0]
+        """``(rows, chunks, sample, most)``: the number of rows and of chunks (partitions up to the last that holds
+        rows, by ``spark_partition_id``: trailing empty partitions are not counted), about ``size`` values of column
+        ``key`` (non-null, as the DataFrame holds them) and the largest value of column ``largest`` (None: not
+        asked); two jobs in the JVM. The engine's optional method, with :meth:`convert_later`."""
+        pid = temp_name("pid")  # a nondeterministic expression: projected, then aggregated
+        aggregates = [F.count(F.lit(1)), F.max(pid)] + ([] if largest is None else [F.max(self._columns[largest])])
+        found = self._df.withColumn(pid, F.spark_partition_id()).agg(*aggregates).collect()[0]
         n = int(found[0])
-        most = None if largest is None or found[1] is None else float(found[1])
+        n_chunks = 1 if found[1] is None else int(found[1]) + 1
+        most = None if largest is None or found[2] is None else float(found[2])
         # Rows kept by a hash of their position, not DataFrame.sample: its Bernoulli draws come from the generator
         # of rand(seed) with the same seed per partition, so a score column made by rand(0) would be sampled
         # exactly where it is below the fraction (measured: 3 partitions of 2 10^7 rows got 2717, 2717 and the rest)
         kept = min(_HASH_RANGE, -(-size * _HASH_RANGE // max(n, 1)))
         position = F.pmod(F.xxhash64(F.monotonically_increasing_id()), F.lit(_HASH_RANGE))
         sample = self._df.where(position < kept).select(self._columns[key]).toArrow().column(0)
-        return n, int(self._df.rdd.getNumPartitions()), sample.drop_null().to_numpy(), most
+        return n, n_chunks, sample.drop_null().to_numpy(), most
 
     def partition(self, bounds, key: int = 0) -> SparkRows:
         """Rows cut by column ``key``: partition ``j`` holds the rows with ``bounds[j - 1] <= v < bounds[j]``.
 
         Each row's ``j`` is found in the JVM (a binary search over the
-        distinct bounds, :func:`_bucket`), then the rows are shuffled by a
+        bounds in Spark SQL, :func:`with_bound_count`), then the rows are shuffled by a
         hash partitioning whose keys are chosen so that ``j`` goes to
         partition ``j`` exactly (Spark's partition of a key is
         ``pmod(murmur3(key), n)``; :func:`partition_keys`). Rows converted
@@ -273,11 +306,10 @@ class SparkRows:
         bounds = np.asarray(bounds, dtype=self._dtypes[key])
         n = bounds.shape[0] + 1
         j_col, h_col = temp_name("j"), temp_name("h")
-        q = sql(self._df.sparkSession)
-        df = with_bucket_count(self._df, q.col(name), bounds, j_col)
-        keys = partition_keys(n)
-        j = q.least(q.col(j_col), n - 1)  # NaN: one past the last bucket
-        df = df.withColumn(h_col, q.element_at(int_array(df.sparkSession, keys), j + 1).column)
+        df = with_bound_count(self._df, F.col(name), bounds, j_col)
+        j = F.least(F.col(j_col), F.lit(n - 1))  # NaN: one past the last bucket; null: least skips it
+        keys = array_column(np.asarray(partition_keys(n), dtype=np.int32))
+        df = df.withColumn(h_col, F.element_at(keys, j + F.lit(1)))
         cut = df.repartition(n, F.col(h_col)).drop(j_col, h_col).persist(CACHE_LEVEL)
         if self._owned is not None:
             cut.count()  # cached now: the caller may release the rows this was cut from
