@@ -262,16 +262,16 @@ def undersampling(n):
     return figures
 
 
-#: The round axis limits of :func:`_zoom`, per power of ten.
-_ROUND_LIMITS = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
+#: The round axis limits of :func:`zoom_limit`, per power of ten.
+ROUND_LIMITS = (1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0)
 
 
-def _zoom(limit):
-    """An axis limit a little (5%) above ``limit``, round (one of :data:`_ROUND_LIMITS` times a power of ten: at most
+def zoom_limit(limit):
+    """An axis limit a little (5%) above ``limit``, round (one of :data:`ROUND_LIMITS` times a power of ten: at most
     1.25 times the next lower one), at most 1."""
     want = limit * 1.05
     scale = 10.0 ** np.floor(np.log10(want))
-    return min(1.0, next(r * scale for r in _ROUND_LIMITS if r * scale >= want * (1 - 1e-12)))
+    return min(1.0, next(r * scale for r in ROUND_LIMITS if r * scale >= want * (1 - 1e-12)))
 
 
 def reliability_figure(y, probs, raw="model as is"):
@@ -340,7 +340,7 @@ def undersampling_reliability_figure(y, probs):
     for column, (name, p) in enumerate(probs.items()):
         ax, hist_ax = axes[0, column], axes[1, column]
         prob_true, prob_pred = fastcal.calibration_curve(y, p, n_bins=10, strategy="quantile")
-        x_lim, y_lim = _zoom(np.max(prob_pred)), _zoom(np.max(prob_true))
+        x_lim, y_lim = zoom_limit(np.max(prob_pred)), zoom_limit(np.max(prob_true))
         reliability_diagram(y, {name: p}, n_bins=10, strategy="quantile", hist_log=True, ax=ax, hist_ax=hist_ax,
                             hist_bins=max(50, round(30 / x_lim)), title=f"{name}\n(x up to {x_lim:.2f}, "
                                                                          f"y up to {y_lim:.2f})")

@@ -280,10 +280,10 @@ def test_undersampling_figure_is_zoomed_to_its_points(pyplot):
 
 @pytest.mark.parametrize("limit", [0.0099, 0.0336, 0.07, 0.1, 0.15, 0.42, 0.7, 0.95, 1.0])
 def test_zoom_is_a_round_limit_just_above(limit):
-    zoom = demo._zoom(limit)
+    zoom = demo.zoom_limit(limit)
     assert limit < zoom <= 1.0 or limit >= 1.0 / 1.05
     assert zoom < 1.35 * limit or zoom == 1.0  # 1.05 times a step of at most 1.25
-    assert round(zoom / 10.0 ** np.floor(np.log10(zoom)), 9) in demo._ROUND_LIMITS
+    assert round(zoom / 10.0 ** np.floor(np.log10(zoom)), 9) in demo.ROUND_LIMITS
 
 
 def test_plot_gives_each_model_its_own_marker_and_line_style(pyplot):
