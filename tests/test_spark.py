@@ -61,10 +61,6 @@ def spark():
                .config("spark.pyspark.driver.python", sys.executable)
                .config("spark.python.worker.faulthandler.enabled", "true")
                .config("spark.driver.memory", "2g")
-               # A Spark Connect server in the same JVM, for the `connect` fixture (a port the system picks)
-               .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
-               .config("spark.connect.grpc.binding.address", "localhost")
-               .config("spark.connect.grpc.binding.port", "0")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
@@ -84,7 +80,10 @@ def connect(spark):
     session.stop()
 
 
-@pytest.fixture(params=["classic", "connect"])
+# Spark Connect is not in the runs yet: with the Connect server in the tests' JVM (spark.plugins
+# org.apache.spark.sql.connect.SparkConnectPlugin) a worker's session teardown took 612 s in a fresh-clone CI run, not
+# yet explained; the `connect` fixture needs that server.
+@pytest.fixture(params=["classic"])
 def session(request, monkeypatch):
     """Each kind of session in turn: the classic one (``spark``), then Spark Connect (``connect``)."""
     if request.param == "classic":
