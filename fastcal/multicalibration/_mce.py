@@ -48,6 +48,43 @@ class MulticalibrationResult(Result):
     segment_ecce_sigma: NDArray[np.float64] = field(repr=False)
     segment_pvalue: NDArray[np.float64] = field(repr=False)
 
+    def worst(self, k: int | None = 10) -> list[dict[str, Any]]:
+        """The ``k`` segments of greatest ``ecce_sigma`` (all if None), greatest first, NaN last, ties in table order.
+
+        Each is a dict: ``values`` (the segment's feature values, ``{}`` for
+        all rows), ``n``, ``ecce``, ``ecce_sigma``, ``pvalue`` and its place
+        ``segment`` in the table.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fastcal import multicalibration_error
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(0.1, 0.9, 10_000)
+        >>> country = rng.choice(["fr", "de", "us"], 10_000)
+        >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)
+        >>> multicalibration_error(y, p, {"country": country}).worst(1)[0]["values"]
+        {'country': 'fr'}
+        """
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
+            raise ValueError(f"k must be a non-negative integer or None, got {k!r}.")
+        sigma = np.asarray(self.segment_ecce_sigma, dtype=np.float64)
+        order = np.argsort(np.where(np.isnan(sigma), np.inf, -sigma), kind="stable")[:k]
+        return [dict(segment=int(s), values=dict(self.segment_values[s]), n=int(self.segment_n[s]),
+                     ecce=float(self.segment_ecce[s]), ecce_sigma=float(self.segment_ecce_sigma[s]),
+                     pvalue=float(self.segment_pvalue[s])) for s in order.tolist()]
+
+    def to_pandas(self) -> Any:
+        """The segment table as a pandas DataFrame (needs pandas): one column per feature (its value in the
+        segment, None where the segment does not restrict it), then ``n``, ``ecce``, ``ecce_sigma``, ``pvalue``."""
+        import pandas as pd
+
+        features = list(dict.fromkeys(name for values in self.segment_values for name in values))
+        columns = {name: pd.Series([values.get(name) for values in self.segment_values], dtype=object)
+                   for name in features}
+        return pd.DataFrame({**columns, "n": self.segment_n, "ecce": self.segment_ecce,
+                             "ecce_sigma": self.segment_ecce_sigma, "pvalue": self.segment_pvalue})
+
 
 def multicalibration_error(
     y_true: ArrayLike,

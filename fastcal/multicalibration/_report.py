@@ -49,14 +49,47 @@ class SegmentReport(Result):
         columns = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "groups"}
         return pd.DataFrame({"group": pd.Series(self.groups, dtype=object), **columns})
 
+    def worst(self, k: int | None = None, by: str = "ecce_sigma") -> SegmentReport:
+        """The report with its groups in order of ``by``, greatest first, NaN last: the ``k`` worst (all if None).
+
+        ``by`` is a column; ties keep the report's order. ``str(report)`` prints
+        the groups in this order.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from fastcal import segment_report
+        >>> rng = np.random.default_rng(0)
+        >>> p = rng.uniform(0.1, 0.9, 30_000)
+        >>> country = rng.choice(["de", "fr", "us"], 30_000)
+        >>> y = rng.uniform(size=30_000) < np.where(country == "fr", p ** 2, p)
+        >>> segment_report(y, p, country).worst(1).groups
+        ['fr']
+        """
+        columns = [f.name for f in dataclasses.fields(self) if f.name != "groups"]
+        if by not in columns:
+            raise ValueError(f"by must be one of {columns}, got {by!r}.")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
+            raise ValueError(f"k must be a non-negative integer or None, got {k!r}.")
+        key = np.asarray(getattr(self, by), dtype=np.float64)
+        order = np.argsort(np.where(np.isnan(key), np.inf, -key), kind="stable")[:k]
+        return dataclasses.replace(self, groups=[self.groups[i] for i in order],
+                                   **{name: getattr(self, name)[order] for name in columns})
+
     def __str__(self) -> str:
-        names = ("n", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce_sigma", "pvalue", "auc")
-        head = f"{'group':>16}" + "".join(f"{name[:10]:>11}" for name in names)
-        lines = [head]
-        for i, g in enumerate(self.groups):
-            cells = "".join(f"{int(getattr(self, name)[i]):>11d}" if name == "n" else f"{getattr(self, name)[i]:>11.4g}"
-                            for name in names)
-            lines.append(f"{str(g)[:16]:>16}{cells}")
+        """The table, every column under its full name (``weight_sum`` when it is not ``n``), the groups worst
+        first (by ``ecce_sigma``)."""
+        shown = self.worst()
+        names = [f.name for f in dataclasses.fields(self) if f.name != "groups"
+                 and not (f.name == "weight_sum" and np.array_equal(self.weight_sum, self.n))]  # unweighted
+        groups = [str(g) for g in shown.groups]
+        first = max([len("group"), *map(len, groups)])
+        cells = [[f"{int(v):d}" if name == "n" else f"{v:.4g}" for v in getattr(shown, name)] for name in names]
+        widths = [max([len(name), *map(len, column)]) for name, column in zip(names, cells)]
+        lines = ["groups worst first (by ecce_sigma)",
+                 f"{'group':>{first}}" + "".join(f"  {name:>{w}}" for name, w in zip(names, widths))]
+        for i, g in enumerate(groups):
+            lines.append(f"{g:>{first}}" + "".join(f"  {column[i]:>{w}}" for column, w in zip(cells, widths)))
         return "\n".join(lines)
 
 
