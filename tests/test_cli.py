@@ -966,3 +966,26 @@ def test_fit_and_apply_by_group(tmp_path, kind):
                  "--group-col", "nope", "-q"]) == 2
     assert main(["fit", data, "-o", model, "--method", "sigmoid", "--score-col", "score", "--label-col", "label",
                  "--group-col", "country", "--memory-budget", "1G", "-q"]) == 2
+
+
+def test_html_report_by_segment_has_the_segment_section(tmp_path):
+    import re
+
+    from fastcal.cli.report import SEGMENT_PICTURES
+
+    p, y, g = _segment_files(tmp_path)
+    out = tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "seg.parquet"), "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "country", "-o", str(out), "-q"]) == 0
+    page = out.read_text()
+    want = fastcal.segment_report(y, p, g).worst()
+    mce = fastcal.multicalibration_error(y, p, {"country": g}, max_values_per_segment_feature=4)
+    assert "<h2>By country</h2>" in page
+    assert f"mce_sigma {mce.mce_sigma:.4g}" in page and f"mce_pvalue {mce.mce_pvalue:.4g}" in page
+    header = re.findall(r"<th>([^<]*)</th>", page)
+    assert header == ["group", *[name for name in want.to_dict() if name != "groups"]]
+    shown = re.findall(r"<tr><td>([^<]*)</td>", page)
+    assert shown == [str(x) for x in want.groups]  # worst first
+    pictures = re.findall(r'alt="reliability diagram of country = ([^"]*)"', page)
+    assert pictures == [str(x) for x in want.groups[:SEGMENT_PICTURES]]
+    assert len(pictures) == min(SEGMENT_PICTURES, len(want.groups)) > 1

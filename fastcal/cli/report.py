@@ -16,19 +16,82 @@ from .progress import Progress
 from .signals import committing
 
 
-def _report_html(report, png_bytes, source):
+def _png_tag(png_bytes, alt):
     import base64
     import html
 
-    img = ""
-    if png_bytes is not None:
-        img = f'<img alt="reliability diagram" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">'
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">'
+
+
+def _report_html(report, png_bytes, source, segments_html=""):
+    import html
+
+    img = "" if png_bytes is None else _png_tag(png_bytes, "reliability diagram")
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fastcal calibration report</title>"
-        "<style>body{font-family:sans-serif;margin:2em} pre{font-size:14px}</style></head><body>\n"
+        "<style>body{font-family:sans-serif;margin:2em} pre{font-size:14px} "
+        "table{border-collapse:collapse;font-size:13px} td,th{padding:2px 8px;text-align:right} "
+        "th{border-bottom:1px solid #888} td:first-child,th:first-child{text-align:left}</style></head><body>\n"
         f"<h1>Calibration report</h1><p>{html.escape(source)}</p>\n<pre>{html.escape(str(report))}</pre>\n"
-        f"{img}\n</body></html>\n"
+        f"{img}\n{segments_html}</body></html>\n"
     )
+
+
+#: Groups of the HTML report's segment section that get a reliability picture of their own (the worst ones).
+SEGMENT_PICTURES = 4
+
+
+def _segments_html(column, segments, mce, pictures):
+    """The HTML report's segment section: the multicalibration error, the segment table worst first (every
+    column), and ``pictures``, ``(group, png bytes)`` of the worst groups."""
+    import html
+
+    worst = segments.worst()
+    names = [name for name in segments.to_dict() if name != "groups"]
+    head = "".join(f"<th>{html.escape(name)}</th>" for name in ["group", *names])
+    rows = []
+    for i, g in enumerate(worst.groups):
+        cells = "".join(f"<td>{int(getattr(worst, name)[i]) if name == 'n' else f'{getattr(worst, name)[i]:.4g}'}</td>"
+                        for name in names)
+        rows.append(f"<tr><td>{html.escape(str(g))}</td>{cells}</tr>")
+    summary = ", ".join(f"{k} {v:.4g}" for k, v in _mce_summary(mce).items())
+    imgs = "".join(_png_tag(png, f"reliability diagram of {column} = {g}") for g, png in pictures)
+    return (f"<h2>By {html.escape(column)}</h2>\n<p>Multicalibration error over {html.escape(column)}: "
+            f"{html.escape(summary)}</p>\n<p>Groups worst first (by ecce_sigma):</p>\n"
+            f"<table><tr>{head}</tr>\n" + "\n".join(rows) + "</table>\n"
+            + (f"<h3>The {len(pictures)} worst groups</h3>\n<div>{imgs}</div>\n" if pictures else ""))
+
+
+def _segment_pngs(y, p, w, groups, segments, n_bins, strategy):
+    """Small reliability diagrams of the :data:`SEGMENT_PICTURES` worst groups (NaN ``ecce_sigma`` left out):
+    ``(group, png bytes)``."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..multicalibration import group_codes
+    from ..plot import reliability_diagram
+
+    codes, _ = group_codes(groups, "groups")  # numbered in the order of segments.groups
+    place = {id(g): k for k, g in enumerate(segments.groups)}
+    worst = segments.worst(SEGMENT_PICTURES)
+    out = []
+    for g, sigma in zip(worst.groups, worst.ecce_sigma):
+        if not np.isfinite(sigma):
+            continue
+        rows = codes == place[id(g)]
+        fig, _ = reliability_diagram(y[rows], p[rows], n_bins=n_bins, strategy=strategy,
+                                     sample_weight=None if w is None else w[rows], figsize=(3.6, 4.2),
+                                     title=f"{g} (ecce_sigma {sigma:.3g})")
+        buf = io.BytesIO()
+        try:
+            fig.savefig(buf, format="png", dpi=80)
+        finally:
+            plt.close(fig)
+        out.append((g, buf.getvalue()))
+    return out
 
 
 #: Rows times resamples of the report's CORP consistency band (about a second of work).
@@ -160,8 +223,16 @@ def cmd_report(args, progress_enabled, timings):
                 with open(target.tmp, "wb") as f:
                     f.write(png)
             else:
+                section = ""
+                if segments is not None:
+                    pictures = []
+                    try:
+                        pictures = _segment_pngs(y, p, w, groups, segments, args.n_bins, args.strategy)
+                    except ImportError:  # no matplotlib: the section without pictures
+                        pass
+                    section = _segments_html(args.segment_col, segments, mce, pictures)
                 with open(target.tmp, "w", encoding="utf-8") as f:
-                    f.write(_report_html(report, png, f"{path}: {args.score_col} against {args.label_col}"))
+                    f.write(_report_html(report, png, f"{path}: {args.score_col} against {args.label_col}", section))
         with committing():
             target.commit()
     except BaseException:
