@@ -514,7 +514,8 @@ def test_multicalibration_id_like_feature_against_naive():
     uid[:40] = 7  # the most frequent
     uid[40:55] = 11
     uid[55:70] = 13  # as frequent as 11: the first of them to appear is kept
-    r = multicalibration_error(y, p, {"uid": uid}, min_samples_per_segment=1)
+    with pytest.warns(UserWarning, match=r"the worst segment, \{'uid': -?\d+\}, pools \d+ values of 'uid'"):
+        r = multicalibration_error(y, p, {"uid": uid}, min_samples_per_segment=1)
     order = np.lexsort((np.arange(n), p))
     first_seen = {}
     for i in order.tolist():

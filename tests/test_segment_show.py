@@ -84,3 +84,63 @@ def test_multicalibration_to_pandas_has_a_column_per_feature():
         row = df.iloc[s]
         assert {k: row[k] for k in ("country", "device") if not pd.isna(row[k])} == values
     np.testing.assert_array_equal(df["ecce_sigma"].to_numpy(), r.segment_ecce_sigma)
+
+
+def _folding_case(seed=0, n=20_000):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.1, 0.9, n)
+    country = rng.choice(["de", "fr", "us", "it", "es"], n, p=[0.3, 0.3, 0.2, 0.1, 0.1])
+    device = rng.choice(["ios", "web"], n)
+    y = rng.uniform(size=n) < np.where((country == "it") & (device == "ios"), p**2, p)
+    return y, p, {"country": country, "device": device}
+
+
+def test_the_worst_segment_hidden_in_folded_values_is_reported():
+    # MCGrad's default keeps 2 values of country (the most frequent, de and fr): the bad cell, it x ios, is
+    # pooled with es and us into "__OTHER"; the result says how many values each feature pooled, and a warning
+    # names the worst segment and what it pools
+    y, p, segments = _folding_case()
+    with pytest.warns(UserWarning, match=r"the worst segment, \{'country': '__OTHER', 'device': 'ios'\}, pools "
+                                         r"3 values of 'country' \(shown as '__OTHER'\): raise max_values_per"):
+        r = fastcal.multicalibration_error(y, p, segments)
+    assert r.folded == {"country": 3}
+    assert r.worst(1)[0]["values"] == {"country": "__OTHER", "device": "ios"}
+    r = fastcal.multicalibration_error(y, p, segments, max_values_per_segment_feature=5)  # no warning: all kept
+    assert r.folded == {} and r.worst(1)[0]["values"] == {"country": "it", "device": "ios"}
+
+
+def test_folding_without_the_worst_segment_is_a_field_not_a_warning():
+    y, p, segments = _folding_case()
+    y = np.random.default_rng(1).uniform(size=p.size) < np.where(segments["country"] == "de", p**2, p)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = fastcal.multicalibration_error(y, p, segments)
+    assert r.folded == {"country": 3} and r.worst(1)[0]["values"] == {"country": "de"}
+
+
+def test_a_folded_numeric_category_is_reported_by_its_label():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.1, 0.9, 20_000)
+    k = rng.integers(3, 9, p.size)  # 6 values; the folded ones are labelled min - 1 = 2
+    y = rng.uniform(size=p.size) < np.where(k == 8, p**2, p)
+    with pytest.warns(UserWarning, match=r"pools 4 values of 'k' \(shown as 2\)"):
+        r = fastcal.multicalibration_error(y, p, {"k": k})
+    assert r.folded == {"k": 4}
+
+
+def test_folding_is_reported_alike_on_dask():
+    import dask.array as da
+
+    import fastcal.dask as fd
+
+    y, p, segments = _folding_case()
+    with pytest.warns(UserWarning, match="pools 3 values of 'country'"):
+        want = fastcal.multicalibration_error(y, p, segments)
+    chunks = 5_000
+    with pytest.warns(UserWarning, match="pools 3 values of 'country'"):
+        got = fd.multicalibration_error(da.from_array(y, chunks), da.from_array(p, chunks),
+                                        {k: da.from_array(v, chunks) for k, v in segments.items()})
+    assert got.folded == want.folded == {"country": 3}
+    assert got.segment_values == want.segment_values

@@ -111,6 +111,7 @@ from ..multicalibration import (
     choose_segments,
     collapse_categories,
     ecce_result,
+    folded_values,
     labels_by_appearance,
     mce_result,
     quantile_edges,
@@ -666,15 +667,15 @@ def _global_values(stats_per_chunk, offsets, f):
 
 
 def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_values, kind):
-    """``(table, labels)``: each value number's digit and the digits' labels, as the in-memory ``_categorical``
-    and ``_numerical`` number a feature's values (kept values in order of first appearance along the sorted
-    probabilities; for a categorical feature past ``max_values`` values, the most frequent ``max_values - 1``
-    kept and the others one value)."""
+    """``(table, labels, folded)``: each value number's digit and the digits' labels, as the in-memory
+    ``_categorical`` and ``_numerical`` number a feature's values (kept values in order of first appearance along
+    the sorted probabilities; for a categorical feature past ``max_values`` values, the most frequent
+    ``max_values - 1`` kept and the others one value: :func:`~fastcal.multicalibration.folded_values`)."""
     if numerical:
         labels = [float("nan") if u is None else int(u) if binned else u for u in uniques]
-        return labels_by_appearance(labels, appearance_rank(first_p, first_row))
+        return (*labels_by_appearance(labels, appearance_rank(first_p, first_row)), None)
     group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values, kind in "biuf")
-    return labels_by_appearance(labels, rank, group)
+    return (*labels_by_appearance(labels, rank, group), folded_values(len(uniques), max_values, labels))
 
 
 def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,
@@ -728,11 +729,13 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
             if many:
                 specs[f] = (name, True, _quantile_edges(feats, f, name, facts, max_values))
         stats = feats.map(_value_stats, specs)
-        distinct, tables, labels = [], [], []
+        distinct, tables, labels, folded = [], [], [], {}
         for f, (name, is_num, edges) in enumerate(specs):
             values, uniques, counts, first_p, first_row = _global_values(stats, offsets, f)
-            table, value_labels = _value_table(uniques, counts, first_p, first_row, is_num, edges is not None,
-                                               max_values, values.dtype.kind)
+            table, value_labels, fold = _value_table(uniques, counts, first_p, first_row, is_num, edges is not None,
+                                                     max_values, values.dtype.kind)
+            if fold is not None:
+                folded[name] = fold
             distinct.append(values)
             tables.append(table)
             labels.append(value_labels)
@@ -789,4 +792,4 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     before = np.cumsum(ends, axis=0) - ends
     lo = np.minimum(0.0, (before + np.array([r[1] for r in ranges]).reshape(ends.shape)).min(axis=0))
     hi = np.maximum(0.0, (before + np.array([r[2] for r in ranges]).reshape(ends.shape)).max(axis=0))
-    return mce_result(segment_values, count, total, var, lo, hi, positive)
+    return mce_result(segment_values, count, total, var, lo, hi, positive, folded)

@@ -55,6 +55,7 @@ from ._coding import (
     appearance_rank,
     cell_type,
     collapse_categories,
+    folded_values,
     group_codes,
     group_sizes_codes,
     labels_by_appearance,
@@ -90,7 +91,7 @@ __all__ = [
 
 # The internal API of the layers above (fastcal.grouped, fastcal._engine.segments, fastcal.spark), not
 # re-exported by fastcal: MISSING, OTHER, appearance_rank, cell_type, check_int, choose_segments,
-# collapse_categories, ecce_result, group_codes, group_sizes_codes, labels_by_appearance, mce_result, quantile_edges;
+# collapse_categories, ecce_result, folded_values, group_codes, group_sizes_codes, labels_by_appearance, mce_result, quantile_edges;
 # and Sizes, the sizes of multicalibration_error's passes and its cell types, which tests lower.
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

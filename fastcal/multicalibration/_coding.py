@@ -3,7 +3,7 @@
 and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
-:func:`group_codes`, :func:`collapse_categories`, :func:`appearance_rank`, :func:`labels_by_appearance`,
+:func:`group_codes`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
 :func:`quantile_edges`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
 """
@@ -237,13 +237,19 @@ def appearance_rank(first_p, first_row):
 
 
 def categorical_codes(values, name, p, max_values):
-    """``(codes, offset, remap, labels)`` of a categorical feature: ``remap[codes - offset]`` numbers its values in
-    order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept, the others
-    one value."""
+    """``(codes, offset, remap, labels, folded)`` of a categorical feature: ``remap[codes - offset]`` numbers its
+    values in order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept,
+    the others one value; ``folded`` is :func:`folded_values`."""
     codes, offset, index, uniques, counts, first_p, first_row = _coded(values, name, p)
     group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values,
                                               values.dtype.kind in "biuf")
-    return _by_appearance(codes, offset, index, labels, rank, group)
+    return (*_by_appearance(codes, offset, index, labels, rank, group), folded_values(len(uniques), max_values, labels))
+
+
+def folded_values(distinct, max_values, labels):
+    """``(values folded, their label)`` of a categorical feature of ``distinct`` values, whose kept values'
+    ``labels`` :func:`collapse_categories` gave, or None when it folds none."""
+    return (distinct - (max_values - 1), labels[-1]) if distinct > max_values else None
 
 
 def collapse_categories(uniques, counts, first_p, first_row, max_values, numeric):
@@ -310,14 +316,14 @@ def quantile_edges(n, lo, hi, max_values, name, select):
 
 
 def numerical_codes(values, name, p, max_values):
-    """``(codes, offset, remap, labels)`` of a numerical feature: its values if at most ``max_values``, else quantile
-    bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` at
-    :func:`quantile_edges`); NaN its own value (``nan``)."""
+    """``(codes, offset, remap, labels, None)`` of a numerical feature: its values if at most ``max_values``, else
+    quantile bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` at
+    :func:`quantile_edges`); NaN its own value (``nan``); nothing folded."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
     if _k.count_distinct(x, max_values) <= max_values:
         codes, offset, index, uniques, _, first_p, first_row = _coded(x, name, p)
         labels = [float("nan") if u is None else u for u in uniques]
-        return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
+        return (*_by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row)), None)
     missing = np.isnan(x)
     present = x[~missing] if missing.any() else x  # no mask copy if no NaN (the selection copies what it sorts)
     parts = _parallel.parallel_for(_k.int_range, present.shape[0], present)  # 2 values at least (not NaN)
@@ -329,7 +335,7 @@ def numerical_codes(values, name, p, max_values):
     _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
     codes, offset, index, uniques, _, first_p, first_row = _coded(bins, name, p)
     labels = [float("nan") if u == edges.size else int(u) for u in uniques]
-    return _by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row))
+    return (*_by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row)), None)
 
 
 def labels_by_appearance(labels, rank, group=None):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,9 @@ class MulticalibrationResult(Result):
     for collapsed categories, ``"__NA"`` for a missing category);
     ``segment_n``, ``segment_ecce``, ``segment_ecce_sigma`` and
     ``segment_pvalue`` are its rows, ECCE, ECCE in sigmas and p-value.
+    ``folded`` maps each categorical feature that had more values than
+    ``max_values_per_segment_feature`` to the number of its values folded
+    into one (``"__OTHER"``); :meth:`worst` lists the segments worst first.
     """
 
     mce: float
@@ -47,6 +51,7 @@ class MulticalibrationResult(Result):
     segment_ecce: NDArray[np.float64] = field(repr=False)
     segment_ecce_sigma: NDArray[np.float64] = field(repr=False)
     segment_pvalue: NDArray[np.float64] = field(repr=False)
+    folded: dict[str, int] = field(default_factory=dict, repr=False)
 
     def worst(self, k: int | None = 10) -> list[dict[str, Any]]:
         """The ``k`` segments of greatest ``ecce_sigma`` (all if None), greatest first, NaN last, ties in table order.
@@ -191,9 +196,11 @@ def multicalibration_error(
     max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
     min_samples = check_int(min_samples_per_segment, "min_samples_per_segment", 0)
     max_n_segments = check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
-    features = feature_columns(segments, n, numerical)
-    features = [(name, *(numerical_codes if is_numerical else categorical_codes)(column, name, p, max_values))
-                for name, column, is_numerical in features]
+    coded = [(name, (numerical_codes if is_numerical else categorical_codes)(column, name, p, max_values))
+             for name, column, is_numerical in feature_columns(segments, n, numerical)]
+    features = [(name, *codes[:4]) for name, codes in coded]
+    folded = {name: codes[4] for name, codes in coded if codes[4] is not None}
+    del coded
     n_features = len(features)
     depth = n_features if max_depth is None else min(max_depth, n_features)
     limit = math.inf if max_n_segments is None else max_n_segments
@@ -201,7 +208,7 @@ def multicalibration_error(
     combos, segment_values, n_segments = choose_segments([(f[0], f[4]) for f in features], digits, cell_counts,
                                                          depth, min_samples, limit)
     count, total, var, lo, hi, positive = segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments)
-    return mce_result(segment_values, count, total, var, lo, hi, positive)
+    return mce_result(segment_values, count, total, var, lo, hi, positive, folded)
 
 
 def choose_segments(features, digits, cell_counts, depth, min_samples, limit):
@@ -239,10 +246,13 @@ def choose_segments(features, digits, cell_counts, depth, min_samples, limit):
     return combos, segment_values, n_segments
 
 
-def mce_result(segment_values, count, total, var, lo, hi, positive):
+def mce_result(segment_values, count, total, var, lo, hi, positive, folded):
     """The :class:`MulticalibrationResult` of the segments' rows ``count``, weights ``total``, variance sums ``var``
     (of :math:`w^2 p (1 - p)`), least and greatest running sums ``lo <= 0 <= hi``, and the weight of the positives
-    ``positive`` (all rescaled alike)."""
+    ``positive`` (all rescaled alike); ``folded`` maps a feature to ``(values folded, their label)``.
+
+    Warns (``UserWarning``) when the worst segment is defined by a folded value: the values folded together
+    hide which of them is off."""
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(total > 0, (hi - lo) / np.where(total > 0, total, 1.0), 0.0)
         std = np.where(total > 0, np.sqrt(var) / np.where(total > 0, total, 1.0), 0.0)
@@ -258,9 +268,21 @@ def mce_result(segment_values, count, total, var, lo, hi, positive):
     def relative(x):
         return 100 * x / prevalence if prevalence > 0 else math.inf
 
+    worst = segment_values[int(np.argmax(sigma))] if np.isfinite(sigma).any() else {}
+    hidden = [f"{folded[name][0]} values of {name!r} (shown as {value!r})" for name, value in worst.items()
+              if name in folded and _same(value, folded[name][1])]
+    if hidden:
+        warnings.warn(f"the worst segment, {worst}, pools {' and '.join(hidden)}: raise "
+                      "max_values_per_segment_feature to see them apart.", UserWarning, stacklevel=3)
     return MulticalibrationResult(
         mce=mce, mce_sigma=mce_sigma, mce_pvalue=float(pvalues.min()), mce_relative=relative(mce), mde=mde,
         mde_relative=relative(mde), global_ecce=float(value[0]), global_ecce_sigma=float(sigma[0]),
         global_ecce_pvalue=float(pvalues[0]), segment_values=segment_values, segment_n=count,
         segment_ecce=value, segment_ecce_sigma=sigma, segment_pvalue=pvalues,
+        folded={name: int(n) for name, (n, _) in folded.items()},
     )
+
+
+def _same(value, label):
+    """Whether a segment's ``value`` is the folded ``label`` (a string, or a number for a numeric feature)."""
+    return value is label or (type(value) is type(label) and value == label)
