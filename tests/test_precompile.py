@@ -11,6 +11,7 @@ cache statistics, as in tests/test_jit_cache.py).
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -95,6 +96,25 @@ def test_every_kernel_is_compiled_by_precompile(cold):
     missing = sorted(name for name, k in report["kernels"].items() if not k["signatures"])
     assert not missing, ("kernels no warm-up of fastcal/_precompile.py reaches (add one, see its docstring): "
                          + ", ".join(missing))
+
+
+#: The cold-start figures of docs/performance.md that do not depend on the machine: what one cold run compiles.
+_COLD_FIGURES = re.compile(r"(?P<signatures>[\d,]+) kernel signatures compiled in.*?the cache is [\d.]+ MiB on "
+                           r"disk, (?P<files>[\d,]+) files", re.S)
+
+
+@pytest.mark.slow
+def test_the_docs_cold_start_counts_are_those_of_a_cold_run(cold):
+    # The signatures compiled and the cache's files are the same on every machine with this code; the times and
+    # sizes beside them are one machine's measurement (tests/precompile_cold.py reports them too).
+    _, report = cold
+    found = _COLD_FIGURES.search((Path(__file__).resolve().parent.parent / "docs" / "performance.md").read_text())
+    assert found, "docs/performance.md: the cold-start figures are missing"
+    stated = {name: int(found[name].replace(",", "")) for name in ("signatures", "files")}
+    assert stated == {"signatures": report["signatures"], "files": report["files"]}, (
+        f"docs/performance.md states {stated}; a cold run now gives {report['signatures']} signatures, "
+        f"{report['files']} files, {report['bytes'] / 2**20:.1f} MiB, in {report['seconds'] / 60:.1f} min "
+        f"({report['cpu_seconds']:.0f} s of CPU, peak memory {report['peak_rss_bytes'] / 2**30:.1f} GiB)")
 
 
 @pytest.mark.slow
