@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Result"]
+__all__ = ["Result", "worst_first"]
 
 
 def _plain(value):
@@ -69,3 +69,12 @@ class Result:
 
     def __hash__(self) -> int:
         return hash((type(self), *(getattr(self, f.name) for f in dataclasses.fields(self))))
+
+
+def worst_first(key: Any, k: Any) -> np.ndarray:
+    """The places of the ``k`` greatest values of ``key`` (all if ``k`` is None), greatest first, NaN last, ties in
+    the order of ``key``: the order of the results' ``worst`` methods. ``k`` must be a non-negative integer."""
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
+        raise ValueError(f"k must be a non-negative integer or None, got {k!r}.")
+    key = np.asarray(key, dtype=np.float64)
+    return np.argsort(np.where(np.isnan(key), np.inf, -key), kind="stable")[:k]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _multicalibration_kernels as _k
-from .._results import Result
+from .._results import Result, worst_first
 from ._coding import categorical_codes, cell_numbers, feature_columns, numerical_codes
 from ._ecce import check_inputs, check_int, sigma_of
 from ._sums import segment_sums
@@ -58,23 +58,9 @@ class MulticalibrationResult(Result):
 
         Each is a dict: ``values`` (the segment's feature values, ``{}`` for
         all rows), ``n``, ``ecce``, ``ecce_sigma``, ``pvalue`` and its place
-        ``segment`` in the table.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from fastcal import multicalibration_error
-        >>> rng = np.random.default_rng(0)
-        >>> p = rng.uniform(0.1, 0.9, 10_000)
-        >>> country = rng.choice(["fr", "de", "us"], 10_000)
-        >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)
-        >>> multicalibration_error(y, p, {"country": country}).worst(1)[0]["values"]
-        {'country': 'fr'}
+        ``segment`` in the table (see the example of :func:`multicalibration_error`).
         """
-        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
-            raise ValueError(f"k must be a non-negative integer or None, got {k!r}.")
-        sigma = np.asarray(self.segment_ecce_sigma, dtype=np.float64)
-        order = np.argsort(np.where(np.isnan(sigma), np.inf, -sigma), kind="stable")[:k]
+        order = worst_first(self.segment_ecce_sigma, k)
         return [dict(segment=int(s), values=dict(self.segment_values[s]), n=int(self.segment_n[s]),
                      ecce=float(self.segment_ecce[s]), ecce_sigma=float(self.segment_ecce_sigma[s]),
                      pvalue=float(self.segment_pvalue[s])) for s in order.tolist()]
@@ -187,7 +173,7 @@ def multicalibration_error(
     >>> country = rng.choice(["fr", "de", "us"], 10_000)
     >>> y = rng.uniform(size=10_000) < np.where(country == "fr", p ** 2, p)  # miscalibrated in "fr"
     >>> r = multicalibration_error(y, p, {"country": country})
-    >>> r.segment_values[int(np.argmax(r.segment_ecce_sigma))], r.mce_pvalue < 1e-6
+    >>> r.worst(1)[0]["values"], r.mce_pvalue < 1e-6  # the worst segment
     ({'country': 'fr'}, True)
     """
     y, p, w = check_inputs(y_true, y_prob, sample_weight)

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _multicalibration_kernels as _k
 from .. import _segment_coding_kernels as _coding_k
 from .._parallel import parallel_for
-from .._results import Result
+from .._results import Result, worst_first
 from .._sort import argsort
 from .._validation import check_consistent_length, column_or_1d, rescale_weights
 from ._coding import group_codes
@@ -69,10 +69,7 @@ class SegmentReport(Result):
         columns = [f.name for f in dataclasses.fields(self) if f.name != "groups"]
         if by not in columns:
             raise ValueError(f"by must be one of {columns}, got {by!r}.")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0):
-            raise ValueError(f"k must be a non-negative integer or None, got {k!r}.")
-        key = np.asarray(getattr(self, by), dtype=np.float64)
-        order = np.argsort(np.where(np.isnan(key), np.inf, -key), kind="stable")[:k]
+        order = worst_first(getattr(self, by), k)
         return dataclasses.replace(self, groups=[self.groups[i] for i in order],
                                    **{name: getattr(self, name)[order] for name in columns})
 
