@@ -38,9 +38,9 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "block_sums", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many",
-           "merge_extremes", "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET",
-           "sort_ranges", "sort_rows"]
+__all__ = ["KUIPER_SPLIT", "block_sums", "group_counts", "group_report", "group_scatter", "kuiper_cdf", "kuiper_sf",
+           "kuiper_sf_many", "merge_extremes", "order_group_ties", "order_ties", "range_counts", "range_scatter",
+           "SMALL_BUCKET", "sort_ranges", "sort_rows"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -59,11 +59,12 @@ def range_counts(p, x0, scale, cell_range, bounds, counts, lo, hi):
 
 
 @kernel
-def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
+def range_scatter(cells, p, y, w, factor, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
     """Chunks ``lo..hi`` (as :func:`range_counts`): each row moved to its score range (found again, not stored:
     a multiply and a lookup cost less than writing and reading an array of ranges), in row order: ``xs`` its score
-    (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight (if
-    ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
+    (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight
+    times ``factor`` (an exact power of two of ``w``'s dtype, multiplied in that dtype; if ``w`` is not empty);
+    ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
     weighted = w.shape[0] > 0
     for k in range(lo, hi):
         at = offsets[k]
@@ -79,7 +80,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
             xs[j] = np.float64(scores[i]) + 0.0
             qs[j] = (part[i] << 1) | (labels[i] != 0)
             if weighted:
-                ws[j] = np.float64(weights[i]) + 0.0
+                ws[j] = np.float64(weights[i] * factor) + 0.0
 
 
 #: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
@@ -476,6 +477,38 @@ def kuiper_sf_many(x):
     for i in range(x.shape[0]):
         out[i] = kuiper_sf(x[i])
     return out
+
+
+@kernel
+def group_counts(codes, order, bounds, counts, lo, hi):
+    """Chunks ``lo..hi`` of the rows in order of score (chunk ``k``: ``order[bounds[k]:bounds[k+1]]``): row ``k``
+    of ``counts``, the chunk's rows per group ``codes[order[i]]``."""
+    for k in range(lo, hi):
+        cnt = counts[k]
+        part = order[bounds[k]:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
+        for i in range(part.shape[0]):
+            cnt[codes[part[i]]] += 1
+
+
+@kernel
+def group_scatter(codes, order, p, y, w, factor, bounds, offsets, ps, ys, ws, lo, hi):
+    """Chunks ``lo..hi`` (as :func:`group_counts`): each row ``r = order[i]`` moved to its group, in order of
+    score: ``ps``, ``ys`` and (if ``w`` is not empty) ``ws`` its score, label and weight times ``factor`` (an exact
+    power of two of ``w``'s dtype, multiplied in that dtype); ``offsets[k, g]``: where chunk ``k``'s rows of
+    group ``g`` start. With :func:`group_counts`, a stable counting sort of the rows by group, in parallel."""
+    weighted = w.shape[0] > 0
+    for k in range(lo, hi):
+        at = offsets[k]
+        part = order[bounds[k]:bounds[k + 1]]
+        for i in range(part.shape[0]):
+            r = part[i]
+            g = codes[r]
+            j = at[g]
+            at[g] = j + 1
+            ps[j] = p[r]
+            ys[j] = y[r]
+            if weighted:
+                ws[j] = w[r] * factor
 
 
 @kernel

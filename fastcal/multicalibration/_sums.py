@@ -62,12 +62,13 @@ def _moved_rows(n, row, weighted):
     return xs, block[block.shape[0] - width * n:].view(row), ws
 
 
-def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
+def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments, factor=1.0):
     """Per segment ``(count, W, V, lo, hi)``: rows, ``W = sum w``, ``V = sum w^2 p (1 - p)`` and the extremes of
     the running sum of ``w (y - p)`` along the sorted scores, after each group of equal scores; and the
     weight of the positive rows, ``sum w y``.
 
-    ``y``, ``p``, ``w``: as :func:`~fastcal.multicalibration._ecce.check_inputs` gives them; ``cells``: each row's
+    ``y``, ``p``, ``w``, ``factor``: as :func:`~fastcal.multicalibration._ecce.check_scaled_inputs` gives them (the
+    weights ``w * factor``, rescaled as they are moved); ``cells``: each row's
     cell ``0..m-1`` (of :func:`~fastcal.multicalibration._coding.cell_type`, at least as wide as ``cell_type(m)``),
     ``digits`` (``m`` x features) and
     ``cell_counts`` each cell's value number of each feature and its rows, ``combos`` and ``n_segments`` the
@@ -133,8 +134,9 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     del counts
     # unsigned: indices that cannot be negative compile without a wrap-around (the scan: a quarter faster)
     xs, qs, ws = _moved_rows(n, row_type(m), weighted)
-    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
-                n_chunks)
+    factor = weights.dtype.type(factor)
+    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, factor, x0, scale, cell_range, bounds, offsets, xs, qs,
+                                      ws), n_chunks)
     del offsets
     _run_chunks(_k.sort_ranges, n, (xs, qs, ws, starts), n_ranges)
     cuts = _blocks(xs, 5 * widest)
