@@ -479,15 +479,27 @@ def kuiper_sf_many(x):
     return out
 
 
+#: Rows of :func:`group_counts` and :func:`group_scatter` read at random (their groups, scores, labels and weights)
+#: into buffers in the L1 cache before they are counted or written: a write whose place depends on a read at random
+#: stalls the reads that follow it (measured at 10^6 rows in 20 groups: 88 ms for the scatter reading at random as
+#: it writes, against 30 ms for NumPy's gathers and a counting sort).
+GATHER_ROWS = 256
+
+
 @kernel
 def group_counts(codes, order, bounds, counts, lo, hi):
     """Chunks ``lo..hi`` of the rows in order of score (chunk ``k``: ``order[bounds[k]:bounds[k+1]]``): row ``k``
     of ``counts``, the chunk's rows per group ``codes[order[i]]``."""
+    g = np.empty(GATHER_ROWS, dtype=codes.dtype)
     for k in range(lo, hi):
         cnt = counts[k]
         part = order[bounds[k]:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
-        for i in range(part.shape[0]):
-            cnt[codes[part[i]]] += 1
+        for a in range(0, part.shape[0], GATHER_ROWS):
+            m = min(GATHER_ROWS, part.shape[0] - a)
+            for i in range(m):
+                g[i] = codes[part[a + i]]
+            for i in range(m):
+                cnt[g[i]] += 1
 
 
 @kernel
@@ -497,18 +509,30 @@ def group_scatter(codes, order, p, y, w, factor, bounds, offsets, ps, ys, ws, lo
     power of two of ``w``'s dtype, multiplied in that dtype); ``offsets[k, g]``: where chunk ``k``'s rows of
     group ``g`` start. With :func:`group_counts`, a stable counting sort of the rows by group, in parallel."""
     weighted = w.shape[0] > 0
+    g = np.empty(GATHER_ROWS, dtype=codes.dtype)
+    pb = np.empty(GATHER_ROWS, dtype=p.dtype)
+    yb = np.empty(GATHER_ROWS, dtype=y.dtype)
+    wb = np.empty(GATHER_ROWS if weighted else 0, dtype=w.dtype)
     for k in range(lo, hi):
         at = offsets[k]
         part = order[bounds[k]:bounds[k + 1]]
-        for i in range(part.shape[0]):
-            r = part[i]
-            g = codes[r]
-            j = at[g]
-            at[g] = j + 1
-            ps[j] = p[r]
-            ys[j] = y[r]
-            if weighted:
-                ws[j] = w[r] * factor
+        for a in range(0, part.shape[0], GATHER_ROWS):
+            m = min(GATHER_ROWS, part.shape[0] - a)
+            for i in range(m):
+                r = part[a + i]
+                g[i] = codes[r]
+                pb[i] = p[r]
+                yb[i] = y[r]
+                if weighted:
+                    wb[i] = w[r] * factor
+            for i in range(m):
+                c = g[i]
+                j = at[c]
+                at[c] = j + 1
+                ps[j] = pb[i]
+                ys[j] = yb[i]
+                if weighted:
+                    ws[j] = wb[i]
 
 
 @kernel
