@@ -1,13 +1,16 @@
-"""The segment metrics' bits at several thread counts: ``python -m benchmarks.segment_bits [--n N] [--threads 1,2,3,8,16]``.
+"""The segment metrics' bits at several thread counts.
+
+``python -m benchmarks.segment_bits [--n N] [--threads 1,2,3,8,16] [--zeros]``
 
 Runs itself once per thread count, each in a new process with ``NUMBA_NUM_THREADS`` set (so the pool, the
 tasks and the serial-twin paths are those of that count), on ``N`` rows (default 4*10^5) of scores rounded to
 2 decimals (tie groups of thousands of rows) and, with ``--zeros``, 70% of the scores at 0 (one group of more
 than ``Sizes.TIE_ROWS`` rows at the default size: ordered in chunks), float64 and float32, weighted (weights
-over five orders of magnitude, in the scores' dtype) and not. Each process prints one SHA-256 per result: ``ecce`` (all four fields),
-``multicalibration_error`` (two categorical features and one numerical; every field and the per-segment
-table) and ``segment_report`` (20 groups, every column). Exits 1 if a result's digest differs between thread
-counts. ``--print`` prints this process's digests only (to compare two checkouts).
+over five orders of magnitude, in the scores' dtype) and not. Each process prints one SHA-256 per result:
+``ecce`` (all four fields), ``multicalibration_error`` (two categorical features and one numerical; every
+field and the per-segment table) and ``segment_report`` (20 groups, every column). Exits 1 if a result's
+digest differs between thread counts. ``--print`` prints this process's digests only (to compare two
+checkouts).
 """
 
 from __future__ import annotations

@@ -122,7 +122,8 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     codes, uniques = group_codes(g, "groups")
     k = len(uniques)
     n = p.shape[0]
-    order = argsort(p)
+    order = argsort(p)  # int32 from 4096 rows: the small inputs' too, one type for the kernels below
+    order = order.astype(np.int32 if n < 2**31 else np.int64, copy=False)
     # a stable counting sort of the rows by group, in chunks of the rows in order of score, in parallel
     bounds = task_bounds(n)
     if len(bounds) - 1 > max(1, Sizes.COUNT_ENTRIES // max(k, 1)):
