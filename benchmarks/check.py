@@ -1,7 +1,7 @@
 """The benchmark gate (``make bench-check``): fail when fastcal gets slower against its peers, or stops using its threads.
 
 Each case times a fastcal call and the same work done by its peers
-(scikit-learn, SciPy, NumPy, relplot, model-diagnostics) in this process, on
+(scikit-learn, SciPy, NumPy, relplot, model-diagnostics, MCGrad) in this process, on
 the same arrays of 10^6 rows, and checks two things.
 
 **Speed, one thread against one thread.** fastcal runs on one thread
@@ -495,6 +495,19 @@ def _decomposition(n):
             {"model-diagnostics": lambda: decompose(y, p, scoring_function=SquaredError())})
 
 
+def _tied_ecce(n):
+    """Weighted ECCE on scores rounded to 2 decimals (tie groups of thousands of rows, whose rows fastcal puts in an
+    order of their own), against MCGrad's ``ecce`` and ``ecce_pvalue`` (which sort and do not pool ties)."""
+    import fastcal
+    from mcgrad import metrics as mcgrad
+
+    p, y = miscalibrated_scores(n, "float64", seed=21)
+    p = np.round(p, 2)
+    w = np.random.default_rng(23).uniform(0.2, 3.0, n)
+    return (lambda: fastcal.ecce(y, p, sample_weight=w),
+            {"MCGrad": lambda: (mcgrad.ecce(y, p, sample_weight=w), mcgrad.ecce_pvalue(y, p, sample_weight=w))})
+
+
 CASES = [
     Case("isotonic", "IsotonicRegression.fit, float64, 0/1 labels", _isotonic_fit("float64")),
     Case("isotonic", "IsotonicRegression.fit, float32, 0/1 labels", _isotonic_fit("float32")),
@@ -517,6 +530,7 @@ CASES = [
     Case("diagnostics", "log_loss, 10 classes", _multiclass_log_loss),
     Case("diagnostics", "smooth_ece", _smooth),
     Case("diagnostics", "score_decomposition, Brier", _decomposition),
+    Case("diagnostics", "ecce, weighted, scores rounded to 2 decimals", _tied_ecce),
 ]
 
 

@@ -38,9 +38,9 @@ import numpy as np
 from ._jit import kernel
 from ._math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "block_sums", "group_report", "kuiper_cdf", "kuiper_sf", "kuiper_sf_many",
-           "merge_extremes", "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET",
-           "sort_ranges", "sort_rows"]
+__all__ = ["KUIPER_SPLIT", "big_ties", "block_sums", "group_counts", "group_report", "group_scatter", "kuiper_cdf",
+           "kuiper_sf", "kuiper_sf_many", "merge_extremes", "merge_runs", "order_group_ties", "order_ties",
+           "range_counts", "range_scatter", "SMALL_BUCKET", "sort_key_chunks", "sort_ranges", "sort_rows"]
 
 #: Below this point the theta-function series gives the CDF, above it the alternating
 #: series gives the survival function; both converge in a few terms there.
@@ -59,11 +59,12 @@ def range_counts(p, x0, scale, cell_range, bounds, counts, lo, hi):
 
 
 @kernel
-def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
+def range_scatter(cells, p, y, w, factor, x0, scale, cell_range, bounds, offsets, xs, qs, ws, lo, hi):
     """Chunks ``lo..hi`` (as :func:`range_counts`): each row moved to its score range (found again, not stored:
     a multiply and a lookup cost less than writing and reading an array of ranges), in row order: ``xs`` its score
-    (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight (if
-    ``w`` is not empty); ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
+    (float64, -0.0 as +0.0), ``qs`` its cell and label, ``cells[i] << 1 | (y[i] != 0)``, and ``ws`` its weight
+    times ``factor`` (an exact power of two of ``w``'s dtype, multiplied in that dtype; if ``w`` is not empty);
+    ``offsets[k, r]``: where chunk ``k``'s rows of range ``r`` start."""
     weighted = w.shape[0] > 0
     for k in range(lo, hi):
         at = offsets[k]
@@ -79,7 +80,7 @@ def range_scatter(cells, p, y, w, x0, scale, cell_range, bounds, offsets, xs, qs
             xs[j] = np.float64(scores[i]) + 0.0
             qs[j] = (part[i] << 1) | (labels[i] != 0)
             if weighted:
-                ws[j] = np.float64(weights[i]) + 0.0
+                ws[j] = np.float64(weights[i] * factor) + 0.0
 
 
 #: Rows of a bucket of :func:`sort_rows` above which it is merge-sorted before the insertion sort.
@@ -91,14 +92,15 @@ BUCKETS_PER_ROW = 2
 
 
 @kernel
-def sort_rows(xs, qs, ws, a, b):
+def sort_rows(xs, qs, ws, a, b, most):
     """Rows ``a..b`` of ``(xs, qs, ws)`` (``ws`` empty: none) sorted by ``xs`` (:func:`_bucket_sort`), then the
     rows of each group of equal scores put in the order of :func:`order_ties`, a function of the group's rows
-    alone, in place."""
+    alone, in place; weighted groups of more than ``most`` rows are left to :func:`big_ties` and
+    :func:`merge_runs`, which order them in parallel."""
     if b - a < 2:
         return
     _bucket_sort(xs, qs, ws, a, b)
-    order_ties(xs[a:b], qs[a:b], ws[a:b] if ws.shape[0] > 0 else ws)
+    order_ties(xs[a:b], qs[a:b], ws[a:b] if ws.shape[0] > 0 else ws, most)
 
 
 @kernel
@@ -206,9 +208,10 @@ def _bucket_sort(xs, qs, ws, a, b):
 
 
 @kernel
-def order_ties(xs, qs, ws):
+def order_ties(xs, qs, ws, most):
     """The rows ``(xs, qs, ws)`` (sorted by ``xs``; ``ws`` empty: none) of each group of equal scores put in an
-    order that is a function of the group's rows alone, whatever their order before, in place.
+    order that is a function of the group's rows alone, whatever their order before, in place (weighted groups of
+    more than ``most`` rows are left as they are).
 
     Rows of a group that add different terms to a running sum are ordered:
     the labels 0 first (a partition, unweighted), or by the signed weight
@@ -225,10 +228,10 @@ def order_ties(xs, qs, ws):
         while j < n and xs[j] == xs[i]:
             j += 1
         if j - i > 1:
-            if weighted:
-                _order_by_signed_weight(qs, ws, i, j)
-            else:
+            if not weighted:
                 _partition_labels(qs, i, j)
+            elif j - i <= most:
+                _order_by_signed_weight(qs, ws, i, j)
         i = j
 
 
@@ -279,11 +282,93 @@ def _order_by_signed_weight(qs, ws, a, b):
 
 
 @kernel
-def sort_ranges(xs, qs, ws, starts, lo, hi):
+def sort_ranges(xs, qs, ws, starts, most, lo, hi):
     """Score ranges ``lo..hi`` (range ``k``: rows ``starts[k]..starts[k+1]`` of ``(xs, qs, ws)`` as
-    :func:`range_scatter` wrote them) each sorted by :func:`sort_rows`, in place."""
+    :func:`range_scatter` wrote them) each sorted by :func:`sort_rows` (``most``: its limit), in place."""
     for k in range(lo, hi):
-        sort_rows(xs, qs, ws, starts[k], starts[k + 1])
+        sort_rows(xs, qs, ws, starts[k], starts[k + 1], most)
+
+
+@kernel
+def big_ties(xs, starts, most, lo, hi):
+    """Ranges ``lo..hi`` of the sorted scores ``xs`` (as :func:`sort_ranges`): the bounds ``(a, b)`` of each group
+    of equal scores of more than ``most`` rows, in order, an int64 array of 2 columns."""
+    out = np.empty(((starts[hi] - starts[lo]) // (most + 1) + 1, 2), dtype=np.int64)
+    n_out = 0
+    for k in range(lo, hi):
+        b = starts[k + 1]
+        if b - starts[k] <= most:
+            continue
+        i = starts[k]
+        while i < b:
+            j = i + 1
+            while j < b and xs[j] == xs[i]:
+                j += 1
+            if j - i > most:
+                out[n_out, 0] = i
+                out[n_out, 1] = j
+                n_out += 1
+            i = j
+    return out[:n_out]
+
+
+@kernel
+def sort_key_chunks(qs, ws, keys, bq, bw, chunks, lo, hi):
+    """Chunks ``lo..hi`` of the large groups of equal scores (chunk ``k``: rows ``chunks[k, 0]..chunks[k, 1]`` of
+    ``(qs, ws)``, copied to ``chunks[k, 2]..`` of ``(keys, bq, bw)``): each row's signed weight ``(2 y - 1) w``
+    in ``keys``, its cell and label in ``bq``, its weight in ``bw``, the chunk sorted by key (:func:`_bucket_sort`)."""
+    for k in range(lo, hi):
+        a = chunks[k, 0]
+        at = chunks[k, 2]
+        m = chunks[k, 1] - a
+        for i in range(m):
+            q = qs[a + i]
+            w = ws[a + i]
+            keys[at + i] = _signed_weight(q, w)
+            bq[at + i] = q
+            bw[at + i] = w
+        _bucket_sort(keys, bq, bw, at, at + m)
+
+
+@kernel
+def merge_runs(keys, bq, bw, to_keys, to_q, to_w, tasks, lo, hi):
+    """Tasks ``lo..hi`` of a round of merges of runs sorted by key: task ``t`` merges ``s..m`` and ``m..e`` of
+    ``(keys, bq, bw)`` (``tasks[t, 0:3]``) and writes the places ``d0..d1`` of the merged run (``tasks[t, 3:5]``)
+    to ``base + d0..`` of ``(to_keys, to_q, to_w)`` (``base = tasks[t, 5]``; ``to_keys`` empty: no keys written;
+    ``m = e``: a copy). Where a task starts in each run is found by a binary search (the merge path), so the
+    tasks of one merge are independent; rows of equal keys of the first run go first."""
+    with_keys = to_keys.shape[0] > 0
+    for t in range(lo, hi):
+        s = tasks[t, 0]
+        m = tasks[t, 1]
+        e = tasks[t, 2]
+        d0 = tasks[t, 3]
+        d1 = tasks[t, 4]
+        base = tasks[t, 5]
+        n_a = m - s
+        n_b = e - m
+        # i: rows of the first run among the first d0 of the merged run
+        i_lo = max(0, d0 - n_b)
+        i_hi = min(d0, n_a)
+        while i_lo < i_hi:
+            i = (i_lo + i_hi) // 2
+            if keys[s + i] <= keys[m + d0 - i - 1]:
+                i_lo = i + 1
+            else:
+                i_hi = i
+        i = s + i_lo
+        j = m + d0 - i_lo
+        for d in range(d0, d1):
+            if j >= e or (i < m and keys[i] <= keys[j]):
+                r = i
+                i += 1
+            else:
+                r = j
+                j += 1
+            if with_keys:
+                to_keys[base + d] = keys[r]
+            to_q[base + d] = bq[r]
+            to_w[base + d] = bw[r]
 
 
 @kernel
@@ -476,6 +561,62 @@ def kuiper_sf_many(x):
     for i in range(x.shape[0]):
         out[i] = kuiper_sf(x[i])
     return out
+
+
+#: Rows of :func:`group_counts` and :func:`group_scatter` read at random (their groups, scores, labels and weights)
+#: into buffers in the L1 cache before they are counted or written: a write whose place depends on a read at random
+#: stalls the reads that follow it (measured at 10^6 rows in 20 groups: 88 ms for the scatter reading at random as
+#: it writes, against 30 ms for NumPy's gathers and a counting sort).
+GATHER_ROWS = 256
+
+
+@kernel
+def group_counts(codes, order, bounds, counts, lo, hi):
+    """Chunks ``lo..hi`` of the rows in order of score (chunk ``k``: ``order[bounds[k]:bounds[k+1]]``): row ``k``
+    of ``counts``, the chunk's rows per group ``codes[order[i]]``."""
+    g = np.empty(GATHER_ROWS, dtype=codes.dtype)
+    for k in range(lo, hi):
+        cnt = counts[k]
+        part = order[bounds[k]:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in
+        for a in range(0, part.shape[0], GATHER_ROWS):
+            m = min(GATHER_ROWS, part.shape[0] - a)
+            for i in range(m):
+                g[i] = codes[part[a + i]]
+            for i in range(m):
+                cnt[g[i]] += 1
+
+
+@kernel
+def group_scatter(codes, order, p, y, w, factor, bounds, offsets, ps, ys, ws, lo, hi):
+    """Chunks ``lo..hi`` (as :func:`group_counts`): each row ``r = order[i]`` moved to its group, in order of
+    score: ``ps``, ``ys`` and (if ``w`` is not empty) ``ws`` its score, label and weight times ``factor`` (an exact
+    power of two of ``w``'s dtype, multiplied in that dtype); ``offsets[k, g]``: where chunk ``k``'s rows of
+    group ``g`` start. With :func:`group_counts`, a stable counting sort of the rows by group, in parallel."""
+    weighted = w.shape[0] > 0
+    g = np.empty(GATHER_ROWS, dtype=codes.dtype)
+    pb = np.empty(GATHER_ROWS, dtype=p.dtype)
+    yb = np.empty(GATHER_ROWS, dtype=y.dtype)
+    wb = np.empty(GATHER_ROWS if weighted else 0, dtype=w.dtype)
+    for k in range(lo, hi):
+        at = offsets[k]
+        part = order[bounds[k]:bounds[k + 1]]
+        for a in range(0, part.shape[0], GATHER_ROWS):
+            m = min(GATHER_ROWS, part.shape[0] - a)
+            for i in range(m):
+                r = part[a + i]
+                g[i] = codes[r]
+                pb[i] = p[r]
+                yb[i] = y[r]
+                if weighted:
+                    wb[i] = w[r] * factor
+            for i in range(m):
+                c = g[i]
+                j = at[c]
+                at[c] = j + 1
+                ps[j] = pb[i]
+                ys[j] = yb[i]
+                if weighted:
+                    ws[j] = wb[i]
 
 
 @kernel

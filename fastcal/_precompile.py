@@ -90,7 +90,7 @@ from .metrics import (
     roc_auc_score,
 )
 from .grouped import GroupedCalibrator
-from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
+from .multicalibration import Sizes, ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .platt._model import WARM_START_MIN
@@ -558,6 +558,10 @@ def _multicalibration(dtype):
     multicalibration_error(yr, pr, {"a": np.arange(N) % 4}, sample_weight=wr, min_samples_per_segment=1)
     pb, yb = _scores(dtype, n=BIG)  # rows moved to score ranges, each sorted in the cache
     ecce(yb, pb)
+    tied = Sizes.TIE_ROWS + 1  # a weighted group of equal scores ordered in chunks on several threads
+    for wdtype in FLOATS:
+        ecce((np.arange(tied) % 2).astype(np.uint8), np.full(tied, 0.5, dtype=dtype),
+             sample_weight=_weights(tied, wdtype))
     multicalibration_error(yb, pb, {"a": np.arange(BIG) % 4, "s": np.array(["x", "y"])[np.arange(BIG) % 2]})
     kuiper_cdf(1.0)
     kuiper_cdf(3.0)

@@ -29,6 +29,7 @@ __all__ = [
     "check_probability_range",
     "check_sample_weight",
     "column_or_1d",
+    "rescale_factor",
     "rescale_weights",
     "value_range",
     "weight_exponent",
@@ -208,6 +209,17 @@ def rescale_weights(w, exponent=None):
     if w is None or e == 0 or not np.size(w):
         return w, e
     return np.ldexp(w, -e).astype(w.dtype, copy=False), e
+
+
+def rescale_factor(w, exponent):
+    """The power of two :math:`2^{-e}` (``e = exponent``) as a scalar of ``w``'s dtype, for a kernel that rescales
+    the weights as it copies them: ``w * factor`` in that dtype is ``rescale_weights(w, exponent)[0]``, bit for bit
+    (a product by a normal power of two is correctly rounded, as ``ldexp`` is, subnormal results included). None if
+    :math:`2^{-e}` is not a normal number of that dtype: rescale with :func:`rescale_weights` then."""
+    info = np.finfo(w.dtype)
+    if not info.minexp <= -exponent < info.maxexp:
+        return None
+    return w.dtype.type(2.0 ** -exponent)
 
 
 def all_zero_weights(name: str = "sample_weight") -> ValueError:

@@ -87,6 +87,26 @@ def test_spread_catches_a_path_that_turned_serial(monkeypatch):
     assert slow.spread < 1.2
 
 
+@pytest.mark.slow
+def test_tied_ecce_spread_catches_serial_tie_ordering(monkeypatch):
+    """The weighted ECCE on tied scores: its ranges' sorts (which order each group of equal scores) run on one
+    thread, as a serial pass that puts the ties in order would: the spread falls below the floor."""
+    from fastcal.multicalibration import _sums
+
+    case = _real("diagnostics: ecce, weighted, scores rounded to 2 decimals")
+    data = _data({case.key: {"MCGrad": 0.01}}, {case.key: check.load_floors()["spread"]["values"][case.key]})
+    parallel = _sums._run_chunks
+
+    def serial_sorts(kernel, n, args, n_chunks):
+        if kernel is _sums._k.sort_ranges:
+            return parallel(kernel, 0, args, n_chunks)  # under the parallel threshold: in the calling thread
+        return parallel(kernel, n, args, n_chunks)
+
+    monkeypatch.setattr(_sums, "_run_chunks", serial_sorts)
+    (slow,) = check.gate([case], data, retries=1, cpu="testcpu")
+    assert slow.failing() == ["spread"], slow
+
+
 def test_floors_own_cpu_else_the_lowest():
     data = {"references": {"a": {"ratios": {"k": {"p": 10.0}}}, "b": {"ratios": {"k": {"p": 5.0}}}},
             "spread": {"values": {"k": 3.0, "serial": 1.1}}}

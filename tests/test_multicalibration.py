@@ -651,7 +651,7 @@ def test_sort_rows_sorts_by_score_then_tie_key(kind, weighted):
         w = rng.uniform(size=n) * (rng.uniform(size=n) < 0.9) if weighted else np.empty(0)
         a = min(3, n)
         xs, qs, ws = x.copy(), q.copy(), w.copy()
-        _k.sort_rows(xs, qs, ws, a, n)
+        _k.sort_rows(xs, qs, ws, a, n, n)
         order = np.concatenate([np.arange(a), a + np.argsort(x[a:], kind="stable")]).astype(np.int64)
         np.testing.assert_array_equal(xs, x[order])
         np.testing.assert_array_equal(qs[:a], q[:a])

@@ -20,17 +20,18 @@ _MCE_FIELDS = ("mce", "mce_sigma", "mce_pvalue", "mce_relative", "mde", "mde_rel
 
 @contextlib.contextmanager
 def _small_sizes():
-    """Test-sized inputs cut into many chunks of rows, score ranges and scan blocks, as 10^7 rows are (set and
-    restored here: hypothesis runs many examples per call of a test)."""
+    """Test-sized inputs cut into many chunks of rows, score ranges and scan blocks, as 10^7 rows are, and their
+    large groups of equal scores ordered in chunks (set and restored here: hypothesis runs many examples per call
+    of a test)."""
     from fastcal import _parallel
     from fastcal.multicalibration import Sizes
 
-    before = _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS
-    _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS = 1 << 6, 1 << 5, 1 << 4
+    before = _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS
+    _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS = 1 << 6, 1 << 5, 1 << 4, 1 << 5
     try:
         yield
     finally:
-        _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS = before
+        _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS = before
 
 
 @st.composite
@@ -104,6 +105,32 @@ def test_row_order_and_threads_change_no_bit(data, random):
             reversed_ = _all_metrics(*_permuted(np.arange(p.shape[0])[::-1], y, p, w, segments))
     assert shuffled == ref
     assert reversed_ == ref
+
+
+@pytest.mark.parametrize("tie_rows", [1, 7, 100])
+def test_large_tie_groups_ordered_in_chunks_change_no_bit(monkeypatch, tie_rows):
+    """Weighted groups of equal scores of more than ``Sizes.TIE_ROWS`` rows (here a third of the rows at 0, and
+    groups of hundreds of rows) are ordered in chunks merged on several threads: the same bits as when each is
+    ordered whole by the task that sorts its score range, on 1 and on several threads, for the rows in any order."""
+    from fastcal.multicalibration import Sizes
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    p = np.where(rng.uniform(size=n) < 0.3, 0.0, np.round(rng.uniform(size=n), 1))
+    y = (rng.uniform(size=n) < 0.4).astype(np.int64)
+    w = rng.uniform(0.1, 3.0, n) * 10.0 ** rng.integers(-3, 4, n)
+    w[::13] = 0.5  # rows of equal weights (equal keys) in a group
+    segments = {"a": rng.integers(0, 3, n), "b": rng.choice(["x", "y"], n), "c": rng.integers(0, 6, n) * 0.5}
+    with _small_sizes():
+        monkeypatch.setattr(Sizes, "TIE_ROWS", n)  # every group ordered whole
+        with num_threads(1):
+            ref = _all_metrics(y, p, w, segments)
+        monkeypatch.setattr(Sizes, "TIE_ROWS", tie_rows)
+        perm = rng.permutation(n)
+        with num_threads(1):
+            assert _all_metrics(y, p, w, segments) == ref
+        with num_threads(MANY):
+            assert _all_metrics(*_permuted(perm, y, p, w, segments)) == ref
 
 
 def test_rounded_scores_one_value_per_order():

@@ -48,6 +48,10 @@ class Sizes:
     #: Rows per score range, each sorted on one thread (about 400 kB of scores, cells, labels and weights: the L2
     #: cache), and per block of sorted rows scanned.
     RANGE_ROWS = 1 << 14
+    #: Rows of a group of equal weighted scores above which its rows are ordered (by signed weight) in chunks on
+    #: several threads, not by the one task that sorts its score range: a group of a quarter of the rows must not
+    #: leave the other threads idle.
+    TIE_ROWS = 1 << 18
     #: The integer types of cell numbers, narrowest first (:func:`cell_type`): the passes over the rows read and
     #: write a quarter of the memory with 27 cells in ``uint8`` as in ``int32``, and a fresh page costs a fault.
     #: Tests leave ``int64`` alone, the widest, to compare.

@@ -20,6 +20,9 @@ from .._validation import (
     check_probability_range,
     check_sample_weight,
     column_or_1d,
+    rescale_factor,
+    rescale_weights,
+    weight_exponent,
 )
 from ..metrics import log_loss
 from ._coding import cell_type
@@ -82,6 +85,22 @@ def check_inputs(y_true, y_prob, sample_weight, *, rescale=True):
     check_probability_range(p, "y_prob")
     y = check_binary_labels(y_arr, "y_true")
     return y, p, check_sample_weight(sample_weight, p.shape[0], rescale=rescale)
+
+
+def check_scaled_inputs(y_true, y_prob, sample_weight):
+    """Validated ``(y, p, w, factor, e)``: as :func:`check_inputs`, but the weights are rescaled by the kernel that
+    copies them: ``w * factor`` (in ``w``'s dtype, :func:`fastcal._validation.rescale_factor`) are the rescaled
+    weights, ``e`` the exponent of :func:`fastcal._validation.rescale_weights`; ``w`` is None (``factor`` 1.0, ``e``
+    0) without weights: no pass over the weights to rescale them."""
+    y, p, _ = check_inputs(y_true, y_prob, None)
+    w, _, hi = check_sample_weight(sample_weight, p.shape[0], bounds=True)
+    if w is None:
+        return y, p, None, np.float64(1.0), 0
+    e = weight_exponent(None, hi) if p.shape[0] else 0
+    factor = rescale_factor(w, e)
+    if factor is None:
+        return y, p, rescale_weights(w, e)[0], w.dtype.type(1.0), e
+    return y, p, w, factor, e
 
 
 def check_int(value, name, minimum, *, allow_none=False):
@@ -151,10 +170,10 @@ def ecce(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: ArrayLike | Non
     >>> round(r.ecce, 6), round(r.std, 6)
     (0.125, 0.203101)
     """
-    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    y, p, w, factor, _ = check_scaled_inputs(y_true, y_prob, sample_weight)
     n = p.shape[0]
     _, total, var, lo, hi, _ = segment_sums(y, p, w, np.zeros(n, dtype=cell_type(1)), np.zeros((1, 0), dtype=np.int64),
-                                            np.array([n], dtype=np.int64), [], 1)
+                                            np.array([n], dtype=np.int64), [], 1, factor)
     return ecce_result(float((hi[0] - lo[0]) / total[0]), math.sqrt(var[0]) / float(total[0]))
 
 

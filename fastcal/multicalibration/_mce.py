@@ -13,7 +13,7 @@ import numpy as np
 from .. import _multicalibration_kernels as _k
 from .._results import Result, worst_first
 from ._coding import categorical_codes, cell_numbers, feature_columns, numerical_codes
-from ._ecce import check_inputs, check_int, sigma_of
+from ._ecce import check_int, check_scaled_inputs, sigma_of
 from ._sums import segment_sums
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def multicalibration_error(
     >>> r.worst(1)[0]["values"], r.mce_pvalue < 1e-6  # the worst segment
     ({'country': 'fr'}, True)
     """
-    y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    y, p, w, factor, _ = check_scaled_inputs(y_true, y_prob, sample_weight)
     n = p.shape[0]
     max_depth = check_int(max_depth, "max_depth", 0, allow_none=True)
     max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
@@ -193,7 +193,8 @@ def multicalibration_error(
     cells, digits, cell_counts = cell_numbers(features, n)
     combos, segment_values, n_segments = choose_segments([(f[0], f[4]) for f in features], digits, cell_counts,
                                                          depth, min_samples, limit)
-    count, total, var, lo, hi, positive = segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments)
+    count, total, var, lo, hi, positive = segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments,
+                                                       factor)
     return mce_result(segment_values, count, total, var, lo, hi, positive, folded)
 
 

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _multicalibration_kernels as _k
-from .. import _segment_coding_kernels as _coding_k
-from .._parallel import parallel_for
+from .._parallel import parallel_for, split, task_bounds
 from .._results import Result, worst_first
 from .._sort import argsort
-from .._validation import check_consistent_length, column_or_1d, rescale_weights
-from ._coding import group_codes
-from ._ecce import check_inputs, check_int, sigma_of
+from .._validation import check_consistent_length, column_or_1d
+from ._coding import Sizes, group_codes
+from ._ecce import check_int, check_scaled_inputs, sigma_of
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -106,12 +105,12 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     classes are present). Each equals the single metric on the group's rows,
     up to the order of the float64 sums.
 
-    One stable sort of the predictions, one counting sort of the groups (the
-    rows of each group then follow in order of prediction; the rows of one
-    prediction are put in an order of their own), one gather, and
-    one pass over the groups,
-    in tasks of groups cut by the number of groups and rows alone: the same
-    bits at any thread count and for the rows in any order. A group of zero
+    One stable sort of the predictions, one counting sort that moves the
+    rows to their groups (the rows of each group then follow in order of
+    prediction; the rows of one prediction are put in an order of their
+    own), and one pass over the groups, each in tasks cut by the number of
+    groups and rows alone: the same bits at any thread count and for the
+    rows in any order. A group of zero
     weight has NaN for every column but ``n`` and ``weight_sum``.
 
     Parameters
@@ -145,27 +144,40 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     >>> r.groups, r.pvalue < 1e-6
     (['de', 'fr'], array([False,  True]))
     """
-    y, p, w = check_inputs(y_true, y_prob, sample_weight, rescale=False)  # rescaled once sorted, below
+    # weights times a power of two (rescale_weights), as they are moved: the same bits at any scale of sample_weight
+    y, p, w, factor, exponent = check_scaled_inputs(y_true, y_prob, sample_weight)
     g = column_or_1d(groups, "groups")
     check_consistent_length(y_prob=p, groups=g)
     n_bins = check_int(n_bins, "n_bins", 1)
     codes, uniques = group_codes(g, "groups")
     k = len(uniques)
-    order = argsort(p)
-    perm, starts = _coding_k.counting_order(np.take(codes, order), k)
-    rows = np.take(order, perm)
-    del order, perm
-    ps, ys = np.take(p, rows), np.take(y, rows)
-    # weights times a power of two (rescale_weights): the same bits at any scale of sample_weight
-    ws, exponent = (np.empty(0), 0) if w is None else rescale_weights(np.take(w, rows))
-    del rows
+    n = p.shape[0]
+    order = argsort(p)  # int32 from 4096 rows: the small inputs' too, one type for the kernels below
+    order = order.astype(np.int32 if n < 2**31 else np.int64, copy=False)
+    # a stable counting sort of the rows by group, in chunks of the rows in order of score, in parallel
+    bounds = task_bounds(n)
+    if len(bounds) - 1 > max(1, Sizes.COUNT_ENTRIES // max(k, 1)):
+        bounds = split(n, max(1, Sizes.COUNT_ENTRIES // max(k, 1)))
+    bounds = np.array(bounds, dtype=np.int64)
+    n_chunks = bounds.size - 1
+    counts = np.zeros((n_chunks, k), dtype=np.int64)
+    parallel_for(_k.group_counts, n_chunks, codes, order, bounds, counts, rows=n)
+    starts = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=0), out=starts[1:])
+    offsets = starts[:-1] + np.cumsum(counts, axis=0) - counts
+    del counts
+    ps, ys = np.empty_like(p), np.empty_like(y)
+    ws = np.empty(0) if w is None else np.empty_like(w)
+    parallel_for(_k.group_scatter, n_chunks, codes, order, p, y, np.empty(0) if w is None else w, factor, bounds,
+                 offsets, ps, ys, ws, rows=n)
+    del order, offsets
     dt = p.dtype.type
     clip_lo = dt(np.finfo(p.dtype).eps)
     # the rows of equal scores of a group in an order of their own: the sums do not depend on the input order
-    parallel_for(_k.order_group_ties, k, ps, ys, ws, starts, rows=p.shape[0])
+    parallel_for(_k.order_group_ties, k, ps, ys, ws, starts, rows=n)
     out = np.empty((k, _k.G_COLUMNS))
     parallel_for(_k.group_report, k, ps, ys, ws, starts, np.linspace(0.0, 1.0, n_bins + 1), dt(1), clip_lo,
-                 dt(1) - clip_lo, out, rows=p.shape[0])
+                 dt(1) - clip_lo, out, rows=n)
     total = out[:, _k.G_W]
     with np.errstate(divide="ignore", invalid="ignore"):
         ecce_value = (out[:, _k.G_HI] - out[:, _k.G_LO]) / total

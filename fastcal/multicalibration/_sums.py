@@ -36,6 +36,52 @@ def _blocks(xs, width):
     return bounds
 
 
+def _order_big_ties(xs, qs, ws, starts, most, n):
+    """The rows of each group of equal scores of more than ``most`` rows (weighted: the ranges' sorts left them;
+    ``xs`` sorted by :func:`~fastcal._multicalibration_kernels.sort_ranges`) put in order of their signed weight
+    ``(2 y - 1) w``, in parallel: chunks of about ``most / 4`` rows each sorted in the cache
+    (``sort_key_chunks``), then rounds of merges of pairs of runs, each merge cut into pieces of about as many rows
+    found by binary searches (``merge_runs``), the last round writing the rows back. Chunks and pieces depend on
+    the groups' sizes alone; the rows come out in order of key, as
+    :func:`~fastcal._multicalibration_kernels.order_ties` puts them (rows of equal key add equal terms)."""
+    big = [k for k in range(starts.size - 1) if starts[k + 1] - starts[k] > most]
+    if not big:
+        return
+    found = [g for g in run([(_k.big_ties, (xs, starts, most, k, k + 1)) for k in big]) if g.shape[0]]
+    if not found:
+        return
+    groups = np.concatenate(found)
+    size = groups[:, 1] - groups[:, 0]
+    offset = np.concatenate([[0], np.cumsum(size)])
+    step = max(1, most // 4)
+    chunks, runs = [], []  # runs: each group's sorted runs, as bounds in the buffers
+    for (a, b), at in zip(groups.tolist(), offset[:-1].tolist()):
+        cut = split(b - a, -(-(b - a) // step))
+        chunks += [(a + c0, a + c1, at + c0) for c0, c1 in zip(cut[:-1], cut[1:])]
+        runs.append([at + c for c in cut])
+    chunks = np.array(chunks, dtype=np.int64)
+    total = int(offset[-1])
+    bufs = [(np.empty(total), np.empty(total, dtype=qs.dtype), np.empty(total)) for _ in range(2)]
+    _run_chunks(_k.sort_key_chunks, n, (qs, ws, *bufs[0], chunks), chunks.shape[0])
+    src = 0
+    while True:
+        last = all(len(r) <= 2 for r in runs)  # one run a group: write the rows back
+        tasks, merged = [], []
+        for g, r in enumerate(runs):
+            pairs = [(r[i], r[i + 1], r[i + 2] if i + 2 < len(r) else r[i + 1]) for i in range(0, len(r) - 1, 2)]
+            for s0, m0, e0 in pairs:
+                cut = split(e0 - s0, -(-(e0 - s0) // step))
+                base = int(groups[g, 0] - offset[g]) + s0 if last else s0
+                tasks += [(s0, m0, e0, d0, d1, base) for d0, d1 in zip(cut[:-1], cut[1:])]
+            merged.append([p[0] for p in pairs] + [r[-1]])
+        tasks = np.array(tasks, dtype=np.int64)
+        to = (np.empty(0), qs, ws) if last else bufs[1 - src]
+        _run_chunks(_k.merge_runs, n, (*bufs[src], *to, tasks), tasks.shape[0])
+        if last:
+            return
+        runs, src = merged, 1 - src
+
+
 def _run_chunks(kernel, n, args, n_chunks):
     """``kernel(*args, k, k + 1)`` for every chunk ``k < n_chunks``, each a task on fastcal's threads (in this
     thread under :data:`fastcal._parallel.PARALLEL_MIN_SIZE` rows)."""
@@ -62,12 +108,13 @@ def _moved_rows(n, row, weighted):
     return xs, block[block.shape[0] - width * n:].view(row), ws
 
 
-def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
+def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments, factor=1.0):
     """Per segment ``(count, W, V, lo, hi)``: rows, ``W = sum w``, ``V = sum w^2 p (1 - p)`` and the extremes of
     the running sum of ``w (y - p)`` along the sorted scores, after each group of equal scores; and the
     weight of the positive rows, ``sum w y``.
 
-    ``y``, ``p``, ``w``: as :func:`~fastcal.multicalibration._ecce.check_inputs` gives them; ``cells``: each row's
+    ``y``, ``p``, ``w``, ``factor``: as :func:`~fastcal.multicalibration._ecce.check_scaled_inputs` gives them (the
+    weights ``w * factor``, rescaled as they are moved); ``cells``: each row's
     cell ``0..m-1`` (of :func:`~fastcal.multicalibration._coding.cell_type`, at least as wide as ``cell_type(m)``),
     ``digits`` (``m`` x features) and
     ``cell_counts`` each cell's value number of each feature and its rows, ``combos`` and ``n_segments`` the
@@ -88,7 +135,11 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
        rows of each group of equal scores ordered by a key of their own
        (``order_ties``; rows of equal key add equal terms), so every
        segment meets the same terms in the same order whatever the input
-       order, and the ranges no longer matter;
+       order, and the ranges no longer matter; a weighted group of more than
+       :attr:`Sizes.TIE_ROWS` rows (a score that a large share of the rows
+       have, which one task would order while the other threads wait) is
+       ordered by chunks and merges on all threads instead
+       (:func:`_order_big_ties`), into the same order;
     4. blocks of the sorted rows, cut at groups of equal scores by the
        number of rows alone: one pass over each block's rows moves the
        float64 running sum, weight and variance of every segment of each
@@ -133,10 +184,14 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments):
     del counts
     # unsigned: indices that cannot be negative compile without a wrap-around (the scan: a quarter faster)
     xs, qs, ws = _moved_rows(n, row_type(m), weighted)
-    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, x0, scale, cell_range, bounds, offsets, xs, qs, ws),
-                n_chunks)
+    factor = weights.dtype.type(factor)
+    _run_chunks(_k.range_scatter, n, (cells, p, y, weights, factor, x0, scale, cell_range, bounds, offsets, xs, qs,
+                                      ws), n_chunks)
     del offsets
-    _run_chunks(_k.sort_ranges, n, (xs, qs, ws, starts), n_ranges)
+    most = Sizes.TIE_ROWS
+    _run_chunks(_k.sort_ranges, n, (xs, qs, ws, starts, most), n_ranges)
+    if weighted:
+        _order_big_ties(xs, qs, ws, starts, most, n)
     cuts = _blocks(xs, 5 * widest)
     n_blocks = cuts.size - 1
     lo, hi = np.zeros(n_segments), np.zeros(n_segments)
