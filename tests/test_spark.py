@@ -24,7 +24,6 @@ import fastcal
 import fastcal.spark as fs
 from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
-from fastcal.spark import gateway, java_dataframe
 
 from ._spark_helpers import frame
 from ._spark_helpers import persisted_rdds
@@ -74,7 +73,7 @@ def connect(spark):
     classic session's JVM runs: the same executors and cache, so both kinds of session read the same rows."""
     from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
 
-    service = getattr(getattr(gateway(spark).jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
+    service = getattr(getattr(spark.sparkContext._gateway.jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
     session = RemoteSparkSession.builder.remote(f"sc://localhost:{int(service.localPort())}").create()
     yield session
     session.stop()
@@ -443,16 +442,16 @@ def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
 
 
 @pytest.mark.parametrize("values", [
-    np.linspace(0.0, 1.0, 500) ** 1.5,  # spread out: the grid of Spark SQL expressions
-    1e-12 * 1.1 ** np.arange(300.0),  # crowded in the low cells: Bucketizer
-    np.array([0.25]),
+    np.linspace(0.0, 1.0, 500) ** 1.5,  # spread out: the grid, its halvings in one expression
+    1e-12 * 1.1 ** np.arange(300.0),  # crowded in the low cells: the grid, a projection a halving
+    np.array([0.25]),  # no grid: a binary search over all values
     np.array([-2.0, 3.0]),
-    np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: Bucketizer
+    np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: no grid
 ])
-def test_count_below_equals_searchsorted_on_both_paths(spark, values):
-    """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid and the
-    ``Bucketizer`` both give ``np.searchsorted(values, v, side="left")`` at the values, an ulp either side, between
-    them and outside; a null stays null."""
+def test_count_below_equals_searchsorted_on_every_path(spark, values):
+    """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid, with its halvings
+    inline or in projections, and the plain binary search all give ``np.searchsorted(values, v, side="left")`` at
+    the values, an ulp either side, between them and outside; a null stays null."""
     v = np.concatenate([values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf),
                         values[:-1] / 2 + values[1:] / 2, [values[0] - 1.0, values[-1] + 1.0, -np.inf, np.inf]])
     df = spark.createDataFrame([(float(x),) for x in v] + [(None,)], "v double")
@@ -471,25 +470,6 @@ def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_
     scores = np.concatenate([x, (x[:-1] + x[1:]) / 2, [np.nextafter(v, np.inf) for v in x[:-1]]])
     [(got, want)] = _predict_all(spark, [est], scores)
     assert_array_equal(got.view(np.int64), want.view(np.int64))
-
-
-def test_predict_with_boxed_literal_arrays_as_on_another_jvm(spark, monkeypatch):
-    """Where the JVM lacks the classes of primitive literal arrays (another Spark), they are Spark's ``lit`` of a
-    Java array: the isotonic, histogram and grouped Platt predictions are the in-memory ones, bit for bit."""
-    rng = np.random.default_rng(17)
-    x = rng.random(2000)
-    y = (rng.random(2000) < x).astype(np.int64)
-    groups = rng.integers(0, 3, 2000)
-    iso = IsotonicRegression(out_of_bounds="clip").fit(x, y)
-    hist = HistogramBinning(n_bins=7).fit(x, y)
-    grouped = GroupedCalibrator(PlattScaling(), min_samples_per_group=10).fit(x, y, groups)
-    monkeypatch.setattr(fs.Literals, "PRIMITIVE", False)
-    for got, want in _predict_all(spark, [iso, hist], x):
-        assert_array_equal(got.view(np.int64), want.view(np.int64))
-    df = _from_arrays(spark, 2, s=x, g=groups, k=np.arange(x.shape[0]))
-    cols = _collect(fs.predict(grouped, df, "s", "p", group_col="g"), "k", "p")
-    got = cols[1][np.argsort(cols[0])]
-    assert _ulps(got, grouped.predict(x, groups)).max() <= 2  # the exp of the JVM against fastcal's (see below)
 
 
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
@@ -589,14 +569,16 @@ def test_predict_checks_its_arguments(spark):
         fs.predict(est, df, "s", "s")
 
 
-def test_predict_large_isotonic_model_in_the_jvm(spark):
+def test_predict_large_isotonic_model_in_the_jvm(spark, capsys):
     """Thousands of knots (a fit on 10^5 JVM rows): the plan has no Python step, the result every row's."""
     df = frame(spark, 100_000, 2)
     s, y = _collect(df, "s", "y")
     est = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     out = fs.predict(est, df, "s", "p")
-    plan = java_dataframe(out).queryExecution().executedPlan().toString()
-    assert "Python" not in plan and "Arrow" not in plan
+    capsys.readouterr()
+    out.explain()
+    plan = capsys.readouterr().out
+    assert "== Physical Plan ==" in plan and "Python" not in plan and "Arrow" not in plan
     got_s, got_p = _collect(out, "s", "p")
     assert_array_equal(got_s, s)
     assert_array_equal(got_p, est.predict(s))
