@@ -20,7 +20,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal.cli import main
 
-from .test_spark import spark  # noqa: F401 - the session fixture (one SparkSession for every Spark test)
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),

@@ -393,3 +393,19 @@ def test_contracts_catch_synthetic_violations(tmp_path):
                      "fastcal.prior._inputs -> fastcal.prior._em (l.",
                      "fastcal.prior._em -> matplotlib"]:
         assert expected in out.stdout, out.stdout[-3000:]
+
+
+def test_spark_sessions_are_fixtures_of_the_conftest_alone():
+    # A test module that defines or imports the session-scoped `spark` fixture makes a second instance of it, whose
+    # teardown stops the SparkContext (and the Connect server in its JVM) before the Connect client's: that client's
+    # stop then retries for 10 minutes.
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name in ("spark", "connect", "session") and any(
+                    "fixture" in ast.unparse(d) for d in node.decorator_list):
+                found.append(f"{path.name}:{node.lineno}: defines {node.name}")
+            if isinstance(node, ast.ImportFrom) and any(a.name in ("spark", "connect", "session") for a in node.names):
+                found.append(f"{path.name}:{node.lineno}: imports {ast.unparse(node)}")
+    assert not found, "\n".join(found)

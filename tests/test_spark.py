@@ -9,10 +9,6 @@ once; the tests skip only when no Java runtime is installed (pyspark itself is
 a test dependency: a missing one fails).
 """
 
-import os
-import shutil
-import sys
-
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -35,63 +31,6 @@ pytestmark = [
     # runs fastcal on spark.task.cpus threads whatever NUMBA_NUM_THREADS says, and the engine's tests cover threads.
     pytest.mark.slow,
 ]
-
-
-def _java_missing():
-    home = os.environ.get("JAVA_HOME")
-    return shutil.which("java") is None and not (home and os.path.exists(os.path.join(home, "bin", "java")))
-
-
-@pytest.fixture(scope="session")
-def spark():
-    if _java_missing():
-        pytest.skip("Java is missing: the Spark tests need a Java runtime (17 or later) on PATH or in JAVA_HOME")
-    from pyspark.sql import SparkSession
-
-    # Spark's Python workers run PYSPARK_PYTHON (default: python3 on PATH, which need not have fastcal): this one.
-    env = pytest.MonkeyPatch()
-    env.setenv("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[2]").appName("fastcal-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.default.parallelism", "2")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .config("spark.python.worker.faulthandler.enabled", "true")
-               .config("spark.driver.memory", "2g")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    env.undo()
-
-
-@pytest.fixture(scope="session")
-def connect(spark):
-    """A Spark Connect session (PySpark's gRPC client, no JVM in this process of its own) on the server the
-    classic session's JVM runs: the same executors and cache, so both kinds of session read the same rows."""
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    service = getattr(getattr(spark.sparkContext._gateway.jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
-    session = RemoteSparkSession.builder.remote(f"sc://localhost:{int(service.localPort())}").create()
-    yield session
-    session.stop()
-
-
-# Spark Connect is not in the runs yet: with the Connect server in the tests' JVM (spark.plugins
-# org.apache.spark.sql.connect.SparkConnectPlugin) a worker's session teardown took 612 s in a fresh-clone CI run, not
-# yet explained; the `connect` fixture needs that server.
-@pytest.fixture(params=["classic"])
-def session(request, monkeypatch):
-    """Each kind of session in turn: the classic one (``spark``), then Spark Connect (``connect``)."""
-    if request.param == "classic":
-        return request.getfixturevalue("spark")
-    connect = request.getfixturevalue("connect")
-    # pyspark.sql.functions makes Spark Connect's Columns where this is set, as a Connect session's builder sets it
-    # for its process; this process has both kinds of session, so it is set for this test only.
-    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
-    return connect
 
 
 def _from_arrays(spark, parts=2, **columns):
