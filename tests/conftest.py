@@ -81,3 +81,9 @@ def session(request, monkeypatch):
     # for its process; this process has both kinds of session, so it is set for this test only.
     monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
     return connect
+
+
+@pytest.fixture(scope="session")
+def connect_url(spark):
+    """The URL of the Spark Connect server in the tests' JVM, for clients in other processes."""
+    return f"sc://localhost:{CONNECT_PORT}"

@@ -362,7 +362,8 @@ def _predict_all(spark, estimators, scores):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
+def test_predict_isotonic_equals_the_in_memory_predict(session, dtype):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(5)
     x = rng.random(3000).astype(dtype)
     x[:600] = np.round(x[:600], 2)  # ties
@@ -387,10 +388,11 @@ def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
     np.array([-2.0, 3.0]),
     np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: no grid
 ])
-def test_count_below_equals_searchsorted_on_every_path(spark, values):
+def test_count_below_equals_searchsorted_on_every_path(session, values):
     """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid, with its halvings
     inline or in projections, and the plain binary search all give ``np.searchsorted(values, v, side="left")`` at
     the values, an ulp either side, between them and outside; a null stays null."""
+    spark = session  # each kind of session in turn
     v = np.concatenate([values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf),
                         values[:-1] / 2 + values[1:] / 2, [values[0] - 1.0, values[-1] + 1.0, -np.inf, np.inf]])
     df = spark.createDataFrame([(float(x),) for x in v] + [(None,)], "v double")
@@ -421,7 +423,8 @@ def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     assert_array_equal(got, want)
 
 
-def test_predict_isotonic_raise_mode_fails_the_job(spark):
+def test_predict_isotonic_raise_mode_fails_the_job(session):
+    spark = session  # each kind of session in turn
     est = IsotonicRegression(out_of_bounds="raise").fit([0.2, 0.4, 0.6], [0, 1, 1])
     inside = fs.predict(est, _from_arrays(spark, 1, s=np.array([0.2, 0.3, 0.6])), "s", "p")
     assert_array_equal(_collect(inside, "p")[0], est.predict([0.2, 0.3, 0.6]))
@@ -448,7 +451,8 @@ def test_predict_keeps_nulls_as_nulls(spark):
         assert p[1] is None and p[0] is not None and p[2] is not None
 
 
-def test_predict_histogram_equals_the_in_memory_predict(spark):
+def test_predict_histogram_equals_the_in_memory_predict(session):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(8)
     p = rng.random(4000) ** 2
     p[:2000] = np.round(p[:2000], 1)  # quantile edges repeat
@@ -467,7 +471,8 @@ def test_predict_histogram_equals_the_in_memory_predict(spark):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_predict_platt_and_beta_within_an_ulp_or_two(spark, dtype):
+def test_predict_platt_and_beta_within_an_ulp_or_two(session, dtype):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(9)
     p = rng.random(20000)
     y = rng.random(20000) < p ** 1.5
@@ -545,7 +550,8 @@ def _assert_same_isotonic(got, ref, atol):
     (False, False, {}),
     (True, True, {"increasing": "auto", "centered": True, "y_min": 0.1}),
 ])
-def test_fit_isotonic_equals_the_in_memory_fit(spark, float32, weighted, params):
+def test_fit_isotonic_equals_the_in_memory_fit(session, float32, weighted, params):
+    spark = session  # each kind of session in turn
     n = 30_000
     df = frame(spark, n, 3, seed=11, float32=float32)
     s, y, w = _collect(df, "s", "y", "w")
@@ -665,7 +671,8 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
-def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
+def test_binned_metrics_and_histogram_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=41)
     s, y, w = _collect(df, "s", "y", "w")
     got = fs.calibration_curve(df, "y", "s", n_bins=7, return_counts=True)
@@ -688,7 +695,8 @@ def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
         _close(got.bin_weights_, ref.bin_weights_)
 
 
-def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
+def test_losses_and_decompositions_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=43)
     s, y, w = _collect(df, "s", "y", "w")
     _close(fs.brier_score_loss(df, "y", "s"), fastcal.brier_score_loss(y, s))
@@ -728,7 +736,8 @@ def test_fits_raise_the_in_memory_errors(spark):
     assert persisted_rdds(spark) == 0  # every cache released, errors too
 
 
-def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(spark):
+def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=47).withColumn("t", F.round(F.col("s"), 2))  # t: scores with ties
     s, y, w, t = _collect(df, "s", "y", "w", "t")
     assert fs.roc_auc_score(df, "y", "t", n_partitions=4) == fastcal.roc_auc_score(y, t)  # integer counts: exact
