@@ -106,12 +106,12 @@ def _knots_prediction(data: Knots, df, score, out_col):
     tc, j = sql.ident(tc_col), sql.ident(j_col)
     df = _with(df, tc_col, f"least(greatest({t}, {x0}), {xm})")
     # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
-    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1). In a column of its own:
-    # Spark does not inline an expression this costly into the four uses below.
+    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1). The search in a column of
+    # its own: Spark does not inline an expression this costly into the four uses below (the clip, cheap, is).
     df = with_count_below(df, tc, xs[:-1], j_col)
-    df = _with(df, j_col, f"least(greatest({j}, 1), {m - 1})")
-    value = _knots_value(t, tc, x0, xm, sql.array(xs.astype(np.float64)), sql.array(ys.astype(np.float64)), j,
-                         data.out_of_bounds, sql.string(f"{xs[0]}"), sql.string(f"{xs[-1]}"))
+    value = _knots_value(t, tc, x0, xm, sql.array(xs.astype(np.float64)), sql.array(ys.astype(np.float64)),
+                         f"least(greatest({j}, 1), {m - 1})", data.out_of_bounds, sql.string(f"{xs[0]}"),
+                         sql.string(f"{xs[-1]}"))
     return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(tc_col, j_col)
 
 
