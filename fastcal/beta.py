@@ -39,6 +39,7 @@ from ._errors import ConvergenceWarning, warn_not_converged
 from ._parallel import parallel_for
 from ._params import Options, check
 from ._persist import register
+from ._prediction import Logistic
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -588,6 +589,13 @@ class BetaCalibration(BaseCalibrator):
             check_finite(pv, "p")
             raise ValueError("p must contain probabilities in [0, 1].")
         return out
+
+    def prediction_data(self) -> Logistic:
+        """What :meth:`predict` computes, as data (:class:`fastcal._prediction.Logistic`): ``a log p' - b log(1 - p')
+        + c`` as ``a log p' + (-b) log(1 - p') + c`` (the same float64 operations: ``x - y`` is ``x + (-y)``);
+        for backends that compute the prediction elsewhere (``fastcal.spark.predict``)."""
+        check_is_fitted(self, "a_")
+        return Logistic((float(self.a_), -float(self.b_)), float(self.c_), ("log_p", "log_1mp"), "probability")
 
     def _check_loaded_state(self):
         super()._check_loaded_state()

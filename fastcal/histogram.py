@@ -17,6 +17,7 @@ import numpy as np
 from . import _binning
 from ._base import BaseCalibrator, check_is_fitted
 from ._persist import register
+from ._prediction import Steps
 from ._validation import (
     as_float_array,
     as_label_array,
@@ -174,6 +175,12 @@ class HistogramBinning(BaseCalibrator):
         check_is_fitted(self, "bin_values_")
         pv = _check_probabilities(as_float_array(column_or_1d(p, "p", min_size=0), "p"), "p")
         return self.bin_values_[np.searchsorted(self.bin_edges_[1:-1], pv, side="left")]
+
+    def prediction_data(self) -> Steps:
+        """What :meth:`predict` computes, as data (:class:`fastcal._prediction.Steps`): the inner bin edges and the
+        bins' values; for backends that compute the prediction elsewhere (``fastcal.spark.predict``)."""
+        check_is_fitted(self, "bin_values_")
+        return Steps(self.bin_edges_[1:-1].copy(), self.bin_values_.copy())
 
     def _check_loaded_state(self):
         super()._check_loaded_state()

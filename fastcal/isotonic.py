@@ -21,6 +21,7 @@ from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
 from ._errors import InvalidParameterError
 from ._params import Boolean, Options, Real, check
 from ._persist import register
+from ._prediction import Knots
 from ._parallel import parallel_for
 from ._validation import (
     as_float_array,
@@ -406,6 +407,14 @@ class IsotonicRegression(BaseCalibrator):
         out = np.empty(n, dtype=t.dtype)
         parallel_for(_k.predict, n, t, xs, ys, table, scale, self.out_of_bounds == "clip", out)
         return out
+
+    def prediction_data(self) -> Knots:
+        """What :meth:`predict` computes, as data (:class:`fastcal._prediction.Knots`): the knots, ``out_of_bounds``
+        and the dtype; for backends that compute the prediction elsewhere (``fastcal.spark.predict``)."""
+        check_is_fitted(self, "X_thresholds_")
+        check("out_of_bounds", self.out_of_bounds, self._parameter_constraints["out_of_bounds"])
+        xs = self.X_thresholds_
+        return Knots(xs.copy(), self.y_thresholds_.copy(), self.out_of_bounds, xs.dtype)
 
     def transform(self, T: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict` (the transformer interface); a DataFrame after ``set_output(transform="pandas")``."""

@@ -6,8 +6,6 @@ tests/test_spark.py. Needs pyspark and pyarrow, both test dependencies.
 
 from pyspark.sql import functions as F
 
-from fastcal.spark import gateway
-
 
 def frame(spark, n, parts, seed=0, *, float32=False):
     """``n`` rows made in the JVM in ``parts`` partitions: score s in (0, 1), label y (0/1), weight w in [0.5, 2),
@@ -27,6 +25,7 @@ def collect(df, *cols):
 
 
 def persisted_rdds(spark):
-    """How many RDDs the session's SparkContext holds persisted (through the JVM's public ``SparkContext``; PySpark's
-    own handle on it is private, read by fastcal.spark._expr alone)."""
-    return int(gateway(spark).jvm.org.apache.spark.SparkContext.getOrCreate().getPersistentRDDs().size())
+    """How many RDDs the classic session's SparkContext holds persisted: the JVM's ``SparkContext``, reached through
+    PySpark's private Py4J gateway (PySpark has no public count; fastcal itself reads no private handle)."""
+    jvm = spark.sparkContext._gateway.jvm
+    return int(jvm.org.apache.spark.SparkContext.getOrCreate().getPersistentRDDs().size())

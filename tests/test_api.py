@@ -166,3 +166,64 @@ for est in (fastcal.IsotonicRegression(), fastcal.PlattScaling(), fastcal.Temper
         raise AssertionError("not raised")
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def _evaluate(data, t):
+    """What ``data`` (a calibrator's ``prediction_data()``) says its ``predict`` computes, in NumPy."""
+    from fastcal._prediction import Knots, Logistic, Steps
+
+    if isinstance(data, Knots):
+        t = np.asarray(t, dtype=data.dtype).astype(np.float64)
+        x, y = data.x.astype(np.float64), data.y.astype(np.float64)
+        if x.shape[0] == 1:
+            return np.full(t.shape, y[0]).astype(data.dtype)
+        tc = np.clip(t, x[0], x[-1])
+        j = np.clip(np.searchsorted(x, tc, side="left"), 1, x.shape[0] - 1)
+        out = y[j - 1] + (tc - x[j - 1]) / (x[j] - x[j - 1]) * (y[j] - y[j - 1])
+        if data.out_of_bounds == "nan":
+            out[(t < x[0]) | (t > x[-1])] = np.nan
+        return out.astype(data.dtype)
+    if isinstance(data, Steps):
+        return data.values[np.searchsorted(data.edges, t, side="left")]
+    assert isinstance(data, Logistic)
+    eps = np.finfo(np.asarray(t).dtype).eps
+    x = np.asarray(t, dtype=np.float64)
+    pc = np.clip(x, eps, 1 - eps)
+    features = {"x": x, "log_p": np.log(pc), "log_1mp": np.log(1.0 - pc)}
+    u = data.coef[0] * features[data.features[0]]
+    for c, f in zip(data.coef[1:], data.features[1:]):
+        u = u + c * features[f]
+    u = u + data.intercept
+    e = np.exp(-np.abs(u))
+    d = 1.0 / (1.0 + e)
+    return np.where(u >= 0.0, d, e * d)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_prediction_data_says_what_predict_computes(dtype):
+    # The data backends compute predictions from (fastcal.spark.predict): evaluated as documented, in NumPy, it gives
+    # predict's results, bit for bit for the knots and steps, and for the logistic models within NumPy's exp and log
+    # against fastcal's (below).
+    rng = np.random.default_rng(4)
+    s = rng.random(2000).astype(dtype)
+    y = (rng.random(2000) < s).astype(np.int64)
+    t = np.concatenate([s, [0.0, 1.0], rng.random(500)]).astype(dtype)
+    for est in (fastcal.IsotonicRegression(out_of_bounds="clip").fit(s, y),
+                fastcal.IsotonicRegression(out_of_bounds="nan").fit(s[s > 0.2], y[s > 0.2]),
+                fastcal.IsotonicRegression().fit(np.array([0.3, 0.3], dtype), [0, 1]),
+                fastcal.HistogramBinning(n_bins=7, strategy="quantile").fit(np.round(s, 1), y)):
+        assert_array_equal(_evaluate(est.prediction_data(), t).view(np.uint8), est.predict(t).view(np.uint8))
+    eps = np.finfo(dtype).eps
+    pc = np.clip(t.astype(np.float64), eps, 1 - eps)
+    for est in (fastcal.PlattScaling().fit(s, y), fastcal.BetaCalibration().fit(s, y)):
+        data = est.prediction_data()
+        got, want = _evaluate(data, t).astype(dtype), est.predict(t)
+        # NumPy's and fastcal's exp and log are each within 2 ulp: u differs by up to 4 eps of the sum of its terms'
+        # magnitudes, which the logistic function turns into the same relative difference of its result, plus
+        # the exp's and the rounding's few ulp.
+        f = {"x": t.astype(np.float64), "log_p": np.log(pc), "log_1mp": np.log1p(-pc)}
+        terms = sum(abs(c) * np.abs(f[name]) for c, name in zip(data.coef, data.features)) + abs(data.intercept)
+        rel = np.abs(got.astype(np.float64) - want) / np.abs(want.astype(np.float64))
+        assert np.all(rel <= (4 * terms + 3) * eps), np.max(rel / ((4 * terms + 3) * eps))
+    with pytest.raises(fastcal.NotFittedError):
+        fastcal.PlattScaling().prediction_data()

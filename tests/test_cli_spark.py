@@ -20,7 +20,6 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal.cli import main
 
-from .test_spark import spark  # noqa: F401 - the session fixture (one SparkSession for every Spark test)
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
@@ -199,13 +198,47 @@ def test_apply_with_spark_fails_on_a_null_score_as_without_spark(spark, files, c
         assert not os.path.exists(d / "null_out.parquet") and not _leftovers(d)
 
 
+def test_fit_and_apply_with_spark_on_a_spark_connect_server(connect_url, files):
+    """``--spark-master sc://host:port``: fit and apply through a Spark Connect server (the tests' JVM), each in a
+    new process that is a Connect client alone: the in-memory model file, and the in-memory predictions."""
+    import subprocess
+    import sys
+
+    d, score, _, _ = files
+    fit = ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--weight-col", "weight",
+           str(d / "data.parquet")]
+    remote = ["--spark", "--spark-master", connect_url]
+    for args in (fit + remote + ["-o", str(d / "connect_iso.json")], ["apply", *remote, str(d / "connect_iso.json"),
+                 str(d / "data.parquet"), "-o", str(d / "connect_out.parquet"), "--score-col", "score",
+                 "--output-col", "p"]):
+        done = subprocess.run([sys.executable, "-m", "fastcal", *args], capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert main(fit + ["-o", str(d / "memory_iso.json")]) == 0
+    got, want = fastcal.load(d / "connect_iso.json"), fastcal.load(d / "memory_iso.json")
+    assert_array_equal(got.X_thresholds_, want.X_thresholds_)
+    assert_allclose(got.y_thresholds_, want.y_thresholds_, rtol=1e-12, atol=0)
+    table = pq.read_table(d / "connect_out.parquet")
+    order = np.argsort(table.column("id").to_numpy())
+    assert_array_equal(table.column("p").to_numpy()[order], got.predict(score))
+
+
+def test_a_session_on_a_spark_connect_server_takes_no_client_settings():
+    import argparse
+
+    from fastcal.cli.spark import session_config
+
+    assert session_config(argparse.Namespace(quiet=False, spark_master="sc://localhost:15002"), True) == {}
+    local = session_config(argparse.Namespace(quiet=False, spark_master="local[2]"), True)
+    assert local["spark.ui.showConsoleProgress"] == "true"
+
+
 def test_a_session_the_command_starts_shows_progress_bars_only_where_fastcal_would():
     import argparse
 
     from fastcal.cli.spark import session_config
 
     for quiet, terminal, shown in ((False, True, "true"), (True, True, "false"), (False, False, "false")):
-        config = session_config(argparse.Namespace(quiet=quiet), terminal)
+        config = session_config(argparse.Namespace(quiet=quiet, spark_master=None), terminal)
         assert config["spark.ui.showConsoleProgress"] == shown
 
 

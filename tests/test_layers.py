@@ -13,6 +13,9 @@ so they run under plain pytest too:
   too; and the kernel contract lists every kernel module.
 - importing fastcal or any of its modules, except the integrations that exist
   to use an optional dependency, leaves every optional dependency unimported.
+- fastcal's Spark code reads no private name of PySpark's objects (``._jdf``,
+  ``sparkContext._gateway``), which Spark Connect sessions lack: it reads
+  only its own objects' private attributes (``self._x``).
 
 Each checker, and each import-linter contract, is also fed a synthetic
 violation, to show that it can fail.
@@ -264,6 +267,68 @@ def f(est):
     assert private_name_uses("from .dask import _x\nfrom . import dask\ndask._y", "fastcal.dask") == []
 
 
+#: Names of PySpark's classic, JVM-backed objects, which a Spark Connect session lacks (its sparkContext too).
+PYSPARK_JVM_NAMES = ("sparkContext", "_jdf", "_jvm", "_gateway", "_jsc", "_jcol", "_jsparkSession", "_sc")
+
+
+def pyspark_private_reads(source, module):
+    """Where ``source`` reads a private attribute of something other than ``self`` (``df._jdf``,
+    ``getattr(x, "_jvm")``, or ``getattr`` of a computed name) or names one of :data:`PYSPARK_JVM_NAMES` anywhere
+    (code or string)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        name = None
+        if isinstance(node, ast.Attribute):
+            base = node.value
+            private = node.attr.startswith("_") and not node.attr.startswith("__")
+            if private and not (isinstance(base, ast.Name) and base.id == "self"):
+                name = node.attr
+            elif node.attr in PYSPARK_JVM_NAMES:
+                name = node.attr
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+            attr = node.args[1] if len(node.args) > 1 else None
+            if isinstance(attr, ast.Constant) and isinstance(attr.value, str) and (
+                    attr.value.startswith("_") and not attr.value.startswith("__")
+                    or attr.value.split(".")[0] in PYSPARK_JVM_NAMES):
+                name = attr.value
+            elif not isinstance(attr, ast.Constant):
+                name = "a computed name"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if any(n in PYSPARK_JVM_NAMES for n in node.value.replace(".", " ").split()):
+                name = node.value
+        if name is not None:
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_spark_code_reads_no_private_name_of_pyspark():
+    # The modules that hold PySpark objects: fastcal.spark and the command line's --spark.
+    spark_modules = [m for m in MODULES if m == "fastcal.spark" or m.startswith("fastcal.spark.")]
+    spark_modules.append("fastcal.cli.spark")
+    assert len(spark_modules) > 5
+    found = []
+    for module in spark_modules:
+        found += pyspark_private_reads(MODULES[module][0].read_text(encoding="utf-8"), module)
+    assert not found, "private names of PySpark read:\n" + "\n".join(found)
+
+
+def test_pyspark_private_read_checker_flags_synthetic_violations():
+    source = """
+def f(df, spark, self):
+    a = df._jdf
+    b = spark.sparkContext
+    c = getattr(spark, "_jvm")
+    d = getattr(df, "sparkContext")
+    h = getattr(df, "_" + "jdf")
+    i = "a.sparkContext.b"
+    e = self._own  # its own attribute: allowed
+    g = df.__class__  # a dunder: allowed
+    k = getattr(df, "schema"), "_" + "x"  # a public attribute, a string: allowed
+"""
+    found = pyspark_private_reads(source, "m")
+    assert sorted({int(f.split(":")[1]) for f in found}) == [3, 4, 5, 6, 7, 8], found
+
+
 def test_kernel_checker_flags_synthetic_violations():
     source = """
 import math
@@ -328,3 +393,19 @@ def test_contracts_catch_synthetic_violations(tmp_path):
                      "fastcal.prior._inputs -> fastcal.prior._em (l.",
                      "fastcal.prior._em -> matplotlib"]:
         assert expected in out.stdout, out.stdout[-3000:]
+
+
+def test_spark_sessions_are_fixtures_of_the_conftest_alone():
+    # A test module that defines or imports the session-scoped `spark` fixture makes a second instance of it, whose
+    # teardown stops the SparkContext (and the Connect server in its JVM) before the Connect client's: that client's
+    # stop then retries for 10 minutes.
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name in ("spark", "connect", "session") and any(
+                    "fixture" in ast.unparse(d) for d in node.decorator_list):
+                found.append(f"{path.name}:{node.lineno}: defines {node.name}")
+            if isinstance(node, ast.ImportFrom) and any(a.name in ("spark", "connect", "session") for a in node.names):
+                found.append(f"{path.name}:{node.lineno}: imports {ast.unparse(node)}")
+    assert not found, "\n".join(found)

@@ -27,7 +27,6 @@ from fastcal import multicalibration_error, proportional_ece
 from fastcal.multicalibration import quantile_edges
 
 from .test_multicalibration import mcgrad_metrics
-from .test_spark import spark  # noqa: F401 - the session fixture, shared
 
 EPS = np.finfo(np.float64).eps
 #: fastcal against MCGrad (precision_dtype="float64"). A row in another bin or segment changes segment_n, compared

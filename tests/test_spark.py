@@ -9,10 +9,6 @@ once; the tests skip only when no Java runtime is installed (pyspark itself is
 a test dependency: a missing one fails).
 """
 
-import os
-import shutil
-import sys
-
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -24,7 +20,6 @@ import fastcal
 import fastcal.spark as fs
 from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
-from fastcal.spark import gateway, java_dataframe
 
 from ._spark_helpers import frame
 from ._spark_helpers import persisted_rdds
@@ -36,63 +31,6 @@ pytestmark = [
     # runs fastcal on spark.task.cpus threads whatever NUMBA_NUM_THREADS says, and the engine's tests cover threads.
     pytest.mark.slow,
 ]
-
-
-def _java_missing():
-    home = os.environ.get("JAVA_HOME")
-    return shutil.which("java") is None and not (home and os.path.exists(os.path.join(home, "bin", "java")))
-
-
-@pytest.fixture(scope="session")
-def spark():
-    if _java_missing():
-        pytest.skip("Java is missing: the Spark tests need a Java runtime (17 or later) on PATH or in JAVA_HOME")
-    from pyspark.sql import SparkSession
-
-    # Spark's Python workers run PYSPARK_PYTHON (default: python3 on PATH, which need not have fastcal): this one.
-    env = pytest.MonkeyPatch()
-    env.setenv("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[2]").appName("fastcal-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.default.parallelism", "2")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .config("spark.python.worker.faulthandler.enabled", "true")
-               .config("spark.driver.memory", "2g")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    env.undo()
-
-
-@pytest.fixture(scope="session")
-def connect(spark):
-    """A Spark Connect session (PySpark's gRPC client, no JVM in this process of its own) on the server the
-    classic session's JVM runs: the same executors and cache, so both kinds of session read the same rows."""
-    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
-
-    service = getattr(getattr(gateway(spark).jvm, "org.apache.spark.sql.connect.service.SparkConnectService$"), "MODULE$")
-    session = RemoteSparkSession.builder.remote(f"sc://localhost:{int(service.localPort())}").create()
-    yield session
-    session.stop()
-
-
-# Spark Connect is not in the runs yet: with the Connect server in the tests' JVM (spark.plugins
-# org.apache.spark.sql.connect.SparkConnectPlugin) a worker's session teardown took 612 s in a fresh-clone CI run, not
-# yet explained; the `connect` fixture needs that server.
-@pytest.fixture(params=["classic"])
-def session(request, monkeypatch):
-    """Each kind of session in turn: the classic one (``spark``), then Spark Connect (``connect``)."""
-    if request.param == "classic":
-        return request.getfixturevalue("spark")
-    connect = request.getfixturevalue("connect")
-    # pyspark.sql.functions makes Spark Connect's Columns where this is set, as a Connect session's builder sets it
-    # for its process; this process has both kinds of session, so it is set for this test only.
-    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
-    return connect
 
 
 def _from_arrays(spark, parts=2, **columns):
@@ -424,7 +362,8 @@ def _predict_all(spark, estimators, scores):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
+def test_predict_isotonic_equals_the_in_memory_predict(session, dtype):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(5)
     x = rng.random(3000).astype(dtype)
     x[:600] = np.round(x[:600], 2)  # ties
@@ -443,16 +382,17 @@ def test_predict_isotonic_equals_the_in_memory_predict(spark, dtype):
 
 
 @pytest.mark.parametrize("values", [
-    np.linspace(0.0, 1.0, 500) ** 1.5,  # spread out: the grid of Spark SQL expressions
-    1e-12 * 1.1 ** np.arange(300.0),  # crowded in the low cells: Bucketizer
-    np.array([0.25]),
+    np.linspace(0.0, 1.0, 500) ** 1.5,  # spread out: the grid, its halvings in one expression
+    1e-12 * 1.1 ** np.arange(300.0),  # crowded in the low cells: the grid, a projection a halving
+    np.array([0.25]),  # no grid: a binary search over all values
     np.array([-2.0, 3.0]),
-    np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: Bucketizer
+    np.array([-1e308, 0.0, 1e308]),  # a span past the largest double: no grid
 ])
-def test_count_below_equals_searchsorted_on_both_paths(spark, values):
-    """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid and the
-    ``Bucketizer`` both give ``np.searchsorted(values, v, side="left")`` at the values, an ulp either side, between
-    them and outside; a null stays null."""
+def test_count_below_equals_searchsorted_on_every_path(session, values):
+    """``with_count_below`` (the searches of the isotonic and histogram predictions): the grid, with its halvings
+    inline or in projections, and the plain binary search all give ``np.searchsorted(values, v, side="left")`` at
+    the values, an ulp either side, between them and outside; a null stays null."""
+    spark = session  # each kind of session in turn
     v = np.concatenate([values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf),
                         values[:-1] / 2 + values[1:] / 2, [values[0] - 1.0, values[-1] + 1.0, -np.inf, np.inf]])
     df = spark.createDataFrame([(float(x),) for x in v] + [(None,)], "v double")
@@ -473,25 +413,6 @@ def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_
     assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
-def test_predict_with_boxed_literal_arrays_as_on_another_jvm(spark, monkeypatch):
-    """Where the JVM lacks the classes of primitive literal arrays (another Spark), they are Spark's ``lit`` of a
-    Java array: the isotonic, histogram and grouped Platt predictions are the in-memory ones, bit for bit."""
-    rng = np.random.default_rng(17)
-    x = rng.random(2000)
-    y = (rng.random(2000) < x).astype(np.int64)
-    groups = rng.integers(0, 3, 2000)
-    iso = IsotonicRegression(out_of_bounds="clip").fit(x, y)
-    hist = HistogramBinning(n_bins=7).fit(x, y)
-    grouped = GroupedCalibrator(PlattScaling(), min_samples_per_group=10).fit(x, y, groups)
-    monkeypatch.setattr(fs.Literals, "PRIMITIVE", False)
-    for got, want in _predict_all(spark, [iso, hist], x):
-        assert_array_equal(got.view(np.int64), want.view(np.int64))
-    df = _from_arrays(spark, 2, s=x, g=groups, k=np.arange(x.shape[0]))
-    cols = _collect(fs.predict(grouped, df, "s", "p", group_col="g"), "k", "p")
-    got = cols[1][np.argsort(cols[0])]
-    assert _ulps(got, grouped.predict(x, groups)).max() <= 2  # the exp of the JVM against fastcal's (see below)
-
-
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     rng = np.random.default_rng(6)
     x = rng.random(500).astype(np.float32)
@@ -502,7 +423,8 @@ def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     assert_array_equal(got, want)
 
 
-def test_predict_isotonic_raise_mode_fails_the_job(spark):
+def test_predict_isotonic_raise_mode_fails_the_job(session):
+    spark = session  # each kind of session in turn
     est = IsotonicRegression(out_of_bounds="raise").fit([0.2, 0.4, 0.6], [0, 1, 1])
     inside = fs.predict(est, _from_arrays(spark, 1, s=np.array([0.2, 0.3, 0.6])), "s", "p")
     assert_array_equal(_collect(inside, "p")[0], est.predict([0.2, 0.3, 0.6]))
@@ -529,7 +451,8 @@ def test_predict_keeps_nulls_as_nulls(spark):
         assert p[1] is None and p[0] is not None and p[2] is not None
 
 
-def test_predict_histogram_equals_the_in_memory_predict(spark):
+def test_predict_histogram_equals_the_in_memory_predict(session):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(8)
     p = rng.random(4000) ** 2
     p[:2000] = np.round(p[:2000], 1)  # quantile edges repeat
@@ -548,7 +471,8 @@ def test_predict_histogram_equals_the_in_memory_predict(spark):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_predict_platt_and_beta_within_an_ulp_or_two(spark, dtype):
+def test_predict_platt_and_beta_within_an_ulp_or_two(session, dtype):
+    spark = session  # each kind of session in turn
     rng = np.random.default_rng(9)
     p = rng.random(20000)
     y = rng.random(20000) < p ** 1.5
@@ -589,14 +513,16 @@ def test_predict_checks_its_arguments(spark):
         fs.predict(est, df, "s", "s")
 
 
-def test_predict_large_isotonic_model_in_the_jvm(spark):
+def test_predict_large_isotonic_model_in_the_jvm(spark, capsys):
     """Thousands of knots (a fit on 10^5 JVM rows): the plan has no Python step, the result every row's."""
     df = frame(spark, 100_000, 2)
     s, y = _collect(df, "s", "y")
     est = IsotonicRegression(out_of_bounds="clip").fit(s, y)
     out = fs.predict(est, df, "s", "p")
-    plan = java_dataframe(out).queryExecution().executedPlan().toString()
-    assert "Python" not in plan and "Arrow" not in plan
+    capsys.readouterr()
+    out.explain()
+    plan = capsys.readouterr().out
+    assert "== Physical Plan ==" in plan and "Python" not in plan and "Arrow" not in plan
     got_s, got_p = _collect(out, "s", "p")
     assert_array_equal(got_s, s)
     assert_array_equal(got_p, est.predict(s))
@@ -624,7 +550,8 @@ def _assert_same_isotonic(got, ref, atol):
     (False, False, {}),
     (True, True, {"increasing": "auto", "centered": True, "y_min": 0.1}),
 ])
-def test_fit_isotonic_equals_the_in_memory_fit(spark, float32, weighted, params):
+def test_fit_isotonic_equals_the_in_memory_fit(session, float32, weighted, params):
+    spark = session  # each kind of session in turn
     n = 30_000
     df = frame(spark, n, 3, seed=11, float32=float32)
     s, y, w = _collect(df, "s", "y", "w")
@@ -744,7 +671,8 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
 
 
-def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
+def test_binned_metrics_and_histogram_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=41)
     s, y, w = _collect(df, "s", "y", "w")
     got = fs.calibration_curve(df, "y", "s", n_bins=7, return_counts=True)
@@ -767,7 +695,8 @@ def test_binned_metrics_and_histogram_equal_the_in_memory_ones(spark):
         _close(got.bin_weights_, ref.bin_weights_)
 
 
-def test_losses_and_decompositions_equal_the_in_memory_ones(spark):
+def test_losses_and_decompositions_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=43)
     s, y, w = _collect(df, "s", "y", "w")
     _close(fs.brier_score_loss(df, "y", "s"), fastcal.brier_score_loss(y, s))
@@ -807,7 +736,8 @@ def test_fits_raise_the_in_memory_errors(spark):
     assert persisted_rdds(spark) == 0  # every cache released, errors too
 
 
-def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(spark):
+def test_roc_auc_and_calibration_report_equal_the_in_memory_ones(session):
+    spark = session  # each kind of session in turn
     df = frame(spark, 20_000, 3, seed=47).withColumn("t", F.round(F.col("s"), 2))  # t: scores with ties
     s, y, w, t = _collect(df, "s", "y", "w", "t")
     assert fs.roc_auc_score(df, "y", "t", n_partitions=4) == fastcal.roc_auc_score(y, t)  # integer counts: exact

@@ -20,7 +20,6 @@ import fastcal
 import fastcal.spark as fs
 
 from ._spark_helpers import collect as _collect, frame as _frame
-from .test_spark import spark  # noqa: F401 - the session fixture, shared
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
@@ -36,9 +35,10 @@ def _strings(df, col):
     return np.array(df.select(col).toArrow().column(col).to_pylist(), dtype=object)
 
 
-def test_isotonic_by_a_string_column_with_nulls(spark):
+def test_isotonic_by_a_string_column_with_nulls(session):
     """The default calibrator, weighted, by a string column with nulls (numbered in the JVM: the missing group is
     None, last) and a group below the minimum; predictions in the JVM for small, unseen and null groups."""
+    spark = session  # each kind of session in turn
     df = _frame(spark, 1500, 3, seed=7).select(
         F.round("s", 2).alias("s"), "y", "w", "id",
         F.when(F.col("id") % 13 == 0, None).when(F.col("id") % 97 == 1, "x").otherwise(
@@ -72,11 +72,12 @@ def test_isotonic_by_a_string_column_with_nulls(spark):
     assert_allclose(p, ref.predict(t, h), rtol=1e-14, atol=1e-15)
 
 
-def test_beta_by_an_integer_column_and_predictions_of_every_kind(spark):
+def test_beta_by_an_integer_column_and_predictions_of_every_kind(session):
     """A Newton fit (beta calibration: the global fit is Spark's, the group fits the in-memory ones) by an integer
     column used as it is; then the JVM predictions of Platt, beta and quantile histogram models (per-group
     parameters in literal arrays; per-group edges searched in each model's slice) in one job, unseen group 99
     and small group 7 on the global model."""
+    spark = session  # each kind of session in turn
     df = _frame(spark, 1200, 3, seed=9).withColumn("k", (F.col("id") % 5) * (F.col("id") % 3 != 0).cast("int"))
     df = df.withColumn("k", F.when(F.col("id") % 101 == 0, 7).otherwise(F.col("k")))  # group 7: below the minimum
     s, y, w, k = _collect(df, "s", "y", "w", "k")

@@ -15,7 +15,6 @@ import fastcal
 import fastcal.spark as fs
 
 from ._spark_helpers import collect, frame
-from .test_spark import spark  # noqa: F401 - the session fixture, shared
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),

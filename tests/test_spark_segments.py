@@ -15,7 +15,6 @@ import fastcal
 import fastcal.spark as fs
 
 from ._spark_helpers import collect as _collect, frame as _frame
-from .test_spark import spark  # noqa: F401 - the session fixture, shared
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
@@ -34,12 +33,13 @@ def _same_report(got, ref, groups=None):
     assert_allclose(got.pvalue, ref.pvalue, rtol=RTOL * (1 + ref.ecce_sigma.max() ** 2), equal_nan=True)
 
 
-def test_report_and_multicalibration_error(spark):
+def test_report_and_multicalibration_error(session):
     """Two calls (a Spark job takes seconds here): the report by a string column with nulls (numbered in the JVM,
     partitions of whole groups), and the multicalibration error of that column and an integer one (labels mapped
     back, "__NA" and "__OTHER"; its segment 0 is the ECCE of all rows, from the range partition by probability,
-    here of tied probabilities and zero weights). The ECCE and ratio adapters, numerical bins, float32 and the
-    chunkings are covered by the drivers' (ListRows) and Dask's tests."""
+    here of tied probabilities and zero weights), and the ECCE and calibration ratio of all rows. Numerical bins,
+    float32 and the chunkings are covered by the drivers' (ListRows) and Dask's tests."""
+    spark = session  # each kind of session in turn
     df = _frame(spark, 3000, 3, seed=5).select(
         F.round("s", 2).alias("p"), "y",
         F.when(F.col("id") % 9 == 0, 0.0).otherwise(F.col("w")).alias("w"),
@@ -58,6 +58,11 @@ def test_report_and_multicalibration_error(spark):
     _same_report(got, fastcal.segment_report(y, p, codes, sample_weight=w, n_bins=6), ref_groups)
     with pytest.raises(ValueError, match="group_col='nope' is not a column"):  # no job
         fs.segment_report(df, "y", "p", "nope")
+    ref_ecce, got_ecce = fastcal.ecce(y, p, sample_weight=w), fs.ecce(df, "y", "p", weight_col="w")
+    assert_allclose([got_ecce.ecce, got_ecce.std, got_ecce.ecce_sigma], [ref_ecce.ecce, ref_ecce.std, ref_ecce.ecce_sigma],
+                    rtol=RTOL)
+    assert_allclose(fs.calibration_ratio(df, "y", "p", weight_col="w"),
+                    fastcal.calibration_ratio(y, p, sample_weight=w), rtol=RTOL)
 
     ref = fastcal.multicalibration_error(y, p, {"g": g, "k": k}, sample_weight=w, min_samples_per_segment=5)
     got = fs.multicalibration_error(df, "y", "p", ["g", "k"], weight_col="w", min_samples_per_segment=5,

@@ -18,7 +18,9 @@ order in Spark, so data errors name the file and the column, not a row.
 
 The session is ``SparkSession.builder.getOrCreate()`` (``spark-submit``'s
 settings, or ``local[*]``), with ``--spark-master`` as its master when
-given; a session this module created is stopped when the command ends.
+given; a ``--spark-master`` URL ``sc://host:port`` is a Spark Connect server
+(``SparkSession.builder.remote``), whose configuration is the server's. A
+session this module created is stopped when the command ends.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def add_options(parser):
                         help="read INPUT through Spark (.parquet or .csv with a header: a file or a directory) and "
                              "compute with fastcal.spark, exactly as in memory (see the Spark page of the docs)")
     parser.add_argument("--spark-master", metavar="URL",
-                        help="with --spark: the Spark master (default: spark-submit's, or local[*])")
+                        help="with --spark: the Spark master (default: spark-submit's, or local[*]), or a Spark "
+                             "Connect server, sc://host:port")
 
 
 def check_options(args, unsupported):
@@ -69,10 +72,18 @@ def _format(path, what):
     return ext
 
 
+def is_remote(args):
+    """Whether ``--spark-master`` names a Spark Connect server (``sc://...``)."""
+    return bool(args.spark_master) and args.spark_master.startswith("sc://")
+
+
 def session_config(args, terminal):
     """The configuration of a session the command starts: Spark's console progress bars only where fastcal's own
     would show (stderr a ``terminal``, no ``--quiet``); Spark's Python workers run this interpreter, which has
-    fastcal (by default they run python3 on PATH), unless PYSPARK_PYTHON says otherwise."""
+    fastcal (by default they run python3 on PATH), unless PYSPARK_PYTHON says otherwise. None for a Spark Connect
+    server: the server's settings hold (a client cannot set them)."""
+    if is_remote(args):
+        return {}
     config = {"spark.ui.showConsoleProgress": "true" if terminal and not getattr(args, "quiet", False) else "false"}
     if "PYSPARK_PYTHON" not in os.environ:
         config["spark.pyspark.python"] = sys.executable
@@ -89,7 +100,9 @@ def session(args):
         yield active
         return
     builder = SparkSession.builder.appName("fastcal")
-    if args.spark_master:
+    if is_remote(args):
+        builder = builder.remote(args.spark_master)
+    elif args.spark_master:
         builder = builder.master(args.spark_master)
     for key, value in session_config(args, sys.stderr.isatty()).items():
         builder = builder.config(key, value)
@@ -267,7 +280,7 @@ def apply(args, est, score_col, output_col, timings):
         holder.abort()
         ok = False
         try:
-            writer = out.write.mode("errorifexists")
+            writer = out.write.mode("error")  # "errorifexists" in Spark's words; a Connect client knows only "error"
             try:
                 if out_ext == ".parquet":
                     writer.parquet(tmp)

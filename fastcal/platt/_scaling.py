@@ -16,6 +16,7 @@ from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
 from .._persist import register
+from .._prediction import Logistic
 from .._results import Result
 from .._validation import (
     as_float_array,
@@ -423,5 +424,12 @@ class PlattScaling(BaseCalibrator):
         (float32 stays float32; anything else gives float64)."""
         check_is_fitted(self, "a_")
         return _predict(scores, self.a_, self.b_)
+
+    def prediction_data(self) -> Logistic:
+        """What :meth:`predict` computes, as data (:class:`fastcal._prediction.Logistic`): ``1 / (1 + exp(a s + b))``
+        as the logistic function of ``u = (-a) s + (-b)``, which is ``-(a s + b)`` exactly (IEEE rounding is
+        symmetric), so the same bits; for backends that compute the prediction elsewhere (``fastcal.spark.predict``)."""
+        check_is_fitted(self, "a_")
+        return Logistic((-float(self.a_),), -float(self.b_), ("x",), "finite")
 
 

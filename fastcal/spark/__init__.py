@@ -25,12 +25,16 @@ gradient sums) a few kB each.
   the rows are shuffled so that partition ``j`` holds exactly the scores
   between ``bounds[j - 1]`` and ``bounds[j]``.
 
-:func:`predict` never leaves the JVM: Platt and beta calibration are closed
-forms written as Spark SQL expressions; isotonic regression and histogram
-binning find each score's knot (a grid of SQL expressions over spread-out
-knots, else ``Bucketizer``) and interpolate with SQL arithmetic, so a Spark
+:func:`predict` never leaves the JVM: each calibrator gives its prediction as
+data (knots, bin edges and values, or a logistic model's coefficients), and
+one module writes it as Spark SQL expressions (isotonic regression and
+histogram binning: a grid search of the knots and SQL arithmetic), so a Spark
 plan applies them at the speed of any SQL projection, equal to
 ``estimator.predict`` (see :func:`predict`).
+
+Everything here is built with PySpark's public API (``pyspark.sql.functions``,
+Spark SQL text, ``mapInArrow``, ``DataFrame.persist``) and reads no private
+handle of PySpark, so it runs on a classic session and on Spark Connect alike.
 
 Workers
 -------
@@ -47,9 +51,10 @@ environment); a new worker then loads the kernels in a few seconds, and with
 One module a subject; this package re-exports their public names:
 
 - :mod:`fastcal.spark._tasks`: inside the tasks (Arrow batches to chunks, the task's threads, results);
+- :mod:`fastcal.spark._expr`: Spark SQL text (exact literals, literal arrays);
 - :mod:`fastcal.spark._buckets`: binary searches and partition keys as Spark SQL expressions;
 - :mod:`fastcal.spark._rows`: :class:`SparkRows`, and an engine driver's call on a DataFrame's columns;
-- :mod:`fastcal.spark._predict`: :func:`predict`, in the JVM;
+- :mod:`fastcal.spark._predict`: :func:`predict`, in Spark SQL;
 - :mod:`fastcal.spark._fits`: the fits;
 - :mod:`fastcal.spark._metrics`: the diagnostics;
 - :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics;
@@ -57,8 +62,7 @@ One module a subject; this package re-exports their public names:
 """
 
 from .._exports import publish
-from ._buckets import Literals, partition_keys, with_count_below
-from ._expr import gateway, java_dataframe
+from ._buckets import partition_keys, with_count_below
 from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
 from ._grouped import fit_grouped
 from ._metrics import (
@@ -102,8 +106,6 @@ __all__ = [
 ]
 
 # The internal API of fastcal.cli.spark and the tests, not in __all__: partition_keys, with_count_below (the
-# predictions' search of sorted values), Literals (how literal arrays reach the JVM; the tests switch its path),
-# gateway and java_dataframe (a session's Py4J gateway and a DataFrame's Java object: the tests read the JVM's
-# cache and plans through them).
+# predictions' search of sorted values).
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

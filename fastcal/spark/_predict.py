@@ -1,4 +1,11 @@
-"""Predictions in the JVM: :func:`predict` of a fitted 1-D calibrator as Spark SQL expressions."""
+"""Predictions in Spark SQL: :func:`predict` of a fitted 1-D calibrator, from the data of its prediction.
+
+Each calibrator says what its ``predict`` computes as data
+(``prediction_data()``: :class:`fastcal._prediction.Knots`, ``Steps`` or
+``Logistic``); this module writes that computation as Spark SQL text, parsed
+by ``pyspark.sql.functions.expr`` (:mod:`fastcal.spark._expr`): PySpark's
+public API, so the same plan on a classic session and on Spark Connect.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +17,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._errors import not_fitted
-from ._buckets import double_array, int_array, temp_name, with_count_below, with_first_not_less
-from ._expr import Expr, sql
+from .._prediction import Knots, Logistic, Steps
+from . import _expr as sql
+from ._buckets import temp_name, with_count_below, with_first_not_less
 from ._tasks import is_numeric
 
 if TYPE_CHECKING:
@@ -26,6 +34,8 @@ if TYPE_CHECKING:
     #: The fitted 1-D calibrators :func:`predict` applies.
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
 
+_INF = sql.double(np.inf)
+
 
 def _column_type(df, name, label):
     fields = {f.name: f for f in df.schema.fields}
@@ -37,115 +47,117 @@ def _column_type(df, name, label):
     return spark_type
 
 
-def _finite_or_raise(t: Expr, name: str, value: Expr) -> Expr:
+def _as_double(name: str, float32: bool) -> str:
+    """The column ``name`` as a double, through a float first where the model computes in float32."""
+    col = sql.ident(name)
+    return f"CAST(CAST({col} AS FLOAT) AS DOUBLE)" if float32 else f"CAST({col} AS DOUBLE)"
+
+
+def _with(df, out, text):
+    return df.withColumn(out, F.expr(text))
+
+
+def _finite_or_raise(t: str, name: str, value: str) -> str:
     """``value``, or a run-time error (the in-memory message) where ``t`` is NaN or infinite; nulls stay null."""
-    q = t.sql
-    bad = q.when(q.isnan(t), q.raise_error(f"{name} must be finite, but contains NaN.")).otherwise(
-        q.raise_error(f"{name} must be finite, but contains infinity."))
-    return q.when(t.isNull(), None).when(~(q.abs(t) < float("inf")), bad).otherwise(value)  # one test if finite
+    nan = sql.string(f"{name} must be finite, but contains NaN.")
+    inf = sql.string(f"{name} must be finite, but contains infinity.")
+    return (f"CASE WHEN {t} IS NULL THEN NULL WHEN NOT (abs({t}) < {_INF}) "  # one test if finite
+            f"THEN (CASE WHEN isnan({t}) THEN raise_error({nan}) ELSE raise_error({inf}) END) ELSE {value} END")
 
 
-def _isotonic_prediction(est, df, score, out_col):
-    xs, ys = est.X_thresholds_, est.y_thresholds_
-    q = sql(df.sparkSession)
-    out_type = "float" if xs.dtype == np.float32 else "double"
-    t = q.col(score).cast(out_type).cast("double") if out_type == "float" else q.col(score).cast("double")
-    m = xs.shape[0]
-    if m == 1:
-        return df.withColumn(out_col, _finite_or_raise(t, "T", q.lit(float(ys[0]))).cast(out_type).column)
-    x0, xm = float(xs[0]), float(xs[-1])
-    tc_col, j_col = temp_name("t"), temp_name("j")
-    df = df.withColumn(tc_col, q.least(q.greatest(t, x0), xm).column)
-    tc = q.col(tc_col)
-    # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
-    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1).
-    df = with_count_below(df, tc, xs[:-1], j_col)
-    j = q.least(q.greatest(q.col(j_col), 1), m - 1)
-    x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
-    value = _isotonic_value(t, tc, q.lit(x0), q.lit(xm), x_knots, y_knots, j, est.out_of_bounds, q.lit(f"{xs[0]}"),
-                            q.lit(f"{xs[-1]}"))
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type).column).drop(tc_col, j_col)
+def _probability_checked(p: str, value: str) -> str:
+    """``value``, null for a null ``p``, or the in-memory error where ``p`` is NaN or outside [0, 1]."""
+    return (f"CASE WHEN {p} IS NULL THEN NULL "
+            f"WHEN isnan({p}) THEN raise_error({sql.string('p must be finite, but contains NaN.')}) "
+            f"WHEN {p} < 0.0D OR {p} > 1.0D THEN raise_error({sql.string('p must contain probabilities in [0, 1].')}) "
+            f"ELSE {value} END")
 
 
-def _isotonic_value(t, tc, x0, xm, x_knots, y_knots, j, mode, x0_text, xm_text):
-    """The isotonic prediction at ``t`` (``tc``: ``t`` clipped to ``[x0, xm]``) on the segment of knots ``j``
-    and ``j + 1`` of the literal arrays (``element_at`` counts from 1), with ``out_of_bounds`` ``mode``."""
-    q = t.sql
-    x_lo, x_hi = q.element_at(x_knots, j), q.element_at(x_knots, j + 1)
-    y_lo, y_hi = q.element_at(y_knots, j), q.element_at(y_knots, j + 1)
-    inside = y_lo + (tc - x_lo) / (x_hi - x_lo) * (y_hi - y_lo)
+def _knots_value(t, tc, x0, xm, x_knots, y_knots, j, mode, x0_text, xm_text):
+    """The interpolation at ``t`` (``tc``: ``t`` clipped to ``[x0, xm]``) on the segment of knots ``j`` and
+    ``j + 1`` of the literal arrays (``element_at`` counts from 1), with ``out_of_bounds`` ``mode``; SQL text."""
+    x_lo, x_hi = f"element_at({x_knots}, {j})", f"element_at({x_knots}, {j} + 1)"
+    y_lo, y_hi = f"element_at({y_knots}, {j})", f"element_at({y_knots}, {j} + 1)"
+    inside = f"({y_lo} + ({tc} - {x_lo}) / ({x_hi} - {x_lo}) * ({y_hi} - {y_lo}))"
     if mode == "clip":
         return inside
     if mode == "nan":
-        return q.when((t < x0) | (t > xm), float("nan")).otherwise(inside)
-    return (q.when(t < x0, q.raise_error(q.concat(
-        "A value (", t.cast("string"), ") in x_new is below the interpolation range's minimum value (",
-        x0_text, "). x_new: the argument T.")))
-            .when(t > xm, q.raise_error(q.concat(
-                "A value (", t.cast("string"), ") in x_new is above the interpolation range's maximum value (",
-                xm_text, "). x_new: the argument T.")))
-            .otherwise(inside))
+        return f"CASE WHEN {t} < {x0} OR {t} > {xm} THEN {sql.double(np.nan)} ELSE {inside} END"
+    def message(side, bound, bound_text):
+        return (f"concat({sql.string('A value (')}, CAST({t} AS STRING), "
+                f"{sql.string(f') in x_new is {side} the interpolation range' + chr(39) + f's {bound} value (')}, "
+                f"{bound_text}, {sql.string('). x_new: the argument T.')})")
+
+    below, above = message("below", "minimum", x0_text), message("above", "maximum", xm_text)
+    return (f"CASE WHEN {t} < {x0} THEN raise_error({below}) WHEN {t} > {xm} THEN raise_error({above}) "
+            f"ELSE {inside} END")
 
 
-def _histogram_prediction(est, df, score, out_col):
-    edges, values = est.bin_edges_, est.bin_values_
-    q = sql(df.sparkSession)
-    p = q.col(score).cast("double")
-    inner = edges[1:-1]
-    if inner.shape[0] == 0:
-        return df.withColumn(out_col, _probability_checked(p, q.lit(float(values[0]))).column)
-    # The in-memory rule: values[i], i = the number of inner edges < p (searchsorted, side="left"), i.e.
-    # the repeated edges counted in full below the number k of distinct ones < p.
-    distinct, counts = np.unique(inner, return_counts=True)
+def _knots_prediction(data: Knots, df, score, out_col):
+    xs, ys = data.x, data.y
+    float32 = data.dtype == np.float32
+    out_type = "FLOAT" if float32 else "DOUBLE"
+    t = _as_double(score, float32)
+    m = xs.shape[0]
+    if m == 1:
+        return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', sql.double(ys[0]))} AS {out_type})")
+    x0, xm = sql.double(xs[0]), sql.double(xs[-1])
+    tc_col, j_col = temp_name("t"), temp_name("j")
+    tc, j = sql.ident(tc_col), sql.ident(j_col)
+    df = _with(df, tc_col, f"least(greatest({t}, {x0}), {xm})")
+    # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
+    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1). The search in a column of
+    # its own: Spark does not inline an expression this costly into the four uses below (the clip, cheap, is).
+    df = with_count_below(df, tc, xs[:-1], j_col)
+    value = _knots_value(t, tc, x0, xm, sql.array(xs.astype(np.float64)), sql.array(ys.astype(np.float64)),
+                         f"least(greatest({j}, 1), {m - 1})", data.out_of_bounds, sql.string(f"{xs[0]}"),
+                         sql.string(f"{xs[-1]}"))
+    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(tc_col, j_col)
+
+
+def _steps_prediction(data: Steps, df, score, out_col):
+    p = _as_double(score, False)
+    if data.edges.shape[0] == 0:
+        return _with(df, out_col, _probability_checked(p, sql.double(data.values[0])))
+    # values[i], i = the number of edges < p (searchsorted, side="left"), i.e. the repeated edges counted in full
+    # below the number k of distinct ones < p.
+    distinct, counts = np.unique(data.edges, return_counts=True)
     b_col = temp_name("b")
     df = with_count_below(df, p, distinct, b_col)
-    by_k = values[np.concatenate([[0], np.cumsum(counts)])]
-    value = q.element_at(double_array(df.sparkSession, by_k), q.col(b_col) + 1)
-    return df.withColumn(out_col, _probability_checked(p, value).column).drop(b_col)
+    by_k = data.values[np.concatenate([[0], np.cumsum(counts)])]
+    value = f"element_at({sql.array(by_k)}, {sql.ident(b_col)} + 1)"
+    return _with(df, out_col, _probability_checked(p, value)).drop(b_col)
 
 
-def _sigmoid_parts(z: Expr):
-    """``(e, d)``: ``e = exp(-|z|)``, ``d = 1 / (1 + e)``, as the kernels compute the logistic function."""
-    q = z.sql
-    e = q.exp(-q.abs(z))
-    return e, q.lit(1.0) / (1.0 + e)
+def _logistic_value(coef, intercept, features, x, eps):
+    """The logistic function of ``coef[0] f[0] + ... + intercept`` (SQL texts) as the kernels compute it."""
+    pc = f"least(greatest({x}, {sql.double(eps)}), {sql.double(1.0 - eps)})"
+    feature = {"x": x, "log_p": f"ln({pc})", "log_1mp": f"ln(1.0D - {pc})"}
+    u = f"({coef[0]} * {feature[features[0]]})"
+    for c, f in zip(coef[1:], features[1:]):
+        u = f"({u} + {c} * {feature[f]})"
+    u = f"({u} + {intercept})"
+    e = f"exp(-abs({u}))"
+    d = f"(1.0D / (1.0D + {e}))"
+    return f"CASE WHEN {u} >= 0.0D THEN {d} ELSE {e} * {d} END"
 
 
-def _platt_value(a: Expr, b: Expr, s: Expr) -> Expr:
-    """``1 / (1 + exp(a s + b))`` as the kernel writes it."""
-    z = a * s + b
-    e, d = _sigmoid_parts(z)
-    return s.sql.when(z >= 0.0, e * d).otherwise(d)
-
-
-def _platt_prediction(est, df, score, out_col, spark_type, params=None):
-    q = sql(df.sparkSession)
-    out_type = "float" if isinstance(spark_type, T.FloatType) else "double"
-    s = q.col(score).cast("double")
-    a, b = params if params is not None else (q.lit(float(est.a_)), q.lit(float(est.b_)))
-    return df.withColumn(out_col, _finite_or_raise(s, "scores", _platt_value(a, b, s)).cast(out_type).column)
-
-
-def _beta_prediction(est, df, score, out_col, spark_type, params=None):
-    q = sql(df.sparkSession)
+def _logistic_prediction(data: Logistic, df, score, out_col, spark_type, params=None):
     is32 = isinstance(spark_type, T.FloatType)
-    out_type = "float" if is32 else "double"
     eps = float(np.finfo(np.float32 if is32 else np.float64).eps)
-    p = q.col(score).cast("double")
-    pc = q.least(q.greatest(p, eps), 1.0 - eps)
-    a, b, c = params if params is not None else (q.lit(float(est.a_)), q.lit(float(est.b_)), q.lit(float(est.c_)))
-    eta = a * q.log(pc) - b * q.log(1.0 - pc) + c
-    e, d = _sigmoid_parts(eta)
-    value = q.when(eta >= 0.0, d).otherwise(e * d)
-    return df.withColumn(out_col, _probability_checked(p, value).cast(out_type).column)
+    x = _as_double(score, False)
+    coef, intercept = params if params is not None else (tuple(map(sql.double, data.coef)), sql.double(data.intercept))
+    value = _logistic_value(coef, intercept, data.features, x, eps)
+    checked = _finite_or_raise(x, "scores", value) if data.domain == "finite" else _probability_checked(x, value)
+    return _with(df, out_col, f"CAST({checked} AS {'FLOAT' if is32 else 'DOUBLE'})")
 
 
-def _probability_checked(p: Expr, value: Expr) -> Expr:
-    """``value``, null for a null ``p``, or the in-memory error where ``p`` is NaN or outside [0, 1]."""
-    q = p.sql
-    return (q.when(p.isNull(), None).when(q.isnan(p), q.raise_error("p must be finite, but contains NaN."))
-            .when((p < 0.0) | (p > 1.0), q.raise_error("p must contain probabilities in [0, 1]."))
-            .otherwise(value))
+def _prediction(data, df, score, out_col, spark_type):
+    if isinstance(data, Knots):
+        return _knots_prediction(data, df, score, out_col)
+    if isinstance(data, Steps):
+        return _steps_prediction(data, df, score, out_col)
+    return _logistic_prediction(data, df, score, out_col, spark_type)
 
 
 # ---------------------------------------------------------------------------
@@ -199,76 +211,71 @@ def _flat(arrays):
 
 
 def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
-    from ..beta import BetaCalibration
-    from ..histogram import HistogramBinning
-    from ..isotonic import IsotonicRegression
-    from ..platt import PlattScaling
-
     models = [*est.calibrators_, est.global_calibrator_]
-    kinds = {type(m) for m in models}
-    kind = kinds.pop() if len(kinds) == 1 else None
-    if kind not in (IsotonicRegression, PlattScaling, BetaCalibration, HistogramBinning):
+    if not all(callable(getattr(m, "prediction_data", None)) for m in models):
         raise TypeError("fastcal.spark.predict applies a GroupedCalibrator of IsotonicRegression, PlattScaling, "
-                        f"BetaCalibration or HistogramBinning models, got {sorted(t.__name__ for t in {*map(type, models)})}.")
+                        f"BetaCalibration or HistogramBinning models, got {sorted({type(m).__name__ for m in models})}.")
+    data = [m.prediction_data() for m in models]
+    shapes = {(type(d), d.features, d.domain) if isinstance(d, Logistic) else type(d) for d in data}
+    if len(shapes) != 1:
+        raise TypeError("fastcal.spark.predict applies a GroupedCalibrator of IsotonicRegression, PlattScaling, "
+                        "BetaCalibration or HistogramBinning models of one kind, got "
+                        f"{sorted({type(m).__name__ for m in models})}.")
     k_col = temp_name("m")
-    spark = df.sparkSession
     df = _with_model_number(df, group_col, est.groups_, k_col)
-    q = sql(spark)
-    k = q.col(k_col) + 1  # element_at counts from 1
+    k = f"({sql.ident(k_col)} + 1)"  # element_at counts from 1
 
-    def per_model(values):
-        return q.element_at(double_array(spark, values), k)
+    def per_model(values, ints=False):
+        return f"element_at({sql.array(np.asarray(values, dtype=np.int32 if ints else np.float64))}, {k})"
 
-    if kind is PlattScaling:
-        params = (per_model([m.a_ for m in models]), per_model([m.b_ for m in models]))
-        return _platt_prediction(est, df, score, out_col, spark_type, params).drop(k_col)
-    if kind is BetaCalibration:
-        params = tuple(per_model([getattr(m, a) for m in models]) for a in ("a_", "b_", "c_"))
-        return _beta_prediction(est, df, score, out_col, spark_type, params).drop(k_col)
-    if kind is HistogramBinning:
-        edges, e_off, e_len = _flat([m.bin_edges_[1:-1] for m in models])
-        values, v_off, _ = _flat([m.bin_values_ for m in models])
-        p = q.col(score).cast("double")
+    first = data[0]
+    if isinstance(first, Logistic):
+        coef = tuple(per_model([d.coef[i] for d in data]) for i in range(len(first.coef)))
+        params = (coef, per_model([d.intercept for d in data]))
+        return _logistic_prediction(first, df, score, out_col, spark_type, params).drop(k_col)
+    if isinstance(first, Steps):
+        edges, e_off, e_len = _flat([d.edges for d in data])
+        values, v_off, _ = _flat([d.values for d in data])
+        p = _as_double(score, False)
         lo_col, i_col = temp_name("lo"), temp_name("i")
-        df = df.withColumn(lo_col, q.element_at(int_array(spark, e_off), k).column)
-        lo = q.col(lo_col)
+        df = _with(df, lo_col, per_model(e_off, ints=True))
+        lo = sql.ident(lo_col)
         if edges.shape[0]:
-            df = with_first_not_less(df, double_array(spark, edges), edges.shape[0], lo,
-                                      lo + q.element_at(int_array(spark, e_len), k), p, int(e_len.max()).bit_length(),
-                                      i_col)
-            below = q.col(i_col) - lo
+            df = with_first_not_less(df, sql.array(edges), edges.shape[0], lo, f"({lo} + {per_model(e_len, True)})",
+                                     p, int(e_len.max()).bit_length(), i_col)
+            below = f"({sql.ident(i_col)} - {lo})"
         else:  # one bin per model: no search (dropping the absent i_col below is a no-op)
-            below = q.lit(0)
-        value = q.element_at(double_array(spark, values), q.element_at(int_array(spark, v_off), k) + below + 1)
-        return df.withColumn(out_col, _probability_checked(p, value).column).drop(k_col, lo_col, i_col)
-    modes = {m.out_of_bounds for m in models}
-    dtypes = {m.X_thresholds_.dtype for m in models}
+            below = "0"
+        value = f"element_at({sql.array(values)}, {per_model(v_off, True)} + {below} + 1)"
+        return _with(df, out_col, _probability_checked(p, value)).drop(k_col, lo_col, i_col)
+    modes = {d.out_of_bounds for d in data}
+    dtypes = {d.dtype for d in data}
     if len(modes) != 1 or len(dtypes) != 1 or not modes <= {"nan", "clip", "raise"}:
         raise ValueError("fastcal.spark.predict applies isotonic group models of one out_of_bounds ('nan', 'clip' "
                          f"or 'raise') and one dtype, got {sorted(modes)} and {sorted(map(str, dtypes))}.")
-    out_type = "float" if dtypes.pop() == np.float32 else "double"
-    t = q.col(score).cast(out_type).cast("double") if out_type == "float" else q.col(score).cast("double")
-    xs, off, m = _flat([mod.X_thresholds_ for mod in models])
-    ys, _, _ = _flat([mod.y_thresholds_ for mod in models])
-    x_knots, y_knots = double_array(df.sparkSession, xs), double_array(df.sparkSession, ys)
+    float32 = dtypes.pop() == np.float32
+    out_type = "FLOAT" if float32 else "DOUBLE"
+    t = _as_double(score, float32)
+    xs, off, m = _flat([d.x for d in data])
+    ys, _, _ = _flat([d.y for d in data])
+    x_knots, y_knots = sql.array(xs), sql.array(ys)
     a_col, size_col, tc_col, j_col = (temp_name(n) for n in ("a", "n", "t", "j"))
-    df = df.withColumn(a_col, q.element_at(int_array(spark, off), k).column)  # the model's first knot (0-based, flat)
-    df = df.withColumn(size_col, q.element_at(int_array(spark, m), k).column)
-    a, size = q.col(a_col), q.col(size_col)
-    x0, xm = q.element_at(x_knots, a + 1), q.element_at(x_knots, a + size)
-    df = df.withColumn(tc_col, q.least(q.greatest(t, x0), xm).column)
-    tc = q.col(tc_col)
+    df = _with(df, a_col, per_model(off, ints=True))  # the model's first knot (0-based, flat)
+    df = _with(df, size_col, per_model(m, ints=True))
+    a, size, tc, j = (sql.ident(c) for c in (a_col, size_col, tc_col, j_col))
+    x0, xm = f"element_at({x_knots}, {a} + 1)", f"element_at({x_knots}, {a} + {size})"
+    df = _with(df, tc_col, f"least(greatest({t}, {x0}), {xm})")
     # j: the first knot >= t among the model's first m - 1 (never m, as t <= the last knot), clipped to 1 .. m - 1
     # as the kernel's search, counted from the model's first knot; its segment is knots j - 1 and j. In a column
     # of its own: Spark does not inline an expression this costly into the four uses below.
-    df = with_first_not_less(df, x_knots, xs.shape[0], a, a + size - 1, tc, int(m.max()).bit_length(), j_col)
-    df = df.withColumn(j_col, q.least(q.greatest(q.col(j_col) - a, 1), size - 1).column)
-    value = _isotonic_value(t, tc, x0, xm, x_knots, y_knots, a + q.col(j_col), modes.pop(), x0.cast("string"),
-                            xm.cast("string"))
-    value = q.when(size == 1, q.element_at(y_knots, a + 1)).otherwise(value)
-    return df.withColumn(out_col, _finite_or_raise(t, "T", value).cast(out_type).column).drop(
+    df = with_first_not_less(df, x_knots, xs.shape[0], a, f"({a} + {size} - 1)", tc, int(m.max()).bit_length(),
+                             j_col)
+    df = _with(df, j_col, f"least(greatest({j} - {a}, 1), {size} - 1)")
+    value = _knots_value(t, tc, x0, xm, x_knots, y_knots, f"({a} + {j})", modes.pop(), f"CAST({x0} AS STRING)",
+                         f"CAST({xm} AS STRING)")
+    value = f"CASE WHEN {size} = 1 THEN element_at({y_knots}, {a} + 1) ELSE {value} END"
+    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(
         a_col, size_col, tc_col, j_col, k_col)
-
 
 def _check_output(df, output_col):
     if not isinstance(output_col, str):
@@ -301,21 +308,24 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
 def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, output_col: str, *,
             group_col: str | None = None) -> DataFrame:
     """``df`` with a column ``output_col``: the predictions of a fitted 1-D calibrator, or of a fitted
-    ``GroupedCalibrator`` of them, on ``score_col``, in the JVM.
+    ``GroupedCalibrator`` of them, on ``score_col``, in Spark SQL.
 
     Every column and row of ``df`` is kept (the partitioning too); the new
-    column is computed by Spark SQL expressions, with no Python worker:
+    column is computed by Spark SQL expressions, with no Python worker,
+    written from the model's ``prediction_data()`` and built with PySpark's
+    public functions, so the same on a classic session and on Spark Connect:
 
     - ``PlattScaling``: ``1 / (1 + exp(a s + b))`` as the kernel writes it
       (``e = exp(-|z|)``, ``d = 1 / (1 + e)``);
     - ``BetaCalibration``: the same logistic function of
       ``a log p' - b log(1 - p') + c`` with ``p'`` clipped to ``[eps, 1 - eps]``;
-    - ``IsotonicRegression``: a search of the knots (a grid of SQL
-      expressions where the knots are spread out, else ML's ``Bucketizer``:
-      :func:`fastcal.spark.with_count_below`), then the kernel's linear interpolation
+    - ``IsotonicRegression``: a search of the knots (a grid of ``4 m`` equal
+      cells over the knots, the count of knots below each cell from a
+      literal array, then a binary search within the cell), then the
+      kernel's linear interpolation
       ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) (y[j] - y[j-1])`` with ``j`` the
       first knot ``>= t``, and ``out_of_bounds`` applied as in memory;
-    - ``HistogramBinning``: a binary search of the bin edges and the bin's value.
+    - ``HistogramBinning``: the same search of the bin edges, and the bin's value.
 
     A ``GroupedCalibrator`` (of the four above) needs ``group_col``, each
     row's group (refused for the others): a broadcast left join of a table
@@ -367,20 +377,11 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     if not isinstance(estimator, (IsotonicRegression, PlattScaling, BetaCalibration, HistogramBinning)):
         raise TypeError("estimator must be a fitted IsotonicRegression, PlattScaling, BetaCalibration or "
                         f"HistogramBinning, got {type(estimator).__name__}.")
-    fitted = {IsotonicRegression: "X_thresholds_", PlattScaling: "a_", BetaCalibration: "a_",
-              HistogramBinning: "bin_values_"}[type(estimator)]
-    if not hasattr(estimator, fitted):
-        raise not_fitted(f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' first.")
+    if isinstance(estimator, IsotonicRegression) and estimator.out_of_bounds not in ("nan", "clip", "raise"):
+        raise ValueError(f"out_of_bounds must be 'nan', 'clip' or 'raise', got {estimator.out_of_bounds!r}.")
+    data = estimator.prediction_data()  # NotFittedError if not fitted
     if not isinstance(df, DataFrame):
         raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     spark_type = _column_type(df, score_col, "score_col")
     _check_output(df, output_col)
-    if isinstance(estimator, IsotonicRegression):
-        if estimator.out_of_bounds not in ("nan", "clip", "raise"):
-            raise ValueError(f"out_of_bounds must be 'nan', 'clip' or 'raise', got {estimator.out_of_bounds!r}.")
-        return _isotonic_prediction(estimator, df, score_col, output_col)
-    if isinstance(estimator, HistogramBinning):
-        return _histogram_prediction(estimator, df, score_col, output_col)
-    if isinstance(estimator, PlattScaling):
-        return _platt_prediction(estimator, df, score_col, output_col, spark_type)
-    return _beta_prediction(estimator, df, score_col, output_col, spark_type)
+    return _prediction(data, df, score_col, output_col, spark_type)

@@ -1,0 +1,89 @@
+"""The Spark sessions of the Spark tests, defined here once: a classic local[2] session (``spark``), a Spark Connect
+session on its JVM (``connect``), and ``session``, each kind in turn.
+
+Defined once, so that one instance of each lives for the whole run: a test module that imported ``spark`` would
+make a second session-scoped fixture of it, whose teardown (finalized before ``connect``'s, which it does not know)
+stops the SparkContext and the Connect server under the open Connect client, whose ``stop`` then retries its release
+of the session for 10 minutes (Spark Connect's default retry policy).
+"""
+
+import os
+import shutil
+import socket
+import sys
+
+import pytest
+
+
+def _java_missing():
+    home = os.environ.get("JAVA_HOME")
+    return shutil.which("java") is None and not (home and os.path.exists(os.path.join(home, "bin", "java")))
+
+
+def _free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+#: The port of the Spark Connect server in the tests' JVM (see :func:`spark`).
+CONNECT_PORT = _free_port()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    if _java_missing():
+        pytest.skip("Java is missing: the Spark tests need a Java runtime (17 or later) on PATH or in JAVA_HOME")
+    from pyspark.sql import SparkSession
+
+    # Spark's Python workers run PYSPARK_PYTHON (default: python3 on PATH, which need not have fastcal): this one.
+    env = pytest.MonkeyPatch()
+    env.setenv("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[2]").appName("fastcal-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.default.parallelism", "2")
+               .config("spark.pyspark.python", sys.executable)
+               .config("spark.pyspark.driver.python", sys.executable)
+               .config("spark.python.worker.faulthandler.enabled", "true")
+               .config("spark.driver.memory", "2g")
+               # A Spark Connect server in the same JVM, for the `connect` fixture
+               .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+               .config("spark.connect.grpc.binding.address", "localhost")
+               .config("spark.connect.grpc.binding.port", str(CONNECT_PORT))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    env.undo()
+
+
+@pytest.fixture(scope="session")
+def connect(spark):
+    """A Spark Connect session (PySpark's gRPC client, no JVM in this process of its own) on the server the
+    classic session's JVM runs: the same executors and cache, so both kinds of session read the same rows. Stopped
+    before the classic session (it depends on it)."""
+    from pyspark.sql.connect.session import SparkSession as RemoteSparkSession
+
+    session = RemoteSparkSession.builder.remote(f"sc://localhost:{CONNECT_PORT}").create()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def session(request, monkeypatch):
+    """Each kind of session in turn: the classic one (``spark``), then Spark Connect (``connect``)."""
+    if request.param == "classic":
+        return request.getfixturevalue("spark")
+    connect = request.getfixturevalue("connect")
+    # pyspark.sql.functions makes Spark Connect's Columns where this is set, as a Connect session's builder sets it
+    # for its process; this process has both kinds of session, so it is set for this test only.
+    monkeypatch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+    return connect
+
+
+@pytest.fixture(scope="session")
+def connect_url(spark):
+    """The URL of the Spark Connect server in the tests' JVM, for clients in other processes."""
+    return f"sc://localhost:{CONNECT_PORT}"
