@@ -198,7 +198,6 @@ def test_numerical_bins_on_spark_are_the_in_memory_ones(spark):
         fs.multicalibration_error(x, "y", "p", ["x"], numerical=["x"])
 
 
-@pytest.mark.filterwarnings("ignore:the worst segment:UserWarning")  # random data: the worst is a pooled value
 def test_numeric_categorical_feature_with_missing_values_collapses_into_other(mcgrad):
     """MCGrad fills a categorical feature's missing values with "__NA" before collapsing it, which makes a numeric
     column one of objects: its collapsed values are "__OTHER", not the least value less 1 (in memory and on Dask,
