@@ -279,3 +279,33 @@ def test_csv_groups_with_spark_have_the_in_memory_types(spark, files, capsys, ki
         err = capsys.readouterr().err
         assert f"fastcal: warning: {other}: no row's 'group' is one of the model's 4 groups" in err
         assert "the column's values: 'zz')" in err
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv"])
+def test_report_by_segment_with_spark_equals_the_in_memory_report(spark, files, capsys, kind):  # noqa: F811
+    d, score, label, weight = files
+    country = np.array(["fr", "de", "us", "xx"])[np.minimum(np.arange(N) % 9, 3)]
+    country[::11] = ""  # missing in CSV (an empty cell), null in Parquet
+    table = pa.table({"score": score, "label": label, "weight": weight,
+                      "country": pa.array([c or None for c in country.tolist()], pa.string())})
+    pq.write_table(table, d / "seg.parquet")
+    with open(d / "seg.csv", "w") as f:
+        f.write("score,label,weight,country\n")
+        f.writelines(f"{s!r},{y},{w!r},{c}\n" for s, y, w, c in zip(score.tolist(), label, weight.tolist(), country))
+    args = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "--segment-col",
+            "country", str(d / f"seg.{kind}")]
+    assert main(args + ["--spark", "-o", str(d / "seg_spark.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "By country:" in printed and "multicalibration error over country: mce " in printed
+    assert main(args + ["-o", str(d / "seg_mem.json"), "-q"]) == 0
+    got, want = (json.loads((d / f"seg_{w}.json").read_text()) for w in ("spark", "mem"))
+    assert got["segment_col"] == want["segment_col"] == "country"
+    assert got["segments"]["groups"] == want["segments"]["groups"]  # the in-memory order, the missing group too
+    assert None in want["segments"]["groups"]
+    for key, values in want["segments"].items():
+        if key != "groups":
+            assert_allclose(np.asarray(got["segments"][key], dtype=float), np.asarray(values, dtype=float),
+                            rtol=1e-9, atol=1e-12, err_msg=key)
+    assert got["multicalibration"].keys() == want["multicalibration"].keys()
+    for key, value in want["multicalibration"].items():
+        assert got["multicalibration"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key

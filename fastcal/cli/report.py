@@ -146,6 +146,19 @@ def _json_key(value):
     return value if value is None or isinstance(value, (str, bool, int, float)) else str(value)
 
 
+def segment_document(column, segments, mce):
+    """The JSON report's segment entries: ``segment_col``, ``segments`` (the table) and ``multicalibration``."""
+    return {"segment_col": column,
+            "segments": json_ready({**segments.to_dict(), "groups": [_json_key(g) for g in segments.groups]}),
+            "multicalibration": json_ready(_mce_summary(mce))}
+
+
+def print_segments(column, segments, mce):
+    """The segment table and multicalibration error that ``fastcal report --segment-col`` prints."""
+    print(f"\nBy {column}:\n{segments}")
+    print(f"\nmulticalibration error over {column}: " + ", ".join(f"{k} {v:.4g}" for k, v in _mce_summary(mce).items()))
+
+
 def _mce_summary(mce):
     names = ("mce", "mce_sigma", "mce_pvalue", "mce_relative", "mde", "global_ecce", "global_ecce_sigma",
              "global_ecce_pvalue")
@@ -165,11 +178,13 @@ def cmd_report(args, progress_enabled, timings):
         except ImportError:
             raise UsageError('a .png report needs matplotlib; install it with pip install "fastcal[plot]"') from None
     check_output_dir(args.output)
-    spark.check_options(args, {"--segment-col": bool(args.segment_col)})
+    spark.check_options(args, {})
     if args.spark:
-        report = spark.report(args, timings)
+        report, segments, mce = spark.report(args, timings)
         if not args.quiet:
             print(report)
+            if segments is not None:
+                print_segments(args.segment_col, segments, mce)
         return
     reader = open_input(args.input, args.batch_rows)
     numeric = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
@@ -207,9 +222,7 @@ def cmd_report(args, progress_enabled, timings):
             doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col,
                    "report": json_ready(report.to_dict()), "corp": json_ready(corp.to_dict())}
             if segments is not None:
-                doc["segment_col"] = args.segment_col
-                doc["segments"] = json_ready({**segments.to_dict(), "groups": [_json_key(g) for g in segments.groups]})
-                doc["multicalibration"] = json_ready(_mce_summary(mce))
+                doc.update(segment_document(args.segment_col, segments, mce))
             with open(target.tmp, "w", encoding="utf-8") as f:
                 json.dump(doc, f, indent=1, allow_nan=False)
         else:
@@ -242,6 +255,4 @@ def cmd_report(args, progress_enabled, timings):
     if not args.quiet:
         print(report)
         if segments is not None:
-            print(f"\nBy {args.segment_col}:\n{segments}")
-            print(f"\nmulticalibration error over {args.segment_col}: "
-                  + ", ".join(f"{k} {v:.4g}" for k, v in _mce_summary(mce).items()))
+            print_segments(args.segment_col, segments, mce)

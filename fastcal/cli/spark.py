@@ -325,26 +325,35 @@ def _warn_unmatched(df, est, column, path):
 
 
 def report(args, timings):
-    """``fastcal report --spark``: :func:`fastcal.spark.calibration_report` of the input, as ``.json``; returns the
-    report."""
+    """``fastcal report --spark``: :func:`fastcal.spark.calibration_report` of the input, as ``.json``, with the
+    segment table and multicalibration error of ``--segment-col`` as without ``--spark``; returns the report (and
+    prints the segments when asked): ``(report, segments, mce)``, the last two None without ``--segment-col``."""
     import json
 
     import fastcal.spark as fs
 
-    from .report import json_ready
+    from .report import json_ready, segment_document
     from .signals import committing
 
     if os.path.splitext(args.output)[1].lower() != ".json":
         raise UsageError(f"{args.output}: with --spark, the report must be .json")
     path = display_name(args.input)
+    segments = mce = None
     with session(args) as spark:
         t0 = time.perf_counter()
         df = read(spark, args.input, [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col
-                                                                           else []))
+                                                                           else []),
+                  [args.segment_col] if args.segment_col else [])
         check_binary_labels(df, path, args.label_col)
         try:
             rep = fs.calibration_report(df, args.label_col, args.score_col, weight_col=args.weight_col,
                                         n_bins=args.n_bins, strategy=args.strategy)
+            if args.segment_col:  # as without --spark (fastcal.cli.report)
+                segments = fs.segment_report(df, args.label_col, args.score_col, args.segment_col,
+                                             weight_col=args.weight_col, n_bins=args.n_bins)
+                mce = fs.multicalibration_error(df, args.label_col, args.score_col, [args.segment_col],
+                                                weight_col=args.weight_col,
+                                                max_values_per_segment_feature=max(2, len(segments.groups)))
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         except _spark_errors() as exc:
@@ -355,6 +364,8 @@ def report(args, timings):
     try:
         doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col, "spark": True,
                "report": json_ready(rep.to_dict())}
+        if segments is not None:
+            doc.update(segment_document(args.segment_col, segments, mce))
         with open(target.tmp, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=1, allow_nan=False)
         with committing():
@@ -363,4 +374,4 @@ def report(args, timings):
         target.abort()
         raise
     timings["write"] = time.perf_counter() - t0
-    return rep
+    return rep, segments, mce
