@@ -69,7 +69,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.compare --write-readme
 
-## bench-check: the benchmark gate (CI): one-thread ratios to the peers at 10^6 rows (medians of paired calls) must stay
+## bench-check: the benchmark gate (CI): one-thread ratios to the peers at 10^6 rows (least CPU times of alternating calls) must stay
 ## above 0.7 of this CPU's references in benchmarks/floors.json, and the spread over 8 threads well above 1
 bench-check: $(STAMP)
 	NUMBA_CACHE_DIR=$(CHECK_CACHE) $(BIN)/python -m benchmarks.check

@@ -1,11 +1,12 @@
 """The benchmark gate (benchmarks/check.py, ``make bench-check``) can fail: a slowed-down subject fails it, a normal one passes.
 
-The fakes' times are bounded from below (``time.sleep`` never returns early),
-so each expected outcome holds with a wide margin whatever the machine's load.
-The real cases are measured twice in the same test, normally and slowed
-down, against a reference taken from the normal measurement: what is tested
-is that the gate's statistic (the median of paired one-thread ratios) moves
-less with noise than its tolerance, and that a 2x slowdown crosses it.
+The fakes burn a fixed CPU time (the gate times CPU time, which the machine's
+load does not stretch), so each expected outcome holds with a wide margin
+whatever the load. The real cases are measured twice in the same test,
+normally and slowed down, against a reference taken from the normal
+measurement: what is tested is that the gate's statistic (the ratio of least
+one-thread CPU times) moves less with noise than its tolerance, and that a 2x
+slowdown crosses it.
 """
 
 import json
@@ -17,30 +18,35 @@ import fastcal
 from benchmarks import check
 
 
-def _sleep(seconds):
-    return lambda: time.sleep(seconds)
+def _burn(seconds):
+    """A call that takes ``seconds`` of CPU time (a little more: the clock is read between spins)."""
+    def burn():
+        end = time.process_time() + seconds
+        while time.process_time() < end:
+            pass
+    return burn
 
 
-def _fake(ours_seconds, peer_seconds=0.03, task="sleep"):
-    return check.Case("fake", task, lambda n: (_sleep(ours_seconds), {"peer": _sleep(peer_seconds)}))
+def _fake(ours_seconds, peer_seconds=0.03, task="burn"):
+    return check.Case("fake", task, lambda n: (_burn(ours_seconds), {"peer": _burn(peer_seconds)}))
 
 
 def _data(refs, spreads=None, cpu="testcpu"):
     return {"references": {cpu: {"measured": "test", "ratios": refs}}, "spread": {"values": spreads or {}}}
 
 
-DATA = _data({"fake: sleep": {"peer": 10.0}})  # floor 7: ratio 30 ms / 2 ms = 15 passes, 30 ms / 6 ms = 5 fails
+DATA = _data({"fake: burn": {"peer": 10.0}})  # floor 7: ratio 30 ms / 2 ms = 15 passes, 30 ms / 6 ms = 5 fails
 
 
 def test_normal_subject_passes():
-    # the median ratio is 30 ms / (2 ms plus scheduling delay): above 7 unless most of ours' calls are delayed 2 ms
+    # the ratio is 30 ms / 2 ms of CPU time, 15, above 7 (each CPU time overshoots by one read of the clock)
     (result,) = check.gate([_fake(0.002)], DATA, n=0, retries=2, cpu="testcpu")
     assert result.failing() == [], result
     assert result.ratios["peer"] >= 7.0 and result.floors == {"peer": 7.0}
 
 
 def test_slowed_subject_fails_after_being_measured_again():
-    # the median ratio is at most (30 ms plus delays) / 6 ms: passing needs most peer calls delayed by 12 ms
+    # the ratio is 30 ms / 6 ms of CPU time, 5, below 7
     (result,) = check.gate([_fake(0.006)], DATA, n=0, retries=1, cpu="testcpu")
     assert result.failing() == ["peer"]
     assert result.attempts == 2  # re-measured once before failing
@@ -120,22 +126,22 @@ def test_floors_own_cpu_else_the_lowest():
 
 def test_main_exit_status_json_slowdown_and_missing_floor(monkeypatch, tmp_path, capsys):
     floors = tmp_path / "floors.json"
-    floors.write_text(json.dumps(_data({"fake: sleep": {"peer": 10.0}}, cpu=check.cpu_name())))
+    floors.write_text(json.dumps(_data({"fake: burn": {"peer": 10.0}}, cpu=check.cpu_name())))
     results = tmp_path / "out.json"
     monkeypatch.setattr(check, "FLOORS", floors)
     monkeypatch.setattr(check, "_machine", lambda: "test")  # not the seconds of importing scikit-learn
     monkeypatch.setattr(check, "CASES", [_fake(0.002)])
     assert check.main(["--json", str(results)]) == 0
-    assert "| fake: sleep |" in capsys.readouterr().out
+    assert "| fake: burn |" in capsys.readouterr().out
     assert json.loads(results.read_text())["passed"] is True
 
     # 2 ms slowed 3x is 6 ms: caught, so --expect-fail succeeds and the plain gate fails
     assert check.main(["--json", str(results), "--slowdown", "3", "--expect-fail"]) == 0
     assert check.main(["--json", str(results), "--slowdown", "3", "--retries", "0"]) == 1
-    assert "FAIL fake: sleep against peer" in capsys.readouterr().err
+    assert "FAIL fake: burn against peer" in capsys.readouterr().err
     assert json.loads(results.read_text())["passed"] is False
     assert check.main(["--json", str(results), "--expect-fail"]) == 1  # not slowed: not caught
-    assert "NOT CAUGHT fake: sleep" in capsys.readouterr().err
+    assert "NOT CAUGHT fake: burn" in capsys.readouterr().err
 
     monkeypatch.setattr(check, "CASES", [_fake(0, 0, task="no floor")])
     assert check.main(["--json", str(results)]) == 1  # a case without a reference fails: floors are not optional
@@ -159,8 +165,8 @@ def test_update_floors_records_this_cpu_and_keeps_the_others(monkeypatch, tmp_pa
     assert check.main(["--update-floors", "--runs", "3"]) == 0
     data = json.loads(floors.read_text())
     assert data["about"] == ["kept"] and data["references"]["other"] == {"ratios": {"x": {"p": 1.0}}}
-    assert data["references"][check.cpu_name()]["ratios"] == {"fake: sleep": {"peer": 8.0}}  # the median run
-    assert data["spread"]["values"] == {"fake: sleep": 1.8}
+    assert data["references"][check.cpu_name()]["ratios"] == {"fake: burn": {"peer": 8.0}}  # the median run
+    assert data["spread"]["values"] == {"fake: burn": 1.8}
 
 
 def test_every_case_has_a_reference():
