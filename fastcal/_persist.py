@@ -33,7 +33,8 @@ VERSION = 1
 #: Persistable classes by name; each declares ``_state_schema``: fitted
 #: attribute -> "array" | "float" | "int" | "bool", or, for estimators made of
 #: others (GroupedCalibrator), "model" (a nested model, as a file holds it),
-#: "models" (a list of them) or "values" (a list of JSON scalars: group names).
+#: "models" (a list of them) or "values" (a list of group names: JSON scalars, or lists of them of one length
+#: for the tuples of groups of several columns).
 #: A parameter that is an estimator is saved as ``{"type": ..., "params": ...}``.
 _REGISTRY: dict[str, type] = {}
 _ARRAY_DTYPES = ("float32", "float64", "int64")
@@ -63,10 +64,12 @@ def _encode(value, kind, name):
         return [to_dict(v) for v in value]
     if kind == "values":
         for v in value:
-            if not (v is None or isinstance(v, (str, bool)) or _is_int64(v)
-                    or (isinstance(v, float) and math.isfinite(v))):
-                raise ValueError(f"cannot save {name}: {v!r} is not a string, an int64, a finite float, a bool or None")
-        return list(value)
+            if not all(_is_scalar(x) for x in (v if isinstance(v, tuple) else (v,))):
+                raise ValueError(f"cannot save {name}: {v!r} is not a string, an int64, a finite float, a bool or "
+                                 f"None, or a tuple of them")
+        if len({len(v) if isinstance(v, tuple) else -1 for v in value}) > 1:
+            raise ValueError(f"cannot save {name}: its groups are not all single values or all tuples of one length")
+        return [list(v) if isinstance(v, tuple) else v for v in value]
     raise AssertionError(kind)
 
 
@@ -84,6 +87,11 @@ def _finite(v):
         return math.isfinite(v)
     except OverflowError:
         return False
+
+
+def _is_scalar(v):
+    """Whether ``v`` is a group name a model file holds: a string, an int64, a finite float, a bool or None."""
+    return v is None or isinstance(v, (str, bool)) or _is_int64(v) or (isinstance(v, float) and _finite(v))
 
 
 def _is_int64(v):
@@ -128,10 +136,13 @@ def _decode(value, kind, where):
             _bad(where, "must be a list of models")
         return [from_dict(v) for v in value]
     if kind == "values":
-        if not isinstance(value, list) or not all(v is None or isinstance(v, (str, bool)) or _is_int64(v)
-                                                  or (isinstance(v, float) and _finite(v)) for v in value):
-            _bad(where, "must be a list of strings, int64 integers, finite numbers, booleans or nulls")
-        return value
+        if not isinstance(value, list) or not all(
+                all(_is_scalar(x) for x in v) if isinstance(v, list) else _is_scalar(v) for v in value):
+            _bad(where, "must be a list of strings, int64 integers, finite numbers, booleans or nulls, or of lists "
+                        "of them (groups of several columns)")
+        if len({len(v) if isinstance(v, list) else -1 for v in value}) > 1 or any(v == [] for v in value):
+            _bad(where, "must hold single values or lists of one length (at least one value), not both")
+        return [tuple(v) if isinstance(v, list) else v for v in value]
     raise AssertionError(kind)
 
 

@@ -33,7 +33,7 @@ from ._validation import as_float_array, check_consistent_length, check_finite, 
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
-from .multicalibration import group_sizes_codes
+from .multicalibration import as_groups, group_sizes_codes
 from .platt import PlattScaling
 from .venn_abers import VennAbers
 
@@ -87,7 +87,8 @@ class GroupedCalibrator(BaseCalibrator):
     Attributes
     ----------
     groups_ : list
-        The groups with a calibrator of their own, in their order of :func:`fastcal.multicalibration.group_codes`.
+        The groups with a calibrator of their own, in their order of :func:`fastcal.multicalibration.group_codes`;
+        tuples of values when the groups are given as several columns.
     calibrators_ : list
         Their fitted calibrators.
     global_calibrator_ : calibrator
@@ -99,7 +100,12 @@ class GroupedCalibrator(BaseCalibrator):
     -----
     ``fit(scores, y, groups)`` and ``predict(scores, groups)`` take the
     groups as an extra argument (a 1-D array of any hashable values: ints,
-    strings, a pandas categorical; NaN and None are one group), so
+    strings, a pandas categorical; NaN and None are one group), or as
+    several columns whose values together make a row's group: a 2-D array of
+    shape ``(n, m)``, a pandas DataFrame, a dict of columns or a list of 1-D
+    arrays. A group of several columns is the tuple of its values (for
+    example ``("fr", "ios")``), ordered by the first column's order of
+    :func:`~fastcal.multicalibration.group_codes`, then the second's. So
     scikit-learn's estimator checks, which call ``fit(X, y)``, do not apply;
     the conventions they check (parameters, cloning, fitted attributes,
     ``NotFittedError``, inputs never modified, read-only input) hold all the same.
@@ -128,6 +134,15 @@ class GroupedCalibrator(BaseCalibrator):
     (['de', 'fr'], [-1.0, -2.2])
     >>> cal.predict([0.0, 1.0], ["fr", "us"]).round(2)  # "us": the global fit
     array([0.48, 0.81])
+
+    Groups of two columns, each group the tuple of its values:
+
+    >>> device = rng.choice(["ios", "web"], 2000)
+    >>> cal = GroupedCalibrator(PlattScaling()).fit(s, y, [g, device])
+    >>> cal.groups_
+    [('de', 'web'), ('de', 'ios'), ('fr', 'web'), ('fr', 'ios')]
+    >>> cal.predict([0.0], [np.array(["fr"]), np.array(["web"])]).shape
+    (1,)
     """
 
     groups_: list[Any]
@@ -159,7 +174,7 @@ class GroupedCalibrator(BaseCalibrator):
         template, minimum = params["calibrator"], params["min_samples_per_group"]
         s = column_or_1d(scores, "scores")
         yv = column_or_1d(y, "y")
-        g = column_or_1d(groups, "groups")
+        g = as_groups(groups, "groups")
         w = None
         if sample_weight is not None and not isinstance(sample_weight, numbers.Real):
             w = column_or_1d(sample_weight, "sample_weight")
@@ -262,7 +277,7 @@ def predict_matched(est, scores, groups):
     calibrator of its own); internal API of ``fastcal apply``, which warns for a whole file."""
     check_is_fitted(est, "global_calibrator_")
     s = column_or_1d(scores, "scores", min_size=0)
-    g = column_or_1d(groups, "groups", min_size=0)
+    g = as_groups(groups, "groups", min_size=0)
     check_consistent_length(scores=s, groups=g)
     flat = est._flat_isotonic()
     if flat is not None:

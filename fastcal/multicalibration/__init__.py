@@ -51,8 +51,10 @@ from .._exports import publish
 from ._coding import (
     MISSING,
     OTHER,
+    GroupColumns,
     Sizes,
     appearance_rank,
+    as_groups,
     cell_type,
     collapse_categories,
     folded_values,
@@ -90,7 +92,7 @@ __all__ = [
 ]
 
 # The internal API of the layers above (fastcal.grouped, fastcal._engine.segments, fastcal.spark), not
-# re-exported by fastcal: MISSING, OTHER, appearance_rank, cell_type, check_int, choose_segments,
+# re-exported by fastcal: MISSING, OTHER, GroupColumns, appearance_rank, as_groups, cell_type, check_int, choose_segments,
 # collapse_categories, ecce_result, folded_values, group_codes, group_sizes_codes, labels_by_appearance, mce_result, quantile_edges;
 # and Sizes, the sizes of multicalibration_error's passes and its cell types, which tests lower.
 

@@ -3,7 +3,7 @@
 and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
-:func:`group_codes`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
+:func:`group_codes`, :func:`as_groups` and :class:`GroupColumns`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
 :func:`quantile_edges`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
 """
@@ -11,6 +11,7 @@ are cut as 10^7 rows are, and narrow its cell types).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -190,6 +191,58 @@ def _code_stats(codes, offset, p, k):
     return counts, first_p[best, columns], np.stack([r for _, _, r in parts])[best, columns]
 
 
+class GroupColumns:
+    """Several group columns of one length: a row's group is the tuple of its values in the columns (internal
+    API, made by :func:`as_groups`; :func:`group_sizes_codes` numbers the tuples)."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self, columns: list[NDArray[Any]]) -> None:
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return self.columns[0].shape[0]
+
+    def rows(self, index: Any) -> GroupColumns:
+        """The groups of the rows ``index`` (an index array or a boolean mask)."""
+        return GroupColumns([c[index] for c in self.columns])
+
+
+def as_groups(groups: Any, name: str, *, min_size: int = 1) -> NDArray[Any] | GroupColumns:
+    """``groups`` as one 1-D array, or as :class:`GroupColumns` when it holds several columns (internal API of
+    the grouped estimators and reports).
+
+    Several columns are a 2-D array of shape ``(n, m)`` with ``m > 1`` (rows of ``m`` values, as scikit-learn
+    reads a 2-D array; a list of rows is an object array), a pandas DataFrame (its columns), a mapping of names
+    to columns (its values, in order), or a list or tuple of 1-D arrays (pandas Series too); a row's group is
+    then the tuple of its values. Each column keeps its dtype, and with it the order of :func:`group_codes`
+    (numbers sorted, objects by first appearance). One column in any of these forms is that column.
+    """
+    columns = None
+    if hasattr(groups, "iloc") and getattr(groups, "ndim", 1) == 2:  # a pandas DataFrame
+        columns = [groups.iloc[:, j].to_numpy() for j in range(groups.shape[1])]
+    elif isinstance(groups, Mapping):
+        columns = list(groups.values())
+    elif isinstance(groups, (list, tuple)) and groups and all(getattr(c, "ndim", 0) >= 1 for c in groups):
+        columns = list(groups)
+    elif getattr(groups, "ndim", 0) == 2 and groups.shape[1] > 1:
+        arr = np.asarray(groups)
+        columns = [arr[:, j] for j in range(arr.shape[1])]
+    elif isinstance(groups, list) and groups and isinstance(groups[0], (list, tuple)):
+        arr = np.asarray(groups, dtype=object)  # rows of values, kept as they are (numbered as objects)
+        if arr.ndim == 2 and arr.shape[1] > 1:
+            columns = [arr[:, j] for j in range(arr.shape[1])]
+    if columns is None:
+        return column_or_1d(groups, name, min_size=min_size)
+    if not columns:
+        raise ValueError(f"{name} must hold at least one column, got none.")
+    columns = [column_or_1d(c, f"{name} (column {j})", min_size=min_size) for j, c in enumerate(columns)]
+    lengths = {c.shape[0] for c in columns}
+    if len(lengths) > 1:
+        raise ValueError(f"the columns of {name} differ in length: {[c.shape[0] for c in columns]}.")
+    return columns[0] if len(columns) == 1 else GroupColumns(columns)
+
+
 def group_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[Any]]:
     """``(codes, uniques)``: the values of the 1-D array ``values`` numbered ``0..k-1`` (int64), and the ``k``
     distinct values as Python objects (None for a missing value: NaN, None, pandas' NA).
@@ -209,7 +262,11 @@ def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[A
     """``(codes, uniques, sizes)``: :func:`group_codes` and the rows of each group (int64, ``k``).
 
     ``codes`` may be ``values`` itself (int64 values already ``0..k-1``, each present): the callers only read it.
+    :class:`GroupColumns` are numbered by the tuples of their values, in the order of the first column's
+    numbers, then the second's, and so on (:func:`_crossed_sizes_codes`).
     """
+    if isinstance(values, GroupColumns):
+        return _crossed_sizes_codes(values.columns, name)
     raw = np.asarray(values)
     values = _as_integers(raw)
     n = values.shape[0]
@@ -230,6 +287,20 @@ def group_sizes_codes(values: Any, name: str) -> tuple[NDArray[np.int64], list[A
     codes, offset, index, uniques, counts, _, _ = _coded(raw, name, np.zeros(n))
     codes = index[codes.astype(np.int64, copy=False) - offset]  # a new array, never the input
     return codes, [None if _is_missing(u) else u for u in uniques], counts
+
+
+def _crossed_sizes_codes(columns, name):
+    """:func:`group_sizes_codes` of the rows' tuples of values in ``columns``: each column numbered alone, then
+    the numbers crossed one column at a time (``code * k + code of the next column``, under ``n^2``) and
+    numbered again, so that only the tuples that occur get a number."""
+    codes, uniques, sizes = group_sizes_codes(columns[0], name)
+    keys = [(u,) for u in uniques]
+    for column in columns[1:]:
+        c, u, _ = group_sizes_codes(column, name)
+        k = len(u)
+        codes, present, sizes = group_sizes_codes(codes * k + c, name)
+        keys = [keys[v // k] + (u[v % k],) for v in present]
+    return codes, keys, sizes
 
 
 def appearance_rank(first_p, first_row):

@@ -13,7 +13,7 @@ from .._parallel import parallel_for, split, task_bounds
 from .._results import Result, worst_first
 from .._sort import argsort
 from .._validation import check_consistent_length, column_or_1d
-from ._coding import Sizes, group_codes
+from ._coding import Sizes, as_groups, group_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of
 
 if TYPE_CHECKING:
@@ -119,9 +119,12 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
         Labels in {0, 1}.
     y_prob : array-like of shape (n_samples,)
         Predicted probabilities in [0, 1].
-    groups : array-like of shape (n_samples,)
+    groups : array-like of shape (n_samples,) or several columns
         The group of each row: any hashable values (ints, strings, a pandas
-        categorical; NaN and None are one group).
+        categorical; NaN and None are one group); or several columns whose
+        values together make a row's group, each group then the tuple of its
+        values: a 2-D array of shape (n_samples, m), a pandas DataFrame, a
+        dict of columns or a list of 1-D arrays.
     sample_weight : array-like of shape (n_samples,), optional
         Non-negative weights.
     n_bins : int, default=10
@@ -146,7 +149,7 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
     """
     # weights times a power of two (rescale_weights), as they are moved: the same bits at any scale of sample_weight
     y, p, w, factor, exponent = check_scaled_inputs(y_true, y_prob, sample_weight)
-    g = column_or_1d(groups, "groups")
+    g = as_groups(groups, "groups")
     check_consistent_length(y_prob=p, groups=g)
     n_bins = check_int(n_bins, "n_bins", 1)
     codes, uniques = group_codes(g, "groups")
