@@ -298,6 +298,14 @@ def reliability_diagram(
     return fig, (ax, hist_ax)
 
 
+@overload
+def report_diagram(report: CalibrationReport, corp: CorpReliabilityResult | None = None, *, ax: None = None,
+                   hist_ax: Axes | None = None, title: str | None = None, figsize: tuple[float, float] = (6.0, 7.0),
+                   ) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
+@overload
+def report_diagram(report: CalibrationReport, corp: CorpReliabilityResult | None = None, *, ax: Axes,
+                   hist_ax: Axes | None = None, title: str | None = None, figsize: tuple[float, float] = (6.0, 7.0),
+                   ) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
 def report_diagram(
     report: CalibrationReport,
     corp: CorpReliabilityResult | None = None,
