@@ -343,7 +343,7 @@ def _assert_same_numbers(got, want):
             assert g_corp.lower is None and w_corp.lower is not None
 
 
-def test_report_html_by_segment_with_spark_has_the_in_memory_sections_and_numbers(spark, files, monkeypatch):  # noqa: F811
+def test_report_html_with_spark_has_the_in_memory_sections_and_numbers(spark, files, monkeypatch):  # noqa: F811
     """``report --spark -o .html --segment-col``: the in-memory page's report text, segment table and pictures (one
     per worst group, the null group's too), each drawn from numbers equal to the in-memory ones; the page says that
     the CORP curve has no band."""
