@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from ._binning import MAX_BINS
-from ._params import Boolean, Integer, Options, Real, check
-from .decomposition import corp_reliability, score_decomposition
-from .metrics import binary_labels, calibration_curve, check_probabilities, expected_calibration_error
+from ._params import Boolean, InstanceOf, Integer, Options, Real, check
+from .decomposition import CorpReliabilityResult, corp_reliability, score_decomposition
+from .metrics import (
+    CalibrationReport,
+    binary_labels,
+    calibration_curve,
+    check_probabilities,
+    expected_calibration_error,
+)
 from .multicalibration import MulticalibrationResult, SegmentReport, kuiper_sf
 from .smooth import smooth_ece
 
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
 
     from ._typing import HistogramOptions, ReliabilityOptions
 
-__all__ = ["probability_histogram", "reliability_diagram", "segment_sigmas"]
+__all__ = ["probability_histogram", "reliability_diagram", "report_diagram", "segment_sigmas"]
 
 #: Each model's marker (binned curves) and line style, in turn: curves that lie on top of one another stay
 #: distinguishable, in colour and in grey.
@@ -289,6 +295,125 @@ def reliability_diagram(
         hist_ax.grid(True, alpha=0.3)
     else:
         ax.set_xlabel("mean predicted probability" if method == "binned" else "predicted probability")
+    return fig, (ax, hist_ax)
+
+
+@overload
+def report_diagram(report: CalibrationReport, corp: CorpReliabilityResult | None = None, *, ax: None = None,
+                   hist_ax: Axes | None = None, title: str | None = None, figsize: tuple[float, float] = (6.0, 7.0),
+                   ) -> tuple[Figure, tuple[Axes, Axes | None]]: ...
+@overload
+def report_diagram(report: CalibrationReport, corp: CorpReliabilityResult | None = None, *, ax: Axes,
+                   hist_ax: Axes | None = None, title: str | None = None, figsize: tuple[float, float] = (6.0, 7.0),
+                   ) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]: ...
+def report_diagram(
+    report: CalibrationReport,
+    corp: CorpReliabilityResult | None = None,
+    *,
+    ax: Axes | None = None,
+    hist_ax: Axes | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] = (6.0, 7.0),
+) -> tuple[Figure | SubFigure, tuple[Axes, Axes | None]]:
+    """Reliability diagram of a calibration report: drawn from its numbers, not from the rows.
+
+    The upper panel shows the diagonal of perfect calibration, the binned
+    reliability curve of ``report`` (the points ``(prob_pred, prob_true)``
+    of its non-empty bins, labelled with its ``ece``) and, when ``corp`` is
+    given, the CORP curve ``(corp.x, corp.y)``, labelled with the report's
+    Brier miscalibration (MCB), discrimination (DSC) and uncertainty (UNC),
+    and its band (``corp.lower`` to ``corp.upper``) shaded when it has one;
+    a CORP curve without a band says "no band" in its label. The lower panel
+    shows the weight of each of the report's bins (``bin_weights`` over
+    ``bin_edges``): a point is only as trustworthy as the weight behind it.
+
+    So the picture of a report is the same whichever backend computed it:
+    :func:`fastcal.calibration_report` in memory,
+    :func:`fastcal.dask.calibration_report` or
+    ``fastcal.spark.calibration_report`` (whose ``corp_reliability`` gives
+    the curve without a band).
+
+    Parameters
+    ----------
+    report : CalibrationReport
+        The report to draw (:func:`fastcal.calibration_report`).
+    corp : CorpReliabilityResult, optional
+        A CORP curve of the same predictions (:func:`fastcal.corp_reliability`).
+    ax : matplotlib Axes, optional
+        Axes for the curves. With ``ax`` given, the bins' weights are drawn
+        only if ``hist_ax`` is given too.
+    hist_ax : matplotlib Axes, optional
+        Axes for the bins' weights.
+    title : str, optional
+        Title of the curve panel; by default the report's bins, e.g.
+        "Reliability diagram (10 uniform bins)".
+    figsize : tuple, default=(6, 7)
+        Size of a new figure.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    axes : tuple ``(ax, hist_ax)``
+        ``hist_ax`` is None when the bins' weights are not drawn.
+
+    See Also
+    --------
+    reliability_diagram : The same picture from the rows, of several models.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fastcal
+    >>> from fastcal.plot import report_diagram
+    >>> rng = np.random.default_rng(0)
+    >>> p = rng.random(1000); y = (rng.random(1000) < p ** 2).astype(int)
+    >>> report = fastcal.calibration_report(y, p)
+    >>> corp = fastcal.corp_reliability(y, p, n_resamples=0)
+    >>> fig, (ax, hist_ax) = report_diagram(report, corp)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()][1:]
+    ['binned (ECE 0.1499)', 'CORP, no band (MCB 0.0325, DSC 0.0945, UNC 0.2323)']
+    """
+    report = check("report", report, [InstanceOf(CalibrationReport, "a CalibrationReport")])
+    corp = check("corp", corp, [InstanceOf(CorpReliabilityResult, "a CorpReliabilityResult"), None])
+    if ax is None:
+        plt = _pyplot()
+        fig, (ax, hist_ax) = plt.subplots(
+            2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+        )
+    else:
+        plt, fig, ax = _axes(ax, figsize)
+    colors = _colors(plt)
+    ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
+    ax.plot(report.prob_pred, report.prob_true, marker=_MARKERS[0], markersize=5, linewidth=1.5,
+            linestyle=_LINESTYLES[0], color=colors[0], label=f"binned (ECE {report.ece:.4f})")
+    if corp is not None:
+        color = colors[1 % len(colors)]
+        numbers = (f"MCB {report.brier_miscalibration:.4f}, DSC {report.brier_discrimination:.4f}, "
+                   f"UNC {report.uncertainty:.4f}")
+        ax.plot(corp.x, corp.y, linewidth=1.5, linestyle=_LINESTYLES[1], color=color,
+                label=f"CORP ({numbers})" if corp.lower is not None else f"CORP, no band ({numbers})")
+        if corp.lower is not None:
+            ax.fill_between(corp.x, corp.lower, corp.upper, color=color, alpha=0.2, linewidth=0,
+                            label=f"{corp.level:.0%} {corp.band} band ({corp.n_resamples} resamples)")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("observed frequency of positives")
+    if hist_ax is None:
+        ax.set_aspect("equal", adjustable="box")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    ax.set_title(title if title is not None else f"Reliability diagram ({report.n_bins} {report.strategy} bins)")
+    if hist_ax is not None:
+        weights = np.asarray(report.bin_weights, dtype=np.float64)
+        counts = report.weight_sum == report.n and bool(np.all(weights == np.round(weights)))
+        hist_ax.stairs(weights, report.bin_edges, color=colors[0], fill=True, alpha=0.25)
+        hist_ax.stairs(weights, report.bin_edges, color=colors[0], linewidth=1.2)
+        hist_ax.set_xlim(0, 1)
+        hist_ax.set_xlabel("predicted probability")
+        hist_ax.set_ylabel("count in bin" if counts else "weight in bin")
+        hist_ax.grid(True, alpha=0.3)
+    else:
+        ax.set_xlabel("mean predicted probability")
     return fig, (ax, hist_ax)
 
 

@@ -971,7 +971,7 @@ def test_fit_and_apply_by_group(tmp_path, kind):
 def test_html_report_by_segment_has_the_segment_section(tmp_path):
     import re
 
-    from fastcal.cli.report import SEGMENT_PICTURES
+    from fastcal.cli.documents import SEGMENT_PICTURES
 
     p, y, g = _segment_files(tmp_path)
     out = tmp_path / "r.html"

@@ -144,14 +144,14 @@ def test_spark_errors_name_the_argument_and_leave_no_output(spark, files, capsys
         (["apply", "--spark", str(d / "model.json"), str(d / "data.parquet"), "-o", str(d / "y.parquet"),
           "--prior-rate", "0.5"], "--prior-rate"),
         (["report", "--spark", "--score-col", "score", "--label-col", "label", str(d / "data.parquet"), "-o",
-          str(d / "r.html")], "must be .json"),
+          str(d / "r.pdf")], "must be .png, .html or .json"),
         (["report", "--spark-master", "local[1]", "--score-col", "score", "--label-col", "label",
           str(d / "data.parquet"), "-o", str(d / "r.json")], "--spark-master needs --spark"),
     ]
     for argv, fragment in usage:
         assert main(argv) == 2, argv
         assert fragment in _error_line(capsys), argv
-    assert not [p for p in ("x.json", "y.parquet", "r.html", "r.json") if os.path.exists(d / p)]
+    assert not [p for p in ("x.json", "y.parquet", "r.pdf", "r.json") if os.path.exists(d / p)]
     assert not _leftovers(d)
     assert spark.range(3).count() == 3  # the test's session is still running
 
@@ -309,3 +309,81 @@ def test_report_by_segment_with_spark_equals_the_in_memory_report(spark, files, 
     assert got["multicalibration"].keys() == want["multicalibration"].keys()
     for key, value in want["multicalibration"].items():
         assert got["multicalibration"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def _drawn(monkeypatch):
+    """The ``(title, report, corp)`` of every picture the report command draws (fastcal.plot.report_diagram),
+    recorded as they are drawn."""
+    import fastcal.plot
+
+    calls = []
+    draw = fastcal.plot.report_diagram
+
+    def record(report, corp=None, **options):
+        calls.append((options.get("title"), report, corp))
+        return draw(report, corp, **options)
+
+    monkeypatch.setattr(fastcal.plot, "report_diagram", record)
+    return calls
+
+
+def _assert_same_numbers(got, want):
+    """Two lists of drawn ``(title, report, corp)``: the same pictures, of the same numbers to 1e-12; the Spark
+    CORP curve without a band."""
+    assert [t for t, *_ in got] == [t for t, *_ in want]
+    for (title, g_rep, g_corp), (_, w_rep, w_corp) in zip(got, want):
+        assert_array_equal(g_rep.bin_edges, w_rep.bin_edges, err_msg=title)
+        for name in ("bin_weights", "prob_true", "prob_pred"):
+            assert_allclose(getattr(g_rep, name), getattr(w_rep, name), rtol=1e-12, atol=1e-12, err_msg=name)
+        assert g_rep.ece == pytest.approx(w_rep.ece, rel=1e-12, abs=1e-12)
+        assert (g_corp is None) == (w_corp is None)
+        if w_corp is not None:
+            assert_array_equal(g_corp.x, w_corp.x)
+            assert_allclose(g_corp.y, w_corp.y, rtol=1e-12, atol=1e-12)
+            assert g_corp.lower is None and w_corp.lower is not None
+
+
+def test_report_html_with_spark_has_the_in_memory_sections_and_numbers(spark, files, monkeypatch):  # noqa: F811
+    """``report --spark -o .html --segment-col``: the in-memory page's report text, segment table and pictures (one
+    per worst group, the null group's too), each drawn from numbers equal to the in-memory ones; the page says that
+    the CORP curve has no band."""
+    import re
+
+    from fastcal.cli.documents import NO_BAND_NOTE, SEGMENT_PICTURES
+
+    d, score, label, weight = files
+    country = np.array(["fr", "de", "us", None], dtype=object)[np.arange(N) % 4]
+    label = np.where(country == "fr", (score > 0.3), label).astype(np.int64)  # fr miscalibrated
+    pq.write_table(pa.table({"score": score, "label": label, "weight": weight,
+                             "country": pa.array(country.tolist(), pa.string())}), d / "pic.parquet")
+    args = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "--segment-col",
+            "country", "-q", str(d / "pic.parquet")]
+    drawn = _drawn(monkeypatch)
+    assert main(args + ["--spark", "-o", str(d / "pic_spark.html")]) == 0
+    spark_drawn = list(drawn)
+    drawn.clear()
+    assert main(args + ["-o", str(d / "pic_mem.html")]) == 0
+    got, want = ((d / f"pic_{w}.html").read_text() for w in ("spark", "mem"))
+    assert re.findall(r"<pre>.*?</pre>", got, re.S) == re.findall(r"<pre>.*?</pre>", want, re.S)
+    for pattern in (r"<h\d>.*?</h\d>", r"<tr>.*?</tr>", r"Multicalibration error over .*?</p>", r'alt="[^"]*"'):
+        assert re.findall(pattern, got) == re.findall(pattern, want), pattern
+    assert len(re.findall(r'alt="[^"]*"', want)) == 1 + SEGMENT_PICTURES  # the null group's picture too
+    assert 'alt="reliability diagram of country = None"' in want
+    assert got.count("<img ") == want.count("<img ") == 1 + SEGMENT_PICTURES
+    assert NO_BAND_NOTE in got and NO_BAND_NOTE not in want
+    _assert_same_numbers(spark_drawn, drawn)
+    assert spark_drawn[1][0].startswith("fr (ecce_sigma ")  # worst first
+
+
+def test_report_png_with_spark_draws_the_in_memory_numbers(spark, files, monkeypatch):  # noqa: F811
+    d, *_ = files
+    args = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "--n-bins", "7",
+            "--strategy", "quantile", "-q", str(d / "data.parquet")]
+    drawn = _drawn(monkeypatch)
+    assert main(args + ["--spark", "-o", str(d / "spark.png")]) == 0
+    spark_drawn = list(drawn)
+    drawn.clear()
+    assert main(args + ["-o", str(d / "mem.png")]) == 0
+    assert (d / "spark.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(spark_drawn) == len(drawn) == 1
+    _assert_same_numbers(spark_drawn, drawn)

@@ -163,3 +163,57 @@ def test_reliability_diagram_bad_method():
         plot.reliability_diagram(y, p, method="isotonic")
     with pytest.raises(fastcal.InvalidParameterError, match="show_decomposition"):
         plot.reliability_diagram(y, p, show_decomposition="yes")
+
+
+def test_report_diagram_draws_the_reports_numbers(tmp_path):
+    y, p, _ = _data(5000, seed=6)
+    w = np.linspace(0.5, 2.0, p.size)
+    report = fastcal.calibration_report(y, p, sample_weight=w, n_bins=8, strategy="quantile")
+    corp = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=40, random_state=2)
+    fig, (ax, hist_ax) = plot.report_diagram(report, corp)
+    diagonal, binned, curve = ax.get_lines()
+    assert_allclose(diagonal.get_xydata(), [[0, 0], [1, 1]])
+    assert_allclose(binned.get_xdata(), report.prob_pred)
+    assert_allclose(binned.get_ydata(), report.prob_true)
+    assert_allclose(curve.get_xdata(), corp.x)
+    assert_allclose(curve.get_ydata(), corp.y)
+    (band,) = ax.collections
+    vertices = band.get_paths()[0].vertices
+    assert_allclose(np.sort(vertices[:, 1])[[0, -1]], [corp.lower.min(), corp.upper.max()])
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[1:] == [
+        f"binned (ECE {report.ece:.4f})",
+        f"CORP (MCB {report.brier_miscalibration:.4f}, DSC {report.brier_discrimination:.4f}, "
+        f"UNC {report.uncertainty:.4f})",
+        "90% consistency band (40 resamples)",
+    ]
+    assert ax.get_title() == "Reliability diagram (8 quantile bins)"
+    # the lower panel: the report's bins' weights over its edges, in the weights' units
+    values, edges = hist_ax.patches[0].get_data()[:2]
+    assert_allclose(values, report.bin_weights)
+    assert_allclose(edges, report.bin_edges)
+    assert hist_ax.get_ylabel() == "weight in bin"
+    fig.savefig(tmp_path / "report.png", dpi=60)
+    assert (tmp_path / "report.png").stat().st_size > 5_000
+
+
+def test_report_diagram_options():
+    y, p, _ = _data(2000, seed=7)
+    report = fastcal.calibration_report(y, p)
+    # a curve without a band (fastcal.spark.corp_reliability's) says so; no CORP curve at all
+    _, (ax, hist_ax) = plot.report_diagram(report, fastcal.corp_reliability(y, p, n_resamples=0), title="t")
+    assert ax.get_title() == "t" and not ax.collections
+    assert ax.get_legend().get_texts()[2].get_text().startswith("CORP, no band (MCB ")
+    assert hist_ax.get_ylabel() == "count in bin"
+    _, (ax, _) = plot.report_diagram(report)
+    assert len(ax.get_lines()) == 2
+    # given axes: no weights panel unless asked for
+    fig2, given = plt.subplots(1, 2)
+    fig, (ax, hist_ax) = plot.report_diagram(report, ax=given[0])
+    assert fig is fig2 and ax is given[0] and hist_ax is None
+    _, (_, hist_ax) = plot.report_diagram(report, ax=given[0], hist_ax=given[1])
+    assert hist_ax is given[1] and len(hist_ax.patches) == 2
+    with pytest.raises(fastcal.InvalidParameterError, match="report must be a CalibrationReport; got"):
+        plot.report_diagram(fastcal.corp_reliability(y, p, n_resamples=0))
+    with pytest.raises(fastcal.InvalidParameterError, match="corp must be a CorpReliabilityResult or None"):
+        plot.report_diagram(report, report)

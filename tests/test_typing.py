@@ -409,6 +409,12 @@ def plots(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
                                                  random_state=0, show_decomposition=True)[0], Figure)
     assert_type(fastcal.plot.reliability_diagram(y, p, method="smooth", bandwidth=0.1, ax=ax)[1][0], Axes)
     assert_type(fastcal.plot.segment_sigmas(fastcal.segment_report(y, p, y), alpha=0.01, top=5, ax=ax)[1], Axes)
+    report = fastcal.calibration_report(y, p, n_bins=5)
+    corp = fastcal.corp_reliability(y, p, n_resamples=0)
+    fig3, (ax3, hist_ax3) = fastcal.plot.report_diagram(report, corp, title="t", figsize=(4, 4))
+    assert_type(fig3, Figure)
+    assert_type(hist_ax3, Axes | None)
+    assert_type(fastcal.plot.report_diagram(report, ax=ax, hist_ax=hist_ax)[0], Figure | SubFigure)
 
 
 def main(tmp: str) -> None:

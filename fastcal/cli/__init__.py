@@ -47,7 +47,9 @@ complete, so a failure or a signal never leaves a partial output file
 (stdout excepted).
 
 With ``--spark``, ``fit``, ``apply`` and ``report`` read their input through
-Spark and compute with :mod:`fastcal.spark` (see :mod:`.spark`).
+Spark and compute with :mod:`fastcal.spark` (see :mod:`.spark`); ``report``
+writes the same .json, .html and .png, but its pictures' CORP curve has no
+band (the band's resamples redraw every row).
 
 Layout: this module parses the arguments and runs a command; the commands
 are in :mod:`.fit`, :mod:`.apply`, :mod:`.report` and :mod:`.precompile`
@@ -56,7 +58,8 @@ timings)`` that raises :class:`~fastcal._io.UsageError` or
 :class:`~fastcal._io.DataError` and fills ``timings`` with the seconds of each
 phase; :mod:`.options` has the option types, :mod:`.checks` the label and
 weight checks, :mod:`.progress` the progress bar, :mod:`.signals` the
-signal handlers. Files are read and written
+signal handlers, :mod:`.spark` the ``--spark`` paths, :mod:`.documents` the
+report's files (with and without ``--spark``). Files are read and written
 by :mod:`fastcal._io`.
 """
 
@@ -171,7 +174,8 @@ def build_parser():
     rep = sub.add_parser("report", help="calibration diagnostics and reliability diagram")
     rep.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     rep.add_argument("-o", "--output", required=True, metavar="REPORT",
-                     help="report.png (reliability diagram), report.html (table and diagram) or report.json")
+                     help="report.png (reliability diagram), report.html (table and diagram) or report.json; "
+                          "with --spark, the diagram's CORP curve has no band")
     rep.add_argument("--score-col", required=True, metavar="COL", help="column of predicted probabilities")
     rep.add_argument("--label-col", required=True, metavar="COL", help="column of 0/1 labels")
     rep.add_argument("--weight-col", metavar="COL", help="column of sample weights (default: every row weighs 1)")

@@ -2,8 +2,8 @@
 
 The input is any path Spark reads as Parquet (``.parquet``) or CSV with a
 header (``.csv``): one file or a directory of part files, local or on the
-cluster's file system. ``fit`` writes the model file and ``report`` a
-``.json`` report on the local file system, as without ``--spark``; ``apply``
+cluster's file system. ``fit`` writes the model file and ``report`` its
+``.json``, ``.html`` or ``.png`` on the local file system, as without ``--spark``; ``apply``
 writes its output through Spark (a directory of part files, ``.parquet`` or
 ``.csv``), into a temporary directory next to the target, renamed to the
 target when the job has succeeded: an error, in the job or before it, leaves
@@ -11,9 +11,13 @@ no partial output (the target must be a local path for the rename).
 
 Only what :mod:`fastcal.spark` computes exactly is offered: ``fit --method``
 isotonic, centered-isotonic, sigmoid, beta and histogram; ``apply`` of their
-models (``predict`` in the JVM); ``report`` as ``.json`` (the
-:func:`fastcal.spark.calibration_report`; no reliability picture, CORP band
-or segments). Other options raise a usage error naming them. Rows have no
+models (``predict`` in the JVM); ``report`` (:func:`report`: the
+numbers of :func:`fastcal.spark.calibration_report`,
+:func:`fastcal.spark.corp_reliability`, :func:`fastcal.spark.segment_report`
+and :func:`fastcal.spark.multicalibration_error`, written by
+:mod:`.documents` as without ``--spark``; the pictures' CORP curve has no
+band, whose resamples redraw every row). Other options raise a usage error
+naming them. Rows have no
 order in Spark, so data errors name the file and the column, not a row.
 
 The session is ``SparkSession.builder.getOrCreate()`` (``spark-submit``'s
@@ -32,6 +36,7 @@ import sys
 import time
 
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target
+from . import documents
 
 #: What ``--spark`` reads and writes, by extension.
 _FORMATS = (".parquet", ".csv")
@@ -324,21 +329,50 @@ def _warn_unmatched(df, est, column, path):
     warn_unmatched(path, column, est.groups_, [r[0] for r in df.select(column).distinct().limit(5).collect()])
 
 
-def report(args, timings):
-    """``fastcal report --spark``: :func:`fastcal.spark.calibration_report` of the input, as ``.json``, with the
-    segment table and multicalibration error of ``--segment-col`` as without ``--spark``; returns the report (and
-    prints the segments when asked): ``(report, segments, mce)``, the last two None without ``--segment-col``."""
-    import json
+def _group_reports(df, args, path):
+    """``report_of(group)`` of :func:`.documents.segment_pictures`: :func:`fastcal.spark.calibration_report` of
+    the rows of ``df`` whose ``--segment-col`` is ``group`` (the missing group, None: its nulls, and NaNs in a
+    float column, as :func:`fastcal.spark.segment_report` groups them)."""
+    import numpy as np
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     import fastcal.spark as fs
 
-    from .report import json_ready, segment_document
-    from .signals import committing
+    col = F.col(args.segment_col)
 
-    if os.path.splitext(args.output)[1].lower() != ".json":
-        raise UsageError(f"{args.output}: with --spark, the report must be .json")
+    def report_of(group):
+        if group is None:
+            rows = col.isNull()
+            if isinstance(df.schema[args.segment_col].dataType, (T.FloatType, T.DoubleType)):
+                rows = rows | F.isnan(col)
+        else:
+            rows = col == F.lit(group.item() if isinstance(group, np.generic) else group)
+        try:
+            return fs.calibration_report(df.where(rows), args.label_col, args.score_col, weight_col=args.weight_col,
+                                         n_bins=args.n_bins, strategy=args.strategy)
+        except (ValueError, TypeError) as exc:
+            raise DataError(f"{path}: {exc}") from None
+        except _spark_errors() as exc:
+            raise DataError(f"{path}: {_first_line(exc)}") from None
+
+    return report_of
+
+
+def report(args, timings):
+    """``fastcal report --spark``: the report of ``fastcal report`` (:mod:`.documents`: .json, .html or .png) from
+    :mod:`fastcal.spark`'s numbers: :func:`~fastcal.spark.calibration_report` of the input, and with
+    ``--segment-col`` its :func:`~fastcal.spark.segment_report` and
+    :func:`~fastcal.spark.multicalibration_error`. The pictures (.html, .png) are drawn from the report and the
+    CORP curve of :func:`~fastcal.spark.corp_reliability`, which has no band (its resamples redraw every row):
+    the picture and the page say so. A worst group's picture is drawn from
+    :func:`~fastcal.spark.calibration_report` of the rows of that group. The .json report has no ``corp`` entry.
+    Returns ``(report, segments, mce)``, the last two None without ``--segment-col``."""
+    import fastcal.spark as fs
+
+    kind = os.path.splitext(args.output)[1].lower()
     path = display_name(args.input)
-    segments = mce = None
+    segments = mce = corp = None
     with session(args) as spark:
         t0 = time.perf_counter()
         df = read(spark, args.input, [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col
@@ -348,6 +382,8 @@ def report(args, timings):
         try:
             rep = fs.calibration_report(df, args.label_col, args.score_col, weight_col=args.weight_col,
                                         n_bins=args.n_bins, strategy=args.strategy)
+            if kind != ".json":
+                corp = fs.corp_reliability(df, args.label_col, args.score_col, weight_col=args.weight_col)
             if args.segment_col:  # as without --spark (fastcal.cli.report)
                 segments = fs.segment_report(df, args.label_col, args.score_col, args.segment_col,
                                              weight_col=args.weight_col, n_bins=args.n_bins)
@@ -359,19 +395,16 @@ def report(args, timings):
         except _spark_errors() as exc:
             raise DataError(f"{path}: {_first_line(exc)}") from None
         timings["compute (Spark)"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    target = new_target(args.output, ".json")
-    try:
+        t0 = time.perf_counter()
         doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col, "spark": True,
-               "report": json_ready(rep.to_dict())}
+               "report": documents.json_ready(rep.to_dict())}
         if segments is not None:
-            doc.update(segment_document(args.segment_col, segments, mce))
-        with open(target.tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
-        with committing():
-            target.commit()
-    except BaseException:
-        target.abort()
-        raise
+            doc.update(documents.segment_document(args.segment_col, segments, mce))
+        # the worst groups' pictures of an .html report run Spark jobs: inside the session
+        content = documents.render(kind, doc, rep, corp, f"{path}: {args.score_col} against {args.label_col}",
+                                   args.segment_col, segments, mce,
+                                   _group_reports(df, args, path) if segments is not None else None,
+                                   note=documents.NO_BAND_NOTE)
+    documents.write(args.output, kind, content)
     timings["write"] = time.perf_counter() - t0
     return rep, segments, mce
