@@ -739,12 +739,39 @@ def test_swallowed_interrupt_still_stops_the_run(model, files, tmp_path, monkeyp
         return original(*args)
 
     monkeypatch.setattr(apply_module, "calibrate", calibrate_after_a_swallowed_interrupt)
-    before = {s: _signal.getsignal(s) for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
-    for dst in ("out.csv", "out.npy", "out.parquet"):
-        assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / dst)]) == 130
-        assert list(tmp_path.iterdir()) == []
-    # the handlers are main's own: restored after it
-    assert {s: _signal.getsignal(s) for s in before} == before
+    # SIGINT's default handler, whatever started the tests (a shell's background job ignores SIGINT, which main
+    # then leaves ignored, as it does nohup's SIGHUP)
+    inherited = _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    try:
+        before = {s: _signal.getsignal(s) for s in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
+        for dst in ("out.csv", "out.npy", "out.parquet"):
+            assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / dst)]) == 130
+            assert list(tmp_path.iterdir()) == []
+        # the handlers are main's own: restored after it
+        assert {s: _signal.getsignal(s) for s in before} == before
+    finally:
+        _signal.signal(_signal.SIGINT, inherited)
+
+
+def test_an_error_raised_instead_of_the_interrupt_still_exits_with_the_signal(model, files, tmp_path, monkeypatch):
+    # NumPy's tofile, interrupted by a signal whose handler raises, raises a TypeError instead (seen in the
+    # out-of-core fit's partition files): the run was interrupted all the same, and exits with 128 + the signal.
+    import signal as _signal
+
+    from fastcal.cli import apply as apply_module
+
+    def calibrate_interrupted_into_a_type_error(*args):
+        try:
+            os.kill(os.getpid(), _signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between two bytecodes, raising in here
+                pass
+        except KeyboardInterrupt:
+            raise TypeError("expected str, bytes or os.PathLike object, not BufferedWriter") from None
+        raise AssertionError("the handler did not run")
+
+    monkeypatch.setattr(apply_module, "calibrate", calibrate_interrupted_into_a_type_error)
+    assert main(["apply", str(model), str(files / "data.parquet"), "-o", str(tmp_path / "out.csv")]) == 128 + 15
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_ctrl_c_while_pyarrow_imports_pandas(files, model, tmp_path):

@@ -239,9 +239,16 @@ def main(argv=None):
     progress_enabled = not args.quiet and sys.stderr.isatty()
     timings = {}
     with Signals() as signals:
-        status = _run(args, progress_enabled, timings)
-        if status == EXIT_OK and signals.received is not None and not signals.committed:
-            status = _interrupted(signals.received)  # its KeyboardInterrupt was swallowed (by pyarrow)
+        try:
+            status = _run(args, progress_enabled, timings)
+        except BaseException:
+            if signals.received is None or signals.committed:
+                raise
+            status = EXIT_DATA  # an error after the signal: what its exception became (below)
+        if signals.received is not None and not signals.committed:
+            # the signal's KeyboardInterrupt was swallowed (pyarrow, while it imports pandas) or turned into another
+            # error (NumPy's tofile, interrupted, raises a TypeError): the run was interrupted all the same
+            status = _interrupted(signals.received)
     return status
 
 
