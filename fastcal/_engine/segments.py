@@ -2,7 +2,8 @@ r"""ECCE, calibration ratio, report by segment and multicalibration error over a
 
 Chunks are ``(y_prob, y_true, w)`` (``w`` None in every chunk when
 ``weighted`` is False), and ``(y_prob, y_true, w, groups)`` for
-:func:`segment_report`. One :meth:`Rows.convert` validates every chunk with
+:func:`segment_report` (or ``(y_prob, y_true, w, *group columns)``: each
+row's group the tuple of its values, numbered by :func:`number_groups`). One :meth:`Rows.convert` validates every chunk with
 the rules of :mod:`fastcal.multicalibration` (probabilities in [0, 1], labels
 0 and 1, finite non-negative weights with a positive sum, equal lengths;
 messages naming ``y_prob``, ``y_true``, ``sample_weight``, ``groups``) and
@@ -56,6 +57,14 @@ partition runs the in-memory :func:`fastcal.segment_report` on its rows,
 with the weights rescaled by the global power of two. The per-partition
 tables, in partition order, are the table of all groups in the in-memory
 order.
+
+Several group columns: each chunk returns, per column, its distinct values
+(numbered by ``group_codes``) and the distinct tuples of its rows' numbers
+with their rows; each column is numbered as one column is, the chunks'
+tuples are renumbered by those numbers and sorted (the order of
+:func:`fastcal.multicalibration.group_sizes_codes` on the whole columns:
+the first column's order, then the second's), and :class:`Crossed` looks up
+each row's tuple in the second conversion.
 
 Exactness: every column of a group is computed from that group's rows
 alone, by the in-memory kernel, from the same rescaled weights (a power of
