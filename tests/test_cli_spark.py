@@ -414,6 +414,9 @@ def test_two_group_columns_with_spark_equal_the_in_memory_commands(spark, files,
     apply = ["apply", str(d / "two_mem.json"), src, "--score-col", "score", "--group-col", "country,device", "-q"]
     assert main(apply + ["--spark", "-o", str(d / "two_spark.parquet")]) == 0
     assert main(apply + ["-o", str(d / "two_mem.parquet")]) == 0
+    assert main(["apply", "--spark", str(d / "two_mem.json"), src, "--score-col", "score", "--group-col", "country",
+                 "-o", str(d / "two_one.parquet"), "-q"]) == 2  # the columns of the fit, or a usage error
+    assert "fitted on 2 group columns, but --group-col names 1 (country)" in capsys.readouterr().err
     result = pq.read_table(d / "two_spark.parquet")
     order = np.argsort(result.column("id").to_numpy())
     assert_array_equal(result.column("calibrated").to_numpy()[order],

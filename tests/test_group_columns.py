@@ -223,3 +223,12 @@ def test_cli_a_column_named_with_a_comma_and_a_missing_column(tmp_path, capsys):
     assert _cli("apply", tmp_path / "csv.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
                 "--group-col", "device,nope", "-q") == 2
     assert "no column 'nope'" in capsys.readouterr().err
+    # a model of one group column applied with two, and of two applied with one: the columns of the fit
+    assert _cli("apply", tmp_path / "csv.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
+                "--group-col", "country,device", "-q") == 2
+    assert "fitted on 1 group column, but --group-col names 2 (country, device)" in capsys.readouterr().err
+    assert _cli("fit", tmp_path / "d.csv", "-o", tmp_path / "two.json", "--method", "sigmoid", "--score-col", "s",
+                "--label-col", "y", "--group-col", "country,device", "--min-group-rows", "50", "-q") == 0
+    assert _cli("apply", tmp_path / "two.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
+                "--group-col", "device", "-q") == 2
+    assert "fitted on 2 group columns, but --group-col names 1 (device)" in capsys.readouterr().err

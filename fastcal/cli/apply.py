@@ -60,6 +60,8 @@ def cmd_apply(args, progress_enabled, timings):
             raise UsageError(f"{path}: say which column holds the scores with --score-col")
     group_cols = group_columns_arg(args.group_col, reader.names, "--group-col") if grouped else []
     reader.require(score_cols + group_cols)
+    if grouped:
+        check_group_columns(est, group_cols, args.model)
     multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if multiclass:
         k = est.n_classes_
@@ -113,6 +115,16 @@ def cmd_apply(args, progress_enabled, timings):
     timings.update(read=t_read, compute=t_compute, write=t_write)
     if matches is not None:
         matches.warn(path)
+
+
+def check_group_columns(est, names, model):
+    """A :class:`UsageError` when the grouped model ``est`` was fitted on another number of group columns than
+    ``names`` (its groups tuples of that many values; one column's groups are not tuples)."""
+    fitted = {len(g) if isinstance(g, tuple) else 1 for g in est.groups_}
+    if len(fitted) == 1 and fitted != {len(names)}:
+        k = fitted.pop()
+        raise UsageError(f"{model}: the model was fitted on {k} group column{'s' if k > 1 else ''}, but --group-col "
+                         f"names {len(names)} ({', '.join(names)}); give the columns of the fit")
 
 
 def piece_groups(piece, names, path):

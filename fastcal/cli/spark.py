@@ -268,6 +268,10 @@ def apply(args, est, score_col, output_col, timings):
         df = read(spark, args.input, [score_col] if score_col is not None else [],
                   args.group_col if grouped else None, "--group-col")
         group_col = _group_arg(args.group_col, df, "--group-col") if grouped else None
+        if grouped:
+            from .apply import check_group_columns
+
+            check_group_columns(est, group_col if isinstance(group_col, list) else [group_col], args.model)
         if score_col is None:  # as without --spark: the only column, or "score"
             if len(df.columns) == 1 or "score" in df.columns:
                 score_col = df.columns[0] if len(df.columns) == 1 else "score"
