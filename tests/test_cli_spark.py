@@ -387,3 +387,47 @@ def test_report_png_with_spark_draws_the_in_memory_numbers(spark, files, monkeyp
     assert (d / "spark.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(spark_drawn) == len(drawn) == 1
     _assert_same_numbers(spark_drawn, drawn)
+
+
+def test_two_group_columns_with_spark_equal_the_in_memory_commands(spark, files, capsys):  # noqa: F811
+    """``--group-col country,device`` and ``--segment-col country,device`` from CSV (a text column with empty
+    cells, an integer column): with --spark, the groups (tuples, in the in-memory order), models, predictions and
+    report of the commands without --spark."""
+    d, score, label, weight = files
+    country = np.array(["fr", "de", "us", ""])[np.arange(N) % 4]
+    country[::7] = ""
+    device = np.arange(N) % 3 + 1
+    with open(d / "two.csv", "w") as f:
+        f.write("id,score,label,weight,country,device\n")
+        f.writelines(f"{i},{s!r},{y},{w!r},{c},{k}\n" for i, s, y, w, c, k in
+                     zip(range(N), score.tolist(), label, weight.tolist(), country, device.tolist()))
+    src = str(d / "two.csv")
+    fit = ["fit", "--method", "isotonic", "--score-col", "score", "--label-col", "label", "--group-col",
+           "country,device", "--min-group-rows", "50", "-q", src]
+    assert main(fit + ["--spark", "-o", str(d / "two_spark.json")]) == 0
+    assert main(fit + ["-o", str(d / "two_mem.json")]) == 0
+    got, want = fastcal.load(d / "two_spark.json"), fastcal.load(d / "two_mem.json")
+    assert got.groups_ == want.groups_ and ("fr", 1) in want.groups_ and (None, 3) in want.groups_
+    for a, b in zip(got.calibrators_, want.calibrators_, strict=True):
+        assert_array_equal(a.X_thresholds_, b.X_thresholds_)
+        assert_allclose(a.y_thresholds_, b.y_thresholds_, rtol=1e-15, atol=1e-15)
+    apply = ["apply", str(d / "two_mem.json"), src, "--score-col", "score", "--group-col", "country,device", "-q"]
+    assert main(apply + ["--spark", "-o", str(d / "two_spark.parquet")]) == 0
+    assert main(apply + ["-o", str(d / "two_mem.parquet")]) == 0
+    assert main(["apply", "--spark", str(d / "two_mem.json"), src, "--score-col", "score", "--group-col", "country",
+                 "-o", str(d / "two_one.parquet"), "-q"]) == 2  # the columns of the fit, or a usage error
+    assert "fitted on 2 group columns, but --group-col names 1 (country)" in capsys.readouterr().err
+    result = pq.read_table(d / "two_spark.parquet")
+    order = np.argsort(result.column("id").to_numpy())
+    assert_array_equal(result.column("calibrated").to_numpy()[order],
+                       pq.read_table(d / "two_mem.parquet").column("calibrated").to_numpy())
+    report = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "--segment-col",
+              "country,device", "-q", src]
+    assert main(report + ["--spark", "-o", str(d / "two_spark_r.json")]) == 0
+    assert main(report + ["-o", str(d / "two_mem_r.json")]) == 0
+    got, want = (json.loads((d / f"two_{w}_r.json").read_text()) for w in ("spark", "mem"))
+    assert got["segments"]["groups"] == want["segments"]["groups"] and ["fr", 1] in want["segments"]["groups"]
+    assert got["segments"]["n"] == want["segments"]["n"]
+    for key, value in want["multicalibration"].items():
+        assert got["multicalibration"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    assert capsys.readouterr().err == ""

@@ -171,3 +171,41 @@ def test_float32_scores_stay_float32():
     out = fd.predict(got, da.from_array(p, chunks=300), groups=g)
     assert out.dtype == np.float32
     assert_array_equal(out.compute(), got.predict(p, g))
+
+
+@pytest.mark.parametrize("calibrator", [fastcal.IsotonicRegression(out_of_bounds="clip"), fastcal.PlattScaling()],
+                         ids=lambda c: repr(c))
+def test_several_group_columns_equal_the_in_memory_fit(calibrator):
+    """Two group columns (text with None, floats with NaN): the groups are the tuples, in the in-memory order,
+    and every group model and prediction are the in-memory ones, bit for bit; arrays, a list or a dict of them,
+    and columns of one DataFrame."""
+    p, y, w, g = _data(2000, seed=6)
+    text = g.astype(object)
+    text[::13] = None
+    device = np.where(np.arange(2000) % 3 == 0, 2.0, 1.0)
+    device[::17] = np.nan
+    chunks = (400, 1, 0, 599, 1000)
+    ref = fastcal.GroupedCalibrator(calibrator, min_samples_per_group=25).fit(p, y, [text, device],
+                                                                               sample_weight=w)
+    assert any(t[0] is None for t in ref.groups_) and any(t[1] is None for t in ref.groups_)
+    pd_, yd, wd = da.from_array(p, chunks=chunks), da.from_array(y, chunks=700), da.from_array(w, chunks=300)
+    as_arrays = [da.from_array(text, chunks=250), da.from_array(device, chunks=333)]
+    frame = dd.from_pandas(pd.DataFrame({"p": p, "y": y, "w": w, "g": text, "d": device}), npartitions=4)
+    fits = [fd.fit_grouped(calibrator, pd_, yd, as_arrays, sample_weight=wd, min_samples_per_group=25,
+                           n_partitions=3),
+            fd.fit_grouped(calibrator, pd_, yd, {"g": text, "d": as_arrays[1]}, sample_weight=wd,
+                           min_samples_per_group=25),
+            fd.fit_grouped(calibrator, frame["p"], frame["y"], frame[["g", "d"]], sample_weight=frame["w"],
+                           min_samples_per_group=25)]
+    for got in fits:
+        assert got.groups_ == ref.groups_
+        assert_array_equal(got.group_counts_, ref.group_counts_)
+        for a, b in zip(got.calibrators_, ref.calibrators_, strict=True):
+            _assert_same_model(a, b)
+    t = np.concatenate([p[:300], [0.5, 0.5]])
+    h = [np.append(text[:300], ["zz", "fr"]), np.append(device[:300], [1.0, 7.0])]  # unseen tuples: global
+    out = fd.predict(fits[0], da.from_array(t, chunks=101), groups=[da.from_array(c, chunks=77) for c in h])
+    assert_array_equal(out.compute(), fits[0].predict(t, h))  # each chunk the in-memory predict of the model
+    assert_allclose(out.compute(), ref.predict(t, h), rtol=1e-9, atol=1e-12)  # the global models: their rounding
+    series = fd.predict(fits[2], frame["p"], groups=[frame["g"], frame["d"]])
+    assert_array_equal(series.compute().to_numpy(), fits[2].predict(p, [text, device]))

@@ -239,3 +239,20 @@ def test_on_a_local_cluster_of_two_processes(client):
     got = fd.multicalibration_error(_arr(y, chunks), _arr(p, chunks), {"g": _arr(g, chunks), "x": _arr(x, chunks)},
                                     sample_weight=_arr(w, chunks), numerical=["x"], n_partitions=2)
     _same_mce(got, fastcal.multicalibration_error(y, p, {"g": g, "x": x}, sample_weight=w, numerical=["x"]))
+
+
+def test_segment_report_of_several_columns():
+    """Two group columns (objects with None, integers): the tuples, in the in-memory order, and the in-memory
+    numbers; a list of arrays and columns of one DataFrame."""
+    p, y, w, g = _data(1200, 4)
+    text = pd.Series(g, dtype=object)
+    text[::11] = None
+    k = (np.arange(1200) * 7919) % 3
+    ref = fastcal.segment_report(y, p, [text.to_numpy(), k], sample_weight=w, n_bins=5)
+    assert all(isinstance(t, tuple) for t in ref.groups) and ref.groups[-1][0] is None
+    got = fd.segment_report(_arr(y, 250), _arr(p, 250), [_arr(text.to_numpy(), 300), _arr(k, 100)],
+                            sample_weight=_arr(w, 250), n_bins=5, n_partitions=3)
+    _same_report(got, ref)
+    frame = dd.from_pandas(pd.DataFrame({"p": p, "y": y, "w": w, "g": text, "k": k}), npartitions=5)
+    _same_report(fd.segment_report(frame["y"], frame["p"], frame[["g", "k"]], sample_weight=frame["w"], n_bins=5),
+                 ref)

@@ -134,3 +134,101 @@ def test_inputs_are_not_modified():
     GroupedCalibrator(PlattScaling(), min_samples_per_group=50).fit(s, y, columns).predict(s, columns)
     segment_report(y, s, columns)
     assert np.array_equal(columns[0], country) and np.array_equal(columns[1], device)
+
+
+# ---------------------------------------------------------------------------
+# the command line: --group-col a,b and --segment-col a,b, from CSV and Parquet
+# ---------------------------------------------------------------------------
+def _cli(*argv):
+    from fastcal.cli import main
+
+    return main([str(a) for a in argv])
+
+
+def _files(tmp_path, n=4000):
+    """CSV and Parquet files of scores, labels, a text column with empty cells, an int column and a column named
+    ``k,v``; and the group columns as memory holds them (object text with None, int64)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s, y, country, device = _data(n, seed=3)
+    s = np.round(s, 6)  # round-trips through CSV text exactly
+    text = [None if i % 7 == 0 and c == "us" else str(c) for i, c in enumerate(country)]
+    with open(tmp_path / "d.csv", "w") as f:
+        f.write('s,y,country,device,"k,v"\n')
+        f.writelines(f"{a!r},{b},{'' if c is None else c},{d},{d}\n"
+                     for a, b, c, d in zip(s.tolist(), y.tolist(), text, device.tolist()))
+    pq.write_table(pa.table({"s": s, "y": y.astype(np.int64), "country": pa.array(text, pa.string()),
+                             "device": device.astype(np.int64), "k,v": device.astype(np.int64)}),
+                   tmp_path / "d.parquet", row_group_size=1000)
+    country_col = np.empty(n, dtype=object)
+    country_col[:] = text
+    return s, y.astype(np.int64), country_col, device.astype(np.int64)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_cli_fit_and_apply_with_two_group_columns_equal_memory(tmp_path, fmt):
+    s, y, country, device = _files(tmp_path)
+    model = tmp_path / "m.json"
+    assert _cli("fit", tmp_path / f"d.{fmt}", "-o", model, "--method", "isotonic", "--score-col", "s",
+                "--label-col", "y", "--group-col", "country,device", "--min-group-rows", "50", "-q") == 0
+    want = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=50).fit(s, y, [country, device])
+    got = fastcal.load(model)
+    assert got.groups_ == want.groups_ and (None, 1) in got.groups_  # the empty cells: None in the tuples
+    for a, b in zip(got.calibrators_, want.calibrators_):
+        assert np.array_equal(a.X_thresholds_, b.X_thresholds_) and np.array_equal(a.y_thresholds_, b.y_thresholds_)
+    out = tmp_path / f"out.{fmt}"
+    assert _cli("apply", model, tmp_path / f"d.{fmt}", "-o", out, "--score-col", "s", "--group-col",
+                "country,device", "-q") == 0
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(out) if fmt == "parquet" else pcsv.read_csv(out)
+    np.testing.assert_array_equal(table.column("calibrated").to_numpy(), want.predict(s, [country, device]))
+
+
+def test_cli_report_with_two_segment_columns_equals_memory(tmp_path):
+    s, y, country, device = _files(tmp_path)
+    for fmt in ("csv", "parquet"):
+        assert _cli("report", tmp_path / f"d.{fmt}", "-o", tmp_path / f"r-{fmt}.json", "--score-col", "s",
+                    "--label-col", "y", "--segment-col", "country,device", "-q") == 0
+    docs = [json.loads((tmp_path / f"r-{fmt}.json").read_text()) for fmt in ("csv", "parquet")]
+    assert docs[0]["segments"] == docs[1]["segments"]
+    want = segment_report(y, s, [country, device])
+    assert docs[0]["segments"]["groups"] == [list(g) for g in want.groups]  # tuples as lists, None as null
+    assert docs[0]["segments"]["n"] == want.n.tolist()
+    mce = fastcal.multicalibration_error(y, s, {"country": country, "device": device},
+                                         max_values_per_segment_feature=len(want.groups))
+    assert docs[0]["multicalibration"]["mce"] == pytest.approx(mce.mce, rel=1e-12)
+    # the HTML page names the tuples
+    assert _cli("report", tmp_path / "d.csv", "-o", tmp_path / "r.html", "--score-col", "s", "--label-col", "y",
+                "--segment-col", "country,device", "-q") == 0
+    assert "(&#x27;fr&#x27;, 2)" in (tmp_path / "r.html").read_text()
+
+
+def test_cli_a_column_named_with_a_comma_and_a_missing_column(tmp_path, capsys):
+    s, y, country, device = _files(tmp_path, n=2000)
+    for fmt in ("csv", "parquet"):  # "k,v" is a column: one group column (the device's values)
+        assert _cli("fit", tmp_path / f"d.{fmt}", "-o", tmp_path / f"{fmt}.json", "--method", "sigmoid",
+                    "--score-col", "s", "--label-col", "y", "--group-col", "k,v", "--min-group-rows", "50",
+                    "-q") == 0
+        assert fastcal.load(tmp_path / f"{fmt}.json").groups_ == [1, 2]
+    capsys.readouterr()
+    assert _cli("fit", tmp_path / "d.csv", "-o", tmp_path / "x.json", "--method", "sigmoid", "--score-col", "s",
+                "--label-col", "y", "--group-col", "country,nope", "-q") == 2
+    assert "no column 'nope'" in capsys.readouterr().err
+    assert _cli("report", tmp_path / "d.csv", "-o", tmp_path / "x.json", "--score-col", "s", "--label-col", "y",
+                "--segment-col", "country,,device", "-q") == 2
+    assert "--segment-col 'country,,device': an empty column name" in capsys.readouterr().err
+    assert _cli("apply", tmp_path / "csv.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
+                "--group-col", "device,nope", "-q") == 2
+    assert "no column 'nope'" in capsys.readouterr().err
+    # a model of one group column applied with two, and of two applied with one: the columns of the fit
+    assert _cli("apply", tmp_path / "csv.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
+                "--group-col", "country,device", "-q") == 2
+    assert "fitted on 1 group column, but --group-col names 2 (country, device)" in capsys.readouterr().err
+    assert _cli("fit", tmp_path / "d.csv", "-o", tmp_path / "two.json", "--method", "sigmoid", "--score-col", "s",
+                "--label-col", "y", "--group-col", "country,device", "--min-group-rows", "50", "-q") == 0
+    assert _cli("apply", tmp_path / "two.json", tmp_path / "d.csv", "-o", tmp_path / "x.csv", "--score-col", "s",
+                "--group-col", "device", "-q") == 2
+    assert "fitted on 2 group columns, but --group-col names 1 (device)" in capsys.readouterr().err

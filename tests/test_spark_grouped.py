@@ -123,3 +123,48 @@ def test_bad_input(spark):
     with pytest.raises(TypeError, match="VennAbers"):
         fs.predict(fastcal.GroupedCalibrator(fastcal.VennAbers(), min_samples_per_group=2).fit(s, y, g), df, "s", "p",
                    group_col="g")
+    # several columns: each one named when it is missing; tuples needed
+    with pytest.raises(ValueError, match=r"group_col\[1\]='nope' is not a column"):
+        fs.fit_grouped(None, df, "s", "y", ["g", "nope"])
+    with pytest.raises(ValueError, match=r"group_col\[1\]='nope' is not a column"):
+        fs.segment_report(df, "y", "s", ["g", "nope"])
+    with pytest.raises(ValueError, match=r"group_col\[1\]='nope' is not a column"):
+        fs.predict(est, df, "s", "p", group_col=["g", "nope"])
+    with pytest.raises(TypeError, match="not tuples of 2 values"):
+        fs.predict(est, df, "s", "p", group_col=["g", "id"])
+
+
+def test_several_group_columns_fit_predict_and_report(spark):
+    """Groups of two columns, a string one with nulls and a double one with nulls and NaN (each numbered in the
+    JVM as one column is): the tuples in the in-memory order (None for a missing value, in either place), the
+    in-memory group models and counts, JVM predictions for unseen and missing tuples, and the report by segment."""
+    df = _frame(spark, 1500, 3, seed=11).select(
+        F.round("s", 2).alias("s"), "y", "w", "id",
+        F.when(F.col("id") % 13 == 0, None).otherwise(
+            F.element_at(F.array(*[F.lit(v) for v in ("fr", "de", "it")]), (F.col("id") % 3 + 1).cast("int"))
+        ).alias("g"),
+        F.when(F.col("id") % 17 == 0, None).when(F.col("id") % 19 == 0, float("nan")).otherwise(
+            (F.col("id") % 2 + 1).cast("double")).alias("d"))
+    s, y, w, d = _collect(df, "s", "y", "w", "d")
+    g = _strings(df, "g")
+    got = fs.fit_grouped(None, df, "s", "y", ["g", "d"], weight_col="w", min_samples_per_group=30, n_partitions=2)
+    ref = fastcal.GroupedCalibrator(min_samples_per_group=30).fit(s, y, [g, d], sample_weight=w)
+    assert got.groups_ == ref.groups_  # the same tuples, in the same order
+    assert (None, 1.0) in got.groups_ and ("fr", None) in got.groups_
+    assert_array_equal(got.group_counts_, ref.group_counts_)
+    for a, b in zip(got.calibrators_, ref.calibrators_, strict=True):
+        assert_array_equal(a.X_thresholds_, b.X_thresholds_)
+        assert_allclose(a.y_thresholds_, b.y_thresholds_, rtol=1e-15, atol=1e-15)
+
+    new = df.select("id", "s", F.when(F.col("id") % 11 == 0, "zz").otherwise(F.col("g")).alias("g"), "d")
+    out = fs.predict(got, new, "s", "p", group_col=["g", "d"])
+    assert out.columns == ["id", "s", "g", "d", "p"]
+    t, p, dd = _collect(out, "s", "p", "d")
+    assert_array_equal(p, got.predict(t, [_strings(out, "g"), dd]))
+
+    report = fs.segment_report(df, "y", "s", ["g", "d"], weight_col="w", n_bins=5)
+    want = fastcal.segment_report(y, s, [g, d], sample_weight=w, n_bins=5)
+    assert report.groups == want.groups
+    assert_array_equal(report.n, want.n)
+    for name in ("weight_sum", "ece", "ecce", "brier", "log_loss", "auc"):
+        assert_allclose(getattr(report, name), getattr(want, name), rtol=1e-12, equal_nan=True, err_msg=name)

@@ -1,7 +1,8 @@
 r"""One calibrator per group over a :class:`~fastcal._engine.Rows`: :func:`fit_grouped`.
 
 Chunks are ``(scores, y, w, groups)``, raw (``w`` None in every chunk when
-``weighted`` is False; ``groups`` any 1-D values). The result is the
+``weighted`` is False; ``groups`` any 1-D values; or ``(scores, y, w, *group
+columns)``, each row's group the tuple of its values, as in memory). The result is the
 :class:`fastcal.GroupedCalibrator` that ``GroupedCalibrator(calibrator,
 min_samples_per_group=...).fit`` gives on the same rows, assembled by
 :meth:`fastcal.GroupedCalibrator.from_fits`:

@@ -27,7 +27,10 @@ typed as Parquet, pandas and Spark infer it (integers, else numbers, else
 text), and an empty cell is the missing group (see :mod:`fastcal._io.groups`;
 ``apply`` reads a CSV file's group column once first, to decide its type).
 ``apply`` warns on stderr when no row of its input has a group with a
-calibrator of its own.
+calibrator of its own. Several columns, ``--group-col a,b``, make a row's
+group the tuple of its values, each column typed alone (the groups and
+order of :class:`fastcal.GroupedCalibrator` given the list of columns); a
+name with commas that is a column of the file is that one column.
 
 ``apply`` carries every input column through untouched: only the score
 columns are parsed (CSV records are copied byte for byte, Parquet columns
@@ -141,8 +144,9 @@ def build_parser():
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
                           "than memory (isotonic, centered-isotonic, sigmoid, beta)")
     fit.add_argument("--group-col", metavar="COL",
-                     help="fit one calibrator per value of COL (fastcal.GroupedCalibrator); apply then needs "
-                          "--group-col too")
+                     help="fit one calibrator per value of COL (fastcal.GroupedCalibrator); COL may be several "
+                          "columns, a,b: a group is then a tuple of values (a name with commas that is a column "
+                          "is that column); apply then needs the same --group-col")
     fit.add_argument("--min-group-rows", type=positive_int, default=100, metavar="N",
                      help="with --group-col: fewest rows of a group with its own calibrator; smaller and "
                           "unseen groups use the fit on all rows (default 100)")
@@ -160,7 +164,9 @@ def build_parser():
                      help="column of scores (default: the only column, or 'score')")
     app.add_argument("--output-col", default="calibrated", metavar="NAME",
                      help="name of the new column (default calibrated; NAME_j per class for temperature)")
-    app.add_argument("--group-col", metavar="COL", help="column of the groups of a model fitted with --group-col")
+    app.add_argument("--group-col", metavar="COL",
+                     help="column of the groups of a model fitted with --group-col (a,b: the same columns as "
+                          "the fit's)")
     prior = app.add_mutually_exclusive_group()
     prior.add_argument("--prior-rate", type=float, metavar="R",
                        help="then undo negative undersampling at rate R (fastcal.correct_negative_sampling)")
@@ -186,7 +192,8 @@ def build_parser():
                           "predictions (quantile)")
     rep.add_argument("--segment-col", metavar="COL",
                      help="also report each value of COL (fastcal.segment_report) and the multicalibration error "
-                          "over them (fastcal.multicalibration_error)")
+                          "over them (fastcal.multicalibration_error); COL may be several columns, a,b: each tuple "
+                          "of values a group, each column a segment feature")
     add_spark_options(rep)
     common(rep, quiet_help="no progress bars and no report table on stdout")
     rep.set_defaults(func=cmd_report)

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from .._io import DataError, UsageError, display_name, open_input, open_output
-from .options import columns_arg, parse_priors
+from .options import columns_arg, group_columns_arg, parse_priors
 from . import spark
 from .progress import Progress
 from .signals import committing
@@ -58,7 +58,10 @@ def cmd_apply(args, progress_enabled, timings):
             score_cols = ["score"]
         else:
             raise UsageError(f"{path}: say which column holds the scores with --score-col")
-    reader.require(score_cols + ([args.group_col] if grouped else []))
+    group_cols = group_columns_arg(args.group_col, reader.names, "--group-col") if grouped else []
+    reader.require(score_cols + group_cols)
+    if grouped:
+        check_group_columns(est, group_cols, args.model)
     multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if multiclass:
         k = est.n_classes_
@@ -71,7 +74,7 @@ def cmd_apply(args, progress_enabled, timings):
     if clash:
         raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
     if grouped:
-        reader.prepare_groups([args.group_col])
+        reader.prepare_groups(group_cols)
     matches = Matches(est, args.group_col) if grouped else None
     writer = open_output(args.output, out_cols)
     progress = Progress(f"calibrating {path}", reader.n_rows, progress_enabled)
@@ -86,7 +89,7 @@ def cmd_apply(args, progress_enabled, timings):
             if not piece.n:  # an input without rows: the output gets the columns only
                 p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
-                groups = piece.groups(args.group_col, path) if grouped else None
+                groups = piece_groups(piece, group_cols, path) if grouped else None
                 p = calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
                               offset, groups, matches)
             if multiclass:
@@ -112,6 +115,23 @@ def cmd_apply(args, progress_enabled, timings):
     timings.update(read=t_read, compute=t_compute, write=t_write)
     if matches is not None:
         matches.warn(path)
+
+
+def check_group_columns(est, names, model):
+    """A :class:`UsageError` when the grouped model ``est`` was fitted on another number of group columns than
+    ``names`` (its groups tuples of that many values; one column's groups are not tuples)."""
+    fitted = {len(g) if isinstance(g, tuple) else 1 for g in est.groups_}
+    if len(fitted) == 1 and fitted != {len(names)}:
+        k = fitted.pop()
+        raise UsageError(f"{model}: the model was fitted on {k} group column{'s' if k > 1 else ''}, but --group-col "
+                         f"names {len(names)} ({', '.join(names)}); give the columns of the fit")
+
+
+def piece_groups(piece, names, path):
+    """The groups of one piece in the columns ``names``: the column for one name, a list of columns for several
+    (a row's group the tuple of its values)."""
+    columns = [piece.groups(name, path) for name in names]
+    return columns[0] if len(columns) == 1 else columns
 
 
 class Matches:

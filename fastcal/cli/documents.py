@@ -40,7 +40,10 @@ def json_ready(value):
 
 
 def _json_key(value):
-    """A group as JSON holds it: strings, numbers, booleans and null as they are, anything else as its str."""
+    """A group as JSON holds it: strings, numbers, booleans and null as they are, a tuple (a group of several
+    columns) as a list of them, anything else as its str."""
+    if isinstance(value, tuple):
+        return [_json_key(v) for v in value]
     return value if value is None or isinstance(value, (str, bool, int, float)) else str(value)
 
 

@@ -21,7 +21,7 @@ from .._io import (
     read_columns,
 )
 from .checks import check_labels, check_probabilities, check_weights
-from .options import columns_arg
+from .options import columns_arg, group_columns_arg, group_values
 from . import spark
 from .progress import Progress
 from .signals import committing
@@ -109,7 +109,8 @@ def cmd_fit(args, progress_enabled, timings):
         raise UsageError("--memory-budget reads the input several times: give a file, not stdin")
     reader = open_input(args.input, args.batch_rows)
     numeric = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
-    cols = numeric + ([args.group_col] if args.group_col else [])
+    group_cols = group_columns_arg(args.group_col, reader.names, "--group-col")
+    cols = numeric + group_cols
     reader.require(cols)
     path = display_name(args.input)
     if args.group_col:
@@ -145,7 +146,7 @@ def cmd_fit(args, progress_enabled, timings):
         t0 = time.perf_counter()
         try:
             if args.group_col:
-                est.fit(X, y, reader.group_column(data[args.group_col]), sample_weight=w)
+                est.fit(X, y, group_values(reader, data, group_cols), sample_weight=w)
             else:
                 est.fit(X, y, sample_weight=w)
         except ValueError as exc:

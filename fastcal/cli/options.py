@@ -1,4 +1,5 @@
-"""The command line's option values: argparse types (a bad value: usage error, exit status 2) and list options."""
+"""The command line's option values: argparse types (a bad value: usage error, exit status 2), list options and
+the columns of groups."""
 
 from __future__ import annotations
 
@@ -15,6 +16,31 @@ def columns_arg(values):
     for v in values or []:
         out.extend(p for p in v.split(",") if p)
     return out
+
+
+def group_columns_arg(text, names, option):
+    """The columns of ``--group-col`` / ``--segment-col`` (``option``) among a file's column ``names``: ``text``
+    itself when it is a column (a name with commas), else its comma-separated names (``a,b``: a row's group is
+    the tuple of its values in a and b). ``[]`` for None; :class:`UsageError` for an empty or repeated name (a
+    missing one is named by the reader's ``require``)."""
+    if text is None:
+        return []
+    if text in names:
+        return [text]
+    cols = text.split(",")
+    if any(not c for c in cols):
+        raise UsageError(f"{option} {text!r}: an empty column name (give the columns as a,b)")
+    if len(set(cols)) != len(cols):
+        raise UsageError(f"{option} {text!r}: a column named twice")
+    return cols
+
+
+def group_values(reader, data, names):
+    """The groups of the columns ``names`` of ``data`` (read whole by ``reader``), each typed by
+    :meth:`~fastcal._io.Reader.group_column`: the column for one name, a list of columns for several (a row's
+    group is then the tuple of its values, as :class:`fastcal.GroupedCalibrator` takes it)."""
+    columns = [reader.group_column(data[name]) for name in names]
+    return columns[0] if len(columns) == 1 else columns
 
 
 def bool_arg(text):

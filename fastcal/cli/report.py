@@ -13,6 +13,7 @@ import time
 from .._io import DataError, UsageError, check_output_dir, display_name, open_input, read_columns
 from . import documents, spark
 from .checks import check_labels, check_probabilities, check_weights
+from .options import group_columns_arg, group_values
 from .progress import Progress
 
 
@@ -33,9 +34,9 @@ def _group_reports(y, p, w, groups, segments, n_bins, strategy, path):
     of a group of ``segments`` (``groups`` the column, numbered as :func:`fastcal.segment_report` numbers it)."""
     import fastcal
 
-    from ..multicalibration import group_codes
+    from ..multicalibration import as_groups, group_codes
 
-    codes, _ = group_codes(groups, "groups")  # numbered in the order of segments.groups
+    codes, _ = group_codes(as_groups(groups, "groups"), "groups")  # numbered in the order of segments.groups
     place = {id(g): k for k, g in enumerate(segments.groups)}
 
     def report_of(group):
@@ -72,7 +73,8 @@ def cmd_report(args, progress_enabled, timings):
         return
     reader = open_input(args.input, args.batch_rows)
     numeric = [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
-    cols = numeric + ([args.segment_col] if args.segment_col else [])
+    segment_cols = group_columns_arg(args.segment_col, reader.names, "--segment-col")
+    cols = numeric + segment_cols
     reader.require(cols)
     path = display_name(args.input)
     t0 = time.perf_counter()
@@ -91,10 +93,13 @@ def cmd_report(args, progress_enabled, timings):
         report = fastcal.calibration_report(y, p, sample_weight=w, n_bins=args.n_bins, strategy=args.strategy)
         corp = _corp(y, p, w)
         segments = mce = None
-        if args.segment_col:
-            groups = reader.group_column(data[args.segment_col])
+        if segment_cols:
+            groups = group_values(reader, data, segment_cols)
             segments = fastcal.segment_report(y, p, groups, sample_weight=w, n_bins=args.n_bins)
-            mce = fastcal.multicalibration_error(y, p, {args.segment_col: groups}, sample_weight=w,
+            # each column its own segment feature, none of its values collapsed (a column has at most as many
+            # values as there are groups)
+            features = dict(zip(segment_cols, groups)) if len(segment_cols) > 1 else {segment_cols[0]: groups}
+            mce = fastcal.multicalibration_error(y, p, features, sample_weight=w,
                                                  max_values_per_segment_feature=max(2, len(segments.groups)))
     except ValueError as exc:
         raise DataError(f"{path}: {exc}") from None

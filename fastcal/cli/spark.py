@@ -37,6 +37,7 @@ import time
 
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target
 from . import documents
+from .options import group_columns_arg
 
 #: What ``--spark`` reads and writes, by extension.
 _FORMATS = (".parquet", ".csv")
@@ -132,9 +133,10 @@ def _spark_errors():
     return (PySparkException, Py4JJavaError)
 
 
-def read(spark, path, columns, groups=()):
+def read(spark, path, columns, groups=(), option=None):
     """The DataFrame of ``path`` (Parquet or CSV with a header, by extension); a UsageError for a missing path or
-    column.
+    column. With ``option`` (``--group-col``, ``--segment-col``), ``groups`` is that option's text, its columns
+    found among the file's (:func:`.options.group_columns_arg`: ``a,b`` several columns).
 
     The columns ``groups`` of a CSV file are typed as without ``--spark`` (:mod:`fastcal._io.groups`): integers,
     else numbers, else text, an empty cell null; Spark's own inference of other types (booleans, dates,
@@ -150,6 +152,8 @@ def read(spark, path, columns, groups=()):
         if "PATH_NOT_FOUND" in str(exc):
             raise UsageError(f"{path}: no such file or directory") from None
         raise DataError(f"{path}: {_first_line(exc)}") from None
+    if option is not None:
+        groups = group_columns_arg(groups, df.columns, option)
     for c in list(columns) + list(groups):
         if c not in df.columns:
             shown = ", ".join(df.columns[:20]) + (", ..." if len(df.columns) > 20 else "")
@@ -202,14 +206,15 @@ def fit(args, score_col, timings, calibrator=None):
     columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, columns, [args.group_col] if calibrator is not None else [])
+        df = read(spark, args.input, columns, args.group_col if calibrator is not None else None, "--group-col")
         check_binary_labels(df, path, args.label_col)
         timings["read and check (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         common = dict(weight_col=args.weight_col)
         try:
             if calibrator is not None:
-                est = fs.fit_grouped(calibrator, df, score_col, args.label_col, args.group_col,
+                est = fs.fit_grouped(calibrator, df, score_col, args.label_col,
+                                     _group_arg(args.group_col, df, "--group-col"),
                                      min_samples_per_group=args.min_group_rows, **common)
             elif args.method in ("isotonic", "centered-isotonic"):
                 est = fs.fit_isotonic(df, score_col, args.label_col, increasing=args.increasing,
@@ -261,7 +266,12 @@ def apply(args, est, score_col, output_col, timings):
     with session(args) as spark:
         t0 = time.perf_counter()
         df = read(spark, args.input, [score_col] if score_col is not None else [],
-                  [args.group_col] if grouped else [])
+                  args.group_col if grouped else None, "--group-col")
+        group_col = _group_arg(args.group_col, df, "--group-col") if grouped else None
+        if grouped:
+            from .apply import check_group_columns
+
+            check_group_columns(est, group_col if isinstance(group_col, list) else [group_col], args.model)
         if score_col is None:  # as without --spark: the only column, or "score"
             if len(df.columns) == 1 or "score" in df.columns:
                 score_col = df.columns[0] if len(df.columns) == 1 else "score"
@@ -270,7 +280,7 @@ def apply(args, est, score_col, output_col, timings):
         if output_col in df.columns:
             raise UsageError(f"{path}: already has a column {output_col!r}; choose another name with --output-col")
         try:
-            out = fs.predict(est, df, score_col, output_col, group_col=args.group_col if grouped else None)
+            out = fs.predict(est, df, score_col, output_col, group_col=group_col)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         # a null score fails the job, as a missing score fails the command without --spark (fastcal.spark.predict
@@ -295,7 +305,7 @@ def apply(args, est, score_col, output_col, timings):
                 raise DataError(f"{path}: {_first_line(exc)}") from None
             timings["read, calibrate and write (Spark)"] = time.perf_counter() - t0
             if grouped:
-                _warn_unmatched(df, est, args.group_col, path)
+                _warn_unmatched(df, est, group_col, args.group_col, path)
             from .signals import committing
 
             with committing():
@@ -308,49 +318,73 @@ def apply(args, est, score_col, output_col, timings):
                 _remove(tmp)
 
 
-def _warn_unmatched(df, est, column, path):
-    """The warning of ``fastcal apply`` (:func:`fastcal.cli.apply.warn_unmatched`) when there are rows and none
-    has a group of the model ``est`` (a Spark job that stops at the first row that has one)."""
+def _group_arg(text, df, option):
+    """The ``group_col`` of :mod:`fastcal.spark` for the option's ``text``: a column name, or a list of several
+    (``a,b``; :func:`.options.group_columns_arg`)."""
+    names = group_columns_arg(text, df.columns, option)
+    return names if len(names) > 1 else names[0]
+
+
+def _is_group(df, columns, group):
+    """The condition that a row of ``df`` is in ``group`` of the group columns ``columns`` (a name, or a list
+    whose groups are tuples): equal values, None the missing value (null, and NaN in a float column), as
+    :mod:`fastcal.spark` groups them."""
+    import numpy as np
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    if isinstance(columns, list):
+        condition = F.lit(True)
+        for c, v in zip(columns, group):
+            condition = condition & _is_group(df, c, v)
+        return condition
+    col = F.col(columns)
+    if group is None or (isinstance(group, float) and group != group):
+        rows = col.isNull()
+        if isinstance(df.schema[columns].dataType, (T.FloatType, T.DoubleType)):
+            rows = rows | F.isnan(col)
+        return rows
+    return col == F.lit(group.item() if isinstance(group, np.generic) else group)
+
+
+def _warn_unmatched(df, est, columns, text, path):
+    """The warning of ``fastcal apply`` (:func:`fastcal.cli.apply.warn_unmatched`) when there are rows and none
+    has a group of the model ``est`` (a Spark job that stops at the first row that has one); ``columns`` the
+    group column or columns, ``text`` the option's text."""
+    from pyspark.sql import functions as F
 
     from .apply import warn_unmatched
 
     if not est.groups_:
         return
-    present = [g for g in est.groups_ if g is not None and not (isinstance(g, float) and g != g)]
-    condition = F.col(column).isin(present) if present else F.lit(False)
-    if len(present) < len(est.groups_):
-        condition = condition | F.col(column).isNull()
-        if isinstance(df.schema[column].dataType, (T.FloatType, T.DoubleType)):
-            condition = condition | F.isnan(F.col(column))
+    several = isinstance(columns, list)
+    if several:
+        condition = F.lit(False)
+        for g in est.groups_:
+            if isinstance(g, tuple) and len(g) == len(columns):
+                condition = condition | _is_group(df, columns, g)
+    else:
+        present = [g for g in est.groups_ if g is not None and not (isinstance(g, float) and g != g)]
+        condition = F.col(columns).isin(present) if present else F.lit(False)
+        if len(present) < len(est.groups_):
+            condition = condition | _is_group(df, columns, None)
     if df.where(condition).limit(1).count() or not df.limit(1).count():
         return
-    warn_unmatched(path, column, est.groups_, [r[0] for r in df.select(column).distinct().limit(5).collect()])
+    rows = df.select(*(columns if several else [columns])).distinct().limit(5).collect()
+    warn_unmatched(path, text, est.groups_, [tuple(r) if several else r[0] for r in rows])
 
 
-def _group_reports(df, args, path):
+def _group_reports(df, args, columns, path):
     """``report_of(group)`` of :func:`.documents.segment_pictures`: :func:`fastcal.spark.calibration_report` of
-    the rows of ``df`` whose ``--segment-col`` is ``group`` (the missing group, None: its nulls, and NaNs in a
-    float column, as :func:`fastcal.spark.segment_report` groups them)."""
-    import numpy as np
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
+    the rows of ``df`` whose ``--segment-col`` (``columns``: a name, or a list whose groups are tuples) is
+    ``group`` (the missing group, None: its nulls, and NaNs in a float column, as
+    :func:`fastcal.spark.segment_report` groups them)."""
     import fastcal.spark as fs
 
-    col = F.col(args.segment_col)
-
     def report_of(group):
-        if group is None:
-            rows = col.isNull()
-            if isinstance(df.schema[args.segment_col].dataType, (T.FloatType, T.DoubleType)):
-                rows = rows | F.isnan(col)
-        else:
-            rows = col == F.lit(group.item() if isinstance(group, np.generic) else group)
         try:
-            return fs.calibration_report(df.where(rows), args.label_col, args.score_col, weight_col=args.weight_col,
-                                         n_bins=args.n_bins, strategy=args.strategy)
+            return fs.calibration_report(df.where(_is_group(df, columns, group)), args.label_col, args.score_col,
+                                         weight_col=args.weight_col, n_bins=args.n_bins, strategy=args.strategy)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         except _spark_errors() as exc:
@@ -377,7 +411,8 @@ def report(args, timings):
         t0 = time.perf_counter()
         df = read(spark, args.input, [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col
                                                                            else []),
-                  [args.segment_col] if args.segment_col else [])
+                  args.segment_col, "--segment-col")
+        segment_col = _group_arg(args.segment_col, df, "--segment-col") if args.segment_col else None
         check_binary_labels(df, path, args.label_col)
         try:
             rep = fs.calibration_report(df, args.label_col, args.score_col, weight_col=args.weight_col,
@@ -385,9 +420,11 @@ def report(args, timings):
             if kind != ".json":
                 corp = fs.corp_reliability(df, args.label_col, args.score_col, weight_col=args.weight_col)
             if args.segment_col:  # as without --spark (fastcal.cli.report)
-                segments = fs.segment_report(df, args.label_col, args.score_col, args.segment_col,
+                segments = fs.segment_report(df, args.label_col, args.score_col, segment_col,
                                              weight_col=args.weight_col, n_bins=args.n_bins)
-                mce = fs.multicalibration_error(df, args.label_col, args.score_col, [args.segment_col],
+                # each column its own segment feature, as without --spark
+                features = segment_col if isinstance(segment_col, list) else [segment_col]
+                mce = fs.multicalibration_error(df, args.label_col, args.score_col, features,
                                                 weight_col=args.weight_col,
                                                 max_values_per_segment_feature=max(2, len(segments.groups)))
         except (ValueError, TypeError) as exc:
@@ -403,7 +440,7 @@ def report(args, timings):
         # the worst groups' pictures of an .html report run Spark jobs: inside the session
         content = documents.render(kind, doc, rep, corp, f"{path}: {args.score_col} against {args.label_col}",
                                    args.segment_col, segments, mce,
-                                   _group_reports(df, args, path) if segments is not None else None,
+                                   _group_reports(df, args, segment_col, path) if segments is not None else None,
                                    note=documents.NO_BAND_NOTE)
     documents.write(args.output, kind, content)
     timings["write"] = time.perf_counter() - t0

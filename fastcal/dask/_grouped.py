@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._engine import grouped as _grouped
-from ._rows import aligned_columns, with_columns
+from ._rows import aligned_columns, group_columns, with_columns
 
 if TYPE_CHECKING:
     from ..grouped import GroupedCalibrator
@@ -38,9 +38,12 @@ def fit_grouped(
         Scores (probabilities in [0, 1] for beta calibration and histogram binning).
     y : dask.array.Array, dask.dataframe.Series or array-like
         0/1 labels.
-    groups : dask.array.Array, dask.dataframe.Series or array-like
+    groups : dask.array.Array, dask.dataframe.Series or array-like, or several of them
         Each row's group: any hashable values (ints, strings; NaN and None are one group), aligned with
-        ``scores`` as every ``fastcal.dask`` function aligns its columns.
+        ``scores`` as every ``fastcal.dask`` function aligns its columns. Several columns (a list or tuple of
+        arrays or Series, a dict of them, or a Dask DataFrame of several columns) make each row's group the
+        tuple of its values, as in memory: the same groups in the same order (each column numbered as one
+        column is, the tuples that occur ordered by the first column, then the second...).
     sample_weight : dask or NumPy array, float, or None
         Non-negative weights.
     min_samples_per_group : int, default=100
@@ -65,6 +68,6 @@ def fit_grouped(
     """
     _grouped.check_grouped_calibrator(calibrator, "fastcal.dask.fit_grouped")  # before any pass
     cols = aligned_columns(scores, y, sample_weight, "scores", y_name="y")
-    return _grouped.fit_grouped(**with_columns(cols, scores, {"groups": groups}), calibrator=calibrator,
+    return _grouped.fit_grouped(**with_columns(cols, scores, group_columns(groups)), calibrator=calibrator,
                                 min_samples_per_group=min_samples_per_group, n_partitions=n_partitions,
                                 where="fastcal.dask.fit_grouped")

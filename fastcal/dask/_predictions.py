@@ -8,7 +8,7 @@ import dask.array as da
 import numpy as np
 
 from .._errors import not_fitted
-from ._rows import as_dask_1d, as_series, dtype_of, is_series, length_may_be
+from ._rows import as_dask_1d, as_series, dtype_of, group_columns, is_series, length_may_be
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -71,6 +71,23 @@ def _on_partitions(part, groups, block_function, *args):
     return pd.Series(block_function(part.to_numpy(), groups.to_numpy(), *args), index=part.index, name=part.name)
 
 
+def _predict_columns_block(block, *args):
+    """:func:`_predict_grouped_block` of several group columns: ``args`` the columns' blocks, then the estimator."""
+    return args[-1].predict(block, list(args[:-1]))
+
+
+def _on_column_partitions(part, block_function, estimator, *groups):
+    """:func:`_on_partitions` of several aligned partitions of group columns."""
+    import pandas as pd
+
+    for j, g in enumerate(groups):
+        if len(part) != len(g):
+            raise ValueError(f"Inconsistent numbers of samples in a partition: scores has {len(part)}, groups "
+                             f"(column {j}) has {len(g)}.")
+    return pd.Series(block_function(part.to_numpy(), *(g.to_numpy() for g in groups), estimator), index=part.index,
+                     name=part.name)
+
+
 def _predict_grouped(estimator, scores, groups):
     from ..grouped import GroupedCalibrator
 
@@ -79,20 +96,30 @@ def _predict_grouped(estimator, scores, groups):
                         "scores alone.")
     if not hasattr(estimator, "global_calibrator_"):
         raise not_fitted("This GroupedCalibrator instance is not fitted yet. Call 'fit' first.")
+    columns = group_columns(groups)
     if is_series(scores):
         s = as_series(scores)
         dtype = _grouped_dtype(estimator, dtype_of(s))
-        if is_series(groups) and as_series(groups).npartitions == s.npartitions:
-            return s.map_partitions(_on_partitions, as_series(groups), _predict_grouped_block, estimator,
-                                    meta=(s.name, dtype), align_dataframes=False)
+        if all(is_series(g) and as_series(g).npartitions == s.npartitions for g in columns.values()):
+            if len(columns) == 1:
+                return s.map_partitions(_on_partitions, as_series(columns["groups"]), _predict_grouped_block, estimator,
+                                        meta=(s.name, dtype), align_dataframes=False)
+            return s.map_partitions(_on_column_partitions, _predict_columns_block, estimator,
+                                    *(as_series(g) for g in columns.values()), meta=(s.name, dtype),
+                                    align_dataframes=False)
         raise ValueError("groups must be a Dask Series of as many partitions as scores when scores is a Series "
                          "(columns of one DataFrame); pass dask arrays to align by position.")
     arr = as_dask_1d(scores, "scores", allow_column=True)
-    g = as_dask_1d(groups, "groups", chunks=arr.chunks if length_may_be(groups, arr.shape[0]) else None)
-    if g.shape[0] != arr.shape[0]:
-        raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, groups has {g.shape[0]}.")
+    gs = []
+    for name, values in columns.items():
+        g = as_dask_1d(values, name, chunks=arr.chunks if length_may_be(values, arr.shape[0]) else None)
+        if g.shape[0] != arr.shape[0]:
+            raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, {name} has {g.shape[0]}.")
+        gs.append(g.rechunk(arr.chunks))
     dtype = _grouped_dtype(estimator, arr.dtype)
-    return da.map_blocks(_predict_grouped_block, arr, g.rechunk(arr.chunks), estimator, dtype=dtype)
+    if len(gs) == 1:
+        return da.map_blocks(_predict_grouped_block, arr, gs[0], estimator, dtype=dtype)
+    return da.map_blocks(_predict_columns_block, arr, *gs, estimator, dtype=dtype)
 
 
 @overload
@@ -116,7 +143,9 @@ def predict(estimator: OneD | GroupedCalibrator, scores: DaskData, *,
     each row's group. With a Series ``scores``, a Series of as many
     partitions (columns of one DataFrame), zipped partition by partition;
     with a dask array, a dask or NumPy array of the same length, cut into
-    the chunks of ``scores``. Each chunk is ``GroupedCalibrator.predict(scores, groups)``
+    the chunks of ``scores``. Several columns (a list or tuple of them, a
+    dict, a Dask DataFrame of several columns: each row's group the tuple of
+    its values) for a model fitted on several columns. Each chunk is ``GroupedCalibrator.predict(scores, groups)``
     of its rows: the in-memory predictions, bit for bit.
 
     Examples

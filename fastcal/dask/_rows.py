@@ -5,7 +5,7 @@ Internal API of the modules of :mod:`fastcal.dask`:
 - :func:`call_driver` and :func:`metric` (build the rows of a function's
   columns and call its driver: the whole of most public functions);
 - :class:`DaskRows`; :func:`aligned_columns`, :func:`metric_columns`,
-  :func:`matrix_rows` and :func:`with_columns` (chunks of scores, labels,
+  :func:`matrix_rows`, :func:`with_columns` and :func:`group_columns` (chunks of scores, labels,
   weights and more columns, aligned as every function aligns them: the
   partitions of one DataFrame zipped, anything else by position, cut into
   the scores' chunks); :func:`driver_args` (a driver's ``rows``,
@@ -303,6 +303,29 @@ def matrix_rows(y_true, y_prob, sample_weight):
         ws = list(w.rechunk((P.chunks[0],)).to_delayed())
     triples = zip(P.to_delayed().reshape(-1), y.to_delayed(), ws)
     return DaskRows([delayed(_chunk)(p, yc, wc) for p, yc, wc in triples]), k
+
+
+def group_columns(groups):
+    """The driver's extra columns of ``groups``: ``{"groups": groups}`` for one column, ``{"groups (column j)":
+    column j}`` for several (each row's group the tuple of its values, as in memory): a list or tuple of 1-D
+    Dask or NumPy arrays or Series, a mapping of names to them, or a Dask DataFrame of several columns."""
+    from collections.abc import Mapping
+
+    columns = None
+    if is_dataframe(groups) and len(groups.columns) > 1:
+        columns = [groups[c] for c in groups.columns]
+    elif isinstance(groups, Mapping):
+        columns = list(groups.values())
+    elif isinstance(groups, (list, tuple)) and groups and all(
+            dask.is_dask_collection(c) or getattr(c, "ndim", 0) >= 1 for c in groups):
+        columns = list(groups)
+    if columns is None:
+        return {"groups": groups}
+    if not columns:
+        raise ValueError("groups must hold at least one column, got none.")
+    if len(columns) == 1:
+        return {"groups": columns[0]}
+    return {f"groups (column {j})": c for j, c in enumerate(columns)}
 
 
 def with_columns(cols, y_prob, extra):

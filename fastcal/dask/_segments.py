@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._engine import segments as _segments
-from ._rows import driver_args, is_dataframe, metric, metric_columns, with_columns
+from ._rows import driver_args, group_columns, is_dataframe, metric, metric_columns, with_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -49,12 +49,14 @@ def segment_report(y_true: DaskData, y_prob: DaskData, groups: DaskData, *, samp
     are shuffled so that each partition holds whole groups, and each
     partition runs the in-memory report on its rows. Equal to the in-memory report (``n``
     exactly; the rest to the rounding of a group's sums). ``groups``: a Dask
-    array or Series (any values; NaN and None are one group);
+    array or Series (any values; NaN and None are one group), or several
+    (a list of them, a dict, a Dask DataFrame of several columns): each
+    group then the tuple of a row's values, in the in-memory order;
     ``n_partitions``: partitions of whole groups (the result does not depend
     on it).
     """
     cols = metric_columns(y_true, y_prob, sample_weight)
-    return _segments.segment_report(**with_columns(cols, y_prob, {"groups": groups}), n_bins=n_bins,
+    return _segments.segment_report(**with_columns(cols, y_prob, group_columns(groups)), n_bins=n_bins,
                                     n_partitions=n_partitions)
 
 

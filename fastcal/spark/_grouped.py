@@ -9,9 +9,11 @@ from pyspark.sql import DataFrame
 
 from .._engine import grouped as _grouped
 from ._rows import drive, pin_rows
-from ._segments import group_numbers, needs_numbers
+from ._segments import group_numbers, needs_numbers, numbered_columns, one_column, several_columns, tuples_of
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..grouped import GroupedCalibrator
 
 
@@ -20,7 +22,7 @@ def fit_grouped(
     df: DataFrame,
     score_col: str,
     label_col: str,
-    group_col: str,
+    group_col: str | Sequence[str],
     *,
     weight_col: str | None = None,
     min_samples_per_group: int = 100,
@@ -48,7 +50,9 @@ def fit_grouped(
         Each row's group: a numeric, boolean or string (or other) column. Non-numeric columns, and numeric ones
         with nulls or NaN, are numbered in the JVM first as :func:`segment_report` numbers them (numbers and
         strings in the in-memory order, other values sorted; null and NaN one group, last, ``None`` in
-        ``groups_``).
+        ``groups_``). A list of column names: each row's group is the tuple of its values, each column read
+        as one column is, the tuples in the in-memory order (by the first column's order, then the second's...;
+        a missing value ``None`` in its place), as ``GroupedCalibrator.fit`` given the collected columns.
     weight_col : str, optional
         Non-negative weights.
     min_samples_per_group : int, default=100
@@ -60,7 +64,7 @@ def fit_grouped(
     Returns
     -------
     GroupedCalibrator
-        Fitted; predict with :func:`fastcal.spark.predict` (``group_col=``), in the JVM.
+        Fitted; predict with :func:`fastcal.spark.predict` (``group_col=``, the same columns), in the JVM.
 
     Notes
     -----
@@ -73,6 +77,18 @@ def fit_grouped(
     _grouped.check_grouped_calibrator(calibrator, "fastcal.spark.fit_grouped")  # before any job
     kwargs = {"calibrator": calibrator, "min_samples_per_group": min_samples_per_group,
               "n_partitions": n_partitions, "where": "fastcal.spark.fit_grouped", "pinned": True}
+    names = several_columns(group_col)
+    if names is not None:
+        labels = ("score_col", "label_col", "weight_col", *(f"group_col[{j}]" for j in range(len(names))))
+        with pin_rows(df, (score_col, label_col, weight_col, *names)) as df:
+            if not isinstance(df, DataFrame):
+                raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
+            numbered, columns, orders = numbered_columns(df, names)
+            fitted = drive(_grouped.fit_grouped, numbered, (score_col, label_col, weight_col, *columns), labels,
+                           **kwargs)
+            fitted.groups_ = tuples_of(fitted.groups_, orders)
+            return fitted
+    group_col = one_column(group_col)
     labels = ("score_col", "label_col", "weight_col", "group_col")
     with pin_rows(df, (score_col, label_col, weight_col, group_col)) as df:
         fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}

@@ -23,6 +23,7 @@ from ._buckets import temp_name, with_count_below, with_first_not_less
 from ._tasks import is_numeric
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import TypeAlias
 
     from ..beta import BetaCalibration
@@ -202,6 +203,39 @@ def _with_model_number(df, group_col, groups, out):
     return joined.withColumn(out, F.coalesce(F.col(number), fallback.cast("int"))).drop(number)
 
 
+def _with_tuple_model_number(df, group_cols, groups, out):
+    """:func:`_with_model_number` of several group columns, ``groups`` tuples of their values (a model fitted
+    on several columns): one broadcast left join on a table of the tuples, by null-safe equality on every
+    column, with null and NaN (in a float column) both the missing value (``None`` in a tuple)."""
+    keys = [temp_name("k") for _ in group_cols]
+    number = temp_name("n")
+    types = [df.schema[c].dataType for c in group_cols]
+    rows = []
+    for i, g in enumerate(groups):
+        if not isinstance(g, tuple) or len(g) != len(group_cols):
+            raise TypeError(f"group_col names {len(group_cols)} columns, but the model's groups are not tuples of "
+                            f"{len(group_cols)} values (e.g. {g!r}): give the columns the model was fitted on.")
+        rows.append((*(None if _is_missing(v) else v for v in map(_python_value, g)), i))
+    schema = T.StructType([*(T.StructField(k, t) for k, t in zip(keys, types)),
+                           T.StructField(number, T.IntegerType())])
+    try:
+        table = df.sparkSession.createDataFrame(rows, schema)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"group_col={list(group_cols)!r} are {[t.simpleString() for t in types]} columns, but "
+                        f"the model's groups do not fit them: {exc}") from None
+
+    def value(c, t):  # NaN in a float column: missing, as null
+        col = F.col(c)
+        return F.when(F.isnan(col), F.lit(None)).otherwise(col) if isinstance(t, (T.FloatType, T.DoubleType)) else col
+
+    condition = None
+    for c, t, k in zip(group_cols, types, keys):
+        term = value(c, t).eqNullSafe(table[k])
+        condition = term if condition is None else condition & term
+    joined = df.join(F.broadcast(table), condition, "left").drop(*keys)
+    return joined.withColumn(out, F.coalesce(F.col(number), F.lit(len(groups)))).drop(number)
+
+
 def _flat(arrays):
     """One literal array of ``arrays`` laid end to end, and each one's offset (0-based) and length."""
     lengths = np.array([a.shape[0] for a in arrays], dtype=np.int64)
@@ -222,7 +256,10 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
                         "BetaCalibration or HistogramBinning models of one kind, got "
                         f"{sorted({type(m).__name__ for m in models})}.")
     k_col = temp_name("m")
-    df = _with_model_number(df, group_col, est.groups_, k_col)
+    if isinstance(group_col, list):
+        df = _with_tuple_model_number(df, group_col, est.groups_, k_col)
+    else:
+        df = _with_model_number(df, group_col, est.groups_, k_col)
     k = f"({sql.ident(k_col)} + 1)"  # element_at counts from 1
 
     def per_model(values, ints=False):
@@ -297,16 +334,26 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
     if not isinstance(df, DataFrame):
         raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     spark_type = _column_type(df, score_col, "score_col")
-    if not isinstance(group_col, str):
+    if isinstance(group_col, (list, tuple)):  # several columns: each row's group the tuple of its values
+        if not group_col:
+            raise ValueError("group_col must name at least one column, got none.")
+        for j, name in enumerate(group_col):
+            if not isinstance(name, str):
+                raise TypeError(f"group_col[{j}] must be a column name (str), got {type(name).__name__}.")
+            if name not in df.columns:
+                raise ValueError(f"group_col[{j}]={name!r} is not a column of the DataFrame; its columns are "
+                                 f"{df.columns}.")
+        group_col = list(group_col) if len(group_col) > 1 else group_col[0]
+    if not isinstance(group_col, (str, list)):
         raise TypeError(f"group_col must be a column name (str), got {type(group_col).__name__}.")
-    if group_col not in df.columns:
+    if isinstance(group_col, str) and group_col not in df.columns:
         raise ValueError(f"group_col={group_col!r} is not a column of the DataFrame; its columns are {df.columns}.")
     _check_output(df, output_col)
     return _grouped_prediction(estimator, df, score_col, group_col, output_col, spark_type)
 
 
 def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, output_col: str, *,
-            group_col: str | None = None) -> DataFrame:
+            group_col: str | Sequence[str] | None = None) -> DataFrame:
     """``df`` with a column ``output_col``: the predictions of a fitted 1-D calibrator, or of a fitted
     ``GroupedCalibrator`` of them, on ``score_col``, in Spark SQL.
 
@@ -357,7 +404,9 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     output_col : str
         The name of the new column; it must not be a column of ``df``.
     group_col : str, optional
-        For a ``GroupedCalibrator`` (required then): the column of groups, of the type the model was fitted on.
+        For a ``GroupedCalibrator`` (required then): the column of groups, of the type the model was fitted on;
+        a list of column names for a model fitted on several (its groups tuples of their values: a broadcast
+        join on every column, null and NaN the missing value).
 
     Returns
     -------

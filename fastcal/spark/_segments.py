@@ -2,7 +2,8 @@
 of :mod:`fastcal._engine.segments` on a :class:`SparkRows`.
 
 Internal API of :mod:`fastcal.spark._grouped`: :func:`needs_numbers` and :func:`group_numbers` (a group column
-numbered in the JVM, in the in-memory order)."""
+numbered in the JVM, in the in-memory order); :func:`several_columns`, :func:`numbered_columns` and
+:func:`tuples_of` (several group columns, each numbered as one is; the engine crosses them)."""
 
 from __future__ import annotations
 
@@ -121,6 +122,53 @@ def group_numbers(df, group_col):
     return out, number, ordered
 
 
+def several_columns(group_col, label="group_col"):
+    """The names of several group columns (a list or tuple of two names or more), else None: one column (a
+    list of one name is that name, as in memory; a name is given as it is, for the caller's checks)."""
+    if not isinstance(group_col, (list, tuple)):
+        return None
+    if not group_col:
+        raise ValueError(f"{label} must name at least one column, got none.")
+    for j, name in enumerate(group_col):
+        if not isinstance(name, str):
+            raise TypeError(f"{label}[{j}] must be a column name (str), got {type(name).__name__}.")
+    if len(set(group_col)) != len(group_col):
+        raise ValueError(f"{label} names a column twice: {list(group_col)}.")
+    return list(group_col) if len(group_col) > 1 else None
+
+
+def one_column(group_col):
+    """The name of a group column given as a list of one (else ``group_col`` as it is)."""
+    return group_col[0] if isinstance(group_col, (list, tuple)) and len(group_col) == 1 else group_col
+
+
+def numbered_columns(df, names, label="group_col"):
+    """``(df, columns, orders)``: the group columns ``names`` as the engine reads them: each as
+    :func:`segment_report` reads one column (numbered in the JVM by :func:`group_numbers` when
+    :func:`needs_numbers`, ``orders[j]`` its values by number; else as it is, ``orders[j]`` None).
+    ``ValueError`` naming ``label[j]`` for a column ``df`` does not have."""
+    fields = {f.name: f for f in df.schema.fields}
+    for j, name in enumerate(names):
+        if name not in fields:
+            raise ValueError(f"{label}[{j}]={name!r} is not a column of the DataFrame; its columns are "
+                             f"{list(fields)}.")
+    columns, orders = [], []
+    for name in names:
+        if needs_numbers(df, fields, name):
+            df, column, ordered = group_numbers(df, name)
+            columns.append(column)
+            orders.append(ordered)
+        else:
+            columns.append(name)
+            orders.append(None)
+    return df, columns, orders
+
+
+def tuples_of(groups, orders):
+    """The engine's groups of :func:`numbered_columns` (tuples of numbers or values) as the columns' values."""
+    return [tuple(v if o is None else o[int(v)] for v, o in zip(g, orders)) for g in groups]
+
+
 def _missing_as_nan(df, name):
     """``(df with a float column of name's values, null and NaN as NaN, its name)`` for a numerical feature."""
     col = F.col(name)
@@ -133,7 +181,7 @@ def segment_report(
     df: DataFrame,
     label_col: str,
     prob_col: str,
-    group_col: str,
+    group_col: str | Sequence[str],
     *,
     weight_col: str | None = None,
     n_bins: int = 10,
@@ -151,7 +199,24 @@ def segment_report(
     them, other values (dates) sorted; the missing values (null, and NaN in
     a float column) are one group, last, ``None`` in ``groups``, as the
     in-memory function makes NaN and None one group.
+
+    ``group_col`` may be a list of column names: each row's group is then
+    the tuple of its values, as in memory given the collected columns (each
+    column read as above, the tuples that occur ordered by the first
+    column's order, then the second's...; a missing value is ``None`` in its
+    place of the tuple).
     """
+    names = several_columns(group_col)
+    if names is not None:
+        with pin_rows(df, (prob_col, label_col, weight_col, *names)) as df:
+            if not isinstance(df, DataFrame):
+                raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
+            numbered, columns, orders = numbered_columns(df, names)
+            report = drive(_segments.segment_report, numbered, (prob_col, label_col, weight_col, *columns),
+                           ("prob_col", "label_col", "weight_col", *(f"group_col[{j}]" for j in range(len(names)))),
+                           pinned=True, n_bins=n_bins, n_partitions=n_partitions)
+            return dataclasses.replace(report, groups=tuples_of(report.groups, orders))
+    group_col = one_column(group_col)
     with pin_rows(df, (prob_col, label_col, weight_col, group_col)) as df:
         fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
         labels = ("prob_col", "label_col", "weight_col", "group_col")
