@@ -19,7 +19,9 @@ DataFrame. It measures, warm (after one untimed call of each):
   ``IsotonicRegressionModel.transform``, forced the same two ways (a ``sum``
   of the new column, and a write of every column to Spark's ``noop`` sink),
   interleaved (ours, theirs, ours, ...), building the plan included: the
-  median of at least 5 runs each.
+  median of at least 5 runs each; then the time to build each query
+  alone, and one query run again (its plan already analysed, optimized and
+  compiled): the rows' cost without the query's fixed cost.
 
 It also checks that the two fits agree: MLlib's boundaries equal fastcal's
 thresholds and the predictions agree. Prints the best of ``--repeat`` times
@@ -41,6 +43,7 @@ its shuffle and cache).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -99,11 +102,10 @@ def main(argv=None):
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", args.driver_memory)
                .config("spark.pyspark.python", sys.executable))
+    # Spark's Python workers (a Connect server's too) run PYSPARK_PYTHON of the JVM's environment (default: python3
+    # on PATH, which need not have fastcal): this interpreter. A script's own environment.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     if args.connect:
-        import os
-
-        # the Connect server's Python workers run PYSPARK_PYTHON of the JVM's environment (default: python3 on PATH)
-        os.environ["PYSPARK_PYTHON"] = sys.executable
         builder = (builder.config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
                    .config("spark.connect.grpc.binding.address", "localhost")
                    .config("spark.connect.grpc.binding.port", str(args.connect_port)))
@@ -198,6 +200,20 @@ def main(argv=None):
             print(f"{name:28s} {results[name]:8.2f} s median (all: {', '.join(f'{t:.2f}' for t in times[name])})",
                   flush=True)
     print("predictions' sums (fastcal, MLlib):", predict_ours(), predict_theirs())
+    # the rows' cost alone: one query built once, run again (its plan analysed, optimized and compiled once)
+    for name, query in (("fastcal predict", lambda: fs.predict(iso, df, "score", "p").agg(F.sum("p"))),
+                        ("MLlib transform", lambda: model.transform(df).agg(F.sum("prediction")))):
+        t0 = time.perf_counter()
+        q = query()
+        built = time.perf_counter() - t0
+        q.collect()
+        again = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            q.collect()
+            again.append(time.perf_counter() - t0)
+        print(f"{name:28s} building the query {built:.3f} s; the same query run again "
+              f"{statistics.median(again):.3f} s (median of 3)", flush=True)
 
     print(f"MLlib fit / fastcal fit:          {results['MLlib fit'] / results['fastcal fit_isotonic']:.2f}x")
     print(f"fastcal fit / toArrow:            {results['fastcal fit_isotonic'] / results['toArrow']:.2f}x")
