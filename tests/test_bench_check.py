@@ -109,13 +109,12 @@ def test_tied_ecce_spread_catches_a_serial_ecce(monkeypatch):
         finally:
             fastcal.set_num_threads(previous)
 
-    # on 5 10^5 rows (MCGrad's ECCE, timed beside it, took minutes at 10^6 rows under the suite's load), where the
-    # ECCE runs on several threads (2 10^5 rows do not): the normal call passes; the serial one, measured once
-    # (it is serial in every call), fails
-    (normal,) = check.gate([case], data, n=5 * 10**5, retries=2, cpu="testcpu")
-    assert normal.failing() == [], normal
+    # fastcal's call alone (MCGrad's, timed beside it, took minutes under the suite's load), on 5 10^5 rows, where
+    # the ECCE runs on several threads (spread 4.3 on a quiet machine; 2 10^5 rows run on one); measured once: it
+    # is serial in every call. The normal call's spread is gated by make bench-check, at 10^6 rows.
+    alone = check.Case(case.subject, case.task, lambda n: (case.setup(n)[0], {}))
     monkeypatch.setattr(fastcal, "ecce", serial)
-    (slow,) = check.gate([case], data, n=5 * 10**5, retries=0, cpu="testcpu")
+    (slow,) = check.gate([alone], data, n=5 * 10**5, retries=0, cpu="testcpu")
     assert slow.failing() == ["spread"], slow
 
 
