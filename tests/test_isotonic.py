@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.optimize
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
@@ -25,8 +25,9 @@ HYPO = settings(max_examples=60, deadline=None)
 EPS = np.finfo(np.float64).eps
 
 
-def tol(dtype, y):
-    """Tolerance on the fitted values and predictions of two isotonic fits of ``y`` that sum in other orders.
+def tol(dtype, y, x=None):
+    """Tolerance on the fitted values and predictions of two isotonic fits of ``y`` (at scores ``x``) that sum in
+    other orders.
 
     float64: a fitted value is sum(w y) / sum(w) over at most n rows; each sum, in any order, is within
     (n - 1) eps of sum(w |y|) resp. sum(w) (Higham), so two fits differ by up to 4 n eps max|y|, and
@@ -36,7 +37,11 @@ def tol(dtype, y):
         y = np.asarray(y, dtype=np.float64)
         # Among subnormals the relative bound fails: each operation errs by up to half the smallest
         # subnormal, absolutely (hypothesis: one row, target 2.2e-313, weight 0.8, w * y / w is 1 ulp off).
-        ulps = (4 * y.size + 8) * np.finfo(np.float64).smallest_subnormal
+        # scikit-learn interpolates with np.interp, whose slope dy / dx can be subnormal, and its rounding is then
+        # multiplied by t - x[j], up to the span of x (hypothesis: targets 1.1e-308 and 0 at x 494 apart, the
+        # predictions 4.6e-322 apart).
+        span = 0.0 if x is None else float(np.ptp(np.asarray(x, dtype=np.float64))) if np.size(x) else 0.0
+        ulps = (4 * y.size + 8 + span) * np.finfo(np.float64).smallest_subnormal
         return dict(rtol=0, atol=(4 * y.size + 8) * EPS * np.max(np.abs(y), initial=0.0) + ulps)
     return dict(rtol=1e-5, atol=1e-6)
 
@@ -163,7 +168,7 @@ def assert_same_as_sklearn(x, y, w=None, exact=None, **params):
         exact = w is None and set(np.unique(y)) <= {0, 1}
     ours = IsotonicRegression(**params).fit(x, y, sample_weight=w)
     theirs = SkIsotonicRegression(**params).fit(x, y, sample_weight=w)
-    t = tol(ours.X_thresholds_.dtype, y)
+    t = tol(ours.X_thresholds_.dtype, y, x)
     assert ours.increasing_ == theirs.increasing_
     assert ours.X_thresholds_.dtype == theirs.X_thresholds_.dtype
     assert ours.y_thresholds_.dtype == theirs.y_thresholds_.dtype
@@ -202,6 +207,8 @@ def test_binary_labels_match_sklearn(data, increasing, oob):
 
 @given(data=scores_and_labels(binary=False, weighted="zeros", dtype=np.float64),
        increasing=st.booleans(), bounds=st.sampled_from([(None, None), (-5.0, None), (None, 5.0), (-10.0, 10.0)]))
+@example(data=(np.array([-1430.87302286, -936.54771632]), np.array([1.11253693e-308, 0.0]),
+               np.array([1.0, 2.18443699])), increasing=False, bounds=(None, None))  # a subnormal slope in np.interp
 @HYPO
 def test_weighted_real_targets_match_sklearn(data, increasing, bounds):
     x, y, w = data
