@@ -293,8 +293,10 @@ def sort_by_label(X, labels, n_ranges):
     rows counted and scattered by row-chunks (as many as the ranges, in
     parallel; the chunks' counts per slot give each (chunk, slot) its place,
     so the layout does not depend on the thread count), then each range's two
-    classes sorted by value (NumPy's sort, which releases the GIL) on
-    whichever thread takes the range.
+    classes sorted by value in the cache (:func:`~fastcal._sort_kernels.sort_keys`, a radix sort: -0.0 comes
+    out as +0.0, as from :func:`range_sorted_pairs`) on whichever thread takes the range, with one spare
+    range per working thread (measured at 10^7 float64 rows, 2 threads: the whole call 0.34 s with NumPy's
+    sort per range, the first version, against 0.09 s).
     """
     n = X.shape[0]
     x0, scale, cell_range = range_map(X, n_ranges)
@@ -309,14 +311,25 @@ def sort_by_label(X, labels, n_ranges):
     buf = np.empty(n, dtype=X.dtype)
     run([(_k.range_scatter, (X, labels, x0, scale, cell_range, ranges, offsets[c], buf, chunks[c], chunks[c + 1]))
          for c in range(n_ranges)])
-    run([(_sort_slots, (buf, starts, r, ranges)) for r in range(ranges)])
+    bits = buf.view(_UNSIGNED[buf.dtype.itemsize])
+    sign = bits.dtype.type(1 << (8 * buf.dtype.itemsize - 1))
+    digit_bits = ROW_DIGIT_BITS[8 * buf.dtype.itemsize]
+    spares = queue.SimpleQueue()  # at most one per thread: run() runs that many ranges at once
+
+    def sort_range(r):
+        try:
+            spare = spares.get_nowait()
+        except queue.Empty:
+            spare = bits[:0]
+        for s in (r, ranges + r):
+            lo, hi = int(starts[s]), int(starts[s + 1])
+            if spare.shape[0] < hi - lo:
+                spare = np.empty(hi - lo, dtype=bits.dtype)
+            _k.sort_keys(bits[lo:hi], spare, sign, digit_bits)
+        spares.put(spare)
+
+    run([(sort_range, (r,)) for r in range(ranges)])
     return ByLabel(buf, starts, ranges)
-
-
-def _sort_slots(buf, starts, r, ranges):
-    """Sort range ``r``'s scores of each class in place (NumPy's sort releases the GIL)."""
-    buf[starts[r]:starts[r + 1]].sort()
-    buf[starts[ranges + r]:starts[ranges + r + 1]].sort()
 
 
 class SortedPairs(NamedTuple):

@@ -226,6 +226,72 @@ def range_scatter_rows(x, bits, sign, p, flip, factor, x0, scale, cell_range, of
 
 
 @kernel
+def sort_keys(bits, spare, sign, max_digit_bits):
+    """Sort in place the floats whose bits are ``bits`` (unsigned, of the floats' width), by value.
+
+    :func:`sort_rows` without the carried values: the keys are made in place
+    (:func:`_key`, ``sign`` the width's top bit), sorted by an LSD radix sort
+    over the bits in which they differ (digits of at most ``max_digit_bits``,
+    between ``bits`` and ``spare``, at least as long), and written back as
+    float bits by the last pass. -0.0 comes out as +0.0 (one key for both),
+    as from :func:`sort_rows`. Meant for one score range that fits in the
+    cache, sorted by one thread.
+    """
+    n = bits.shape[0]
+    if n == 0:
+        return
+    zero = bits.dtype.type(0)
+    kmin = _key(bits[0], sign, zero)
+    kmax = kmin
+    for i in range(n):
+        k = _key(bits[i], sign, zero)
+        bits[i] = k
+        kmin = min(kmin, k)
+        kmax = max(kmax, k)
+    b = 0
+    diff = np.uint64(kmin ^ kmax)
+    while diff:
+        diff >>= np.uint64(1)
+        b += 1
+    passes = (b + max_digit_bits - 1) // max_digit_bits
+    if passes == 0:  # one key: nothing to order
+        for i in range(n):
+            k = bits[i]
+            bits[i] = k ^ sign if k & sign else ~k
+        return
+    digit_bits = (b + passes - 1) // passes
+    buckets = 1 << digit_bits
+    mask = np.uint64(buckets - 1)
+    counts = np.zeros((passes, buckets), dtype=np.int64)
+    for i in range(n):
+        k = np.uint64(bits[i])
+        for d in range(passes):
+            counts[d, np.int64((k >> np.uint64(d * digit_bits)) & mask)] += 1
+    src = bits
+    dst = spare[:n]
+    offsets = np.empty(buckets, dtype=np.int64)
+    for d in range(passes):
+        acc = 0
+        for v in range(buckets):
+            offsets[v] = acc
+            acc += counts[d, v]
+        s = np.uint64(d * digit_bits)
+        last = d == passes - 1
+        for i in range(n):
+            k = src[i]
+            v = np.int64((np.uint64(k) >> s) & mask)
+            j = offsets[v]
+            offsets[v] = j + 1
+            if last:
+                dst[j] = k ^ sign if k & sign else ~k
+            else:
+                dst[j] = k
+        src, dst = dst, src
+    if passes % 2:  # the keys ended in spare
+        bits[:] = src
+
+
+@kernel
 def sort_rows(rows, spare, width, max_digit_bits):
     """Sort the radix rows ``(key, value)`` of ``rows`` by key, stably, in place; keys back to float bits.
 

@@ -386,13 +386,15 @@ def stable_argsort_blocks(x, labels, w, sign):
 
 
 @given(data=st.one_of(scores_and_labels(max_size=3000), scores_and_labels(max_size=3000, binary=False)), weight_dtype=st.sampled_from([np.float32, np.float64]),
-       signed_zeros=st.booleans(), sign=st.sampled_from([1.0, -1.0]), radix_min=st.sampled_from([0, 64, 1 << 12]))
-@settings(max_examples=80, deadline=None)
-def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signed_zeros, sign, radix_min):
+       signed_zeros=st.booleans(), sign=st.sampled_from([1.0, -1.0]), radix_min=st.sampled_from([0, 64, 1 << 12]),
+       weighted=st.booleans())
+@settings(max_examples=120, deadline=None)
+def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signed_zeros, sign, radix_min, weighted):
     # Weighted 0/1 labels and unweighted real-valued targets are carried through the radix sort as one
     # float64 per row. Same rows in the same order, so the same sums to the last bit as the stable argsort
     # path, at every thread count: the sort's ranges (parallel threshold lowered by serial_and_parallel)
-    # and the two-thread PAV (its threshold lowered here) are cut within these sizes.
+    # and the two-thread PAV (its threshold lowered here) are cut within these sizes. Unweighted 0/1 labels
+    # are sorted per class by the same radix keys: the same tie-group scores (-0.0 made +0.0) and counts.
     x, y, _ = data
     binary = set(np.unique(y)) <= {0, 1}
     n = x.shape[0]
@@ -401,7 +403,7 @@ def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signe
         zeros = rng.random(n) < 0.3
         x[zeros] = rng.choice(np.array([-0.0, 0.0], dtype=x.dtype), zeros.sum())
     labels = as_label_array(y, "y")
-    w = rng.uniform(0.1, 3.0, n).astype(weight_dtype) if binary else None
+    w = rng.uniform(0.1, 3.0, n).astype(weight_dtype) if binary and weighted else None
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_sort, "RADIX_MIN_SIZE", radix_min)
         m.setattr(_pav_engine, "CHUNK_ROWS", 1 << 8)
