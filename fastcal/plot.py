@@ -54,18 +54,18 @@ def _pyplot():
 
 
 def _axes(ax, figsize):
-    """``(pyplot, figure, axes)``: ``ax`` and its figure, or (``ax`` None) a new figure of ``figsize`` with one axes."""
-    plt = _pyplot()
+    """``(figure, axes)``: ``ax`` and its figure, or (``ax`` None) a new pyplot figure of ``figsize`` with one
+    axes. Drawing on given axes needs no pyplot (a ``matplotlib.figure.Figure`` of the caller's works)."""
     if ax is None:
-        fig, ax = plt.subplots(figsize=figsize)
-    else:
-        fig = ax.figure
-    return plt, fig, ax
+        return _pyplot().subplots(figsize=figsize)
+    return ax.figure, ax
 
 
-def _colors(plt):
+def _colors():
     """The colours of matplotlib's property cycle, in order (``[None]``, matplotlib's choice, if it has none)."""
-    return plt.rcParams["axes.prop_cycle"].by_key().get("color", [None])
+    import matplotlib
+
+    return matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [None])
 
 
 def _as_named(probs, name, *, matrices=False):
@@ -251,10 +251,10 @@ def reliability_diagram(
         )
     else:
         hist_ax = hist_ax if ax is not None else None
-        plt, fig, ax = _axes(ax, figsize)
+        fig, ax = _axes(ax, figsize)
 
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
-    colors = _colors(plt)
+    colors = _colors()
     for i, (label, _, prob_true, prob_pred, text, extra) in enumerate(curves):
         color = colors[i % len(colors)]
         ax.plot(
@@ -381,8 +381,8 @@ def report_diagram(
             2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
         )
     else:
-        plt, fig, ax = _axes(ax, figsize)
-    colors = _colors(plt)
+        fig, ax = _axes(ax, figsize)
+    colors = _colors()
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.4", label="perfectly calibrated")
     ax.plot(report.prob_pred, report.prob_true, marker=_MARKERS[0], markersize=5, linewidth=1.5,
             linestyle=_LINESTYLES[0], color=colors[0], label=f"binned (ECE {report.ece:.4f})")
@@ -499,8 +499,8 @@ def probability_histogram(
         if np.any(w < 0) or not np.all(np.isfinite(w)) or not w.sum() > 0:
             raise ValueError("sample_weight must be finite, non-negative and have a positive sum.")
 
-    plt, fig, ax = _axes(ax, figsize)
-    colors = _colors(plt)
+    fig, ax = _axes(ax, figsize)
+    colors = _colors()
     edges = np.linspace(lo, hi, int(bins) + 1)
     for i, (label, p) in enumerate(sets):
         color = colors[i % len(colors)]
@@ -597,7 +597,7 @@ def segment_sigmas(
     sigma = np.asarray(result.ecce_sigma if isinstance(result, SegmentReport) else result.segment_ecce_sigma)
     shown = np.argsort(-sigma, kind="stable")[:top][::-1]
     line = _sigma_at(alpha)
-    plt, fig, ax = _axes(ax, figsize)
+    fig, ax = _axes(ax, figsize)
     values = np.minimum(sigma[shown], np.finfo(np.float64).max)
     colors = ["C3" if v > line else "C0" for v in values]
     ax.barh(np.arange(shown.size), values, color=colors)

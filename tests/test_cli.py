@@ -1016,3 +1016,21 @@ def test_html_report_by_segment_has_the_segment_section(tmp_path):
     pictures = re.findall(r'alt="reliability diagram of country = ([^"]*)"', page)
     assert pictures == [str(x) for x in want.groups[:SEGMENT_PICTURES]]
     assert len(pictures) == min(SEGMENT_PICTURES, len(want.groups)) > 1
+
+
+def test_html_report_in_process_leaves_the_hosts_matplotlib_alone(files, tmp_path):
+    # fastcal.cli.main called in a host process that has chosen its own backend (here "svg") draws its pictures
+    # on figures of its own: the backend stays the host's, and pyplot is not imported.
+    code = f"""
+import sys
+import matplotlib
+matplotlib.use("svg")
+from fastcal.cli import main
+assert main(["report", {str(files / "data.parquet")!r}, "--score-col", "score", "--label-col", "label",
+             "-o", {str(tmp_path / "r.html")!r}, "-q"]) == 0
+assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
+assert "matplotlib.pyplot" not in sys.modules
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "data:image/png;base64," in (tmp_path / "r.html").read_text()

@@ -198,9 +198,9 @@ def test_apply_with_spark_fails_on_a_null_score_as_without_spark(spark, files, c
         assert not os.path.exists(d / "null_out.parquet") and not _leftovers(d)
 
 
-def test_fit_and_apply_with_spark_on_a_spark_connect_server(connect_url, files):
-    """``--spark-master sc://host:port``: fit and apply through a Spark Connect server (the tests' JVM), each in a
-    new process that is a Connect client alone: the in-memory model file, and the in-memory predictions."""
+def test_fit_apply_and_report_with_spark_on_a_spark_connect_server(connect_url, files):
+    """``--spark-master sc://host:port``: fit, apply and report through a Spark Connect server (the tests' JVM),
+    each in a new process that is a Connect client alone: the in-memory model file, predictions and report."""
     import subprocess
     import sys
 
@@ -220,6 +220,21 @@ def test_fit_and_apply_with_spark_on_a_spark_connect_server(connect_url, files):
     table = pq.read_table(d / "connect_out.parquet")
     order = np.argsort(table.column("id").to_numpy())
     assert_array_equal(table.column("p").to_numpy()[order], got.predict(score))
+    # report: the in-memory report's numbers
+    report = ["report", "--score-col", "score", "--label-col", "label", "--weight-col", "weight", "-q",
+              str(d / "data.parquet")]
+    done = subprocess.run([sys.executable, "-m", "fastcal", *report, *remote, "-o", str(d / "connect_report.json")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main(report + ["-o", str(d / "memory_report.json")]) == 0
+    got, want = (json.loads((d / f"{kind}_report.json").read_text())["report"] for kind in ("connect", "memory"))
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        if isinstance(value, float):
+            assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        elif value is not None and not isinstance(value, str):
+            assert_allclose(np.asarray(got[key], dtype=float), np.asarray(value, dtype=float), rtol=1e-9,
+                            atol=1e-12, err_msg=key)
 
 
 def test_a_session_on_a_spark_connect_server_takes_no_client_settings():

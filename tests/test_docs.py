@@ -150,6 +150,51 @@ def test_readme_shape():
     assert text.index(start) < text.index(end)
 
 
+def test_readme_performance_rows_are_the_full_tables():
+    # The README's headline speed-ups and its 10^8-row times are those of docs/performance.md's table, which
+    # `make bench` writes (and which then rewrites the README's rows from it).
+    from benchmarks import compare
+
+    full = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    assert compare.readme_headline(README.read_text(encoding="utf-8")) == compare.headline(full)
+
+
+def test_headline_reads_the_full_table():
+    from benchmarks import compare
+
+    rows = compare.parse_table(f"{compare.START}\n| subject | task | n | fastcal | peer | peer time | peer / fastcal |\n"
+                               "|---|---|---|---|---|---|---|\n| a | `f` (note) | 10^7 | 1.0 ms | P | 2.0 ms | **2.0x** |\n"
+                               f"|  |  |  |  | Q | 3.0 ms | **3.0x** |\n{compare.END}")
+    assert rows == {("a", "`f` (note)", "10^7", "P"): ("1.0 ms", 2.0), ("a", "`f` (note)", "10^7", "Q"): ("1.0 ms", 3.0)}
+    assert compare._find(rows, "a", "`f`", "10^7", "Q") == ("1.0 ms", 3.0)
+    with pytest.raises(KeyError):
+        compare._find(rows, "a", "`g`", "10^7", "Q")
+    assert [compare.fmt_ratio(r) for r in (219.6, 30.0, 29.96, 8.94)] == ["220", "30", "30.0", "8.9"]
+
+
+#: The README's scaling rows: each row's paths in docs/scaling.md's first (10^8-row) table.
+README_SCALING = {"`IsotonicRegression.fit`, 0/1 / weighted": ["isotonic fit, 0/1", "isotonic fit, weighted"],
+                  "`roc_auc_score` / `score_decomposition`": ["roc_auc_score", "score_decomposition"],
+                  "`calibration_report`": ["calibration_report"]}
+
+
+def test_readme_scaling_rows_are_the_scaling_pages():
+    page = (ROOT / "docs" / "scaling.md").read_text(encoding="utf-8")
+    first = page[:page.index("\n## ")]
+    measured = {}
+    for line in first.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0] not in ("path", "---"):
+            measured[cells[0]] = [float(c.rstrip("x")) for c in cells[1:]]
+    readme = README.read_text(encoding="utf-8")
+    for label, paths in README_SCALING.items():
+        m = [measured[p] for p in paths]
+        row = (f"| {label} | {', '.join(f'{r[2]:.2f}x' for r in m)} | "
+               f"{', '.join(f'{r[3]:.1f} / {r[4]:.1f}' for r in m)} | {', '.join(f'{r[5]:.1f}x' for r in m)} | "
+               f"{', '.join(f'{r[6]:.2f} s' for r in m)} |")
+        assert row in readme, row
+
+
 @pytest.mark.parametrize("page", [README, *sorted((ROOT / "docs").rglob("*.md"))], ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_exist(page):
     text = FENCE.sub("", page.read_text(encoding="utf-8"))

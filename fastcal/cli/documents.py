@@ -113,28 +113,23 @@ def segments_html(column, segments, mce, pictures):
             + (f"<h3>The {len(pictures)} worst groups</h3>\n<div>{imgs}</div>\n" if pictures else ""))
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend (files, no window); ImportError without matplotlib."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+#: The report picture's two panels (the reliability diagram over the bins' weights), as fastcal.plot draws them.
+PANELS = {"height_ratios": (3, 1), "hspace": 0.08}
 
 
 def report_png(report, corp=None, *, title=None, figsize=(6.0, 7.0), dpi=100):
-    """The PNG bytes of :func:`fastcal.plot.report_diagram` of ``report`` and ``corp``; ImportError without
-    matplotlib."""
-    plt = _pyplot()
+    """The PNG bytes of :func:`fastcal.plot.report_diagram` of ``report`` and ``corp``, drawn on a
+    ``matplotlib.figure.Figure`` of its own (no pyplot, no backend chosen: the host's matplotlib state is left
+    as it is); ImportError without matplotlib."""
+    from matplotlib.figure import Figure
+
     from ..plot import report_diagram
 
-    fig, _ = report_diagram(report, corp, title=title, figsize=figsize)
+    fig = Figure(figsize=figsize)
+    ax, hist_ax = fig.subplots(2, 1, sharex=True, gridspec_kw=PANELS)
+    report_diagram(report, corp, ax=ax, hist_ax=hist_ax, title=title)
     buf = io.BytesIO()
-    try:
-        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    finally:
-        plt.close(fig)
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     return buf.getvalue()
 
 
@@ -144,9 +139,9 @@ def segment_pictures(segments, report_of):
     :class:`fastcal.metrics.CalibrationReport` of that group's rows. ImportError without matplotlib, before any
     report is computed. The report's warnings (a calibration slope that does not exist, in a small group) are
     not shown: the picture does not draw the slope."""
+    import matplotlib  # noqa: F401 - ImportError before any report is computed
     import numpy as np
 
-    _pyplot()
     worst = segments.worst(SEGMENT_PICTURES)
     out = []
     for g, sigma in zip(worst.groups, worst.ecce_sigma):
