@@ -218,12 +218,34 @@ def _logit_chunk(chunk, exponent):
     return _logits(chunk, exponent)[0]
 
 
-def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None):
-    """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring."""
-    from .. import _binning, metrics
+def _slope_fit(data, weighted, fraction, facts):
+    """The calibration slope's fit for :func:`calibration_report`: ``(fit, missing)`` of
+    :func:`fastcal.platt.slope_intercept_passes`, over logits made in each pass (``facts`` from the table's
+    pass: a backend that converts later) or kept (``facts`` None: made here)."""
     from . import logistic
 
+    if facts is not None:
+        logit_rows = data.rows.convert_later(_logit_chunk, data.exponent)
+    else:
+        logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
+    try:
+        passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
+                                    [f[1] for f in facts])
+        return platt.slope_intercept_passes(
+            platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
+            passes.rows, strict=False, run_passes=passes.run_passes)
+    finally:
+        logit_rows.release()
+
+
+def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None, slope=True):
+    """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring
+    (``slope=False``: no logits, no Newton passes)."""
+    from .. import _binning, metrics
+    from .._params import Boolean, check
+
     n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
+    slope = check("slope", slope, [Boolean()])
     data = Metrics(rows, x_dtype, weighted, pos_label)
     try:
         edges = data.edges(n_bins, strategy)
@@ -231,7 +253,7 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
         fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
         # A backend that converts rows in each pass (convert_later: Spark) makes the logits there, their facts
         # in the table's pass: no pass of their own. Others keep them (convert), facts and all.
-        lazy = hasattr(data.rows, "convert_later")
+        lazy = slope and hasattr(data.rows, "convert_later")
         flags = {"moments": True, "brier": True, "logloss": True}
         if lazy:
             table, facts = data.table_and(edges, _logit_facts, (data.exponent, fraction), **flags)
@@ -241,18 +263,7 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
         both = 0 < positives < float(table[:, _binning.W].sum())
         auc = _auc(data, None, rows.parallelism) if both else math.nan
         corp = _decompositions(data, ("brier", "log_loss"))
-        if lazy:
-            logit_rows = data.rows.convert_later(_logit_chunk, data.exponent)
-        else:
-            logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
-        try:
-            passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
-                                        [f[1] for f in facts])
-            slope_fit, missing = platt.slope_intercept_passes(
-                platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
-                passes.rows, strict=False, run_passes=passes.run_passes)
-        finally:
-            logit_rows.release()
+        slope_fit, missing = _slope_fit(data, weighted, fraction, facts if lazy else None) if slope else (None, None)
     finally:
         data.release()
     units = data.in_weight_units if weighted else (lambda v: v)

@@ -43,7 +43,7 @@ def _group_reports(y, p, w, groups, segments, n_bins, strategy, path):
         rows = codes == place[id(group)]
         try:
             return fastcal.calibration_report(y[rows], p[rows], sample_weight=None if w is None else w[rows],
-                                              n_bins=n_bins, strategy=strategy)
+                                              n_bins=n_bins, strategy=strategy, slope=False)
         except ValueError as exc:
             raise DataError(f"{path}: {exc}") from None
 

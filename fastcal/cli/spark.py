@@ -384,7 +384,8 @@ def _group_reports(df, args, columns, path):
     def report_of(group):
         try:
             return fs.calibration_report(df.where(_is_group(df, columns, group)), args.label_col, args.score_col,
-                                         weight_col=args.weight_col, n_bins=args.n_bins, strategy=args.strategy)
+                                         weight_col=args.weight_col, n_bins=args.n_bins, strategy=args.strategy,
+                                         slope=False)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         except _spark_errors() as exc:

@@ -205,6 +205,7 @@ def calibration_report(
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | str | None = None,
+    slope: bool = True,
 ) -> CalibrationReport:
     """:func:`fastcal.calibration_report` of binary Dask data.
 
@@ -214,4 +215,4 @@ def calibration_report(
     report, sums to their rounding and the slope to the solver's tolerance.
     """
     return metric(_decomposition.calibration_report, y_true, y_prob, sample_weight, binary=True, n_bins=n_bins,
-                  strategy=strategy, pos_label=pos_label)
+                  strategy=strategy, pos_label=pos_label, slope=slope)

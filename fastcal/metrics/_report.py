@@ -16,6 +16,7 @@ import numpy as np
 
 from .._auc import roc_auc
 from .._binning import SLOG, SP, SY, W, brier_terms_from_table, column_mean, curve_from_table, ece_from_table
+from .._params import Boolean, check
 from .._results import Result
 from ..decomposition import decompose, shared_sort
 from ._inputs import binned, in_weight_units, units_exponent
@@ -150,6 +151,7 @@ def calibration_report(
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | str | None = None,
+    slope: bool = True,
 ) -> CalibrationReport:
     r"""Every calibration diagnostic of a set of binary predictions, in one call.
 
@@ -170,6 +172,14 @@ def calibration_report(
         Bins of the curve, the ECE and the Brier decomposition.
     strategy : {"uniform", "quantile"}, default="uniform"
         Bin edges, as in :func:`calibration_curve`.
+    slope : bool, default=True
+        Fit the calibration slope and intercept (Newton steps over the
+        logits). False skips that fit: ``slope``, ``intercept``,
+        ``calibration_in_the_large`` are NaN, their standard errors,
+        intervals and ``slope_converged`` None, and no warning is given
+        where the slope would not exist (one class, or separable data).
+        For many small reports, one per segment, say, whose bins are what
+        is looked at.
 
     Returns
     -------
@@ -197,6 +207,7 @@ def calibration_report(
     """
     from ..platt import slope_intercept_fit
 
+    slope = check("slope", slope, [Boolean()])
     table, edges, (y, p, w) = binned(y_true, y_prob, sample_weight, pos_label, n_bins, strategy, moments=True,
                                       brier=True, logloss=True)
     positives = float(table[:, SY].sum())
@@ -208,7 +219,8 @@ def calibration_report(
     del by_label  # the slope fit's logits would otherwise sit beside the sorted copy: 2x the scores at the peak
     # The standard errors are those of frequency weights, in the caller's units: the rescaled weights go with
     # their exponent (no copy of them in the caller's units).
-    slope_fit, missing = slope_intercept_fit(y, p, w, strict=False, exponent=units_exponent(sample_weight))
+    slope_fit, missing = (slope_intercept_fit(y, p, w, strict=False, exponent=units_exponent(sample_weight)) if slope
+                          else (None, None))
     return report_from_parts(table, edges, strategy, int(p.shape[0]), w is not None,
                              lambda v: in_weight_units(v, sample_weight), auc, corp, slope_fit, missing, 3)
 
@@ -237,7 +249,8 @@ def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc,
         The CORP decompositions of the Brier score and of the log loss.
     slope_fit, missing
         :func:`fastcal.platt.slope_intercept_fit`'s result (``strict=False``): the fit, and why the
-        maximum-likelihood slope does not exist (or None); warned about here, at ``stacklevel``.
+        maximum-likelihood slope does not exist (or None); warned about here, at ``stacklevel``. Both None:
+        no fit (``slope=False``), its fields NaN or None.
     """
     weight = table[:, W]
     total = float(weight.sum())
@@ -255,6 +268,7 @@ def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc,
     prob_true, prob_pred = curve_from_table(table, weighted, False)
     corp_brier, corp_log = corp
     optional: dict[str, Any] = {}
+    fitted = slope_fit is not None
     for name, attr in (
         ("slope_se", "slope_se"),
         ("intercept_se", "intercept_se"),
@@ -262,7 +276,7 @@ def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc,
         ("intercept_ci", "intercept_ci"),
         ("slope_converged", "converged"),
     ):
-        value = getattr(slope_fit, attr, None)
+        value = getattr(slope_fit, attr, None) if fitted else None
         if value is None:
             continue
         if name.endswith("_ci"):
@@ -288,9 +302,9 @@ def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc,
         uncertainty=decomposition.uncertainty,
         within_bin_variance=decomposition.within_bin_variance,
         within_bin_covariance=decomposition.within_bin_covariance,
-        slope=float(slope_fit.slope),
-        intercept=float(slope_fit.intercept),
-        calibration_in_the_large=float(slope_fit.calibration_in_the_large),
+        slope=float(slope_fit.slope) if fitted else math.nan,
+        intercept=float(slope_fit.intercept) if fitted else math.nan,
+        calibration_in_the_large=float(slope_fit.calibration_in_the_large) if fitted else math.nan,
         brier_miscalibration=corp_brier.miscalibration,
         brier_discrimination=corp_brier.discrimination,
         log_loss_miscalibration=corp_log.miscalibration,

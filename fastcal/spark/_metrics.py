@@ -202,9 +202,10 @@ def calibration_report(
     n_bins: int = 10,
     strategy: Literal["uniform", "quantile"] = "uniform",
     pos_label: float | None = None,
+    slope: bool = True,
 ) -> CalibrationReport:
     """:func:`fastcal.calibration_report` of a DataFrame's columns (binary): the passes of
     :func:`fastcal.dask.calibration_report`, with its exactness, on the DataFrame's partitions, its converted
     rows and logits cached."""
     return drive_metric(_decomposition.calibration_report, df, label_col, prob_col, weight_col, n_bins=n_bins,
-                        strategy=strategy, pos_label=pos_label)
+                        strategy=strategy, pos_label=pos_label, slope=slope)
