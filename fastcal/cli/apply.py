@@ -10,12 +10,12 @@ CSV copies every record's bytes, Parquet keeps its Arrow columns (see
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import numpy as np
 
 from .._io import DataError, UsageError, display_name, open_input, open_output
+from .checks import check_group_columns, warn_unmatched
 from .options import columns_arg, group_columns_arg, parse_priors
 from . import spark
 from .progress import Progress
@@ -117,16 +117,6 @@ def cmd_apply(args, progress_enabled, timings):
         matches.warn(path)
 
 
-def check_group_columns(est, names, model):
-    """A :class:`UsageError` when the grouped model ``est`` was fitted on another number of group columns than
-    ``names`` (its groups tuples of that many values; one column's groups are not tuples)."""
-    fitted = {len(g) if isinstance(g, tuple) else 1 for g in est.groups_}
-    if len(fitted) == 1 and fitted != {len(names)}:
-        k = fitted.pop()
-        raise UsageError(f"{model}: the model was fitted on {k} group column{'s' if k > 1 else ''}, but --group-col "
-                         f"names {len(names)} ({', '.join(names)}); give the columns of the fit")
-
-
 def piece_groups(piece, names, path):
     """The groups of one piece in the columns ``names``: the column for one name, a list of columns for several
     (a row's group the tuple of its values)."""
@@ -154,30 +144,6 @@ class Matches:
     def warn(self, path):
         if self.rows and not self.matched and self.est.groups_:
             warn_unmatched(path, self.column, self.est.groups_, list(self.values.values()))
-
-
-def warn_unmatched(path, column, fitted, seen):
-    """Write on stderr that no row of ``path`` has in ``column`` one of the model's groups ``fitted`` (``seen``: a
-    few of the column's values)."""
-    sys.stderr.write(f"fastcal: warning: {path}: no row's {column!r} is one of the model's {len(fitted)} groups: "
-                     f"every row got the global calibrator (the model's groups: {shown(fitted)}; the column's "
-                     f"values: {shown(seen)}{describe_kinds(fitted, seen)})\n")
-
-
-def describe_kinds(fitted, values):
-    """``"; numbers in the model, text in the column"`` when the groups of a model and the values of a column are
-    of other kinds (numbers, text); else ``""``."""
-    from ..grouped import group_kinds
-
-    a, b = group_kinds(fitted), group_kinds(values)
-    if a and b and not a & b:
-        return f"; {' and '.join(sorted(a))} in the model, {' and '.join(sorted(b))} in the column"
-    return ""
-
-
-def shown(values, k=5):
-    """A few of ``values``, for messages."""
-    return ", ".join(repr(v) for v in list(values)[:k]) + (", ..." if len(values) > k else "")
 
 
 def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, matches=None):

@@ -1,10 +1,14 @@
-"""Checks of label, probability and weight columns, raising a DataError that names the file, column and row."""
+"""Checks of label, probability and weight columns, raising a DataError that names the file, column and row; of a
+grouped model's columns against the command's, and the warning when no row has one of its groups (``apply``, with
+and without ``--spark``)."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from .._io import DataError
+from .._io import DataError, UsageError
 
 
 def check_labels(y, path, column, method, n_classes=None, offset=0):
@@ -62,3 +66,37 @@ def check_weights(w, path, column, offset=0, *, positive_sum=True):
         raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: weight {w[i].item()!r} is negative")
     if positive_sum and not w.sum() > 0:
         raise DataError(f"{path}: column {column!r}: the weights must have a positive sum")
+
+
+def check_group_columns(est, names, model):
+    """A :class:`UsageError` when the grouped model ``est`` was fitted on another number of group columns than
+    ``names`` (its groups tuples of that many values; one column's groups are not tuples)."""
+    fitted = {len(g) if isinstance(g, tuple) else 1 for g in est.groups_}
+    if len(fitted) == 1 and fitted != {len(names)}:
+        k = fitted.pop()
+        raise UsageError(f"{model}: the model was fitted on {k} group column{'s' if k > 1 else ''}, but --group-col "
+                         f"names {len(names)} ({', '.join(names)}); give the columns of the fit")
+
+
+def warn_unmatched(path, column, fitted, seen):
+    """Write on stderr that no row of ``path`` has in ``column`` one of the model's groups ``fitted`` (``seen``: a
+    few of the column's values)."""
+    sys.stderr.write(f"fastcal: warning: {path}: no row's {column!r} is one of the model's {len(fitted)} groups: "
+                     f"every row got the global calibrator (the model's groups: {shown(fitted)}; the column's "
+                     f"values: {shown(seen)}{describe_kinds(fitted, seen)})\n")
+
+
+def describe_kinds(fitted, values):
+    """``"; numbers in the model, text in the column"`` when the groups of a model and the values of a column are
+    of other kinds (numbers, text); else ``""``."""
+    from ..grouped import group_kinds
+
+    a, b = group_kinds(fitted), group_kinds(values)
+    if a and b and not a & b:
+        return f"; {' and '.join(sorted(a))} in the model, {' and '.join(sorted(b))} in the column"
+    return ""
+
+
+def shown(values, k=5):
+    """A few of ``values``, for messages."""
+    return ", ".join(repr(v) for v in list(values)[:k]) + (", ..." if len(values) > k else "")

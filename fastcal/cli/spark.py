@@ -269,7 +269,7 @@ def apply(args, est, score_col, output_col, timings):
                   args.group_col if grouped else None, "--group-col")
         group_col = _group_arg(args.group_col, df, "--group-col") if grouped else None
         if grouped:
-            from .apply import check_group_columns
+            from .checks import check_group_columns
 
             check_group_columns(est, group_col if isinstance(group_col, list) else [group_col], args.model)
         if score_col is None:  # as without --spark: the only column, or "score"
@@ -348,12 +348,12 @@ def _is_group(df, columns, group):
 
 
 def _warn_unmatched(df, est, columns, text, path):
-    """The warning of ``fastcal apply`` (:func:`fastcal.cli.apply.warn_unmatched`) when there are rows and none
+    """The warning of ``fastcal apply`` (:func:`fastcal.cli.checks.warn_unmatched`) when there are rows and none
     has a group of the model ``est`` (a Spark job that stops at the first row that has one); ``columns`` the
     group column or columns, ``text`` the option's text."""
     from pyspark.sql import functions as F
 
-    from .apply import warn_unmatched
+    from .checks import warn_unmatched
 
     if not est.groups_:
         return
