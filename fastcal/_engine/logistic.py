@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _partition, beta, platt
+from .._chunked import merge_in_order
 from .._validation import all_zero_weights, rescale_weights, weight_exponent
 from . import user_stacklevel
 
@@ -122,20 +123,12 @@ class Passes:
         return tuple(None if parts[0] is None else np.concatenate(parts) for parts in zip(*subs))
 
     def run_pass(self, *args):
-        return _added(self.conv.map(_pass, self.array_pass, self.exponent, *args))
+        return merge_in_order(np.stack(self.conv.map(_pass, self.array_pass, self.exponent, *args)))
 
     def run_passes(self, requests):
         """:meth:`run_pass` of every argument tuple of ``requests``, from one visit of each chunk (the same sums)."""
         sums = self.conv.map(_passes, self.array_pass, self.exponent, list(requests))
-        return [_added([chunk[i] for chunk in sums]) for i in range(len(requests))]
-
-
-def _added(sums):
-    """The chunks' sums added in chunk order: deterministic."""
-    acc = np.zeros(len(sums[0]))
-    for s in sums:
-        acc += s
-    return acc
+        return [merge_in_order(np.stack([chunk[i] for chunk in sums])) for i in range(len(requests))]
 
 
 def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):
