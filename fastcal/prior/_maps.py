@@ -2,7 +2,7 @@
 
 Binary: p -> p / (p + c (1 - p)) with the exact odds factor ``c``; (n, k): reweight each row and renormalise.
 Internal API of :mod:`fastcal.prior`: :func:`class_weights`, :func:`odds_constants`, :func:`binary_odds_factor`,
-:func:`run_binary`, :func:`run_multi`, :func:`sum_pairs`.
+:func:`run_binary` (and :func:`binary_map`, what it computes, as data), :func:`run_multi`, :func:`sum_pairs`.
 """
 
 from __future__ import annotations
@@ -79,13 +79,27 @@ def run_binary(src, dst, c, cm1):
         s, d = d, None
     dtype = s.dtype
     zero, one = dtype.type(0), dtype.type(1)
-    n = s.shape[0]
+    kind, constants = binary_map(c, cm1, dtype)
+    kernel = {"copy": _k.binary_copy, "down": _k.binary_down, "up": _k.binary_up}[kind]
+    return sum(parallel_for(kernel, s.shape[0], s, d, *constants, zero, one))
+
+
+def binary_map(c, cm1, dtype):
+    """How :func:`run_binary` maps ``p`` in ``dtype``: ``(kind, constants)``, the kernel's evaluation and its
+    constants in ``dtype`` (positive and finite), for a backend that writes the same operations in its own
+    language.
+
+    - ``("copy", ())``: ``c == 1``, ``q = p``;
+    - ``("down", (cm1,))``: ``c > 1``, ``q = p / (1 + cm1 (1 - p))``;
+    - ``("up", (c, omc))``: ``c < 1``, ``q = 1 / (c / p + omc)``, ``omc = 1 - c`` in ``dtype``.
+    """
+    dtype = np.dtype(dtype)
     if c == 1.0:
-        return sum(parallel_for(_k.binary_copy, n, s, d, zero, one))
+        return "copy", ()
     if c > 1.0:
-        return sum(parallel_for(_k.binary_down, n, s, d, _positive_in(cm1, dtype), zero, one))
+        return "down", (_positive_in(cm1, dtype),)
     c_d = _positive_in(c, dtype)
-    return sum(parallel_for(_k.binary_up, n, s, d, c_d, one - c_d, zero, one))
+    return "up", (c_d, dtype.type(1) - c_d)
 
 
 def sum_pairs(pairs):

@@ -108,9 +108,9 @@ def correct_negative_sampling(
     array([0.        , 0.02439024, 0.09090909, 0.47368421, 1.        ])
     >>> _ = correct_negative_sampling(p, 0.1, out=p)  # in place
     """
-    r = check_rate(rate)
+    c, cm1 = sampling_odds(rate)
     arr, src, dst, result, finish = io_arrays(p, out, "p", rows=False)
-    bad = run_binary(src, dst, *odds_constants(1 / Fraction(r)))  # c = 1/r
+    bad = run_binary(src, dst, c, cm1)
     if bad:
         raise_bad_values("p", bad)
     if finish is not None:
@@ -157,3 +157,9 @@ def negative_sampling_logit_offset(rate: float) -> float:
     With scikit-learn: ``clf.intercept_ += negative_sampling_logit_offset(rate)``.
     """
     return math.log(check_rate(rate))
+
+
+def sampling_odds(rate):
+    """``(c, c - 1)`` of :func:`correct_negative_sampling` (``c = 1 / rate``, each correctly rounded) after
+    checking ``rate``: the odds factor of its map (:func:`fastcal.prior._maps.binary_map`)."""
+    return odds_constants(1 / Fraction(check_rate(rate)))

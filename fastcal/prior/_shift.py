@@ -106,12 +106,7 @@ def adjust_priors(
     array([[0.4   , 0.3   , 0.3   ],
            [0.7692, 0.1923, 0.0385]])
     """
-    train, _ = prior_vector(train_priors, "train_priors")
-    new, _ = prior_vector(new_priors, "new_priors")
-    if train.shape != new.shape:
-        raise ValueError(
-            f"train_priors and new_priors must have the same number of classes, got {train.shape[0]} and {new.shape[0]}."
-        )
+    train, new = _priors(train_priors, new_priors)
     k = train.shape[0]
     ndim = np.ndim(proba)
     if ndim == 2:
@@ -145,3 +140,24 @@ def adjust_priors(
     if out is None and arr.ndim == 0:
         return result[()]
     return result
+
+
+def _priors(train_priors, new_priors):
+    """The checked prior vectors ``(train, new)``, of as many classes."""
+    train, _ = prior_vector(train_priors, "train_priors")
+    new, _ = prior_vector(new_priors, "new_priors")
+    if train.shape != new.shape:
+        raise ValueError(
+            f"train_priors and new_priors must have the same number of classes, got {train.shape[0]} and {new.shape[0]}."
+        )
+    return train, new
+
+
+def shift_odds(train_priors, new_priors, where):
+    """``(c, c - 1)`` of the binary :func:`adjust_priors` (``c = w0 / w1``, exactly rounded) after checking the
+    priors, which must be of two classes (``where``: the caller, named in that error); the odds factor of its
+    map (:func:`fastcal.prior._maps.binary_map`)."""
+    train, new = _priors(train_priors, new_priors)
+    if train.shape[0] != 2:
+        raise ValueError(f"{where} adjusts P(y=1) of a binary problem, but the priors have {train.shape[0]} classes.")
+    return binary_odds_factor(new, train)

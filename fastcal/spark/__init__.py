@@ -58,7 +58,9 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._fits`: the fits;
 - :mod:`fastcal.spark._metrics`: the diagnostics;
 - :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics;
-- :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group.
+- :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group;
+- :mod:`fastcal.spark._prior`: :func:`correct_negative_sampling` and :func:`adjust_priors` of a probability
+  column, in Spark SQL.
 """
 
 from .._exports import publish
@@ -78,17 +80,20 @@ from ._metrics import (
     smooth_ece,
 )
 from ._predict import predict
+from ._prior import adjust_priors, correct_negative_sampling
 from ._rows import SparkRows
 from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
 
 __all__ = [
     "SparkRows",
+    "adjust_priors",
     "brier_decomposition",
     "brier_score_loss",
     "calibration_curve",
     "calibration_ratio",
     "calibration_report",
     "corp_reliability",
+    "correct_negative_sampling",
     "ecce",
     "expected_calibration_error",
     "fit_beta",

@@ -20,7 +20,7 @@ from .._errors import not_fitted
 from .._prediction import Knots, Logistic, Steps
 from . import _expr as sql
 from ._buckets import temp_name, with_count_below, with_first_not_less
-from ._tasks import is_numeric
+from ._tasks import check_output, column_type
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -36,16 +36,6 @@ if TYPE_CHECKING:
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
 
 _INF = sql.double(np.inf)
-
-
-def _column_type(df, name, label):
-    fields = {f.name: f for f in df.schema.fields}
-    if name not in fields:
-        raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are {list(fields)}.")
-    spark_type = fields[name].dataType
-    if not is_numeric(spark_type):
-        raise TypeError(f"{label}={name!r} must be a numeric column, got {spark_type.simpleString()}.")
-    return spark_type
 
 
 def _as_double(name: str, float32: bool) -> str:
@@ -314,13 +304,6 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(
         a_col, size_col, tc_col, j_col, k_col)
 
-def _check_output(df, output_col):
-    if not isinstance(output_col, str):
-        raise TypeError(f"output_col must be a column name (str), got {type(output_col).__name__}.")
-    if output_col in df.columns:
-        raise ValueError(f"output_col={output_col!r} is already a column of the DataFrame.")
-
-
 def _predict_grouped(estimator, df, score_col, output_col, group_col):
     from ..grouped import GroupedCalibrator
 
@@ -333,7 +316,7 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
         raise not_fitted("This GroupedCalibrator instance is not fitted yet. Call 'fit' first.")
     if not isinstance(df, DataFrame):
         raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
-    spark_type = _column_type(df, score_col, "score_col")
+    spark_type = column_type(df, score_col, "score_col")
     if isinstance(group_col, (list, tuple)):  # several columns: each row's group the tuple of its values
         if not group_col:
             raise ValueError("group_col must name at least one column, got none.")
@@ -348,7 +331,7 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
         raise TypeError(f"group_col must be a column name (str), got {type(group_col).__name__}.")
     if isinstance(group_col, str) and group_col not in df.columns:
         raise ValueError(f"group_col={group_col!r} is not a column of the DataFrame; its columns are {df.columns}.")
-    _check_output(df, output_col)
+    check_output(df, output_col)
     return _grouped_prediction(estimator, df, score_col, group_col, output_col, spark_type)
 
 
@@ -431,6 +414,6 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     data = estimator.prediction_data()  # NotFittedError if not fitted
     if not isinstance(df, DataFrame):
         raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
-    spark_type = _column_type(df, score_col, "score_col")
-    _check_output(df, output_col)
+    spark_type = column_type(df, score_col, "score_col")
+    check_output(df, output_col)
     return _prediction(data, df, score_col, output_col, spark_type)

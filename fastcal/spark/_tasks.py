@@ -51,6 +51,25 @@ def is_numeric(spark_type) -> bool:
     return type(spark_type) in NUMPY_OF_SPARK or isinstance(spark_type, T.DecimalType)
 
 
+def column_type(df, name, label):
+    """The Spark type of the numeric column ``name`` of ``df`` (``label``: the argument that named it, in the errors)."""
+    fields = {f.name: f for f in df.schema.fields}
+    if name not in fields:
+        raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are {list(fields)}.")
+    spark_type = fields[name].dataType
+    if not is_numeric(spark_type):
+        raise TypeError(f"{label}={name!r} must be a numeric column, got {spark_type.simpleString()}.")
+    return spark_type
+
+
+def check_output(df, output_col):
+    """A TypeError or ValueError unless ``output_col`` is a name for a new column of ``df``."""
+    if not isinstance(output_col, str):
+        raise TypeError(f"output_col must be a column name (str), got {type(output_col).__name__}.")
+    if output_col in df.columns:
+        raise ValueError(f"output_col={output_col!r} is already a column of the DataFrame.")
+
+
 def numeric_column(column, spark_type):
     """``(column as the tasks read it, its NumPy dtype)`` of a numeric column (:func:`is_numeric`): a decimal
     cast to a double in the JVM (its nearest double, as ``float(Decimal)`` gives in Python)."""

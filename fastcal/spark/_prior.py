@@ -1,0 +1,117 @@
+"""Prior corrections of a probability column: :func:`correct_negative_sampling` and :func:`adjust_priors` in Spark SQL.
+
+Each is the in-memory binary map ``p -> p / (p + c (1 - p))`` (:mod:`fastcal.prior`), written from what
+:func:`fastcal.prior.binary_map` says the kernel computes (its evaluation and its constants): the same IEEE
+operations in the same order, so the same bits. A double column is computed in double; a float column in
+float, each operation rounded to float (Spark computes a float division in double: rounding that quotient to
+float gives the correctly rounded float quotient, as the kernel's, since a double holds more than twice a
+float's 24 bits plus two).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pyspark.sql import DataFrame
+
+from .. import prior
+from . import _expr as sql
+from ._tasks import check_output, column_type
+
+if TYPE_CHECKING:
+    from .._typing import Priors
+
+__all__ = ["adjust_priors", "correct_negative_sampling"]
+
+
+def _map(df, prob_col, output_col, c, cm1):
+    if not isinstance(df, DataFrame):
+        raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
+    spark_type = column_type(df, prob_col, "prob_col")
+    check_output(df, output_col)
+    float32 = spark_type.typeName() == "float"
+    dtype = np.float32 if float32 else np.float64
+    kind, constants = prior.binary_map(c, cm1, dtype)
+    cast = "FLOAT" if float32 else "DOUBLE"
+
+    def r(text):  # one operation, rounded to the column's type
+        return f"CAST({text} AS {cast})"
+
+    def lit(v):
+        return r(sql.double(float(v)))
+
+    p = r(sql.ident(prob_col))
+    one = lit(1.0)
+    if kind == "copy":
+        value = p
+    elif kind == "down":  # p / (1 + cm1 (1 - p))
+        (cm1_d,) = constants
+        value = r(p + " / " + r(one + " + " + r(lit(cm1_d) + " * " + r(one + " - " + p))))
+    else:  # 1 / (c / p + omc); at p = +-0 that is 1 / +-inf = p, which Spark's division by zero would refuse
+        c_d, omc = constants
+        value = f"CASE WHEN {p} = {r('0.0D')} THEN {p} ELSE " + r(one + " / " + r(r(lit(c_d) + " / " + p) + " + " + lit(omc))) + " END"
+    message = sql.string(f"{prob_col} must hold probabilities in [0, 1] without NaN.")
+    checked = (f"CASE WHEN {p} IS NULL THEN NULL WHEN NOT ({p} >= {r('0.0D')} AND {p} <= {one}) "
+               f"THEN raise_error({message}) ELSE {value} END")
+    from pyspark.sql import functions as F
+
+    return df.withColumn(output_col, F.expr(checked))
+
+
+def correct_negative_sampling(df: DataFrame, prob_col: str, rate: float, output_col: str) -> DataFrame:
+    """``df`` with a column ``output_col``: :func:`fastcal.correct_negative_sampling` of ``prob_col``, in Spark SQL.
+
+    The in-memory map ``p / (1 + c (1 - p))`` with ``c = (1 - rate) / rate``
+    (:func:`fastcal.correct_negative_sampling` says how it is evaluated), the
+    same operations on the same constants: the same bits as in memory, in
+    double for a double column and in float for a float column (other numeric
+    columns are read as doubles). Every column and row of ``df`` is kept. A
+    probability outside [0, 1] or NaN fails the Spark job that computes it,
+    with the in-memory message; a null stays null. ``rate`` is checked now.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+    prob_col : str
+        The column of predicted probabilities of the positive class, numeric.
+    rate : float in (0, 1]
+        The fraction of the negatives kept in the training sample.
+    output_col : str
+        The name of the new column; it must not be a column of ``df``.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        ``df``'s columns, then ``output_col`` (float for a float column, double otherwise).
+    """
+    return _map(df, prob_col, output_col, *prior.sampling_odds(rate))
+
+
+def adjust_priors(df: DataFrame, prob_col: str, train_priors: Priors, new_priors: Priors,
+                  output_col: str) -> DataFrame:
+    """``df`` with a column ``output_col``: the binary :func:`fastcal.adjust_priors` of ``prob_col``, in Spark SQL.
+
+    The in-memory map ``p / (p + c (1 - p))``, ``c = w0 / w1`` with
+    ``w = new_priors / train_priors``, evaluated as in memory: the same bits,
+    as :func:`correct_negative_sampling` says. The priors are those of a binary
+    problem (a scalar, the positive class's, or two values); they are
+    checked now. Every column and row of ``df`` is kept; a probability outside
+    [0, 1] or NaN fails the job, a null stays null.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+    prob_col : str
+        The column of P(y=1), numeric.
+    train_priors, new_priors : float or array_like of shape (2,)
+        The class priors of the training sample and of the target population.
+    output_col : str
+        The name of the new column; it must not be a column of ``df``.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        ``df``'s columns, then ``output_col`` (float for a float column, double otherwise).
+    """
+    return _map(df, prob_col, output_col, *prior.shift_odds(train_priors, new_priors, "fastcal.spark.adjust_priors"))
