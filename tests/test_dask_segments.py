@@ -161,6 +161,22 @@ def test_calibration_report_without_the_slope():
         fd.calibration_report(yd, pd_, slope=1)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_corp_reliability(weighted):
+    p, y, w, _ = _data(900, 6, weighted=weighted)
+    chunks = (0, 1, 449, 450)
+    got = fd.corp_reliability(_arr(y, chunks), _arr(p, chunks), sample_weight=None if w is None else _arr(w, chunks))
+    ref = fastcal.corp_reliability(y, p, sample_weight=w)
+    assert_array_equal(got.x, ref.x)  # the blocks' edges: scores, exactly
+    if w is None:
+        assert_array_equal(got.y, ref.y)  # integer counts: the same bits
+    else:
+        assert_allclose(got.y, ref.y, rtol=RTOL, atol=0)  # the blocks' sums in another order
+    assert got.lower is None and got.upper is None and got.n_resamples == 0
+    with pytest.raises(ValueError, match="it must hold probabilities"):
+        fd.corp_reliability(_arr(y, chunks), _arr(p * 2, chunks))
+
+
 def test_errors():
     p, y, _, g = _data(50, 5)
     with pytest.raises(ValueError, match="Inconsistent numbers of samples"):

@@ -65,7 +65,7 @@ from .._validation import rescale_weights
 from . import isotonic, user_stacklevel
 from .binned import Metrics
 
-__all__ = ["calibration_report", "roc_auc_score", "score_decomposition"]
+__all__ = ["calibration_report", "corp_reliability", "roc_auc_score", "score_decomposition"]
 
 #: Rows per partition of the AUC (each is sorted in memory where it lives).
 AUC_PARTITION_ROWS = 1 << 23
@@ -93,17 +93,37 @@ def _sums(chunk, estimator, scorings, exponent):
             for scoring in scorings]
 
 
-def _decompositions(data, scorings):
-    """:class:`fastcal.decomposition.ScoreDecomposition` of validated :class:`Metrics` rows for each of
-    ``scorings``, from one isotonic fit."""
+def _recalibration(data):
+    """The CORP recalibration of validated :class:`Metrics` rows: the exact isotonic fit of the labels on the
+    float64 predictions (``out_of_bounds="clip"``)."""
     if hasattr(data.rows, "convert_later"):  # converted in the isotonic fit's own pass
         fit_rows = data.rows.convert_later(_fit_columns)
     else:
         fit_rows, _ = data.rows.convert(_fit_columns_fact)
     try:
-        iso = isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
+        return isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
     finally:
         fit_rows.release()
+
+
+def corp_reliability(rows, *, x_dtype, weighted):
+    """:func:`fastcal.corp_reliability` of binary rows ``(y_prob, y_true, w)`` without a band: the CORP curve,
+    the block edges and values of :func:`_recalibration` (``x`` the in-memory curve's bit for bit, ``y`` to
+    the rounding of the blocks' sums)."""
+    data = Metrics(rows, x_dtype, weighted, None)
+    try:
+        iso = _recalibration(data)
+    finally:
+        data.release()
+    return decomposition.CorpReliabilityResult(
+        x=np.asarray(iso.X_thresholds_, dtype=np.float64), y=np.asarray(iso.y_thresholds_, dtype=np.float64),
+        lower=None, upper=None, level=0.9, band="consistency", n_resamples=0)
+
+
+def _decompositions(data, scorings):
+    """:class:`fastcal.decomposition.ScoreDecomposition` of validated :class:`Metrics` rows for each of
+    ``scorings``, from one isotonic fit."""
+    iso = _recalibration(data)
     parts = data.rows.map(_sums, iso, scorings, data.exponent)
     out = []
     for k, scoring in enumerate(scorings):

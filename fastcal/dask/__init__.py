@@ -36,7 +36,8 @@ Predictions and prior corrections (:func:`predict`,
 :func:`expected_calibration_error`, :func:`brier_decomposition`) reduce
 per-chunk partial sums of the same kernel as :mod:`fastcal.metrics` and
 return the same numbers; :func:`score_decomposition` adds the exact
-isotonic fit of :func:`fit_isotonic` to them; :func:`smooth_ece` adds up the
+isotonic fit of :func:`fit_isotonic` to them, whose curve
+:func:`corp_reliability` returns; :func:`smooth_ece` adds up the
 chunks' grid sums (:func:`fastcal.smooth.grid_sums`) and smooths them as the
 in-memory function.
 
@@ -71,6 +72,7 @@ from ._metrics import (
     brier_score_loss,
     calibration_curve,
     calibration_report,
+    corp_reliability,
     expected_calibration_error,
     log_loss,
     roc_auc_score,
@@ -88,6 +90,7 @@ __all__ = [
     "calibration_curve",
     "calibration_ratio",
     "calibration_report",
+    "corp_reliability",
     "correct_negative_sampling",
     "ecce",
     "expected_calibration_error",

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from .._typing import Curve, CurveWithCounts, DaskBinOptions, DaskData, DaskWeights
-    from ..decomposition import ScoreDecomposition
+    from ..decomposition import CorpReliabilityResult, ScoreDecomposition
     from ..metrics import BrierDecomposition, CalibrationReport
     from ..smooth import SmoothECEResult
 
@@ -168,6 +168,19 @@ def score_decomposition(
     to ~1e-15 (sums in another order). Binary only: ``p`` is 1-D.
     """
     return metric(_decomposition.score_decomposition, y, p, sample_weight, binary=True, scoring=scoring)
+
+
+def corp_reliability(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = None) -> CorpReliabilityResult:
+    """:func:`fastcal.corp_reliability` of binary Dask data, without a resampling band: the CORP curve.
+
+    The exact distributed isotonic fit of :func:`score_decomposition` (the
+    labels on the float64 probabilities, after the Dask metrics' checks):
+    ``x`` the edges of its blocks, equal to the in-memory curve's bit for
+    bit, ``y`` the recalibrated probability at each, to the rounding of the
+    blocks' sums (added in another order). The bands (``n_resamples``) redraw
+    every row and are not offered here. Binary only: ``p`` is 1-D.
+    """
+    return metric(_decomposition.corp_reliability, y, p, sample_weight, binary=True)
 
 
 # ---------------------------------------------------------------------------

@@ -10,8 +10,7 @@ from pyspark.sql import DataFrame
 
 from .._engine import binned as _binned
 from .._engine import decomposition as _decomposition
-from .._engine import isotonic as _isotonic
-from ._rows import SparkRows, drive_metric
+from ._rows import drive_metric
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -126,12 +125,6 @@ def score_decomposition(
     return drive_metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
 
 
-def _corp_fit_columns(chunk):
-    """A validated metrics chunk as the isotonic fit's columns: float64 predictions, 0/1 labels (uint8), weights."""
-    p, labels, w = chunk
-    return (p.astype(np.float64), (labels != 0).view(np.uint8), w), None
-
-
 def corp_reliability(
     df: DataFrame,
     label_col: str,
@@ -150,25 +143,7 @@ def corp_reliability(
     ``y`` to the rounding of the blocks' sums (added in another order).
     The bands (``n_resamples``) redraw every row and are not offered here.
     """
-    from ..decomposition import CorpReliabilityResult
-
-    rows = SparkRows.from_columns(df, (prob_col, label_col, weight_col), ("prob_col", "label_col", "weight_col"))
-    try:
-        data = _binned.Metrics(rows, rows.dtypes[0], weight_col is not None, None)
-        try:
-            fit_rows, _ = data.rows.convert(_corp_fit_columns)
-            try:
-                iso = _isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted,
-                                             out_of_bounds="clip")
-            finally:
-                fit_rows.release()
-        finally:
-            data.release()
-    finally:
-        rows.release()
-    return CorpReliabilityResult(x=np.asarray(iso.X_thresholds_, dtype=np.float64),
-                                 y=np.asarray(iso.y_thresholds_, dtype=np.float64), lower=None, upper=None,
-                                 level=0.9, band="consistency", n_resamples=0)
+    return drive_metric(_decomposition.corp_reliability, df, label_col, prob_col, weight_col)
 
 
 def roc_auc_score(
