@@ -431,3 +431,33 @@ def test_score_decomposition_errors():
             fd.score_decomposition(da.from_array(np.arange(100) % 2, chunks=25), p * 2)
     with pytest.raises(fastcal.InvalidParameterError, match="scoring"):
         fd.score_decomposition(da.from_array(np.arange(100) % 2, chunks=25), p, scoring="auc")
+
+
+def _em_data():
+    """P(y=1) of a binary problem and (n, 3) posteriors, from logistic and softmax scores (not exact posteriors:
+    the EM still has one fixed point to find)."""
+    rng = np.random.default_rng(12)
+    n = 3 * 4096 + 100
+    p = 1.0 / (1.0 + np.exp(-rng.normal(-1.0, 2.0, n)))
+    z = rng.normal(0.0, 1.5, (n, 3)) + np.array([0.5, 0.0, -0.5])
+    P = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    return [(p, 0.5), (P, [1 / 3] * 3)]
+
+
+@pytest.mark.parametrize("accelerate", [True, False])
+def test_estimate_priors_em(accelerate):
+    for proba, train in _em_data():
+        ref = fastcal.estimate_priors_em(proba, train, tol=1e-12, accelerate=accelerate)
+        # chunks of the kernels' 4096 rows (the last shorter): the in-memory sums, bit for bit
+        got = fd.estimate_priors_em(da.from_array(proba, chunks=(4096,) + proba.shape[1:]), train, tol=1e-12,
+                                    accelerate=accelerate)
+        assert got.priors.tobytes() == ref.priors.tobytes() and got.n_iter == ref.n_iter and got.converged
+        assert_array_equal(got.proba.compute(), ref.proba)
+        # other cuts: each chunk's sums rounded first; EM may stop a step apart, each within tol / (1 - rate) of
+        # the fixed point (these problems' rate is below 0.9, as in tests/test_prior.py)
+        other = fd.estimate_priors_em(da.from_array(proba, chunks=(1000,) + proba.shape[1:]), train, tol=1e-12,
+                                      accelerate=accelerate)
+        assert other.converged
+        assert_allclose(other.priors, ref.priors, rtol=0, atol=2 * 1e-12 / (1 - 0.9))
+    with pytest.raises(ValueError, match="proba must be 1-D or 2-D"):
+        fd.estimate_priors_em(da.zeros((4, 2, 2)), 0.5)

@@ -72,3 +72,20 @@ def test_errors_name_the_argument(session):
     assert sorted(ok.collect(), key=lambda r: r["p"] is None)[1]["q"] is None  # a null stays null
     with pytest.raises(Exception, match=r"p must hold probabilities in \[0, 1\] without NaN"):
         fs.correct_negative_sampling(df, "p", 0.5, "q").collect()
+
+
+def test_estimate_priors_em_equals_the_in_memory_estimate(session):
+    rng = np.random.default_rng(12)
+    p = 1.0 / (1.0 + np.exp(-rng.normal(-1.0, 2.0, 5000)))
+    df = session.createDataFrame([(float(a),) for a in p], "p double").repartition(3)
+    # Partitions of other sizes than the kernels' 4096-row chunks round each partition's sums first: EM may stop a
+    # step apart, each within tol / (1 - rate) of the fixed point (this problem's rate is below 0.9, as in
+    # tests/test_prior.py's).
+    ref = fastcal.estimate_priors_em(p, [0.3, 0.7], tol=1e-10)
+    got = fs.estimate_priors_em(df, "p", [0.3, 0.7], tol=1e-10)  # each EM pass is a Spark job
+    assert got.converged and got.proba is None
+    np.testing.assert_allclose(got.priors, ref.priors, rtol=0, atol=2 * 1e-10 / (1 - 0.9))
+    with pytest.raises(ValueError, match="prob_col='x' is not a column"):
+        fs.estimate_priors_em(df, "x", 0.5)
+    with pytest.raises(ValueError, match="binary problem, but the priors have 3 classes"):
+        fs.estimate_priors_em(df, "p", [0.2, 0.3, 0.5])

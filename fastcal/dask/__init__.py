@@ -55,7 +55,8 @@ One module a subject; this package re-exports their public names, so
 - :mod:`fastcal.dask._fits`: :func:`fit_isotonic`, :func:`fit_platt`,
   :func:`fit_beta`, :func:`fit_histogram`;
 - :mod:`fastcal.dask._predictions`: :func:`predict`,
-  :func:`correct_negative_sampling`, :func:`adjust_priors`;
+  :func:`correct_negative_sampling`, :func:`adjust_priors`, and
+  :func:`estimate_priors_em` (the engine's EM driver);
 - :mod:`fastcal.dask._metrics`: the diagnostics, :func:`roc_auc_score` and
   :func:`calibration_report`;
 - :mod:`fastcal.dask._segments`: :func:`ecce`, :func:`calibration_ratio`,
@@ -79,7 +80,7 @@ from ._metrics import (
     score_decomposition,
     smooth_ece,
 )
-from ._predictions import adjust_priors, correct_negative_sampling, predict
+from ._predictions import adjust_priors, correct_negative_sampling, estimate_priors_em, predict
 from ._rows import DaskRows
 from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
 
@@ -93,6 +94,7 @@ __all__ = [
     "corp_reliability",
     "correct_negative_sampling",
     "ecce",
+    "estimate_priors_em",
     "expected_calibration_error",
     "fit_beta",
     "fit_grouped",

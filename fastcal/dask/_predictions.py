@@ -8,7 +8,10 @@ import dask.array as da
 import numpy as np
 
 from .._errors import not_fitted
-from ._rows import as_dask_1d, as_series, dtype_of, group_columns, is_series, length_may_be
+from dask import delayed
+
+from ._rows import (DaskRows, as_dask_1d, as_series, chunk_of, dtype_of, group_columns, is_dataframe, is_series,
+                    length_may_be)
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
     from ..histogram import HistogramBinning
     from ..isotonic import IsotonicRegression
     from ..platt import PlattScaling
+    from ..prior import PriorEMResult
 
     #: The fitted 1-D calibrators :func:`predict` applies.
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
@@ -238,3 +242,31 @@ def adjust_priors(proba: DaskData, train_priors: float | ArrayLike, new_priors: 
     else:
         raise ValueError(f"proba must be 1-D or 2-D, got {arr.ndim} dimensions.")
     return arr.map_blocks(_adjust_block, train_priors, new_priors, dtype=dtype)
+
+
+def estimate_priors_em(proba: DaskData, train_priors: float | ArrayLike, *, max_iter: int = 1000,
+                       tol: float = 1e-8, accelerate: bool = True) -> PriorEMResult:
+    """:func:`fastcal.estimate_priors_em` of a dask array: 1-D P(y=1 | x) or ``(n, k)`` rows (a Dask DataFrame of
+    k columns too).
+
+    The EM driver of every backend (one pass to check and convert the chunks,
+    persisted, then one a map, each chunk's sums merged in chunk order):
+    the in-memory estimate bit for bit when every chunk but the last holds
+    4096 rows (the kernels' fixed chunks), else to about ``tol``.
+    ``proba`` of the result is the lazy :func:`adjust_priors` of ``proba`` to
+    the estimate. Warns as in memory when the iterations do not converge.
+    """
+    from .._engine import prior as _prior
+    from ..prior import PriorEMResult
+
+    arr = _as_dask_any(proba)
+    if is_series(arr) or is_dataframe(arr):
+        arr = arr.to_dask_array(lengths=True)
+    if arr.ndim == 2:
+        arr = arr.rechunk({1: -1})
+    elif arr.ndim != 1:
+        raise ValueError(f"proba must be 1-D or 2-D, got {arr.ndim} dimensions.")
+    rows = DaskRows([delayed(chunk_of)(block) for block in arr.to_delayed().reshape(-1)])
+    pi, n_iter, converged = _prior.estimate_priors_em(rows, x_dtype=arr.dtype, train_priors=train_priors,
+                                                      max_iter=max_iter, tol=tol, accelerate=accelerate)
+    return PriorEMResult(priors=pi, proba=adjust_priors(arr, train_priors, pi), n_iter=n_iter, converged=converged)

@@ -143,7 +143,8 @@ def _pick(pair, i):
     return pair[i]
 
 
-def _chunk(*columns):
+def chunk_of(*columns):
+    """The columns as one chunk of :class:`DaskRows` (a tuple), delayed by whoever builds the rows."""
     return columns
 
 
@@ -178,7 +179,7 @@ class DaskRows:
     @classmethod
     def from_columns(cls, cols):
         """The raw chunks ``(x, y, w)`` of a :class:`_Chunks` (their number of rows when known)."""
-        return cls([delayed(_chunk)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
+        return cls([delayed(chunk_of)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
 
     def map(self, fn, *args):
         return list(dask.compute(*[delayed(fn)(c, *args) for c in self.chunks]))
@@ -302,7 +303,7 @@ def matrix_rows(y_true, y_prob, sample_weight):
             raise ValueError(f"sample_weight has {w.shape[0]} elements, expected {P.shape[0]} (one per sample).")
         ws = list(w.rechunk((P.chunks[0],)).to_delayed())
     triples = zip(P.to_delayed().reshape(-1), y.to_delayed(), ws)
-    return DaskRows([delayed(_chunk)(p, yc, wc) for p, yc, wc in triples]), k
+    return DaskRows([delayed(chunk_of)(p, yc, wc) for p, yc, wc in triples]), k
 
 
 def group_columns(groups):
@@ -347,5 +348,5 @@ def with_columns(cols, y_prob, extra):
             if arr.shape[0] != n:
                 raise ValueError(f"Inconsistent numbers of samples: y_prob has {n}, {name} has {arr.shape[0]}.")
             others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())
-    chunks = [delayed(_chunk)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
+    chunks = [delayed(chunk_of)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
     return {"rows": DaskRows(chunks, n_rows=cols.n), "x_dtype": cols.x_dtype, "weighted": cols.weighted}

@@ -60,7 +60,7 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics;
 - :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group;
 - :mod:`fastcal.spark._prior`: :func:`correct_negative_sampling` and :func:`adjust_priors` of a probability
-  column, in Spark SQL.
+  column, in Spark SQL, and :func:`estimate_priors_em` (the engine's EM driver).
 """
 
 from .._exports import publish
@@ -80,7 +80,7 @@ from ._metrics import (
     smooth_ece,
 )
 from ._predict import predict
-from ._prior import adjust_priors, correct_negative_sampling
+from ._prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from ._rows import SparkRows
 from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
 
@@ -95,6 +95,7 @@ __all__ = [
     "corp_reliability",
     "correct_negative_sampling",
     "ecce",
+    "estimate_priors_em",
     "expected_calibration_error",
     "fit_beta",
     "fit_grouped",

@@ -21,8 +21,9 @@ from ._tasks import check_output, column_type
 
 if TYPE_CHECKING:
     from .._typing import Priors
+    from ..prior import PriorEMResult
 
-__all__ = ["adjust_priors", "correct_negative_sampling"]
+__all__ = ["adjust_priors", "correct_negative_sampling", "estimate_priors_em"]
 
 
 def _map(df, prob_col, output_col, c, cm1):
@@ -115,3 +116,31 @@ def adjust_priors(df: DataFrame, prob_col: str, train_priors: Priors, new_priors
         ``df``'s columns, then ``output_col`` (float for a float column, double otherwise).
     """
     return _map(df, prob_col, output_col, *prior.shift_odds(train_priors, new_priors, "fastcal.spark.adjust_priors"))
+
+
+def estimate_priors_em(df: DataFrame, prob_col: str, train_priors: Priors, *, max_iter: int = 1000,
+                       tol: float = 1e-8, accelerate: bool = True) -> PriorEMResult:
+    """:func:`fastcal.estimate_priors_em` of a binary problem's column of P(y=1).
+
+    The EM driver of every backend: one job to check and convert the
+    partitions (cached), then one a map, each partition's sums merged in
+    partition order: the in-memory estimate to about ``tol`` (bit for bit
+    when every partition but the last holds 4096 rows). Warns as in memory
+    when the iterations do not converge. ``train_priors`` is the positive
+    class's prior, or two values. The result's ``proba`` is None: adjust the
+    column with :func:`adjust_priors` (``train_priors``, and ``priors`` of the
+    result as ``new_priors``). (Multiclass posteriors, k columns, are not
+    offered on Spark.)
+    """
+    from .._engine import prior as _prior
+    from ..prior import PriorEMResult
+    from ._rows import SparkRows
+
+    prior.shift_odds(train_priors, train_priors, "fastcal.spark.estimate_priors_em")  # binary priors
+    rows = SparkRows.from_columns(df, [prob_col], ["prob_col"])
+    try:
+        pi, n_iter, converged = _prior.estimate_priors_em(rows, x_dtype=rows.dtypes[0], train_priors=train_priors,
+                                                          max_iter=max_iter, tol=tol, accelerate=accelerate)
+    finally:
+        rows.release()
+    return PriorEMResult(priors=pi, proba=None, n_iter=n_iter, converged=converged)
