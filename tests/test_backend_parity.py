@@ -12,8 +12,6 @@ import fastcal
 
 #: The public functions of fastcal that the backends do not have, and why.
 NOT_ON_BACKENDS = {
-    "calibration_slope_intercept": "not on its own yet: calibration_report gives the slope, the intercept and "
-                                   "their standard errors on every backend",
     "cross_val_calibration_report": "cross-validates a scikit-learn estimator, which refits on in-memory folds",
     "get_num_threads": "fastcal's threads in this process: a setting, not a computation over rows",
     "set_num_threads": "fastcal's threads in this process: a setting, not a computation over rows",

@@ -177,6 +177,23 @@ def test_corp_reliability(weighted):
         fd.corp_reliability(_arr(y, chunks), _arr(p * 2, chunks))
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_calibration_slope_intercept(weighted):
+    p, y, w, _ = _data(900, 7, weighted=weighted)
+    p = np.clip(p, 0.01, 0.99)
+    chunks = (0, 1, 449, 450)
+    got = fd.calibration_slope_intercept(_arr(y, chunks), _arr(p, chunks),
+                                         sample_weight=None if w is None else _arr(w, chunks))
+    ref = fastcal.calibration_slope_intercept(y, p, sample_weight=w)
+    for name in ("slope", "intercept", "calibration_in_the_large", "slope_se", "intercept_se"):
+        assert_allclose(getattr(got, name), getattr(ref, name), rtol=1e-9, err_msg=name)  # Newton: the tolerance
+    with pytest.raises(ValueError) as mem:
+        fastcal.calibration_slope_intercept(np.ones(900), p)
+    with pytest.raises(ValueError) as dsk:
+        fd.calibration_slope_intercept(_arr(np.ones(900), chunks), _arr(p, chunks))
+    assert str(dsk.value) == str(mem.value)  # one class: the estimate does not exist
+
+
 def test_errors():
     p, y, _, g = _data(50, 5)
     with pytest.raises(ValueError, match="Inconsistent numbers of samples"):

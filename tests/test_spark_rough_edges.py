@@ -99,3 +99,12 @@ def test_calibration_report_without_the_slope(session):
     df = frame(session, 4_000, 3, seed=11)
     _same_but_the_slope(fs.calibration_report(df, "y", "s", weight_col="w", slope=False),
                         fs.calibration_report(df, "y", "s", weight_col="w"))
+
+
+def test_calibration_slope_intercept(session):
+    df = frame(session, 4_000, 3, seed=13)
+    s, y, w = collect(df, "s", "y", "w")
+    got = fs.calibration_slope_intercept(df, "y", "s", weight_col="w")
+    ref = fastcal.calibration_slope_intercept(y, s, sample_weight=w)
+    for name in ("slope", "intercept", "calibration_in_the_large", "slope_se", "intercept_se"):
+        np.testing.assert_allclose(getattr(got, name), getattr(ref, name), rtol=1e-9, err_msg=name)  # Newton

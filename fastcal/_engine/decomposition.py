@@ -65,7 +65,7 @@ from .._validation import rescale_weights
 from . import isotonic, user_stacklevel
 from .binned import Metrics
 
-__all__ = ["calibration_report", "corp_reliability", "roc_auc_score", "score_decomposition"]
+__all__ = ["calibration_report", "calibration_slope_intercept", "corp_reliability", "roc_auc_score", "score_decomposition"]
 
 #: Rows per partition of the AUC (each is sorted in memory where it lives).
 AUC_PARTITION_ROWS = 1 << 23
@@ -238,10 +238,11 @@ def _logit_chunk(chunk, exponent):
     return _logits(chunk, exponent)[0]
 
 
-def _slope_fit(data, weighted, fraction, facts):
-    """The calibration slope's fit for :func:`calibration_report`: ``(fit, missing)`` of
-    :func:`fastcal.platt.slope_intercept_passes`, over logits made in each pass (``facts`` from the table's
-    pass: a backend that converts later) or kept (``facts`` None: made here)."""
+def _slope_fit(data, weighted, fraction, facts, strict=False):
+    """The calibration slope's fit for :func:`calibration_report` and :func:`calibration_slope_intercept`:
+    ``(fit, missing)`` of :func:`fastcal.platt.slope_intercept_passes` (``strict`` as there), over logits made
+    in each pass (``facts`` from the table's pass: a backend that converts later) or kept (``facts`` None:
+    made here)."""
     from . import logistic
 
     if facts is not None:
@@ -253,9 +254,21 @@ def _slope_fit(data, weighted, fraction, facts):
                                     [f[1] for f in facts])
         return platt.slope_intercept_passes(
             platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
-            passes.rows, strict=False, run_passes=passes.run_passes)
+            passes.rows, strict=strict, run_passes=passes.run_passes)
     finally:
         logit_rows.release()
+
+
+def calibration_slope_intercept(rows, *, x_dtype, weighted):
+    """:func:`fastcal.calibration_slope_intercept` of binary rows ``(p, y, w)``: the Newton passes of
+    :func:`calibration_report`'s slope over the kept logits, raising where the in-memory function raises
+    (one class, constant ``p``, separable classes)."""
+    data = Metrics(rows, x_dtype, weighted, None)
+    try:
+        fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
+        return _slope_fit(data, weighted, fraction, None, strict=True)[0]
+    finally:
+        data.release()
 
 
 def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None, slope=True):

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .._typing import Curve, CurveWithCounts, DaskBinOptions, DaskData, DaskWeights
     from ..decomposition import CorpReliabilityResult, ScoreDecomposition
     from ..metrics import BrierDecomposition, CalibrationReport
+    from ..platt import SlopeInterceptResult
     from ..smooth import SmoothECEResult
 
 # ---------------------------------------------------------------------------
@@ -181,6 +182,14 @@ def corp_reliability(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = N
     every row and are not offered here. Binary only: ``p`` is 1-D.
     """
     return metric(_decomposition.corp_reliability, y, p, sample_weight, binary=True)
+
+
+def calibration_slope_intercept(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = None
+                                ) -> SlopeInterceptResult:
+    """:func:`fastcal.calibration_slope_intercept` of binary Dask data: the Newton passes of
+    :func:`calibration_report`'s slope over the persisted logits; the in-memory fit to the solver's tolerance,
+    and its errors where the estimate does not exist. Binary only: ``p`` is 1-D."""
+    return metric(_decomposition.calibration_slope_intercept, y, p, sample_weight, binary=True)
 
 
 # ---------------------------------------------------------------------------

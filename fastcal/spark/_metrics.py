@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from ..decomposition import CorpReliabilityResult, ScoreDecomposition
+    from ..platt import SlopeInterceptResult
     from ..metrics import BrierDecomposition, CalibrationReport
     from ..smooth import SmoothECEResult
 
@@ -123,6 +124,14 @@ def score_decomposition(
     """:func:`fastcal.score_decomposition` of a DataFrame's columns, through the exact isotonic fit of
     :func:`fit_isotonic` (its range partition by probability), then one job of score sums per partition."""
     return drive_metric(_decomposition.score_decomposition, df, label_col, prob_col, weight_col, scoring=scoring)
+
+
+def calibration_slope_intercept(df: DataFrame, label_col: str, prob_col: str, *,
+                                weight_col: str | None = None) -> SlopeInterceptResult:
+    """:func:`fastcal.calibration_slope_intercept` of a DataFrame's columns (binary): the Newton passes of
+    :func:`calibration_report`'s slope over the cached logits; the in-memory fit to the solver's tolerance, and
+    its errors where the estimate does not exist."""
+    return drive_metric(_decomposition.calibration_slope_intercept, df, label_col, prob_col, weight_col)
 
 
 def corp_reliability(
