@@ -229,7 +229,9 @@ def range_scatter_rows(x, bits, sign, p, flip, factor, x0, scale, cell_range, of
 def sort_keys(bits, spare, sign, max_digit_bits):
     """Sort in place the floats whose bits are ``bits`` (unsigned, of the floats' width), by value.
 
-    :func:`sort_rows` without the carried values: the keys are made in place
+    :func:`sort_rows` without the carried values, a deliberate twin (one
+    array of keys moved per pass instead of rows of two words: half the
+    memory traffic, and no spare rows): the keys are made in place
     (:func:`_key`, ``sign`` the width's top bit), sorted by an LSD radix sort
     over the bits in which they differ (digits of at most ``max_digit_bits``,
     between ``bits`` and ``spare``, at least as long), and written back as

@@ -17,6 +17,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal import dask as fd
 
+from ._reports import assert_same_but_the_slope
+
 RTOL = 1e-12
 
 
@@ -137,26 +139,12 @@ def test_roc_auc_score_and_calibration_report():
                             err_msg=key)
 
 
-def _same_but_the_slope(without, full):
-    """A backend's report with ``slope=False`` is its report with the slope but for the slope's fields."""
-    a, b = without.to_dict(), full.to_dict()
-    slope = {k for k in b if k.startswith(("slope", "intercept", "calibration_in"))}
-    assert a.keys() <= b.keys()
-    for key in slope:
-        assert a.get(key) is None or np.isnan(a[key]), key
-    for key in b.keys() - slope:
-        if isinstance(b[key], (bool, int, str)) or b[key] is None:
-            assert a[key] == b[key], key
-        else:  # the same passes over the same rows; the table may be made in a pass of its own
-            np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-14, err_msg=key)
-
-
 def test_calibration_report_without_the_slope():
     p, y, w, _ = _data(800, 4)
     chunks = (0, 1, 399, 400)
     yd, pd_, wd = _arr(y, chunks), _arr(p, chunks), _arr(w, chunks)
-    _same_but_the_slope(fd.calibration_report(yd, pd_, sample_weight=wd, slope=False),
-                        fd.calibration_report(yd, pd_, sample_weight=wd))
+    assert_same_but_the_slope(fd.calibration_report(yd, pd_, sample_weight=wd, slope=False),
+                              fd.calibration_report(yd, pd_, sample_weight=wd), rtol=1e-12, atol=1e-14)
     with pytest.raises(TypeError, match="slope"):
         fd.calibration_report(yd, pd_, slope=1)
 

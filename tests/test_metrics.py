@@ -21,6 +21,7 @@ from fastcal._sort import sort_by_label
 from fastcal import metrics as M
 
 from . import naive_metrics as naive
+from ._reports import assert_same_but_the_slope
 from .strategies import LABEL_KINDS, class_labels, class_probabilities, probabilities
 from .threads import MANY, in_pieces, num_threads
 
@@ -587,35 +588,19 @@ def test_calibration_report_empty_bins_and_one_class():
 
 
 
-#: The report's fields of the calibration slope's fit, which ``slope=False`` leaves out.
-SLOPE_FIELDS = ("slope", "intercept", "calibration_in_the_large", "slope_se", "intercept_se", "slope_ci",
-                "intercept_ci", "slope_converged")
-
-
-def check_report_without_slope(without, full):
-    """``without`` (``slope=False``) is ``full`` (the same rows, ``slope=True``) but for the slope's fields."""
-    a, b = without.to_dict(), full.to_dict()
-    assert a.keys() <= b.keys()
-    for name in SLOPE_FIELDS:
-        value = a.get(name)
-        assert value is None or math.isnan(value), (name, value)
-    for name in b.keys() - set(SLOPE_FIELDS):
-        assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
-
-
 @pytest.mark.parametrize("weighted", [False, True])
 def test_calibration_report_without_the_slope(weighted):
     rng = np.random.default_rng(3)
     p = rng.random(3000)
     y = (rng.random(3000) < p).astype(np.int8)
     w = rng.uniform(0.5, 2.0, 3000) if weighted else None
-    check_report_without_slope(M.calibration_report(y, p, sample_weight=w, slope=False),
+    assert_same_but_the_slope(M.calibration_report(y, p, sample_weight=w, slope=False),
                                M.calibration_report(y, p, sample_weight=w))
     # separable rows: the slope does not exist; without its fit, no warning (warnings are errors here)
     sep_p, sep_y = np.array([0.1, 0.2, 0.3, 0.7, 0.8]), np.array([0, 0, 0, 1, 1])
     with pytest.warns(UserWarning, match="does not exist"):
         full = M.calibration_report(sep_y, sep_p)
-    check_report_without_slope(M.calibration_report(sep_y, sep_p, slope=False), full)
+    assert_same_but_the_slope(M.calibration_report(sep_y, sep_p, slope=False), full)
     with pytest.raises(TypeError, match="slope"):
         M.calibration_report(y, p, slope="no")
 
