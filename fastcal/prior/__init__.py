@@ -54,13 +54,14 @@ from ._inputs import SUM_TOL
 from ._sampling import correct_negative_sampling, negative_sampling_logit_offset
 from ._shift import adjust_priors
 
-# The internal API of fastcal._engine.prior and of the tests (documented above and in the module): the EM as an
-# engine (checks, source, summaries, their merge and finish) and its iteration; not re-exported by fastcal.
 # The internal API of the backends that write the binary corrections in their own language (fastcal.spark): each
 # correction's checked odds factor, and the map it makes (the kernel's operations and constants), as data.
 from ._maps import binary_map
 from ._sampling import sampling_odds
 from ._shift import shift_odds
+
+# The internal API of fastcal._engine.prior and of the tests (documented above and in the module): the EM as an
+# engine (checks, source, summaries, their merge and finish) and its iteration; not re-exported by fastcal.
 from ._em import (
     EMSummary,
     check_em,
