@@ -114,6 +114,9 @@ def test_tied_ecce_spread_catches_a_serial_ecce(monkeypatch):
     # is serial in every call. The normal call's spread is gated by make bench-check, at 10^6 rows.
     alone = check.Case(case.subject, case.task, lambda n: (case.setup(n)[0], {}))
     monkeypatch.setattr(fastcal, "ecce", serial)
+    # the spread alone is asserted, and a serial call is serial every time: the fewest timed rounds and spread calls
+    monkeypatch.setattr(check, "MIN_ROUNDS", 1)
+    monkeypatch.setattr(check, "SPREAD_CALLS", 3)
     (slow,) = check.gate([alone], data, n=5 * 10**5, retries=0, cpu="testcpu")
     assert slow.failing() == ["spread"], slow
 
