@@ -126,34 +126,34 @@ def _knots_prediction(data: Knots, df, score, out_col):
     a_col, tc_col, c_col, j_col = (temp_name(n) for n in ("a", "t", "c", "j"))
     a, tc, c, j = (sql.ident(n) for n in (a_col, tc_col, c_col, j_col))
     table = df.sparkSession.sql(f"SELECT {sql.array(flat)} AS a FROM VALUES (0) AS t(i)")
-    df = df.select("*", table.scalar().alias(a_col))
-    df = _with(df, tc_col, f"least(greatest({t}, {x0}), {xm})")
+    new = [table.scalar().alias(a_col), F.expr(f"least(greatest({t}, {x0}), {xm})").alias(tc_col)]
 
     def x_at(i):  # the knot x[i] (get counts from 0)
         return f"get({a}, 2 * ({i}) + {cells})"
 
     # j: the number of knots < t among the first m - 1 (a cell's count below it from the grid, then the halvings
     # within the cell: i += 2^k while x[i + 2^k - 1] < t), clipped to 1 .. m - 1 as the kernel's search; its segment
-    # is knots j - 1 and j. In a column of its own: Spark does not inline it into the four uses below.
+    # is knots j - 1 and j. In a column of its own: Spark does not inline it into the four uses below. Few
+    # projections: each is one more analysis of the plan on a classic session.
     if grid is None:
-        df = _with(df, c_col, "0")
+        count = "0"
     else:
-        x0g, scale = grid[0], grid[1]
-        df = _with(df, c_col, f"CAST(get({a}, CAST(floor(least(greatest(({tc} - {sql.double(x0g)}) * "
-                              f"{sql.double(scale)}, 0.0D), {sql.double(cells - 2)})) AS INT)) AS INT)")
-    count = c
-    for k in reversed(range(steps)):
-        step = f"({count} + CAST({x_at(f'{count} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k})"
-        if steps <= INLINE_HALVINGS:
-            count = step  # the codegen computes the repeated parts once
-        else:
-            df = _with(df, c_col, step)
+        count = (f"CAST(get({a}, CAST(floor(least(greatest(({tc} - {sql.double(grid[0])}) * {sql.double(grid[1])}, "
+                 f"0.0D), {sql.double(cells - 2)})) AS INT)) AS INT)")
+    drop = [a_col, tc_col, j_col]
+    df = df.select("*", *new)
+    if steps > INLINE_HALVINGS:  # a projection a halving (the text would double with each one inline)
+        df, count, drop = _with(df, c_col, count), c, [*drop, c_col]
+        for k in reversed(range(steps)):
+            df = _with(df, c_col, f"{c} + CAST({x_at(f'{c} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k}")
+    else:
+        for k in reversed(range(steps)):  # the codegen computes the repeated parts once
+            count = f"({count} + CAST({x_at(f'{count} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k})"
     df = _with(df, j_col, f"least(greatest({count}, 1), {m - 1})")
     x_lo, y_lo, x_hi, y_hi = (f"get({a}, 2 * {j} + {cells + d})" for d in (-2, -1, 0, 1))
     value = _knots_value(t, tc, x0, xm, x_lo, x_hi, y_lo, y_hi, data.out_of_bounds, sql.string(f"{data.x[0]}"),
                          sql.string(f"{data.x[-1]}"))
-    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(a_col, tc_col, c_col,
-                                                                                             j_col)
+    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(*drop)
 
 
 def _steps_prediction(data: Steps, df, score, out_col):
