@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from .._errors import not_fitted
 from .._prediction import Knots, Logistic, Steps
 from . import _expr as sql
-from ._buckets import INLINE_HALVINGS, _grid, temp_name, with_count_below, with_first_not_less
+from ._buckets import INLINE_HALVINGS, grid_counts, temp_name, with_count_below, with_first_not_less
 from ._tasks import is_numeric
 
 if TYPE_CHECKING:
@@ -93,12 +93,13 @@ def _knots_value(t, tc, x0, xm, x_lo, x_hi, y_lo, y_hi, mode, x0_text, xm_text):
 
 
 def _knot_table(xs, ys):
-    """The isotonic prediction's search, as data: ``(flat, cells, steps)``. ``flat`` is one float64 array:
-    the grid's counts (:func:`fastcal.spark._buckets.grid`, ``cells`` values; none without a grid), then the knots
-    ``x[0], y[0], x[1], y[1], ...``, padded with ``2^steps - 1`` copies of the last knot (never ``<`` a clipped
-    score) so that every halving's probe lies inside; ``steps`` halvings find the knots ``< t`` within a cell."""
+    """The isotonic prediction's search, as data: ``(flat, cells, steps, grid)``. ``flat`` is one float64 array:
+    the grid's counts (``cells`` values, none where :func:`fastcal.spark._buckets.grid_counts` gives no ``grid``),
+    then the knots ``x[0], y[0], x[1], y[1], ...``, padded with ``2^steps - 1`` copies of the last knot (never
+    ``<`` a clipped score) so that every halving's probe lies inside; ``steps`` halvings find the knots ``< t``
+    within a cell (within all of them without a grid)."""
     a = xs[:-1]
-    grid = _grid(a)
+    grid = grid_counts(a)
     if grid is None:
         counts, steps = np.zeros(0), int(a.shape[0]).bit_length()
     else:
