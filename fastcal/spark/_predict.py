@@ -410,12 +410,15 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     - ``BetaCalibration``: the same logistic function of
       ``a log p' - b log(1 - p') + c`` with ``p'`` clipped to ``[eps, 1 - eps]``;
     - ``IsotonicRegression``: a search of the knots (a grid of ``4 m`` equal
-      cells over the knots, the count of knots below each cell from a
-      literal array, then a binary search within the cell), then the
-      kernel's linear interpolation
+      cells over the knots, the count of knots below each cell, then a
+      binary search within the cell), then the kernel's linear interpolation
       ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) (y[j] - y[j-1])`` with ``j`` the
-      first knot ``>= t``, and ``out_of_bounds`` applied as in memory;
-    - ``HistogramBinning``: the same search of the bin edges, and the bin's value.
+      first knot ``>= t``, and ``out_of_bounds`` applied as in memory; the
+      counts and the knots are one array of doubles, the value of a scalar
+      subquery on a one-row table (run once on the driver, no job), which
+      every task reads in place;
+    - ``HistogramBinning``: the same search of the bin edges (from literal
+      arrays), and the bin's value.
 
     A ``GroupedCalibrator`` (of the four above) needs ``group_col``, each
     row's group (refused for the others): a broadcast left join of a table
