@@ -528,6 +528,21 @@ def test_predict_large_isotonic_model_in_the_jvm(spark, capsys):
     assert_array_equal(got_p, est.predict(s))
 
 
+def test_predict_isotonic_plan_writes_no_knot(session, capsys):
+    """The isotonic search reads its knots from one array, the value of a scalar subquery (computed once on the
+    driver): no knot is written into the physical plan's expressions, where a literal array would be a boxed copy
+    in every place it is written."""
+    spark = session  # each kind of session in turn
+    est = IsotonicRegression(out_of_bounds="clip").fit([0.1, 0.123456789, 0.3, 0.4], [0.0, 0.25, 0.5, 1.0])
+    assert 0.123456789 in est.X_thresholds_[1:-1]  # an inner knot: the bounds are written for the clip
+    out = fs.predict(est, _from_arrays(spark, 1, s=np.array([0.2, 0.35])), "s", "p")
+    capsys.readouterr()
+    out.explain()
+    plan = capsys.readouterr().out
+    assert "== Physical Plan ==" in plan and "Subquery" in plan and "0.123456789" not in plan
+    assert_array_equal(_collect(out, "p")[0], est.predict([0.2, 0.35]))
+
+
 # ---------------------------------------------------------------------------
 # Fits and diagnostics on the engine's drivers, against the in-memory ones on the collected columns.
 # ---------------------------------------------------------------------------

@@ -44,7 +44,7 @@ GRID_CELLS_PER_VALUE = 4
 INLINE_HALVINGS = 3
 
 
-def _grid(sorted_values):
+def grid_counts(sorted_values):
     """``(x0, scale, first, most)`` of :func:`with_count_below`'s grid over ``sorted_values``: ``first[c]`` the
     values in the cells below cell ``c``, ``most`` the most values in one cell; None if the values span no interval
     or more than a double."""
@@ -81,7 +81,7 @@ def with_count_below(df, value: str, sorted_values, out):
     a = np.asarray(sorted_values, dtype=np.float64)
     n = int(a.shape[0])
     v = f"CAST({value} AS DOUBLE)"
-    grid = _grid(a)
+    grid = grid_counts(a)
     if grid is None:
         start, steps = "0", n.bit_length()
     else:

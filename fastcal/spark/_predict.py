@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from .._errors import not_fitted
 from .._prediction import Knots, Logistic, Steps
 from . import _expr as sql
-from ._buckets import temp_name, with_count_below, with_first_not_less
+from ._buckets import INLINE_HALVINGS, grid_counts, temp_name, with_count_below, with_first_not_less
 from ._tasks import check_output, column_type
 
 if TYPE_CHECKING:
@@ -64,11 +64,9 @@ def _probability_checked(p: str, value: str) -> str:
             f"ELSE {value} END")
 
 
-def _knots_value(t, tc, x0, xm, x_knots, y_knots, j, mode, x0_text, xm_text):
-    """The interpolation at ``t`` (``tc``: ``t`` clipped to ``[x0, xm]``) on the segment of knots ``j`` and
-    ``j + 1`` of the literal arrays (``element_at`` counts from 1), with ``out_of_bounds`` ``mode``; SQL text."""
-    x_lo, x_hi = f"element_at({x_knots}, {j})", f"element_at({x_knots}, {j} + 1)"
-    y_lo, y_hi = f"element_at({y_knots}, {j})", f"element_at({y_knots}, {j} + 1)"
+def _knots_value(t, tc, x0, xm, x_lo, x_hi, y_lo, y_hi, mode, x0_text, xm_text):
+    """The interpolation at ``t`` (``tc``: ``t`` clipped to ``[x0, xm]``) on the segment of knots ``(x_lo, y_lo)``
+    and ``(x_hi, y_hi)`` (SQL texts), with ``out_of_bounds`` ``mode``; SQL text."""
     inside = f"({y_lo} + ({tc} - {x_lo}) / ({x_hi} - {x_lo}) * ({y_hi} - {y_lo}))"
     if mode == "clip":
         return inside
@@ -84,8 +82,27 @@ def _knots_value(t, tc, x0, xm, x_knots, y_knots, j, mode, x0_text, xm_text):
             f"ELSE {inside} END")
 
 
+def _knot_table(xs, ys):
+    """The isotonic prediction's search, as data: ``(flat, cells, steps, grid)``. ``flat`` is one float64 array:
+    the grid's counts (``cells`` values, none where :func:`fastcal.spark._buckets.grid_counts` gives no ``grid``),
+    then the knots ``x[0], y[0], x[1], y[1], ...``, padded with ``2^steps - 1`` copies of the last knot (never
+    ``<`` a clipped score) so that every halving's probe lies inside; ``steps`` halvings find the knots ``< t``
+    within a cell (within all of them without a grid)."""
+    a = xs[:-1]
+    grid = grid_counts(a)
+    if grid is None:
+        counts, steps = np.zeros(0), int(a.shape[0]).bit_length()
+    else:
+        counts, steps = grid[2].astype(np.float64), grid[3].bit_length()
+    pad = (1 << steps) - 1
+    xy = np.empty(2 * (xs.shape[0] + pad))
+    xy[0::2] = np.concatenate([xs, np.full(pad, xs[-1])])
+    xy[1::2] = np.concatenate([ys, np.full(pad, ys[-1])])
+    return np.concatenate([counts, xy]), counts.shape[0], steps, grid
+
+
 def _knots_prediction(data: Knots, df, score, out_col):
-    xs, ys = data.x, data.y
+    xs, ys = data.x.astype(np.float64), data.y.astype(np.float64)
     float32 = data.dtype == np.float32
     out_type = "FLOAT" if float32 else "DOUBLE"
     t = _as_double(score, float32)
@@ -93,17 +110,41 @@ def _knots_prediction(data: Knots, df, score, out_col):
     if m == 1:
         return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', sql.double(ys[0]))} AS {out_type})")
     x0, xm = sql.double(xs[0]), sql.double(xs[-1])
-    tc_col, j_col = temp_name("t"), temp_name("j")
-    tc, j = sql.ident(tc_col), sql.ident(j_col)
-    df = _with(df, tc_col, f"least(greatest({t}, {x0}), {xm})")
-    # j: the first knot >= t (the number of knots < t; never m, as t <= the last knot), clipped to 1 .. m - 1,
-    # as the kernel's search; its segment is knots j - 1 and j (element_at counts from 1). The search in a column of
-    # its own: Spark does not inline an expression this costly into the four uses below (the clip, cheap, is).
-    df = with_count_below(df, tc, xs[:-1], j_col)
-    value = _knots_value(t, tc, x0, xm, sql.array(xs.astype(np.float64)), sql.array(ys.astype(np.float64)),
-                         f"least(greatest({j}, 1), {m - 1})", data.out_of_bounds, sql.string(f"{xs[0]}"),
-                         sql.string(f"{xs[-1]}"))
-    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(tc_col, j_col)
+    # Every number the search and the interpolation read is in one array of doubles, the value of a scalar subquery
+    # on a one-row table: Spark runs it once on the driver (no job) and each task reads that one array in place (a
+    # literal array of the plan would be a boxed copy in every place it is written).
+    flat, cells, steps, grid = _knot_table(xs, ys)
+    a_col, tc_col, c_col, j_col = (temp_name(n) for n in ("a", "t", "c", "j"))
+    a, tc, c, j = (sql.ident(n) for n in (a_col, tc_col, c_col, j_col))
+    table = df.sparkSession.sql(f"SELECT {sql.array(flat)} AS a FROM VALUES (0) AS t(i)")
+    new = [table.scalar().alias(a_col), F.expr(f"least(greatest({t}, {x0}), {xm})").alias(tc_col)]
+
+    def x_at(i):  # the knot x[i] (get counts from 0)
+        return f"get({a}, 2 * ({i}) + {cells})"
+
+    # j: the number of knots < t among the first m - 1 (a cell's count below it from the grid, then the halvings
+    # within the cell: i += 2^k while x[i + 2^k - 1] < t), clipped to 1 .. m - 1 as the kernel's search; its segment
+    # is knots j - 1 and j. In a column of its own: Spark does not inline it into the four uses below. Few
+    # projections: each is one more analysis of the plan on a classic session.
+    if grid is None:
+        count = "0"
+    else:
+        count = (f"CAST(get({a}, CAST(floor(least(greatest(({tc} - {sql.double(grid[0])}) * {sql.double(grid[1])}, "
+                 f"0.0D), {sql.double(cells - 2)})) AS INT)) AS INT)")
+    drop = [a_col, tc_col, j_col]
+    df = df.select("*", *new)
+    if steps > INLINE_HALVINGS:  # a projection a halving (the text would double with each one inline)
+        df, count, drop = _with(df, c_col, count), c, [*drop, c_col]
+        for k in reversed(range(steps)):
+            df = _with(df, c_col, f"{c} + CAST({x_at(f'{c} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k}")
+    else:
+        for k in reversed(range(steps)):  # the codegen computes the repeated parts once
+            count = f"({count} + CAST({x_at(f'{count} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k})"
+    df = _with(df, j_col, f"least(greatest({count}, 1), {m - 1})")
+    x_lo, y_lo, x_hi, y_hi = (f"get({a}, 2 * {j} + {cells + d})" for d in (-2, -1, 0, 1))
+    value = _knots_value(t, tc, x0, xm, x_lo, x_hi, y_lo, y_hi, data.out_of_bounds, sql.string(f"{data.x[0]}"),
+                         sql.string(f"{data.x[-1]}"))
+    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(*drop)
 
 
 def _steps_prediction(data: Steps, df, score, out_col):
@@ -298,8 +339,10 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     df = with_first_not_less(df, x_knots, xs.shape[0], a, f"({a} + {size} - 1)", tc, int(m.max()).bit_length(),
                              j_col)
     df = _with(df, j_col, f"least(greatest({j} - {a}, 1), {size} - 1)")
-    value = _knots_value(t, tc, x0, xm, x_knots, y_knots, f"({a} + {j})", modes.pop(), f"CAST({x0} AS STRING)",
-                         f"CAST({xm} AS STRING)")
+    seg = f"({a} + {j})"  # element_at counts from 1: knots seg - 1 and seg (0-based)
+    value = _knots_value(t, tc, x0, xm, f"element_at({x_knots}, {seg})", f"element_at({x_knots}, {seg} + 1)",
+                         f"element_at({y_knots}, {seg})", f"element_at({y_knots}, {seg} + 1)", modes.pop(),
+                         f"CAST({x0} AS STRING)", f"CAST({xm} AS STRING)")
     value = f"CASE WHEN {size} = 1 THEN element_at({y_knots}, {a} + 1) ELSE {value} END"
     return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(
         a_col, size_col, tc_col, j_col, k_col)
@@ -350,12 +393,15 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     - ``BetaCalibration``: the same logistic function of
       ``a log p' - b log(1 - p') + c`` with ``p'`` clipped to ``[eps, 1 - eps]``;
     - ``IsotonicRegression``: a search of the knots (a grid of ``4 m`` equal
-      cells over the knots, the count of knots below each cell from a
-      literal array, then a binary search within the cell), then the
-      kernel's linear interpolation
+      cells over the knots, the count of knots below each cell, then a
+      binary search within the cell), then the kernel's linear interpolation
       ``y[j-1] + (t - x[j-1]) / (x[j] - x[j-1]) (y[j] - y[j-1])`` with ``j`` the
-      first knot ``>= t``, and ``out_of_bounds`` applied as in memory;
-    - ``HistogramBinning``: the same search of the bin edges, and the bin's value.
+      first knot ``>= t``, and ``out_of_bounds`` applied as in memory; the
+      counts and the knots are one array of doubles, the value of a scalar
+      subquery on a one-row table (run once on the driver, no job), which
+      every task reads in place;
+    - ``HistogramBinning``: the same search of the bin edges (from literal
+      arrays), and the bin's value.
 
     A ``GroupedCalibrator`` (of the four above) needs ``group_col``, each
     row's group (refused for the others): a broadcast left join of a table
