@@ -426,6 +426,8 @@ CASES = {
     "fastcal.dask.calibration_ratio": _dask("calibration_ratio"),
     "fastcal.dask.roc_auc_score": _dask("roc_auc_score"),
     "fastcal.dask.calibration_report": lambda w: _dask_report(w),
+    "fastcal.dask.calibration_slope_intercept": lambda w: _dask_slope(w),
+    "fastcal.dask.corp_reliability": lambda w: _dask_corp(w),
     "fastcal.dask.segment_report": lambda w: _dask_segment_report(w),
     "fastcal.dask.fit_grouped": lambda w: _dask_fit_grouped(w),
     "fastcal.dask.multicalibration_error": lambda w: _dask_multicalibration(w),
@@ -444,6 +446,27 @@ def _dask_multicalibration(w):
                                   min_samples_per_segment=2)
     return {"mce": _floats([r.mce, r.mce_sigma, r.mce_pvalue, r.mce_relative, r.mde, r.mde_relative]),
             "segments": _floats(np.concatenate([r.segment_ecce, r.segment_ecce_sigma, r.segment_pvalue]))}
+
+
+def _dask_slope(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.calibration_slope_intercept(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                                       sample_weight=da.from_array(w, chunks=20))
+    return {"fit": _floats([r.slope, r.intercept, r.calibration_in_the_large]),
+            "se": (_floats([r.slope_se, r.intercept_se]), -0.5)}
+
+
+def _dask_corp(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    r = fd.corp_reliability(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
+                            sample_weight=da.from_array(w, chunks=20))
+    return {"curve": _floats(np.concatenate([r.x, r.y]))}
 
 
 def _dask_report(w):
@@ -490,7 +513,7 @@ def _dask_fit_grouped(w):
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
-    "corp_reliability", "ecce", "fit_grouped",
+    "calibration_slope_intercept", "corp_reliability", "ecce", "fit_grouped",
     "multicalibration_error", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}
