@@ -314,22 +314,29 @@ def sort_by_label(X, labels, n_ranges):
     bits = buf.view(_UNSIGNED[buf.dtype.itemsize])
     sign = bits.dtype.type(1 << (8 * buf.dtype.itemsize - 1))
     digit_bits = ROW_DIGIT_BITS[8 * buf.dtype.itemsize]
-    spares = queue.SimpleQueue()  # at most one per thread: run() runs that many ranges at once
+    _sort_in_ranges([[(int(starts[s]), int(starts[s + 1])) for s in (r, ranges + r)] for r in range(ranges)],
+                    lambda lo, hi, spare: _k.sort_keys(bits[lo:hi], spare, sign, digit_bits), bits[:0])
+    return ByLabel(buf, starts, ranges)
 
-    def sort_range(r):
+
+def _sort_in_ranges(tasks, sort, empty):
+    """``sort(lo, hi, spare)`` of every range ``(lo, hi)`` of ``tasks`` (lists of ranges), one task a call of
+    :func:`~fastcal._parallel.run`'s, each with a spare array of at least ``hi - lo`` rows shaped as ``empty``
+    (its rows of zero length): one spare per working thread, reused, since ``run`` runs that many tasks at once."""
+    spares = queue.SimpleQueue()
+
+    def task(ranges):
         try:
             spare = spares.get_nowait()
         except queue.Empty:
-            spare = bits[:0]
-        for s in (r, ranges + r):
-            lo, hi = int(starts[s]), int(starts[s + 1])
+            spare = empty
+        for lo, hi in ranges:
             if spare.shape[0] < hi - lo:
-                spare = np.empty(hi - lo, dtype=bits.dtype)
-            _k.sort_keys(bits[lo:hi], spare, sign, digit_bits)
+                spare = np.empty((hi - lo, *empty.shape[1:]), dtype=empty.dtype)
+            sort(lo, hi, spare)
         spares.put(spare)
 
-    run([(sort_range, (r,)) for r in range(ranges)])
-    return ByLabel(buf, starts, ranges)
+    run([(task, (ranges,)) for ranges in tasks])
 
 
 class SortedPairs(NamedTuple):
@@ -382,20 +389,9 @@ def range_sorted_pairs(X, p, flip, n_ranges, exponent=0):
     run([(_k.range_scatter_rows, (X, X.view(utype), utype(1 << (width - 1)), p, flip, factor, x0, scale,
                                   cell_range, offsets[c], rows, chunks[c], chunks[c + 1]))
          for c in range(n_ranges)])
-    spares = queue.SimpleQueue()  # at most one per thread: run() runs that many ranges at once
     digit_bits = ROW_DIGIT_BITS[width]
-
-    def sort_range(lo, hi):
-        try:
-            spare = spares.get_nowait()
-        except queue.Empty:
-            spare = rows[:0]
-        if spare.shape[0] < hi - lo:
-            spare = np.empty((hi - lo, 2), dtype=np.uint64)
-        _k.sort_rows(rows[lo:hi], spare, width, digit_bits)
-        spares.put(spare)
-
-    run([(sort_range, (int(starts[r]), int(starts[r + 1]))) for r in range(ranges)])
+    _sort_in_ranges([[(int(starts[r]), int(starts[r + 1]))] for r in range(ranges)],
+                    lambda lo, hi, spare: _k.sort_rows(rows[lo:hi], spare, width, digit_bits), rows[:0])
     xs, ps = rows.view(X.dtype)[:, 0], rows.view(np.float64)[:, 1]
     if not exact:
         np.ldexp(ps, -exponent, out=ps)
