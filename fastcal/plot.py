@@ -43,6 +43,11 @@ _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)))
 
 
+#: The layout of a reliability diagram over its histogram: the two panels' heights and the gap between them
+#: (``gridspec_kw`` of a 2 x 1 figure). Internal API of fastcal.cli, which draws the report on a figure of its own.
+PANELS = {"height_ratios": (3, 1), "hspace": 0.08}
+
+
 def _pyplot():
     try:
         import matplotlib.pyplot as plt
@@ -247,7 +252,7 @@ def reliability_diagram(
     if ax is None and show_histogram:
         plt = _pyplot()
         fig, (ax, hist_ax) = plt.subplots(
-            2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+            2, 1, figsize=figsize, sharex=True, gridspec_kw=PANELS
         )
     else:
         hist_ax = hist_ax if ax is not None else None
@@ -378,7 +383,7 @@ def report_diagram(
     if ax is None:
         plt = _pyplot()
         fig, (ax, hist_ax) = plt.subplots(
-            2, 1, figsize=figsize, sharex=True, gridspec_kw={"height_ratios": (3, 1), "hspace": 0.08}
+            2, 1, figsize=figsize, sharex=True, gridspec_kw=PANELS
         )
     else:
         fig, ax = _axes(ax, figsize)

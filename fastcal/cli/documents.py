@@ -112,17 +112,13 @@ def segments_html(column, segments, mce, pictures):
             + (f"<h3>The {len(pictures)} worst groups</h3>\n<div>{imgs}</div>\n" if pictures else ""))
 
 
-#: The report picture's two panels (the reliability diagram over the bins' weights), as fastcal.plot draws them.
-PANELS = {"height_ratios": (3, 1), "hspace": 0.08}
-
-
 def report_png(report, corp=None, *, title=None, figsize=(6.0, 7.0), dpi=100):
     """The PNG bytes of :func:`fastcal.plot.report_diagram` of ``report`` and ``corp``, drawn on a
     ``matplotlib.figure.Figure`` of its own (no pyplot, no backend chosen: the host's matplotlib state is left
     as it is); ImportError without matplotlib."""
     from matplotlib.figure import Figure
 
-    from ..plot import report_diagram
+    from ..plot import PANELS, report_diagram
 
     fig = Figure(figsize=figsize)
     ax, hist_ax = fig.subplots(2, 1, sharex=True, gridspec_kw=PANELS)

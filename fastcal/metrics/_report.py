@@ -276,7 +276,7 @@ def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc,
         ("intercept_ci", "intercept_ci"),
         ("slope_converged", "converged"),
     ):
-        value = getattr(slope_fit, attr, None) if fitted else None
+        value = getattr(slope_fit, attr, None)  # None without a fit
         if value is None:
             continue
         if name.endswith("_ci"):
