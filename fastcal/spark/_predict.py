@@ -357,8 +357,6 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
         raise TypeError("group_col is required to predict with a GroupedCalibrator: the column of each row's group.")
     if not hasattr(estimator, "global_calibrator_"):
         raise not_fitted("This GroupedCalibrator instance is not fitted yet. Call 'fit' first.")
-    if not isinstance(df, DataFrame):
-        raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     spark_type = column_type(df, score_col, "score_col")
     if isinstance(group_col, (list, tuple)):  # several columns: each row's group the tuple of its values
         if not group_col:
@@ -458,8 +456,6 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     if isinstance(estimator, IsotonicRegression) and estimator.out_of_bounds not in ("nan", "clip", "raise"):
         raise ValueError(f"out_of_bounds must be 'nan', 'clip' or 'raise', got {estimator.out_of_bounds!r}.")
     data = estimator.prediction_data()  # NotFittedError if not fitted
-    if not isinstance(df, DataFrame):
-        raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     spark_type = column_type(df, score_col, "score_col")
     check_output(df, output_col)
     return _prediction(data, df, score_col, output_col, spark_type)

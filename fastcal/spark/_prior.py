@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from .. import prior
 from . import _expr as sql
@@ -27,8 +28,6 @@ __all__ = ["adjust_priors", "correct_negative_sampling", "estimate_priors_em"]
 
 
 def _map(df, prob_col, output_col, c, cm1):
-    if not isinstance(df, DataFrame):
-        raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     spark_type = column_type(df, prob_col, "prob_col")
     check_output(df, output_col)
     float32 = spark_type.typeName() == "float"
@@ -51,12 +50,11 @@ def _map(df, prob_col, output_col, c, cm1):
         value = r(p + " / " + r(one + " + " + r(lit(cm1_d) + " * " + r(one + " - " + p))))
     else:  # 1 / (c / p + omc); at p = +-0 that is 1 / +-inf = p, which Spark's division by zero would refuse
         c_d, omc = constants
-        value = f"CASE WHEN {p} = {r('0.0D')} THEN {p} ELSE " + r(one + " / " + r(r(lit(c_d) + " / " + p) + " + " + lit(omc))) + " END"
+        inverse = r(one + " / " + r(r(lit(c_d) + " / " + p) + " + " + lit(omc)))
+        value = f"CASE WHEN {p} = {r('0.0D')} THEN {p} ELSE {inverse} END"
     message = sql.string(f"{prob_col} must hold probabilities in [0, 1] without NaN.")
     checked = (f"CASE WHEN {p} IS NULL THEN NULL WHEN NOT ({p} >= {r('0.0D')} AND {p} <= {one}) "
                f"THEN raise_error({message}) ELSE {value} END")
-    from pyspark.sql import functions as F
-
     return df.withColumn(output_col, F.expr(checked))
 
 

@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 from pyspark import StorageLevel
+from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from .._parallel import get_num_threads, set_num_threads
@@ -52,7 +53,10 @@ def is_numeric(spark_type) -> bool:
 
 
 def column_type(df, name, label):
-    """The Spark type of the numeric column ``name`` of ``df`` (``label``: the argument that named it, in the errors)."""
+    """The Spark type of the numeric column ``name`` of ``df`` (``label``: the argument that named it, in the errors),
+    after checking that ``df`` is a DataFrame."""
+    if not isinstance(df, DataFrame):
+        raise TypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}.")
     fields = {f.name: f for f in df.schema.fields}
     if name not in fields:
         raise ValueError(f"{label}={name!r} is not a column of the DataFrame; its columns are {list(fields)}.")
