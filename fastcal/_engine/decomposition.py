@@ -65,7 +65,9 @@ from .._validation import rescale_weights
 from . import isotonic, user_stacklevel
 from .binned import Metrics
 
-__all__ = ["calibration_report", "calibration_slope_intercept", "corp_reliability", "roc_auc_score", "score_decomposition"]
+__all__ = [
+    "calibration_report", "calibration_slope_intercept", "corp_reliability", "roc_auc_score", "score_decomposition",
+]
 
 #: Rows per partition of the AUC (each is sorted in memory where it lives).
 AUC_PARTITION_ROWS = 1 << 23
@@ -238,7 +240,7 @@ def _logit_chunk(chunk, exponent):
     return _logits(chunk, exponent)[0]
 
 
-def _slope_fit(data, weighted, fraction, facts, strict=False):
+def _slope_fit(data, fraction, facts, strict=False):
     """The calibration slope's fit for :func:`calibration_report` and :func:`calibration_slope_intercept`:
     ``(fit, missing)`` of :func:`fastcal.platt.slope_intercept_passes` (``strict`` as there), over logits made
     in each pass (``facts`` from the table's pass: a backend that converts later) or kept (``facts`` None:
@@ -253,7 +255,7 @@ def _slope_fit(data, weighted, fraction, facts, strict=False):
         passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
                                     [f[1] for f in facts])
         return platt.slope_intercept_passes(
-            platt.merge_prepared([f[0] for f in facts]), data.n, weighted, data.exponent, passes.run_pass,
+            platt.merge_prepared([f[0] for f in facts]), data.n, data.weighted, data.exponent, passes.run_pass,
             passes.rows, strict=strict, run_passes=passes.run_passes)
     finally:
         logit_rows.release()
@@ -266,7 +268,7 @@ def calibration_slope_intercept(rows, *, x_dtype, weighted):
     data = Metrics(rows, x_dtype, weighted, None)
     try:
         fraction = platt.subsample_fraction(data.n) if data.n >= platt.WARM_START_MIN else None
-        return _slope_fit(data, weighted, fraction, None, strict=True)[0]
+        return _slope_fit(data, fraction, None, strict=True)[0]
     finally:
         data.release()
 
@@ -296,7 +298,7 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
         both = 0 < positives < float(table[:, _binning.W].sum())
         auc = _auc(data, None, rows.parallelism) if both else math.nan
         corp = _decompositions(data, ("brier", "log_loss"))
-        slope_fit, missing = _slope_fit(data, weighted, fraction, facts if lazy else None) if slope else (None, None)
+        slope_fit, missing = _slope_fit(data, fraction, facts if lazy else None) if slope else (None, None)
     finally:
         data.release()
     units = data.in_weight_units if weighted else (lambda v: v)
