@@ -22,6 +22,7 @@ __all__ = [
     "as_float_array",
     "as_label_array",
     "check_binary_labels",
+    "class_bytes",
     "check_consistent_length",
     "check_finite",
     "check_numeric",
@@ -320,6 +321,18 @@ def as_label_array(y, name):
     if target not in LABEL_DTYPES:
         target = np.dtype(np.int64)
     return np.ascontiguousarray(arr, dtype=target)
+
+
+def class_bytes(y):
+    """0/1 labels as a writable uint8 array of 0s and 1s: ``y`` itself when it is one, else ``y > 0``.
+
+    ``y`` must hold only 0 and 1 (checked before). The logistic fits' passes
+    read their labels as these bytes: one byte a row, and one compiled
+    signature of each kernel in place of one per label dtype.
+    """
+    if y.dtype == np.uint8 and y.flags.writeable and y.flags.c_contiguous:
+        return y
+    return np.greater(y, 0).view(np.uint8)
 
 
 @kernel

@@ -46,6 +46,7 @@ from ._validation import (
     check_consistent_length,
     check_finite,
     check_sample_weight,
+    class_bytes,
     column_or_1d,
 )
 
@@ -185,8 +186,12 @@ class BetaObjective:
 
 
 def array_pass(p, y, w):
-    """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls."""
+    """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls.
+
+    ``y``: validated 0/1 labels, read as :func:`fastcal._validation.class_bytes` (converted here unless they are).
+    """
     part = Partials(p.shape[0], _k.CHUNK, _k.N_BETA_STATS)
+    y = class_bytes(y)
 
     def run_pass(frame, t1, t2, t3, want_loss):
         part.run(_k.beta_pass, p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1, frame.c2, frame.s2,
@@ -350,6 +355,7 @@ def _fit_beta(p, y, w, model, max_iter, tol):
     """Validated arrays in, a :class:`BetaFit` out."""
     eps = float(np.finfo(p.dtype).eps)
     prepared = platt.prepare(p, y, w, name="p")
+    y = class_bytes(y)  # the passes' labels, converted once
     return fit_passes(prepared, p.shape[0], w is not None, array_pass(p, y, w),
                       lambda fraction: platt.subsample(p, y, w, fraction), model, eps, max_iter, tol)
 
@@ -381,6 +387,7 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
         return nothing, nothing, nothing, nothing, np.zeros(n_fits, dtype=np.int64), done
     blocks = platt.Blocks(lo, hi)
     npos, p_lo, p_hi, lo_all, hi_all, wpos, wneg = blocks.prepare(p, y, w)
+    y = class_bytes(y)  # the passes' labels
     if w is None:
         wpos, wneg = npos.astype(np.float64), (blocks.size - npos).astype(np.float64)
     eps = float(np.finfo(p.dtype).eps)

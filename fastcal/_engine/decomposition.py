@@ -61,7 +61,7 @@ import numpy as np
 from .. import _partition, decomposition, platt
 from .._auc import mann_whitney_parts
 from .._params import Options, check
-from .._validation import rescale_weights
+from .._validation import class_bytes, rescale_weights
 from . import isotonic, user_stacklevel
 from .binned import Metrics
 
@@ -227,6 +227,7 @@ def _logits(chunk, exponent, fraction=None):
     given, as :func:`fastcal._engine.logistic.Passes` takes it)."""
     p, labels, w = chunk
     x, prepared = platt.logit_rows(labels, p, rescale_weights(w, exponent)[0])
+    labels = class_bytes(labels)  # as the passes read them
     return (x, labels, w), (prepared, None if fraction is None else platt.subsample(x, labels, w, fraction))
 
 

@@ -32,16 +32,18 @@ import numpy as np
 
 from .. import _partition, beta, platt
 from .._chunked import merge_in_order
-from .._validation import all_zero_weights, rescale_weights, weight_exponent
+from .._validation import all_zero_weights, class_bytes, rescale_weights, weight_exponent
 from . import user_stacklevel
 
 __all__ = ["Passes", "fit_beta", "fit_platt"]
 
 
 def _convert(chunk, x_dtype, name, fraction=None):
-    """A converted chunk (:func:`_converted`) and its facts (:func:`_facts`)."""
-    converted = _converted(chunk, x_dtype, name)
-    return converted, _facts(converted, name, fraction)
+    """A converted chunk (:func:`_converted`, its labels then as the passes read them,
+    :func:`fastcal._validation.class_bytes`) and its facts (:func:`_facts`)."""
+    s, labels, w = _converted(chunk, x_dtype, name)
+    facts, labels = _checked(s, labels, w, name, fraction)
+    return (s, labels, w), facts
 
 
 def _converted(chunk, x_dtype, name):
@@ -54,10 +56,15 @@ def _facts(chunk, name, fraction):
     """The facts of a converted chunk, ``(prepare sums, rows, largest weight, subsample or None)``:
     :func:`fastcal.platt.prepare` finds bad values (then the in-memory checks raise their errors, naming the
     scores ``name``). With ``fraction``, the chunk's warm-start subsample (weights as given)."""
-    s, labels, w = chunk
+    return _checked(*chunk, name, fraction)[0]
+
+
+def _checked(s, labels, w, name, fraction):
+    """:func:`_facts` of the rows, and their labels as the passes read them (after the check)."""
     iout, fout = platt.prepare(s, labels, w, name=name)
+    labels = class_bytes(labels)
     sub = None if fraction is None else platt.subsample(s, labels, w, fraction)
-    return iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub
+    return (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub), labels
 
 
 def _subsample(chunk, fraction, exponent):

@@ -22,6 +22,7 @@ from .. import _newton
 from .. import _platt_kernels as _k
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
+from .._validation import class_bytes
 from ._model import WARM_START_MIN, center_and_scale
 from ._scaling import PlattScaling, platt_targets
 
@@ -98,6 +99,7 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
     # fit_passes: the preparation sums, the class weights, Platt's targets and start (starting_point, with
     # math.log as there).
     npos, p_lo, p_hi, lo_all, hi_all, wpos, wneg = blocks.prepare(s, y, w)
+    y = class_bytes(y)  # the passes' labels
     constant = p_lo == p_hi
     if w is None:
         wpos, wneg = npos.astype(np.float64), (size - npos).astype(np.float64)

@@ -18,6 +18,7 @@ from .. import _platt_kernels as _k
 from .._chunked import Partials, merge_in_order
 from .._parallel import parallel_for
 from .._params import Integer, Real, check
+from .._validation import class_bytes
 
 #: Default stopping tolerance on the Newton decrement per unit weight.
 DEFAULT_TOL = 1e-10
@@ -133,8 +134,10 @@ def subsample(s, y, w, fraction):
     Contiguous blocks read memory sequentially; spreading them over the whole
     input keeps the subsample representative of sorted or clustered data.
     The blocks are copied on fastcal's threads (a serial copy of a million
-    rows was a tenth of a 10^7-row fit's work on 8 threads).
+    rows was a tenth of a 10^7-row fit's work on 8 threads). The labels come
+    out as :func:`fastcal._validation.class_bytes`.
     """
+    y = class_bytes(y)
     n = s.shape[0]
     m = int(round(n * fraction))
     if m <= 0:
@@ -148,8 +151,12 @@ def subsample(s, y, w, fraction):
 
 
 def array_pass(s, y, w):
-    """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls."""
+    """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls.
+
+    ``y``: validated 0/1 labels, read as :func:`fastcal._validation.class_bytes` (converted here unless they are).
+    """
     part = newton_partials(s.shape[0])
+    y = class_bytes(y)
 
     def run_pass(center, scale, a, b, targets, want_loss):
         return _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, part)

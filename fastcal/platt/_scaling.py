@@ -25,6 +25,7 @@ from .._validation import (
     check_consistent_length,
     check_finite,
     check_sample_weight,
+    class_bytes,
     column_or_1d,
     rescale_weights,
 )
@@ -200,7 +201,9 @@ def fit_arrays(s, y, w, max_iter, tol):
     ``tol`` checked): the :class:`PlattFit` that :func:`platt_scaling` and :meth:`PlattScaling.fit` make after
     their checks, and callers that check many fits' rows at once (:class:`fastcal.GroupedCalibrator`)."""
     w, e = rescale_weights(w)
-    return fit_passes(prepare(s, y, w), s.shape[0], w is not None, array_pass(s, y, w),
+    prepared = prepare(s, y, w)
+    y = class_bytes(y)  # the passes' labels, converted once
+    return fit_passes(prepared, s.shape[0], w is not None, array_pass(s, y, w),
                       lambda fraction: subsample(s, y, w, fraction), max_iter, tol, e)
 
 

@@ -26,6 +26,7 @@ from .._validation import (
     check_consistent_length,
     check_finite,
     check_sample_weight,
+    class_bytes,
     column_or_1d,
     rescale_weights,
 )
@@ -192,6 +193,7 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True, exponent=None):
     else:
         w = sample_weight
     x, prepared = logit_rows(yv, pv, w)
+    yv = class_bytes(yv)  # the passes' labels, converted once
     return slope_intercept_passes(prepared, x.shape[0], w is not None, exponent, array_pass(x, yv, w),
                                   lambda fraction: subsample(x, yv, w, fraction), strict=strict)
 
