@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from fastcal import _parallel
-from fastcal import _platt_kernels as platt_kernels
-from fastcal import _prior_kernels as prior_kernels
+from fastcal.platt import _kernels as platt_kernels
+from fastcal.prior import _kernels as prior_kernels
 from fastcal._validation import count_nonfinite
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
 import numpy as np
 
 from . import _newton
-from . import _platt_kernels as _k
+from .platt import _kernels as _k
 from ._math_kernels import key_to_float
 from . import platt
 from ._base import BaseCalibrator, check_is_fitted
@@ -97,7 +97,7 @@ def make_frame(model, lo, hi, eps):
     intercept, so its features are centred where the model is: log(2p') and
     -log(2(1 - p')), and the intercept stays 0. Scales are powers of two
     (exact) that bring the features within [-1, 1]. Computed by
-    :func:`fastcal._platt_kernels.beta_frame` (:func:`fit_groups` makes many at once).
+    :func:`fastcal.platt._kernels.beta_frame` (:func:`fit_groups` makes many at once).
     """
     return Frame(eps, *_k.beta_frame(float(lo), float(hi), float(eps), model == "ab", _LOG2))
 
@@ -116,7 +116,7 @@ class BetaObjective:
     r"""Beta calibration's cross-entropy in the solver's coordinates, for :func:`fastcal._newton.solve`.
 
     ``run_pass(frame, t1, t2, t3, want_loss)`` returns the
-    :data:`fastcal._platt_kernels.N_BETA_STATS` sums of the fused pass over
+    :data:`fastcal.platt._kernels.N_BETA_STATS` sums of the fused pass over
     all rows, wherever they are, at :math:`\eta = t_1 x_1 + t_2 x_2 + t_3`;
     the objective's parameters are ``theta`` with ``(t1, t2, t3) = T theta``
     (:func:`_basis`), so the gradient is :math:`T^\top g` and the Hessian
@@ -140,7 +140,7 @@ class BetaObjective:
         return tuple(sum(row[m] * theta[m] for m in range(self.k)) for row in self.basis)
 
     #: The weight of the rows that the last point evaluated classifies wrongly or not at all
-    #: (:data:`fastcal._platt_kernels.BETA_WRONG`): 0 means the model separates the classes.
+    #: (:data:`fastcal.platt._kernels.BETA_WRONG`): 0 means the model separates the classes.
     wrong = math.inf
 
     def stats(self, theta, want_loss=False):
@@ -374,7 +374,7 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
 
     ``p``, ``y``: validated rows; ``w``: None, or the weights, each fit's rows rescaled as its fit's check
     rescales them. The Newton iterations of every fit run in lockstep, one pass over all rows per iteration
-    (:func:`fastcal.platt.minimize_lockstep`, :func:`fastcal._platt_kernels.beta_blocks`), with the bits of
+    (:func:`fastcal.platt.minimize_lockstep`, :func:`fastcal.platt._kernels.beta_blocks`), with the bits of
     each fit's own. Only "abm" fits on the driver's common path are done here: where ``done`` (the last of
     the returned ``(a, b, c, m, n_iter, done)``) is False, the fit is left to :func:`fit_arrays` (one class,
     constant p, a warm start, a refit with a term dropped, separated classes, another path of the driver).

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from fastcal import _platt_kernels as kernels
+from fastcal.platt import _kernels as kernels
 from fastcal._chunked import Partials, merge_exact, merge_in_order, n_chunks
 
 from .threads import serial_and_parallel

@@ -65,8 +65,7 @@ def _modules():
 
 
 MODULES = _modules()
-KERNELS = sorted(m for m in MODULES if m.count(".") == 1
-                 and m.rsplit(".", 1)[1].startswith("_") and m.endswith("_kernels"))
+KERNELS = sorted(m for m in MODULES if m.rsplit(".", 1)[1].startswith("_") and m.endswith("_kernels"))
 
 
 def _uses_optional(module):
@@ -189,6 +188,7 @@ def optional_dependencies_after_import(modules):
 def test_the_module_list_is_the_package():
     assert "fastcal" in MODULES and "fastcal._jit" in MODULES and "fastcal.isotonic" in MODULES
     assert "fastcal._isotonic_kernels" in KERNELS and "fastcal._jit" not in KERNELS
+    assert "fastcal.platt._kernels" in KERNELS  # a subject's kernels, inside its package
 
 
 def test_no_module_uses_another_modules_private_names():
@@ -343,14 +343,14 @@ def f():
     from ._parallel import parallel_for
     from .isotonic import pav_fit
     from . import _validation
-    from ._platt_kernels import log_normal
+    from .platt._kernels import log_normal
 """
-    assert kernel_violations(source, "fastcal._prior_kernels") == [
-        "fastcal._prior_kernels:10: imports scipy.special",
-        "fastcal._prior_kernels:11: imports fastcal._parallel",
-        "fastcal._prior_kernels:12: imports fastcal.isotonic",
-        "fastcal._prior_kernels:13: imports fastcal._validation",
-        "fastcal._prior_kernels:14: imports fastcal._platt_kernels",
+    assert kernel_violations(source, "fastcal._example_kernels") == [
+        "fastcal._example_kernels:10: imports scipy.special",
+        "fastcal._example_kernels:11: imports fastcal._parallel",
+        "fastcal._example_kernels:12: imports fastcal.isotonic",
+        "fastcal._example_kernels:13: imports fastcal._validation",
+        "fastcal._example_kernels:14: imports fastcal.platt._kernels",
     ]
 
 
@@ -363,7 +363,7 @@ def test_import_probe_sees_an_optional_dependency():
 def test_contracts_catch_synthetic_violations(tmp_path):
     shutil.copytree(PACKAGE_DIR, tmp_path / "fastcal", ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
     for name, text in [
-        ("_prior_kernels.py", "from . import _validation"),            # a kernel importing the engine
+        ("prior/_kernels.py", "from .. import _validation"),           # a kernel importing the engine
         ("isotonic.py", "def _up():\n    from . import cli"),          # a calibrator importing a front-end
         ("prior/_em.py", "def _show():\n    import matplotlib"),       # an optional dependency in the core
         ("prior/_inputs.py", "def _up():\n    from . import _em"),     # a shared check importing a subject
@@ -389,7 +389,7 @@ def test_contracts_catch_synthetic_violations(tmp_path):
                      "fastcal.spark._rows -> fastcal.spark._predict (l.",
                      "fastcal.cli.documents -> fastcal.cli.spark (l.",
                      "fastcal.isotonic is not allowed to import fastcal.cli",
-                     "fastcal._prior_kernels is not allowed to import fastcal._validation",
+                     "fastcal.prior._kernels is not allowed to import fastcal._validation",
                      "fastcal._persist is not allowed to import fastcal.isotonic",
                      "- fastcal._unplaced",
                      "fastcal.prior._inputs -> fastcal.prior._em (l.",

@@ -642,7 +642,7 @@ def test_sort_rows_sorts_by_score_then_tie_key(kind, weighted):
     """Each range's sort against NumPy's stable argsort: the same scores in the same order, each row's cell and
     weight moved with it, and within each group of equal scores the rows in order of their key (the label,
     or the signed weight ``(2 y - 1) w``)."""
-    from fastcal import _multicalibration_kernels as _k
+    from fastcal.multicalibration import _kernels as _k
 
     rng = np.random.default_rng(hash((kind, weighted)) % 2**32)
     for n in (0, 1, 2, 17, 1000, 5000):

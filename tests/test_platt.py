@@ -15,7 +15,7 @@ import fastcal
 from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, platt_scaling
 from fastcal import _newton
 from fastcal import _math_kernels as math_kernels
-from fastcal import _platt_kernels as kernels
+from fastcal.platt import _kernels as kernels
 from fastcal._chunked import merge_in_order, n_chunks
 from fastcal import outofcore
 from fastcal import platt as platt_module

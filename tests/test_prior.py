@@ -23,7 +23,7 @@ from scipy.special import expit, logit
 from sklearn.metrics import roc_auc_score
 
 import fastcal
-from fastcal import _prior_kernels as K
+from fastcal.prior import _kernels as K
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset
 from fastcal._engine import ListRows
 from fastcal._engine import prior as eprior

@@ -25,7 +25,7 @@ priors is a map (:func:`fastcal.adjust_priors` of each chunk, with
 Exactness
 ---------
 Deterministic for given chunks (summaries merged in chunk order). With one
-chunk, or with chunks of ``fastcal._prior_kernels.EM_CHUNK`` rows each (the
+chunk, or with chunks of ``fastcal.prior._kernels.EM_CHUNK`` rows each (the
 last may be shorter), the estimate is the in-memory one bit for bit: the same
 kernels on the same fixed chunks, the same merges. With other cuts each
 chunk's sums are rounded before they are merged, a few ulp away from the

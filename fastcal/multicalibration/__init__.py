@@ -21,7 +21,7 @@ pooled), so the result does not depend on the order of the rows.
 (Guy et al. 2025), with the segments of MCGrad's ``MulticalibrationError``:
 the rows moved to ranges of scores, each sorted in the cache, and one pass
 that updates, for each row, the running sums of every segment it belongs to
-(:mod:`fastcal._multicalibration_kernels`; the coding passes in :mod:`fastcal._segment_coding_kernels`).
+(:mod:`fastcal.multicalibration._kernels`; the coding passes in :mod:`fastcal._segment_coding_kernels`).
 
 One module a subject; this package re-exports their public names, so
 ``fastcal.multicalibration.X`` and ``from fastcal.multicalibration import X``

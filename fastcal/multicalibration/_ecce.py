@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _binning
-from .. import _multicalibration_kernels as _k
+from . import _kernels as _k
 from .._results import Result
 from .._validation import (
     as_float_array,

@@ -35,8 +35,8 @@ import math
 
 import numpy as np
 
-from ._jit import kernel
-from ._math_kernels import range_of_score
+from .._jit import kernel
+from .._math_kernels import range_of_score
 
 __all__ = ["KUIPER_SPLIT", "big_ties", "block_sums", "group_counts", "group_report", "group_scatter", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "merge_runs", "order_group_ties", "order_ties",

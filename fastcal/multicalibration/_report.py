@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _multicalibration_kernels as _k
+from . import _kernels as _k
 from .._parallel import parallel_for, split, task_bounds
 from .._results import Result, worst_first
 from .._sort import argsort

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _multicalibration_kernels as _k
+from . import _kernels as _k
 from .. import _parallel
 from .._parallel import run, split, task_bounds
 from .._sort import range_map
@@ -38,12 +38,12 @@ def _blocks(xs, width):
 
 def _order_big_ties(xs, qs, ws, starts, most, n):
     """The rows of each group of equal scores of more than ``most`` rows (weighted: the ranges' sorts left them;
-    ``xs`` sorted by :func:`~fastcal._multicalibration_kernels.sort_ranges`) put in order of their signed weight
+    ``xs`` sorted by :func:`~fastcal.multicalibration._kernels.sort_ranges`) put in order of their signed weight
     ``(2 y - 1) w``, in parallel: chunks of about ``most / 4`` rows each sorted in the cache
     (``sort_key_chunks``), then rounds of merges of pairs of runs, each merge cut into pieces of about as many rows
     found by binary searches (``merge_runs``), the last round writing the rows back. Chunks and pieces depend on
     the groups' sizes alone; the rows come out in order of key, as
-    :func:`~fastcal._multicalibration_kernels.order_ties` puts them (rows of equal key add equal terms)."""
+    :func:`~fastcal.multicalibration._kernels.order_ties` puts them (rows of equal key add equal terms)."""
     big = [k for k in range(starts.size - 1) if starts[k + 1] - starts[k] > most]
     if not big:
         return
@@ -94,7 +94,7 @@ def _run_chunks(kernel, n, args, n_chunks):
 
 
 def _moved_rows(n, row, weighted):
-    """``(xs, qs, ws)``: the arrays :func:`~fastcal._multicalibration_kernels.range_scatter` writes (``n`` float64
+    """``(xs, qs, ws)``: the arrays :func:`~fastcal.multicalibration._kernels.range_scatter` writes (``n`` float64
     scores, rows of type ``row``, float64 weights if ``weighted``, else an empty ``ws``), views of one allocation.
 
     NumPy asks the kernel for huge pages for an allocation of 4 MB or more; ``qs`` alone (1 MB at 10^6 rows) took
@@ -127,7 +127,7 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments, factor
     1. chunks of rows in input order: the rows of each score range
        (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
        quantiles of a sample, so every score of a range is below every
-       score of the next; :func:`fastcal._multicalibration_kernels.range_counts`);
+       score of the next; :func:`fastcal.multicalibration._kernels.range_counts`);
     2. the same chunks: each row's score, cell and label (and weight)
        moved to its range (found again), in row order (``range_scatter``);
     3. the ranges, about :attr:`Sizes.RANGE_ROWS` rows each, each sorted in

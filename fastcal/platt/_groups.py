@@ -2,7 +2,7 @@ r"""Platt scaling of many groups of rows at once, each group's fit the one :func
 
 :func:`fit_groups` runs the Newton iterations of :func:`fastcal._newton.minimize` for every group in lockstep:
 one parallel pass over the rows per iteration
-(:func:`fastcal._platt_kernels.newton_blocks`) gives every unconverged group's sums, each group's in its own
+(:func:`fastcal.platt._kernels.newton_blocks`) gives every unconverged group's sums, each group's in its own
 fit's chunks and merge order, and each group stops by its own rule (:math:`\lambda^2 \le tol\, W`). The
 per-group steps are the driver's arithmetic, operation for operation, on arrays of groups (IEEE operations,
 ``math.exp`` and ``math.log`` where the driver calls them), so each group's ``(a, b, n_iter)`` has the bits of
@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .. import _newton
-from .. import _platt_kernels as _k
+from . import _kernels as _k
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
 from .._validation import class_bytes

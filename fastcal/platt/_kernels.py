@@ -44,8 +44,8 @@ import math
 
 import numpy as np
 
-from ._jit import kernel
-from ._math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal, order_key
+from .._jit import kernel
+from .._math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal, order_key
 
 
 #: Rows per block of the chunked reductions. Large enough that a block's

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _platt_kernels as _k
+from . import _kernels as _k
 from .._chunked import Partials, merge_in_order
 from .._parallel import parallel_for
 from .._params import Integer, Real, check
@@ -31,12 +31,12 @@ SUBSAMPLE_MAX = 1 << 20
 
 
 def newton_partials(n):
-    """The partial buffers of :func:`fastcal._platt_kernels.newton_pass` over ``n`` rows (reused across passes)."""
+    """The partial buffers of :func:`fastcal.platt._kernels.newton_pass` over ``n`` rows (reused across passes)."""
     return Partials(n, _k.CHUNK, _k.N_STATS)
 
 
 def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, part=None):
-    """The :data:`fastcal._platt_kernels.N_STATS` sums of :func:`fastcal._platt_kernels.newton_pass` over all rows at (a, b).
+    """The :data:`fastcal.platt._kernels.N_STATS` sums of :func:`fastcal.platt._kernels.newton_pass` over all rows at (a, b).
 
     ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``part`` optional
     :func:`newton_partials`, reused across iterations. The chunks' sums are

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple, Self
 import numpy as np
 
 from .. import _newton
-from .. import _platt_kernels as _k
+from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._chunked import Partials
 from .._errors import warn_not_converged
@@ -70,7 +70,7 @@ class PlattResult(Result):
 
 
 def _run_prep(s, y, w):
-    """The merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.prep` over all rows (:func:`merge_prep`)."""
+    """The merged ``(iout, fout)`` of :func:`fastcal.platt._kernels.prep` over all rows (:func:`merge_prep`)."""
     part = Partials(s.shape[0], _k.CHUNK, _k.N_PREP_INT, _k.N_PREP_FLOAT, dtypes=(np.int64, np.float64))
     part.run(_k.prep, s, y, w)
     return merge_prep(*part.bufs)
@@ -119,7 +119,7 @@ def starting_point(wpos, wneg, constant_scores):
 
 
 def prepare(s, y, w, name="scores"):
-    """The preparation sums of validated rows, ``(iout, fout)`` (see ``_platt_kernels._prep_chunk``).
+    """The preparation sums of validated rows, ``(iout, fout)`` (see ``_kernels._prep_chunk``).
 
     Raises the in-memory fit's errors for the non-finite scores (called
     ``name`` in the message) or non-binary labels it counts. One call per

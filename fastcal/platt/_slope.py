@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _newton
-from .. import _platt_kernels as _k
+from . import _kernels as _k
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
 from .._chunked import Partials
@@ -86,7 +86,7 @@ class SlopeInterceptResult(Result):
 
 
 def _run_logit(y, p, w, eps, x):
-    """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`fastcal._platt_kernels.logit`."""
+    """Fill ``x`` with the clipped logits of ``p``; the merged ``(iout, fout)`` of :func:`fastcal.platt._kernels.logit`."""
     part = Partials(p.shape[0], _k.CHUNK, _k.N_LOGIT_INT, _k.N_LOGIT_FLOAT, dtypes=(np.int64, np.float64))
     part.run(_k.logit, y, p, w, eps, x)
     return merge_prep(*part.bufs)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from .. import _prior_kernels as _k
+from . import _kernels as _k
 from .._chunked import Partials, merge_exact, merge_in_order
 from .._errors import warn_not_converged
 from .._params import Boolean, Integer, Real, check

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ._jit import kernel
+from .._jit import kernel
 
 __all__ = [
     "EM_CHUNK",

@@ -1,4 +1,4 @@
-"""The Bayes map of a prior shift over arrays, on the kernels of :mod:`fastcal._prior_kernels`.
+"""The Bayes map of a prior shift over arrays, on the kernels of :mod:`fastcal.prior._kernels`.
 
 Binary: p -> p / (p + c (1 - p)) with the exact odds factor ``c``; (n, k): reweight each row and renormalise.
 Internal API of :mod:`fastcal.prior`: :func:`class_weights`, :func:`odds_constants`, :func:`binary_odds_factor`,
@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import _prior_kernels as _k
+from . import _kernels as _k
 from .._parallel import parallel_for
 from ._inputs import SUM_TOL, TINY64
 
@@ -66,12 +66,12 @@ def run_binary(src, dst, c, cm1):
     ``c`` is a float64 in [0, inf] and ``cm1 = c - 1`` computed accurately by
     the caller. ``c == 1`` is the identity (the values are copied exactly, and
     still checked); ``c > 1`` and ``c < 1`` use the two monotone evaluations
-    of :mod:`fastcal._prior_kernels`, with their constants rounded to the
+    of :mod:`fastcal.prior._kernels`, with their constants rounded to the
     input's dtype and kept positive and finite.
     """
     s, d = _flat(src), _flat(dst)
     if s.__array_interface__["data"][0] == d.__array_interface__["data"][0]:
-        d = None  # in place: the kernels' one-array form (see _prior_kernels.binary_down)
+        d = None  # in place: the kernels' one-array form (see _kernels.binary_down)
     elif not s.flags.writeable:
         # Numba cannot unify a read-only src with a writable dst (the kernels' `s if dst is None else dst`):
         # copy into dst and run in place there.
