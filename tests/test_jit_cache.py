@@ -114,7 +114,8 @@ def test_fastmath_reductions_give_the_same_bits_compiled_or_loaded(tmp_path):
 SHARED = r"""
 import json
 import numpy as np
-from fastcal import _isotonic_kernels as ik, _temperature_kernels as tk
+from fastcal import _isotonic_kernels as ik
+from fastcal.temperature import _kernels as tk
 
 z = np.linspace(-3.0, 3.0, 40).reshape(10, 4)
 out = np.empty((1, tk.N_SUMS))
@@ -139,7 +140,7 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
         return json.loads(out.stdout)
 
     first = run()
-    assert first["file"] == str(package / "_temperature_kernels.py")  # the copy, not the checkout
+    assert first["file"] == str(package / "temperature" / "_kernels.py")  # the copy, not the checkout
     assert first["misses"] == {"temperature": 1, "isotonic": 1}
     unchanged = run()
     assert unchanged["misses"] == {"temperature": 0, "isotonic": 0}
@@ -163,7 +164,6 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
 def _top_level_fastcal_imports(module):
     """The fastcal modules that ``module``'s top-level import statements name (modules imported, or imported from)."""
     path = Path(sys.modules[module].__file__)
-    package = module.rsplit(".", 1)[0]
     found = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.Import):
@@ -171,18 +171,17 @@ def _top_level_fastcal_imports(module):
         elif isinstance(node, ast.ImportFrom):
             origin = node.module if not node.level else ".".join(
                 [*module.split(".")[:-node.level]] + ([node.module] if node.module else []))
-            if origin == package:  # from . import _jit
-                found |= {f"{package}.{a.name}" for a in node.names}
-            elif origin.startswith("fastcal."):
-                found.add(origin)
+            for a in node.names:  # from .. import _jit names a module; from .._jit import kernel, its module
+                found.add(f"{origin}.{a.name}" if f"{origin}.{a.name}" in sys.modules else origin)
+    found = {m for m in found if m.startswith("fastcal.")}
     return found
 
 
 def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
     # What _jit finds in a module's namespace when a kernel is defined must include every fastcal module that
     # module imports at its top (an import placed after a kernel, or of a bare constant, would be missed).
-    for info in pkgutil.iter_modules(fastcal.__path__, "fastcal."):
-        if info.name.endswith("_kernels"):
+    for info in pkgutil.walk_packages(fastcal.__path__, "fastcal."):
+        if info.name.endswith("_kernels"):  # fastcal._sort_kernels, fastcal.platt._kernels
             importlib.import_module(info.name)
     kernels = _precompile.dispatchers()
     assert len(kernels) > 50
@@ -195,7 +194,7 @@ def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
         assert not missing, f"{name}: its cache key does not cover {sorted(missing)}"
         assert "fastcal._jit" in deps  # the compile options
         checked += 1
-    deps = _jit.cache_dependencies(kernels["fastcal._temperature_kernels.chunk_terms"])
+    deps = _jit.cache_dependencies(kernels["fastcal.temperature._kernels.chunk_terms"])
     assert "fastcal._math_kernels" in deps
     assert "fastcal._math_kernels" not in _jit.cache_dependencies(kernels["fastcal._isotonic_kernels.predict"])
 

@@ -12,7 +12,7 @@ with np.errstate():  # the package sets NumPy's error handling for the whole pro
     from venn_abers import VennAbers as PeerVennAbers
 
 from fastcal import NotFittedError, VennAbers, load
-from fastcal import _venn_abers_kernels as kernels
+from fastcal.venn_abers import _kernels as kernels
 from fastcal.venn_abers import merge_intervals
 
 from . import naive_isotonic as naive

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
-from ._math_kernels import exp_neg, log_normal
+from .._jit import kernel
+from .._math_kernels import exp_neg, log_normal
 
 # ---------------------------------------------------------------------------
 # The loss and its first four derivatives in beta.

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Literal, Self
 
 import numpy as np
 
-from . import _temperature_kernels as _k
-from ._base import BaseCalibrator, check_is_fitted
-from ._chunked import Partials, merge_exact
-from ._errors import warn_not_converged
-from ._parallel import parallel_for
-from ._params import Integer, Options, Real, check
-from ._persist import register
-from ._validation import (
+from . import _kernels as _k
+from .._base import BaseCalibrator, check_is_fitted
+from .._chunked import Partials, merge_exact
+from .._errors import warn_not_converged
+from .._parallel import parallel_for
+from .._params import Integer, Options, Real, check
+from .._persist import register
+from .._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,

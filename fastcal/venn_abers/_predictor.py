@@ -6,7 +6,7 @@ well calibrated under exchangeability, and their merge
 ``p = p1 / (1 - p0 + p1)``. The fit sorts the calibration scores once (the
 isotonic module's per-class sort, no argsort, for unweighted 0/1 labels) and
 precomputes ``p0`` and ``p1`` for every gap between distinct calibration
-scores in O(k log k) (:mod:`fastcal._venn_abers_kernels`); a prediction is two
+scores in O(k log k) (:mod:`fastcal.venn_abers._kernels`); a prediction is two
 binary searches. Cross-Venn-Abers (CVAP) is
 ``fastcal.CalibratedClassifierCV(method="venn_abers")``.
 """
@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Self
 
 import numpy as np
 
-from . import _venn_abers_kernels as _k
-from ._base import BaseCalibrator, check_is_fitted
-from ._parallel import parallel_for, run
-from ._persist import register
-from ._pav_engine import chunk_count
-from ._sort import argsort, sort_by_label
-from ._validation import (
+from . import _kernels as _k
+from .._base import BaseCalibrator, check_is_fitted
+from .._parallel import parallel_for, run
+from .._persist import register
+from .._pav_engine import chunk_count
+from .._sort import argsort, sort_by_label
+from .._validation import (
     as_float_array,
     check_binary_labels,
     check_consistent_length,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["VennAbers", "merge_intervals"]
 
 #: Prediction bisects every 2nd calibration score first, 16 test scores in lockstep (see
-#: ``_venn_abers_kernels.predict``); measured at 10^6 scores: as fast as every score (which would copy
+#: ``_kernels.predict``); measured at 10^6 scores: as fast as every score (which would copy
 #: all of them), 20% faster than every 8th, 35% faster than every 64th.
 _STRIDE = 2
 
@@ -48,7 +48,7 @@ def _class_groups(x, labels):
 
     The scores are sorted per class by score range (:func:`fastcal._sort.sort_by_label`, as the isotonic fit
     sorts them). A range holds every copy of its scores, so the ranges are grouped independently
-    (:func:`~fastcal._venn_abers_kernels.group_class_runs`), on whichever threads take them, each into its
+    (:func:`~fastcal.venn_abers._kernels.group_class_runs`), on whichever threads take them, each into its
     rows' place; the distinct scores are then packed and the CSD summed over the pieces in order. The sums
     are counts, exact in any order.
     """
@@ -72,7 +72,7 @@ def _pack(src, dst, lo, at, k):
 
 
 def _csd(cw, cy, starts, counts):
-    """The cumulative sum diagram ``W``, ``Y`` (length ``k + 1``) of groups stored in pieces (:func:`~fastcal._venn_abers_kernels.cumulate`)."""
+    """The cumulative sum diagram ``W``, ``Y`` (length ``k + 1``) of groups stored in pieces (:func:`~fastcal.venn_abers._kernels.cumulate`)."""
     k = int(counts.sum())
     W, Y = np.empty(k + 1), np.empty(k + 1)
     _k.cumulate(cw, cy, starts, counts, W, Y)
