@@ -1,7 +1,7 @@
 """CSV files (``-``: stdin or stdout), read as a stream of whole records, parsed only where numbers are needed.
 
 The bytes are read in blocks of a bounded size and cut into whole records by
-a Numba state machine (:func:`fastcal._csv_kernels.split_records`: quoted
+a Numba state machine (:func:`fastcal._io._csv_kernels.split_records`: quoted
 fields, doubled quotes, line breaks inside quotes, LF, CR LF and CR line
 ends), so memory does not grow with the file, stdin included. Only the
 columns a command asks for are parsed: with pyarrow when it is there (the
@@ -45,7 +45,7 @@ READ_BYTES = 1 << 20
 
 def _split(buf, start, final, cap):
     """``(content_end, next_start)`` of up to ``cap`` whole records of ``buf`` from ``start`` (see the kernel)."""
-    from .._csv_kernels import split_records
+    from ._csv_kernels import split_records
 
     content_end = np.empty(cap, dtype=np.int64)
     next_start = np.empty(cap, dtype=np.int64)
@@ -452,7 +452,7 @@ class CsvWriter(Writer):
             self._header_done = True
         if not block.n:
             return
-        from .._csv_kernels import append_fields
+        from ._csv_kernels import append_fields
 
         text = np.frombuffer(_format_values(list(new.values()), self._pa), dtype=np.uint8)
         line_end = np.flatnonzero(text == 10)
