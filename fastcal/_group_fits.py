@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _grouped_kernels as _gk
 from . import _isotonic_kernels as _ik
-from . import _segment_coding_kernels as _k
+from ._coding import _kernels as _k
 from . import _binning, _parallel
 from ._pav_engine import chunk_count, resolution
 from ._validation import (
@@ -254,7 +254,7 @@ def _by_group(codes, sizes, s, y, w):
 
     Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
     (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
-    :func:`~fastcal._segment_coding_kernels.count_values`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    :func:`~fastcal._coding._kernels.count_values`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size

@@ -104,7 +104,7 @@ def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
     """Rows ``lo .. hi - 1`` written group by group: at ``j = offsets[codes[i]]`` (then ``offsets[codes[i]]`` += 1),
     ``so[j]``, ``yo[j]`` and ``wo[j]`` the row's score, label and weight (``w`` empty: none). ``offsets`` is this
     chunk's first place in each group (from the per-chunk counts of
-    :func:`fastcal._segment_coding_kernels.count_values`), so rows keep their input
+    :func:`fastcal._coding._kernels.count_values`), so rows keep their input
     order within a group: the rows a stable counting sort by group gives."""
     weighted = w.shape[0] > 0
     for i in range(lo, hi):

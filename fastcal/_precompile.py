@@ -90,7 +90,8 @@ from .metrics import (
     roc_auc_score,
 )
 from .grouped import GroupedCalibrator
-from .multicalibration import Sizes, ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
+from ._coding import Sizes
+from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
 from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .platt._model import WARM_START_MIN

@@ -4,7 +4,7 @@ r"""Calibration by group: one clone of a 1-D calibrator per group, and a global 
 (:class:`~fastcal.IsotonicRegression`, :class:`~fastcal.PlattScaling`,
 :class:`~fastcal.BetaCalibration`, :class:`~fastcal.HistogramBinning`,
 :class:`~fastcal.VennAbers`). ``fit`` numbers the groups
-(:func:`fastcal.multicalibration.group_codes`) and fits the calibrator on all
+(:func:`fastcal._coding.group_codes`) and fits the calibrator on all
 rows and on each group's rows; a group's model is exactly the model its
 calibrator fits on that group's rows alone.
 
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 
 from . import _isotonic_kernels as _ik
-from . import _segment_coding_kernels as _k
+from ._coding import _kernels as _k
 from . import _parallel
 from ._base import BaseCalibrator, check_is_fitted
 from ._group_fits import fit_group_models
@@ -33,7 +33,7 @@ from ._validation import as_float_array, check_consistent_length, check_finite, 
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
-from .multicalibration import as_groups, group_sizes_codes
+from ._coding import as_groups, group_sizes_codes
 from .platt import PlattScaling
 from .venn_abers import VennAbers
 
@@ -87,7 +87,7 @@ class GroupedCalibrator(BaseCalibrator):
     Attributes
     ----------
     groups_ : list
-        The groups with a calibrator of their own, in their order of :func:`fastcal.multicalibration.group_codes`;
+        The groups with a calibrator of their own, in their order of :func:`fastcal._coding.group_codes`;
         tuples of values when the groups are given as several columns.
     calibrators_ : list
         Their fitted calibrators.
@@ -105,7 +105,7 @@ class GroupedCalibrator(BaseCalibrator):
     shape ``(n, m)``, a pandas DataFrame, a dict of columns or a list of 1-D
     arrays. A group of several columns is the tuple of its values (for
     example ``("fr", "ios")``), ordered by the first column's order of
-    :func:`~fastcal.multicalibration.group_codes`, then the second's. So
+    :func:`~fastcal._coding.group_codes`, then the second's. So
     scikit-learn's estimator checks, which call ``fit(X, y)``, do not apply;
     the conventions they check (parameters, cloning, fitted attributes,
     ``NotFittedError``, inputs never modified, read-only input) hold all the same.
@@ -193,7 +193,7 @@ class GroupedCalibrator(BaseCalibrator):
         :func:`fastcal._engine.grouped.fit_grouped`; ``fit`` assembles its own fits through it too).
 
         ``groups``: the groups with a model of their own, in the order of
-        :func:`fastcal.multicalibration.group_codes` of all groups; ``models``: their fitted clones of
+        :func:`fastcal._coding.group_codes` of all groups; ``models``: their fitted clones of
         ``calibrator`` (None: a group without a row of positive weight, left out); ``global_model``: the clone
         fitted on all rows; ``counts``: the rows of each group.
         """

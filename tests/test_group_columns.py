@@ -9,7 +9,7 @@ import pytest
 
 import fastcal
 from fastcal import GroupedCalibrator, IsotonicRegression, PlattScaling, segment_report
-from fastcal.multicalibration import as_groups, group_codes
+from fastcal._coding import as_groups, group_codes
 
 
 def _data(n=4000, seed=0):

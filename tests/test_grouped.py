@@ -113,7 +113,7 @@ def test_groups_of_any_hashable_dtype(kind):
 def test_group_sizes_codes_against_numpy(values):
     """Codes number the distinct values in the order of ``uniques``, sizes count them: checked against
     ``np.unique``, whatever the path (counted in a small range, or numbered by ``np.unique``)."""
-    from fastcal.multicalibration import group_codes, group_sizes_codes
+    from fastcal._coding import group_codes, group_sizes_codes
 
     codes, uniques, sizes = group_sizes_codes(values, "groups")
     assert codes.dtype == np.int64 and sizes.dtype == np.int64
@@ -129,7 +129,7 @@ def test_group_sizes_codes_against_numpy(values):
 
 
 def test_group_sizes_codes_same_at_any_thread_count():
-    from fastcal.multicalibration import group_sizes_codes
+    from fastcal._coding import group_sizes_codes
 
     values = np.random.default_rng(0).integers(-50, 5000, 700_000)
     (c1, u1, s1), (c2, u2, s2) = serial_and_parallel(lambda: group_sizes_codes(values, "groups"))

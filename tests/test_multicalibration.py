@@ -381,7 +381,7 @@ def test_multicalibration_validation():
 def _chunked(monkeypatch):
     """Test-sized inputs cut into many chunks of rows and many score ranges, as 10^7 rows are."""
     from fastcal import _parallel
-    from fastcal.multicalibration import Sizes
+    from fastcal._coding import Sizes
 
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
     monkeypatch.setattr(_parallel, "TASK_ROWS", 1 << 8)
@@ -394,7 +394,7 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
     """Chunks of rows and score ranges (merged in order), blocks of the cell table, cells numbered by np.unique,
     all rows in one score range, and values counted in one task: each equals the naive ECCE of every segment, and the result is the same bits
     on 1 and 7 threads."""
-    from fastcal.multicalibration import Sizes
+    from fastcal._coding import Sizes
 
     from .threads import MANY, num_threads
 
@@ -437,7 +437,7 @@ def test_multicalibration_chunks_threads_and_paths(monkeypatch, weighted, path):
 def test_multicalibration_cell_types(monkeypatch, sizes, kind, sparse):
     """Cells numbered in the narrowest type (128 cells in uint8, 129 in uint16, 32,942 in int32) give the bits of
     cells in int64; segments of every size class against the naive ECCE."""
-    from fastcal.multicalibration import Sizes, cell_type
+    from fastcal._coding import Sizes, cell_type
 
     n = 60_000
     rng = np.random.default_rng(31)
@@ -494,7 +494,7 @@ def _naive_collapse(uniques, counts, first_p, first_row, max_values, numeric):
 def test_collapse_categories_selects_as_the_sorts_do(data, max_values, numeric, missing):
     # Many ties of counts and of first p: the selection by partitions (no sort of every value) keeps the values
     # the full sorts keep, labels them and ranks their appearances alike.
-    from fastcal.multicalibration import collapse_categories
+    from fastcal._coding import collapse_categories
 
     counts, first_p, first_row = (np.array(v) for v in data)
     k = counts.size
@@ -589,7 +589,7 @@ def test_coding_kernels_against_numpy(dtype):
     """``int_range``, ``code_stats`` and ``add_digit`` on ranges of rows, merged as their callers merge them,
     against NumPy: min and max, ``bincount``, the first row of each code along a stable argsort of ``p``, and the
     mixed-radix numbers with their ``bincount``."""
-    from fastcal import _segment_coding_kernels as _k
+    from fastcal._coding import _kernels as _k
 
     rng = np.random.default_rng(int(np.dtype(dtype).itemsize))
     n, k = 5000, 7
@@ -668,7 +668,7 @@ def test_sort_rows_sorts_by_score_then_tie_key(kind, weighted):
 def test_bin_numbers_against_searchsorted(n):
     """The quantile bins of a numerical feature: NumPy's searchsorted, the first bin closed, NaN its own number;
     with few edges (counted) and many (a binary search), on ranges of rows."""
-    from fastcal import _segment_coding_kernels as _k
+    from fastcal._coding import _kernels as _k
 
     rng = np.random.default_rng(n)
     for x in (rng.normal(size=n), np.round(rng.normal(size=n), 1), rng.integers(0, 7, n).astype(np.float64)):

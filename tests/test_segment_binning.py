@@ -24,7 +24,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal import dask as fd
 from fastcal import multicalibration_error, proportional_ece
-from fastcal.multicalibration import quantile_edges
+from fastcal._coding import quantile_edges
 
 from .test_multicalibration import mcgrad_metrics
 

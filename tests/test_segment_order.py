@@ -24,7 +24,7 @@ def _small_sizes():
     large groups of equal scores ordered in chunks (set and restored here: hypothesis runs many examples per call
     of a test)."""
     from fastcal import _parallel
-    from fastcal.multicalibration import Sizes
+    from fastcal._coding import Sizes
 
     before = _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS
     _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS = 1 << 6, 1 << 5, 1 << 4, 1 << 5
@@ -112,7 +112,7 @@ def test_large_tie_groups_ordered_in_chunks_change_no_bit(monkeypatch, tie_rows)
     """Weighted groups of equal scores of more than ``Sizes.TIE_ROWS`` rows (here a third of the rows at 0, and
     groups of hundreds of rows) are ordered in chunks merged on several threads: the same bits as when each is
     ordered whole by the task that sorts its score range, on 1 and on several threads, for the rows in any order."""
-    from fastcal.multicalibration import Sizes
+    from fastcal._coding import Sizes
 
     rng = np.random.default_rng(11)
     n = 6000

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 __all__ = ["FEW_EDGES", "add_digit", "bin_numbers", "code_stats", "count_distinct", "count_values", "counting_order",
            "int_range", "renumber"]

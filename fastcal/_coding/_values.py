@@ -2,7 +2,7 @@
 (quantile bins), and each row's cell (its value of every feature); :class:`Sizes`, the sizes that bound the work
 and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
-Internal API (re-exported by :mod:`fastcal.multicalibration`): :data:`OTHER`, :data:`MISSING`,
+Internal API (re-exported by :mod:`fastcal._coding`): :data:`OTHER`, :data:`MISSING`,
 :func:`group_codes`, :func:`as_groups` and :class:`GroupColumns`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
 :func:`quantile_edges`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import _binning, _parallel
-from .. import _segment_coding_kernels as _k
+from . import _kernels as _k
 from .._validation import as_float_array, column_or_1d
 
 if TYPE_CHECKING:

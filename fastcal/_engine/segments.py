@@ -44,7 +44,7 @@ Exactness: to the rounding of the float64 sums (a few ``n`` eps relative).
 Report by segment
 -----------------
 :func:`segment_report` first numbers the groups as
-:func:`fastcal.multicalibration.group_codes` numbers the whole column: each
+:func:`fastcal._coding.group_codes` numbers the whole column: each
 chunk returns its distinct values (an array of the column's dtype, in order
 of first appearance) and their rows; ``group_codes`` of the concatenation
 of those arrays, in chunk order, orders them as it orders the whole column
@@ -62,7 +62,7 @@ Several group columns: each chunk returns, per column, its distinct values
 (numbered by ``group_codes``) and the distinct tuples of its rows' numbers
 with their rows; each column is numbered as one column is, the chunks'
 tuples are renumbered by those numbers and sorted (the order of
-:func:`fastcal.multicalibration.group_sizes_codes` on the whole columns:
+:func:`fastcal._coding.group_sizes_codes` on the whole columns:
 the first column's order, then the second's), and :class:`Crossed` looks up
 each row's tuple in the second conversion.
 
@@ -78,7 +78,7 @@ Multicalibration error
 *features)``. The segments need global statistics, all small reductions:
 each numerical feature's distinct values (up to the limit) and range, then,
 for a binned one, the quantile edges of all its values, exactly
-(:func:`fastcal.multicalibration.quantile_edges` of order statistics from
+(:func:`fastcal._coding.quantile_edges` of order statistics from
 :func:`fastcal._binning.select_order_statistics`); each feature's distinct
 values with their rows and first row along the rows sorted stably by
 probability (chunk order gives the global row numbers), which gives the
@@ -114,17 +114,15 @@ from .._validation import (
     rescale_weights,
     weight_exponent,
 )
-from ..multicalibration import (
+from .._coding import (
     appearance_rank,
-    check_int,
-    choose_segments,
     collapse_categories,
-    ecce_result,
     folded_values,
+    group_codes,
     labels_by_appearance,
-    mce_result,
     quantile_edges,
 )
+from ..multicalibration import check_int, choose_segments, ecce_result, mce_result
 from . import isotonic
 
 # Internal API as well (fastcal._engine.grouped): number_groups, number_chunk, group_bounds, GROUP_PARTITION_ROWS.
@@ -323,7 +321,6 @@ def calibration_ratio(rows, *, x_dtype, weighted, adjust_unjoined=False):
 
 def _distinct(values):
     """The distinct values of ``values`` (an array of its dtype, in order of first appearance) and their rows."""
-    from ..multicalibration import group_codes
 
     codes, uniques = group_codes(values, "groups")
     if not codes.shape[0]:
@@ -349,7 +346,6 @@ def _group_columns(columns):
 def _crossed_values(columns):
     """``(per column (its distinct values, numbered as group_codes numbers them), the distinct tuples of each
     row's numbers (k x m, int64), their rows)`` of a chunk's group columns."""
-    from ..multicalibration import group_codes
 
     columns = _group_columns(columns)
     values, codes = [], []
@@ -367,8 +363,8 @@ def _crossed_values(columns):
 class Crossed:
     """The groups of several columns, numbered by :func:`number_groups` (internal API, for
     :func:`number_chunk`): each column's distinct values (``columns``, numbered as
-    :func:`fastcal.multicalibration.group_codes` numbers the whole column) and the tuples of their numbers that
-    occur (``table``, k x m, sorted: the groups' order, as :func:`fastcal.multicalibration.group_sizes_codes`
+    :func:`fastcal._coding.group_codes` numbers the whole column) and the tuples of their numbers that
+    occur (``table``, k x m, sorted: the groups' order, as :func:`fastcal._coding.group_sizes_codes`
     orders the tuples: by the first column's order, then the second's...)."""
 
     def __init__(self, columns, table):
@@ -408,9 +404,8 @@ _CHANGED = ("groups: a chunk holds a value that no chunk held when the groups we
 
 def _numbered(distinct, values):
     """The numbers of ``values`` among the ``k`` values of ``distinct`` (all of them there), in the order
-    :func:`fastcal.multicalibration.group_codes` gives the ``k`` values: ``(numbers of values, k values in that
+    :func:`fastcal._coding.group_codes` gives the ``k`` values: ``(numbers of values, k values in that
     order)``."""
-    from ..multicalibration import group_codes
 
     k = distinct.shape[0]
     codes, uniques = group_codes(np.concatenate([distinct, values]), "groups")
@@ -420,13 +415,13 @@ def _numbered(distinct, values):
 
 
 def number_groups(rows):
-    """The groups of rows ``(..., groups)`` (column 3) numbered as :func:`fastcal.multicalibration.group_codes`
+    """The groups of rows ``(..., groups)`` (column 3) numbered as :func:`fastcal._coding.group_codes`
     numbers the whole column, in one :meth:`Rows.map`: ``(distinct, uniques, counts)``, ``distinct`` the values
     (an array of the column's dtype, for :func:`number_chunk`), ``uniques`` the groups in their order,
     ``counts`` the rows of each (int64).
 
     Rows of several group columns (columns 3 on) are numbered as
-    :func:`fastcal.multicalibration.group_sizes_codes` numbers a list of them: each column's values numbered
+    :func:`fastcal._coding.group_sizes_codes` numbers a list of them: each column's values numbered
     as one column's, the tuples that occur ordered column by column (tuples in ``uniques``; ``distinct`` a
     :class:`Crossed`)."""
     found = rows.map(_group_values)
@@ -639,7 +634,6 @@ def _value_stats(chunk, specs):
     """Per feature ``(values, counts, first p, first row)``: its distinct values in the chunk (an array of the
     feature's dtype, in order of first appearance), their rows, and each one's first row along the chunk's rows
     sorted stably by probability (its probability in float64 and its row in the chunk)."""
-    from ..multicalibration import group_codes
 
     p = chunk[0]
     order = np.argsort(p, kind="stable")
@@ -743,7 +737,7 @@ def _segment_extremes(chunk, columns, n_segments, exponent):
 
 
 def _quantile_edges(feats, f, name, facts, max_values):
-    """The in-memory bin edges of numerical feature ``f``: :func:`fastcal.multicalibration.quantile_edges` of its
+    """The in-memory bin edges of numerical feature ``f``: :func:`fastcal._coding.quantile_edges` of its
     values other than NaN, exactly (their order statistics from two passes of bucket counts and gathered values);
     its ``ValueError`` if the feature holds an infinity."""
     from .. import _binning
@@ -810,7 +804,7 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
 
     Passes: the conversion (validation); the numerical features' distinct values (up to the limit) and
     ranges; for each binned one, the quantile edges of all its values, exactly (two passes of
-    :func:`fastcal._binning.select_order_statistics`, then :func:`fastcal.multicalibration.quantile_edges`);
+    :func:`fastcal._binning.select_order_statistics`, then :func:`fastcal._coding.quantile_edges`);
     each feature's distinct values with their rows and first row along the sorted probabilities (the value
     order of the in-memory function: first appearance, ties of probability by row number); a conversion giving
     each row its digits and each chunk its cells (rows, weight, variance, positives); then the range partition

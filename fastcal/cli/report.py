@@ -34,7 +34,7 @@ def _group_reports(y, p, w, groups, segments, n_bins, strategy, path):
     of a group of ``segments`` (``groups`` the column, numbered as :func:`fastcal.segment_report` numbers it)."""
     import fastcal
 
-    from ..multicalibration import as_groups, group_codes
+    from .._coding import as_groups, group_codes
 
     codes, _ = group_codes(as_groups(groups, "groups"), "groups")  # numbered in the order of segments.groups
     place = {id(g): k for k, g in enumerate(segments.groups)}

@@ -21,7 +21,7 @@ pooled), so the result does not depend on the order of the rows.
 (Guy et al. 2025), with the segments of MCGrad's ``MulticalibrationError``:
 the rows moved to ranges of scores, each sorted in the cache, and one pass
 that updates, for each row, the running sums of every segment it belongs to
-(:mod:`fastcal.multicalibration._kernels`; the coding passes in :mod:`fastcal._segment_coding_kernels`).
+(:mod:`fastcal.multicalibration._kernels`), on the numbering of values of :mod:`fastcal._coding`.
 
 One module a subject; this package re-exports their public names, so
 ``fastcal.multicalibration.X`` and ``from fastcal.multicalibration import X``
@@ -30,8 +30,6 @@ are the names to use:
 - :mod:`fastcal.multicalibration._ecce`: :func:`ecce`, the Kuiper
   distribution, :func:`calibration_ratio`, :func:`proportional_ece`,
   :func:`normalized_entropy`;
-- :mod:`fastcal.multicalibration._coding`: numbering of groups, segment
-  feature values and cells, and the sizes of the passes (``Sizes``);
 - :mod:`fastcal.multicalibration._sums`: the per-segment sums of the ECCE (one
   segment) and of the multicalibration error;
 - :mod:`fastcal.multicalibration._mce`: :func:`multicalibration_error`;
@@ -48,21 +46,6 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
-from ._coding import (
-    MISSING,
-    OTHER,
-    GroupColumns,
-    Sizes,
-    appearance_rank,
-    as_groups,
-    cell_type,
-    collapse_categories,
-    folded_values,
-    group_codes,
-    group_sizes_codes,
-    labels_by_appearance,
-    quantile_edges,
-)
 from ._ecce import (
     ECCEResult,
     calibration_ratio,

@@ -25,7 +25,7 @@ from .._validation import (
     weight_exponent,
 )
 from ..metrics import log_loss
-from ._coding import cell_type
+from .._coding import cell_type
 from ._sums import segment_sums
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from .._parallel import parallel_for, split, task_bounds
 from .._results import Result, worst_first
 from .._sort import argsort
 from .._validation import check_consistent_length, column_or_1d
-from ._coding import Sizes, as_groups, group_codes
+from .._coding import Sizes, as_groups, group_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of
 
 if TYPE_CHECKING:

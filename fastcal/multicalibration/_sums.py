@@ -10,7 +10,7 @@ from . import _kernels as _k
 from .. import _parallel
 from .._parallel import run, split, task_bounds
 from .._sort import range_map
-from ._coding import Sizes, row_type
+from .._coding import Sizes, row_type
 
 __all__ = ["segment_sums"]
 
@@ -115,7 +115,7 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments, factor
 
     ``y``, ``p``, ``w``, ``factor``: as :func:`~fastcal.multicalibration._ecce.check_scaled_inputs` gives them (the
     weights ``w * factor``, rescaled as they are moved); ``cells``: each row's
-    cell ``0..m-1`` (of :func:`~fastcal.multicalibration._coding.cell_type`, at least as wide as ``cell_type(m)``),
+    cell ``0..m-1`` (of :func:`~fastcal._coding.cell_type`, at least as wide as ``cell_type(m)``),
     ``digits`` (``m`` x features) and
     ``cell_counts`` each cell's value number of each feature and its rows, ``combos`` and ``n_segments`` the
     segments of :func:`~fastcal.multicalibration.choose_segments`. One cell and no ``combos``: segment 0 alone,

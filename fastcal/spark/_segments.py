@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .._engine import segments as _segments
-from ..multicalibration import MISSING, OTHER
+from .._coding import MISSING, OTHER, group_codes
 from ._buckets import temp_name
 from ._rows import SparkRows, drive, drive_metric, pin_rows
 from ._tasks import NUMPY_OF_SPARK, is_numeric
@@ -97,7 +97,6 @@ def group_numbers(df, group_col):
     decimals: an object array in memory) in the order they first appear; the missing values, null and NaN, are
     one group, last (``None``), as in memory. Each row gets its value's number by a broadcast join.
     """
-    from ..multicalibration import group_codes
 
     position = temp_name("i")
     found = (df.select(F.col(group_col), F.monotonically_increasing_id().alias(position))  # partition, then row
