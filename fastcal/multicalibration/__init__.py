@@ -74,9 +74,8 @@ __all__ = [
     "segment_report",
 ]
 
-# The internal API of the layers above (fastcal.grouped, fastcal._engine.segments, fastcal.spark), not
-# re-exported by fastcal: MISSING, OTHER, GroupColumns, appearance_rank, as_groups, cell_type, check_int, choose_segments,
-# collapse_categories, ecce_result, folded_values, group_codes, group_sizes_codes, labels_by_appearance, mce_result, quantile_edges;
-# and Sizes, the sizes of multicalibration_error's passes and its cell types, which tests lower.
+# The internal API of the segment drivers (fastcal._engine.segments), not re-exported by fastcal: check_int,
+# choose_segments, ecce_result, mce_result. The numbering of values (and Sizes, the sizes of the passes, which tests
+# lower) is fastcal._coding's.
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show
