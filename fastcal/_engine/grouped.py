@@ -24,7 +24,7 @@ min_samples_per_group=...).fit`` gives on the same rows, assembled by
    (:func:`fastcal._engine.segments.group_bounds`; one per
    :data:`~fastcal._engine.segments.GROUP_PARTITION_ROWS` rows, at least
    ``rows.parallelism``), and each partition fits its groups with the
-   in-memory fit's own per-group code (:func:`fastcal._group_fits.fit_group_models`:
+   in-memory fit's own per-group code (:func:`fastcal.grouped.fit_group_models`:
    the batched isotonic and histogram fits, the Newton fits of each group's
    slice). Only the fitted models (a few kB each) come back.
 
@@ -50,8 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..beta import BetaCalibration
-from .._group_fits import fit_group_models
-from ..grouped import GroupedCalibrator, check_calibrator, check_min_samples
+from ..grouped import GroupedCalibrator, check_calibrator, check_min_samples, fit_group_models
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
 from ..platt import PlattScaling
@@ -96,7 +95,7 @@ class _Head:
 
 def _fit_part(chunk, calibrator, minimum):
     """The global numbers of the groups of one partition of whole groups with ``minimum`` rows or more, and
-    their models (:func:`fastcal._group_fits.fit_group_models` on the partition's rows)."""
+    their models (:func:`fastcal.grouped.fit_group_models` on the partition's rows)."""
     s, y, w, codes = chunk
     if not codes.shape[0]:
         return np.zeros(0, dtype=np.int64), []

@@ -8,7 +8,7 @@ r"""Calibration by group: one clone of a 1-D calibrator per group, and a global 
 rows and on each group's rows; a group's model is exactly the model its
 calibrator fits on that group's rows alone.
 
-The per-group fits are :func:`fastcal._group_fits.fit_group_models` (batched
+The per-group fits are :func:`fastcal.grouped._fits.fit_group_models` (batched
 for isotonic step fits of 0/1 labels, uniform histogram binning, Platt
 scaling and beta calibration, each group with the bits of its own fit). The
 isotonic models' predictions run in one pass over the rows
@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
-from . import _isotonic_kernels as _ik
-from ._coding import _kernels as _k
-from . import _parallel
-from ._base import BaseCalibrator, check_is_fitted
-from ._group_fits import fit_group_models
-from ._persist import register
-from ._validation import as_float_array, check_consistent_length, check_finite, column_or_1d
-from .beta import BetaCalibration
-from .histogram import HistogramBinning
-from .isotonic import IsotonicRegression
-from ._coding import as_groups, group_sizes_codes
-from .platt import PlattScaling
-from .venn_abers import VennAbers
+from .. import _isotonic_kernels as _ik
+from .._coding import _kernels as _k
+from .. import _parallel
+from .._base import BaseCalibrator, check_is_fitted
+from ._fits import fit_group_models
+from .._persist import register
+from .._validation import as_float_array, check_consistent_length, check_finite, column_or_1d
+from ..beta import BetaCalibration
+from ..histogram import HistogramBinning
+from ..isotonic import IsotonicRegression
+from .._coding import as_groups, group_sizes_codes
+from ..platt import PlattScaling
+from ..venn_abers import VennAbers
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray

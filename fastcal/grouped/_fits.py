@@ -24,36 +24,36 @@ from typing import Any
 
 import numpy as np
 
-from . import _grouped_kernels as _gk
-from . import _isotonic_kernels as _ik
-from ._coding import _kernels as _k
-from . import _binning, _parallel
-from ._pav_engine import chunk_count, resolution
-from ._validation import (
+from . import _kernels as _gk
+from .. import _isotonic_kernels as _ik
+from .._coding import _kernels as _k
+from .. import _binning, _parallel
+from .._pav_engine import chunk_count, resolution
+from .._validation import (
     as_float_array,
     as_label_array,
     check_sample_weight,
     is_binary,
     rescale_weights,
 )
-from .beta import BetaCalibration
-from .beta import check_model as check_beta_model
-from .beta import fit_arrays as beta_fit_arrays
-from .beta import fit_groups as beta_fit_groups
-from .beta import fitted_estimator as beta_estimator
-from .beta import fitted_estimators as beta_estimators
-from .histogram import HistogramBinning
-from .histogram import bin_edges as histogram_bin_edges
-from .histogram import check_params as check_histogram_params
-from .histogram import fitted_estimators as histogram_estimators
-from .isotonic import IsotonicRegression
-from .platt import PlattScaling
-from .platt import check_max_iter as check_platt_max_iter
-from .platt import check_tol as check_platt_tol
-from .platt import fit_arrays as platt_fit_arrays
-from .platt import fit_groups as platt_fit_groups
-from .platt import fitted_estimators as platt_estimators
-from .platt import fitted_estimator as platt_estimator
+from ..beta import BetaCalibration
+from ..beta import check_model as check_beta_model
+from ..beta import fit_arrays as beta_fit_arrays
+from ..beta import fit_groups as beta_fit_groups
+from ..beta import fitted_estimator as beta_estimator
+from ..beta import fitted_estimators as beta_estimators
+from ..histogram import HistogramBinning
+from ..histogram import bin_edges as histogram_bin_edges
+from ..histogram import check_params as check_histogram_params
+from ..histogram import fitted_estimators as histogram_estimators
+from ..isotonic import IsotonicRegression
+from ..platt import PlattScaling
+from ..platt import check_max_iter as check_platt_max_iter
+from ..platt import check_tol as check_platt_tol
+from ..platt import fit_arrays as platt_fit_arrays
+from ..platt import fit_groups as platt_fit_groups
+from ..platt import fitted_estimators as platt_estimators
+from ..platt import fitted_estimator as platt_estimator
 
 __all__ = ["fit_group_models"]
 
@@ -93,7 +93,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
 
     The groups are cut into buckets of consecutive groups of about
     ``TASK_ROWS`` rows (by their sizes alone). One counting pass and one
-    scatter (:mod:`fastcal._grouped_kernels`, by row chunks fixed by the row
+    scatter (:mod:`fastcal.grouped._kernels`, by row chunks fixed by the row
     count) lay the rows out bucket by bucket (and by label, without weights),
     in input order; rows of weight zero are dropped. Each bucket, taken by
     one of fastcal's threads, is then ordered by group and fitted group by
@@ -216,7 +216,7 @@ def _fit_histogram_groups(template, s, yv, weights, codes, sizes, fitted, models
     ``models[i]``; return the positions ``i`` left to the calibrator's own ``fit``.
 
     Uniform edges do not depend on the rows, so one sequential pass in input order
-    (:func:`~fastcal._grouped_kernels.bin_sums`) adds every group's bin table in the order and arithmetic of its
+    (:func:`~fastcal.grouped._kernels.bin_sums`) adds every group's bin table in the order and arithmetic of its
     own fit (:func:`fastcal._binning.bin_stats`, one chunk; weights rescaled by the group's own power of two).
     Left to the calibrator: groups whose own fit cuts the rows into several chunks
     (:func:`fastcal._binning.n_chunks`), groups without weight (whose fit raises), and all groups when their
@@ -254,7 +254,7 @@ def _by_group(codes, sizes, s, y, w):
 
     Numbers are moved in one counting pass and one scatter by row chunks fixed by the numbers of rows and groups
     (at most one per ``k`` rows, ``k`` groups, so that the per-chunk counts take no more memory than the rows;
-    :func:`~fastcal._coding._kernels.count_values`, :func:`~fastcal._grouped_kernels.scatter_rows`), not gathered
+    :func:`~fastcal._coding._kernels.count_values`, :func:`~fastcal.grouped._kernels.scatter_rows`), not gathered
     through an order; other dtypes (object, float16, non-native byte order) are taken through the counting order.
     """
     n, k = codes.shape[0], sizes.size

@@ -5,14 +5,14 @@ A row's *slot*: its group's bucket ``bucket_of[g]`` (``g = group_of[code]``; -1 
 plus the row's 0/1 label when ``by_label``; a row of weight zero is left out (``weights`` empty: unit weights).
 
 Private: every kernel assumes clean, contiguous input of the dtypes the
-wrappers in :mod:`fastcal.grouped` give it, and checks nothing.
+wrappers in :mod:`fastcal.grouped._fits` give it, and checks nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 
 @kernel
