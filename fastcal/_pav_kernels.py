@@ -1,8 +1,8 @@
 """The stack of pool adjacent violators, shared by the kernels that fit isotonic regressions.
 
-The one copy of the PAV step: :mod:`fastcal._isotonic_kernels` (the isotonic
+The one copy of the PAV step: :mod:`fastcal.isotonic._kernels` (the isotonic
 fit, and through it Venn-Abers and the CORP decomposition of
-:mod:`fastcal._pav_engine`) and :mod:`fastcal._decomposition_kernels` (the
+:mod:`fastcal.isotonic._pav`) and :mod:`fastcal._decomposition_kernels` (the
 resampled fits of the CORP reliability bands) push their groups with
 :func:`push_block`. Like :mod:`fastcal._math_kernels`, a helper module that
 kernels may import: :mod:`fastcal._jit` adds its text to their cache keys.

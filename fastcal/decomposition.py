@@ -14,7 +14,7 @@ and uncertainty:
 
 with :math:`\hat p` the PAV recalibration of :math:`y` on :math:`p`,
 :math:`\bar y` the (weighted) base rate and :math:`\bar S` the weighted mean
-score. Both functions run on fastcal's PAV engine
+score. Both functions run on the PAV steps of fastcal.isotonic
 (:func:`fastcal.isotonic.pav_fit`); the bands of :func:`corp_reliability`
 refit the PAV on resampled labels over one pre-sorted order.
 """
@@ -32,7 +32,7 @@ from . import _decomposition_kernels as _k
 from ._binning import top_label_problem
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
-from ._pav_engine import sort_for_fit
+from .isotonic._pav import sort_for_fit
 from ._results import Result
 from ._sort import argsort, sort_with
 from ._validation import (
@@ -174,7 +174,7 @@ def decomposition_from_sums(score_sum, recal_sum, weight, positives, scoring):
 def shared_sort(labels, p, w):
     """The sort of the scores that :func:`decompose` ``(labels, p, w, ...)`` makes, for the caller to share with
     other statistics of the same rows (:func:`fastcal._auc.roc_auc`'s ``by_label``), then pass to
-    :func:`decompose`; None where the fit sorts otherwise (see :func:`fastcal._pav_engine.sort_for_fit`).
+    :func:`decompose`; None where the fit sorts otherwise (see :func:`fastcal.isotonic._pav.sort_for_fit`).
     The scores are sorted as float64 (the fit's)."""
     return sort_for_fit(p.astype(np.float64, copy=False), labels, w)
 

@@ -15,9 +15,9 @@ scores; the sample's quantiles cut the score range into partitions of about
 ``memory_budget / 64`` rows each. A second pass appends every chunk's rows to
 the temporary file of their partition (an external bucket sort). Then the
 partitions are read back one at a time, **in increasing score order**, and
-each is summarised by the PAV engine (:func:`fastcal._pav_engine.summarise`,
+each is summarised by the PAV steps (:func:`fastcal.isotonic._pav.summarise`,
 on every thread); the blocks of the parts are pooled into the blocks of
-the whole (:func:`fastcal._pav_engine.merge`) and finished by the estimator. This is exact because the
+the whole (:func:`fastcal.isotonic._pav.merge`) and finished by the estimator. This is exact because the
 PAV blocks of a contiguous range of scores are unions of the blocks of the
 whole fit, provided each part begins at the start of one of the fit's *tie
 groups*: scikit-learn (and fastcal) pools scores closer than the dtype's

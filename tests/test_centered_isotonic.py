@@ -163,7 +163,7 @@ def test_model_files_from_before_centered_load_as_step_fits():
 
 def test_score_sums_kernel_and_threads():
     # Each sorted row adds its weight times score to the last block whose first score is <= it.
-    from fastcal import _isotonic_kernels as kernels
+    from fastcal.isotonic import _kernels as kernels
 
     from .threads import serial_and_parallel
 

@@ -378,9 +378,9 @@ def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
     # The report sorts the scores once for its AUC and its CORP fit (several score ranges here): every quantity of
     # that sort has the bits of roc_auc_score and score_decomposition, each sorting on its own, at every thread
     # count; the whole report is the same at every thread count.
-    from fastcal import _pav_engine
+    from fastcal.isotonic import _pav
 
-    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
+    monkeypatch.setattr(_pav, "CHUNK_ROWS", 1 << 10)
     rng = np.random.default_rng(11)
     n = 40_000
     p = rng.random(n).astype(dtype)
@@ -409,9 +409,9 @@ def test_calibration_report_one_sort_same_bits(dtype, monkeypatch):
 def test_corp_reliability_one_sort_same_curve(weighted, monkeypatch):
     # With bands, the fit runs on the rows the resamples sort (one sort); without, on its own range partition:
     # the same curve, bit for bit, with several score ranges and at every thread count.
-    from fastcal import _pav_engine
+    from fastcal.isotonic import _pav
 
-    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)
+    monkeypatch.setattr(_pav, "CHUNK_ROWS", 1 << 10)
     rng = np.random.default_rng(12)
     n = 30_000
     p = rng.random(n)

@@ -372,9 +372,9 @@ def _one_big_group(big, rest, seed):
 
 
 def test_a_group_too_big_for_one_engine_chunk_gets_its_own_fit():
-    from fastcal import _pav_engine
+    from fastcal.isotonic import _pav
 
-    big = 2 * _pav_engine.CHUNK_ROWS + 5  # the engine cuts its own fit into chunks: weighted sums differ by cut
+    big = 2 * _pav.CHUNK_ROWS + 5  # the engine cuts its own fit into chunks: weighted sums differ by cut
     s, y, g, w = _one_big_group(big, 3000, 15)
     cal = GroupedCalibrator(IsotonicRegression(), min_samples_per_group=1).fit(s, y, g, w)
     _assert_own_fits(cal, {}, s, y, g, w)

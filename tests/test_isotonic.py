@@ -12,8 +12,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
-from fastcal import _isotonic_kernels as kernels
-from fastcal import _parallel, _pav_engine, _sort
+from fastcal.isotonic import _kernels as kernels
+from fastcal import _parallel, _sort
+from fastcal.isotonic import _pav
 from fastcal import isotonic as isotonic_module
 from fastcal._validation import as_label_array
 
@@ -260,7 +261,7 @@ def test_large_input_paths_match_sklearn(pos_rate, dtype):
     rng = np.random.default_rng(7)
     x = rng.random(n).astype(dtype)
     y = (rng.random(n) < pos_rate * 2 * x).astype(np.uint8)
-    assert _pav_engine.chunk_count(n) > 1
+    assert _pav.chunk_count(n) > 1
     assert_same_as_sklearn(x, y, out_of_bounds="clip")
     assert_same_as_sklearn(x, y, increasing=False)
     # Weighted 0/1 labels and unweighted real-valued targets take the radix sort carrying them; weighted
@@ -316,7 +317,7 @@ def test_same_bits_at_any_thread_count(monkeypatch, dtype, centered):
     from .threads import num_threads
 
     n = 40_000
-    monkeypatch.setattr(_pav_engine, "CHUNK_ROWS", 1 << 10)  # ~40 chunks
+    monkeypatch.setattr(_pav, "CHUNK_ROWS", 1 << 10)  # ~40 chunks
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)  # the sorts' passes cut in ranges too
     x, y01, yr, w = _thread_count_data(n, dtype)
     order = np.argsort(x, kind="stable")
@@ -338,7 +339,7 @@ def test_same_bits_at_any_thread_count_default_chunks():
     # The engine's own chunk size (several chunks of CHUNK_ROWS rows), 0/1 and weighted labels.
     from .threads import num_threads
 
-    n = 5 * _pav_engine.CHUNK_ROWS
+    n = 5 * _pav.CHUNK_ROWS
     rng = np.random.default_rng(9)
     x = rng.random(n)
     y = (rng.random(n) < x).astype(np.uint8)
@@ -365,24 +366,24 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)
     n = x.shape[0]
-    eps = _pav_engine.resolution(x.dtype)
+    eps = _pav.resolution(x.dtype)
     for sign in (1.0, -1.0):
         stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
         nb = kernels.pav_sorted(xs, labels[order], np.empty(0), 0, eps, sign, *stack)
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(_pav_engine, "CHUNK_ROWS", chunk_rows)
-            got = _pav_engine.summarise(x, labels, None, sign)
+            m.setattr(_pav, "CHUNK_ROWS", chunk_rows)
+            got = _pav.summarise(x, labels, None, sign)
         for a, b in zip(got, stack):
             assert_array_equal(a, b[:nb])
 
 
 def stable_argsort_blocks(x, labels, w, sign):
     """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
-    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._isotonic_kernels.pav_sorted`
+    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal.isotonic._kernels.pav_sorted`
     on the same chunks: the chunks depend on the sorted scores alone)."""
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)
-    return _pav_engine.summarise(xs, labels[order], None if w is None else w[order], sign)
+    return _pav.summarise(xs, labels[order], None if w is None else w[order], sign)
 
 
 @given(data=st.one_of(scores_and_labels(max_size=3000), scores_and_labels(max_size=3000, binary=False)), weight_dtype=st.sampled_from([np.float32, np.float64]),
@@ -406,7 +407,7 @@ def test_carried_sort_path_same_bits_as_stable_argsort(data, weight_dtype, signe
     w = rng.uniform(0.1, 3.0, n).astype(weight_dtype) if binary and weighted else None
     with pytest.MonkeyPatch.context() as m:
         m.setattr(_sort, "RADIX_MIN_SIZE", radix_min)
-        m.setattr(_pav_engine, "CHUNK_ROWS", 1 << 8)
+        m.setattr(_pav, "CHUNK_ROWS", 1 << 8)
         expected = stable_argsort_blocks(x, labels, w, sign)
         for got in serial_and_parallel(isotonic_module.pav_fit, x, labels, w, sign):
             for a, b in zip(got, expected):
@@ -643,7 +644,7 @@ def test_pooling_blocks_of_score_ranges_equals_whole_fit(increasing):
         parts.append(isotonic_module.pav_fit(x[m], y[m], w[m], sign))
     pooled = IsotonicRegression(increasing=increasing)
     pooled.increasing_ = increasing
-    pooled._set_blocks(_pav_engine.merge(parts))
+    pooled._set_blocks(_pav.merge(parts))
     whole = IsotonicRegression(increasing=increasing).fit(x, y, sample_weight=w)
     assert_array_equal(pooled.X_thresholds_, whole.X_thresholds_)
     # weighted means of 0/1 labels over <= n rows (terms of one sign), summed in other groupings

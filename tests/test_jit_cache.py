@@ -25,7 +25,8 @@ import json, time
 import numpy as np
 from numba.core.registry import CPUDispatcher
 import fastcal
-from fastcal import _isotonic_kernels, _validation
+from fastcal import _validation
+from fastcal.isotonic import _kernels as _isotonic_kernels
 
 t0 = time.perf_counter()
 rng = np.random.default_rng(0)
@@ -114,7 +115,7 @@ def test_fastmath_reductions_give_the_same_bits_compiled_or_loaded(tmp_path):
 SHARED = r"""
 import json
 import numpy as np
-from fastcal import _isotonic_kernels as ik
+from fastcal.isotonic import _kernels as ik
 from fastcal.temperature import _kernels as tk
 
 z = np.linspace(-3.0, 3.0, 40).reshape(10, 4)
@@ -196,7 +197,7 @@ def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
         checked += 1
     deps = _jit.cache_dependencies(kernels["fastcal.temperature._kernels.chunk_terms"])
     assert "fastcal._math_kernels" in deps
-    assert "fastcal._math_kernels" not in _jit.cache_dependencies(kernels["fastcal._isotonic_kernels.predict"])
+    assert "fastcal._math_kernels" not in _jit.cache_dependencies(kernels["fastcal.isotonic._kernels.predict"])
 
 
 def test_dependencies_follow_modules_functions_and_dispatchers():

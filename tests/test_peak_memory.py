@@ -3,7 +3,7 @@
 Each path needs at most a few sorted copies of the scores; the bound of each
 is that count of arrays the size of the scores (``p.nbytes``) plus a fixed
 allowance for what does not grow with the rows: per-chunk buffers of the
-range partition (:data:`fastcal._pav_engine.CHUNK_ROWS` rows of a few
+range partition (:data:`fastcal.isotonic._pav.CHUNK_ROWS` rows of a few
 columns per thread taking a chunk), bin tables and the allocator's slack.
 The row count is chosen so that one extra copy of the scores (32 MiB) is
 well above that allowance: a path that starts holding one more copy at its

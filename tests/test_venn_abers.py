@@ -136,7 +136,7 @@ def test_weights_scale_and_unit_weights():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("decimals", [3, None], ids=["ties", "distinct"])
 def test_fit_over_many_score_ranges_equals_grouping_of_the_sorted_scores(dtype, decimals):
-    # Enough rows for several score ranges (fastcal._pav_engine.chunk_count), with ties within and at the
+    # Enough rows for several score ranges (fastcal.isotonic._pav.chunk_count), with ties within and at the
     # range bounds: the unweighted fit groups each range on its own. Oracle: np.unique's groups and counts,
     # and the weighted path (argsort + one grouping pass) with unit weights.
     rng = np.random.default_rng(11)

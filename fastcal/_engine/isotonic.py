@@ -18,9 +18,9 @@ chunk when ``weighted`` is False). The driver
    with each bound moved to where the whole fit's tie group begins
    (:func:`fastcal._partition.tie_entries`): every part then begins at the
    start of one of the whole fit's tie groups;
-5. fits each part where it lives (:func:`fastcal._pav_engine.summarise`)
+5. fits each part where it lives (:func:`fastcal.isotonic._pav.summarise`)
    and merges the parts' PAV blocks in score order
-   (:func:`fastcal._pav_engine.merge`).
+   (:func:`fastcal.isotonic._pav.merge`).
 
 A backend with :meth:`Rows.convert_later` and :meth:`Rows.describe` (Spark)
 cuts before it converts (:func:`_cut_raw`): step 2's bounds come from its
@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _pav_engine, _partition
+from .. import _partition
+from ..isotonic import _pav
 from .._validation import rescale_weights, weight_exponent
 from . import user_stacklevel
 
@@ -184,7 +185,7 @@ def _fit_part(part, sign, keep_zero, exponent, centered):
     if not x.shape[0]:
         return None
     w = rescale_weights(w, exponent)[0]  # one exponent for all parts: merge adds them
-    return _pav_engine.summarise(x, y, w, sign, centered=centered)
+    return _pav.summarise(x, y, w, sign, centered=centered)
 
 
 def moved_bounds(heads, entries, dtype):
@@ -283,5 +284,5 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
             blocks = parts.map(_fit_part, sign, keep_zero, exponent, est.centered)
     finally:
         parts.release()
-    return set_fitted_blocks(est, _pav_engine.merge([b for b in blocks if b is not None]))
+    return set_fitted_blocks(est, _pav.merge([b for b in blocks if b is not None]))
 

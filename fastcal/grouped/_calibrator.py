@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
-from .. import _isotonic_kernels as _ik
+from ..isotonic import _kernels as _ik
 from .._coding import _kernels as _k
 from .. import _parallel
 from .._base import BaseCalibrator, check_is_fitted
@@ -308,7 +308,7 @@ def predict_matched(est, scores, groups):
 
 def _predict_isotonic(flat, t, model, out):
     """Predictions of isotonic models by group in one pass over the rows
-    (:func:`~fastcal._isotonic_kernels.predict_groups`) into ``out``: row ``i`` of the checked scores ``t`` by
+    (:func:`~fastcal.isotonic._kernels.predict_groups`) into ``out``: row ``i`` of the checked scores ``t`` by
     model ``model[i]`` of ``flat`` (:meth:`GroupedCalibrator._flat_isotonic`; the global one last); the bits of
     each model's ``predict``."""
     offsets, knots_x, knots_y, clip = flat

@@ -5,7 +5,7 @@ Isotonic step fits of 0/1 labels are batched (:func:`_fit_isotonic_groups`):
 one counting pass and one scatter lay the rows out by buckets of consecutive
 groups, and each bucket (a task of about :data:`fastcal._parallel.TASK_ROWS`
 rows, cut by the group sizes alone, taken by fastcal's threads) is ordered by
-group and score and fitted group by group by the PAV engine's kernels, in the
+group and score and fitted group by group by the isotonic fit's kernels, in the
 arithmetic of each group's own fit (the same bits). Histogram binning with
 uniform bins is batched too (:func:`_fit_histogram_groups`): one pass adds
 every group's bin sums in the order of its own fit. Platt scaling and beta
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from . import _kernels as _gk
-from .. import _isotonic_kernels as _ik
+from ..isotonic import _kernels as _ik
 from .._coding import _kernels as _k
 from .. import _binning, _parallel
-from .._pav_engine import chunk_count, resolution
+from ..isotonic._pav import chunk_count, resolution
 from .._validation import (
     as_float_array,
     as_label_array,
@@ -97,12 +97,12 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     count) lay the rows out bucket by bucket (and by label, without weights),
     in input order; rows of weight zero are dropped. Each bucket, taken by
     one of fastcal's threads, is then ordered by group and fitted group by
-    group (:func:`~fastcal._isotonic_kernels.pav_groups`), each group's
+    group (:func:`~fastcal.isotonic._kernels.pav_groups`), each group's
     weights rescaled by its own power of two as its own fit does
     (:func:`~fastcal._validation.rescale_weights`). Left to the calibrator:
     fits of labels other than 0/1, groups without a row of positive weight
     (whose fit raises) and groups of so many rows that their own fit is cut
-    into several chunks (:func:`fastcal._pav_engine.chunk_count`).
+    into several chunks (:func:`fastcal.isotonic._pav.chunk_count`).
     """
     params = template.get_params()
     x = as_float_array(s, "scores")  # the fit's own conversions: float32 stays float32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
-from ._pav_kernels import push_block
+from .._jit import kernel
+from .._pav_kernels import push_block
 
 # --------------------------------------------------------------------------
 # Pool adjacent violators
@@ -393,7 +393,7 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
 
 
 # --------------------------------------------------------------------------
-# The PAV engine's chunks (see fastcal._pav_engine): cuts at tie-group starts,
+# The PAV steps' chunks (see fastcal.isotonic._pav): cuts at tie-group starts,
 # and each block's sum of weight times score (the rows are grouped by score
 # range in fastcal._sort)
 # --------------------------------------------------------------------------
@@ -485,7 +485,7 @@ def group_starts(gs, g0, ng):
 def knots_of_blocks(sw, swy, xf, xl, nb, sign, y_lo, y_hi, vals, knots_x, knots_y, m):
     """The knots of the PAV blocks ``[:nb]`` written to ``knots_x``/``knots_y`` from ``m``; returns their number.
 
-    :func:`fastcal._pav_engine.finish` in the same arithmetic: the block
+    :func:`fastcal._pav.finish` in the same arithmetic: the block
     means ``sign * swy / sw`` rounded to the dtype of ``vals`` (the scores'),
     clipped to ``[y_lo, y_hi]``, then :func:`thresholds`.
     """

@@ -1,4 +1,4 @@
-"""The PAV engine: isotonic regression as summarise → merge → finish.
+"""The PAV steps of every isotonic fit: isotonic regression as summarise → merge → finish.
 
 Every isotonic fit of fastcal (in memory on fastcal's threads, out of core
 from files, on Dask workers; the score decomposition's PAV too) is these three
@@ -57,7 +57,7 @@ How the in-memory :func:`summarise` orders the rows:
   whichever thread takes the range (:func:`fastcal._sort.sort_by_label`).
   The whole is then two sorted runs (the scores of label 0 and those of
   label 1), fitted range by range by
-  :func:`~fastcal._isotonic_kernels.pav_binary`. A caller that needs the
+  :func:`~fastcal.isotonic._kernels.pav_binary`. A caller that needs the
   same sort for another statistic (the AUC of ``calibration_report``) makes
   it once with :func:`sort_for_fit` and passes it as ``by_label``.
 - Weighted 0/1 labels, and real-valued targets without weights: the same
@@ -85,10 +85,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _isotonic_kernels as _k
-from ._parallel import run, split
-from ._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
-from ._validation import is_binary, rescale_weights
+from . import _kernels as _k
+from .._parallel import run, split
+from .._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
+from .._validation import is_binary, rescale_weights
 
 __all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
            "summarise"]
@@ -119,7 +119,7 @@ def resolution(dtype):
 
 
 def lookup_cells(n_knots):
-    """Cells of a lookup table (:func:`~fastcal._isotonic_kernels.build_lookup`) over ``n_knots`` sorted values:
+    """Cells of a lookup table (:func:`~fastcal.isotonic._kernels.build_lookup`) over ``n_knots`` sorted values:
     a power of two, 16 to 32 per knot, at most 2^16.
 
     Most cells then hold no knot, so a search rarely searches; a larger
@@ -209,7 +209,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
 
 def _summarise_pairs(pairs, kind, eps, sign, centered):
     """:func:`summarise` of sorted scores with one float64 carried per row (``kind``: see
-    :func:`~fastcal._isotonic_kernels.pav_sorted`)."""
+    :func:`~fastcal.isotonic._kernels.pav_sorted`)."""
     xs, ps = pairs
     targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
 
@@ -223,7 +223,7 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):
-    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._isotonic_kernels.pav_sorted`), for :func:`_fit_runs`."""
+    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal.isotonic._kernels.pav_sorted`), for :func:`_fit_runs`."""
     weighted = ws.shape[0] > 0
 
     def unit(ia0, ia1, ib0, ib1, out):
@@ -269,7 +269,7 @@ def _fit_runs(a, b, targets_a, targets_b, unit, eps, centered):
     """Fit the sorted runs ``a`` and ``b`` (merged) chunk by chunk on every thread, and merge.
 
     ``(targets_a[c], targets_b[c])`` are the nominal chunk starts (positions
-    in the merge, see :func:`~fastcal._isotonic_kernels.clean_cuts`); each
+    in the merge, see :func:`~fastcal.isotonic._kernels.clean_cuts`); each
     moves to the first tie-group start within :data:`CUT_TRIES` rows, or is
     dropped. ``unit(ia0, ia1, ib0, ib1, out)`` fits the rows ``a[ia0:ia1]``
     and ``b[ib0:ib1]`` into the stack arrays ``out`` and returns the number
@@ -367,7 +367,7 @@ def finish(blocks, sign, *, y_min=None, y_max=None, centered=False):
 
     Each block's value is its mean ``sign * swy / sw`` rounded to the dtype of
     the scores and clipped to ``[y_min, y_max]``. Step fits keep the two ends
-    of each run of equal values (:func:`~fastcal._isotonic_kernels.thresholds`,
+    of each run of equal values (:func:`~fastcal.isotonic._kernels.thresholds`,
     scikit-learn's points); centered fits the block centres
     ``swx / sw`` (see :func:`centered_knots`).
     """

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Literal, Self, TypedDict
 
 import numpy as np
 
-from . import _isotonic_kernels as _k
-from . import _pav_engine
-from ._base import UNCHANGED, BaseCalibrator, check_is_fitted
-from ._errors import InvalidParameterError
-from ._params import Boolean, Options, Real, check
-from ._persist import register
-from ._prediction import Knots
-from ._parallel import parallel_for
-from ._validation import (
+from . import _kernels as _k
+from . import _pav
+from .._base import UNCHANGED, BaseCalibrator, check_is_fitted
+from .._errors import InvalidParameterError
+from .._params import Boolean, Options, Real, check
+from .._persist import register
+from .._prediction import Knots
+from .._parallel import parallel_for
+from .._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -318,18 +318,18 @@ class IsotonicRegression(BaseCalibrator):
             keep = w > 0
             x, labels, w = x[keep], labels[keep], w[keep]
 
-        return self._set_blocks(_pav_engine.summarise(x, labels, w, 1.0 if self.increasing_ else -1.0,
+        return self._set_blocks(_pav.summarise(x, labels, w, 1.0 if self.increasing_ else -1.0,
                                                       centered=self.centered, w_exponent=exponent))
 
     def _set_blocks(self, blocks):
         """Set the fitted attributes from PAV blocks ``(sw, swy, xf, xl)`` (see :func:`pav_fit`).
 
         Fits of data that is split by score range (Dask partitions, chunks of
-        a file) end here too, after :func:`fastcal._pav_engine.merge`. Centered
+        a file) end here too, after :func:`fastcal._pav.merge`. Centered
         fits need the fifth array ``swx``.
         """
         xf, xl = blocks[2], blocks[3]
-        self.X_thresholds_, self.y_thresholds_ = _pav_engine.finish(
+        self.X_thresholds_, self.y_thresholds_ = _pav.finish(
             blocks, 1.0 if self.increasing_ else -1.0, y_min=self.y_min, y_max=self.y_max, centered=self.centered)
         self.X_min_ = xf[0]
         self.X_max_ = xl[xl.shape[0] - 1]
@@ -363,7 +363,7 @@ class IsotonicRegression(BaseCalibrator):
 
     def _build_lookup(self):
         xs = self.X_thresholds_
-        self._lookup = _k.build_lookup(xs, _pav_engine.lookup_cells(xs.shape[0])) if xs.shape[0] > 1 else None
+        self._lookup = _k.build_lookup(xs, _pav.lookup_cells(xs.shape[0])) if xs.shape[0] > 1 else None
 
     # -- prediction ----------------------------------------------------------
 
@@ -486,11 +486,11 @@ def pav_fit(X, labels, w, sign, by_label=None):
     spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
     float32/float64 array, ``labels`` a label array (see
     :func:`~fastcal._validation.as_label_array`), ``w`` None or positive
-    weights. This is :func:`fastcal._pav_engine.summarise` (every thread);
-    ``by_label`` is :func:`fastcal._pav_engine.sort_for_fit` of the same rows,
+    weights. This is :func:`fastcal._pav.summarise` (every thread);
+    ``by_label`` is :func:`fastcal._pav.sort_for_fit` of the same rows,
     if the caller shares that sort with another statistic.
     """
-    return _pav_engine.summarise(X, labels, w, sign, by_label=by_label)
+    return _pav.summarise(X, labels, w, sign, by_label=by_label)
 
 
 def new_estimator(params):
@@ -503,7 +503,7 @@ def new_estimator(params):
 
 def set_fitted_blocks(est, blocks):
     """Fit ``est`` (``increasing_`` set) from the summary ``blocks`` of all the data
-    (:func:`fastcal._pav_engine.merge` of the parts'); returns ``est``."""
+    (:func:`fastcal._pav.merge` of the parts'); returns ``est``."""
     return est._set_blocks(blocks)
 
 
