@@ -1,4 +1,4 @@
-r"""Bins and order statistics: the engine behind :mod:`fastcal.metrics` and the Dask diagnostics.
+r"""Bins and order statistics: the passes behind :mod:`fastcal.metrics` and the backends' diagnostics.
 
 Every binned diagnostic (calibration curve, ECE, Brier score and its
 decomposition, log loss) is read off one table of per-bin weighted sums

@@ -6,7 +6,7 @@ them into *chunks* of a fixed number of rows ``chunk_rows``, a constant of
 its kernel module: chunk ``c`` holds rows
 ``[c * chunk_rows, min((c + 1) * chunk_rows, n))``, and there are
 :func:`n_chunks` of them (at least one, so that no rows still has a summary).
-It is the in-memory form of the engines' summarise → merge → finish
+It is the in-memory form of the drivers' summarise → merge → finish
 (:mod:`fastcal._engine`):
 
 summarise

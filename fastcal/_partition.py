@@ -1,4 +1,4 @@
-"""The range-partition engine behind the exact out-of-core and Dask isotonic fits.
+"""The range partitions behind the exact out-of-core and Dask isotonic fits.
 
 Both :mod:`fastcal.outofcore` (partitions in temporary files, fitted one at a
 time) and :mod:`fastcal.dask` (partitions on workers) fit isotonic regression

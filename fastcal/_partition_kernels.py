@@ -1,4 +1,4 @@
-"""Numba kernels of the range-partition engine (see :mod:`fastcal._partition`): splitting rows by
+"""Numba kernels of the range partitions (see :mod:`fastcal._partition`): splitting rows by
 score range, and following tie groups across a partition boundary."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``fastcal fit``: fit a calibrator on columns of a file and save it as a JSON model file.
 
-In memory by default; with ``--memory-budget``, out of core by the engine of
+In memory by default; with ``--memory-budget``, out of core by the drivers of
 :mod:`fastcal.outofcore` (isotonic, sigmoid and beta), in passes over the file.
 """
 

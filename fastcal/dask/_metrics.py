@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..smooth import SmoothECEResult
 
 # ---------------------------------------------------------------------------
-# Diagnostics: fastcal.metrics' binning engine (fastcal._binning) on every chunk, results merged in chunk order.
+# Diagnostics: fastcal.metrics' binning passes (fastcal._binning) on every chunk, results merged in chunk order.
 # ---------------------------------------------------------------------------
 
 

@@ -71,7 +71,7 @@ How the in-memory :func:`summarise` orders the rows:
 Chunks of the sorted rows are then fitted in parallel into disjoint parts of
 one block stack and merged onto it.
 
-Another backend (Ray, Beam, Spark, Flink) drives the engine from outside the
+Another backend (Ray, Beam, Spark, Flink) drives these steps from outside the
 same way :mod:`fastcal.outofcore` and :mod:`fastcal.dask` do: partition the
 rows by score range (:mod:`fastcal._partition` chooses the bounds and makes
 the partitions clean), :func:`summarise` each partition where it lives

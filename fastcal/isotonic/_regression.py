@@ -307,7 +307,7 @@ class IsotonicRegression(BaseCalibrator):
         if sample_weight is not None and np.ndim(sample_weight) == 1 and len(sample_weight) != n:
             raise ValueError(f"Found input variables with inconsistent numbers of samples: [{n}, {n}, "  # scikit-learn's
                              f"{len(sample_weight)}] (X and y have {n}, sample_weight has {len(sample_weight)}).")
-        w, w_min, w_max = check_sample_weight(sample_weight, n, bounds=True)  # rescaled by the engine, not here
+        w, w_min, w_max = check_sample_weight(sample_weight, n, bounds=True)  # rescaled by the PAV steps, not here
         exponent = weight_exponent(None, w_max) if w is not None and n else 0
 
         if self.increasing == "auto":

@@ -43,7 +43,7 @@ def brier_score_loss(
     A drop-in for :func:`sklearn.metrics.brier_score_loss` (scikit-learn
     1.9's arguments and results, to a few ``n * eps`` relative; float32 input
     is summed in float64 here, in float32 there). Binary 1-D input is one
-    parallel pass of the binning engine; an (n, k) matrix is one parallel
+    parallel pass of :mod:`fastcal._binning`; an (n, k) matrix is one parallel
     pass over its rows.
 
     Parameters
@@ -132,7 +132,7 @@ def log_loss(
     dtype of ``y_proba``; so a prediction of exactly 0 or 1 costs at most
     ``-log(eps)`` (36.04 for float64). The logarithms and the sums are
     float64 (scikit-learn's are in the dtype of ``y_proba``). Binary 1-D
-    input is one parallel pass of the binning engine; an (n, k) matrix is one
+    input is one parallel pass of :mod:`fastcal._binning`; an (n, k) matrix is one
     parallel pass over its rows, one logarithm per row.
 
     Parameters

@@ -37,7 +37,7 @@ The corrections are one subject a module: :mod:`!fastcal.prior._sampling`
 :mod:`!fastcal.prior._em` (the EM), over the Bayes map of
 :mod:`!fastcal.prior._maps` and the input checks of :mod:`!fastcal.prior._inputs`.
 
-Internal API, the EM as an engine (summarise a chunk → merge in order →
+Internal API, the EM as steps (summarise a chunk → merge in order →
 finish, driven over any :class:`fastcal._engine.Rows` by
 :mod:`fastcal._engine.prior`): :func:`check_em`, :func:`em_source`,
 :func:`em_partials`, :func:`em_summarise` and its :class:`EMSummary`,
@@ -60,8 +60,8 @@ from ._maps import binary_map
 from ._sampling import sampling_odds
 from ._shift import shift_odds
 
-# The internal API of fastcal._engine.prior and of the tests (documented above and in the module): the EM as an
-# engine (checks, source, summaries, their merge and finish) and its iteration; not re-exported by fastcal.
+# The internal API of fastcal._engine.prior and of the tests (documented above and in the module): the EM as
+# steps (checks, source, summaries, their merge and finish) and its iteration; not re-exported by fastcal.
 from ._em import (
     EMSummary,
     check_em,

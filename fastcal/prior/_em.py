@@ -1,4 +1,4 @@
-"""Unknown new priors: :func:`estimate_priors_em`, the EM of Saerens, Latinne & Decaestecker (2002), as an engine.
+"""Unknown new priors: :func:`estimate_priors_em`, the EM of Saerens, Latinne & Decaestecker (2002), as summarise, merge and finish steps.
 
 Summarise a chunk (:func:`em_summarise`, an :class:`EMSummary`) -> merge in order (:func:`em_merge`) -> finish
 (:func:`em_finish`), iterated by :func:`iterate_em` (plain EM or SQUAREM); driven over arrays here and over any
