@@ -183,13 +183,10 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
     lab = np.empty(n if mode == 1 else 0)
     counts = np.empty(n if mode == 2 else 0, dtype=np.int32)  # a row is drawn at most n < 2^31 times
     for r in range(lo, hi):
-        base = stream(key, r)
         if mode == 1:
-            for i in range(n):
-                z = _mix(base + (np.uint64(i) + np.uint64(1)) * _GAMMA)
-                lab[i] = 1.0 if (z >> _S11) < thr[i] else 0.0
-            nb = _fit_rows(lab, w, counts, starts, bw, bwy, bg, bl)
+            nb = consistency_blocks(w, thr, starts, 0, key, r, lab, bw, bwy, bg, bl)
         else:
+            base = stream(key, r)
             if mode == 2:
                 counts[:] = 0
                 for i in range(n):
@@ -197,6 +194,46 @@ def resample_fits(labels, w, thr, starts, targets, key, mode, out, lo, hi):
                     counts[min(j, n - 1)] += 1
             nb = _fit_rows(labels, w, counts, starts, bw, bwy, bg, bl)
         _evaluate(bw, bwy, bg, nb, targets, out[r])
+
+
+@kernel
+def _consistency_labels(base, thr, offset, lab):
+    """``lab[i] = 1`` when the uniform number ``offset + i`` of the stream ``base`` is below ``p_i`` (tested as
+    ``k < thr[i]``), else 0: the labels of a consistency resample of the rows ``offset ..`` of the sorted whole."""
+    for i in range(lab.shape[0]):
+        z = _mix(base + (np.uint64(offset + i) + np.uint64(1)) * _GAMMA)
+        lab[i] = 1.0 if (z >> _S11) < thr[i] else 0.0
+
+
+@kernel
+def consistency_blocks(w, thr, starts, offset, key, r, lab, bw, bwy, bg, bl):
+    """The PAV blocks of consistency resample ``r`` of a run of sorted rows: rows ``offset ..`` of the whole.
+
+    The rows are a score range of the whole, sorted as :func:`resample_fits`
+    sorts it (``thr`` from :func:`bernoulli_thresholds`, weights ``w``,
+    empty: unit weights; ``starts`` its tie groups), and each row draws the
+    uniform of its place in the whole, so that the blocks of the ranges,
+    merged in order, are those of :func:`resample_fits` over the whole.
+    Block ``k`` (of the returned number) weighs ``bw[k]``, sums ``bwy[k]``
+    and spans the groups ``bg[k] .. bl[k]`` of the run; ``lab`` is scratch.
+    """
+    _consistency_labels(stream(key, r), thr, offset, lab)
+    return _fit_rows(lab, w, np.empty(0, dtype=np.int32), starts, bw, bwy, bg, bl)
+
+
+@kernel
+def order_ties_by_weight(x, w):
+    """Sort ``w`` within each run of equal values of the sorted ``x``: rows of equal score in order of weight,
+    an order every backend can make without the rows' original positions."""
+    n = x.shape[0]
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and x[j] == x[i]:
+            j += 1
+        if j - i > 1:
+            w[i:j] = np.sort(w[i:j])
+        i = j
 
 
 @kernel

@@ -404,10 +404,7 @@ def corp_reliability(
     >>> c.x.tolist(), c.y.tolist()
     ([0.1, 0.3, 0.35, 0.4, 0.8, 0.9], [0.0, 0.0, 0.5, 0.5, 1.0, 1.0])
     """
-    n_resamples = check("n_resamples", n_resamples, [Integer(0)])
-    level = check("level", level, [Real(0, 1, open_low=True, open_high=True)])
-    band = check("band", band, [Options("consistency", "confidence")])
-    key = _seed_key(random_state) if n_resamples else np.uint64(0)
+    n_resamples, level, band, key = check_band(n_resamples, level, band, random_state)
     labels, probs, w = check_binary_problem(y, p, sample_weight, multiclass=multiclass, labels=labels, stacklevel=2)
     p64 = probs.astype(np.float64, copy=False)
     lower = upper = None
@@ -416,14 +413,98 @@ def corp_reliability(
         ps, ls, ws = sort_with(p64, labels, _weights(w))
         sw, swy, xf, xl = pav_fit(ps, ls, None if w is None else ws, 1.0)
         x, fit = corp_curve(sw, swy, xf, xl)
-        draws = _resample_sorted(ps, ls.astype(np.float64), ws.astype(np.float64, copy=False), x, n_resamples, key,
-                                 band)
-        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        ws = ws.astype(np.float64, copy=False)
+        if band == "consistency":
+            _k.order_ties_by_weight(ps, ws)  # the order of the rows every backend makes (see band_blocks)
+        draws = _resample_sorted(ps, ls.astype(np.float64), ws, x, n_resamples, key, band)
+        lower, upper = band_quantiles(draws, level)
     else:
         sw, swy, xf, xl = pav_fit(p64, labels, w, 1.0)
         x, fit = corp_curve(sw, swy, xf, xl)
     return CorpReliabilityResult(x=x, y=fit, lower=lower, upper=upper, level=float(level), band=band,
                            n_resamples=int(n_resamples))
+
+
+def check_band(n_resamples, level, band, random_state):
+    """:func:`corp_reliability`'s band parameters, checked: ``(n_resamples, level, band, key)``, ``key`` the
+    seed's 64-bit word (0 without resamples)."""
+    n_resamples = check("n_resamples", n_resamples, [Integer(0)])
+    level = check("level", level, [Real(0, 1, open_low=True, open_high=True)])
+    band = check("band", band, [Options("consistency", "confidence")])
+    return n_resamples, level, band, _seed_key(random_state) if n_resamples else np.uint64(0)
+
+
+def band_quantiles(draws, level):
+    """``(lower, upper)``: the pointwise ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of the resampled
+    curves ``draws`` (one row per resample)."""
+    return np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+
+
+def band_blocks(p64, w, offset, key, n_resamples):
+    r"""The PAV blocks of every consistency resample of one score range of the rows: for a backend's partitions.
+
+    The in-memory band sorts all the rows by score, equal scores by weight,
+    and row ``i`` of that order draws :math:`y_i^* \sim \mathrm{Bernoulli}(p_i)`
+    from the ``i``-th number of its resample's stream. A partition whose
+    scores are a range of the whole that begins at a tie group of the whole
+    (:func:`fastcal._partition.tie_entries`), and whose first row is row
+    ``offset`` of that order, makes the same order and the same draws here.
+
+    Parameters
+    ----------
+    p64 : ndarray of float64
+        The partition's predictions, in any order.
+    w : ndarray or None
+        Their weights (float64, rescaled by the caller as it wishes), or None.
+    offset : int
+        The number of rows of all the partitions before this one.
+    key : numpy.uint64
+        The seed's word (:func:`check_band`).
+    n_resamples : int
+        Resamples.
+
+    Returns
+    -------
+    list of tuple
+        Per resample, the PAV summary ``(sw, swy, xf, xl)`` of the partition
+        (first and last tie-group scores of each block, as
+        :func:`fastcal.isotonic._pav.summarise` makes them): merged in score
+        order with the other partitions', the blocks of that resample over
+        all the rows; the empty list for no rows.
+    """
+    if not p64.shape[0]:
+        return []
+    if w is None:
+        ps, ws = np.sort(p64), np.empty(0)
+    else:
+        order = np.lexsort((w, p64))
+        ps, ws = p64[order], np.ascontiguousarray(w[order], dtype=np.float64)
+    starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
+    n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
+    starts = starts[: n_groups + 1]
+    thr = np.empty(ps.shape[0], dtype=np.uint64)
+    _k.bernoulli_thresholds(ps, thr)
+    firsts = ps[starts[:-1]]
+    lab = np.empty(ps.shape[0])
+    bw, bwy = np.empty(n_groups), np.empty(n_groups)
+    bg, bl = np.empty(n_groups, dtype=np.int64), np.empty(n_groups, dtype=np.int64)
+    out = []
+    with np.errstate(over="ignore"):  # the generator's products wrap modulo 2^64 (NumPy scalars without the JIT)
+        for r in range(n_resamples):
+            nb = _k.consistency_blocks(ws, thr, starts, int(offset), key, r, lab, bw, bwy, bg, bl)
+            out.append((bw[:nb].copy(), bwy[:nb].copy(), firsts[bg[:nb]], firsts[bl[:nb]]))
+    return out
+
+
+def band_from_blocks(resamples, x):
+    """``(n_resamples, len(x))`` curves from each resample's PAV summary over all the rows (see
+    :func:`band_blocks`): the value at each ``x`` (a tie group's first score) is the mean of the last block
+    beginning at or before it (of the first block before every block), as :func:`corp_reliability` evaluates."""
+    out = np.empty((len(resamples), x.shape[0]))
+    for r, (sw, swy, xf, _) in enumerate(resamples):
+        k = np.maximum(np.searchsorted(xf, x, side="right") - 1, 0)
+        out[r] = swy[k] / sw[k]
+    return out
 
 
 def resample_curves(labels, p64, w, x, n_resamples, key, band):

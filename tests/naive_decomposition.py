@@ -75,3 +75,37 @@ def top_label(y_codes, P):
     """``(correct, confidence)`` of the top-label problem: first argmax against the class codes."""
     P = np.asarray(P)
     return (P.argmax(axis=1) == np.asarray(y_codes)).astype(np.uint8), P.max(axis=1)
+
+
+_MASK = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+
+
+def _mix(z):
+    """SplitMix64's finaliser on Python ints (Steele, Lea & Flood 2014)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def consistency_band_draws(y, p, w, x, n_resamples, key):
+    """``(n_resamples, len(x))``: the CORP consistency resamples' recalibrated values at the group scores ``x``.
+
+    By the definition: the rows of positive weight, sorted by prediction and equal predictions by weight; row
+    ``i`` of resample ``r`` is labelled 1 when the 53 high bits ``k`` of SplitMix64 draw ``i + 1`` of the stream
+    ``mix(key ^ mix((r + 1) gamma))`` give ``k 2^-53 < p_i``; then the plain PAV of those labels.
+    """
+    p = np.asarray(p).astype(np.float64)
+    w = np.ones(len(p)) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    p, w = p[keep], w[keep]
+    order = np.lexsort((w, p))
+    p, w = p[order], w[order]
+    out = np.empty((n_resamples, len(x)))
+    for r in range(n_resamples):
+        base = _mix(int(key) ^ _mix(((r + 1) * _GAMMA) & _MASK))
+        k = np.array([_mix((base + (i + 1) * _GAMMA) & _MASK) >> 11 for i in range(len(p))], dtype=np.float64)
+        lab = (k * 2.0**-53 < p).astype(np.float64)
+        _, ps, _, fitted, _ = recalibrate(lab, p, w)
+        out[r] = fitted[np.searchsorted(ps, x)]
+    return out

@@ -163,6 +163,18 @@ def test_corp_reliability(weighted):
     assert got.lower is None and got.upper is None and got.n_resamples == 0
     with pytest.raises(ValueError, match="it must hold probabilities"):
         fd.corp_reliability(_arr(y, chunks), _arr(p * 2, chunks))
+    # The consistency band: the in-memory draws, bit for bit without weights (counts), else to the sums' rounding.
+    wd = None if w is None else _arr(w, chunks)
+    got = fd.corp_reliability(_arr(y, chunks), _arr(p, chunks), sample_weight=wd, n_resamples=30, random_state=4)
+    ref = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=30, random_state=4)
+    assert got.n_resamples == 30 and got.band == "consistency"
+    for a, b in ((got.lower, ref.lower), (got.upper, ref.upper)):
+        if w is None:
+            assert_array_equal(a, b)
+        else:
+            assert_allclose(a, b, rtol=RTOL, atol=0)
+    with pytest.raises(ValueError, match="band='confidence'"):
+        fd.corp_reliability(_arr(y, chunks), _arr(p, chunks), n_resamples=3, band="confidence")
 
 
 @pytest.mark.parametrize("weighted", [False, True])

@@ -237,6 +237,27 @@ def test_bands(band):
     assert not np.array_equal(other.lower, c.lower)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_consistency_band_equals_the_naive_draws(weighted):
+    """The band's resamples, by the definition (tests/naive_decomposition.py): rows of positive weight in order
+    of prediction, then weight, each drawing its place's SplitMix64 number. Ties of prediction with other weights
+    (the order matters) and a chain of near-ties closer than the tie resolution."""
+    rng = np.random.default_rng(21)
+    n = 700
+    p = np.round(rng.random(n), 2)
+    p[:40] = 0.5 + rng.integers(0, 4, 40) * 4e-16  # tie groups by scikit-learn's rule, not by equality
+    y = (rng.random(n) < p).astype(np.uint8)
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], n) if weighted else None
+    c = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=9, level=0.8, random_state=5)
+    draws = naive.consistency_band_draws(y, p, w, c.x, 9, fastcal.decomposition.check_band(9, 0.8, "consistency",
+                                                                                          5)[3])
+    lower, upper = np.quantile(draws, [0.1, 0.9], axis=0)
+    # The naive PAV pools group means (weighted means of means), fastcal block sums: rounding of n terms.
+    tol = 4 * n * np.finfo(np.float64).eps
+    assert_allclose(c.lower, lower, rtol=tol, atol=0)
+    assert_allclose(c.upper, upper, rtol=tol, atol=0)
+
+
 @pytest.mark.parametrize("band", ["consistency", "confidence"])
 def test_bands_do_not_depend_on_threads(band):
     rng = np.random.default_rng(4)

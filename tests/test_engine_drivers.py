@@ -466,6 +466,45 @@ def test_smooth_ece_and_decomposition_equal_in_memory(weighted, cuts):
         _assert_close_sums(list(got.to_dict().values())[:4], list(want.to_dict().values())[:4], n)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("kind", [ListRows, RawCut])
+@pytest.mark.parametrize("cuts", CUTS)
+def test_corp_band_equals_in_memory(weighted, kind, cuts, monkeypatch):
+    """The consistency band from range partitions: each range draws the numbers of its rows' places in the whole.
+
+    Scores on a float64 lattice finer than the tie resolution (tie chains across partition bounds, which must
+    be followed), ties of equal scores with other weights, rows of weight zero, 40 partitions. Without weights
+    the resamples' block sums are counts: the in-memory band bit for bit. With weights, block sums of at most
+    n rows added in another order.
+    """
+    rng = np.random.default_rng(17)
+    n = 6000
+    p = np.where(rng.random(n) < 0.5, np.round(rng.random(n), 2), 0.5 + rng.integers(0, 300, n) * 0.7e-15)
+    y = (rng.random(n) < p).astype(np.uint8)
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], n) if weighted else None
+    monkeypatch.setattr(ListRows, "parallelism", 40)
+    calls = []
+    original = eiso.partition_exits
+    monkeypatch.setattr(eiso, "partition_exits", lambda *a: calls.append(1) or original(*a))
+    got = edec.corp_reliability(_metric_rows(y, p, w, _cuts(n, cuts, rng), kind), x_dtype=p.dtype,
+                                weighted=weighted, n_resamples=25, level=0.8, random_state=11)
+    want = fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=25, level=0.8, random_state=11)
+    assert bool(calls) == (cuts != "one")  # the chains were followed (one chunk: one partition)
+    assert_array_equal(got.x, want.x)
+    assert (got.level, got.band, got.n_resamples) == (0.8, "consistency", 25)
+    for a, b in ((got.y, want.y), (got.lower, want.lower), (got.upper, want.upper)):
+        if weighted:
+            assert_allclose(a, b, rtol=4 * n * EPS, atol=0)
+        else:
+            assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="band='confidence'.*use band='consistency'"):
+        edec.corp_reliability(_metric_rows(y, p, w, [0, n], kind), x_dtype=p.dtype, weighted=weighted,
+                              n_resamples=2, band="confidence")
+    with pytest.raises(ValueError, match="level"):
+        edec.corp_reliability(_metric_rows(y, p, w, [0, n], kind), x_dtype=p.dtype, weighted=weighted,
+                              n_resamples=2, level=1.5)
+
+
 def test_losses_of_class_matrices():
     rng = np.random.default_rng(0)
     P = rng.dirichlet(np.ones(3), 100)

@@ -733,6 +733,17 @@ def test_losses_and_decompositions_equal_the_in_memory_ones(session):
     assert got.lower is None and got.upper is None and got.n_resamples == 0
     with pytest.raises(ValueError, match="it must hold probabilities"):
         fs.corp_reliability(df.withColumn("s", F.col("s") * 2), "y", "s")
+    # The consistency band: the in-memory draws, bit for bit without weights (counts), else to the sums' rounding.
+    for weighted in (False, True):
+        got = fs.corp_reliability(df, "y", "s", weight_col="w" if weighted else None, n_resamples=20, random_state=2)
+        ref = fastcal.corp_reliability(y, s, sample_weight=w if weighted else None, n_resamples=20, random_state=2)
+        for a, b in ((got.lower, ref.lower), (got.upper, ref.upper)):
+            if weighted:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+            else:
+                assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="band='confidence'"):
+        fs.corp_reliability(df, "y", "s", n_resamples=3, band="confidence")
 
 
 def test_fits_raise_the_in_memory_errors(spark):

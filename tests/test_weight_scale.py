@@ -465,8 +465,8 @@ def _dask_corp(w):
     from fastcal import dask as fd
 
     r = fd.corp_reliability(da.from_array(Y, chunks=20), da.from_array(S, chunks=20),
-                            sample_weight=da.from_array(w, chunks=20))
-    return {"curve": _floats(np.concatenate([r.x, r.y]))}
+                            sample_weight=da.from_array(w, chunks=20), n_resamples=16, random_state=3)
+    return {"curve": _floats(np.concatenate([r.x, r.y])), "band": _floats(np.concatenate([r.lower, r.upper]))}
 
 
 def _dask_report(w):

@@ -62,6 +62,7 @@ from .. import _partition, decomposition, platt
 from .._auc import mann_whitney_parts
 from .._params import Options, check
 from .._validation import class_bytes, rescale_weights
+from ..isotonic import merge_blocks
 from . import isotonic, user_stacklevel
 from .binned import Metrics
 
@@ -108,18 +109,94 @@ def _recalibration(data):
         fit_rows.release()
 
 
-def corp_reliability(rows, *, x_dtype, weighted):
-    """:func:`fastcal.corp_reliability` of binary rows ``(y_prob, y_true, w)`` without a band: the CORP curve,
-    the block edges and values of :func:`_recalibration` (``x`` the in-memory curve's bit for bit, ``y`` to
-    the rounding of the blocks' sums)."""
+def corp_reliability(rows, *, x_dtype, weighted, n_resamples=0, level=0.9, band="consistency",
+                     random_state=None):
+    """:func:`fastcal.corp_reliability` of binary rows ``(y_prob, y_true, w)``: the CORP curve and its
+    consistency band (see the module docstring)."""
+    n_resamples, level, band, key = decomposition.check_band(n_resamples, level, band, random_state)
+    if n_resamples and band != "consistency":
+        raise ValueError(
+            "band='confidence' draws rows with replacement from all the rows at once, which fastcal.dask and "
+            "fastcal.spark do not do; use band='consistency' (the CORP paper's band)."
+        )
     data = Metrics(rows, x_dtype, weighted, None)
     try:
         iso = _recalibration(data)
+        x = np.asarray(iso.X_thresholds_, dtype=np.float64)
+        lower = upper = None
+        if n_resamples:
+            lower, upper = decomposition.band_quantiles(_consistency_draws(data, x, n_resamples, key), level)
     finally:
         data.release()
     return decomposition.CorpReliabilityResult(
-        x=np.asarray(iso.X_thresholds_, dtype=np.float64), y=np.asarray(iso.y_thresholds_, dtype=np.float64),
-        lower=None, upper=None, level=0.9, band="consistency", n_resamples=0)
+        x=x, y=np.asarray(iso.y_thresholds_, dtype=np.float64), lower=lower, upper=upper, level=float(level),
+        band=band, n_resamples=int(n_resamples))
+
+
+def _band_columns(chunk):
+    """A validated metrics chunk as the band's columns (:func:`_fit_columns`), its rows of weight zero dropped
+    as in memory, and its :class:`fastcal._partition.ChunkSummary` (for the partition bounds)."""
+    p, labels, w = _fit_columns(chunk)
+    if w is not None and not np.all(w > 0):
+        keep = w > 0
+        p, labels, w = p[keep], labels[keep], w[keep]
+    return (p, labels, w), _partition.summarize_chunk(p, None, None, sample_size=isotonic.sample_size(p.shape[0]),
+                                                      binary=False)
+
+
+def _band_head(part, eps):
+    """A partition's :func:`fastcal._partition.head_summary`."""
+    return _partition.head_summary(part[0], None, eps)
+
+
+def _extent(part):
+    """``(rows, smallest prediction)`` of a partition (None for no rows): its place in score order."""
+    p = part[0]
+    return p.shape[0], float(p.min()) if p.shape[0] else None
+
+
+def _band_part(part, offsets, key, n_resamples, exponent):
+    """:func:`fastcal.decomposition.band_blocks` of a partition, its first row's place found by its smallest
+    prediction in ``offsets``."""
+    p, _, w = part
+    if not p.shape[0]:
+        return []
+    w = None if w is None else rescale_weights(w, exponent)[0].astype(np.float64, copy=False)
+    return decomposition.band_blocks(p, w, offsets[float(p.min())], key, n_resamples)
+
+
+def _consistency_draws(data, x, n_resamples, key):
+    """``(n_resamples, len(x))``: the consistency resamples' curves at ``x``, those of the in-memory band.
+
+    The rows (of positive weight) are cut by prediction into
+    ranges that each begin at a tie group of the whole
+    (:func:`fastcal._engine.isotonic.clean_parts`); a pass counts each
+    range's rows, so each knows where its first row stands in the whole's
+    order; a second pass makes each range's blocks for every resample
+    (:func:`fastcal.decomposition.band_blocks`), which are merged per
+    resample in score order and evaluated at ``x``.
+    """
+    dtype = np.dtype(np.float64)
+    eps = _partition.resolution(dtype)
+    conv, facts = data.rows.convert(_band_columns)
+    try:
+        n_parts = min(len(facts), max(int(conv.parallelism), -(-data.n // isotonic.PARTITION_ROWS)))
+        parts = conv.partition(_partition.choose_bounds(facts, n_parts, dtype))
+    finally:
+        if conv is not data.rows:
+            conv.release()
+    try:
+        parts, _ = isotonic.clean_parts(parts, parts.map(_band_head, eps), eps, dtype, keep_zero=False)
+        offsets, total = {}, 0
+        for n, lo in parts.map(_extent):
+            if n:
+                offsets[lo] = total
+                total += n
+        blocks = [b for b in parts.map(_band_part, offsets, key, n_resamples, data.exponent) if b]
+    finally:
+        parts.release()
+    merged = [merge_blocks([b[r] for b in blocks if b[r][0].shape[0]]) for r in range(n_resamples)]
+    return decomposition.band_from_blocks(merged, x)
 
 
 def _decompositions(data, scorings):

@@ -49,14 +49,14 @@ from ..isotonic import _pav
 from .._validation import rescale_weights, weight_exponent
 from . import user_stacklevel
 
-__all__ = ["PARTITION_ROWS", "fit_isotonic"]
+__all__ = ["PARTITION_ROWS", "clean_parts", "fit_isotonic", "sample_size"]
 
 #: Default rows per partition (about 150 MB of float64 scores, labels and
 #: weights with the fit's working memory).
 PARTITION_ROWS = 1 << 23
 
 
-def _sample_size(n):
+def sample_size(n):
     """Scores sampled from a chunk of ``n`` rows: one per 4096 rows, 64 to 4096."""
     return max(64, min(_partition.SAMPLE_PER_CHUNK, n >> 12))
 
@@ -66,7 +66,7 @@ def _convert(chunk, x_dtype, auto):
     unless ``auto`` (Spearman's rho counts them, as in memory)."""
     x, y, w = chunk
     xs, labels, ws = _partition.prepare_chunk(x, y, w, x_dtype, score_name="X")
-    summary = _partition.summarize_chunk(xs, labels, ws, sample_size=_sample_size(xs.shape[0]), binary=auto)
+    summary = _partition.summarize_chunk(xs, labels, ws, sample_size=sample_size(xs.shape[0]), binary=auto)
     if ws is not None and not auto and summary.has_zero:
         keep = ws > 0
         xs, labels, ws = xs[keep], labels[keep], ws[keep]
@@ -207,6 +207,29 @@ def moved_bounds(heads, entries, dtype):
     return out
 
 
+def clean_parts(parts, heads, eps, dtype, keep_zero):
+    """Step 4: ``(parts, recut)``, the partitions re-cut so that each begins at a tie group of the whole.
+
+    ``heads`` are the partitions' :func:`_head` (of the rows of positive
+    weight with ``keep_zero``, else of all the rows). Where a partition
+    begins less than ``eps`` above the one before, the chain of tie groups
+    is followed across the bound and the bound moved to where the whole's
+    tie group begins; ``recut`` says whether any moved (the old ``parts``
+    are then released).
+    """
+    need = _partition.unclean_boundaries(heads, eps)
+    if not need:
+        return parts, False
+    wanted = {float(heads[j][1]): heads[j][3] for j in need}
+    found = parts.map(partition_exits, eps, wanted, keep_zero)
+    exits = {j: found[j] for j in need}
+    entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
+    units = parts.partition(moved_bounds(heads, entries, dtype))
+    if units is not parts:
+        parts.release()
+    return units, True
+
+
 def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
     """Fit :class:`fastcal.IsotonicRegression` on ``rows`` of ``(scores, y, w)``: see the module docstring.
 
@@ -266,19 +289,8 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
         else:
             est.increasing_ = bool(est.increasing)
 
-        # Tie groups across bounds: the entry of each partition, then the bounds moved there.
-        need = _partition.unclean_boundaries(heads, eps)
-        exits = {}
-        if need:
-            wanted = {float(heads[j][1]): heads[j][3] for j in need}
-            found = parts.map(partition_exits, eps, wanted, keep_zero)
-            exits = {j: found[j] for j in need}
-        entries = dict(_partition.tie_entries(heads, eps, exits.__getitem__))
-        if need:
-            units = parts.partition(moved_bounds(heads, entries, dtype))
-            if units is not parts:
-                parts.release()
-                parts = units
+        parts, recut = clean_parts(parts, heads, eps, dtype, keep_zero)
+        if recut:
             blocks = None
         if blocks is None:
             blocks = parts.map(_fit_part, sign, keep_zero, exponent, est.centered)

@@ -180,8 +180,7 @@ def build_parser():
     rep = sub.add_parser("report", help="calibration diagnostics and reliability diagram")
     rep.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     rep.add_argument("-o", "--output", required=True, metavar="REPORT",
-                     help="report.png (reliability diagram), report.html (table and diagram) or report.json; "
-                          "with --spark, the diagram's CORP curve has no band")
+                     help="report.png (reliability diagram), report.html (table and diagram) or report.json")
     rep.add_argument("--score-col", required=True, metavar="COL", help="column of predicted probabilities")
     rep.add_argument("--label-col", required=True, metavar="COL", help="column of 0/1 labels")
     rep.add_argument("--weight-col", metavar="COL", help="column of sample weights (default: every row weighs 1)")

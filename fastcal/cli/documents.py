@@ -22,9 +22,13 @@ from .signals import committing
 #: Groups of the HTML report's segment section that get a reliability picture of their own (the worst ones).
 SEGMENT_PICTURES = 4
 
-#: The HTML report's note when the CORP curve has no band (``fastcal report --spark``).
-NO_BAND_NOTE = ("Computed with Spark (fastcal.spark): the CORP curve is drawn without its consistency band, whose "
-                "resamples redraw every row; fastcal report without --spark draws it.")
+#: Rows times resamples of the report's CORP consistency band (about a second of work in memory).
+BAND_BUDGET = 10**8
+
+
+def band_resamples(n):
+    """Resamples of the report's 90% CORP consistency band over ``n`` rows: 200, fewer on big data."""
+    return min(200, BAND_BUDGET // max(1, n))
 
 
 def json_ready(value):
@@ -74,20 +78,19 @@ def png_tag(png_bytes, alt):
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(png_bytes).decode()}">'
 
 
-def report_html(report, png_bytes, source, segments_html="", note=""):
+def report_html(report, png_bytes, source, segments_html=""):
     """The HTML report: ``source``, the report's table, its picture (``png_bytes``, None for none), a ``note``
     and the segment section ``segments_html``."""
     import html
 
     img = "" if png_bytes is None else png_tag(png_bytes, "reliability diagram")
-    note = f"<p>{html.escape(note)}</p>\n" if note else ""
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>fastcal calibration report</title>"
         "<style>body{font-family:sans-serif;margin:2em} pre{font-size:14px} "
         "table{border-collapse:collapse;font-size:13px} td,th{padding:2px 8px;text-align:right} "
         "th{border-bottom:1px solid #888} td:first-child,th:first-child{text-align:left}</style></head><body>\n"
         f"<h1>Calibration report</h1><p>{html.escape(source)}</p>\n<pre>{html.escape(str(report))}</pre>\n"
-        f"{img}\n{note}{segments_html}</body></html>\n"
+        f"{img}\n{segments_html}</body></html>\n"
     )
 
 
@@ -147,7 +150,7 @@ def segment_pictures(segments, report_of):
     return out
 
 
-def render(kind, doc, report, corp, source, segment_col=None, segments=None, mce=None, report_of=None, note=""):
+def render(kind, doc, report, corp, source, segment_col=None, segments=None, mce=None, report_of=None):
     """The bytes of the report file of extension ``kind``: ``.json`` the document ``doc``; ``.png`` the picture
     of ``report`` and ``corp`` (:func:`report_png`); ``.html`` the page of :func:`report_html`, with
     ``segment_col``'s section when ``segments`` is given (the pictures of the worst groups from ``report_of``,
@@ -168,7 +171,7 @@ def render(kind, doc, report, corp, source, segment_col=None, segments=None, mce
         except ImportError:  # no matplotlib: the section without pictures
             pictures = []
         section = segments_html(segment_col, segments, mce, pictures)
-    return report_html(report, png, source, section, note).encode("utf-8")
+    return report_html(report, png, source, section).encode("utf-8")
 
 
 def write(output, kind, content):

@@ -17,16 +17,12 @@ from .options import group_columns_arg, group_values
 from .progress import Progress
 
 
-#: Rows times resamples of the report's CORP consistency band (about a second of work).
-_BAND_BUDGET = 10**8
-
-
 def _corp(y, p, w):
-    """The CORP curve with a 90% consistency band of at most 200 resamples, fewer on big data."""
+    """The CORP curve with a 90% consistency band of :func:`.documents.band_resamples` resamples."""
     import fastcal
 
-    n_resamples = min(200, _BAND_BUDGET // max(1, p.shape[0]))
-    return fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=n_resamples, random_state=0)
+    return fastcal.corp_reliability(y, p, sample_weight=w, n_resamples=documents.band_resamples(p.shape[0]),
+                                    random_state=0)
 
 
 def _group_reports(y, p, w, groups, segments, n_bins, strategy, path):

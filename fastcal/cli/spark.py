@@ -399,15 +399,15 @@ def report(args, timings):
     :mod:`fastcal.spark`'s numbers: :func:`~fastcal.spark.calibration_report` of the input, and with
     ``--segment-col`` its :func:`~fastcal.spark.segment_report` and
     :func:`~fastcal.spark.multicalibration_error`. The pictures (.html, .png) are drawn from the report and the
-    CORP curve of :func:`~fastcal.spark.corp_reliability`, which has no band (its resamples redraw every row):
-    the picture and the page say so. A worst group's picture is drawn from
-    :func:`~fastcal.spark.calibration_report` of the rows of that group. The .json report has no ``corp`` entry.
+    CORP curve with its consistency band (:func:`~fastcal.spark.corp_reliability`, as many resamples as without
+    ``--spark``), which the .json report holds too. A worst group's picture is drawn from
+    :func:`~fastcal.spark.calibration_report` of the rows of that group.
     Returns ``(report, segments, mce)``, the last two None without ``--segment-col``."""
     import fastcal.spark as fs
 
     kind = os.path.splitext(args.output)[1].lower()
     path = display_name(args.input)
-    segments = mce = corp = None
+    segments = mce = None
     with session(args) as spark:
         t0 = time.perf_counter()
         df = read(spark, args.input, [args.score_col, args.label_col] + ([args.weight_col] if args.weight_col
@@ -418,8 +418,8 @@ def report(args, timings):
         try:
             rep = fs.calibration_report(df, args.label_col, args.score_col, weight_col=args.weight_col,
                                         n_bins=args.n_bins, strategy=args.strategy)
-            if kind != ".json":
-                corp = fs.corp_reliability(df, args.label_col, args.score_col, weight_col=args.weight_col)
+            corp = fs.corp_reliability(df, args.label_col, args.score_col, weight_col=args.weight_col,
+                                       n_resamples=documents.band_resamples(rep.n), random_state=0)
             if args.segment_col:  # as without --spark (fastcal.cli.report)
                 segments = fs.segment_report(df, args.label_col, args.score_col, segment_col,
                                              weight_col=args.weight_col, n_bins=args.n_bins)
@@ -435,14 +435,13 @@ def report(args, timings):
         timings["compute (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         doc = {"input": path, "score_col": args.score_col, "label_col": args.label_col, "spark": True,
-               "report": documents.json_ready(rep.to_dict())}
+               "report": documents.json_ready(rep.to_dict()), "corp": documents.json_ready(corp.to_dict())}
         if segments is not None:
             doc.update(documents.segment_document(args.segment_col, segments, mce))
         # the worst groups' pictures of an .html report run Spark jobs: inside the session
         content = documents.render(kind, doc, rep, corp, f"{path}: {args.score_col} against {args.label_col}",
                                    args.segment_col, segments, mce,
-                                   _group_reports(df, args, segment_col, path) if segments is not None else None,
-                                   note=documents.NO_BAND_NOTE)
+                                   _group_reports(df, args, segment_col, path) if segments is not None else None)
     documents.write(args.output, kind, content)
     timings["write"] = time.perf_counter() - t0
     return rep, segments, mce

@@ -171,17 +171,24 @@ def score_decomposition(
     return metric(_decomposition.score_decomposition, y, p, sample_weight, binary=True, scoring=scoring)
 
 
-def corp_reliability(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = None) -> CorpReliabilityResult:
-    """:func:`fastcal.corp_reliability` of binary Dask data, without a resampling band: the CORP curve.
+def corp_reliability(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = None, n_resamples: int = 0,
+                     level: float = 0.9, band: Literal["consistency"] = "consistency",
+                     random_state: int | np.random.Generator | None = None) -> CorpReliabilityResult:
+    """:func:`fastcal.corp_reliability` of binary Dask data: the CORP curve and its consistency band.
 
     The exact distributed isotonic fit of :func:`score_decomposition` (the
     labels on the float64 probabilities, after the Dask metrics' checks):
     ``x`` the edges of its blocks, equal to the in-memory curve's bit for
     bit, ``y`` the recalibrated probability at each, to the rounding of the
-    blocks' sums (added in another order). The bands (``n_resamples``) redraw
-    every row and are not offered here. Binary only: ``p`` is 1-D.
+    blocks' sums (added in another order). With ``n_resamples > 0``, the
+    in-memory consistency band from range partitions of the rows (each row
+    redraws its label from the number of its place in the whole, as in
+    memory): the same bits without weights, the rounding of the blocks' sums
+    with weights. ``band="confidence"`` (a bootstrap of all the rows at
+    once) is refused. Binary only: ``p`` is 1-D.
     """
-    return metric(_decomposition.corp_reliability, y, p, sample_weight, binary=True)
+    return metric(_decomposition.corp_reliability, y, p, sample_weight, binary=True, n_resamples=n_resamples,
+                  level=level, band=band, random_state=random_state)
 
 
 def calibration_slope_intercept(y: DaskData, p: DaskData, *, sample_weight: DaskWeights = None

@@ -140,8 +140,12 @@ def corp_reliability(
     prob_col: str,
     *,
     weight_col: str | None = None,
+    n_resamples: int = 0,
+    level: float = 0.9,
+    band: Literal["consistency"] = "consistency",
+    random_state: int | np.random.Generator | None = None,
 ) -> CorpReliabilityResult:
-    r""":func:`fastcal.corp_reliability` of a DataFrame's columns (binary, no resampling band): the CORP curve.
+    r""":func:`fastcal.corp_reliability` of a DataFrame's columns (binary): the CORP curve and its consistency band.
 
     The curve is the PAV fit :math:`\hat p` of the labels on the
     probabilities (Dimitriadis, Gneiting & Jordan 2021, PNAS 118(8)
@@ -150,9 +154,18 @@ def corp_reliability(
     fit after the in-memory checks of the columns (probabilities in [0, 1],
     labels {0, 1} or {-1, 1}). ``x`` equals the in-memory curve's bit for bit,
     ``y`` to the rounding of the blocks' sums (added in another order).
-    The bands (``n_resamples``) redraw every row and are not offered here.
+
+    With ``n_resamples > 0``, the consistency band at ``level`` (the
+    in-memory ``band="consistency"``): each partition of the rows, in score
+    order, redraws its labels from the same counter-based random numbers as
+    the in-memory band (each row the number of its place in the whole, rows
+    of equal probability in order of weight), fits them, and the fits are
+    merged per resample. The band equals the in-memory one bit for bit
+    without weights, and to the rounding of the blocks' sums with weights.
+    ``band="confidence"`` (a bootstrap of all the rows at once) is refused.
     """
-    return drive_metric(_decomposition.corp_reliability, df, label_col, prob_col, weight_col)
+    return drive_metric(_decomposition.corp_reliability, df, label_col, prob_col, weight_col,
+                        n_resamples=n_resamples, level=level, band=band, random_state=random_state)
 
 
 def roc_auc_score(
