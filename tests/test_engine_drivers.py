@@ -469,17 +469,19 @@ def test_smooth_ece_and_decomposition_equal_in_memory(weighted, cuts):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("kind", [ListRows, RawCut])
 @pytest.mark.parametrize("cuts", CUTS)
-def test_corp_band_equals_in_memory(weighted, kind, cuts, monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_corp_band_equals_in_memory(weighted, kind, cuts, dtype, monkeypatch):
     """The consistency band from range partitions: each range draws the numbers of its rows' places in the whole.
 
-    Scores on a float64 lattice finer than the tie resolution (tie chains across partition bounds, which must
-    be followed), ties of equal scores with other weights, rows of weight zero, 40 partitions. Without weights
-    the resamples' block sums are counts: the in-memory band bit for bit. With weights, block sums of at most
-    n rows added in another order.
+    Scores on lattices finer than the tie resolution (tie chains across partition bounds, which must be
+    followed; in float32 the one near 1e-12, grouped by its float64 values as in memory), ties of equal scores
+    with other weights, rows of weight zero, 40 partitions. Without weights the resamples' block sums are
+    counts: the in-memory band bit for bit. With weights, block sums of at most n rows added in another order.
     """
     rng = np.random.default_rng(17)
     n = 6000
-    p = np.where(rng.random(n) < 0.5, np.round(rng.random(n), 2), 0.5 + rng.integers(0, 300, n) * 0.7e-15)
+    r, k = rng.random(n), rng.integers(0, 300, n) * 0.7e-15
+    p = np.where(r < 0.4, np.round(rng.random(n), 2), np.where(r < 0.7, 0.5 + k, 1e-12 + k)).astype(dtype)
     y = (rng.random(n) < p).astype(np.uint8)
     w = rng.choice([0.0, 0.5, 1.0, 3.0], n) if weighted else None
     monkeypatch.setattr(ListRows, "parallelism", 40)

@@ -133,65 +133,68 @@ def corp_reliability(rows, *, x_dtype, weighted, n_resamples=0, level=0.9, band=
         band=band, n_resamples=int(n_resamples))
 
 
-def _band_columns(chunk):
-    """A validated metrics chunk as the band's columns (:func:`_fit_columns`), its rows of weight zero dropped
-    as in memory, and its :class:`fastcal._partition.ChunkSummary` (for the partition bounds)."""
-    p, labels, w = _fit_columns(chunk)
-    if w is not None and not np.all(w > 0):
-        keep = w > 0
-        p, labels, w = p[keep], labels[keep], w[keep]
-    return (p, labels, w), _partition.summarize_chunk(p, None, None, sample_size=isotonic.sample_size(p.shape[0]),
-                                                      binary=False)
+def _float64_chunk(chunk):
+    """A validated metrics chunk with float64 predictions (no fact)."""
+    p, labels, w = chunk
+    return (p.astype(np.float64), labels, w), None
+
+
+def _band_sample(chunk):
+    """The :class:`fastcal._partition.ChunkSummary` of a validated metrics chunk's rows of positive weight (the
+    rows the band draws, as in memory), for the partition bounds."""
+    p, _, w = chunk
+    return _partition.summarize_chunk(p, None, w, sample_size=isotonic.sample_size(p.shape[0]), binary=False)
 
 
 def _band_head(part, eps):
-    """A partition's :func:`fastcal._partition.head_summary`."""
-    return _partition.head_summary(part[0], None, eps)
-
-
-def _extent(part):
-    """``(rows, smallest prediction)`` of a partition (None for no rows): its place in score order."""
-    p = part[0]
-    return p.shape[0], float(p.min()) if p.shape[0] else None
+    """A partition's :func:`fastcal._partition.head_summary`, of its rows of positive weight: ``(rows, smallest
+    prediction, ...)`` give its place in the whole order."""
+    return _partition.head_summary(part[0], part[2], eps)
 
 
 def _band_part(part, offsets, key, n_resamples, exponent):
-    """:func:`fastcal.decomposition.band_blocks` of a partition, its first row's place found by its smallest
-    prediction in ``offsets``."""
+    """:func:`fastcal.decomposition.band_blocks` of a partition's rows of positive weight, its first row's place
+    found by its smallest prediction in ``offsets``."""
     p, _, w = part
+    if w is not None:
+        keep = w > 0
+        p, w = p[keep], rescale_weights(w[keep], exponent)[0].astype(np.float64, copy=False)
     if not p.shape[0]:
         return []
-    w = None if w is None else rescale_weights(w, exponent)[0].astype(np.float64, copy=False)
     return decomposition.band_blocks(p, w, offsets[float(p.min())], key, n_resamples)
 
 
 def _consistency_draws(data, x, n_resamples, key):
     """``(n_resamples, len(x))``: the consistency resamples' curves at ``x``, those of the in-memory band.
 
-    The rows (of positive weight) are cut by prediction into
-    ranges that each begin at a tie group of the whole
-    (:func:`fastcal._engine.isotonic.clean_parts`); a pass counts each
-    range's rows, so each knows where its first row stands in the whole's
-    order; a second pass makes each range's blocks for every resample
-    (:func:`fastcal.decomposition.band_blocks`), which are merged per
-    resample in score order and evaluated at ``x``.
+    The rows are cut by prediction into ranges that each begin at a tie
+    group of the whole (:func:`fastcal._engine.isotonic.clean_parts`, rows
+    of weight zero left out, as in memory); the ranges' row counts place each
+    range's first row in the whole's order; one pass then makes each range's
+    blocks for every resample (:func:`fastcal.decomposition.band_blocks`),
+    merged per resample in score order and evaluated at ``x``.
     """
     dtype = np.dtype(np.float64)
     eps = _partition.resolution(dtype)
-    conv, facts = data.rows.convert(_band_columns)
+    # float32 predictions are grouped by their float64 values, as in memory (their float32 differences may round)
+    rows = data.rows if data.dtype == dtype else data.rows.convert(_float64_chunk)[0]
     try:
-        n_parts = min(len(facts), max(int(conv.parallelism), -(-data.n // isotonic.PARTITION_ROWS)))
-        parts = conv.partition(_partition.choose_bounds(facts, n_parts, dtype))
+        samples = rows.map(_band_sample)
+        n_parts = min(len(samples), max(int(rows.parallelism), -(-data.n // isotonic.PARTITION_ROWS)))
+        parts = rows.partition(_partition.choose_bounds(samples, n_parts, dtype))
     finally:
-        if conv is not data.rows:
-            conv.release()
+        if rows is not data.rows:
+            rows.release()
     try:
-        parts, _ = isotonic.clean_parts(parts, parts.map(_band_head, eps), eps, dtype, keep_zero=False)
+        heads = parts.map(_band_head, eps)
+        parts, recut = isotonic.clean_parts(parts, heads, eps, dtype, keep_zero=True)
+        if recut:
+            heads = parts.map(_band_head, eps)
         offsets, total = {}, 0
-        for n, lo in parts.map(_extent):
-            if n:
-                offsets[lo] = total
-                total += n
+        for head in heads:
+            if head[0]:
+                offsets[float(head[1])] = total
+                total += head[0]
         blocks = [b for b in parts.map(_band_part, offsets, key, n_resamples, data.exponent) if b]
     finally:
         parts.release()
