@@ -19,8 +19,6 @@ NOT_ON_BACKENDS = {
                            "fit_isotonic",
     "load": "reads a model file; a loaded model predicts on the backends with predict",
     "negative_sampling_logit_offset": "a number of a number (log rate): no rows",
-    "normalized_entropy": "not yet: an MCGrad metric, to come with the single-pass reductions table",
-    "proportional_ece": "not yet: an MCGrad metric, to come with the single-pass reductions table",
     "platt_scaling": "the function form of PlattScaling; the backends fit it with fit_platt",
 }
 

@@ -78,6 +78,10 @@ def test_ecce_and_ratio(chunks, dtype):
             assert_allclose(fd.calibration_ratio(_arr(y, chunks), _arr(p, chunks), sample_weight=wd,
                                                  adjust_unjoined=adjust),
                             fastcal.calibration_ratio(y, p, sample_weight=weights, adjust_unjoined=adjust), rtol=RTOL)
+        assert_allclose(fd.normalized_entropy(_arr(y, chunks), _arr(p, chunks), sample_weight=wd),
+                        fastcal.normalized_entropy(y, p, sample_weight=weights), rtol=RTOL)
+        assert_allclose(fd.proportional_ece(_arr(y, chunks), _arr(p, chunks), sample_weight=wd, n_bins=9),
+                        fastcal.proportional_ece(y, p, sample_weight=weights, n_bins=9), rtol=RTOL)
 
 
 def _same_report(got, ref):

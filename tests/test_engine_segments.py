@@ -130,6 +130,28 @@ def test_calibration_ratio_equals_in_memory(case, adjust):
         assert_allclose(got, ref, rtol=RTOL)
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_single_pass_metrics_equal_in_memory(case):
+    """normalized_entropy and proportional_ece: rows of the reductions table, their chunks' tables added in chunk
+    order against one table of all the rows (sums of at most 500 terms: RTOL); the in-memory errors."""
+    p, y, w = _data(500, 7, **case)
+    for kind in ("one", "random", "rows"):
+        rows = _rows((p, y, w), _cuts(500, kind, np.random.default_rng(8)))
+        kw = dict(x_dtype=p.dtype, weighted=w is not None)
+        assert_allclose(eseg.normalized_entropy(rows, **kw), fastcal.normalized_entropy(y, p, sample_weight=w),
+                        rtol=RTOL)
+        rows = _rows((p, y, w), _cuts(500, kind, np.random.default_rng(8)))
+        assert_allclose(eseg.proportional_ece(rows, n_bins=13, **kw),
+                        fastcal.proportional_ece(y, p, n_bins=13, sample_weight=w), rtol=RTOL)
+    assert set(eseg.REDUCTIONS) == {"calibration_ratio", "normalized_entropy", "proportional_ece"}
+    with pytest.raises(ValueError, match="one class only"):
+        eseg.normalized_entropy(_rows((p, np.zeros_like(y), w), [0, 200, 500]), x_dtype=p.dtype, weighted=w is not None)
+    with pytest.raises(ValueError, match="mean prediction is 0"):
+        eseg.proportional_ece(_rows((np.zeros_like(p), y, w), [0, 200, 500]), x_dtype=p.dtype, weighted=w is not None)
+    with pytest.raises(ValueError, match="n_bins"):
+        eseg.proportional_ece(_rows((p, y, w), [0, 500]), x_dtype=p.dtype, weighted=w is not None, n_bins=0)
+
+
 def test_inputs_are_not_modified_and_read_only_works():
     p, y, w = _data(200, 7, weighted=True)
     p = p[::-1]  # not contiguous

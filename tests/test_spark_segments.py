@@ -63,6 +63,9 @@ def test_report_and_multicalibration_error(session):
                     rtol=RTOL)
     assert_allclose(fs.calibration_ratio(df, "y", "p", weight_col="w"),
                     fastcal.calibration_ratio(y, p, sample_weight=w), rtol=RTOL)
+    assert_allclose(fs.normalized_entropy(df, "y", "p", weight_col="w"),
+                    fastcal.normalized_entropy(y, p, sample_weight=w), rtol=RTOL)
+    assert_allclose(fs.proportional_ece(df, "y", "p", n_bins=11), fastcal.proportional_ece(y, p, n_bins=11), rtol=RTOL)
 
     ref = fastcal.multicalibration_error(y, p, {"g": g, "k": k}, sample_weight=w, min_samples_per_segment=5)
     got = fs.multicalibration_error(df, "y", "p", ["g", "k"], weight_col="w", min_samples_per_segment=5,

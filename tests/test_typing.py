@@ -389,6 +389,8 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.dask.estimate_priors_em(p, 0.5, tol=1e-6, accelerate=True), fastcal.PriorEMResult)
     assert_type(fastcal.dask.ecce(yd, p, sample_weight=None, n_partitions=2).ecce_sigma, float)
     assert_type(fastcal.dask.calibration_ratio(yd, p, adjust_unjoined=True), float)
+    assert_type(fastcal.dask.normalized_entropy(yd, p, sample_weight=None), float)
+    assert_type(fastcal.dask.proportional_ece(yd, p, n_bins=20, sample_weight=None), float)
     assert_type(fastcal.dask.segment_report(yd, p, yd, n_bins=5, n_partitions=2), fastcal.SegmentReport)
     assert_type(fastcal.dask.multicalibration_error(yd, p, {"g": yd}, max_depth=1, n_partitions=2).mce, float)
     grouped = fastcal.dask.fit_grouped(fastcal.PlattScaling(), x, yd, yd, sample_weight=None, min_samples_per_group=2,

@@ -424,6 +424,8 @@ CASES = {
     "fastcal.grouped.GroupedCalibrator.fit": lambda w: _grouped(w),
     "fastcal.dask.ecce": _dask("ecce"),
     "fastcal.dask.calibration_ratio": _dask("calibration_ratio"),
+    "fastcal.dask.normalized_entropy": _dask("normalized_entropy"),
+    "fastcal.dask.proportional_ece": _dask("proportional_ece", n_bins=7),
     "fastcal.dask.roc_auc_score": _dask("roc_auc_score"),
     "fastcal.dask.calibration_report": lambda w: _dask_report(w),
     "fastcal.dask.calibration_slope_intercept": lambda w: _dask_slope(w),
@@ -514,7 +516,7 @@ def _dask_fit_grouped(w):
 SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
     "calibration_slope_intercept", "corp_reliability", "ecce", "fit_grouped",
-    "multicalibration_error", "segment_report",
+    "multicalibration_error", "normalized_entropy", "proportional_ece", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}
 

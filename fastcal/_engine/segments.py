@@ -122,11 +122,23 @@ from .._coding import (
     labels_by_appearance,
     quantile_edges,
 )
-from ..multicalibration import check_int, choose_segments, ecce_result, mce_result
-from . import isotonic
+from ..multicalibration import (
+    ENTROPY_EDGES,
+    check_int,
+    choose_segments,
+    ecce_result,
+    entropy_from_table,
+    mce_result,
+    proportional_edges,
+    proportional_from_table,
+    ratio_from_sums,
+    ratio_sums,
+)
+from . import Reduction, isotonic, reduce
 
 # Internal API as well (fastcal._engine.grouped): number_groups, number_chunk, group_bounds, GROUP_PARTITION_ROWS.
-__all__ = ["calibration_ratio", "ecce", "multicalibration_error", "segment_report"]
+__all__ = ["REDUCTIONS", "calibration_ratio", "ecce", "multicalibration_error", "normalized_entropy", "proportional_ece",
+           "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
 PARTITION_ROWS = isotonic.PARTITION_ROWS
@@ -292,26 +304,62 @@ def ecce(rows, *, x_dtype, weighted, n_partitions=None):
 
 
 def _ratio_sums(chunk, exponent, adjust_unjoined):
-    """``(sum w y, sum w p)`` of one chunk (``sum w (1 - y) p`` with ``adjust_unjoined``), float64."""
+    """:func:`fastcal.multicalibration.ratio_sums` of one chunk."""
     p, labels, w = chunk[:3]
-    yf = np.not_equal(labels, 0).astype(np.float64)
-    pf = p.astype(np.float64)
-    wf = np.ones_like(pf) if w is None else rescale_weights(w, exponent)[0].astype(np.float64)
-    predicted = float(np.dot(wf * (1.0 - yf), pf)) if adjust_unjoined else float(np.dot(wf, pf))
-    return float(np.dot(wf, yf)), predicted
+    return ratio_sums(p, labels, None if w is None else rescale_weights(w, exponent)[0], adjust_unjoined)
+
+
+def _add_pairs(parts):
+    """Pairs of float64 sums, added in chunk order."""
+    return float(sum(s[0] for s in parts)), float(sum(s[1] for s in parts))
+
+
+def _table(chunk, exponent, edges, flags):
+    """The bin table (:func:`fastcal._binning.bin_stats`) of one chunk, its weights rescaled by ``2**-exponent``."""
+    from .. import _binning
+
+    p, labels, w = chunk[:3]
+    return _binning.bin_stats(p, labels, None if w is None else rescale_weights(w, exponent)[0], edges, **flags)
+
+
+def _merge_tables(tables):
+    from .. import _binning
+
+    return _binning.merge_tables(tables)
+
+
+#: The single-pass metrics of validated rows ``(y_prob, y_true, w)``, one :class:`~fastcal._engine.Reduction` each:
+#: ``summarise(chunk, exponent, *args)``, merged in chunk order, finished by the in-memory function's own last step.
+#: A new one is a row here, a driver below, and a public function per backend.
+REDUCTIONS = {
+    "calibration_ratio": Reduction(_ratio_sums, _add_pairs, ratio_from_sums),
+    "normalized_entropy": Reduction(_table, _merge_tables, entropy_from_table),
+    "proportional_ece": Reduction(_table, _merge_tables, proportional_from_table),
+}
+
+
+def _single_pass(name, rows, x_dtype, weighted, *args):
+    """``REDUCTIONS[name]`` over ``rows`` validated as by :mod:`fastcal.multicalibration`."""
+    data = _Data(rows, x_dtype, weighted)
+    try:
+        return reduce(data.rows, REDUCTIONS[name], data.exponent, *args)
+    finally:
+        data.release()
 
 
 def calibration_ratio(rows, *, x_dtype, weighted, adjust_unjoined=False):
     """:func:`fastcal.calibration_ratio` of rows ``(y_prob, y_true, w)``: see the module docstring."""
-    data = _Data(rows, x_dtype, weighted)
-    try:
-        sums = data.rows.map(_ratio_sums, data.exponent, bool(adjust_unjoined))
-    finally:
-        data.release()
-    positives = float(sum(s[0] for s in sums))
-    if not positives > 0:
-        raise ValueError("y_true has no positive label of positive weight: the calibration ratio is undefined.")
-    return float(sum(s[1] for s in sums)) / positives
+    return _single_pass("calibration_ratio", rows, x_dtype, weighted, bool(adjust_unjoined))
+
+
+def normalized_entropy(rows, *, x_dtype, weighted):
+    """:func:`fastcal.normalized_entropy` of rows ``(y_prob, y_true, w)``: the one-bin table with the log loss."""
+    return _single_pass("normalized_entropy", rows, x_dtype, weighted, ENTROPY_EDGES, {"logloss": True})
+
+
+def proportional_ece(rows, *, x_dtype, weighted, n_bins=40):
+    """:func:`fastcal.proportional_ece` of rows ``(y_prob, y_true, w)``: the bin table of its edges."""
+    return _single_pass("proportional_ece", rows, x_dtype, weighted, proportional_edges(n_bins), {})
 
 
 # ---------------------------------------------------------------------------

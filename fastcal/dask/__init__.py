@@ -60,6 +60,7 @@ One module a subject; this package re-exports their public names, so
 - :mod:`fastcal.dask._metrics`: the diagnostics, :func:`roc_auc_score` and
   :func:`calibration_report`;
 - :mod:`fastcal.dask._segments`: :func:`ecce`, :func:`calibration_ratio`,
+  :func:`normalized_entropy`, :func:`proportional_ece`,
   :func:`segment_report`, :func:`multicalibration_error`;
 - :mod:`fastcal.dask._grouped`: :func:`fit_grouped` (one calibrator per
   group, a :class:`fastcal.GroupedCalibrator`).
@@ -83,7 +84,14 @@ from ._metrics import (
 )
 from ._predictions import adjust_priors, correct_negative_sampling, estimate_priors_em, predict
 from ._rows import DaskRows
-from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
+from ._segments import (
+    calibration_ratio,
+    ecce,
+    multicalibration_error,
+    normalized_entropy,
+    proportional_ece,
+    segment_report,
+)
 
 __all__ = [
     "adjust_priors",
@@ -105,7 +113,9 @@ __all__ = [
     "fit_platt",
     "log_loss",
     "multicalibration_error",
+    "normalized_entropy",
     "predict",
+    "proportional_ece",
     "roc_auc_score",
     "score_decomposition",
     "segment_report",

@@ -40,6 +40,19 @@ def calibration_ratio(y_true: DaskData, y_prob: DaskData, *, sample_weight: Dask
     return metric(_segments.calibration_ratio, y_true, y_prob, sample_weight, adjust_unjoined=adjust_unjoined)
 
 
+def normalized_entropy(y_true: DaskData, y_prob: DaskData, *, sample_weight: DaskWeights = None) -> float:
+    """:func:`fastcal.normalized_entropy` of Dask data: per-chunk log loss and weight sums (a one-bin table),
+    added on the client in chunk order; the in-memory value to the rounding of those sums."""
+    return metric(_segments.normalized_entropy, y_true, y_prob, sample_weight)
+
+
+def proportional_ece(y_true: DaskData, y_prob: DaskData, *, n_bins: int = 40,
+                     sample_weight: DaskWeights = None) -> float:
+    """:func:`fastcal.proportional_ece` of Dask data: per-chunk bin tables of its bins, added on the client in
+    chunk order; the in-memory value to the rounding of those sums."""
+    return metric(_segments.proportional_ece, y_true, y_prob, sample_weight, n_bins=n_bins)
+
+
 def segment_report(y_true: DaskData, y_prob: DaskData, groups: DaskData, *, sample_weight: DaskWeights = None,
                    n_bins: int = 10, n_partitions: int | None = None) -> SegmentReport:
     """:func:`fastcal.segment_report` of Dask data: one row per group, in the in-memory order.

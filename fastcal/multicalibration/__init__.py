@@ -57,6 +57,18 @@ from ._ecce import (
     normalized_entropy,
     proportional_ece,
 )
+
+# The internal API of the segment drivers (fastcal._engine.segments), not re-exported by fastcal: check_int,
+# choose_segments, ecce_result, mce_result (above), and the single-pass metrics' sums and last steps. The numbering
+# of values (and Sizes, the sizes of the passes, which tests lower) is fastcal._coding's.
+from ._ecce import (
+    ENTROPY_EDGES,
+    entropy_from_table,
+    proportional_edges,
+    proportional_from_table,
+    ratio_from_sums,
+    ratio_sums,
+)
 from ._mce import MulticalibrationResult, choose_segments, mce_result, multicalibration_error
 from ._report import SegmentReport, segment_report
 
@@ -73,9 +85,5 @@ __all__ = [
     "proportional_ece",
     "segment_report",
 ]
-
-# The internal API of the segment drivers (fastcal._engine.segments), not re-exported by fastcal: check_int,
-# choose_segments, ecce_result, mce_result. The numbering of values (and Sizes, the sizes of the passes, which tests
-# lower) is fastcal._coding's.
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

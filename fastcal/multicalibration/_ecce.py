@@ -24,7 +24,6 @@ from .._validation import (
     rescale_weights,
     weight_exponent,
 )
-from ..metrics import log_loss
 from .._coding import cell_type
 from ._sums import segment_sums
 
@@ -200,13 +199,24 @@ def calibration_ratio(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: Ar
     1.0
     """
     y, p, w = check_inputs(y_true, y_prob, sample_weight)
-    yf = y.astype(np.float64)
+    return ratio_from_sums(ratio_sums(p, y, w, adjust_unjoined))
+
+
+def ratio_sums(p, y, w, adjust_unjoined):
+    """``(sum w y, sum w p)`` of validated rows (``sum w (1 - y) p`` with ``adjust_unjoined``), float64: the
+    calibration ratio's sums."""
+    yf = np.not_equal(y, 0).astype(np.float64)
     pf = p.astype(np.float64)
     wf = np.ones_like(pf) if w is None else w.astype(np.float64)
-    positives = float(np.dot(wf, yf))
+    predicted = float(np.dot(wf * (1.0 - yf), pf)) if adjust_unjoined else float(np.dot(wf, pf))
+    return float(np.dot(wf, yf)), predicted
+
+
+def ratio_from_sums(sums):
+    """The calibration ratio from its sums ``(positives, predicted)`` (:func:`ratio_sums`)."""
+    positives, predicted = sums
     if not positives > 0:
         raise ValueError("y_true has no positive label of positive weight: the calibration ratio is undefined.")
-    predicted = float(np.dot(wf * (1.0 - yf), pf)) if adjust_unjoined else float(np.dot(wf, pf))
     return predicted / positives
 
 
@@ -253,12 +263,23 @@ def proportional_ece(y_true: ArrayLike, y_prob: ArrayLike, *, n_bins: int = 40,
     >>> round(proportional_ece([0, 1, 1, 0], [0.2, 0.5, 0.8, 0.4], n_bins=2), 6)  # 0.5 * 0.3 / 0.3 + 0.5 * 0.35 / 0.65
     0.769231
     """
-    n_bins = _binning.check_binning(n_bins, "uniform")
+    edges = proportional_edges(n_bins)
     y, p, w = check_inputs(y_true, y_prob, sample_weight)
+    return proportional_from_table(_binning.bin_stats(p, y, w, edges))
+
+
+def proportional_edges(n_bins):
+    """The bin table's edges of :func:`proportional_ece` with ``n_bins`` bins (checked)."""
+    n_bins = _binning.check_binning(n_bins, "uniform")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     # [e_{k-1}, e_k) is (e'_{k-1}, e'_k] with e' the float below e: the table's bins, closed on the right
     edges[1:-1] = np.nextafter(edges[1:-1], -np.inf)
-    prob_true, prob_pred, weights = _binning.curve_from_table(_binning.bin_stats(p, y, w, edges), True, True)
+    return edges
+
+
+def proportional_from_table(table):
+    """:func:`proportional_ece` from the bin table (:func:`fastcal._binning.bin_stats`) of its edges."""
+    prob_true, prob_pred, weights = _binning.curve_from_table(table, True, True)
     if np.any(prob_pred == 0):
         raise ValueError("y_prob has a bin whose mean prediction is 0: its proportional error is undefined.")
     return float(np.sum(weights / weights.sum() * np.abs(prob_true - prob_pred) / prob_pred))
@@ -286,9 +307,19 @@ def normalized_entropy(y_true: ArrayLike, y_prob: ArrayLike, *, sample_weight: A
     0.473849
     """
     y, p, w = check_inputs(y_true, y_prob, sample_weight)
-    wf = np.ones(p.shape[0]) if w is None else w.astype(np.float64)
-    rate = float(np.dot(wf, y.astype(np.float64)) / wf.sum())
+    return entropy_from_table(_binning.bin_stats(p, y, w, ENTROPY_EDGES, logloss=True))
+
+
+#: The bin table of :func:`normalized_entropy`: one bin, with the log loss column.
+ENTROPY_EDGES = _binning.bin_edges(1, "uniform")
+
+
+def entropy_from_table(table):
+    """:func:`normalized_entropy` from the one-bin table of :data:`ENTROPY_EDGES` with ``logloss=True``: the mean
+    log loss over the entropy of the base rate."""
+    weight = float(table[:, _binning.W].sum())
+    rate = float(table[:, _binning.SY].sum()) / weight
     if not 0 < rate < 1:
         raise ValueError("y_true holds one class only: the normalized entropy is undefined.")
     baseline = -(rate * math.log(rate) + (1 - rate) * math.log1p(-rate))
-    return log_loss(y, p, sample_weight=w) / baseline
+    return _binning.column_mean(table, _binning.SLOG) / baseline

@@ -57,7 +57,8 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._predict`: :func:`predict`, in Spark SQL;
 - :mod:`fastcal.spark._fits`: the fits;
 - :mod:`fastcal.spark._metrics`: the diagnostics;
-- :mod:`fastcal.spark._segments`: ECCE, calibration ratio and the segment metrics;
+- :mod:`fastcal.spark._segments`: ECCE, calibration ratio, normalized entropy, proportional ECE and the segment
+  metrics;
 - :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group;
 - :mod:`fastcal.spark._prior`: :func:`correct_negative_sampling` and :func:`adjust_priors` of a probability
   column, in Spark SQL, and :func:`estimate_priors_em` (the engine's EM driver).
@@ -83,7 +84,14 @@ from ._metrics import (
 from ._predict import predict
 from ._prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from ._rows import SparkRows
-from ._segments import calibration_ratio, ecce, multicalibration_error, segment_report
+from ._segments import (
+    calibration_ratio,
+    ecce,
+    multicalibration_error,
+    normalized_entropy,
+    proportional_ece,
+    segment_report,
+)
 
 __all__ = [
     "SparkRows",
@@ -106,7 +114,9 @@ __all__ = [
     "fit_platt",
     "log_loss",
     "multicalibration_error",
+    "normalized_entropy",
     "predict",
+    "proportional_ece",
     "roc_auc_score",
     "score_decomposition",
     "segment_report",

@@ -65,6 +65,19 @@ def calibration_ratio(
                         adjust_unjoined=adjust_unjoined)
 
 
+def normalized_entropy(df: DataFrame, label_col: str, prob_col: str, *, weight_col: str | None = None) -> float:
+    """:func:`fastcal.normalized_entropy` of a DataFrame's columns: per-partition log loss and weight sums (a
+    one-bin table), added on the driver; the in-memory value to the rounding of those sums."""
+    return drive_metric(_segments.normalized_entropy, df, label_col, prob_col, weight_col)
+
+
+def proportional_ece(df: DataFrame, label_col: str, prob_col: str, *, weight_col: str | None = None,
+                     n_bins: int = 40) -> float:
+    """:func:`fastcal.proportional_ece` of a DataFrame's columns: per-partition bin tables of its bins, added on
+    the driver; the in-memory value to the rounding of those sums."""
+    return drive_metric(_segments.proportional_ece, df, label_col, prob_col, weight_col, n_bins=n_bins)
+
+
 def _is_missing(value):
     """Whether a collected value is missing: null (None) or a float NaN."""
     return value is None or (isinstance(value, float) and value != value)
