@@ -18,6 +18,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import fastcal
+from fastcal._coding import group_bounds
 from fastcal._engine import ListRows
 from fastcal._engine import segments as eseg
 
@@ -321,11 +322,11 @@ def test_segment_report_errors():
 
 
 def test_group_bounds():
-    assert_array_equal(eseg.group_bounds(np.array([5, 5, 5, 5]), 2), [2])
-    assert_array_equal(eseg.group_bounds(np.array([100, 1, 1]), 3), [1])  # never an empty range of groups
-    assert eseg.group_bounds(np.array([3]), 4).shape == (0,)
-    assert eseg.group_bounds(np.array([1, 1, 1]), 1).shape == (0,)
-    assert math.isfinite(float(eseg.group_bounds(np.arange(1, 50), 7).sum()))
+    assert_array_equal(group_bounds(np.array([5, 5, 5, 5]), 2), [2])
+    assert_array_equal(group_bounds(np.array([100, 1, 1]), 3), [1])  # never an empty range of groups
+    assert group_bounds(np.array([3]), 4).shape == (0,)
+    assert group_bounds(np.array([1, 1, 1]), 1).shape == (0,)
+    assert math.isfinite(float(group_bounds(np.arange(1, 50), 7).sum()))
 
 
 # ---------------------------------------------------------------------------

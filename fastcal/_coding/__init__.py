@@ -3,9 +3,23 @@
 The one home of the coding that :mod:`fastcal.grouped` (one calibrator per
 group), :mod:`fastcal.multicalibration` (the segment tools) and the backends'
 segment drivers share: :mod:`fastcal._coding._values` on the passes of
-:mod:`fastcal._coding._kernels`. Internal API (documented in ``_values``):
+:mod:`fastcal._coding._kernels`, and the groups of rows that no pass holds
+whole (:mod:`fastcal._coding._rows`: the backends' numbering). Internal API
+(documented in ``_values`` and ``_rows``):
 """
 
+from ._rows import (
+    CHANGED,
+    GROUP_PARTITION_ROWS,
+    Crossed,
+    chunk_numbers,
+    distinct_values,
+    group_bounds,
+    group_columns,
+    number_chunk,
+    number_groups,
+    numbered,
+)
 from ._values import (
     MISSING,
     OTHER,
@@ -28,6 +42,9 @@ from ._values import (
 )
 
 __all__ = [
+    "CHANGED",
+    "Crossed",
+    "GROUP_PARTITION_ROWS",
     "MISSING",
     "OTHER",
     "GroupColumns",
@@ -37,12 +54,19 @@ __all__ = [
     "categorical_codes",
     "cell_numbers",
     "cell_type",
+    "chunk_numbers",
     "collapse_categories",
+    "distinct_values",
     "feature_columns",
     "folded_values",
+    "group_bounds",
     "group_codes",
+    "group_columns",
     "group_sizes_codes",
     "labels_by_appearance",
+    "number_chunk",
+    "number_groups",
+    "numbered",
     "numerical_codes",
     "quantile_edges",
     "row_type",

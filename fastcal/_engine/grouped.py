@@ -8,7 +8,7 @@ min_samples_per_group=...).fit`` gives on the same rows, assembled by
 :meth:`fastcal.GroupedCalibrator.from_fits`:
 
 1. the groups are numbered as the in-memory fit numbers the whole column
-   (:func:`fastcal._engine.segments.number_groups`: each chunk's distinct
+   (:func:`fastcal._coding.number_groups`: each chunk's distinct
    values and their rows, one :meth:`Rows.map`), which gives every group's
    size, hence the groups with a model of their own (``min_samples_per_group``
    rows or more);
@@ -19,10 +19,10 @@ min_samples_per_group=...).fit`` gives on the same rows, assembled by
    :func:`fastcal._engine.binned.fit_histogram`), which validates the rows
    and raises the in-memory errors;
 3. a :meth:`Rows.convert` gives every row its group's number
-   (:func:`fastcal._engine.segments.number_chunk`), the rows are partitioned
+   (:func:`fastcal._coding.number_chunk`), the rows are partitioned
    by number into ranges of whole groups of about equal rows
-   (:func:`fastcal._engine.segments.group_bounds`; one per
-   :data:`~fastcal._engine.segments.GROUP_PARTITION_ROWS` rows, at least
+   (:func:`fastcal._coding.group_bounds`; one per
+   :data:`~fastcal._coding.GROUP_PARTITION_ROWS` rows, at least
    ``rows.parallelism``), and each partition fits its groups with the
    in-memory fit's own per-group code (:func:`fastcal.grouped.fit_group_models`:
    the batched isotonic and histogram fits, the Newton fits of each group's
@@ -54,7 +54,8 @@ from ..grouped import GroupedCalibrator, check_calibrator, check_min_samples, fi
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
 from ..platt import PlattScaling
-from . import binned, isotonic, logistic, segments
+from .._coding import GROUP_PARTITION_ROWS, group_bounds, number_chunk, number_groups
+from . import binned, isotonic, logistic
 
 __all__ = ["DRIVERS", "fit_grouped"]
 
@@ -137,7 +138,7 @@ def fit_grouped(rows, *, x_dtype, weighted, calibrator=None, min_samples_per_gro
         As in :class:`fastcal.GroupedCalibrator`.
     n_partitions : int, optional
         Partitions of whole groups (default: one per
-        :data:`~fastcal._engine.segments.GROUP_PARTITION_ROWS` rows, at least
+        :data:`~fastcal._coding.GROUP_PARTITION_ROWS` rows, at least
         ``rows.parallelism``); the result does not depend on it.
     where : str
         The public function's name, for the message refusing a calibrator.
@@ -151,17 +152,17 @@ def fit_grouped(rows, *, x_dtype, weighted, calibrator=None, min_samples_per_gro
     template = check_grouped_calibrator(calibrator, where)
     minimum = check_min_samples(min_samples_per_group)
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
-    distinct, uniques, counts = segments.number_groups(rows)
+    distinct, uniques, counts = number_groups(rows)
     global_model = DRIVERS[type(template)](_Head(rows, 3), x_dtype=x_dtype, weighted=weighted,
                                            **template.get_params())
     fitted = np.flatnonzero(counts >= minimum)
     models = []
     if fitted.size:
-        numbered, _ = rows.convert(segments.number_chunk, distinct)
+        numbered, _ = rows.convert(number_chunk, distinct)
         try:
             if n_partitions is None:
-                n_partitions = max(int(rows.parallelism), -(-int(counts.sum()) // segments.GROUP_PARTITION_ROWS))
-            parts = numbered.partition(segments.group_bounds(counts, int(n_partitions)), key=3)
+                n_partitions = max(int(rows.parallelism), -(-int(counts.sum()) // GROUP_PARTITION_ROWS))
+            parts = numbered.partition(group_bounds(counts, int(n_partitions)), key=3)
         finally:
             numbered.release()
         try:

@@ -115,11 +115,17 @@ from .._validation import (
     weight_exponent,
 )
 from .._coding import (
+    GROUP_PARTITION_ROWS,
     appearance_rank,
+    chunk_numbers,
     collapse_categories,
+    distinct_values,
     folded_values,
+    group_bounds,
     group_codes,
     labels_by_appearance,
+    number_groups,
+    numbered,
     quantile_edges,
 )
 from ..multicalibration import (
@@ -136,14 +142,11 @@ from ..multicalibration import (
 )
 from . import Reduction, isotonic, reduce
 
-# Internal API as well (fastcal._engine.grouped): number_groups, number_chunk, group_bounds, GROUP_PARTITION_ROWS.
 __all__ = ["REDUCTIONS", "calibration_ratio", "ecce", "multicalibration_error", "normalized_entropy", "proportional_ece",
            "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
 PARTITION_ROWS = isotonic.PARTITION_ROWS
-#: Rows per partition of :func:`segment_report` (its default), whole groups each.
-GROUP_PARTITION_ROWS = 1 << 22
 
 
 # ---------------------------------------------------------------------------
@@ -367,183 +370,13 @@ def proportional_ece(rows, *, x_dtype, weighted, n_bins=40):
 # ---------------------------------------------------------------------------
 
 
-def _distinct(values):
-    """The distinct values of ``values`` (an array of its dtype, in order of first appearance) and their rows."""
-
-    codes, uniques = group_codes(values, "groups")
-    if not codes.shape[0]:
-        return values[:0], np.zeros(0, dtype=np.int64)
-    _, first = np.unique(codes, return_index=True)
-    order = np.argsort(first, kind="stable")
-    return values[first[order]], np.bincount(codes, minlength=len(uniques))[order]
-
-
-def _group_values(chunk):
-    """:func:`_distinct` of a raw chunk's groups (column 3); with several group columns (columns 3 on),
-    :func:`_crossed_values`."""
-    if len(chunk) > 4:
-        return _crossed_values(chunk[3:])
-    return _distinct(column_or_1d(chunk[3], "groups", allow_column=False, min_size=0))
-
-
-def _group_columns(columns):
-    """The group columns of a chunk as 1-D arrays, named ``groups (column j)`` as in memory."""
-    return [column_or_1d(c, f"groups (column {j})", allow_column=False, min_size=0) for j, c in enumerate(columns)]
-
-
-def _crossed_values(columns):
-    """``(per column (its distinct values, numbered as group_codes numbers them), the distinct tuples of each
-    row's numbers (k x m, int64), their rows)`` of a chunk's group columns."""
-
-    columns = _group_columns(columns)
-    values, codes = [], []
-    for c in columns:
-        code, uniques = group_codes(c, "groups")
-        _, first = np.unique(code, return_index=True)
-        values.append(c[first])
-        codes.append(np.asarray(code, dtype=np.int64))
-    if not columns[0].shape[0]:
-        return values, np.zeros((0, len(columns)), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    tuples, counts = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
-    return values, tuples, counts
-
-
-class Crossed:
-    """The groups of several columns, numbered by :func:`number_groups` (internal API, for
-    :func:`number_chunk`): each column's distinct values (``columns``, numbered as
-    :func:`fastcal._coding.group_codes` numbers the whole column) and the tuples of their numbers that
-    occur (``table``, k x m, sorted: the groups' order, as :func:`fastcal._coding.group_sizes_codes`
-    orders the tuples: by the first column's order, then the second's...)."""
-
-    def __init__(self, columns, table):
-        self.columns, self.table = columns, table
-        self.sizes = [c.shape[0] for c in columns]
-        # one int64 key per tuple (mixed radix: sorted as the tuples) while the combinations fit; else a dict
-        self.radix = math.prod(self.sizes) < (1 << 62)
-        self.keys = self._keys(table) if self.radix else {tuple(t): i for i, t in enumerate(table.tolist())}
-
-    def _keys(self, codes):
-        key = np.zeros(codes.shape[0], dtype=np.int64)
-        for j, k in enumerate(self.sizes):
-            key = key * k + codes[:, j]
-        return key
-
-    def numbers(self, columns):
-        """The group number of each row of the group ``columns`` of a chunk (1-D arrays)."""
-        n = columns[0].shape[0]
-        if not n:
-            return np.zeros(0, dtype=np.int64)
-        codes = np.stack([_numbered(d, c)[0] for d, c in zip(self.columns, columns)], axis=1).astype(np.int64)
-        if self.radix:
-            key = self._keys(codes)
-            at = np.minimum(np.searchsorted(self.keys, key), self.keys.shape[0] - 1)
-            if not np.array_equal(self.keys[at], key):
-                raise ValueError(_CHANGED)
-            return at.astype(np.int64)
-        try:
-            return np.fromiter((self.keys[t] for t in map(tuple, codes.tolist())), dtype=np.int64, count=n)
-        except KeyError:
-            raise ValueError(_CHANGED) from None
-
-
-_CHANGED = ("groups: a chunk holds a value that no chunk held when the groups were numbered (do the chunks change "
-            "between passes?).")
-
-
-def _numbered(distinct, values):
-    """The numbers of ``values`` among the ``k`` values of ``distinct`` (all of them there), in the order
-    :func:`fastcal._coding.group_codes` gives the ``k`` values: ``(numbers of values, k values in that
-    order)``."""
-
-    k = distinct.shape[0]
-    codes, uniques = group_codes(np.concatenate([distinct, values]), "groups")
-    if len(uniques) != k:
-        raise ValueError(_CHANGED)
-    return codes[k:], uniques
-
-
-def number_groups(rows):
-    """The groups of rows ``(..., groups)`` (column 3) numbered as :func:`fastcal._coding.group_codes`
-    numbers the whole column, in one :meth:`Rows.map`: ``(distinct, uniques, counts)``, ``distinct`` the values
-    (an array of the column's dtype, for :func:`number_chunk`), ``uniques`` the groups in their order,
-    ``counts`` the rows of each (int64).
-
-    Rows of several group columns (columns 3 on) are numbered as
-    :func:`fastcal._coding.group_sizes_codes` numbers a list of them: each column's values numbered
-    as one column's, the tuples that occur ordered column by column (tuples in ``uniques``; ``distinct`` a
-    :class:`Crossed`)."""
-    found = rows.map(_group_values)
-    if found and isinstance(found[0][0], list):
-        return _number_crossed(found)
-    pieces = [values for values, _ in found]
-    distinct_all = np.concatenate(pieces) if pieces else np.empty(0)
-    distinct_all, _ = _distinct(distinct_all) if distinct_all.shape[0] else (distinct_all, None)
-    uniques = _numbered(distinct_all, distinct_all)[1] if distinct_all.shape[0] else []
-    counts = np.zeros(len(uniques), dtype=np.int64)
-    for values, c in found:
-        if values.shape[0]:
-            np.add.at(counts, _numbered(distinct_all, values)[0], c)
-    return distinct_all, uniques, counts
-
-
-def _number_crossed(found):
-    """:func:`number_groups` of the chunks' :func:`_crossed_values`."""
-    m = len(found[0][0])
-    columns, uniques = [], []
-    for j in range(m):
-        pieces = [f[0][j] for f in found]
-        distinct = np.concatenate(pieces)
-        distinct = _distinct(distinct)[0] if distinct.shape[0] else distinct
-        columns.append(distinct)
-        uniques.append(_numbered(distinct, distinct)[1] if distinct.shape[0] else [])
-    # each chunk's tuples of its own numbers as tuples of the global numbers
-    tuples = [np.stack([_numbered(columns[j], values[j])[0][t[:, j]] for j in range(m)], axis=1)
-              for values, t, _ in found if t.shape[0]]
-    if not tuples:
-        return Crossed(columns, np.zeros((0, m), dtype=np.int64)), [], np.zeros(0, dtype=np.int64)
-    table, inverse = np.unique(np.concatenate(tuples).astype(np.int64), axis=0, return_inverse=True)
-    counts = np.zeros(table.shape[0], dtype=np.int64)
-    np.add.at(counts, inverse.reshape(-1), np.concatenate([c for _, t, c in found if t.shape[0]]))
-    keys = [tuple(uniques[j][v] for j, v in enumerate(row)) for row in table.tolist()]
-    return Crossed(columns, table), keys, counts
-
-
-def _chunk_numbers(distinct, columns):
-    """The group numbers of the rows of a chunk's group ``columns`` (validated 1-D arrays) among ``distinct``
-    (of :func:`number_groups`)."""
-    if isinstance(distinct, Crossed):
-        return distinct.numbers(columns)
-    g = columns[0]
-    return _numbered(distinct, g)[0] if g.shape[0] else np.zeros(0, dtype=np.int64)
-
-
-def number_chunk(chunk, distinct):
-    """A :meth:`Rows.convert` function: the raw chunk ``(x, y, w, groups)`` (or ``(x, y, w, *group columns)``)
-    with its groups replaced by their numbers among ``distinct`` (of :func:`number_groups`, int64), a scalar
-    weight by an array of it, every column a NumPy array; its fact is its number of rows. The other columns are
-    not validated (the caller's fits do)."""
-    x, y, w, *groups = chunk
-    columns = (_group_columns(groups) if len(groups) > 1
-               else [column_or_1d(groups[0], "groups", allow_column=False, min_size=0)])
-    n = columns[0].shape[0]
-    for j, g in enumerate(columns):
-        if np.shape(x)[0] != g.shape[0]:
-            name = "groups" if len(columns) == 1 else f"groups (column {j})"
-            raise ValueError(f"Inconsistent numbers of samples: scores has {np.shape(x)[0]}, {name} has "
-                             f"{g.shape[0]}.")
-    codes = _chunk_numbers(distinct, columns)
-    if w is not None:
-        w = np.full(n, float(w)) if np.ndim(w) == 0 else np.asarray(w)
-    return (np.asarray(x), np.asarray(y), w, codes), int(n)
-
-
 def _convert_groups(chunk, dtype, distinct):
     """:func:`_convert` of a chunk ``(p, y, w, groups)`` (or ``(p, y, w, *group columns)``), the groups replaced
     by their global numbers (int64)."""
     m = len(chunk) - 3
     names = ("groups",) if m == 1 else tuple(f"groups (column {j})" for j in range(m))
     (p, labels, w, *groups), facts = _convert(chunk, dtype, names)
-    return (p, labels, w, _chunk_numbers(distinct, groups)), facts
+    return (p, labels, w, chunk_numbers(distinct, groups)), facts
 
 
 def _report_part(chunk, exponent, n_bins):
@@ -567,17 +400,6 @@ def _report_part(chunk, exponent, n_bins):
 
 _REPORT_COLUMNS = ("n", "weight_sum", "base_rate", "mean_prediction", "calibration_ratio", "ece", "ecce",
                    "ecce_sigma", "pvalue", "brier", "log_loss", "auc")
-
-
-def group_bounds(counts, n_parts):
-    """Bounds (group numbers, int64) that cut groups ``0..k-1`` with these row ``counts`` into at most
-    ``n_parts`` ranges of whole groups of about equal rows."""
-    k = counts.shape[0]
-    if n_parts <= 1 or k <= 1:
-        return np.empty(0, dtype=np.int64)
-    cum = np.cumsum(counts)
-    cuts = np.searchsorted(cum, cum[-1] * np.arange(1, n_parts) / n_parts, side="left") + 1
-    return np.unique(cuts[(cuts > 0) & (cuts < k)]).astype(np.int64)
 
 
 def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
@@ -713,7 +535,7 @@ def _digits_and_cells(chunk, specs, distinct, tables, exponent):
     digits = []
     for f, (name, numerical, edges) in enumerate(specs):
         values = _feature_values(chunk, f, numerical, name, edges)
-        digits.append(tables[f][_numbered(distinct[f], values)[0]] if n else np.zeros(0, dtype=np.int64))
+        digits.append(tables[f][numbered(distinct[f], values)[0]] if n else np.zeros(0, dtype=np.int64))
     w64, p64, _ = _float64_terms(p, labels, w, exponent)
     sizes = [int(t.max()) + 1 if t.shape[0] else 1 for t in tables]
     span = math.prod(sizes)
@@ -812,8 +634,8 @@ def _global_values(stats_per_chunk, offsets, f):
     and per number: rows, first probability, first row (global)."""
     pieces = [s[f] for s in stats_per_chunk]
     distinct = np.concatenate([v for v, *_ in pieces])
-    distinct, _ = _distinct(distinct)
-    _, uniques = _numbered(distinct, distinct)
+    distinct, _ = distinct_values(distinct)
+    _, uniques = numbered(distinct, distinct)
     k = len(uniques)
     counts = np.zeros(k, dtype=np.int64)
     first_p = np.full(k, np.inf)
@@ -821,7 +643,7 @@ def _global_values(stats_per_chunk, offsets, f):
     for (values, c, fp, fr), offset in zip(pieces, offsets):
         if not values.shape[0]:
             continue
-        num = _numbered(distinct, values)[0]
+        num = numbered(distinct, values)[0]
         counts[num] += c
         rows = fr + offset
         better = (fp < first_p[num]) | ((fp == first_p[num]) & (rows < first_row[num]))
