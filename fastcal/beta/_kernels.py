@@ -1,7 +1,30 @@
-# ---------------------------------------------------------------------------
-# Beta calibration (fastcal.beta): logit q = a log p - b log(1 - p) + c.
-# Here, beside Platt's, because it needs the same vectorisable exp and log.
-# ---------------------------------------------------------------------------
+"""Numba kernels behind :mod:`fastcal.beta` (beta calibration, logit q = a log p - b log(1 - p) + c, fitted by
+Newton's method).
+
+The wrappers in :mod:`fastcal.beta` validate and normalise; these kernels
+assume clean, C-contiguous input and never check anything. They follow the
+kernels of Platt scaling (:mod:`fastcal.platt._kernels`): the same
+vectorisable exp and log of :mod:`fastcal._math_kernels`, the same sign
+branch of the logistic loss, the same chunked reductions (blocks of
+:data:`CHUNK` rows, each block's float64 sums in its own row of a buffer,
+merged in order by the caller: the same bits on any number of threads) and
+the same compile-time switches (``w=None``, ``want_loss=None``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import kernel
+from .._math_kernels import exp_neg, log1p_unit, log_normal
+
+
+#: Rows per block of the chunked reductions: Platt's (:data:`fastcal.platt._kernels.CHUNK`), which the batched
+#: fits of many groups (:func:`fastcal.beta.fit_groups`) cut each group's rows by (``fastcal.platt.Blocks``), so
+#: that a group's sums are those of its own fit bit for bit.
+CHUNK = 1 << 14
 
 #: Sums returned by the beta pass: objective, gradient (3), Hessian's upper triangle (6), and the weight of the
 #: rows the model does not classify strictly right (:data:`BETA_WRONG`).
@@ -27,7 +50,7 @@ def _beta_chunk(p, y, w, eps, one_minus_eps, c1, s1, c2, s2, t1, t2, t3, want_lo
     against the labels: F, its gradient in (t1, t2, t3) and the upper triangle of its Hessian.
 
     Per row: F_i = log(1 + e^eta) - y eta, dF_i/deta = q - y, d2F_i/deta2 = q (1 - q),
-    with min(q, 1 - q) = e / (1 + e), e = exp(-|eta|), as in :func:`_newton_chunk`; and
+    with min(q, 1 - q) = e / (1 + e), e = exp(-|eta|), as in Platt's :func:`fastcal.platt._kernels.newton_pass`; and
     ``out[BETA_WRONG]``, the weight of the rows on the wrong side of eta = 0 (or on it).
     """
     f = 0.0
@@ -120,7 +143,7 @@ def _power_of_two_scale(bound):
 
 @kernel
 def beta_frame(lo, hi, eps, ab, log2):
-    """``(c1, s1, c2, s2, xmax1, xmax2)`` of :func:`fastcal.beta.make_frame` for probabilities in ``[lo, hi]``
+    """``(c1, s1, c2, s2, xmax1, xmax2)`` of :func:`fastcal.beta._model.make_frame` for probabilities in ``[lo, hi]``
     (``ab``: the model "ab", whose features are centred at -log 2 and log 2)."""
     u1_lo, u2_lo = beta_features(lo, eps)
     u1_hi, u2_hi = beta_features(hi, eps)
@@ -154,7 +177,7 @@ def _beta_logit_gap(a, b, c, t):
 def beta_midpoint(a, b, c):
     """The root m in (0, 1) of a log m - b log(1 - m) + c for a, b >= 0 (not both 0): bisection on logit m over
     [-800, 800], 128 halvings (1600 / 2**128: far below the resolution of m); 0 or 1 where the expression has no
-    root, at the end of [0, 1] where it is smallest in magnitude (see :func:`fastcal.beta.midpoint`)."""
+    root, at the end of [0, 1] where it is smallest in magnitude (see :func:`fastcal.beta._model.midpoint`)."""
     lo, hi = -800.0, 800.0
     if _beta_logit_gap(a, b, c, lo) >= 0.0:
         return 0.0
@@ -183,7 +206,7 @@ def beta_blocks(p, y, w, block_lo, block_hi, block_fit, active, eps, one_minus_e
                 buf, lo, hi):
     """:func:`_beta_chunk` (without the objective) of rows ``block_lo[j] .. block_hi[j] - 1`` into ``buf[j]``, in
     the frame and at the parameters of its fit ``f = block_fit[j]``, for the blocks ``lo <= j < hi`` of the fits
-    with ``active[f]`` (see :func:`newton_blocks`)."""
+    with ``active[f]`` (see :func:`fastcal.platt._kernels.newton_blocks`)."""
     for j in range(lo, hi):
         f = block_fit[j]
         if active[f]:

@@ -1,4 +1,5 @@
-"""Numba kernels behind :mod:`fastcal.platt` and :mod:`fastcal.beta` (logistic models fitted by Newton's method).
+"""Numba kernels behind :mod:`fastcal.platt` (logistic models fitted by Newton's method; beta calibration's, on the
+same pattern, are :mod:`fastcal.beta._kernels`).
 
 The wrappers in :mod:`fastcal.platt` validate and normalise; these kernels
 assume clean, C-contiguous input and never check anything.
@@ -39,8 +40,6 @@ elimination, so the common case carries neither a weight load nor a log.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
