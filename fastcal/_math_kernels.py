@@ -1,7 +1,7 @@
 """Vectorisable exp and log, order keys and the score-range map, shared by the kernel modules: the one copy.
 
-Private, like every kernel module; the kernels of :mod:`fastcal.platt._kernels`
-(Platt and beta calibration) and :mod:`fastcal.temperature._kernels` call
+Private, like every kernel module; the kernels of :mod:`fastcal.platt._kernels`,
+:mod:`fastcal.beta._kernels` and :mod:`fastcal.temperature._kernels` call
 the exp and log, those of :mod:`fastcal._sort_kernels` and
 :mod:`fastcal.multicalibration._kernels` the score-range map
 (:func:`range_of_score`), and LLVM inlines them into their loops.

@@ -195,6 +195,15 @@ def test_threads_do_not_change_the_result():
     assert_array_equal(q1, q2)
 
 
+def test_the_passes_blocks_are_platts():
+    # fastcal.beta.fit_groups cuts each group's rows into Platt's blocks (fastcal.platt.Blocks): a group's sums are
+    # those of its own fit (fastcal.beta.array_pass, blocks of beta's CHUNK) only if the two are one size.
+    from fastcal.beta import _kernels as beta_kernels
+    from fastcal.platt import _kernels as platt_kernels
+
+    assert beta_kernels.CHUNK == platt_kernels.CHUNK
+
+
 def test_warm_start_does_not_change_the_answer():
     p, y, _ = make_data(600_000, "logistic", seed=10)
     cal = BetaCalibration().fit(p, y)  # warm-started from a subsample (n >= 2**18)

@@ -188,7 +188,7 @@ def optional_dependencies_after_import(modules):
 def test_the_module_list_is_the_package():
     assert "fastcal" in MODULES and "fastcal._jit" in MODULES and "fastcal.isotonic" in MODULES
     assert "fastcal.isotonic._kernels" in KERNELS and "fastcal._jit" not in KERNELS
-    assert "fastcal.platt._kernels" in KERNELS  # a subject's kernels, inside its package
+    assert "fastcal.platt._kernels" in KERNELS and "fastcal.beta._kernels" in KERNELS  # a subject's, in its package
 
 
 def test_no_module_uses_another_modules_private_names():
@@ -382,7 +382,9 @@ def test_contracts_catch_synthetic_violations(tmp_path):
                           "--no-cache", "--config", str(ROOT / "pyproject.toml")],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert out.returncode != 0
-    for expected in ["Contracts: 4 kept, 11 broken.",
+    # 12 broken: the calibrator importing the CLI also reaches beta's layers (beta._model -> platt ... -> isotonic -> cli
+    # -> fastcal.beta._calibrator), as platt's and grouped's.
+    for expected in ["Contracts: 4 kept, 12 broken.",
                      "fastcal.dask is not allowed to import fastcal._partition",
                      "fastcal.dask._fits -> fastcal._partition (l.",
                      "fastcal.dask._rows -> fastcal.dask._metrics (l.",

@@ -16,6 +16,7 @@ from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, p
 from fastcal import _newton
 from fastcal import _math_kernels as math_kernels
 from fastcal.platt import _kernels as kernels
+from fastcal.beta import _kernels as beta_kernels
 from fastcal._chunked import merge_in_order, n_chunks
 from fastcal import outofcore
 from fastcal import platt as platt_module
@@ -846,8 +847,10 @@ def test_slope_that_overflows_is_an_error_not_converged_infinity(factor):
     assert_allclose([res.a * 1e-300, res.b], [ref.a, ref.b], rtol=1e-9)
 
 
-#: The Newton passes' kernels and where each takes its labels (the second argument of each).
-_LABEL_READERS = ("newton_pass", "gather_blocks", "beta_pass", "newton_blocks", "beta_blocks")
+#: The Newton passes' kernels (Platt's and beta's modules, names) and where each takes its labels (the second
+#: argument of each).
+_LABEL_READERS = ((kernels, "newton_pass"), (kernels, "gather_blocks"), (beta_kernels, "beta_pass"),
+                  (kernels, "newton_blocks"), (beta_kernels, "beta_blocks"))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.float32, np.int8, bool])
@@ -855,11 +858,11 @@ def test_newton_passes_read_labels_as_bytes(monkeypatch, dtype):
     # Labels of any dtype are checked, then read by the Newton passes as uint8 bytes (one compiled signature per
     # weight and score dtype): in memory, warm-started, per group, out of core, for Platt, beta and the slope.
     seen = []
-    for name in _LABEL_READERS:
-        def spy(*args, _kernel=getattr(kernels, name), _name=name):
+    for module, name in _LABEL_READERS:
+        def spy(*args, _kernel=getattr(module, name), _name=name):
             seen.append((_name, args[1].dtype, args[1].flags.writeable))
             return _kernel(*args)
-        monkeypatch.setattr(kernels, name, spy)
+        monkeypatch.setattr(module, name, spy)
     n = platt_module.WARM_START_MIN + 1000  # a warm start from a subsample
     s, y = overconfident(n, 3, shift=0.2)
     y = y.astype(dtype)
@@ -875,5 +878,5 @@ def test_newton_passes_read_labels_as_bytes(monkeypatch, dtype):
     fastcal.GroupedCalibrator(PlattScaling()).fit(s[:3000], y[:3000], groups=groups[:3000])
     fastcal.GroupedCalibrator(fastcal.BetaCalibration()).fit(p[:3000], y[:3000], groups=groups[:3000])
     outofcore.fit_platt(s, y, chunk_rows=100_000)
-    assert {name for name, *_ in seen} == set(_LABEL_READERS)
+    assert {name for name, *_ in seen} == {name for _, name in _LABEL_READERS}
     assert {(dt, writeable) for _, dt, writeable in seen} == {(np.dtype(np.uint8), True)}

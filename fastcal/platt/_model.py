@@ -166,7 +166,7 @@ def array_pass(s, y, w):
 
 def warm_start(subsample_rows, n, objective):
     """The warm start of a Newton fit of ``n`` rows (the ``sub`` of :class:`PlattObjective` and of
-    :class:`fastcal.beta.BetaObjective`): a function that returns the objective of a subsample, or None.
+    :class:`fastcal.beta._model.BetaObjective`): a function that returns the objective of a subsample, or None.
 
     ``subsample_rows(fraction)`` gives about that share of the rows as
     ``(s, y, w)`` (:func:`subsample`; None: no warm start),

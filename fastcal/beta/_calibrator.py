@@ -1,46 +1,27 @@
-r"""Beta calibration (Kull, Silva Filho & Flach 2017).
+"""Beta calibration's fits and estimator: the fit from any source of passes (every backend's), of validated arrays
+and of many groups' rows at once, the estimator :class:`BetaCalibration` and the fitted estimators made from fits.
 
-The model is logistic in :math:`\log p` and :math:`\log(1 - p)`,
-
-.. math:: \operatorname{logit} q = a \log p - b \log(1 - p) + c,
-
-a family that contains the identity map (a = b = 1, c = 0) and fixes the
-sigmoid family's misses, such as the inverse-sigmoid distortions of naive
-Bayes. Three variants, as in the ``betacal`` package: ``"abm"`` (a, b, c
-free), ``"ab"`` (c = (a - b) log 2, i.e. the midpoint m = 1/2) and ``"am"``
-(a = b, i.e. logistic in logit p).
-
-The fit is maximum likelihood by the one Newton driver of
-:mod:`fastcal._newton`, over one fused pass per iteration (objective,
-gradient and the 3x3 Hessian together, float64 accumulators, fixed blocks
-merged in order: the same bits on any number of threads), warm-started from
-a subsample on big inputs. :func:`fit_passes` is that fit for any source of
-passes: arrays in memory here, file chunks in :mod:`fastcal.outofcore`,
-partitions in :mod:`fastcal.dask`. Internal API: :data:`MODELS`,
-:data:`PARAMETERS`, :func:`check_model`, :func:`array_pass`,
-:func:`fit_passes`, :func:`fit_arrays`, :class:`BetaFit`, :func:`fitted_estimator`.
+Over the model of :mod:`fastcal.beta._model` (the frame, the objective, the passes over rows in memory), on the
+kernels of :mod:`fastcal.beta._kernels`.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self
+from typing import TYPE_CHECKING, Literal, NamedTuple, Self
 
 import numpy as np
 
-from . import _newton
-from .platt import _kernels as _k
-from ._math_kernels import key_to_float
-from . import platt
-from ._base import BaseCalibrator, check_is_fitted
-from ._chunked import Partials, merge_in_order
-from ._errors import ConvergenceWarning, warn_not_converged
-from ._parallel import parallel_for
-from ._params import Options, check
-from ._persist import register
-from ._prediction import Logistic
-from ._validation import (
+from .. import _newton, platt
+from . import _kernels as _k
+from .._base import BaseCalibrator, check_is_fitted
+from .._errors import ConvergenceWarning, warn_not_converged
+from .._math_kernels import key_to_float
+from .._parallel import parallel_for
+from .._persist import register
+from .._prediction import Logistic
+from .._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -49,164 +30,24 @@ from ._validation import (
     class_bytes,
     column_or_1d,
 )
+from ._model import (
+    LOG2,
+    PARAMETERS,
+    BetaObjective,
+    Frame,
+    array_objective,
+    array_pass,
+    basis,
+    check_model,
+    constant_fit,
+    make_frame,
+    midpoint,
+)
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["BetaCalibration"]
-
-#: The variants of the model (``parameters``), as in ``betacal``.
-MODELS = ("abm", "ab", "am")
-#: What beta calibration's parameters accept (see :mod:`fastcal._params`).
-PARAMETERS: dict[str, list[Any]] = {"parameters": [Options(*MODELS)], **platt.PARAMETERS}
-_LOG2 = math.log(2.0)
-
-
-def check_model(parameters):
-    """``parameters`` checked against :data:`MODELS`."""
-    return check("parameters", parameters, PARAMETERS["parameters"])
-
-
-# ---------------------------------------------------------------------------
-# The objective for the Newton driver.
-# ---------------------------------------------------------------------------
-
-
-class Frame(NamedTuple):
-    """Where the kernel's features live: x1 = (log p' - c1) s1, x2 = (-log(1 - p') - c2) s2,
-    p' = clip(p, eps, 1 - eps); |x1| <= xmax1, |x2| <= xmax2 over all rows."""
-
-    eps: float
-    c1: float
-    s1: float
-    c2: float
-    s2: float
-    xmax1: float
-    xmax2: float
-
-
-def _features(p, eps):
-    """log p' and -log(1 - p'), p' = clip(p, eps, 1 - eps)."""
-    return _k.beta_features(float(p), float(eps))
-
-
-def make_frame(model, lo, hi, eps):
-    """The :class:`Frame` of a fit whose probabilities (all rows) lie in ``[lo, hi]``.
-
-    "abm" and "am" centre each feature on the middle of its range; "ab" has no
-    intercept, so its features are centred where the model is: log(2p') and
-    -log(2(1 - p')), and the intercept stays 0. Scales are powers of two
-    (exact) that bring the features within [-1, 1]. Computed by
-    :func:`fastcal.platt._kernels.beta_frame` (:func:`fit_groups` makes many at once).
-    """
-    return Frame(eps, *_k.beta_frame(float(lo), float(hi), float(eps), model == "ab", _LOG2))
-
-
-def _basis(model, frame):
-    """The 3 x k matrix T of a model: the kernel's (t1, t2, t3) = T @ theta (``frame`` unused but for "am")."""
-    if model == "abm":
-        return ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-    if model == "ab":
-        return ((1.0, 0.0), (0.0, 1.0), (0.0, 0.0))
-    # "am": a = b = alpha, t1 = alpha / s1, t2 = alpha / s2.
-    return ((1.0 / frame.s1, 0.0), (1.0 / frame.s2, 0.0), (0.0, 1.0))
-
-
-class BetaObjective:
-    r"""Beta calibration's cross-entropy in the solver's coordinates, for :func:`fastcal._newton.solve`.
-
-    ``run_pass(frame, t1, t2, t3, want_loss)`` returns the
-    :data:`fastcal.platt._kernels.N_BETA_STATS` sums of the fused pass over
-    all rows, wherever they are, at :math:`\eta = t_1 x_1 + t_2 x_2 + t_3`;
-    the objective's parameters are ``theta`` with ``(t1, t2, t3) = T theta``
-    (:func:`_basis`), so the gradient is :math:`T^\top g` and the Hessian
-    :math:`T^\top H T`. ``subsample`` is a callable returning the objective on
-    a subsample, or None.
-    """
-
-    def __init__(self, run_pass, n, model, frame, total_weight, subsample=None):
-        self.run_pass = run_pass
-        self.n = n
-        self.model = model
-        self.frame = frame
-        self.basis = _basis(model, frame)
-        self.k = len(self.basis[0])
-        xb = (frame.xmax1, frame.xmax2, 1.0)
-        self.bounds = tuple(sum(abs(self.basis[j][m]) * xb[j] for j in range(3)) for m in range(self.k))
-        self.total_weight = total_weight
-        self._subsample = subsample
-
-    def kernel_theta(self, theta):
-        return tuple(sum(row[m] * theta[m] for m in range(self.k)) for row in self.basis)
-
-    #: The weight of the rows that the last point evaluated classifies wrongly or not at all
-    #: (:data:`fastcal.platt._kernels.BETA_WRONG`): 0 means the model separates the classes.
-    wrong = math.inf
-
-    def stats(self, theta, want_loss=False):
-        """F, the gradient and the Hessian's upper triangle at ``theta`` (F only if ``want_loss``, else 0)."""
-        st = self.run_pass(self.frame, *self.kernel_theta(theta), want_loss)
-        self.wrong = float(st[_k.BETA_WRONG])
-        if self.model == "abm":
-            return st[:_k.BETA_WRONG]
-        T = self.basis
-        g = st[1:4]
-        h = [[st[4], st[5], st[6]], [st[5], st[7], st[8]], [st[6], st[8], st[9]]]
-        out = [float(st[0])]
-        out += [sum(T[j][m] * g[j] for j in range(3)) for m in range(2)]
-        ht = [[sum(h[i][j] * T[j][m] for j in range(3)) for m in range(2)] for i in range(3)]
-        tht = [[sum(T[i][m] * ht[i][l] for i in range(3)) for l in range(2)] for m in range(2)]
-        return out + [tht[0][0], tht[0][1], tht[1][1]]
-
-    def subsample(self):
-        return None if self._subsample is None else self._subsample()
-
-    def to_public(self, theta):
-        """(a, b, c) of logit q = a log p - b log(1 - p) + c from the solver's ``theta``."""
-        t1, t2, t3 = self.kernel_theta(theta)
-        f = self.frame
-        a, b = t1 * f.s1, t2 * f.s2
-        return a, b, t3 - a * f.c1 - b * f.c2
-
-    def to_internal(self, a, b, c):
-        """The solver's ``theta`` for (a, b, c) (of the model's family)."""
-        f = self.frame
-        t1, t2 = a / f.s1, b / f.s2
-        t3 = c + a * f.c1 + b * f.c2
-        if self.model == "abm":
-            return (t1, t2, t3)
-        if self.model == "ab":
-            return (t1, t2)
-        return (a, t3)
-
-
-# ---------------------------------------------------------------------------
-# Passes over arrays in memory.
-# ---------------------------------------------------------------------------
-
-
-def array_pass(p, y, w):
-    """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls.
-
-    ``y``: validated 0/1 labels, read as :func:`fastcal._validation.class_bytes` (converted here unless they are).
-    """
-    part = Partials(p.shape[0], _k.CHUNK, _k.N_BETA_STATS)
-    y = class_bytes(y)
-
-    def run_pass(frame, t1, t2, t3, want_loss):
-        part.run(_k.beta_pass, p, y, w, frame.eps, 1.0 - frame.eps, frame.c1, frame.s1, frame.c2, frame.s2,
-                 t1, t2, t3, True if want_loss else None)
-        return merge_in_order(part.bufs[0])
-
-    return run_pass
-
-
-def array_objective(p, y, w, model, frame, total_weight):
-    """:class:`BetaObjective` over rows in memory, warm-started from subsamples of them (recursively)."""
-    sub = platt.warm_start(lambda fraction: platt.subsample(p, y, w, fraction), p.shape[0],
-                           lambda ps, ys, ws, total: array_objective(ps, ys, ws, model, frame, total))
-    return BetaObjective(array_pass(p, y, w), p.shape[0], model, frame, total_weight, sub)
-
 
 # ---------------------------------------------------------------------------
 # The fit, from any source of passes.
@@ -228,41 +69,6 @@ class BetaFit(NamedTuple):
     n_passes: int
     #: Whether p separates the classes (the maximum-likelihood fit does not exist; ``converged`` is then False).
     separated: bool = False
-
-
-def midpoint(model, a, b, c):
-    r"""``betacal``'s midpoint m: where the calibrated probability is 1/2.
-
-    "ab": 1/2 (fixed by the model). Otherwise the root in (0, 1) of
-    :math:`a \log m - b \log(1 - m) + c`, found by bisection on logit m (for
-    "am", :math:`1 / (1 + e^{c / a})` as ``betacal`` computes it); where there
-    is no root (a term dropped by the constraint), the end of [0, 1] where
-    :math:`|a \log m - b \log(1 - m) + c|` is smallest, as ``betacal``'s bounded
-    search finds it; 1/2 when a = b = 0 (every m is as good).
-    """
-    if model == "ab" or (a == 0.0 and b == 0.0):
-        return 0.5
-    if model == "am":
-        return 1.0 / (1.0 + math.exp(min(c / a, 709.0)))
-
-    if a < 0.0 or b < 0.0:  # a term dropped, the other negative: the expression decreasing, its negative has the same root
-        a, b, c = -a, -b, -c
-    return float(_k.beta_midpoint(float(a), float(b), float(c)))  # compiled: 130 evaluations, a fit's fixed cost
-
-
-def _constant_fit(model, p0, eps, wpos, wneg):
-    """(a, b, c) when p is constant over the rows of positive weight: the best logit is log(W+ / W-)."""
-    L = math.log(wpos / wneg)
-    if model != "ab":
-        return 0.0, 0.0, L
-    # Minimum-norm (a, b) with a log(2p) - b log(2(1 - p)) = L; c = (a - b) log 2.
-    u1, u2 = _features(p0, eps)
-    f1, f2 = u1 + _LOG2, u2 - _LOG2
-    nrm = f1 * f1 + f2 * f2
-    if not nrm > 0.0:
-        return 0.0, 0.0, 0.0
-    a, b = L * f1 / nrm, L * f2 / nrm
-    return a, b, (a - b) * _LOG2
 
 
 def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_iter, tol):
@@ -295,7 +101,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
                          "maximum-likelihood beta calibration does not exist.")
     p_lo, p_hi = (min(max(key_to_float(k), eps), 1.0 - eps) for k in (lo, hi))
     if p_lo == p_hi:
-        a, b, c = _constant_fit(model, p_lo, eps, float(wpos), float(wneg))
+        a, b, c = constant_fit(model, p_lo, eps, float(wpos), float(wneg))
         return BetaFit(a, b, c, midpoint(model, a, b, c), 0, True, 0.0, 0)
 
     frame = make_frame(model, lo_all, hi_all, eps)
@@ -374,7 +180,7 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
 
     ``p``, ``y``: validated rows; ``w``: None, or the weights, each fit's rows rescaled as its fit's check
     rescales them. The Newton iterations of every fit run in lockstep, one pass over all rows per iteration
-    (:func:`fastcal.platt.minimize_lockstep`, :func:`fastcal.platt._kernels.beta_blocks`), with the bits of
+    (:func:`fastcal.platt.minimize_lockstep`, :func:`fastcal.beta._kernels.beta_blocks`), with the bits of
     each fit's own. Only "abm" fits on the driver's common path are done here: where ``done`` (the last of
     the returned ``(a, b, c, m, n_iter, done)``) is False, the fit is left to :func:`fit_arrays` (one class,
     constant p, a warm start, a refit with a term dropped, separated classes, another path of the driver).
@@ -401,17 +207,17 @@ def fit_groups(p, y, w, lo, hi, model, max_iter, tol):
     starts = np.zeros(n_fits)
     idx = np.flatnonzero(done)
     fitted_frames = np.empty((idx.size, frames.shape[1]))
-    _k.beta_frames(lo_all[idx], hi_all[idx], eps, model == "ab", _LOG2, fitted_frames)
+    _k.beta_frames(lo_all[idx], hi_all[idx], eps, model == "ab", LOG2, fitted_frames)
     frames[idx] = fitted_frames
     starts[idx] = [math.log(v) for v in (wpos[idx] / wneg[idx]).tolist()]
     c1, s1, c2, s2, xmax1, xmax2 = frames.T
     theta = np.stack([0.0 / s1, 0.0 / s2, (starts + 0.0 * c1) + 0.0 * c2], axis=1)
-    basis = _basis(model, None)
-    bounds = np.stack([((0.0 + abs(basis[0][m]) * xmax1) + abs(basis[1][m]) * xmax2) + abs(basis[2][m]) * 1.0
+    T = basis(model, None)
+    bounds = np.stack([((0.0 + abs(T[0][m]) * xmax1) + abs(T[1][m]) * xmax2) + abs(T[2][m]) * 1.0
                        for m in range(3)], axis=1)
 
     def kernel_theta(th):  # BetaObjective.kernel_theta, on arrays of fits
-        return [((0.0 + row[0] * th[:, 0]) + row[1] * th[:, 1]) + row[2] * th[:, 2] for row in basis]
+        return [((0.0 + row[0] * th[:, 0]) + row[1] * th[:, 1]) + row[2] * th[:, 2] for row in T]
 
     st = np.zeros((n_fits, _k.N_BETA_STATS))
     buf = np.zeros((blocks.n, _k.N_BETA_STATS))
@@ -611,7 +417,7 @@ class BetaCalibration(BaseCalibrator):
             raise ValueError(f"invalid fastcal model: m_ = {self.m_!r} is not in [0, 1]")
         if model == "am" and self.a_ != self.b_:
             raise ValueError("invalid fastcal model: a 'am' beta calibration has a_ == b_")
-        if model == "ab" and (self.m_ != 0.5 or abs(self.c_ - (self.a_ - self.b_) * _LOG2)
+        if model == "ab" and (self.m_ != 0.5 or abs(self.c_ - (self.a_ - self.b_) * LOG2)
                               > 1e-12 * (abs(self.a_) + abs(self.b_) + abs(self.c_))):
             raise ValueError("invalid fastcal model: a 'ab' beta calibration has m_ == 0.5 and c_ == (a_ - b_) log 2")
         if model == "abm" and (self.a_ < 0.0 and self.b_ != 0.0 or self.b_ < 0.0 and self.a_ != 0.0):
