@@ -40,7 +40,7 @@ per iteration (plus a few line-search passes, rarely); the iterations start
 from the solution of a subsample (at most 2^20 rows) kept in memory, so a fit
 takes about four passes (validation, the subsample, two or three Newton steps).
 
-The algorithms are the engine's drivers (:mod:`fastcal._engine`); this
+The algorithms are the subjects' drivers over a :class:`fastcal._engine.Rows`; this
 module is their adapter: :class:`FileRows` streams the chunks and keeps the
 partitions in temporary files.
 
@@ -72,8 +72,9 @@ from typing import TYPE_CHECKING, Literal, Unpack
 import numpy as np
 
 from ._engine import fit_dtype, flat_column, split_chunk
-from ._engine import isotonic as _isotonic
-from ._engine import logistic as _logistic
+from .isotonic import rows as _isotonic
+from .beta import rows as _beta_rows
+from .platt import rows as _platt_rows
 from ._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
 from ._params import Integer, check
 
@@ -384,7 +385,7 @@ class FileRows:
 
 def fit_isotonic_source(src, params, tmpdir, part_rows, score_name="X"):
     """The exact out-of-core isotonic fit of a :class:`Columns` source (the CLI's entry point too): the engine's
-    driver (:func:`fastcal._engine.isotonic.fit_isotonic`) over :class:`FileRows`, partitions of about
+    driver (:func:`fastcal.isotonic._rows.fit_isotonic`) over :class:`FileRows`, partitions of about
     ``part_rows`` rows."""
     if not src.n:
         raise ValueError(f"{score_name} must have at least 1 element, got 0.")
@@ -494,12 +495,12 @@ def fit_isotonic_parquet(
 def fit_platt_source(src, max_iter, tol):
     """Platt scaling of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
 
-    The engine's :func:`fastcal._engine.logistic.fit_platt` over :class:`FileRows`:
+    The engine's :func:`fastcal.platt._rows.fit_platt` over :class:`FileRows`:
     one pass over the chunks per Newton step, after the validation and the warm-start subsample.
     """
     if not src.n:
         raise ValueError("scores must have at least 1 element, got 0.")
-    return _logistic.fit_platt(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, max_iter=max_iter, tol=tol)
+    return _platt_rows.fit_platt(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, max_iter=max_iter, tol=tol)
 
 
 def fit_platt(
@@ -552,11 +553,11 @@ def fit_platt_parquet(
 def fit_beta_source(src, parameters, max_iter, tol):
     """Beta calibration of a :class:`Columns` source in passes over its chunks (the CLI's entry point too).
 
-    The engine's :func:`fastcal._engine.logistic.fit_beta` over :class:`FileRows`, as :func:`fit_platt_source`.
+    The engine's :func:`fastcal.beta._rows.fit_beta` over :class:`FileRows`, as :func:`fit_platt_source`.
     """
     if not src.n:
         raise ValueError("p must have at least 1 element, got 0.")
-    return _logistic.fit_beta(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, parameters=parameters,
+    return _beta_rows.fit_beta(FileRows(src), x_dtype=src.x_dtype, weighted=src.weighted, parameters=parameters,
                               max_iter=max_iter, tol=tol)
 
 

@@ -25,7 +25,7 @@ import pandas as pd  # noqa: E402
 import fastcal  # noqa: E402
 import fastcal.dask as fd  # noqa: E402
 from fastcal import IsotonicRegression, PlattScaling  # noqa: E402
-from fastcal._engine import isotonic as engine_isotonic  # noqa: E402
+from fastcal.isotonic import rows as engine_isotonic  # noqa: E402
 
 from .strategies import probabilities, scores_and_labels  # noqa: E402
 
@@ -168,7 +168,7 @@ def test_fit_isotonic_tie_chains_across_every_boundary_sync(step, monkeypatch):
     x = (np.float32(0.25) + (rng.integers(0, 400, 20_000) * step * eps)).astype(np.float32)
     y = (rng.random(20_000) < 0.5).astype(np.uint8)
     calls = []
-    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step (fastcal._engine)
+    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step
     monkeypatch.setattr(engine_isotonic, "partition_exits", lambda *a: calls.append(1) or original(*a))
     with dask.config.set(scheduler="sync"):
         got = fd.fit_isotonic(*_chunked(x, y, chunks=2000), n_partitions=10)

@@ -19,8 +19,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal import BetaCalibration, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
-from fastcal._engine import isotonic as eiso
-from fastcal._engine import logistic as elog
+from fastcal.beta import rows as ebeta
+from fastcal.isotonic import rows as eiso
+from fastcal.platt import rows as eplatt
 
 from .strategies import scores_and_labels
 
@@ -294,8 +295,8 @@ def test_drivers_release_what_they_create(fit):
     rows = kind([(x[a:a + 500], y[a:a + 500], None) for a in range(0, 3000, 500)])
     kw = dict(x_dtype=np.float64, weighted=False)
     iso = lambda r: eiso.fit_isotonic(r, n_partitions=6, increasing="auto", **kw)  # noqa: E731
-    fits = {"isotonic": iso, "isotonic raw": iso, "platt": lambda r: elog.fit_platt(r, **kw),
-            "platt raw": lambda r: elog.fit_platt(r, **kw), "beta": lambda r: elog.fit_beta(r, **kw)}
+    fits = {"isotonic": iso, "isotonic raw": iso, "platt": lambda r: eplatt.fit_platt(r, **kw),
+            "platt raw": lambda r: eplatt.fit_platt(r, **kw), "beta": lambda r: ebeta.fit_beta(r, **kw)}
     fits[fit](rows)
     assert _Counting.live == 1  # the caller's rows only
     # errors in the first pass, and (isotonic: labels not 0/1 with "auto") after it
@@ -330,9 +331,9 @@ def test_fit_platt_and_beta_equal_in_memory(dtype, weighted, cuts, n, kind):
     rows_s = _rows((s, y, w), _cuts(n, cuts, rng), kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tiny n: separated classes warn the same in both
-        got = elog.fit_platt(rows_s, x_dtype=dtype, weighted=weighted)
+        got = eplatt.fit_platt(rows_s, x_dtype=dtype, weighted=weighted)
         ref = PlattScaling().fit(s, y, sample_weight=w)
-        got_b = elog.fit_beta(_rows((p, y, w), _cuts(n, cuts, rng), kind), x_dtype=dtype, weighted=weighted)
+        got_b = ebeta.fit_beta(_rows((p, y, w), _cuts(n, cuts, rng), kind), x_dtype=dtype, weighted=weighted)
         ref_b = BetaCalibration().fit(p, y, sample_weight=w)
     # Newton to the solver's tolerance: parameters to 1e-8 relative (the in-memory tests' bound across backends).
     assert_allclose([got.a_, got.b_], [ref.a_, ref.b_], rtol=1e-8, atol=1e-8)
@@ -345,8 +346,8 @@ def test_fit_platt_is_deterministic_for_given_chunks():
     s = rng.normal(size=50_000)
     y = (rng.random(50_000) < 1 / (1 + np.exp(-s))).astype(np.uint8)
     cuts = [0, 10_000, 10_000, 33_333, 50_000]
-    a = elog.fit_platt(_rows((s, y, None), cuts), x_dtype=np.float64, weighted=False)
-    b = elog.fit_platt(_rows((s, y, None), cuts), x_dtype=np.float64, weighted=False)
+    a = eplatt.fit_platt(_rows((s, y, None), cuts), x_dtype=np.float64, weighted=False)
+    b = eplatt.fit_platt(_rows((s, y, None), cuts), x_dtype=np.float64, weighted=False)
     assert (a.a_, a.b_) == (b.a_, b.b_)
 
 
@@ -361,23 +362,23 @@ def test_logistic_errors(kind):
     bad[60] = np.inf
     kw = dict(x_dtype=np.float64, weighted=False)
     with pytest.raises(ValueError, match="scores must be finite"):
-        elog.fit_platt(rows((bad, y, None), [0, 50, 100]), **kw)
+        eplatt.fit_platt(rows((bad, y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="p must be finite|p must contain probabilities"):
-        elog.fit_beta(rows((np.where(s > 1, np.nan, 0.5), y, None), [0, 50, 100]), **kw)
+        ebeta.fit_beta(rows((np.where(s > 1, np.nan, 0.5), y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="p must contain probabilities in"):
-        elog.fit_beta(rows((s, y, None), [0, 50, 100]), **kw)
+        ebeta.fit_beta(rows((s, y, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="binary|labels"):
-        elog.fit_platt(rows((s, y * 3, None), [0, 50, 100]), **kw)
+        eplatt.fit_platt(rows((s, y * 3, None), [0, 50, 100]), **kw)
     with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        elog.fit_platt(rows((s, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        eplatt.fit_platt(rows((s, y, -np.ones(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="at least one non-zero number"):
-        elog.fit_platt(rows((s, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
+        eplatt.fit_platt(rows((s, y, np.zeros(100)), [0, 50, 100]), x_dtype=np.float64, weighted=True)
     with pytest.raises(ValueError, match="scores must have at least 1 element"):
-        elog.fit_platt(kind([]), **kw)
+        eplatt.fit_platt(kind([]), **kw)
     with pytest.raises(ValueError, match="max_iter"):
-        elog.fit_platt(rows((s, y, None), [0, 100]), max_iter=0, **kw)
+        eplatt.fit_platt(rows((s, y, None), [0, 100]), max_iter=0, **kw)
     # The same messages as in memory.
-    for fit, est, x in ((elog.fit_platt, PlattScaling(), bad), (elog.fit_beta, BetaCalibration(), s)):
+    for fit, est, x in ((eplatt.fit_platt, PlattScaling(), bad), (ebeta.fit_beta, BetaCalibration(), s)):
         with pytest.raises(ValueError) as mem:
             est.fit(x, y)
         with pytest.raises(ValueError) as eng:
@@ -390,8 +391,8 @@ def test_logistic_errors(kind):
 # Binned diagnostics, smooth ECE, histogram binning, score decomposition.
 # ---------------------------------------------------------------------------
 
-from fastcal._engine import binned as ebin  # noqa: E402
-from fastcal._engine import decomposition as edec  # noqa: E402
+from fastcal.metrics import report_rows as edec  # noqa: E402
+from fastcal.metrics import rows as ebin  # noqa: E402
 
 from .strategies import probabilities  # noqa: E402
 
@@ -555,8 +556,8 @@ ENGINE_INTERNALS = {"_partition", "_binning", "_pav", "_newton", "_auc", "_sort"
 @pytest.mark.parametrize("module", ["fastcal.dask", "fastcal.outofcore", "fastcal.spark"])
 def test_adapters_import_no_engine_internals(module):
     """What pyproject's import-linter contract says, also for an adapter the contract cannot list yet (it must
-    exist there): imports of fastcal's modules are fastcal._engine's and public modules, never the engines'
-    internals or kernels, even inside functions."""
+    exist there): imports of fastcal's modules are fastcal._engine's, the subjects' drivers (``rows``) and public
+    modules, never the shared internals or kernels, even inside functions."""
     import ast
     import importlib.util
     import pathlib
@@ -579,8 +580,8 @@ def test_adapters_import_no_engine_internals(module):
             found |= {a.name[len("fastcal."):] for a in node.names if a.name.startswith("fastcal.")}
     parts = {part for name in found for part in name.split(".")}
     bad = {m for m in parts if m in ENGINE_INTERNALS or m.endswith("_kernels")}
-    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a driver of fastcal._engine instead"
-    assert "_engine" in parts
+    assert not bad, f"{module} imports engine internals {sorted(bad)}: call a subject's driver (its package's rows)"
+    assert "rows" in parts  # it drives the subjects' drivers
 
 
 # ---------------------------------------------------------------------------
@@ -757,9 +758,9 @@ def test_n_rows_hint_never_changes_a_result():
     chunks = [(s[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
     assert ListRows(chunks).n_rows == n and ListRows([]).n_rows == 0
     kw = dict(x_dtype=np.float64, weighted=True)
-    with_hint, without = elog.fit_platt(ListRows(chunks), **kw), elog.fit_platt(_NoCount(chunks), **kw)
+    with_hint, without = eplatt.fit_platt(ListRows(chunks), **kw), eplatt.fit_platt(_NoCount(chunks), **kw)
     assert (with_hint.a_, with_hint.b_, with_hint.n_iter_) == (without.a_, without.b_, without.n_iter_)
     p = 1 / (1 + np.exp(-s))
     chunks = [(p[a:a + 30_000], y[a:a + 30_000], w[a:a + 30_000]) for a in range(0, n, 30_000)]
-    with_hint, without = elog.fit_beta(ListRows(chunks), **kw), elog.fit_beta(_NoCount(chunks), **kw)
+    with_hint, without = ebeta.fit_beta(ListRows(chunks), **kw), ebeta.fit_beta(_NoCount(chunks), **kw)
     assert (with_hint.a_, with_hint.b_, with_hint.c_) == (without.a_, without.b_, without.c_)

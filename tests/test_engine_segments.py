@@ -1,4 +1,4 @@
-"""The segment drivers (fastcal._engine.segments) on ListRows against the in-memory functions.
+"""The segment drivers (fastcal.multicalibration.rows) on ListRows against the in-memory functions.
 
 The oracle is the in-memory function on the concatenated columns. Every
 driver runs over many cuts of the same rows (one chunk, equal chunks, random
@@ -20,7 +20,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal._coding import group_bounds
 from fastcal._engine import ListRows
-from fastcal._engine import segments as eseg
+from fastcal.multicalibration import rows as eseg
 
 RTOL = 1e-12
 

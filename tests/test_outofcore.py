@@ -23,7 +23,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 from fastcal import IsotonicRegression, PlattScaling
 from fastcal import _partition
 from fastcal import outofcore as oc
-from fastcal._engine import isotonic as engine_isotonic
+from fastcal.isotonic import rows as engine_isotonic
 
 from .strategies import scores_and_labels
 
@@ -187,7 +187,7 @@ def test_isotonic_boundaries_inside_tie_chains(kind, weights, monkeypatch):
         w = rng.uniform(0, 2, n)
         w[rng.random(n) < 0.2] = 0
     calls = []
-    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step (fastcal._engine)
+    original = engine_isotonic.partition_exits  # the isotonic driver's chain-following step
     monkeypatch.setattr(engine_isotonic, "partition_exits", lambda *a: calls.append(1) or original(*a))
     got = fit_chunked(x, y, w, part_rows=1000, chunk_rows=4096)
     ref = IsotonicRegression().fit(x, y, sample_weight=w)

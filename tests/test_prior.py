@@ -26,7 +26,7 @@ import fastcal
 from fastcal.prior import _kernels as K
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset
 from fastcal._engine import ListRows
-from fastcal._engine import prior as eprior
+from fastcal.prior import rows as eprior
 from fastcal._parallel import PARALLEL_MIN_SIZE
 from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult, iterate_em
 
@@ -1005,7 +1005,7 @@ def test_squarem_safeguards():
 
 
 # ---------------------------------------------------------------------------
-# The EM as an engine (fastcal._engine.prior over ListRows, the reference adapter)
+# The EM as an engine (fastcal.prior.rows over ListRows, the reference adapter)
 # ---------------------------------------------------------------------------
 
 

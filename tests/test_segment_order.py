@@ -171,7 +171,7 @@ def test_engine_segment_report_zero_weight_group(cuts):
     weight, alone in its partition or not: NaN ECCE, sigma and p-value, and the in-memory report's bits (the
     rows of each group are the same, in another order)."""
     from fastcal._engine import ListRows
-    from fastcal._engine import segments as eseg
+    from fastcal.multicalibration import rows as eseg
 
     p = np.array([0.2, 0.4, 0.4, 0.3, 0.7, 0.7])
     y = np.array([0, 1, 0, 1, 1, 0])

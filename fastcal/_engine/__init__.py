@@ -1,7 +1,7 @@
-"""fastcal's engines, and the one small API through which every backend drives them.
+"""The engine at the bottom of fastcal: the one small API through which every backend drives every algorithm.
 
-An *engine* computes one algorithm (an isotonic fit, a Newton fit, a table
-of bin sums, ...) from data it never holds whole. It is written once, as
+An algorithm computes its result from data it never holds whole. It is
+written once, as
 
 summarise
     a chunk of rows into a small *summary* (sums, counts, PAV blocks, a bin
@@ -12,12 +12,13 @@ merge
 finish
     the result from the merged summary, on the caller's side.
 
+One pass of these is a :class:`Reduction` (:func:`reduce` runs it).
 Algorithms that need several passes (a Newton fit takes one pass per step)
 or a range partition by score (the PAV, the AUC) are *drivers*: plain
-functions that take a :class:`Rows` and call its three methods. Nothing
-else of a backend is visible to them. A backend is therefore an adapter and
-nothing more: it turns its data into a :class:`Rows` (and back, for the
-results that are rows), and calls the driver. Today's adapters:
+functions that take a :class:`Rows` and call its methods. Nothing else of a
+backend is visible to them. A backend is therefore an adapter and nothing
+more: it turns its data into a :class:`Rows` (and back, for the results
+that are rows), and calls the driver. Today's adapters:
 
 - in memory, on fastcal's own threads (:mod:`fastcal._parallel`): the
   drivers' per-chunk functions are the same kernels, run on score ranges
@@ -30,8 +31,10 @@ results that are rows), and calls the driver. Today's adapters:
 - Spark (:mod:`fastcal.spark`): partitions of a cached DataFrame, per-chunk
   functions run by ``mapInArrow``.
 
-Another system (Ray, Beam, Flink) drives the engines the same way: implement
-the methods of :class:`Rows`, and call the drivers.
+Another system (Ray, Beam, Flink) drives the algorithms the same way:
+implement the methods of :class:`Rows`, and call the drivers. This package
+imports no subject of fastcal: each subject's driver lives in the subject's
+package, above it, and the package exports it as ``rows``.
 
 The drivers
 -----------
@@ -42,32 +45,36 @@ converts them, raising the in-memory errors), ``w`` None in every chunk when
 when chunks are empty), the other parameters those of the public function.
 Each module states its exactness rule.
 
-:mod:`fastcal._engine.isotonic`
+:mod:`fastcal.isotonic._rows` (``fastcal.isotonic.rows``)
     ``fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params)``
     on chunks ``(scores, y, w)``: an :class:`fastcal.IsotonicRegression`.
-:mod:`fastcal._engine.logistic`
+:mod:`fastcal.platt._rows`, :mod:`fastcal.beta._rows`
     ``fit_platt`` and ``fit_beta`` on chunks ``(scores, y, w)`` / ``(p, y, w)``.
-:mod:`fastcal._engine.prior`
+:mod:`fastcal.prior._rows`
     ``estimate_priors_em(rows, *, x_dtype, train_priors, **params)`` on
     chunks ``(p,)`` or ``(p_0, ..., p_{k-1})``: the EM estimate of new
     class priors.
-:mod:`fastcal._engine.binned`
+:mod:`fastcal.metrics._rows` (``fastcal.metrics.rows``)
     ``calibration_curve``, ``expected_calibration_error``,
     ``brier_score_loss``, ``log_loss``, ``brier_decomposition``,
     ``smooth_ece``, ``fit_histogram`` on chunks ``(y_prob, y_true, w)``.
-:mod:`fastcal._engine.decomposition`
-    ``score_decomposition``, ``roc_auc_score``, ``calibration_report`` on
-    chunks ``(y_prob, y_true, w)``.
-:mod:`fastcal._engine.segments`
-    ``ecce``, ``calibration_ratio`` on chunks ``(y_prob, y_true, w)``;
-    ``segment_report`` on chunks ``(y_prob, y_true, w, groups)``;
-    ``multicalibration_error`` on chunks ``(y_prob, y_true, w, *features)``.
-:mod:`fastcal._engine.grouped`
+:mod:`fastcal.metrics._report_rows` (``fastcal.metrics.report_rows``)
+    ``score_decomposition``, ``corp_reliability``, ``roc_auc_score``,
+    ``calibration_slope_intercept``, ``calibration_report`` on chunks
+    ``(y_prob, y_true, w)``.
+:mod:`fastcal.multicalibration._rows`
+    ``ecce`` and the single-pass metrics (``calibration_ratio``,
+    ``normalized_entropy``, ``proportional_ece``: its table ``REDUCTIONS``)
+    on chunks ``(y_prob, y_true, w)``; ``segment_report`` on chunks
+    ``(y_prob, y_true, w, groups)``; ``multicalibration_error`` on chunks
+    ``(y_prob, y_true, w, *features)``.
+:mod:`fastcal.grouped._rows`
     ``fit_grouped(rows, *, x_dtype, weighted, calibrator, min_samples_per_group)``
     on chunks ``(scores, y, w, groups)``: a :class:`fastcal.GroupedCalibrator`.
 
 Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
-``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`.
+``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`; for
+drivers, :func:`user_stacklevel`.
 
 The ``Rows`` contract
 ---------------------

@@ -33,6 +33,9 @@ from ._calibrator import BetaCalibration
 from ._model import MODELS, PARAMETERS, array_pass, check_model, midpoint
 from ._calibrator import BetaFit, fit_arrays, fit_groups, fit_passes, fitted_estimator, fitted_estimators
 
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+from . import _rows as rows
+
 __all__ = ["BetaCalibration"]
 
 # Its public home, the name that pickles, reprs and the API reference show.

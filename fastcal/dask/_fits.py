@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from .._engine import binned as _binned
-from .._engine import isotonic as _isotonic
-from .._engine import logistic as _logistic
+from ..metrics import rows as _binned
+from ..isotonic import rows as _isotonic
+from ..beta import rows as _beta_rows
+from ..platt import rows as _platt_rows
 from ._rows import call_driver, metric
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ def fit_platt(
     on the client; the 2x2 Newton step, line search and stopping rule are
     those of :func:`fastcal.platt_scaling` (about two to three rounds).
     """
-    return call_driver(_logistic.fit_platt, scores, y, sample_weight, "scores", "y", max_iter=max_iter, tol=tol)
+    return call_driver(_platt_rows.fit_platt, scores, y, sample_weight, "scores", "y", max_iter=max_iter, tol=tol)
 
 
 def fit_beta(
@@ -150,7 +151,7 @@ def fit_beta(
     and 3x3 Hessian sums added on the client in chunk order (and, for "abm"
     with a negative a or b, the rounds of the refit).
     """
-    return call_driver(_logistic.fit_beta, p, y, sample_weight, "p", "y", parameters=parameters, max_iter=max_iter,
+    return call_driver(_beta_rows.fit_beta, p, y, sample_weight, "p", "y", parameters=parameters, max_iter=max_iter,
                        tol=tol)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._engine import grouped as _grouped
+from ..grouped import rows as _grouped
 from ._rows import aligned_columns, group_columns, with_columns
 
 if TYPE_CHECKING:

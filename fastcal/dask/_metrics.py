@@ -1,4 +1,4 @@
-"""Diagnostics on Dask data: the drivers of fastcal._engine.binned and fastcal._engine.decomposition."""
+"""Diagnostics on Dask data: the drivers of fastcal.metrics._rows and fastcal.metrics._report_rows."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 
-from .._engine import binned as _binned
-from .._engine import decomposition as _decomposition
+from ..metrics import rows as _binned
+from ..metrics import report_rows as _decomposition
 from ._rows import binary_only, call_driver, is_class_matrix, matrix_rows, metric
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def calibration_slope_intercept(y: DaskData, p: DaskData, *, sample_weight: Dask
 
 
 # ---------------------------------------------------------------------------
-# ROC AUC and the calibration report: the drivers of fastcal._engine.decomposition.
+# ROC AUC and the calibration report: the drivers of fastcal.metrics._report_rows.
 # ---------------------------------------------------------------------------
 
 

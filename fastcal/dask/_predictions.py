@@ -256,7 +256,7 @@ def estimate_priors_em(proba: DaskData, train_priors: float | ArrayLike, *, max_
     ``proba`` of the result is the lazy :func:`adjust_priors` of ``proba`` to
     the estimate. Warns as in memory when the iterations do not converge.
     """
-    from .._engine import prior as _prior
+    from ..prior import rows as _prior
     from ..prior import PriorEMResult
 
     arr = _as_dask_any(proba)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._engine import segments as _segments
+from ..multicalibration import rows as _segments
 from ._rows import driver_args, group_columns, is_dataframe, metric, metric_columns, with_columns
 
 if TYPE_CHECKING:
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .._typing import DaskData, DaskWeights
 
 # ---------------------------------------------------------------------------
-# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ECCE, calibration ratio, report by segment: the drivers of fastcal.multicalibration._rows.
 # ---------------------------------------------------------------------------
 
 

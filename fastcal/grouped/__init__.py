@@ -10,10 +10,13 @@ fit) on the kernels of :mod:`fastcal.grouped._kernels`.
 from .._exports import publish
 from ._calibrator import GroupedCalibrator
 
-# The internal API of the command line and the engine's drivers (documented in the modules): the checks of a
+# The internal API of the command line (documented in the modules): the checks of a
 # grouped fit's arguments, the groups' kinds, predictions of matched groups, and the per-group fits.
 from ._calibrator import ONE_D, check_calibrator, check_min_samples, group_kinds, predict_matched
 from ._fits import fit_group_models
+
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+from . import _rows as rows
 
 __all__ = ["GroupedCalibrator"]
 

@@ -190,7 +190,7 @@ class GroupedCalibrator(BaseCalibrator):
     def from_fits(cls, calibrator: Any, groups: list[Any], models: list[Any], global_model: Any,
                   counts: ArrayLike, *, min_samples_per_group: int = 100) -> GroupedCalibrator:
         """A fitted ``GroupedCalibrator`` from models fitted elsewhere (internal API of the engine's
-        :func:`fastcal._engine.grouped.fit_grouped`; ``fit`` assembles its own fits through it too).
+        :func:`fastcal.grouped._rows.fit_grouped`; ``fit`` assembles its own fits through it too).
 
         ``groups``: the groups with a model of their own, in the order of
         :func:`fastcal._coding.group_codes` of all groups; ``models``: their fitted clones of

@@ -1,5 +1,5 @@
 """The per-group fits of :class:`fastcal.GroupedCalibrator`: :func:`fit_group_models`, the internal API that the
-in-memory fit and the engine's driver (:mod:`fastcal._engine.grouped`) share.
+in-memory fit and the engine's driver (:mod:`fastcal.grouped._rows`) share.
 
 Isotonic step fits of 0/1 labels are batched (:func:`_fit_isotonic_groups`):
 one counting pass and one scatter lay the rows out by buckets of consecutive
@@ -373,7 +373,7 @@ def _weightless_groups(codes, n_groups, fitted, sample_weight):
 
 def fit_group_models(calibrator, scores, y, codes, sizes, fitted, sample_weight=None):
     """The fits of clones of ``calibrator`` on the rows of each group ``fitted[i]`` (internal API of
-    :class:`GroupedCalibrator` and of the engine's :func:`fastcal._engine.grouped.fit_grouped`).
+    :class:`GroupedCalibrator` and of the engine's :func:`fastcal.grouped._rows.fit_grouped`).
 
     ``codes``: each row's group number (int64, ``0 <= code < sizes.size``); ``sizes``: the rows of each group;
     ``fitted``: the numbers of the groups to fit (ascending); ``scores``, ``y``: 1-D, of equal length;

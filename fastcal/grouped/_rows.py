@@ -13,10 +13,10 @@ min_samples_per_group=...).fit`` gives on the same rows, assembled by
    size, hence the groups with a model of their own (``min_samples_per_group``
    rows or more);
 2. the global model is the calibrator's own driver on the first three columns
-   (:func:`fastcal._engine.isotonic.fit_isotonic`,
-   :func:`fastcal._engine.logistic.fit_platt`,
-   :func:`fastcal._engine.logistic.fit_beta`,
-   :func:`fastcal._engine.binned.fit_histogram`), which validates the rows
+   (:func:`fastcal.isotonic._rows.fit_isotonic`,
+   :func:`fastcal.platt._rows.fit_platt`,
+   :func:`fastcal.beta._rows.fit_beta`,
+   :func:`fastcal.metrics._rows.fit_histogram`), which validates the rows
    and raises the in-memory errors;
 3. a :meth:`Rows.convert` gives every row its group's number
    (:func:`fastcal._coding.number_chunk`), the rows are partitioned
@@ -49,22 +49,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._coding import GROUP_PARTITION_ROWS, group_bounds, number_chunk, number_groups
 from ..beta import BetaCalibration
-from ..grouped import GroupedCalibrator, check_calibrator, check_min_samples, fit_group_models
+from ..beta import rows as beta_rows
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
+from ..isotonic import rows as isotonic_rows
+from ..metrics import rows as metrics_rows
 from ..platt import PlattScaling
-from .._coding import GROUP_PARTITION_ROWS, group_bounds, number_chunk, number_groups
-from . import binned, isotonic, logistic
+from ..platt import rows as platt_rows
+from ._calibrator import GroupedCalibrator, check_calibrator, check_min_samples
+from ._fits import fit_group_models
 
 __all__ = ["DRIVERS", "fit_grouped"]
 
 #: The global fit's driver of each calibrator :func:`fit_grouped` takes.
 DRIVERS = {
-    IsotonicRegression: isotonic.fit_isotonic,
-    PlattScaling: logistic.fit_platt,
-    BetaCalibration: logistic.fit_beta,
-    HistogramBinning: binned.fit_histogram,
+    IsotonicRegression: isotonic_rows.fit_isotonic,
+    PlattScaling: platt_rows.fit_platt,
+    BetaCalibration: beta_rows.fit_beta,
+    HistogramBinning: metrics_rows.fit_histogram,
 }
 
 

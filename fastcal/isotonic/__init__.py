@@ -12,11 +12,14 @@ decomposition's) on the kernels of :mod:`fastcal.isotonic._kernels`.
 from .._exports import publish
 from ._regression import IsotonicRegression, isotonic_regression
 
-# The internal API of the backends, the engine's drivers and the score decomposition (documented in _regression):
+# The internal API of the drivers over rows and the score decomposition (documented in _regression):
 # the estimator's parameters as a typed dict, the fit of sorted rows, an estimator made from merged blocks, and
 # the merge of PAV summaries adjacent in score order.
 from ._regression import IsotonicParams, OutOfBounds, new_estimator, pav_fit, set_fitted_blocks
 from ._pav import merge as merge_blocks
+
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+from . import _rows as rows
 
 __all__ = ["IsotonicRegression", "isotonic_regression"]
 

@@ -45,9 +45,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _partition
-from ..isotonic import _pav
+from .._engine import user_stacklevel
 from .._validation import rescale_weights, weight_exponent
-from . import user_stacklevel
+from . import _pav
 
 __all__ = ["PARTITION_ROWS", "clean_parts", "fit_isotonic", "sample_size"]
 
@@ -253,7 +253,7 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
         Fitted; thresholds bit-identical to the in-memory fit.
     """
     from .._params import Integer, check
-    from ..isotonic import new_estimator, set_fitted_blocks
+    from ._regression import new_estimator, set_fitted_blocks
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     est = new_estimator(params)

@@ -56,7 +56,12 @@ __all__ = [
     "roc_auc_score",
 ]
 
-# The internal API of the layers above (fastcal._engine, fastcal.plot), not re-exported by fastcal:
+# The internal API of the layers above (fastcal.plot, the segment tools), not re-exported by fastcal:
 # binary_labels, check_probabilities, class_sums_chunk, label_set, report_from_parts.
+
+# The drivers over a Rows (fastcal._engine): what the backends (Dask, Spark) call. ``rows``: the binned diagnostics
+# and the histogram fit; ``report_rows``: the score decomposition, CORP, the AUC, the slope and the report.
+from . import _report_rows as report_rows
+from . import _rows as rows
 
 publish(globals(), __all__)  # their public home, the name that pickles, reprs and the API reference show

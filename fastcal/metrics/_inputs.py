@@ -9,7 +9,7 @@ predictions as a contiguous float32/float64 array in [0, 1]
 class (:func:`class_matrix`); :func:`binned` adds the bin table of
 :func:`fastcal._binning.bin_stats`. :func:`label_set` and
 :func:`class_sums_chunk` are the per-chunk steps of the engine's drivers
-(:mod:`fastcal._engine.binned`).
+(:mod:`fastcal.metrics._rows`).
 """
 
 from __future__ import annotations

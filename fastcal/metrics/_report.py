@@ -2,7 +2,7 @@
 
 :func:`report_from_parts` assembles the report from its parts; it is shared
 by :func:`calibration_report` (in memory) and the engine's driver
-(:func:`fastcal._engine.decomposition.calibration_report`).
+(:func:`fastcal.metrics._report_rows.calibration_report`).
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def calibration_report(
 
 def report_from_parts(table, edges, strategy, n, weighted, in_weight_units, auc, corp, slope_fit, missing, stacklevel):
     """The :class:`CalibrationReport` of binary data from its parts: what :func:`calibration_report` and the
-    engine's driver (:func:`fastcal._engine.decomposition.calibration_report`) both computed.
+    engine's driver (:func:`fastcal.metrics._report_rows.calibration_report`) both computed.
 
     Parameters
     ----------

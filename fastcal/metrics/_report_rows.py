@@ -22,7 +22,7 @@ Calibration report
 ------------------
 :func:`calibration_report` is :func:`fastcal.calibration_report` of binary
 rows from the drivers above and the binned tables: one conversion
-(:class:`fastcal._engine.binned.Metrics`), one bin table, the AUC, the two
+(:class:`fastcal.metrics._rows.Metrics`), one bin table, the AUC, the two
 CORP decompositions from one isotonic fit, and the calibration slope,
 intercept and calibration-in-the-large from the logits of ``p``
 (:func:`fastcal.platt.logit_rows` per chunk, then
@@ -36,9 +36,9 @@ Score decomposition
 -------------------
 
 Chunks are ``(y_prob, y_true, w)``, raw, validated as by the binned
-diagnostics (:class:`fastcal._engine.binned.Metrics`: binary labels {0, 1} or
+diagnostics (:class:`fastcal.metrics._rows.Metrics`: binary labels {0, 1} or
 {-1, 1}, probabilities in [0, 1]). The recalibration is
-:func:`fastcal._engine.isotonic.fit_isotonic` on the float64 predictions and
+:func:`fastcal.isotonic._rows.fit_isotonic` on the float64 predictions and
 0/1 labels (its own range partition); one more :meth:`Rows.map` sums, per
 chunk, the scores of ``p`` and of the fit's predictions
 (:func:`fastcal.decomposition.score_sums`), added in chunk order.
@@ -46,7 +46,7 @@ chunk, the scores of ``p`` and of the fit's predictions
 Exactness
 ---------
 The recalibration's blocks are the in-memory PAV fit's (thresholds
-bit-identical, see :mod:`fastcal._engine.isotonic`); the sums are float64
+bit-identical, see :mod:`fastcal.isotonic._rows`); the sums are float64
 per chunk added in chunk order, so the decomposition equals the in-memory
 one to the rounding of those sums (about ``n`` eps relative; deterministic
 for given chunks).
@@ -60,11 +60,13 @@ import numpy as np
 
 from .. import _partition, decomposition, platt
 from .._auc import mann_whitney_parts
+from .._engine import user_stacklevel
 from .._params import Options, check
 from .._validation import class_bytes, rescale_weights
 from ..isotonic import merge_blocks
-from . import isotonic, user_stacklevel
-from .binned import Metrics
+from ..isotonic import rows as isotonic_rows
+from ._report import report_from_parts
+from ._rows import Metrics
 
 __all__ = [
     "calibration_report", "calibration_slope_intercept", "corp_reliability", "roc_auc_score", "score_decomposition",
@@ -104,7 +106,7 @@ def _recalibration(data):
     else:
         fit_rows, _ = data.rows.convert(_fit_columns_fact)
     try:
-        return isotonic.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
+        return isotonic_rows.fit_isotonic(fit_rows, x_dtype=np.float64, weighted=data.weighted, out_of_bounds="clip")
     finally:
         fit_rows.release()
 
@@ -143,7 +145,7 @@ def _band_sample(chunk):
     """The :class:`fastcal._partition.ChunkSummary` of a validated metrics chunk's rows of positive weight (the
     rows the band draws, as in memory), for the partition bounds."""
     p, _, w = chunk
-    return _partition.summarize_chunk(p, None, w, sample_size=isotonic.sample_size(p.shape[0]), binary=False)
+    return _partition.summarize_chunk(p, None, w, sample_size=isotonic_rows.sample_size(p.shape[0]), binary=False)
 
 
 def _band_head(part, eps):
@@ -168,7 +170,7 @@ def _consistency_draws(data, x, n_resamples, key):
     """``(n_resamples, len(x))``: the consistency resamples' curves at ``x``, those of the in-memory band.
 
     The rows are cut by prediction into ranges that each begin at a tie
-    group of the whole (:func:`fastcal._engine.isotonic.clean_parts`, rows
+    group of the whole (:func:`fastcal.isotonic._rows.clean_parts`, rows
     of weight zero left out, as in memory); the ranges' row counts place each
     range's first row in the whole's order; one pass then makes each range's
     blocks for every resample (:func:`fastcal.decomposition.band_blocks`),
@@ -180,14 +182,14 @@ def _consistency_draws(data, x, n_resamples, key):
     rows = data.rows if data.dtype == dtype else data.rows.convert(_float64_chunk)[0]
     try:
         samples = rows.map(_band_sample)
-        n_parts = min(len(samples), max(int(rows.parallelism), -(-data.n // isotonic.PARTITION_ROWS)))
+        n_parts = min(len(samples), max(int(rows.parallelism), -(-data.n // isotonic_rows.PARTITION_ROWS)))
         parts = rows.partition(_partition.choose_bounds(samples, n_parts, dtype))
     finally:
         if rows is not data.rows:
             rows.release()
     try:
         heads = parts.map(_band_head, eps)
-        parts, recut = isotonic.clean_parts(parts, heads, eps, dtype, keep_zero=True)
+        parts, recut = isotonic_rows.clean_parts(parts, heads, eps, dtype, keep_zero=True)
         if recut:
             heads = parts.map(_band_head, eps)
         offsets, total = {}, 0
@@ -304,7 +306,7 @@ def _auc(data, positive, parallelism, n_partitions=None):
 def _logits(chunk, exponent, fraction=None):
     """The logits of a validated metrics chunk, ``(x, labels, w)`` (``w`` as given), their preparation results
     (the weights rescaled by ``2**-exponent``) and, with ``fraction``, their warm-start subsample (weights as
-    given, as :func:`fastcal._engine.logistic.Passes` takes it)."""
+    given, as :func:`fastcal.platt._rows.Passes` takes it)."""
     p, labels, w = chunk
     x, prepared = platt.logit_rows(labels, p, rescale_weights(w, exponent)[0])
     labels = class_bytes(labels)  # as the passes read them
@@ -326,14 +328,13 @@ def _slope_fit(data, fraction, facts, strict=False):
     ``(fit, missing)`` of :func:`fastcal.platt.slope_intercept_passes` (``strict`` as there), over logits made
     in each pass (``facts`` from the table's pass: a backend that converts later) or kept (``facts`` None:
     made here)."""
-    from . import logistic
 
     if facts is not None:
         logit_rows = data.rows.convert_later(_logit_chunk, data.exponent)
     else:
         logit_rows, facts = data.rows.convert(_logits, data.exponent, fraction)
     try:
-        passes = logistic.Passes.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
+        passes = platt.RowPasses.of(logit_rows, data.n, data.exponent, platt.array_pass, fraction,
                                     [f[1] for f in facts])
         return platt.slope_intercept_passes(
             platt.merge_prepared([f[0] for f in facts]), data.n, data.weighted, data.exponent, passes.run_pass,
@@ -357,7 +358,7 @@ def calibration_slope_intercept(rows, *, x_dtype, weighted):
 def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform", pos_label=None, slope=True):
     """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring
     (``slope=False``: no logits, no Newton passes)."""
-    from .. import _binning, metrics
+    from .. import _binning
     from .._params import Boolean, check
 
     n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
@@ -383,5 +384,5 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
     finally:
         data.release()
     units = data.in_weight_units if weighted else (lambda v: v)
-    return metrics.report_from_parts(table, edges, strategy, int(data.n), weighted, units, auc, corp, slope_fit,
+    return report_from_parts(table, edges, strategy, int(data.n), weighted, units, auc, corp, slope_fit,
                                      missing, user_stacklevel() + 1)  # it warns one frame below this one

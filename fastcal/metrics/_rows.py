@@ -38,10 +38,12 @@ import math
 
 import numpy as np
 
-from .. import _binning, _partition, histogram, metrics, smooth
+from .. import _binning, _partition, histogram, smooth
+from .._engine import user_stacklevel
 from .._labels import matrix_classes
 from .._validation import all_zero_weights, rescale_weights, weight_exponent
-from . import user_stacklevel
+from ._inputs import binary_labels, check_probabilities, class_sums_chunk, label_set
+from ._scores import BrierDecomposition
 
 __all__ = [
     "Metrics",
@@ -82,9 +84,9 @@ def _convert(chunk, pos_label, prob=True):
         classes = np.array([c for c, present in ((0, npos < n), (1, npos > 0)) if present], dtype=y_arr.dtype)
     else:
         classes = np.unique(y_arr)
-    labels = metrics.binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
+    labels = binary_labels(y_arr, pos_label) if n else as_label_array(y_arr, "y_true")
     if p_arr.shape[0]:
-        pv, lo, hi = metrics.check_probabilities(p_arr, "y_prob")
+        pv, lo, hi = check_probabilities(p_arr, "y_prob")
     else:
         pv, lo, hi = as_float_array(p_arr, "y_prob"), math.inf, -math.inf
     if w is not None:
@@ -135,7 +137,7 @@ class Metrics:
             self.dtype = _partition.fit_dtype(x_dtype)
             # The in-memory label rules, applied to the set of all labels.
             self.classes = np.unique(np.concatenate([f[3] for f in facts]))
-            positive = metrics.binary_labels(self.classes, pos_label, greater=greater, many=many) != 0
+            positive = binary_labels(self.classes, pos_label, greater=greater, many=many) != 0
             self.positive = self.classes[positive]  # the labels that are positive
             if weighted and not sum(f[4] for f in facts if f[4] is not None) > 0:
                 raise all_zero_weights()
@@ -237,7 +239,7 @@ def brier_decomposition(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform
 
     def terms(data):
         table = data.table(data.edges(n_bins, strategy), moments=True, brier=True)
-        return metrics.BrierDecomposition(*_binning.brier_terms_from_table(table))
+        return BrierDecomposition(*_binning.brier_terms_from_table(table))
 
     return _metrics_call(rows, x_dtype, weighted, pos_label, terms)
 
@@ -264,13 +266,13 @@ def _matrix_convert(chunk):
         raise ValueError(f"Inconsistent numbers of samples: y_true has {y.shape[0]}, y_prob has "
                          f"{np.shape(P)[0] if np.ndim(P) else 0}.")
     w = check_sample_weight(w, y.shape[0]) if w is not None else None
-    return (P, y, w), (metrics.label_set(y), (float(w.max()) if w is not None and w.shape[0] else 0.0),
+    return (P, y, w), (label_set(y), (float(w.max()) if w is not None and w.shape[0] else 0.0),
                        y.shape[0])
 
 
 def _matrix_sums(chunk, classes, exponent, flags):
     P, y, w = chunk
-    return metrics.class_sums_chunk(y, np.asarray(P), w, classes, exponent, "y_prob", **flags)
+    return class_sums_chunk(y, np.asarray(P), w, classes, exponent, "y_prob", **flags)
 
 
 def _class_sums(rows, n_classes, labels, **flags):

@@ -58,7 +58,7 @@ from ._ecce import (
     proportional_ece,
 )
 
-# The internal API of the segment drivers (fastcal._engine.segments), not re-exported by fastcal: check_int,
+# The internal API of the segment tools' drivers over rows (_rows), not re-exported by fastcal: check_int,
 # choose_segments, ecce_result, mce_result (above), and the single-pass metrics' sums and last steps. The numbering
 # of values (and Sizes, the sizes of the passes, which tests lower) is fastcal._coding's.
 from ._ecce import (
@@ -71,6 +71,9 @@ from ._ecce import (
 )
 from ._mce import MulticalibrationResult, choose_segments, mce_result, multicalibration_error
 from ._report import SegmentReport, segment_report
+
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+from . import _rows as rows
 
 __all__ = [
     "ECCEResult",

@@ -128,25 +128,25 @@ from .._coding import (
     numbered,
     quantile_edges,
 )
-from ..multicalibration import (
+from .._engine import Reduction, reduce
+from ..isotonic import rows as isotonic_rows
+from ._ecce import (
     ENTROPY_EDGES,
     check_int,
-    choose_segments,
     ecce_result,
     entropy_from_table,
-    mce_result,
     proportional_edges,
     proportional_from_table,
     ratio_from_sums,
     ratio_sums,
 )
-from . import Reduction, isotonic, reduce
+from ._mce import choose_segments, mce_result
 
 __all__ = ["REDUCTIONS", "calibration_ratio", "ecce", "multicalibration_error", "normalized_entropy", "proportional_ece",
            "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
-PARTITION_ROWS = isotonic.PARTITION_ROWS
+PARTITION_ROWS = isotonic_rows.PARTITION_ROWS
 
 
 # ---------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def _convert_groups(chunk, dtype, distinct):
 def _report_part(chunk, exponent, n_bins):
     """The in-memory :func:`fastcal.segment_report` of one partition of whole groups (None if it has no rows):
     its groups' numbers, and its columns with ``weight_sum`` in units of ``2**exponent``."""
-    from ..multicalibration import segment_report
+    from ._report import segment_report
 
     p, labels, w, codes = chunk
     if not p.shape[0]:
@@ -424,7 +424,7 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
     fastcal.multicalibration.SegmentReport
     """
     from .._params import Integer, check
-    from ..multicalibration import SegmentReport
+    from ._report import SegmentReport
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     n_bins = check_int(n_bins, "n_bins", 1)  # the in-memory check and message

@@ -41,6 +41,11 @@ from ._scaling import fit_arrays, fit_passes, fitted_estimator, merge_prepared, 
 from ._groups import Blocks, fit_groups, fitted_estimators, minimize_lockstep
 from ._slope import logit_rows, slope_intercept_fit, slope_intercept_passes
 
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call; its passes, which beta's
+# driver and the calibration report's slope run too.
+from . import _rows as rows
+from ._rows import Passes as RowPasses
+
 __all__ = [
     "ConvergenceWarning",
     "PlattResult",

@@ -4,7 +4,7 @@ subsample and the parameter checks.
 What both fits of this package share (:mod:`fastcal.platt._scaling`, Platt
 scaling; :mod:`fastcal.platt._slope`, the calibration slope and intercept),
 and what :mod:`fastcal.beta` and the engine's drivers
-(:mod:`fastcal._engine.logistic`) use through :mod:`fastcal.platt`.
+(:mod:`fastcal.platt._rows`) use through :mod:`fastcal.platt`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-r"""Platt scaling and beta calibration over a :class:`~fastcal._engine.Rows`: Newton steps on the caller's side.
+r"""Platt scaling over a :class:`~fastcal._engine.Rows` (beta calibration too, :mod:`fastcal.beta._rows`): Newton steps on
+the caller's side.
 
 Chunks are ``(scores, y, w)`` (``p`` for beta calibration), raw. One
 :meth:`Rows.convert` validates and converts them (the in-memory fit's
@@ -30,12 +31,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _partition, beta, platt
+from .. import _partition
 from .._chunked import merge_in_order
+from .._engine import user_stacklevel
 from .._validation import all_zero_weights, class_bytes, rescale_weights, weight_exponent
-from . import user_stacklevel
+from ._model import array_pass, check_max_iter, check_tol, subsample, subsample_fraction
+from ._scaling import fit_passes, fitted_estimator, merge_prepared, prepare
 
-__all__ = ["Passes", "fit_beta", "fit_platt"]
+__all__ = ["Passes", "fit_platt"]
 
 
 def _convert(chunk, x_dtype, name, fraction=None):
@@ -61,14 +64,14 @@ def _facts(chunk, name, fraction):
 
 def _checked(s, labels, w, name, fraction):
     """:func:`_facts` of the rows, and their labels as the passes read them (after the check)."""
-    iout, fout = platt.prepare(s, labels, w, name=name)
+    iout, fout = prepare(s, labels, w, name=name)
     labels = class_bytes(labels)
-    sub = None if fraction is None else platt.subsample(s, labels, w, fraction)
+    sub = None if fraction is None else subsample(s, labels, w, fraction)
     return (iout, fout, s.shape[0], float(w.max()) if w is not None and w.shape[0] else 0.0, sub), labels
 
 
 def _subsample(chunk, fraction, exponent):
-    s, y, w = platt.subsample(*chunk, fraction)
+    s, y, w = subsample(*chunk, fraction)
     return s, y, rescale_weights(w, exponent)[0]
 
 
@@ -100,7 +103,7 @@ class Passes:
     def __init__(self, rows, x_dtype, weighted, name, array_pass):
         # The subsample the fit will ask for, taken in the conversion when the number of rows is known.
         n_rows = getattr(rows, "n_rows", None)
-        self.fraction = None if not n_rows else platt.subsample_fraction(n_rows)
+        self.fraction = None if not n_rows else subsample_fraction(n_rows)
         dtype = _partition.fit_dtype(x_dtype)
         if hasattr(rows, "convert_later"):  # converted in each pass (Spark): nothing written back
             self.conv = rows.convert_later(_converted, dtype, name)
@@ -120,7 +123,7 @@ class Passes:
                 raise ValueError(f"{name} must have at least 1 element, got 0.")
             raise all_zero_weights()
         self.exponent = weight_exponent(None, max(p[3] for p in preps))
-        self.prepared = platt.merge_prepared([(p[0], p[1]) for p in preps], self.exponent)
+        self.prepared = merge_prepared([(p[0], p[1]) for p in preps], self.exponent)
 
     def rows(self, fraction):
         if fraction == self.fraction:  # taken in the conversion
@@ -144,28 +147,11 @@ def fit_platt(rows, *, x_dtype, weighted, max_iter=100, tol=None):
     ``max_iter`` and ``tol`` as in :class:`fastcal.PlattScaling`; about three
     passes over the rows after the conversion.
     """
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    passes = Passes(rows, x_dtype, weighted, "scores", platt.array_pass)
+    max_iter_c, tol_c = check_max_iter(max_iter), check_tol(tol)
+    passes = Passes(rows, x_dtype, weighted, "scores", array_pass)
     try:
-        fit = platt.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, max_iter_c, tol_c,
+        fit = fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, max_iter_c, tol_c,
                                passes.exponent)
     finally:
         passes.conv.release()
-    return platt.fitted_estimator(fit, max_iter, tol, stacklevel=user_stacklevel())
-
-
-def fit_beta(rows, *, x_dtype, weighted, parameters="abm", max_iter=100, tol=None):
-    """Fit :class:`fastcal.BetaCalibration` on ``rows`` of ``(p, y, w)``: see the module docstring.
-
-    ``parameters``, ``max_iter`` and ``tol`` as in :class:`fastcal.BetaCalibration`.
-    """
-    model = beta.check_model(parameters)
-    max_iter_c, tol_c = platt.check_max_iter(max_iter), platt.check_tol(tol)
-    passes = Passes(rows, x_dtype, weighted, "p", beta.array_pass)
-    try:
-        eps = float(np.finfo(_partition.fit_dtype(x_dtype)).eps)
-        fit = beta.fit_passes(passes.prepared, passes.n, weighted, passes.run_pass, passes.rows, model, eps,
-                              max_iter_c, tol_c)
-    finally:
-        passes.conv.release()
-    return beta.fitted_estimator(fit, parameters, max_iter, tol, stacklevel=user_stacklevel())
+    return fitted_estimator(fit, max_iter, tol, stacklevel=user_stacklevel())

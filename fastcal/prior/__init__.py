@@ -39,7 +39,7 @@ The corrections are one subject a module: :mod:`!fastcal.prior._sampling`
 
 Internal API, the EM as steps (summarise a chunk → merge in order →
 finish, driven over any :class:`fastcal._engine.Rows` by
-:mod:`fastcal._engine.prior`): :func:`check_em`, :func:`em_source`,
+:mod:`fastcal.prior._rows`): :func:`check_em`, :func:`em_source`,
 :func:`em_partials`, :func:`em_summarise` and its :class:`EMSummary`,
 :func:`em_merge`, :func:`em_finish`, :func:`iterate_em`,
 :func:`warn_em_not_converged`. The exactness rule: a summary is the
@@ -60,7 +60,7 @@ from ._maps import binary_map
 from ._sampling import sampling_odds
 from ._shift import shift_odds
 
-# The internal API of fastcal._engine.prior and of the tests (documented above and in the module): the EM as
+# The internal API of the tests (documented above and in the module): the EM as
 # steps (checks, source, summaries, their merge and finish) and its iteration; not re-exported by fastcal.
 from ._em import (
     EMSummary,
@@ -73,6 +73,9 @@ from ._em import (
     iterate_em,
     warn_em_not_converged,
 )
+
+# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+from . import _rows as rows
 
 __all__ = [
     "ConvergenceWarning",

@@ -2,7 +2,7 @@
 
 Summarise a chunk (:func:`em_summarise`, an :class:`EMSummary`) -> merge in order (:func:`em_merge`) -> finish
 (:func:`em_finish`), iterated by :func:`iterate_em` (plain EM or SQUAREM); driven over arrays here and over any
-:class:`fastcal._engine.Rows` by :mod:`fastcal._engine.prior`. The exactness rule: a summary is the fixed-chunk
+:class:`fastcal._engine.Rows` by :mod:`fastcal.prior._rows`. The exactness rule: a summary is the fixed-chunk
 reduction of :mod:`fastcal._chunked` (bit-identical at any thread count); summaries merge in chunk order.
 """
 

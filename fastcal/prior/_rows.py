@@ -2,22 +2,22 @@ r"""The EM estimate of new class priors (:func:`fastcal.estimate_priors_em`) ove
 
 Chunks are ``(p,)``, P(y = 1) of a binary problem, or ``(p_0, ..., p_{k-1})``,
 one column a class, raw. One :meth:`Rows.convert` validates and converts
-them (:func:`fastcal.prior.em_source`: the in-memory errors; float32 stays
+them (:func:`fastcal.prior._em.em_source`: the in-memory errors; float32 stays
 float32) into the matrix or column the kernels read. Then every EM map
 (Saerens, Latinne & Decaestecker 2002) is one :class:`~fastcal._engine.Reduction`
 at the current priors:
 
 summarise
-    :func:`fastcal.prior.em_summarise` of a chunk: one fused E-step pass,
+    :func:`fastcal.prior._em.em_summarise` of a chunk: one fused E-step pass,
     the posteriors' column sums, the log-likelihood (with SQUAREM), the
     invalid values and rows (first pass only);
 merge
-    :func:`fastcal.prior.em_merge`, in chunk order;
+    :func:`fastcal.prior._em.em_merge`, in chunk order;
 finish
-    :func:`fastcal.prior.em_finish`: the new priors and the log-likelihood,
+    :func:`fastcal.prior._em.em_finish`: the new priors and the log-likelihood,
     or the in-memory errors about ``proba``.
 
-The iteration (plain EM or SQUAREM, :func:`fastcal.prior.iterate_em`) runs
+The iteration (plain EM or SQUAREM, :func:`fastcal.prior._em.iterate_em`) runs
 on the caller's side, as in memory. Adjusting the rows to the estimated
 priors is a map (:func:`fastcal.adjust_priors` of each chunk, with
 ``train_priors`` and the estimate as ``new_priors``), left to the adapter.
@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import prior
-from . import Reduction, reduce
+from .._engine import Reduction, reduce
+from . import _em
 
 __all__ = ["estimate_priors_em"]
 
@@ -48,16 +48,16 @@ def _convert(chunk, k, x_dtype):
     arr = chunk[0] if len(chunk) == 1 else np.column_stack(chunk)
     if np.shape(arr)[0] == 0:
         arr = np.asarray(arr, dtype=x_dtype)
-    src = prior.em_source(arr, k)
+    src = _em.em_source(arr, k)
     return (src,), src.shape[0]
 
 
 def _summarise(chunk, pi, train, check, want_ll):
-    return prior.em_summarise(chunk[0], pi, train, check, want_ll)
+    return _em.em_summarise(chunk[0], pi, train, check, want_ll)
 
 
 #: One EM map over the rows: the chunks' summaries, merged in chunk order.
-EM_STEP = Reduction(_summarise, prior.em_merge)
+EM_STEP = Reduction(_summarise, _em.em_merge)
 
 
 def estimate_priors_em(rows, *, x_dtype, weighted=False, train_priors, max_iter=1000, tol=1e-8, accelerate=True):
@@ -72,7 +72,7 @@ def estimate_priors_em(rows, *, x_dtype, weighted=False, train_priors, max_iter=
     """
     if weighted:
         raise ValueError("estimate_priors_em takes no sample weights.")
-    max_iter, tol, accelerate, train = prior.check_em(train_priors, max_iter, tol, accelerate)
+    max_iter, tol, accelerate, train = _em.check_em(train_priors, max_iter, tol, accelerate)
     k = train.shape[0]
     conv, sizes = rows.convert(_convert, k, np.dtype(x_dtype))
     try:
@@ -82,11 +82,11 @@ def estimate_priors_em(rows, *, x_dtype, weighted=False, train_priors, max_iter=
 
         def em_step(pi):
             check, first[0] = first[0], False
-            return prior.em_finish(reduce(conv, EM_STEP, pi, train, check, accelerate), pi, train)
+            return _em.em_finish(reduce(conv, EM_STEP, pi, train, check, accelerate), pi, train)
 
-        pi, delta, converged, n_iter = prior.iterate_em(em_step, train, max_iter, tol, accelerate)
+        pi, delta, converged, n_iter = _em.iterate_em(em_step, train, max_iter, tol, accelerate)
     finally:
         conv.release()
     if not converged:
-        prior.warn_em_not_converged(max_iter, delta, tol)
+        _em.warn_em_not_converged(max_iter, delta, tol)
     return pi, n_iter, converged

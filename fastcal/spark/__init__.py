@@ -6,8 +6,9 @@ r"""fastcal on Spark: the same fits, predictions and diagnostics on Spark DataFr
 master (``local[*]``, a standalone or YARN or Kubernetes cluster); the
 workers need fastcal installed in their Python.
 
-Fits and diagnostics are adapters on fastcal's engines (:mod:`fastcal._engine`):
-:class:`SparkRows` gives the engines' drivers the DataFrame's partitions as
+Fits and diagnostics are adapters on the subjects' drivers over a
+:class:`fastcal._engine.Rows` (each package's ``rows``): :class:`SparkRows`
+gives the drivers the DataFrame's partitions as
 chunks of NumPy arrays, and the drivers do the rest, as they do for the
 in-memory, out-of-core and Dask backends. So every result equals the
 in-memory function of the collected columns (the isotonic thresholds bit for

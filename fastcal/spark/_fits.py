@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
-from .._engine import binned as _binned
-from .._engine import isotonic as _isotonic
-from .._engine import logistic as _logistic
+from ..metrics import rows as _binned
+from ..isotonic import rows as _isotonic
+from ..beta import rows as _beta_rows
+from ..platt import rows as _platt_rows
 from ._rows import drive
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def fit_platt(
     partition order. ``max_iter`` and
     ``tol`` as in :class:`fastcal.PlattScaling`.
     """
-    return drive(_logistic.fit_platt, df, (score_col, label_col, weight_col),
+    return drive(_platt_rows.fit_platt, df, (score_col, label_col, weight_col),
                  ("score_col", "label_col", "weight_col"), max_iter=max_iter, tol=tol)
 
 
@@ -107,7 +108,7 @@ def fit_beta(
 ) -> BetaCalibration:
     """Fit :class:`fastcal.BetaCalibration` on a DataFrame's columns: ``a_``, ``b_``, ``c_`` equal to the in-memory
     fit (~1e-10). ``prob_col`` holds probabilities in [0, 1]; the passes as in :func:`fit_platt`."""
-    return drive(_logistic.fit_beta, df, (prob_col, label_col, weight_col),
+    return drive(_beta_rows.fit_beta, df, (prob_col, label_col, weight_col),
                  ("prob_col", "label_col", "weight_col"), parameters=parameters, max_iter=max_iter, tol=tol)
 
 

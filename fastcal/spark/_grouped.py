@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame
 
-from .._engine import grouped as _grouped
+from ..grouped import rows as _grouped
 from ._rows import drive, pin_rows
 from ._segments import group_numbers, needs_numbers, numbered_columns, one_column, several_columns, tuples_of
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pyspark.sql import DataFrame
 
-from .._engine import binned as _binned
-from .._engine import decomposition as _decomposition
+from ..metrics import rows as _binned
+from ..metrics import report_rows as _decomposition
 from ._rows import drive_metric
 
 if TYPE_CHECKING:

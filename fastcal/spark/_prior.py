@@ -130,7 +130,7 @@ def estimate_priors_em(df: DataFrame, prob_col: str, train_priors: Priors, *, ma
     result as ``new_priors``). (Multiclass posteriors, k columns, are not
     offered on Spark.)
     """
-    from .._engine import prior as _prior
+    from ..prior import rows as _prior
     from ..prior import PriorEMResult
     from ._rows import SparkRows
 

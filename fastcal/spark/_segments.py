@@ -1,5 +1,5 @@
 """ECCE, calibration ratio, report by segment and multicalibration error of a DataFrame's columns: the drivers
-of :mod:`fastcal._engine.segments` on a :class:`SparkRows`.
+of :mod:`fastcal.multicalibration._rows` on a :class:`SparkRows`.
 
 Internal API of :mod:`fastcal.spark._grouped`: :func:`needs_numbers` and :func:`group_numbers` (a group column
 numbered in the JVM, in the in-memory order); :func:`several_columns`, :func:`numbered_columns` and
@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .._engine import segments as _segments
+from ..multicalibration import rows as _segments
 from .._coding import MISSING, OTHER, group_codes
 from ._buckets import temp_name
 from ._rows import SparkRows, drive, drive_metric, pin_rows
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------------
-# ECCE, calibration ratio, report by segment: the drivers of fastcal._engine.segments.
+# ECCE, calibration ratio, report by segment: the drivers of fastcal.multicalibration._rows.
 # ---------------------------------------------------------------------------
 
 
