@@ -207,7 +207,7 @@ def range_scatter_rows(x, bits, sign, p, flip, factor, x0, scale, cell_range, of
     width's top bit. Row ``i`` becomes ``(key of x[i], bits of p[i] * factor)``
     (uint64; ``factor`` an exact power of two), the value negated where
     ``flip[i] != 0`` (``flip`` empty: nowhere): a weight carrying its 0/1 label
-    as its sign (see :func:`~fastcal.isotonic._kernels.pav_sorted`). The
+    as its sign (see :func:`~fastcal._pav_kernels.pav_sorted`). The
     keys are those of :func:`keys_histograms`, so :func:`sort_rows` sorts
     each range without a pass of its own to make them.
     """

@@ -379,7 +379,7 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
 
 def stable_argsort_blocks(x, labels, w, sign):
     """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
-    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal.isotonic._kernels.pav_sorted`
+    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._pav_kernels.pav_sorted`
     on the same chunks: the chunks depend on the sorted scores alone)."""
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
-from ..isotonic import _kernels as _ik
+from . import _kernels as _gk
 from .._coding import _kernels as _k
 from .. import _parallel
 from .._base import BaseCalibrator, check_is_fitted
@@ -308,11 +308,11 @@ def predict_matched(est, scores, groups):
 
 def _predict_isotonic(flat, t, model, out):
     """Predictions of isotonic models by group in one pass over the rows
-    (:func:`~fastcal.isotonic._kernels.predict_groups`) into ``out``: row ``i`` of the checked scores ``t`` by
+    (:func:`~fastcal.grouped._kernels.predict_groups`) into ``out``: row ``i`` of the checked scores ``t`` by
     model ``model[i]`` of ``flat`` (:meth:`GroupedCalibrator._flat_isotonic`; the global one last); the bits of
     each model's ``predict``."""
     offsets, knots_x, knots_y, clip = flat
-    _parallel.parallel_for(_ik.predict_groups, t.shape[0], t, model, offsets, knots_x, knots_y, clip, out)
+    _parallel.parallel_for(_gk.predict_groups, t.shape[0], t, model, offsets, knots_x, knots_y, clip, out)
 
 
 def group_kinds(values):

@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from . import _kernels as _gk
-from ..isotonic import _kernels as _ik
 from .._coding import _kernels as _k
 from .. import _binning, _parallel
 from ..isotonic._pav import chunk_count, resolution
@@ -97,7 +96,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     count) lay the rows out bucket by bucket (and by label, without weights),
     in input order; rows of weight zero are dropped. Each bucket, taken by
     one of fastcal's threads, is then ordered by group and fitted group by
-    group (:func:`~fastcal.isotonic._kernels.pav_groups`), each group's
+    group (:func:`~fastcal.grouped._kernels.pav_groups`), each group's
     weights rescaled by its own power of two as its own fit does
     (:func:`~fastcal._validation.rescale_weights`). Left to the calibrator:
     fits of labels other than 0/1, groups without a row of positive weight
@@ -158,21 +157,21 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
         knots_x, knots_y = np.empty(b - a, dtype=x.dtype), np.empty(b - a, dtype=x.dtype)
         g0, ng = first[k], first[k + 1] - first[k]
         if weighted:
-            z, zw, s0 = _ik.by_group(xs[a:b], ws[a:b], gs[a:b], g0, ng)
+            z, zw, s0 = _gk.by_group(xs[a:b], ws[a:b], gs[a:b], g0, ng)
             keys = np.empty(b - a, dtype=np.uint64)
-            p = _ik.group_score_keys(z.view(np.uint64 if z.dtype.itemsize == 8 else np.uint32), s0, keys)
+            p = _gk.group_score_keys(z.view(np.uint64 if z.dtype.itemsize == 8 else np.uint32), s0, keys)
             keys.sort()  # NumPy's sort of distinct keys (no stable argsort: 3-8x slower); then each group's order
             order = np.empty(b - a, dtype=np.int64)
-            _ik.order_in_groups(z, s0, keys, p, order)
-            m = _ik.pav_groups_weighted(z, zw, order, s0, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
+            _gk.order_in_groups(z, s0, keys, p, order)
+            m = _gk.pav_groups_weighted(z, zw, order, s0, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
         else:
             none = ws[:0]
-            z, _, s0 = _ik.by_group(xs[a:c], none, gs[a:c], g0, ng)
-            o, _, s1 = _ik.by_group(xs[c:b], none, gs[c:b], g0, ng)
+            z, _, s0 = _gk.by_group(xs[a:c], none, gs[a:c], g0, ng)
+            o, _, s1 = _gk.by_group(xs[c:b], none, gs[c:b], g0, ng)
             for run, bounds in ((z, s0.tolist()), (o, s1.tolist())):
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     run[lo:hi].sort()  # NumPy's sort: several times Numba's, and the order of ties cannot matter
-            m = _ik.pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
+            m = _gk.pav_groups(z, s0, o, s1, g0, eps, sign, y_lo, y_hi, knots_x, knots_y, n_knots)
         return knots_x[:m], knots_y[:m]
 
     results = _parallel.run([(fit_bucket, (k,)) for k in range(len(buckets))])

@@ -57,7 +57,7 @@ How the in-memory :func:`summarise` orders the rows:
   whichever thread takes the range (:func:`fastcal._sort.sort_by_label`).
   The whole is then two sorted runs (the scores of label 0 and those of
   label 1), fitted range by range by
-  :func:`~fastcal.isotonic._kernels.pav_binary`. A caller that needs the
+  :func:`~fastcal._pav_kernels.pav_binary`. A caller that needs the
   same sort for another statistic (the AUC of ``calibration_report``) makes
   it once with :func:`sort_for_fit` and passes it as ``by_label``.
 - Weighted 0/1 labels, and real-valued targets without weights: the same
@@ -209,7 +209,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
 
 def _summarise_pairs(pairs, kind, eps, sign, centered):
     """:func:`summarise` of sorted scores with one float64 carried per row (``kind``: see
-    :func:`~fastcal.isotonic._kernels.pav_sorted`)."""
+    :func:`~fastcal._pav_kernels.pav_sorted`)."""
     xs, ps = pairs
     targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
 
@@ -223,7 +223,7 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):
-    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal.isotonic._kernels.pav_sorted`), for :func:`_fit_runs`."""
+    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._pav_kernels.pav_sorted`), for :func:`_fit_runs`."""
     weighted = ws.shape[0] > 0
 
     def unit(ia0, ia1, ib0, ib1, out):
@@ -367,7 +367,7 @@ def finish(blocks, sign, *, y_min=None, y_max=None, centered=False):
 
     Each block's value is its mean ``sign * swy / sw`` rounded to the dtype of
     the scores and clipped to ``[y_min, y_max]``. Step fits keep the two ends
-    of each run of equal values (:func:`~fastcal.isotonic._kernels.thresholds`,
+    of each run of equal values (:func:`~fastcal._pav_kernels.thresholds`,
     scikit-learn's points); centered fits the block centres
     ``swx / sw`` (see :func:`centered_knots`).
     """
