@@ -32,7 +32,6 @@ from . import _decomposition_kernels as _k
 from ._binning import top_label_problem
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
-from .isotonic._pav import sort_for_fit
 from ._results import Result
 from ._sort import argsort, sort_with
 from ._validation import (
@@ -44,7 +43,7 @@ from ._validation import (
     column_or_1d,
     is_binary,
 )
-from .isotonic import pav_fit
+from .isotonic import pav_fit, sort_for_fit
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray

@@ -13,6 +13,7 @@ from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal.isotonic import _kernels as kernels
+from fastcal import _pav_kernels as pav_kernels
 from fastcal import _parallel, _sort
 from fastcal.isotonic import _pav
 from fastcal import isotonic as isotonic_module
@@ -369,7 +370,7 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
     eps = _pav.resolution(x.dtype)
     for sign in (1.0, -1.0):
         stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
-        nb = kernels.pav_sorted(xs, labels[order], np.empty(0), 0, eps, sign, *stack)
+        nb = pav_kernels.pav_sorted(xs, labels[order], np.empty(0), 0, eps, sign, *stack)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(_pav, "CHUNK_ROWS", chunk_rows)
             got = _pav.summarise(x, labels, None, sign)
@@ -433,9 +434,9 @@ def test_pav_sorted_label_decodings_same_bits_as_labels_and_weights(data, sign):
     for kind in (None, 1, 2):
         stack = (np.empty(n), np.empty(n), np.empty(n, x.dtype), np.empty(n, x.dtype))
         if kind is None:
-            nb = kernels.pav_sorted(xs, labels, ws, 0, eps, sign, *stack)
+            nb = pav_kernels.pav_sorted(xs, labels, ws, 0, eps, sign, *stack)
         else:
-            nb = kernels.pav_sorted(xs, carried, carried[:0], kind, eps, sign, *stack)
+            nb = pav_kernels.pav_sorted(xs, carried, carried[:0], kind, eps, sign, *stack)
         fits.append([a[:nb] for a in stack])
     for fit in fits[1:]:
         for a, b in zip(fit, fits[0]):

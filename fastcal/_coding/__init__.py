@@ -8,6 +8,7 @@ whole (:mod:`fastcal._coding._rows`: the backends' numbering). Internal API
 (documented in ``_values`` and ``_rows``):
 """
 
+from ._kernels import count_values, counting_order  # the counting passes that lay grouped rows out (fastcal.grouped)
 from ._rows import (
     CHANGED,
     GROUP_PARTITION_ROWS,
@@ -56,6 +57,8 @@ __all__ = [
     "cell_type",
     "chunk_numbers",
     "collapse_categories",
+    "count_values",
+    "counting_order",
     "distinct_values",
     "feature_columns",
     "folded_values",

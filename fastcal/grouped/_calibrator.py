@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 
 from . import _kernels as _gk
-from .._coding import _kernels as _k
 from .. import _parallel
 from .._base import BaseCalibrator, check_is_fitted
 from ._fits import fit_group_models
@@ -33,7 +32,7 @@ from .._validation import as_float_array, check_consistent_length, check_finite,
 from ..beta import BetaCalibration
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
-from .._coding import as_groups, group_sizes_codes
+from .._coding import as_groups, counting_order, group_sizes_codes
 from ..platt import PlattScaling
 from ..venn_abers import VennAbers
 
@@ -299,7 +298,7 @@ def predict_matched(est, scores, groups):
         return out, matched, uniques
     rows = model[codes]
     known = np.flatnonzero(rows >= 0)
-    order, starts = _k.counting_order(rows[known], len(est.groups_))
+    order, starts = counting_order(rows[known], len(est.groups_))
     for i in np.flatnonzero(np.diff(starts)):
         at = known[order[starts[i]:starts[i + 1]]]
         out[at] = est.calibrators_[i].predict(s[at])

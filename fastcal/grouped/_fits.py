@@ -25,9 +25,8 @@ from typing import Any
 import numpy as np
 
 from . import _kernels as _gk
-from .._coding import _kernels as _k
 from .. import _binning, _parallel
-from ..isotonic._pav import chunk_count, resolution
+from .._coding import count_values, counting_order
 from .._validation import (
     as_float_array,
     as_label_array,
@@ -45,7 +44,7 @@ from ..histogram import HistogramBinning
 from ..histogram import bin_edges as histogram_bin_edges
 from ..histogram import check_params as check_histogram_params
 from ..histogram import fitted_estimators as histogram_estimators
-from ..isotonic import IsotonicRegression
+from ..isotonic import IsotonicRegression, chunk_count, resolution
 from ..platt import PlattScaling
 from ..platt import check_max_iter as check_platt_max_iter
 from ..platt import check_tol as check_platt_tol
@@ -261,13 +260,13 @@ def _by_group(codes, sizes, s, y, w):
     np.cumsum(sizes, out=starts[1:])
     if not all(a.dtype.isnative and (a.dtype.kind in "biu" or a.dtype.char in "fd") for a in (s, y, w)
                if a is not None):
-        order = _k.counting_order(codes, k)[0]
+        order = counting_order(codes, k)[0]
         return np.take(s, order), np.take(y, order), (None if w is None else np.take(w, order)), starts
     bounds = _parallel.task_bounds(n, rows=min(n, _parallel.TASK_ROWS * max(1, n // k)))  # at most n / k chunks:
     chunks = len(bounds) - 1  # their counts per group take no more memory than the rows
     none = np.empty(0)
     per_chunk = np.zeros((chunks, k), dtype=np.int64)
-    _parallel.run([(_k.count_values, (codes, 0, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
+    _parallel.run([(count_values, (codes, 0, per_chunk[c], bounds[c], bounds[c + 1])) for c in range(chunks)])
     offsets = starts[:-1] + np.cumsum(per_chunk, axis=0) - per_chunk
     so, yo = np.empty_like(s), np.empty_like(y)
     wo = np.empty_like(w) if w is not None else none

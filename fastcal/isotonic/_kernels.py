@@ -1,7 +1,7 @@
 """Numba kernels of isotonic regression: the PAV of unsorted rows, the PAV steps' cuts and sums, prediction.
 
 The PAV of sorted rows, tie pooling and the knots are in :mod:`fastcal._pav_kernels` (shared with the grouped
-fits), imported here as this module's.
+fits).
 
 Private: every kernel assumes clean, contiguous input of the dtypes the
 wrappers in :mod:`fastcal.isotonic` give it, and checks nothing.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from .._pav_kernels import pav_binary, pav_sorted, push_block, push_blocks, push_group, thresholds  # noqa: F401
 
 # --------------------------------------------------------------------------
 # Pool adjacent violators

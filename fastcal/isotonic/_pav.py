@@ -86,6 +86,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as _k
+from .. import _pav_kernels as _pk
 from .._parallel import run, split
 from .._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
 from .._validation import is_binary, rescale_weights
@@ -214,7 +215,7 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
     targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
 
     def unit(ia0, ia1, ib0, ib1, out):
-        nb = _k.pav_sorted(xs[ia0:ia1], ps[ia0:ia1], ps[:0], kind, eps, sign, *out[:4])
+        nb = _pk.pav_sorted(xs[ia0:ia1], ps[ia0:ia1], ps[:0], kind, eps, sign, *out[:4])
         if centered:
             _score_sums(xs[ia0:ia1], ps[ia0:ia1], 0 if kind == 0 else 2, out, nb)
         return nb
@@ -228,7 +229,7 @@ def _ordered_unit(xs, ys, ws, eps, sign, centered):
 
     def unit(ia0, ia1, ib0, ib1, out):
         wu = ws[ia0:ia1] if weighted else ws
-        nb = _k.pav_sorted(xs[ia0:ia1], ys[ia0:ia1], wu, 0, eps, sign, *out[:4])
+        nb = _pk.pav_sorted(xs[ia0:ia1], ys[ia0:ia1], wu, 0, eps, sign, *out[:4])
         if centered:
             _score_sums(xs[ia0:ia1], wu, 1 if weighted else 0, out, nb)
         return nb
@@ -255,7 +256,7 @@ def _summarise_binary(X, labels, eps, sign, centered, by_label=None):
     none = neg[:0]
 
     def unit(ia0, ia1, ib0, ib1, out):
-        nb = _k.pav_binary(neg[ia0:ia1], pos[ib0:ib1], eps, sign, *out[:4])
+        nb = _pk.pav_binary(neg[ia0:ia1], pos[ib0:ib1], eps, sign, *out[:4])
         if centered:
             _score_sums(neg[ia0:ia1], none, 0, out, nb)
             _k.score_sums(pos[ib0:ib1], none, 0, out[2], nb, out[4])
@@ -346,7 +347,7 @@ def _pool(stack, segments):
         if centered:
             firsts.append(xf[start:start + count].copy())
             sums.append(stack[4][start:start + count].copy())
-        top = _k.push_blocks(sw, swy, xf, xl, top, start, start + count)
+        top = _pk.push_blocks(sw, swy, xf, xl, top, start, start + count)
     # Copies: views would keep the n-sized stack arrays alive.
     pooled = (sw[:top].copy(), swy[:top].copy(), xf[:top].copy(), xl[:top].copy())
     if not centered:
@@ -382,7 +383,7 @@ def finish(blocks, sign, *, y_min=None, y_max=None, centered=False):
         np.clip(vals, lo, hi, out=vals)
     if centered:
         return centered_knots(vals, sw, xf, xl, blocks[4])
-    return _k.thresholds(vals, xf, xl, vals.shape[0])
+    return _pk.thresholds(vals, xf, xl, vals.shape[0])
 
 
 def centered_knots(vals, sw, xf, xl, swx):

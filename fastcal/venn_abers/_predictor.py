@@ -21,7 +21,7 @@ from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._parallel import parallel_for, run
 from .._persist import register
-from ..isotonic._pav import chunk_count
+from ..isotonic import chunk_count
 from .._sort import argsort, sort_by_label
 from .._validation import (
     as_float_array,
