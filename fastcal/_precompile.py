@@ -92,9 +92,8 @@ from .metrics import (
 from .grouped import GroupedCalibrator
 from ._coding import Sizes
 from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
-from .platt import PlattScaling, calibration_slope_intercept, platt_scaling
+from .platt import WARM_START_MIN, PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
-from .platt._model import WARM_START_MIN
 from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers

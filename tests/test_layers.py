@@ -134,6 +134,33 @@ def private_name_uses(source, module, is_package=False, modules=MODULES):
     return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
 
 
+def private_module_imports(source, module, is_package=False, modules=MODULES):
+    """Where ``source``, the text of fastcal module ``module``, imports a private module of a package it is not in.
+
+    A module whose own name starts with ``_`` inside a package of fastcal
+    (``fastcal.isotonic._pav``, ``fastcal._coding._kernels``) belongs to that
+    package: others reach it through the package's ``__init__`` (its internal
+    API), never directly. The top-level private modules (``fastcal._partition``,
+    ``fastcal._engine``) are the shared layer, there for every module.
+    """
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            origin = _resolve(module, is_package, node)
+            targets = [(node.lineno, origin)] + [(node.lineno, f"{origin}.{a.name}") for a in node.names
+                                                 if f"{origin}.{a.name}" in modules]
+        else:
+            continue
+        for line, target in targets:
+            parent, _, last = target.rpartition(".")
+            inside = module == parent or module.startswith(f"{parent}.")
+            if parent.startswith("fastcal.") and _is_private(last) and target in modules and not inside:
+                found.append(f"{module}:{line}: {target}")
+    return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
+
+
 def kernel_imports(source, module):
     """Every ``(line, imported module)`` of kernel module ``module``, at any depth, by absolute name."""
     found = []
@@ -198,6 +225,13 @@ def test_no_module_uses_another_modules_private_names():
     assert not found, "private names used across modules:\n" + "\n".join(found)
 
 
+def test_no_module_imports_another_packages_private_module():
+    found = []
+    for name, (path, is_package) in MODULES.items():
+        found += private_module_imports(path.read_text(encoding="utf-8"), name, is_package)
+    assert not found, "private modules of other packages imported:\n" + "\n".join(found)
+
+
 def test_tests_and_benchmarks_use_no_private_name_of_fastcal():
     # They reach fastcal through its public API and the documented internal names (kernels, engine hooks,
     # size knobs), so a private helper can change without breaking them.
@@ -236,6 +270,26 @@ def test_importing_the_core_leaves_optional_dependencies_out():
 # ---------------------------------------------------------------------------
 # The checkers can fail
 # ---------------------------------------------------------------------------
+
+
+def test_private_module_checker_flags_synthetic_violations():
+    source = """
+from ..isotonic._pav import chunk_count
+from ..isotonic import _kernels as ik, pav_fit
+from .._coding import _kernels
+import fastcal.platt._model
+from .. import _partition, _engine
+from . import _rows
+from ._rows import SparkRows
+def f():
+    from ..metrics import rows
+"""
+    assert private_module_imports(source, "fastcal.spark._fits") == [
+        "fastcal.spark._fits:2: fastcal.isotonic._pav",
+        "fastcal.spark._fits:3: fastcal.isotonic._kernels",
+        "fastcal.spark._fits:4: fastcal._coding._kernels",
+        "fastcal.spark._fits:5: fastcal.platt._model",
+    ]
 
 
 def test_private_name_checker_flags_synthetic_violations():
