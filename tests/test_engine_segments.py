@@ -20,6 +20,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal._coding import group_bounds
 from fastcal._engine import ListRows
+from fastcal.multicalibration import mce_rows as emce
 from fastcal.multicalibration import rows as eseg
 
 RTOL = 1e-12
@@ -384,7 +385,7 @@ def test_multicalibration_error_equals_in_memory(params, kind, weighted):
     ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, **params)
     cuts = _cuts(1500, kind, np.random.default_rng(23))
     for n_partitions in (None, 4):
-        got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), cuts), x_dtype=p.dtype,
+        got = emce.multicalibration_error(_rows((p, y, w, *feats.values()), cuts), x_dtype=p.dtype,
                                           weighted=weighted, names=names, n_partitions=n_partitions, **params)
         _assert_same_mce(got, ref)
 
@@ -394,12 +395,12 @@ def test_multicalibration_error_float32_one_row_per_chunk_and_no_features():
     p, y, w = _data(80, 25, dtype=np.float32, weighted=True)
     feats = {"g": rng.integers(0, 3, 80), "x": rng.uniform(size=80)}
     ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, numerical=["x"], min_samples_per_segment=2)
-    got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), _cuts(80, "rows", None)), x_dtype=p.dtype,
+    got = emce.multicalibration_error(_rows((p, y, w, *feats.values()), _cuts(80, "rows", None)), x_dtype=p.dtype,
                                       weighted=True, names=list(feats), numerical=["x"], min_samples_per_segment=2,
                                       n_partitions=80)
     _assert_same_mce(got, ref)
     ref = fastcal.multicalibration_error(y, p, {})
-    got = eseg.multicalibration_error(_rows((p, y, None), [0, 40, 80]), x_dtype=p.dtype, weighted=False, names=[])
+    got = emce.multicalibration_error(_rows((p, y, None), [0, 40, 80]), x_dtype=p.dtype, weighted=False, names=[])
     _assert_same_mce(got, ref)
 
 
@@ -412,7 +413,7 @@ def test_multicalibration_error_value_order_across_chunks():
     ref = fastcal.multicalibration_error(y, p, {"g": g}, min_samples_per_segment=0, max_values_per_segment_feature=5)
     assert [v.get("g") for v in ref.segment_values] == [None, "b", "a", "c"]
     for cuts in ([0, 3, 8], [0, 5, 6, 8], list(range(9))):
-        got = eseg.multicalibration_error(_rows((p, y, None, g), cuts), x_dtype=p.dtype, weighted=False,
+        got = emce.multicalibration_error(_rows((p, y, None, g), cuts), x_dtype=p.dtype, weighted=False,
                                           names=["g"], min_samples_per_segment=0, max_values_per_segment_feature=5)
         _assert_same_mce(got, ref)
 
@@ -425,7 +426,7 @@ def test_multicalibration_error_parameter_errors():
         with pytest.raises((ValueError, TypeError)) as ref:
             fastcal.multicalibration_error(y, p, {"g": np.array([1, 2, 1])}, **kw)
         with pytest.raises(type(ref.value)) as got:
-            eseg.multicalibration_error(rows, x_dtype=p.dtype, weighted=False, names=["g"], **kw)
+            emce.multicalibration_error(rows, x_dtype=p.dtype, weighted=False, names=["g"], **kw)
         assert str(got.value) == str(ref.value)
 
 
@@ -438,6 +439,6 @@ def test_multicalibration_error_many_cells(n_features):
     feats = {f"f{i}": rng.integers(0, 10, 2000) for i in range(n_features)}
     params = dict(max_values_per_segment_feature=10, max_depth=1 if n_features > 6 else 2, min_samples_per_segment=3)
     ref = fastcal.multicalibration_error(y, p, feats, sample_weight=w, **params)
-    got = eseg.multicalibration_error(_rows((p, y, w, *feats.values()), [0, 700, 1300, 2000]), x_dtype=p.dtype,
+    got = emce.multicalibration_error(_rows((p, y, w, *feats.values()), [0, 700, 1300, 2000]), x_dtype=p.dtype,
                                       weighted=True, names=list(feats), n_partitions=3, **params)
     _assert_same_mce(got, ref)

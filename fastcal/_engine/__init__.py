@@ -62,7 +62,7 @@ Each module states its exactness rule.
     ``score_decomposition``, ``corp_reliability``, ``roc_auc_score``,
     ``calibration_slope_intercept``, ``calibration_report`` on chunks
     ``(y_prob, y_true, w)``.
-:mod:`fastcal.multicalibration._rows`
+:mod:`fastcal.multicalibration._rows`, :mod:`fastcal.multicalibration._mce_rows`
     ``ecce`` and the single-pass metrics (``calibration_ratio``,
     ``normalized_entropy``, ``proportional_ece``: its table ``REDUCTIONS``)
     on chunks ``(y_prob, y_true, w)``; ``segment_report`` on chunks

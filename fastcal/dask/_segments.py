@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..multicalibration import mce_rows as _mce_rows
 from ..multicalibration import rows as _segments
 from ._rows import driver_args, group_columns, is_dataframe, metric, metric_columns, with_columns
 
@@ -108,7 +109,7 @@ def multicalibration_error(
     cols = metric_columns(y_true, y_prob, sample_weight)
     rows = with_columns(cols, y_prob, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
         driver_args(cols)
-    return _segments.multicalibration_error(
+    return _mce_rows.multicalibration_error(
         **rows, names=list(features), numerical=numerical, max_depth=max_depth,
         max_values_per_segment_feature=max_values_per_segment_feature,
         min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)

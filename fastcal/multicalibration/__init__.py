@@ -46,33 +46,14 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
-from ._ecce import (
-    ECCEResult,
-    calibration_ratio,
-    check_int,
-    ecce,
-    ecce_result,
-    kuiper_cdf,
-    kuiper_sf,
-    normalized_entropy,
-    proportional_ece,
-)
-
-# The internal API of the segment tools' drivers over rows (_rows), not re-exported by fastcal: check_int,
-# choose_segments, ecce_result, mce_result (above), and the single-pass metrics' sums and last steps. The numbering
-# of values (and Sizes, the sizes of the passes, which tests lower) is fastcal._coding's.
-from ._ecce import (
-    ENTROPY_EDGES,
-    entropy_from_table,
-    proportional_edges,
-    proportional_from_table,
-    ratio_from_sums,
-    ratio_sums,
-)
-from ._mce import MulticalibrationResult, choose_segments, mce_result, multicalibration_error
+from ._ecce import ECCEResult, calibration_ratio, ecce, kuiper_cdf, kuiper_sf, normalized_entropy, proportional_ece
+from ._mce import MulticalibrationResult, multicalibration_error
 from ._report import SegmentReport, segment_report
 
-# The driver over a Rows (fastcal._engine): what the backends (Dask, Spark, out of core) call.
+# The drivers over a Rows (fastcal._engine): what the backends (Dask, Spark) call. ``rows``: ECCE, the single-pass
+# metrics, the report by segment; ``mce_rows``: the multicalibration error. The numbering of values (and Sizes, the
+# sizes of the passes, which tests lower) is fastcal._coding's.
+from . import _mce_rows as mce_rows
 from . import _rows as rows
 
 __all__ = [

@@ -1,5 +1,5 @@
 """ECCE, calibration ratio, report by segment and multicalibration error of a DataFrame's columns: the drivers
-of :mod:`fastcal.multicalibration._rows` on a :class:`SparkRows`.
+of :mod:`fastcal.multicalibration._rows` and :mod:`fastcal.multicalibration._mce_rows` on a :class:`SparkRows`.
 
 Internal API of :mod:`fastcal.spark._grouped`: :func:`needs_numbers` and :func:`group_numbers` (a group column
 numbered in the JVM, in the in-memory order); :func:`several_columns`, :func:`numbered_columns` and
@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..multicalibration import mce_rows as _mce_rows
 from ..multicalibration import rows as _segments
 from .._coding import MISSING, OTHER, group_codes
 from ._buckets import temp_name
@@ -301,7 +302,7 @@ def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numer
                                   ("prob_col", "label_col", "weight_col",
                                    *(f"segment_cols[{i}]" for i in range(len(names)))), pinned=True)
     try:
-        result = _segments.multicalibration_error(
+        result = _mce_rows.multicalibration_error(
             rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,
             max_depth=max_depth, max_values_per_segment_feature=max_values_per_segment_feature,
             min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments,
