@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from . import _decomposition_kernels as _k
-from ._binning import top_label_problem
+from ._matrices import top_label_problem
 from ._params import Integer, Options, Real, check
 from ._parallel import parallel_for
 from ._results import Result
@@ -103,7 +103,7 @@ def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=
     argmax is the class of ``y``, the columns being the classes in sorted
     order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
     Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
-    (:func:`fastcal._binning.check_row_sums`).
+    (:func:`fastcal._matrices.check_row_sums`).
     The internal entry point of :mod:`fastcal.metrics` and :mod:`fastcal.dask`;
     ``stacklevel`` (of the warnings for rows off 1 and unsorted ``labels``) is counted from the caller.
     """

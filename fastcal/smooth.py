@@ -56,7 +56,7 @@ import numpy as np
 import scipy.fft
 
 from . import _smooth_kernels as _k
-from ._binning import top_label_problem
+from ._matrices import top_label_problem
 from ._parallel import get_num_threads, parallel_for, run
 from ._params import Options, Real, check
 from ._results import Result
@@ -138,7 +138,7 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
     the class of ``y_true``, the columns being the classes in sorted order
     (``labels``, else those of ``y_true``: :func:`fastcal._labels.matrix_codes`).
     Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
-    (:func:`fastcal._binning.check_row_sums`).
+    (:func:`fastcal._matrices.check_row_sums`).
     The weights are rescaled by :func:`fastcal._validation.rescale_weights`
     (no result carries weight units). ``stacklevel`` (of the warnings for
     rows off 1 and unsorted ``labels``) is counted from the caller.

@@ -550,7 +550,7 @@ def test_metrics_errors():
 # The adapters stay adapters.
 # ---------------------------------------------------------------------------
 
-ENGINE_INTERNALS = {"_partition", "_binning", "_pav", "_newton", "_auc", "_sort", "_labels", "_validation"}
+ENGINE_INTERNALS = {"_partition", "_binning", "_matrices", "_pav", "_newton", "_auc", "_sort", "_labels", "_validation"}
 
 
 @pytest.mark.parametrize("module", ["fastcal.dask", "fastcal.outofcore", "fastcal.spark"])

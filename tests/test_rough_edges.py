@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import fastcal
-from fastcal import _binning, _persist, metrics
+from fastcal import _binning, _matrices, _persist, metrics
 
 RNG = np.random.default_rng(27)
 N = 300
@@ -72,7 +72,7 @@ def test_rows_off_one_counts_only_the_rows_off():
 
 def test_row_sum_tolerance_is_scikit_learns():
     for dtype in (np.float32, np.float64):
-        atol = _binning.row_sum_atol(dtype)
+        atol = _matrices.row_sum_atol(dtype)
         assert atol == np.sqrt(np.finfo(dtype).eps) + 1e-8
         P = np.array([[0.5, 0.5 + 0.5 * atol], [0.5, 0.5 + 2 * atol]], dtype=dtype)
         with pytest.warns(UserWarning, match="1 of 2 rows"):

@@ -15,7 +15,7 @@ bin's weight, positives, sum of predictions (and, where asked for, centred
 moments, squared errors and log losses) are accumulated in per-chunk buffers
 that are merged in a fixed order, so the result does not depend on the number
 of threads. The log loss and Brier score of an (n, k) probability matrix are
-one such pass over its rows (:func:`fastcal._binning.class_rows`). The AUC is
+one such pass over its rows (:func:`fastcal._matrices.class_rows`). The AUC is
 in :mod:`fastcal._auc`.
 
 Binning follows :func:`sklearn.calibration.calibration_curve` exactly: the

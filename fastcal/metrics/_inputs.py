@@ -18,19 +18,8 @@ import warnings
 
 import numpy as np
 
-from .._binning import (
-    ROFF,
-    bin_edges,
-    bin_stats,
-    check_binning,
-    check_params,
-    check_row_sums,
-    class_rows,
-    order_statistics,
-    row_sum_atol,
-    top_label,
-    warn_rows_off,
-)
+from .._binning import bin_edges, bin_stats, check_binning, check_params, order_statistics
+from .._matrices import check_row_sums, class_rows, row_sum_atol, top_label, warn_rows_off
 from .._errors import InvalidParameterError
 from .._labels import check_labels, class_codes, matrix_codes, shown
 from .._validation import (
@@ -188,8 +177,8 @@ def class_matrix(y_true, y_matrix, sample_weight, labels, score_name, *, proba, 
 
 
 def class_sums(y_true, y_matrix, sample_weight, labels, score_name, *, stacklevel, **flags):
-    """:func:`fastcal._binning.class_rows` of a validated probability matrix; warns, as scikit-learn 1.9, if rows do
-    not sum to 1 (:func:`fastcal._binning.warn_rows_off`). ``stacklevel`` is counted from the caller."""
+    """:func:`fastcal._matrices.class_rows` of a validated probability matrix; warns, as scikit-learn 1.9, if rows do
+    not sum to 1 (:func:`fastcal._matrices.warn_rows_off`). ``stacklevel`` is counted from the caller."""
     codes, _, P, w = class_matrix(y_true, y_matrix, sample_weight, labels, score_name, proba=True,
                                    stacklevel=stacklevel + 1)
     sums = class_rows(P, codes, w, atol=row_sum_atol(P.dtype), **flags)
@@ -208,7 +197,7 @@ def label_set(y_true, name="y_true"):
 
 
 def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_name, **flags):
-    """:func:`fastcal._binning.class_rows` of one chunk of an (n, k) probability matrix whose column classes are
+    """:func:`fastcal._matrices.class_rows` of one chunk of an (n, k) probability matrix whose column classes are
     known (see :func:`matrix_classes`), the weights rescaled by ``2**-exponent`` (one exponent for all chunks, see
     :func:`fastcal._validation.rescale_weights`). No warning: the caller adds ``ROFF`` (:func:`warn_rows_off`)."""
     P = as_float_array(y_proba, score_name)

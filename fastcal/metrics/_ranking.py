@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from .._auc import class_mann_whitney, ovr_weighted, roc_auc
-from .._binning import ROFF, check_params, class_rows
+from .._binning import check_params
+from .._matrices import ROFF, class_rows
 from .._errors import InvalidParameterError
 from .._labels import shown
 from ._inputs import check_inputs, class_matrix

@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from .. import _binning, _partition, histogram, smooth
+from .. import _binning, _matrices, _partition, histogram, smooth
 from .._engine import user_stacklevel
 from .._labels import matrix_classes
 from .._validation import all_zero_weights, rescale_weights, weight_exponent
@@ -276,7 +276,7 @@ def _matrix_sums(chunk, classes, exponent, flags):
 
 
 def _class_sums(rows, n_classes, labels, **flags):
-    """:func:`fastcal._binning.class_rows` of all the rows of an (n, k) matrix: per-chunk sums added in chunk
+    """:func:`fastcal._matrices.class_rows` of all the rows of an (n, k) matrix: per-chunk sums added in chunk
     order, the weights rescaled by one power of two, as in memory. Returns ``(sums, exponent)``."""
     conv, facts = rows.convert(_matrix_convert)
     try:
@@ -289,7 +289,7 @@ def _class_sums(rows, n_classes, labels, **flags):
     sums = np.zeros_like(parts[0])
     for part in parts:  # in chunk order: deterministic
         sums += part
-    _binning.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=user_stacklevel())
+    _matrices.warn_rows_off(sums, sum(f[2] for f in facts), "y_prob", stacklevel=user_stacklevel())
     return sums, exponent
 
 
@@ -298,7 +298,7 @@ def brier_score_loss(rows, *, x_dtype, weighted, pos_label=None, labels=None, n_
     columns are the classes of ``y_true`` or ``labels`` in sorted order (halved for k = 2, as in memory)."""
     if n_classes is not None:
         sums, _ = _class_sums(rows, n_classes, labels, brier=True)
-        score = float(sums[_binning.RBRIER] / sums[_binning.RW])
+        score = float(sums[_matrices.RBRIER] / sums[_matrices.RW])
         return 0.5 * score if n_classes < 3 else score
     return _metrics_call(rows, x_dtype, weighted, pos_label, lambda data: _binning.column_mean(
         data.table(_binning.bin_edges(1, "uniform"), brier=True), _binning.SBRIER))
@@ -309,8 +309,8 @@ def log_loss(rows, *, x_dtype, weighted, pos_label=None, normalize=True, labels=
     _binning.check_params(normalize=normalize)
     if n_classes is not None:
         sums, exponent = _class_sums(rows, n_classes, labels, logloss=True)
-        loss = sums[_binning.RLOG]
-        return float(loss / sums[_binning.RW]) if normalize else float(np.ldexp(loss, exponent))
+        loss = sums[_matrices.RLOG]
+        return float(loss / sums[_matrices.RW]) if normalize else float(np.ldexp(loss, exponent))
 
     def loss(data):
         table = data.table(_binning.bin_edges(1, "uniform"), logloss=True)

@@ -2,7 +2,7 @@
 
 Scikit-learn's drop-ins: a 1-D ``y_proba`` is one bin table
 (:func:`fastcal._binning.bin_stats`), an (n, k) matrix one pass over its rows
-(:func:`fastcal._binning.class_rows`), both accumulated in float64.
+(:func:`fastcal._matrices.class_rows`), both accumulated in float64.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from .._binning import RBRIER, RLOG, RW, SBRIER, SLOG, brier_terms_from_table, check_params, column_mean
+from .._binning import SBRIER, SLOG, brier_terms_from_table, check_params, column_mean
+from .._matrices import RBRIER, RLOG, RW
 from .._results import Result
 from ._inputs import binary_codes, binned, class_sums, in_weight_units, is_matrix, proba_argument
 
