@@ -3,7 +3,7 @@
 The one copy of the PAV step, :func:`push_block`: :mod:`fastcal.isotonic._kernels`
 (the isotonic fit, and through it Venn-Abers and the CORP decomposition of
 :mod:`fastcal.isotonic._pav`), :mod:`fastcal.grouped._kernels` (one fit per
-group) and :mod:`fastcal._decomposition_kernels` (the resampled fits of the
+group) and :mod:`fastcal.decomposition._kernels` (the resampled fits of the
 CORP reliability bands) push their groups with it. The PAV of sorted rows
 that the isotonic and grouped fits share is here too: tie pooling
 (:func:`push_group`), the fits of sorted scores (:func:`pav_sorted`) and of

@@ -13,7 +13,7 @@ from model_diagnostics.scoring import LogLoss, SquaredError, decompose
 from numpy.testing import assert_allclose, assert_array_equal
 
 import fastcal
-from fastcal import _decomposition_kernels as K
+from fastcal.decomposition import _kernels as K
 from fastcal.decomposition import resample_curves
 
 from . import naive_decomposition as naive

@@ -1,4 +1,4 @@
-r"""CORP: the score decomposition and reliability curve from the isotonic recalibration.
+r"""CORP (:mod:`fastcal.decomposition`): the score decomposition, the reliability curve and its bands.
 
 The isotonic (PAV) regression of the outcomes on the predictions is the
 recalibration that CORP (consistent, optimally binned, reproducible, PAV)
@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from . import _decomposition_kernels as _k
-from ._matrices import top_label_problem
-from ._params import Integer, Options, Real, check
-from ._parallel import parallel_for
-from ._results import Result
-from ._sort import argsort, sort_with
-from ._validation import (
+from . import _kernels as _k
+from .._matrices import top_label_problem
+from .._params import Integer, Options, Real, check
+from .._parallel import parallel_for
+from .._results import Result
+from .._sort import argsort, sort_with
+from .._validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -43,7 +43,7 @@ from ._validation import (
     column_or_1d,
     is_binary,
 )
-from .isotonic import pav_fit, sort_for_fit
+from ..isotonic import pav_fit, sort_for_fit
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray

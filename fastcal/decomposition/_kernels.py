@@ -1,15 +1,15 @@
 """Numba kernels of the score decomposition and the CORP reliability bands.
 
 Private: every kernel assumes clean, contiguous input of the dtypes the
-wrappers in :mod:`fastcal.decomposition` give it, and checks nothing.
+wrappers in :mod:`fastcal.decomposition._corp` give it, and checks nothing.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
-from ._pav_kernels import push_block
+from .._jit import kernel
+from .._pav_kernels import push_block
 
 #: Rows per chunk of the score sums: chunk bounds depend on ``n`` alone, so
 #: the sums do not depend on the number of threads.
