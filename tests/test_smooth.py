@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 import fastcal
-from fastcal import smooth as S
+from fastcal.smooth import _ece as S
 
 from . import naive_smooth as naive
 from .strategies import probabilities
