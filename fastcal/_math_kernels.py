@@ -2,7 +2,7 @@
 
 Private, like every kernel module; the kernels of :mod:`fastcal.platt._kernels`,
 :mod:`fastcal.beta._kernels` and :mod:`fastcal.temperature._kernels` call
-the exp and log, those of :mod:`fastcal._sort_kernels` and
+the exp and log, those of :mod:`fastcal._sort._kernels` and
 :mod:`fastcal.multicalibration._kernels` the score-range map
 (:func:`range_of_score`), and LLVM inlines them into their loops.
 

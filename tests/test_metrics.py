@@ -16,7 +16,7 @@ from sklearn.calibration import calibration_curve as sk_calibration_curve
 import fastcal
 from fastcal import _binning
 from fastcal import _auc as A
-from fastcal import _auc_kernels as AK
+from fastcal._auc import _kernels as AK
 from fastcal._sort import sort_by_label
 from fastcal import metrics as M
 

@@ -10,7 +10,7 @@ every class against every other on every column of an (n, k) score matrix:
 one-vs-rest and one-vs-one AUCs without weights), :func:`ovr_weighted` (each
 class against the rest, with weights), :data:`THREADED_SORT_MIN_SIZE`,
 :data:`RANGE_ROWS`, :data:`MAX_RANGES`, :func:`range_count`.
-The kernels are in :mod:`fastcal._auc_kernels`.
+The kernels are in :mod:`fastcal._auc._kernels`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import math
 
 import numpy as np
 
-from . import _auc_kernels as _k
-from ._binning import chunk_offsets, n_chunks
-from ._parallel import parallel_for, run
-from ._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
+from . import _kernels as _k
+from .._binning import chunk_offsets, n_chunks
+from .._parallel import parallel_for, run
+from .._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
 
 __all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "mann_whitney_parts",
            "ovr_weighted", "range_count", "roc_auc"]
@@ -81,7 +81,7 @@ def _unweighted(x, y, by_label=None):
     Every value of a range is below every value of the next, so pairs in
     different ranges are counted from the group sizes, and pairs in the same
     range by one merge sweep of its two sorted classes
-    (:func:`fastcal._auc_kernels.mann_whitney_twice`), range by range on
+    (:func:`fastcal._auc._kernels.mann_whitney_twice`), range by range on
     parallel threads. Exact: integer counts, one division at the end.
     """
     view = sort_by_label(x, y, range_count(x.shape[0])) if by_label is None else by_label
@@ -142,7 +142,7 @@ def _sorted_with_weights(x, w):
 
 def _partial(y, x, w, max_fpr):
     """The McClish-standardised partial AUC: the classes' scores sorted apart (on two threads), then swept from the
-    top down to ``max_fpr`` (:func:`fastcal._auc_kernels.partial_area`)."""
+    top down to ``max_fpr`` (:func:`fastcal._auc._kernels.partial_area`)."""
     positive = y != 0
     classes = [(x[positive], None if w is None else w[positive]), (x[~positive], None if w is None else w[~positive])]
     if x.shape[0] < THREADED_SORT_MIN_SIZE:
@@ -165,7 +165,7 @@ def class_mann_whitney(P, codes, k):
     class (one counting pass, one scatter), each group of each column is
     sorted (NumPy's sort, on parallel threads) and every pair of groups of a
     column is counted in one merge sweep
-    (:func:`fastcal._auc_kernels.mann_whitney_twice`). U counts add up over
+    (:func:`fastcal._auc._kernels.mann_whitney_twice`). U counts add up over
     disjoint negatives, so class ``a`` against the rest is
     ``u2[a].sum()`` and against class ``b`` alone is ``u2[a, b]``.
 

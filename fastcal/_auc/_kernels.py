@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 
 @kernel

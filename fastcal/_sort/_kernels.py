@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
-from ._math_kernels import float64_bits_as_int64, range_of_score
+from .._jit import kernel
+from .._math_kernels import float64_bits_as_int64, range_of_score
 
 
 @kernel
