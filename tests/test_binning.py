@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastcal import _binning as B
-from fastcal import _binning_kernels as K
+from fastcal._binning import _kernels as K
 
 from . import naive_metrics as naive
 from .strategies import probabilities

@@ -996,7 +996,7 @@ def test_multiclass_large_parallel_and_thread_independent(dtype):
 
 def test_multiclass_kernels_in_pieces():
     """The chunked kernels give the same output whatever the ranges of chunks, run in any order."""
-    from fastcal import _binning_kernels as BK
+    from fastcal._matrices import _kernels as BK
 
     rng = np.random.default_rng(2)
     n, k = 10_007, 5

@@ -32,7 +32,7 @@ Internal API:
 - what a table gives: :func:`column_mean`, :func:`curve_from_table`,
   :func:`ece_from_table`, :func:`brier_terms_from_table`;
 
-The kernels are in :mod:`fastcal._binning_kernels`.
+The kernels are in :mod:`fastcal._binning._kernels`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ import numbers
 
 import numpy as np
 
-from . import _binning_kernels as _k
-from ._binning_kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
-from ._parallel import TASK_ROWS, parallel_accumulate, parallel_for
-from ._params import Boolean, InstanceOf, Integer, Options, Real, check_all
+from . import _kernels as _k
+from ._kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
+from .._parallel import TASK_ROWS, parallel_accumulate, parallel_for
+from .._params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
     "AVERAGES",

@@ -1,6 +1,6 @@
-"""Numba kernels behind :mod:`fastcal._binning`: per-bin sums, sums over probability rows, bucket histograms and gathers.
+"""Numba kernels behind :mod:`fastcal._binning`: per-bin sums, bucket histograms and gathers.
 
-The callers (:mod:`fastcal.metrics`, :mod:`fastcal.dask`) validate and
+The callers (:mod:`fastcal.metrics`, the drivers over rows) validate and
 normalise; these kernels assume clean, contiguous input (probabilities in
 [0, 1], finite, labels 0/1, non-negative weights) and never check.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from .._jit import kernel
 
 # Columns of the per-bin statistics table returned by ``bin_stats``.
 # Sums are weighted (weight 1 without sample_weight) and in float64.
@@ -32,12 +32,6 @@ SBRIER = 6  # sum of w * (p - y)^2
 SLOG = 7  # sum of w * (-log q), q the clipped probability of the observed class
 NSTAT = 8
 
-# Columns of the sums over the rows of an (n, k) probability matrix returned by ``class_rows``.
-RW = 0  # total weight
-RLOG = 1  # sum of w * (-log q), q the clipped probability of the true class
-RBRIER = 2  # sum of w * sum_j (P_ij - [j is the true class])^2
-ROFF = 3  # number of rows whose sum is not 1 within the tolerance
-NROW = 4
 
 
 # --------------------------------------------------------------------------
@@ -157,88 +151,6 @@ def bin_stats(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip
     for c in range(lo, hi):
         _bin_chunk(p, y, w, edges, lut, grid, ref, moments, brier, logloss, one, clip_lo, clip_hi,
                    _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
-
-
-# --------------------------------------------------------------------------
-# rows of an (n, k) probability matrix: multiclass log loss and Brier score
-# --------------------------------------------------------------------------
-@kernel
-def _rows_chunk(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol, start, stop, acc):
-    k = P.shape[1]
-    weight = 0.0
-    log_sum = 0.0
-    brier_sum = 0.0
-    off = 0
-    for i in range(start, stop):
-        s = 0.0
-        for j in range(k):
-            s += np.float64(P[i, j])
-        off += abs(s - 1.0) > atol + rtol * abs(s)
-        if codes is None:
-            continue
-        if w is None:
-            wi = 1.0
-        else:
-            wi = np.float64(w[i])
-        weight += wi
-        c = codes[i]
-        if logloss:
-            # scikit-learn's clipping, in the dtype of P
-            q = P[i, c]
-            if q < clip_lo:
-                q = clip_lo
-            elif q > clip_hi:
-                q = clip_hi
-            log_sum -= wi * np.log(np.float64(q))
-        if brier:
-            b = 0.0
-            for j in range(k):
-                d = np.float64(P[i, j]) - (1.0 if j == c else 0.0)
-                b += d * d
-            brier_sum += wi * b
-    acc[RW] = weight
-    acc[RLOG] = log_sum
-    acc[RBRIER] = brier_sum
-    acc[ROFF] = off
-
-
-@kernel
-def class_rows(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol, part, lo, hi):
-    """Sums over the rows of chunks ``[lo, hi)`` of the probability matrix ``P`` into ``part[c]`` (columns ``RW, RLOG, RBRIER, ROFF``).
-
-    ``P``: (n, k) probabilities, C-contiguous; ``codes``: the column of each
-    row's true class (in ``[0, k)``), or None to count the rows off 1 only;
-    ``w``: weights or None; ``logloss``/``brier``: which sums to fill;
-    ``clip_lo``, ``clip_hi``: eps and 1 - eps in the dtype of ``P``; a row is
-    off 1 when ``|s - 1| > atol + rtol |s|`` for its float64 sum ``s``.
-    """
-    n = P.shape[0]
-    nchunks = part.shape[0]
-    for c in range(lo, hi):
-        _rows_chunk(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol,
-                    _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
-
-
-# --------------------------------------------------------------------------
-# the top-label problem of an (n, k) probability matrix
-# --------------------------------------------------------------------------
-@kernel
-def top_label(P, codes, conf, correct, lo, hi):
-    """Rows ``[lo, hi)`` of an (n, k) probability matrix: the largest probability and whether its column is the row's class.
-
-    The first column of the largest value wins ties (``np.argmax``).
-    """
-    k = P.shape[1]
-    for i in range(lo, hi):
-        best = P[i, 0]
-        arg = 0
-        for j in range(1, k):
-            v = P[i, j]
-            if v > best:
-                best = v
-                arg = j
-        conf[i] = best
-        correct[i] = 1 if arg == codes[i] else 0
 
 
 # --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ order, its columns :data:`RW`, :data:`RLOG`, :data:`RBRIER`, :data:`ROFF`);
 every diagnostic of an (n, k) matrix warns alike when rows do not sum to 1
 (:func:`row_sum_atol`, :func:`warn_rows_off`, :func:`check_row_sums`); the
 top-label problem is :func:`top_label` (:func:`top_label_problem` with the
-checks of the matrix). The kernels are in :mod:`fastcal._binning_kernels`.
+checks of the matrix). The kernels are in :mod:`fastcal._matrices._kernels`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import warnings
 
 import numpy as np
 
-from . import _binning_kernels as _k
-from ._binning import merge_tables, n_chunks
-from ._binning_kernels import NROW, RBRIER, RLOG, ROFF, RW
-from ._labels import matrix_codes
-from ._parallel import parallel_for
-from ._validation import check_probability_range
+from . import _kernels as _k
+from .._binning import merge_tables, n_chunks
+from ._kernels import NROW, RBRIER, RLOG, ROFF, RW
+from .._labels import matrix_codes
+from .._parallel import parallel_for
+from .._validation import check_probability_range
 
 __all__ = [
     "NROW",
