@@ -1,22 +1,8 @@
 r"""CORP (:mod:`fastcal.decomposition`): the score decomposition, the reliability curve and its bands.
 
-The isotonic (PAV) regression of the outcomes on the predictions is the
-recalibration that CORP (consistent, optimally binned, reproducible, PAV)
-reliability diagrams draw (Dimitriadis, Gneiting & Jordan 2021). Through it,
-any proper score :math:`S` splits exactly into miscalibration, discrimination
-and uncertainty:
-
-.. math::
-
-    \bar S(p) = \underbrace{\bar S(p) - \bar S(\hat p)}_{\mathrm{MCB}}
-              - \underbrace{\big(\bar S(\bar y) - \bar S(\hat p)\big)}_{\mathrm{DSC}}
-              + \underbrace{\bar S(\bar y)}_{\mathrm{UNC}},
-
-with :math:`\hat p` the PAV recalibration of :math:`y` on :math:`p`,
-:math:`\bar y` the (weighted) base rate and :math:`\bar S` the weighted mean
-score. Both functions run on the PAV steps of fastcal.isotonic
-(:func:`fastcal.isotonic.pav_fit`); the bands of :func:`corp_reliability`
-refit the PAV on resampled labels over one pre-sorted order.
+See the package's docstring for the method and its references; the
+functions run on the PAV steps of :mod:`fastcal.isotonic` and the kernels of
+:mod:`fastcal.decomposition._kernels`.
 """
 
 from __future__ import annotations
