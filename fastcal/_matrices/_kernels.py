@@ -21,11 +21,6 @@ ROFF = 3  # number of rows whose sum is not 1 within the tolerance
 NROW = 4
 
 
-@kernel
-def _chunk_start(n, nchunks, c):
-    return (c * n) // nchunks
-
-
 # --------------------------------------------------------------------------
 # rows of an (n, k) probability matrix: multiclass log loss and Brier score
 # --------------------------------------------------------------------------
@@ -82,8 +77,9 @@ def class_rows(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol, part, 
     n = P.shape[0]
     nchunks = part.shape[0]
     for c in range(lo, hi):
-        _rows_chunk(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol,
-                    _chunk_start(n, nchunks, c), _chunk_start(n, nchunks, c + 1), part[c])
+        # chunk c holds rows (c n) // nchunks .. ((c + 1) n) // nchunks - 1: bounds of n and nchunks alone
+        _rows_chunk(P, codes, w, logloss, brier, clip_lo, clip_hi, atol, rtol, (c * n) // nchunks,
+                    ((c + 1) * n) // nchunks, part[c])
 
 
 # --------------------------------------------------------------------------
