@@ -74,7 +74,8 @@ Each module states its exactness rule.
 
 Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
 ``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`; for
-drivers, :func:`user_stacklevel`.
+drivers, :func:`user_stacklevel` and :func:`partition_count` (the default
+number of range partitions).
 
 The ``Rows`` contract
 ---------------------
@@ -146,7 +147,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ListRows", "Reduction", "Rows", "fit_dtype", "flat_column", "reduce", "split_chunk"]
+__all__ = ["ListRows", "Reduction", "Rows", "fit_dtype", "flat_column", "partition_count", "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
 
@@ -277,6 +278,12 @@ def flat_column(a, name):
     from .._partition import flat_column as _flat_column
 
     return _flat_column(a, name)
+
+
+def partition_count(n_rows, n_chunks, parallelism, rows_per_partition):
+    """The default number of score-range partitions of a driver: one per ``rows_per_partition`` rows, at least
+    ``parallelism`` (the backend's hint), at most one per chunk."""
+    return min(n_chunks, max(int(parallelism), -(-int(n_rows) // rows_per_partition)))
 
 
 def user_stacklevel():

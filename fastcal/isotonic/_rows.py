@@ -45,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _partition
-from .._engine import user_stacklevel
+from .._engine import partition_count, user_stacklevel
 from .._validation import rescale_weights, weight_exponent
 from . import _pav
 
@@ -106,7 +106,7 @@ def _cut_converted(rows, dtype, weighted, auto, n_partitions):
         exponent = _checked(summaries, weighted, auto)
         if n_partitions is None:
             n_fit = sum(s.n_fit for s in summaries)
-            n_partitions = min(len(summaries), max(int(rows.parallelism), -(-n_fit // PARTITION_ROWS)))
+            n_partitions = partition_count(n_fit, len(summaries), rows.parallelism, PARTITION_ROWS)
         return conv.partition(_partition.choose_bounds(summaries, int(n_partitions), dtype)), summaries, exponent
     finally:
         if conv is not rows:
@@ -131,7 +131,7 @@ def _cut_raw(rows, dtype, eps, weighted, n_partitions, sign, centered, auto):
         raise ValueError("X must have at least 1 element, got 0.")
     exponent = weight_exponent(None, largest) if weighted else 0
     if n_partitions is None:
-        n_partitions = min(n_chunks, max(int(rows.parallelism), -(-n // PARTITION_ROWS)))
+        n_partitions = partition_count(n, n_chunks, rows.parallelism, PARTITION_ROWS)
     sample = np.asarray(sample, dtype=np.float64)
     sample = sample[np.isfinite(sample)].astype(dtype)
     bounds = _partition.quantile_bounds(sample, np.ones(sample.shape[0]), int(n_partitions), dtype)

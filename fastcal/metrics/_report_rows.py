@@ -60,7 +60,7 @@ import numpy as np
 
 from .. import _partition, decomposition, platt
 from .._auc import mann_whitney_parts
-from .._engine import user_stacklevel
+from .._engine import partition_count, user_stacklevel
 from .._params import Options, check
 from .._validation import class_bytes, rescale_weights
 from ..isotonic import merge_blocks
@@ -182,7 +182,7 @@ def _consistency_draws(data, x, n_resamples, key):
     rows = data.rows if data.dtype == dtype else data.rows.convert(_float64_chunk)[0]
     try:
         samples = rows.map(_band_sample)
-        n_parts = min(len(samples), max(int(rows.parallelism), -(-data.n // isotonic_rows.PARTITION_ROWS)))
+        n_parts = partition_count(data.n, len(samples), rows.parallelism, isotonic_rows.PARTITION_ROWS)
         parts = rows.partition(_partition.choose_bounds(samples, n_parts, dtype))
     finally:
         if rows is not data.rows:
@@ -276,7 +276,7 @@ def _auc(data, positive, parallelism, n_partitions=None):
         values = np.concatenate([s for s, _ in samples])
         strides = np.concatenate([np.full(s.shape[0], m / max(1, s.shape[0])) for s, m in samples])
     if n_partitions is None:
-        n_partitions = min(n_chunks, max(int(parallelism), -(-data.n // AUC_PARTITION_ROWS)))
+        n_partitions = partition_count(data.n, n_chunks, parallelism, AUC_PARTITION_ROWS)
     bounds = _partition.quantile_bounds(values, strides, int(n_partitions), data.dtype)
     parts = data.rows.partition(bounds)
     try:

@@ -94,7 +94,7 @@ from .._validation import (
     weight_exponent,
 )
 from .._coding import GROUP_PARTITION_ROWS, chunk_numbers, group_bounds, number_groups
-from .._engine import Reduction, reduce
+from .._engine import Reduction, partition_count, reduce
 from ..isotonic import rows as isotonic_rows
 from ._ecce import (
     ENTROPY_EDGES,
@@ -222,7 +222,7 @@ def score_ranges(rows, data, n_partitions, parallelism):
     probability (column 0): the isotonic driver's step (bounds at quantiles of the chunks' samples,
     :func:`fastcal._partition.choose_bounds`); equal probabilities always share a range."""
     if n_partitions is None:
-        n_partitions = min(len(data.summaries), max(int(parallelism), -(-data.n // PARTITION_ROWS)))
+        n_partitions = partition_count(data.n, len(data.summaries), parallelism, PARTITION_ROWS)
     bounds = _partition.choose_bounds(data.summaries, int(n_partitions), data.dtype)
     return rows.partition(bounds)
 
