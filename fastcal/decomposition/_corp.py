@@ -464,11 +464,9 @@ def band_blocks(p64, w, offset, key, n_resamples):
     else:
         order = np.lexsort((w, p64))
         ps, ws = p64[order], np.ascontiguousarray(w[order], dtype=np.float64)
-    starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
-    n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
-    starts = starts[: n_groups + 1]
-    thr = np.empty(ps.shape[0], dtype=np.uint64)
-    _k.bernoulli_thresholds(ps, thr)
+    starts = _tie_group_starts(ps)
+    n_groups = starts.shape[0] - 1
+    thr = _bernoulli_thresholds(ps)
     firsts = ps[starts[:-1]]
     lab = np.empty(ps.shape[0])
     bw, bwy = np.empty(n_groups), np.empty(n_groups)
@@ -479,6 +477,20 @@ def band_blocks(p64, w, offset, key, n_resamples):
             nb = _k.consistency_blocks(ws, thr, starts, int(offset), key, r, lab, bw, bwy, bg, bl)
             out.append((bw[:nb].copy(), bwy[:nb].copy(), firsts[bg[:nb]], firsts[bl[:nb]]))
     return out
+
+
+def _tie_group_starts(ps):
+    """The ``G + 1`` bounds of the tie groups of the sorted float64 ``ps`` (scikit-learn's rule, float64's
+    resolution), int64."""
+    starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
+    return starts[: _k.group_starts(ps, np.finfo(np.float64).resolution, starts) + 1]
+
+
+def _bernoulli_thresholds(ps):
+    """:func:`fastcal.decomposition._kernels.bernoulli_thresholds` of ``ps`` (uint64)."""
+    thr = np.empty(ps.shape[0], dtype=np.uint64)
+    _k.bernoulli_thresholds(ps, thr)
+    return thr
 
 
 def band_from_blocks(resamples, x):
@@ -508,14 +520,10 @@ def resample_curves(labels, p64, w, x, n_resamples, key, band):
 def _resample_sorted(ps, ys, ws, x, n_resamples, key, band):
     """:func:`resample_curves` of rows already in score order: scores ``ps``, float64 labels ``ys``, float64
     weights ``ws`` (empty: none)."""
-    starts = np.empty(ps.shape[0] + 1, dtype=np.int64)
-    n_groups = _k.group_starts(ps, np.finfo(np.float64).resolution, starts)
-    starts = starts[: n_groups + 1]
+    starts = _tie_group_starts(ps)
     targets = np.searchsorted(ps[starts[:-1]], x).astype(np.int64)
     mode = {"none": 0, "consistency": 1, "confidence": 2}[band]
-    thr = np.empty(ps.shape[0] if mode == 1 else 0, dtype=np.uint64)
-    if mode == 1:
-        _k.bernoulli_thresholds(ps, thr)
+    thr = _bernoulli_thresholds(ps) if mode == 1 else np.empty(0, dtype=np.uint64)
     del ps
     out = np.empty((n_resamples, x.shape[0]))
     # The generator's products wrap modulo 2^64 by design; NumPy scalars (under NUMBA_DISABLE_JIT) would warn.
