@@ -15,6 +15,8 @@ CHECK_CACHE := $(abspath $(VENV))/numba-cache
 COLD_CACHE := $(abspath $(VENV))/numba-cache-cold
 # Processes each pass of the suite runs in (pytest-xdist, whole test files to a process): one per CPU, at most 4
 TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
+# Worker processes of `fastcal precompile` (each needs up to about 2 GiB at once): the same count
+PRECOMPILE_JOBS ?= $(TEST_WORKERS)
 
 .PHONY: all venv test demo demo-readme docs bench bench-check bench-kernels scaling asv clean
 
@@ -50,13 +52,13 @@ test: $(STAMP)
 ## the main job on 10^7 rows, with timings against scikit-learn; its pictures go to fastcal-demo/ in the current
 ## directory (git-ignored; the demo writes nothing else). DEMO_ARGS="--n 1000000" for fewer rows
 demo: $(STAMP)
-	$(BIN)/python -m fastcal precompile
+	$(BIN)/python -m fastcal precompile --jobs $(PRECOMPILE_JOBS)
 	$(BIN)/python -m fastcal.demo $(DEMO_ARGS)
 
 ## demo-readme: the demo, writing its transcript into README.md (between the demo-transcript markers) and
 ## its pictures into docs/images/: the README's transcript and pictures, made by one run
 demo-readme: $(STAMP)
-	$(BIN)/python -m fastcal precompile
+	$(BIN)/python -m fastcal precompile --jobs $(PRECOMPILE_JOBS)
 	$(BIN)/python -m fastcal.demo --out docs/images --readme README.md $(DEMO_ARGS)
 
 ## docs: the documentation site (Sphinx: user guide, API reference from the docstrings, the example

@@ -59,6 +59,7 @@ Options:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -66,6 +67,11 @@ import sys
 import tempfile
 import types
 import warnings
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: Numba's saves, unlocked
+    fcntl = None
 
 import numba
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, _CacheLocator
@@ -210,12 +216,55 @@ class _KernelCacheImpl(CompileResultCacheImpl):
         return getattr(self, "_covering", None) or super().locator
 
 
+#: The lock file of a cache folder (see :class:`_KernelCache`); not a cache file (neither ``.nbi`` nor ``.nbc``).
+SAVE_LOCK = ".fastcal-save.lock"
+
+
+@contextlib.contextmanager
+def _folder_lock(folder):
+    """An exclusive lock on ``folder``'s :data:`SAVE_LOCK` between processes (``flock``), for the duration of the
+    block; no lock where there is no ``fcntl`` or the lock file cannot be opened (Numba's save then fails or
+    proceeds as it would alone)."""
+    try:
+        fd = os.open(os.path.join(folder, SAVE_LOCK), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        fd = None
+    try:
+        if fd is not None and fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed, or when the process dies
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 class _KernelCache(FunctionCache):
+    """Numba's cache of a compiled function, with the covering stamp, and saves locked between processes.
+
+    Numba saves a new signature by reading the function's index, adding an
+    entry with the first free data-file number, and writing the index and
+    then the data file, each by an atomic rename but with no lock between
+    them. Two processes compiling *different* signatures of one kernel at the
+    same moment (the workers of a pool on a cold cache, ``fastcal precompile
+    --jobs``) can then both take number 1: one index entry is lost, and the
+    other can end up naming the other signature's machine code. The whole
+    save runs here under an exclusive lock of the cache folder, so each
+    process reads the index the previous one wrote.
+    """
+
     _impl_class = _KernelCacheImpl
 
     def __init__(self, py_func):
         super().__init__(py_func)
         self.dependencies = self._impl.locator.dependencies
+
+    def save_overload(self, sig, data):
+        try:
+            self._impl.locator.ensure_cache_path()  # the folder, for its lock (Numba's save would make it)
+        except OSError:
+            pass  # Numba's save meets the same error and reports it as it does alone
+        with _folder_lock(self._cache_path):
+            super().save_overload(sig, data)
 
 
 def cache_dependencies(dispatcher):

@@ -61,11 +61,12 @@ command line's report, fit and apply.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -98,7 +99,8 @@ from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers
 
-__all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "dispatchers", "precompile", "total_calls", "warmup"]
+__all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "cached_signatures", "call_label", "calls", "dispatchers", "precompile",
+           "total_calls", "warmup"]
 
 #: The float dtypes every subject keeps (no up-cast): the usual variants.
 FLOATS = (np.float32, np.float64)
@@ -144,32 +146,47 @@ def warmup(name: str, variants: tuple[Any, ...] = FLOATS) -> Callable[[Callable[
     return register
 
 
-def precompile(progress: Callable[[str], None] | None = None) -> int:
+def calls() -> list[tuple[Warmup, Any]]:
+    """Every warm-up call, in order: ``(warm-up, variant)`` for each variant of each registered warm-up."""
+    return [(w, variant) for w in WARMUPS for variant in w.variants]
+
+
+def call_label(call: tuple[Warmup, Any]) -> str:
+    """A short label of one warm-up call (for a progress bar)."""
+    w, variant = call
+    return f"{w.name} ({_label(variant)})"
+
+
+def precompile(progress: Callable[[str], None] | None = None, only: Iterable[int] | None = None) -> int:
     """Run every warm-up call: compile (or load from the cache) every kernel for every dtype.
 
     Parameters
     ----------
     progress : callable, optional
         Called with a short label after each call (for a progress bar).
+    only : iterable of int, optional
+        The positions in :func:`calls` of the calls to make (default: all);
+        ``fastcal precompile --jobs`` hands each worker process its calls.
 
     Returns
     -------
     int
-        The number of warm-up calls made (``sum(len(w.variants) for w in WARMUPS)``).
+        The number of warm-up calls made (``sum(len(w.variants) for w in WARMUPS)`` by default).
     """
+    every = calls()
     done = 0
-    for w in WARMUPS:
-        for variant in w.variants:
-            w.func(variant)
-            done += 1
-            if progress is not None:
-                progress(f"{w.name} ({_label(variant)})")
+    for k in range(len(every)) if only is None else only:
+        w, variant = every[k]
+        w.func(variant)
+        done += 1
+        if progress is not None:
+            progress(call_label(every[k]))
     return done
 
 
 def total_calls() -> int:
     """How many calls :func:`precompile` makes."""
-    return sum(len(w.variants) for w in WARMUPS)
+    return len(calls())
 
 
 def dispatchers() -> dict[str, Any]:
@@ -203,6 +220,26 @@ def cache_files() -> list[str]:
             if entry.startswith(stem + ".") and entry.endswith((".nbi", ".nbc")):
                 files.add(os.path.join(folder, entry))
     return sorted(files)
+
+
+def cached_signatures() -> dict[str, int]:
+    """How many signatures of each ``@kernel`` dispatcher (by qualified name) the cache holds: its machine-code
+    files (``<base>.<n>.nbc`` beside its index ``<base>.nbi``, ``base`` Numba's name for the function's files).
+
+    What :func:`precompile` left in the cache, whichever processes compiled
+    it (``fastcal precompile --jobs``); this process need not have loaded any.
+    """
+    counts = {}
+    for name, disp in dispatchers().items():
+        cache = getattr(disp, "_cache", None)
+        folder = getattr(cache, "_cache_path", None)
+        base = getattr(getattr(cache, "_impl", None), "filename_base", None)
+        if folder is None or base is None or not os.path.isdir(folder):
+            counts[name] = 0
+            continue
+        data = re.compile(re.escape(base) + r"\.\d+\.nbc")
+        counts[name] = sum(1 for entry in os.listdir(folder) if data.fullmatch(entry))
+    return counts
 
 
 def _label(variant):

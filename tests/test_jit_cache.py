@@ -207,3 +207,48 @@ def test_dependencies_follow_modules_functions_and_dispatchers():
     assert _jit.dependencies(namespace["f"]) == ("fastcal._jit", "fastcal._math_kernels")
     del namespace["exp_neg"], namespace["m"]
     assert _jit.dependencies(namespace["f"]) == ("fastcal._jit",)
+
+
+#: A process that names its prior kernels' cache folder, waits for a line on stdin, then compiles one of them.
+WAITS_THEN_COMPILES = r"""
+import sys
+import numpy as np
+import fastcal
+from fastcal.prior import _kernels
+from numba.core.registry import CPUDispatcher
+kernel = next(obj for obj in vars(_kernels).values() if isinstance(obj, CPUDispatcher))
+print(kernel._cache._cache_path, flush=True)
+sys.stdin.readline()
+fastcal.correct_negative_sampling(np.linspace(0.0, 1.0, 11), 0.3)
+print("done", flush=True)
+"""
+
+
+def test_a_save_waits_for_the_lock_of_its_cache_folder(tmp_path):
+    # Numba's save (read the index, add an entry with the first free number, write the index, write the data) is
+    # not atomic: two processes compiling different signatures of one kernel into one cache could both take
+    # number 1. fastcal's cache makes each save wait for an exclusive lock of the folder.
+    import fcntl
+    import select
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-c", WAITS_THEN_COMPILES], env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        folder = Path(proc.stdout.readline().strip())
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / _jit.SAVE_LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            # compiled in a second or two, then blocked in its save: nothing written, nothing returned
+            ready, _, _ = select.select([proc.stdout], [], [], 15)
+            assert not ready, "the kernel was saved while another process held the cache folder's lock"
+            assert not list(folder.glob("*.nbi")) and not list(folder.glob("*.nbc"))
+        assert proc.stdout.readline() == "done\n"  # the lock released: saved, and the call returned
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        assert list(folder.glob("_kernels.*.nbi")) and list(folder.glob("_kernels.*.nbc"))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()

@@ -1,8 +1,9 @@
 """``fastcal precompile``: every kernel gets compiled, and a new process then compiles nothing.
 
 One cold run (an empty ``NUMBA_CACHE_DIR``) of the warm-ups, through the
-command line's code (tests/precompile_cold.py), is shared by the tests. In that process every ``@kernel``
-dispatcher of every fastcal module must have compiled at least one signature:
+command line's code with worker processes (tests/precompile_cold.py), is
+shared by the tests. Every ``@kernel`` dispatcher of every fastcal module must
+then have at least one signature in the cache:
 a kernel that no warm-up reaches (a new kernel, a new module) fails here until
 :mod:`fastcal._precompile` gets a warm-up for it. Then new processes, reading
 the same cache, must load everything and compile nothing (the dispatchers'

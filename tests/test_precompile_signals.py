@@ -51,6 +51,45 @@ def _cache_files(cache):
     return [f for _, _, files in os.walk(cache) for f in files if f.endswith((".nbi", ".nbc"))]
 
 
+def _interrupt(cache, signum, delay, jobs):
+    """Start ``fastcal precompile --jobs jobs`` into ``cache``, send ``signum`` ``delay`` s after it writes a new cache
+    file, and check that it ends at once with one line and status 128 + ``signum``, leaving no worker behind."""
+    before = len(_cache_files(cache))
+    proc = subprocess.Popen([sys.executable, "-m", "fastcal", "precompile", "--jobs", str(jobs)], env=_env(cache),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while len(_cache_files(cache)) <= before:  # mid-compile: it has written a new cache file
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(delay)
+        assert proc.poll() is None, "precompile finished before the signal: shorten the delays"
+        proc.send_signal(signum)
+        t0 = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        seconds = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    what = f"{signal.Signals(signum).name} after {delay} s, {jobs} jobs"
+    assert proc.returncode == 128 + signum, (what, proc.returncode, err)
+    assert err == "fastcal: interrupted\n", (what, err)
+    assert out == "", (what, out)
+    assert seconds < PROMPT, (what, seconds)
+    with pytest.raises(ProcessLookupError):  # the workers (in the command's process group) were ended with it
+        os.killpg(proc.pid, 0)
+
+
+def _later_calls_work(cache):
+    """A later process loads what the interrupted runs cached, and compiles the rest, without an error."""
+    later = subprocess.run([sys.executable, "-c", LATER], env=_env(cache), capture_output=True, text=True,
+                           timeout=1800)
+    assert later.returncode == 0, later.stderr[-3000:]
+    assert json.loads(later.stdout)["loaded"] > 0
+
+
 @pytest.mark.slow
 def test_a_signal_mid_compile_ends_precompile_at_once_and_leaves_a_working_cache(tmp_path):
     cache = tmp_path / "numba-cache"
@@ -58,36 +97,18 @@ def test_a_signal_mid_compile_ends_precompile_at_once_and_leaves_a_working_cache
     tries = [(signal.SIGTERM, 0.0), (signal.SIGINT, 0.5), (signal.SIGTERM, 1.5), (signal.SIGINT, 3.0),
              (signal.SIGTERM, 6.0), (signal.SIGHUP, 1.0)]
     for signum, delay in tries:
-        before = len(_cache_files(cache))
-        proc = subprocess.Popen([sys.executable, "-m", "fastcal", "precompile"], env=_env(cache),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 600
-            while len(_cache_files(cache)) <= before:  # mid-compile: it has written a new cache file
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            time.sleep(delay)
-            assert proc.poll() is None, "precompile finished before the signal: shorten the delays"
-            proc.send_signal(signum)
-            t0 = time.monotonic()
-            out, err = proc.communicate(timeout=60)
-            seconds = time.monotonic() - t0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-        what = f"{signal.Signals(signum).name} after {delay} s"
-        assert proc.returncode == 128 + signum, (what, proc.returncode, err)
-        assert err == "fastcal: interrupted\n", (what, err)
-        assert out == "", (what, out)
-        assert seconds < PROMPT, (what, seconds)
-    # A later process loads what the interrupted runs cached, and compiles the rest, without an error.
-    later = subprocess.run([sys.executable, "-c", LATER], env=_env(cache), capture_output=True, text=True,
-                           timeout=1800)
-    assert later.returncode == 0, later.stderr[-3000:]
-    assert json.loads(later.stdout)["loaded"] > 0
+        _interrupt(cache, signum, delay, jobs=1)
+    _later_calls_work(cache)
     # (A whole precompile from a cold cache is test_precompile's; not repeated here: it costs minutes of CI.)
+
+
+@pytest.mark.slow
+def test_a_signal_ends_the_worker_processes_of_precompile_jobs(tmp_path):
+    # The workers save into the same cache (under its lock) and are killed mid-compile: whole entries only.
+    cache = tmp_path / "numba-cache"
+    for signum, delay in ((signal.SIGTERM, 0.5), (signal.SIGINT, 2.0)):
+        _interrupt(cache, signum, delay, jobs=2)
+    _later_calls_work(cache)
 
 
 @pytest.mark.parametrize("kind", ["a file", "under a file"])
@@ -140,3 +161,11 @@ def test_precompile_refuses_without_any_cache(monkeypatch, capsys):
     assert err == ("fastcal: error: precompile: fastcal cannot cache its compiled kernels anywhere (neither its "
                    "install folder nor the user's cache folder is writable): set NUMBA_CACHE_DIR to a writable "
                    "folder\n")
+
+
+@pytest.mark.parametrize("jobs", ["-1", "two"])
+def test_precompile_jobs_must_be_a_count(jobs, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["precompile", "--jobs", jobs])
+    assert exc.value.code == 2
+    assert f"argument -j/--jobs: expected a number of processes (0 or more), got '{jobs}'" in capsys.readouterr().err

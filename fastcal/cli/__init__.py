@@ -8,7 +8,7 @@
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
     fastcal demo [--n ROWS] [--out DIR] [--no-images]
-    fastcal precompile [--quiet]
+    fastcal precompile [--quiet] [--jobs N]
 
     fit, apply and report also take --spark [--spark-master URL]: the input read through Spark.
 
@@ -74,7 +74,7 @@ import sys
 from .._io import BATCH_ROWS, DataError, UsageError
 from .apply import cmd_apply
 from .fit import cmd_fit
-from .options import bins_arg, bool_arg, memory_arg, positive_int
+from .options import bins_arg, bool_arg, jobs_arg, memory_arg, positive_int
 from .precompile import cmd_precompile
 from .report import cmd_report
 from .signals import Interrupted, Signals
@@ -202,6 +202,10 @@ def build_parser():
                                      "or __pycache__ next to fastcal's sources), so that new processes load "
                                      "machine code instead of compiling it.")
     pre.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary")
+    pre.add_argument("-j", "--jobs", type=jobs_arg, default=1, metavar="N",
+                     help="compile in N worker processes (0: one per CPU available; default 1). Each needs up to "
+                          "about 2 GiB of memory at once; the cache is the same")
+    pre.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # a worker of --jobs
     pre.set_defaults(func=cmd_precompile, timings=False, traceback=False)
 
     demo = sub.add_parser("demo", help="the fastcal demo (what make demo runs; fastcal demo --help for its options)",

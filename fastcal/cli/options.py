@@ -55,6 +55,17 @@ def bool_arg(text):
     raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
 
 
+def jobs_arg(text):
+    """An integer >= 0 (``precompile --jobs``: 0 for one per CPU available)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (0 or more), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (0 or more), got {text!r}")
+    return value
+
+
 def positive_int(text):
     """An integer >= 1 (``--batch-rows``, ``--max-iter``)."""
     try:
