@@ -169,3 +169,13 @@ def test_precompile_jobs_must_be_a_count(jobs, capsys):
         main(["precompile", "--jobs", jobs])
     assert exc.value.code == 2
     assert f"argument -j/--jobs: expected a number of processes (0 or more), got '{jobs}'" in capsys.readouterr().err
+
+
+def test_a_failed_worker_of_precompile_jobs_is_an_error_with_its_message(tmp_path, monkeypatch):
+    import fastcal.cli.precompile as cli_precompile
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    # a worker that dies at once: the command reports its status and stderr, after the other worker's end
+    monkeypatch.setattr(cli_precompile, "WORKER", ("-c", "import sys; sys.stderr.write('worker broke'); sys.exit(3)"))
+    with pytest.raises(RuntimeError, match=r"a worker process failed \(status 3\):\nworker broke"):
+        main(["precompile", "--quiet", "--jobs", "2"])

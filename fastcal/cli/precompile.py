@@ -42,6 +42,10 @@ from .progress import Progress
 from .signals import Interrupted
 
 
+#: The arguments of the Python interpreter that runs a worker of ``--jobs``.
+WORKER = ("-m", "fastcal", "precompile", "--worker")
+
+
 class _Stop(Exception):
     """Raised in the worker, by its progress callback, when the command was interrupted."""
 
@@ -177,7 +181,7 @@ def _in_workers(jobs, bar, args):
     env = dict(os.environ)  # the workers import this fastcal, wherever it was imported from
     root = os.path.dirname(os.path.dirname(os.path.abspath(fastcal.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
-    command = [sys.executable, "-m", "fastcal", "precompile", "--worker"]
+    command = [sys.executable, *WORKER]
     todo = list(range(_precompile.total_calls()))
     todo.reverse()  # popped from the end: in order
     workers = []
@@ -228,15 +232,21 @@ def _in_workers(jobs, bar, args):
                 w.kill()
                 w.wait()
             for pipe in (w.stdin, w.stdout, w.err):
-                if not pipe.closed:
+                try:
                     pipe.close()
+                except OSError:  # a dead worker's input, with a line still buffered
+                    pass
         selector.close()
 
 
 def _hand(worker, todo):
     """Send ``worker`` the next call of ``todo``, or close its input when none is left."""
-    if todo:
-        worker.stdin.write(f"{todo.pop()}\n")
-        worker.stdin.flush()
-    else:
-        worker.stdin.close()
+    try:
+        if todo:
+            worker.stdin.write(f"{todo[-1]}\n")
+            worker.stdin.flush()
+            todo.pop()
+        else:
+            worker.stdin.close()
+    except BrokenPipeError:  # the worker died: its status and stderr are reported when its output ends
+        pass
