@@ -1034,3 +1034,12 @@ assert "matplotlib.pyplot" not in sys.modules
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "data:image/png;base64," in (tmp_path / "r.html").read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "1.5", "many"])
+def test_counts_must_be_positive_integers(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", "--method", "platt", "--score-col", "s", "--label-col", "y", "--max-iter", value, "in.csv",
+              "-o", "m.json"])
+    assert exc.value.code == 2
+    assert f"argument --max-iter: expected a positive integer, got '{value}'" in capsys.readouterr().err

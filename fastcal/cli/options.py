@@ -55,26 +55,25 @@ def bool_arg(text):
     raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
 
 
-def jobs_arg(text):
-    """An integer >= 0 (``precompile --jobs``: 0 for one per CPU available)."""
+def _int_at_least(text, least, what):
+    """``text`` as an integer >= ``least``; an argparse error naming ``what`` otherwise."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes (0 or more), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of processes (0 or more), got {text!r}")
+        value = None
+    if value is None or value < least:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def jobs_arg(text):
+    """An integer >= 0 (``precompile --jobs``: 0 for one per CPU available)."""
+    return _int_at_least(text, 0, "a number of processes (0 or more)")
 
 
 def positive_int(text):
     """An integer >= 1 (``--batch-rows``, ``--max-iter``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def bins_arg(text):
