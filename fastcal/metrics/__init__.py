@@ -38,10 +38,10 @@ The columns of an (n, k) matrix are the classes in sorted order, those of
 """
 
 from .._exports import publish
-from ._inputs import binary_labels, check_probabilities, class_sums_chunk, label_set
+from ._inputs import binary_labels, check_probabilities
 from ._ranking import roc_auc_score
 from ._reliability import calibration_curve, expected_calibration_error
-from ._report import CalibrationReport, calibration_report, report_from_parts
+from ._report import CalibrationReport, calibration_report
 from ._scores import BrierDecomposition, brier_decomposition, brier_score_loss, log_loss
 
 __all__ = [
@@ -56,8 +56,8 @@ __all__ = [
     "roc_auc_score",
 ]
 
-# The internal API of the layers above (fastcal.plot, the segment tools), not re-exported by fastcal:
-# binary_labels, check_probabilities, class_sums_chunk, label_set, report_from_parts.
+# The internal API of the layers above (fastcal.plot), not re-exported by fastcal: binary_labels,
+# check_probabilities.
 
 # The drivers over a Rows (fastcal._engine): what the backends (Dask, Spark) call. ``rows``: the binned diagnostics
 # and the histogram fit; ``report_rows``: the score decomposition, CORP, the AUC, the slope and the report.
