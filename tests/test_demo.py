@@ -340,10 +340,11 @@ def test_make_demo_compiles_into_the_cache_of_your_own_runs(tmp_path, user_cache
         env["NUMBA_CACHE_DIR"] = user_cache
     for target in ("demo", "demo-readme"):
         subprocess.run(["make", "-s", "-C", str(REPO), target, f"BIN={bin_dir}", f"STAMP={stamp}",
-                        "DEMO_ARGS=--n 2000"], env=env, check=True, capture_output=True, timeout=60)
+                        "DEMO_ARGS=--n 2000", "PRECOMPILE_JOBS=3"], env=env, check=True, capture_output=True,
+                       timeout=60)
     calls = [json.loads(line) for line in log.read_text().splitlines()]
+    precompile = ["-m", "fastcal", "precompile", "--jobs", "3"]
     assert [c["argv"] for c in calls] == [
-        ["-m", "fastcal", "precompile"], ["-m", "fastcal.demo", "--n", "2000"],
-        ["-m", "fastcal", "precompile"], ["-m", "fastcal.demo", "--out", "docs/images", "--readme", "README.md",
-                                          "--n", "2000"]]
+        precompile, ["-m", "fastcal.demo", "--n", "2000"],
+        precompile, ["-m", "fastcal.demo", "--out", "docs/images", "--readme", "README.md", "--n", "2000"]]
     assert [c["cache"] for c in calls] == [user_cache] * 4
