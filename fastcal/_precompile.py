@@ -99,8 +99,8 @@ from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers
 
-__all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "cached_signatures", "call_label", "calls", "dispatchers", "precompile",
-           "total_calls", "warmup"]
+__all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "cached_signatures", "call_label", "calls",
+           "compile_counts", "dispatchers", "precompile", "total_calls", "warmup"]
 
 #: The float dtypes every subject keeps (no up-cast): the usual variants.
 FLOATS = (np.float32, np.float64)
@@ -200,6 +200,13 @@ def dispatchers() -> dict[str, Any]:
                 if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name:
                     found[f"{name}.{attr}"] = obj
     return found
+
+
+def compile_counts() -> tuple[int, int]:
+    """``(compiled, loaded)``: the kernel signatures this process compiled and loaded from the cache so far."""
+    kernels = dispatchers().values()
+    return (sum(sum(d.stats.cache_misses.values()) for d in kernels),
+            sum(sum(d.stats.cache_hits.values()) for d in kernels))
 
 
 def cache_files() -> list[str]:

@@ -89,9 +89,7 @@ def cmd_precompile(args, progress_enabled, timings):
     bar = Progress(label, total=_precompile.total_calls(), enabled=progress_enabled, unit="calls")
     calls = _in_this_process(bar, args)
     timings["precompile"] = time.perf_counter() - t0
-    kernels = _precompile.dispatchers()
-    compiled = sum(sum(d.stats.cache_misses.values()) for d in kernels.values())
-    loaded = sum(sum(d.stats.cache_hits.values()) for d in kernels.values())
+    compiled, loaded = _precompile.compile_counts()
     files = _precompile.cache_files()
     size = sum(os.path.getsize(f) for f in files)
     where = os.path.commonpath(files) if files else "nowhere: kernels are compiled in memory"
@@ -161,9 +159,7 @@ def _worker():
         _precompile.precompile(only=[int(line)])
         sys.stdout.write("done\n")
         sys.stdout.flush()
-    kernels = _precompile.dispatchers().values()
-    compiled = sum(sum(d.stats.cache_misses.values()) for d in kernels)
-    loaded = sum(sum(d.stats.cache_hits.values()) for d in kernels)
+    compiled, loaded = _precompile.compile_counts()
     sys.stdout.write(f"counts {compiled} {loaded}\n")
     sys.stdout.flush()
 
@@ -197,7 +193,7 @@ def _in_workers(jobs, bar, args):
             selector.register(w.stdout, selectors.EVENT_READ, w)
             _hand(w, todo)
         counts = [0, 0]
-        errors = {}
+        errors = []
         open_pipes = len(workers)
         while open_pipes:
             for key, _ in selector.select(timeout=0.05):
@@ -215,9 +211,9 @@ def _in_workers(jobs, bar, args):
                     open_pipes -= 1
                     if w.wait() != 0:
                         w.err.seek(0)
-                        errors[w.pid] = (w.returncode, w.err.read())
+                        errors.append((w.returncode, w.err.read()))
         if errors:
-            status, text = next(iter(errors.values()))
+            status, text = errors[0]
             raise RuntimeError(f"fastcal precompile: a worker process failed (status {status}):\n{text[-3000:]}")
         return tuple(counts)
     except Interrupted as exc:
