@@ -91,24 +91,16 @@ def _later_calls_work(cache):
 
 
 @pytest.mark.slow
-def test_a_signal_mid_compile_ends_precompile_at_once_and_leaves_a_working_cache(tmp_path):
+def test_a_signal_mid_compile_ends_precompile_and_its_workers_at_once_and_leaves_a_working_cache(tmp_path):
     cache = tmp_path / "numba-cache"
-    # The same cache each time: later tries start further along (more loaded, other kernels compiling).
-    tries = [(signal.SIGTERM, 0.0), (signal.SIGINT, 0.5), (signal.SIGTERM, 1.5), (signal.SIGINT, 3.0),
-             (signal.SIGTERM, 6.0), (signal.SIGHUP, 1.0)]
-    for signum, delay in tries:
-        _interrupt(cache, signum, delay, jobs=1)
+    # The same cache each time: later tries start further along (more loaded, other kernels compiling). With 2 jobs,
+    # the workers save into that cache (under its lock) and are killed mid-compile: whole entries only.
+    tries = [(signal.SIGTERM, 0.0, 1), (signal.SIGINT, 0.5, 1), (signal.SIGTERM, 0.5, 2), (signal.SIGTERM, 1.5, 1),
+             (signal.SIGINT, 2.0, 2), (signal.SIGINT, 3.0, 1), (signal.SIGTERM, 6.0, 1), (signal.SIGHUP, 1.0, 1)]
+    for signum, delay, jobs in tries:
+        _interrupt(cache, signum, delay, jobs)
     _later_calls_work(cache)
     # (A whole precompile from a cold cache is test_precompile's; not repeated here: it costs minutes of CI.)
-
-
-@pytest.mark.slow
-def test_a_signal_ends_the_worker_processes_of_precompile_jobs(tmp_path):
-    # The workers save into the same cache (under its lock) and are killed mid-compile: whole entries only.
-    cache = tmp_path / "numba-cache"
-    for signum, delay in ((signal.SIGTERM, 0.5), (signal.SIGINT, 2.0)):
-        _interrupt(cache, signum, delay, jobs=2)
-    _later_calls_work(cache)
 
 
 @pytest.mark.parametrize("kind", ["a file", "under a file"])
