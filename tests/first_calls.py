@@ -72,6 +72,8 @@ def _binary_calls(s, p, y, w):
         ("score_decomposition(log_loss)",
          lambda: fastcal.score_decomposition(y, p, scoring="log_loss", sample_weight=w)),
         ("corp_reliability", lambda: fastcal.corp_reliability(y, p, n_resamples=2, random_state=0, sample_weight=w)),
+        ("corp_reliability(confidence)", lambda: fastcal.corp_reliability(y, p, n_resamples=2, band="confidence",
+                                                                          random_state=0, sample_weight=w)),
         ("smooth_ece", lambda: fastcal.smooth_ece(y, p, sample_weight=w)),
         ("ecce", lambda: fastcal.ecce(y, p, sample_weight=w)),
         ("calibration_ratio", lambda: fastcal.calibration_ratio(y, p, sample_weight=w)),
@@ -102,6 +104,7 @@ def _multiclass_calls(P, k, w):
         ("log_loss(multiclass)", lambda: fastcal.log_loss(k, P, sample_weight=w)),
         ("brier_score_loss(multiclass)", lambda: fastcal.brier_score_loss(k, P, sample_weight=w)),
         ("roc_auc_score(ovr)", lambda: fastcal.roc_auc_score(k, P, multi_class="ovr", sample_weight=w)),
+        ("roc_auc_score(ovo)", lambda: fastcal.roc_auc_score(k, P, multi_class="ovo")),  # no weights (scikit-learn's)
         ("calibration_curve(top_label)", lambda: fastcal.calibration_curve(k, P, sample_weight=w)),
         ("expected_calibration_error(classwise)",
          lambda: fastcal.expected_calibration_error(k, P, multiclass="classwise", sample_weight=w)),

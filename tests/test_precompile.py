@@ -23,48 +23,6 @@ from fastcal import _precompile
 
 from . import first_calls, precompile_cold
 
-#: In a fresh interpreter: the first calls of the subjects, as a user's job would make them; compilations counted.
-FIRST_CALLS = r"""
-import json, time
-t0 = time.perf_counter()
-import numpy as np
-import fastcal
-from fastcal import _precompile
-rng = np.random.default_rng(0)
-for dtype in (np.float32, np.float64):
-    x = rng.random(1000).astype(dtype)
-    y = (rng.random(1000) < x).astype(np.int64)
-    fastcal.IsotonicRegression().fit(x, y).predict(x)
-    fastcal.PlattScaling().fit(x, y.astype(bool), sample_weight=rng.random(1000)).predict(x)
-    fastcal.calibration_report(y.astype(np.float32), x)
-    fastcal.correct_negative_sampling(x, 0.3)
-    P = rng.dirichlet(np.ones(4), 1000).astype(dtype)
-    k = np.arange(1000) % 4
-    fastcal.estimate_priors_em(P, np.full(4, 0.25))
-    fastcal.TemperatureScaling().fit(np.log(P), k).predict_proba(np.log(P))
-    fastcal.roc_auc_score(k, P, multi_class="ovo")
-    fastcal.expected_calibration_error(k, P, multiclass="classwise")
-    fastcal.smooth_ece(k, P)
-    fastcal.BetaCalibration().fit(x, y).predict(x)
-    fastcal.HistogramBinning(strategy="quantile").fit(x, y).predict(x)
-    fastcal.VennAbers().fit(x, y).predict_proba(x)
-    fastcal.IsotonicRegression(centered=True).fit(x, y).predict(x)
-    fastcal.score_decomposition(y, x, scoring="log_loss")
-    fastcal.corp_reliability(y, x, n_resamples=10, random_state=0)
-    fastcal.corp_reliability(y, x, n_resamples=10, band="confidence", random_state=0)
-    fastcal.smooth_ece(y, x)
-    n = 2 * _precompile.BIG  # weighted: above the radix argsort's threshold
-    xb = rng.random(n).astype(dtype)
-    yb = (rng.random(n) < xb).astype(np.int64)
-    fastcal.IsotonicRegression().fit(xb, yb, sample_weight=rng.random(n)).predict(xb)
-    fastcal.roc_auc_score(yb, xb, sample_weight=rng.random(n))
-seconds = time.perf_counter() - t0
-kernels = _precompile.dispatchers()
-print(json.dumps(dict(seconds=seconds, compiled=sum(sum(d.stats.cache_misses.values()) for d in kernels.values()),
-                      loaded=sum(sum(d.stats.cache_hits.values()) for d in kernels.values()))))
-"""
-
-
 def _python(code_or_args, cache, timeout=1800):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
     args = ["-c", code_or_args] if isinstance(code_or_args, str) else code_or_args
@@ -119,12 +77,9 @@ def test_the_docs_cold_start_counts_are_those_of_a_cold_run(cold):
 
 
 @pytest.mark.slow
-def test_a_new_process_compiles_nothing_after_precompile(cold):
+def test_the_command_run_again_compiles_nothing(cold):
+    # (A user's first calls in a new process: test_first_calls_with_every_dtype_compile_nothing_after_precompile.)
     cache, _ = cold
-    first = json.loads(_python(FIRST_CALLS, cache).stdout)
-    assert first["compiled"] == 0, f"{first['compiled']} kernel signatures compiled after precompile"
-    assert first["loaded"] > 0
-    # The command itself, run again, finds everything in the cache.
     out = _python(["-m", "fastcal", "precompile"], cache)
     summary = out.stdout.strip().splitlines()[-1]
     assert f"{_precompile.total_calls()} warm-up calls" in summary
