@@ -226,11 +226,11 @@ def main(argv=None):
     parser.add_argument("--write-readme", action="store_true", help="replace the table in docs/performance.md")
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
+    if args.write_readme and (args.quick or only):  # before minutes of measurements
+        raise SystemExit("--write-readme needs a full run (no --quick, no --only)")
     table = render(collect(quick=args.quick, only=only))
     print(table)
     if args.write_readme:
-        if args.quick or only:
-            raise SystemExit("--write-readme needs a full run (no --quick, no --only)")
         write_readme(table)
         write_headline(README.read_text())
         print(f"\nwrote the table to {README} and its headline rows to {README_FILE}", file=sys.stderr)

@@ -22,7 +22,8 @@ tests/test_benchmarks.py).
 The Dask benchmarks run on the synchronous scheduler here, so their kernels
 run in this process and are checked too.
 
-Then it collects the rows of every ``compare_*.py`` module with ``quick=True``.
+Then it collects the rows of every ``compare_*.py`` module with ``quick=True`` and prints their table
+(``benchmarks.compare``'s, as ``python -m benchmarks.compare --quick`` would).
 Any problem is printed and the exit status is 1. Without
 ``FASTCAL_BENCH_QUICK=1`` it refuses to run (the full sizes reach 10^8 rows).
 """
@@ -36,6 +37,7 @@ import sys
 import traceback
 
 import benchmarks
+from benchmarks import compare
 from benchmarks._harness import QUICK
 from fastcal._precompile import dispatchers
 
@@ -110,20 +112,14 @@ def run_asv_suite(modules=None):
     return calls, problems
 
 
-def run_comparisons():
-    rows = []
-    for module in _modules("compare_"):
-        rows.extend(module.rows(quick=True))
-    return rows
-
-
 def main():
     if not QUICK:  # the full sizes reach 10^8 rows: never in the test suite
         sys.exit("smoke: set FASTCAL_BENCH_QUICK=1 (tiny sizes)")
     calls, problems = run_asv_suite()
     for problem in problems:
         print(problem, file=sys.stderr)
-    rows = run_comparisons()
+    rows = compare.collect(quick=True)
+    print(compare.render(rows))
     print(f"smoke: {calls} asv benchmark calls, {len(problems)} problems, {len(rows)} comparison rows")
     if problems:
         sys.exit(1)
