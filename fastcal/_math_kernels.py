@@ -2,7 +2,7 @@
 
 Private, like every kernel module; the kernels of :mod:`fastcal.platt._kernels`,
 :mod:`fastcal.beta._kernels` and :mod:`fastcal.temperature._kernels` call
-the exp and log, those of :mod:`fastcal._sort._kernels` and
+the exp and log, those of :mod:`fastcal._engine.sort._kernels` and
 :mod:`fastcal.multicalibration._kernels` the score-range map
 (:func:`range_of_score`), and LLVM inlines them into their loops.
 
@@ -195,7 +195,7 @@ def key_to_float(key):
 
 
 # ---------------------------------------------------------------------------
-# Score ranges: the map of a range partition (:func:`fastcal._sort.range_map`).
+# Score ranges: the map of a range partition (:func:`fastcal._engine.sort.range_map`).
 # ---------------------------------------------------------------------------
 
 
@@ -203,7 +203,7 @@ def key_to_float(key):
 def range_of_score(v, x0, scale, cell_range):
     """The score range of ``v``: ``cell_range`` of its cell ``(v - x0) * scale`` (clipped to the cells).
 
-    The map of :func:`fastcal._sort.range_map`. The cell is a non-decreasing
+    The map of :func:`fastcal._engine.sort.range_map`. The cell is a non-decreasing
     function of ``v`` and so is ``cell_range``: every score of a range is
     below every score of the ranges above it, and equal scores share their
     range. Branch-free (a search among range bounds mispredicted its

@@ -75,7 +75,7 @@ from ._io import open_input, open_output
 from ._auc import THREADED_SORT_MIN_SIZE
 from ._binning import SELECT_MIN_SIZE
 from ._parallel import PARALLEL_MIN_SIZE, set_num_threads
-from ._sort import RADIX_MIN_SIZE
+from ._engine.sort import RADIX_MIN_SIZE
 from ._validation import LABEL_DTYPES
 from .beta import BetaCalibration
 from .decomposition import corp_reliability, score_decomposition

@@ -1,4 +1,4 @@
-"""fastcal._chunked, the fixed-chunk reductions: the chunk count, the two merges, and a pass on any thread count."""
+"""fastcal._engine.chunked, the fixed-chunk reductions: the chunk count, the two merges, and a pass on any thread count."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fastcal.platt import _kernels as kernels
-from fastcal._chunked import Partials, merge_exact, merge_in_order, n_chunks
+from fastcal._engine.chunked import Partials, merge_exact, merge_in_order, n_chunks
 
 from .threads import serial_and_parallel
 

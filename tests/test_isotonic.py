@@ -14,7 +14,8 @@ from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal.isotonic import _kernels as kernels
 from fastcal import _pav_kernels as pav_kernels
-from fastcal import _parallel, _sort
+from fastcal import _parallel
+from fastcal._engine import sort as _sort
 from fastcal.isotonic import _pav
 from fastcal import isotonic as isotonic_module
 from fastcal._validation import as_label_array

@@ -182,7 +182,7 @@ def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
     # What _jit finds in a module's namespace when a kernel is defined must include every fastcal module that
     # module imports at its top (an import placed after a kernel, or of a bare constant, would be missed).
     for info in pkgutil.walk_packages(fastcal.__path__, "fastcal."):
-        if info.name.endswith("_kernels"):  # fastcal._sort._kernels, fastcal.platt._kernels
+        if info.name.endswith("_kernels"):  # fastcal._engine.sort._kernels, fastcal.platt._kernels
             importlib.import_module(info.name)
     kernels = _precompile.dispatchers()
     assert len(kernels) > 50

@@ -4,7 +4,7 @@ These read fastcal's sources (``ast``) or import them in a fresh interpreter,
 so they run under plain pytest too:
 
 - no fastcal module uses another module's private names (``from .isotonic
-  import _fit_blocks`` or ``isotonic._fit_blocks``); private *modules* (``_partition``) are
+  import _fit_blocks`` or ``isotonic._fit_blocks``); private *modules* (``_binning``) are
   how the layers are named and may be imported. ``tests/`` is not checked:
   a test may reach into the module it tests.
 - kernels (``_<subject>_kernels.py``) import only ``_jit``, the shared
@@ -140,8 +140,9 @@ def private_module_imports(source, module, is_package=False, modules=MODULES):
     A module whose own name starts with ``_`` inside a package of fastcal
     (``fastcal.isotonic._pav``, ``fastcal._coding._kernels``) belongs to that
     package: others reach it through the package's ``__init__`` (its internal
-    API), never directly. The top-level private modules (``fastcal._partition``,
-    ``fastcal._engine``) are the shared layer, there for every module.
+    API), never directly. The top-level private modules (``fastcal._engine``, ``fastcal._binning``) and
+    the public modules of a private package (``fastcal._engine.partition``) are the shared layers, there for
+    every module.
     """
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -278,7 +279,8 @@ from ..isotonic._pav import chunk_count
 from ..isotonic import _kernels as ik, pav_fit
 from .._coding import _kernels
 import fastcal.platt._model
-from .. import _partition, _engine
+from .._engine import partition as _partition
+from .. import _engine
 from . import _rows
 from ._rows import SparkRows
 def f():
@@ -296,15 +298,15 @@ def test_private_name_checker_flags_synthetic_violations():
     source = """
 from .isotonic import _fit_blocks, pav_fit
 from fastcal.metrics import _bin_counts as bins
-from . import platt as pl, _partition
+from . import platt as pl, _binning
 import fastcal.outofcore
 import fastcal.prior as pr
 
 def f(est):
     pl._solve(1)
     fastcal.outofcore._budget()
-    fastcal._partition._split()
-    pr.__doc__, pr.adjust_priors, _partition.bounds, est._check_loaded_state()
+    fastcal._engine.partition._split()
+    pr.__doc__, pr.adjust_priors, _binning.bounds, est._check_loaded_state()
     return fastcal.__version__, fastcal._LAZY
 """
     assert private_name_uses(source, "fastcal.dask") == [
@@ -312,7 +314,7 @@ def f(est):
         "fastcal.dask:3: from fastcal.metrics import _bin_counts",
         "fastcal.dask:9: fastcal.platt._solve",
         "fastcal.dask:10: fastcal.outofcore._budget",
-        "fastcal.dask:11: fastcal._partition._split",
+        "fastcal.dask:11: fastcal._engine.partition._split",
         "fastcal.dask:13: fastcal._LAZY",
     ]
     # A package's own relative imports resolve inside it; a module's own private names are its own.
@@ -421,7 +423,7 @@ def test_contracts_catch_synthetic_violations(tmp_path):
         ("isotonic/_regression.py", "def _up():\n    from .. import cli"),  # a calibrator importing a front-end
         ("prior/_em.py", "def _show():\n    import matplotlib"),       # an optional dependency in the core
         ("prior/_inputs.py", "def _up():\n    from . import _em"),     # a shared check importing a subject
-        ("dask/_fits.py", "def _inner():\n    from .. import _partition"),  # an adapter past the engine's API
+        ("dask/_fits.py", "def _inner():\n    from .._engine import partition as _partition"),  # an adapter past the engine's API
         ("dask/_rows.py", "def _up():\n    from . import _metrics"),  # the adapter's rows importing a subject
         ("spark/_rows.py", "def _up():\n    from . import _predict"),  # likewise on Spark
         ("cli/documents.py", "def _up():\n    from . import spark"),  # the report's documents importing a command
@@ -440,8 +442,8 @@ def test_contracts_catch_synthetic_violations(tmp_path):
     # import (isotonic._regression -> cli -> spark -> isotonic.rows, above it; beta, platt, grouped, metrics and
     # multicalibration alike).
     for expected in ["Contracts: 3 kept, 15 broken.",
-                     "fastcal.dask is not allowed to import fastcal._partition",
-                     "fastcal.dask._fits -> fastcal._partition (l.",
+                     "fastcal.dask is not allowed to import fastcal._engine.partition",
+                     "fastcal.dask._fits -> fastcal._engine.partition (l.",
                      "fastcal.dask._rows -> fastcal.dask._metrics (l.",
                      "fastcal.spark._rows -> fastcal.spark._predict (l.",
                      "fastcal.cli.documents -> fastcal.cli.spark (l.",

@@ -17,7 +17,7 @@ import fastcal
 from fastcal import _binning
 from fastcal import _auc as A
 from fastcal._auc import _kernels as AK
-from fastcal._sort import sort_by_label
+from fastcal._engine.sort import sort_by_label
 from fastcal import metrics as M
 
 from . import naive_metrics as naive

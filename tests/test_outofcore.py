@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
 from fastcal import IsotonicRegression, PlattScaling
-from fastcal import _partition
+from fastcal._engine import partition as _partition
 from fastcal import outofcore as oc
 from fastcal.isotonic import rows as engine_isotonic
 

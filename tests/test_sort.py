@@ -1,11 +1,11 @@
-"""fastcal._sort: the radix argsort against NumPy's stable argsort, exactly."""
+"""fastcal._engine.sort: the radix argsort against NumPy's stable argsort, exactly."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastcal import _sort
+from fastcal._engine import sort as _sort
 
 from .strategies import DTYPES
 from .threads import serial_and_parallel

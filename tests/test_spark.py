@@ -646,7 +646,7 @@ def test_describe_samples_rows_whatever_made_the_scores(spark):
 def test_fit_isotonic_tie_chains_across_16_partitions(spark, monkeypatch):
     # float32 scores on a lattice finer than the float32 resolution: every bound of the 16 score ranges lies in a
     # chain of tie groups, chains cross several bounds; the issue saw a Python worker crash on such data.
-    import fastcal._partition as part
+    import fastcal._engine.partition as part
 
     eps = float(np.float32(np.finfo(np.float32).resolution))
     unclean = []

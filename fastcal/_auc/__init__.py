@@ -22,7 +22,7 @@ import numpy as np
 from . import _kernels as _k
 from .._binning import chunk_offsets, n_chunks
 from .._parallel import parallel_for, run
-from .._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
+from .._engine.sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
 
 __all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "mann_whitney_parts",
            "ovr_weighted", "range_count", "roc_auc"]
@@ -61,7 +61,7 @@ def mann_whitney_parts(y, x, w):
 
 
 def _unweighted_u2(view):
-    """Twice the Mann-Whitney count of the scores of :class:`fastcal._sort.ByLabel` ``view``: pairs in different
+    """Twice the Mann-Whitney count of the scores of :class:`fastcal._engine.sort.ByLabel` ``view``: pairs in different
     ranges from the group sizes, pairs in one range by a merge sweep of its two classes, range by range on
     parallel threads."""
     ranges, starts = view.ranges, view.starts
@@ -75,7 +75,7 @@ def _unweighted(x, y, by_label=None):
     """AUC from the Mann-Whitney count over the scores sorted per class and value range.
 
     The scores are grouped by label and value range, each group sorted
-    (:func:`fastcal._sort.sort_by_label`: ranges of about :data:`RANGE_ROWS`
+    (:func:`fastcal._engine.sort.sort_by_label`: ranges of about :data:`RANGE_ROWS`
     rows, a number fixed by the size, sorted on whichever thread takes them;
     or ``by_label``, the same sort made for another statistic of the call).
     Every value of a range is below every value of the next, so pairs in
@@ -106,7 +106,7 @@ def roc_auc(y, x, w, max_fpr=None, by_label=None):
 
     Without weights, exact (see :func:`_unweighted`); with weights, one
     sort carrying each row's weight, negated for a positive, made by score
-    ranges on every thread (:func:`fastcal._sort.range_sorted_pairs`: no
+    ranges on every thread (:func:`fastcal._engine.sort.range_sorted_pairs`: no
     gather; the bits of one stable sort), and one sequential sweep over tied
     groups. With ``max_fpr`` in (0, 1) (see
     :func:`_partial`), the
@@ -117,8 +117,8 @@ def roc_auc(y, x, w, max_fpr=None, by_label=None):
     a useless and 1 for a perfect ranking. ``ValueError`` if a class is
     missing (or has no weight). ``by_label``: the sort of the scores (those
     of ``x`` or of ``x`` as float64, any number of ranges) that another
-    statistic of the call shares: :func:`fastcal._sort.sort_by_label` without
-    weights, :func:`fastcal._sort.range_sorted_pairs` of the weights (times
+    statistic of the call shares: :func:`fastcal._engine.sort.sort_by_label` without
+    weights, :func:`fastcal._engine.sort.range_sorted_pairs` of the weights (times
     any power of two) signed by the labels with them.
     """
     if max_fpr is not None and max_fpr != 1:

@@ -61,7 +61,7 @@ def mann_whitney_twice(pos, neg):
 @kernel
 def weighted_auc_signed(xs, ps):
     """``(u, w_pos, w_neg)`` of ascending scores ``xs``, each row's weight and label carried in one float64 of
-    ``ps``: the weight ``|p|``, positive where ``p < 0`` (:func:`fastcal._sort.sort_pairs` with ``flip``).
+    ``ps``: the weight ``|p|``, positive where ``p < 0`` (:func:`fastcal._engine.sort.sort_pairs` with ``flip``).
 
     ``u`` is the weighted Mann-Whitney statistic
     ``sum_{i pos, j neg} w_i w_j ([x_i > x_j] + [x_i == x_j] / 2)``, so that

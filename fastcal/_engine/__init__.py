@@ -36,6 +36,13 @@ implement the methods of :class:`Rows`, and call the drivers. This package
 imports no subject of fastcal: each subject's driver lives in the subject's
 package, above it, and the package exports it as ``rows``.
 
+Its modules hold the rest of what the subjects share below their drivers:
+:mod:`~fastcal._engine.chunked` (fixed-chunk reductions in memory: the chunk
+count, the in-order and exact merges), :mod:`~fastcal._engine.sort` (the
+parallel radix sorts and range sorts of rows in memory) and
+:mod:`~fastcal._engine.partition` (range partitions of rows and the
+tie-group walk of partitioned isotonic fits).
+
 The drivers
 -----------
 Each is ``f(rows, *, x_dtype, weighted, **parameters)``: ``rows`` of raw
@@ -253,7 +260,7 @@ def split_chunk(chunk, bounds, key=0):
     (Dask, files): the range partition kernel of the isotonic fit for
     ``(scores, labels, weights)`` chunks, NumPy otherwise.
     """
-    from .._partition import split_by_bounds
+    from .partition import split_by_bounds
 
     bounds = np.asarray(bounds)
     x = chunk[key]
@@ -268,14 +275,14 @@ def split_chunk(chunk, bounds, key=0):
 
 def fit_dtype(dtype):
     """The dtype the drivers compute scores in: float32 and float64 stay, anything else becomes float64."""
-    from .._partition import fit_dtype as _fit_dtype
+    from .partition import fit_dtype as _fit_dtype
 
     return _fit_dtype(dtype)
 
 
 def flat_column(a, name):
     """``a`` as a 1-D array (an ``(n, 1)`` column flattened); ``ValueError`` naming ``name`` otherwise."""
-    from .._partition import flat_column as _flat_column
+    from .partition import flat_column as _flat_column
 
     return _flat_column(a, name)
 

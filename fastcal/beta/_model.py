@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from .. import platt
 from . import _kernels as _k
-from .._chunked import Partials, merge_in_order
+from .._engine.chunked import Partials, merge_in_order
 from .._params import Options, check
 from .._validation import class_bytes
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _partition
+from .._engine import partition as _partition
 from .._engine import user_stacklevel
 from ..platt import RowPasses, check_max_iter, check_tol
 from ._calibrator import fit_passes, fitted_estimator

@@ -169,7 +169,7 @@ def _save(est, args, timings):
 
 def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
     from .. import outofcore
-    from .._partition import fit_dtype
+    from .._engine.partition import fit_dtype
 
     path = display_name(args.input)
     numeric = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])

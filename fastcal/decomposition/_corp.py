@@ -19,7 +19,7 @@ from .._matrices import top_label_problem
 from .._params import Integer, Options, Real, check
 from .._parallel import parallel_for
 from .._results import Result
-from .._sort import argsort, sort_with
+from .._engine.sort import argsort, sort_with
 from .._validation import (
     as_float_array,
     as_label_array,
@@ -432,7 +432,7 @@ def band_blocks(p64, w, offset, key, n_resamples):
     and row ``i`` of that order draws :math:`y_i^* \sim \mathrm{Bernoulli}(p_i)`
     from the ``i``-th number of its resample's stream. A partition whose
     scores are a range of the whole that begins at a tie group of the whole
-    (:func:`fastcal._partition.tie_entries`), and whose first row is row
+    (:func:`fastcal._engine.partition.tie_entries`), and whose first row is row
     ``offset`` of that order, makes the same order and the same draws here.
 
     Parameters

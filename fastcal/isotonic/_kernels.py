@@ -193,7 +193,7 @@ def predict(T, xs, ys, table, scale, clip, out, lo, hi):
 # --------------------------------------------------------------------------
 # The PAV steps' chunks (see fastcal.isotonic._pav): cuts at tie-group starts,
 # and each block's sum of weight times score (the rows are grouped by score
-# range in fastcal._sort)
+# range in fastcal._engine.sort)
 # --------------------------------------------------------------------------
 
 

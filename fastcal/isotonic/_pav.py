@@ -25,7 +25,7 @@ group when it is at least ``eps`` above the current group's first score.
 Chunks passed to :func:`merge` must be *clean*: each chunk's lowest score
 starts a tie group of the whole (it is at least ``eps`` above the previous
 chunk's highest score, or the backend has moved the rows of a group that
-straddles the boundary into one chunk, see :func:`fastcal._partition.tie_entries`).
+straddles the boundary into one chunk, see :func:`fastcal._engine.partition.tie_entries`).
 
 **Exactness rule.**
 
@@ -54,7 +54,7 @@ How the in-memory :func:`summarise` orders the rows:
   label), a prefix sum places them, a second parallel pass scatters the
   scores (not the labels: each class gets its own run) into place, and each
   range's two classes are sorted by value (NumPy's sort, no argsort) in
-  whichever thread takes the range (:func:`fastcal._sort.sort_by_label`).
+  whichever thread takes the range (:func:`fastcal._engine.sort.sort_by_label`).
   The whole is then two sorted runs (the scores of label 0 and those of
   label 1), fitted range by range by
   :func:`~fastcal._pav_kernels.pav_binary`. A caller that needs the
@@ -63,9 +63,9 @@ How the in-memory :func:`summarise` orders the rows:
 - Weighted 0/1 labels, and real-valued targets without weights: the same
   range partition moves one float64 with each score (the target, or the
   weight signed by the label), and each range is radix-sorted carrying it
-  (:func:`fastcal._sort.range_sorted_pairs`, stable: the rows end in the
+  (:func:`fastcal._engine.sort.range_sorted_pairs`, stable: the rows end in the
   order of a stable sort of the whole); weighted real-valued targets are argsorted and
-  gathered (:func:`fastcal._sort.sort_with`, its passes on every thread).
+  gathered (:func:`fastcal._engine.sort.sort_with`, its passes on every thread).
 - Sorted scores are fitted as they are.
 
 Chunks of the sorted rows are then fitted in parallel into disjoint parts of
@@ -73,7 +73,7 @@ one block stack and merged onto it.
 
 Another backend (Ray, Beam, Spark, Flink) drives these steps from outside the
 same way :mod:`fastcal.outofcore` and :mod:`fastcal.dask` do: partition the
-rows by score range (:mod:`fastcal._partition` chooses the bounds and makes
+rows by score range (:mod:`fastcal._engine.partition` chooses the bounds and makes
 the partitions clean), :func:`summarise` each partition where it lives
 (rescale the weights with one exponent for all of them first:
 :func:`fastcal._validation.rescale_weights`), collect the summaries (a few
@@ -88,7 +88,7 @@ import numpy as np
 from . import _kernels as _k
 from .. import _pav_kernels as _pk
 from .._parallel import run, split
-from .._sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
+from .._engine.sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
 from .._validation import is_binary, rescale_weights
 
 __all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
@@ -137,8 +137,8 @@ def lookup_cells(n_knots):
 
 def sort_for_fit(X, labels, w):
     """The sort of the rows that :func:`summarise` ``(X, labels, w, ...)`` would make, for other statistics of the
-    same call to share (the AUC): for 0/1 labels, :class:`fastcal._sort.ByLabel` without weights, and
-    :class:`fastcal._sort.SortedPairs` (the weights signed by the labels) with positive weights (rescaled);
+    same call to share (the AUC): for 0/1 labels, :class:`fastcal._engine.sort.ByLabel` without weights, and
+    :class:`fastcal._engine.sort.SortedPairs` (the weights signed by the labels) with positive weights (rescaled);
     None where the fit sorts otherwise (other labels, zero weights, scores already sorted)."""
     if _k.is_sorted(X) or not is_binary(labels) or (w is not None and not w.min() > 0):
         return None
@@ -163,7 +163,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
         1.0 for an increasing fit, -1.0 for a decreasing one (targets times ``sign``).
     centered : bool
         Add the fifth array ``swx`` (each block's sum of weight times score).
-    by_label : fastcal._sort.ByLabel or fastcal._sort.SortedPairs, optional
+    by_label : fastcal._engine.sort.ByLabel or fastcal._engine.sort.SortedPairs, optional
         :func:`sort_for_fit` of the same rows (and weights), if the caller made it (not None).
     w_exponent : int
         The exponent of the weights' rescaling, applied here: as weighted 0/1
@@ -245,7 +245,7 @@ def _score_sums(x, p, kind, out, nb):
 def _summarise_binary(X, labels, eps, sign, centered, by_label=None):
     """:func:`summarise` of 0/1 labels without weights: range partition, sort per range and class, fit.
 
-    ``by_label``: the rows already sorted per class (:func:`fastcal._sort.sort_by_label` with
+    ``by_label``: the rows already sorted per class (:func:`fastcal._engine.sort.sort_by_label` with
     :func:`chunk_count` ranges), shared with another statistic of the same call.
     """
     n = X.shape[0]

@@ -3,7 +3,7 @@ r"""The exact isotonic fit over a :class:`~fastcal._engine.Rows`: range partitio
 Chunks are ``(scores, y, w)`` as the backend has them (``w`` None in every
 chunk when ``weighted`` is False). The driver
 
-1. converts and validates every chunk (:func:`fastcal._partition.prepare_chunk`:
+1. converts and validates every chunk (:func:`fastcal._engine.partition.prepare_chunk`:
    the in-memory fit's errors), summarising it (rows, weights, a strided
    sample of the scores) and, unless ``increasing="auto"``, dropping its rows
    of weight zero;
@@ -14,9 +14,9 @@ chunk when ``weighted`` is False). The driver
    is the fit when every bound is clean;
 4. for partitions that begin less than the dtype's resolution above the end
    of the one before, follows the chain of tie groups across the bound
-   (:func:`fastcal._partition.chain_exits`), and re-cuts the partitioned rows
+   (:func:`fastcal._engine.partition.chain_exits`), and re-cuts the partitioned rows
    with each bound moved to where the whole fit's tie group begins
-   (:func:`fastcal._partition.tie_entries`): every part then begins at the
+   (:func:`fastcal._engine.partition.tie_entries`): every part then begins at the
    start of one of the whole fit's tie groups;
 5. fits each part where it lives (:func:`fastcal.isotonic._pav.summarise`)
    and merges the parts' PAV blocks in score order
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _partition
+from .._engine import partition as _partition
 from .._engine import partition_count, user_stacklevel
 from .._validation import rescale_weights, weight_exponent
 from . import _pav
@@ -62,7 +62,7 @@ def sample_size(n):
 
 
 def _convert(chunk, x_dtype, auto):
-    """A validated chunk and its :class:`fastcal._partition.ChunkSummary`; rows of weight zero dropped
+    """A validated chunk and its :class:`fastcal._engine.partition.ChunkSummary`; rows of weight zero dropped
     unless ``auto`` (Spearman's rho counts them, as in memory)."""
     x, y, w = chunk
     xs, labels, ws = _partition.prepare_chunk(x, y, w, x_dtype, score_name="X")
@@ -74,7 +74,7 @@ def _convert(chunk, x_dtype, auto):
 
 
 def _prepare(chunk, x_dtype):
-    """A chunk validated and converted (:func:`fastcal._partition.prepare_chunk`), rows of weight zero kept."""
+    """A chunk validated and converted (:func:`fastcal._engine.partition.prepare_chunk`), rows of weight zero kept."""
     return _partition.prepare_chunk(*chunk, x_dtype, score_name="X")
 
 
@@ -160,7 +160,7 @@ def _positive(part, keep_zero):
 
 
 def _head(part, eps, keep_zero, auto):
-    """A partition's :func:`fastcal._partition.head_summary` and (``auto``) its Spearman partial sums."""
+    """A partition's :func:`fastcal._engine.partition.head_summary` and (``auto``) its Spearman partial sums."""
     sp = _partition.spearman_partial(part[0], part[1]) if auto else None
     return (*_partition.head_summary(part[0], part[2] if keep_zero else None, eps), sp)
 
@@ -192,7 +192,7 @@ def moved_bounds(heads, entries, dtype):
     """The bounds that cut partitions with these ``heads`` into the fit's parts.
 
     ``entries`` maps each non-empty partition to its entry
-    (:func:`fastcal._partition.tie_entries`). Bound ``j - 1`` (the start of
+    (:func:`fastcal._engine.partition.tie_entries`). Bound ``j - 1`` (the start of
     partition ``j``) moves up to partition ``j``'s entry; to the next
     partition's bound when partition ``j`` is empty or wholly in the part
     before (entry None), and to +inf after the last entry.

@@ -58,9 +58,9 @@ import math
 
 import numpy as np
 
-from .. import _partition, decomposition, platt
+from .. import decomposition, platt
 from .._auc import mann_whitney_parts
-from .._engine import partition_count, user_stacklevel
+from .._engine import partition as _partition, partition_count, user_stacklevel
 from .._params import Options, check
 from .._validation import class_bytes, rescale_weights
 from ..isotonic import merge_blocks
@@ -142,14 +142,14 @@ def _float64_chunk(chunk):
 
 
 def _band_sample(chunk):
-    """The :class:`fastcal._partition.ChunkSummary` of a validated metrics chunk's rows of positive weight (the
+    """The :class:`fastcal._engine.partition.ChunkSummary` of a validated metrics chunk's rows of positive weight (the
     rows the band draws, as in memory), for the partition bounds."""
     p, _, w = chunk
     return _partition.summarize_chunk(p, None, w, sample_size=isotonic_rows.sample_size(p.shape[0]), binary=False)
 
 
 def _band_head(part, eps):
-    """A partition's :func:`fastcal._partition.head_summary`, of its rows of positive weight: ``(rows, smallest
+    """A partition's :func:`fastcal._engine.partition.head_summary`, of its rows of positive weight: ``(rows, smallest
     prediction, ...)`` give its place in the whole order."""
     return _partition.head_summary(part[0], part[2], eps)
 

@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from .. import _binning, _matrices, _partition, histogram, smooth
-from .._engine import user_stacklevel
+from .. import _binning, _matrices, histogram, smooth
+from .._engine import partition as _partition, user_stacklevel
 from .._labels import matrix_classes
 from .._validation import all_zero_weights, rescale_weights, weight_exponent
 from ._inputs import binary_labels, check_probabilities, class_sums_chunk, label_set

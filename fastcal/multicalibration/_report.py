@@ -11,7 +11,7 @@ import numpy as np
 from . import _kernels as _k
 from .._parallel import parallel_for, split, task_bounds
 from .._results import Result, worst_first
-from .._sort import argsort
+from .._engine.sort import argsort
 from .._validation import check_consistent_length, column_or_1d
 from .._coding import Sizes, as_groups, group_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of

@@ -18,8 +18,8 @@ ECCE
 p_i) / W` along the rows sorted by probability, one step per group of equal
 probabilities. The rows are range-partitioned by probability with the
 isotonic driver's partition step (a strided sample per chunk,
-:func:`fastcal._partition.summarize_chunk`; bounds at its quantiles,
-:func:`fastcal._partition.choose_bounds`; :meth:`Rows.partition`), which never
+:func:`fastcal._engine.partition.summarize_chunk`; bounds at its quantiles,
+:func:`fastcal._engine.partition.choose_bounds`; :meth:`Rows.partition`), which never
 splits a group of equal probabilities (a row goes to the range of its
 value). Each partition sorts its rows and returns the sum of its terms
 :math:`S_j`, the least and greatest running sums after each of its tie
@@ -82,7 +82,7 @@ import math
 
 import numpy as np
 
-from .. import _partition
+from .._engine import partition as _partition
 from .._validation import (
     all_zero_weights,
     as_float_array,
@@ -124,7 +124,7 @@ def convert_chunk(chunk, dtype, extra_names):
 
     ``p`` of ``dtype``, labels 0/1 (:func:`fastcal._validation.check_binary_labels`), ``w`` finite and
     non-negative (or None); the extra columns 1-D of the same length, named ``extra_names`` in errors and
-    returned as NumPy arrays. ``summary`` is the :class:`fastcal._partition.ChunkSummary` of the probabilities
+    returned as NumPy arrays. ``summary`` is the :class:`fastcal._engine.partition.ChunkSummary` of the probabilities
     (their sample picks the range partition's bounds).
     """
     p, y, w, *extra = chunk
@@ -220,7 +220,7 @@ def merge_ranges(parts):
 def score_ranges(rows, data, n_partitions, parallelism):
     """Validated ``rows`` (those of ``data``, or converted from them chunk for chunk) range-partitioned by
     probability (column 0): the isotonic driver's step (bounds at quantiles of the chunks' samples,
-    :func:`fastcal._partition.choose_bounds`); equal probabilities always share a range."""
+    :func:`fastcal._engine.partition.choose_bounds`); equal probabilities always share a range."""
     if n_partitions is None:
         n_partitions = partition_count(data.n, len(data.summaries), parallelism, PARTITION_ROWS)
     bounds = _partition.choose_bounds(data.summaries, int(n_partitions), data.dtype)

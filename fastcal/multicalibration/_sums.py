@@ -9,7 +9,7 @@ import numpy as np
 from . import _kernels as _k
 from .. import _parallel
 from .._parallel import run, split, task_bounds
-from .._sort import range_map
+from .._engine.sort import range_map
 from .._coding import Sizes, row_type
 
 __all__ = ["segment_sums"]
@@ -125,7 +125,7 @@ def segment_sums(y, p, w, cells, digits, cell_counts, combos, n_segments, factor
     the problem alone and merged in order, so the same at any thread count:
 
     1. chunks of rows in input order: the rows of each score range
-       (:func:`fastcal._sort.range_map`, a non-decreasing map cut at
+       (:func:`fastcal._engine.sort.range_map`, a non-decreasing map cut at
        quantiles of a sample, so every score of a range is below every
        score of the next; :func:`fastcal.multicalibration._kernels.range_counts`);
     2. the same chunks: each row's score, cell and label (and weight)

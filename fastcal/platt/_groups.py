@@ -28,7 +28,7 @@ from ._scaling import PlattScaling, platt_targets
 
 def _merge_blocks(buf, first, count):
     """Each fit's rows of ``buf`` (blocks ``first[f] .. first[f] + count[f] - 1``) added in block order from the
-    first, then +0.0: :func:`fastcal._chunked.merge_in_order` of each fit's chunks."""
+    first, then +0.0: :func:`fastcal._engine.chunked.merge_in_order` of each fit's chunks."""
     out = buf[first].astype(np.float64)
     for k in range(1, int(count.max(initial=1))):
         more = np.flatnonzero(count > k)
@@ -56,12 +56,12 @@ def fit_groups(s, y, w, lo, hi, exponent, max_iter, tol):
 
 class Blocks:
     """The fits' rows ``lo[f]:hi[f]`` cut into their own fits' chunks (``CHUNK`` rows from each fit's first row,
-    :mod:`fastcal._chunked`): block ``j`` holds rows ``block_lo[j]:block_hi[j]`` of fit ``block_fit[j]``; fit
+    :mod:`fastcal._engine.chunked`): block ``j`` holds rows ``block_lo[j]:block_hi[j]`` of fit ``block_fit[j]``; fit
     ``f`` has the blocks ``first[f] .. first[f] + count[f] - 1``."""
 
     def __init__(self, lo, hi):
         self.size = hi - lo
-        self.count = np.maximum(1, -(-self.size // _k.CHUNK))  # fastcal._chunked.n_chunks of each fit
+        self.count = np.maximum(1, -(-self.size // _k.CHUNK))  # fastcal._engine.chunked.n_chunks of each fit
         self.first = np.zeros(lo.size, dtype=np.int64)
         np.cumsum(self.count[:-1], out=self.first[1:])
         self.block_fit = np.repeat(np.arange(lo.size, dtype=np.int64), self.count)

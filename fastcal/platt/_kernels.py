@@ -26,7 +26,7 @@ and :func:`~fastcal._math_kernels.log_normal` of :mod:`fastcal._math_kernels`
 reduction loops opt in to reassociation (``@kernel(fastmath=True)``), which is
 what lets the sums vectorise.
 
-Reductions are *chunked* (:mod:`fastcal._chunked`): rows are cut into blocks
+Reductions are *chunked* (:mod:`fastcal._engine.chunked`): rows are cut into blocks
 of :data:`CHUNK`, each block accumulates its partial sums in float64 into its
 own row of a ``(n_chunks, k)`` buffer, and the caller merges the rows in
 order. A pass kernel takes a range ``lo, hi`` of blocks after its buffers.

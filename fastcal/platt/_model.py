@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _kernels as _k
-from .._chunked import Partials, merge_in_order
+from .._engine.chunked import Partials, merge_in_order
 from .._parallel import parallel_for
 from .._params import Integer, Real, check
 from .._validation import class_bytes
@@ -40,7 +40,7 @@ def _run_newton_pass(s, y, w, center, scale, a, b, targets, want_loss, part=None
 
     ``targets`` is ``(t+, 1 - t+, t-, 1 - t-)``; ``part`` optional
     :func:`newton_partials`, reused across iterations. The chunks' sums are
-    added in chunk order (:func:`fastcal._chunked.merge_in_order`).
+    added in chunk order (:func:`fastcal._engine.chunked.merge_in_order`).
     """
     if part is None:
         part = newton_partials(s.shape[0])
@@ -54,7 +54,7 @@ def merge_prep(ibuf, fbuf):
 
     Columns 0-2 of ``ibuf`` are counts (summed), 3/5 minima and 4/6 maxima of
     order keys (exact in any order); the columns of ``fbuf`` are weights,
-    added in chunk order (:func:`fastcal._chunked.merge_in_order`).
+    added in chunk order (:func:`fastcal._engine.chunked.merge_in_order`).
     """
     ibuf = np.asarray(ibuf, dtype=np.int64).reshape(-1, _k.N_PREP_INT)
     iout = np.empty(_k.N_PREP_INT, dtype=np.int64)

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _partition
-from .._chunked import merge_in_order
+from .._engine import partition as _partition
+from .._engine.chunked import merge_in_order
 from .._engine import user_stacklevel
 from .._validation import all_zero_weights, class_bytes, rescale_weights, weight_exponent
 from ._model import array_pass, check_max_iter, check_tol, subsample, subsample_fraction

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _newton
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
-from .._chunked import Partials
+from .._engine.chunked import Partials
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for

@@ -17,7 +17,7 @@ from .. import _newton
 from . import _kernels as _k
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
-from .._chunked import Partials
+from .._engine.chunked import Partials
 from .._results import Result
 from .._validation import (
     as_float_array,

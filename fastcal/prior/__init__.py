@@ -43,7 +43,7 @@ finish, driven over any :class:`fastcal._engine.Rows` by
 :func:`em_partials`, :func:`em_summarise` and its :class:`EMSummary`,
 :func:`em_merge`, :func:`em_finish`, :func:`iterate_em`,
 :func:`warn_em_not_converged`. The exactness rule: a summary is the
-fixed-chunk reduction of :mod:`fastcal._chunked` (bit-identical at any
+fixed-chunk reduction of :mod:`fastcal._engine.chunked` (bit-identical at any
 thread count); summaries merge in chunk order.
 """
 

@@ -3,7 +3,7 @@
 Summarise a chunk (:func:`em_summarise`, an :class:`EMSummary`) -> merge in order (:func:`em_merge`) -> finish
 (:func:`em_finish`), iterated by :func:`iterate_em` (plain EM or SQUAREM); driven over arrays here and over any
 :class:`fastcal._engine.Rows` by :mod:`fastcal.prior._rows`. The exactness rule: a summary is the fixed-chunk
-reduction of :mod:`fastcal._chunked` (bit-identical at any thread count); summaries merge in chunk order.
+reduction of :mod:`fastcal._engine.chunked` (bit-identical at any thread count); summaries merge in chunk order.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from . import _kernels as _k
-from .._chunked import Partials, merge_exact, merge_in_order
+from .._engine.chunked import Partials, merge_exact, merge_in_order
 from .._errors import warn_not_converged
 from .._params import Boolean, Integer, Real, check
 from .._results import Result
@@ -102,8 +102,8 @@ def em_summarise(src, pi, train, check, want_ll, part=None):
     log-likelihood too; ``part`` optional :func:`em_partials`. The weights are
     :math:`w_i = \pi(i) / \pi_\text{train}(i)` scaled to ``max(w) == 1``. On
     fastcal's threads, over chunks of ``EM_CHUNK`` rows merged in chunk order
-    (:mod:`fastcal._chunked`): the binary sums and the log-likelihood
-    exactly (:func:`fastcal._chunked.merge_exact`), the (n, k) column sums in
+    (:mod:`fastcal._engine.chunked`): the binary sums and the log-likelihood
+    exactly (:func:`fastcal._engine.chunked.merge_exact`), the (n, k) column sums in
     order. Returns an :class:`EMSummary`.
     """
     w = class_weights(pi, train)

@@ -23,7 +23,7 @@ from .._math_kernels import exp_neg, log_normal
 # ---------------------------------------------------------------------------
 
 
-#: Rows per chunk of the reduction (:mod:`fastcal._chunked`). Chunk bounds depend only on the number of
+#: Rows per chunk of the reduction (:mod:`fastcal._engine.chunked`). Chunk bounds depend only on the number of
 #: rows, so the sums do not depend on the thread count.
 CHUNK = 1 << 12
 

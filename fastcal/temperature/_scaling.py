@@ -32,7 +32,7 @@ import numpy as np
 
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
-from .._chunked import Partials, merge_exact
+from .._engine.chunked import Partials, merge_exact
 from .._errors import warn_not_converged
 from .._parallel import parallel_for
 from .._params import Integer, Options, Real, check
@@ -307,7 +307,7 @@ def loss_derivatives(z, labels, w, beta, want_loss=False):
     class indices; ``w``: float64 weights or an empty array (unit weights).
     Weighted sums over the rows of the cumulants of :math:`z_i` under
     :math:`\mathrm{softmax}(\beta z_i)` (see the module docstring), in one
-    pass over fixed chunks merged exactly (:mod:`fastcal._chunked`): the same
+    pass over fixed chunks merged exactly (:mod:`fastcal._engine.chunked`): the same
     bits at any thread count. Returns the tuple of floats
     ``(L, dL, d2L, d3L, d4L)``.
     """

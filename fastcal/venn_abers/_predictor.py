@@ -22,7 +22,7 @@ from .._base import BaseCalibrator, check_is_fitted
 from .._parallel import parallel_for, run
 from .._persist import register
 from ..isotonic import chunk_count
-from .._sort import argsort, sort_by_label
+from .._engine.sort import argsort, sort_by_label
 from .._validation import (
     as_float_array,
     check_binary_labels,
@@ -46,7 +46,7 @@ _STRIDE = 2
 def _class_groups(x, labels):
     """The distinct scores of unweighted 0/1 labels and their CSD: ``(c, W, Y)`` (see :func:`_csd`).
 
-    The scores are sorted per class by score range (:func:`fastcal._sort.sort_by_label`, as the isotonic fit
+    The scores are sorted per class by score range (:func:`fastcal._engine.sort.sort_by_label`, as the isotonic fit
     sorts them). A range holds every copy of its scores, so the ranges are grouped independently
     (:func:`~fastcal.venn_abers._kernels.group_class_runs`), on whichever threads take them, each into its
     rows' place; the distinct scores are then packed and the CSD summed over the pieces in order. The sums

@@ -1,11 +1,11 @@
-"""Numba kernels of the range partitions (see :mod:`fastcal._partition`): splitting rows by
+"""Numba kernels of the range partitions (see :mod:`fastcal._engine.partition`): splitting rows by
 score range, and following tie groups across a partition boundary."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from ..._jit import kernel
 
 __all__ = ["buckets_linear", "buckets_search", "chain_exits", "near_min", "range_of",
            "split_scatter"]

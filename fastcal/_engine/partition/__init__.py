@@ -19,7 +19,7 @@ PAV kernel and pooling the blocks. This module holds what they share:
   partial sums (:func:`spearman_partial`, :func:`spearman_from_partials`,
   :func:`increasing_from_rho`).
 
-The kernels are in :mod:`fastcal._partition._kernels`.
+The kernels are in :mod:`fastcal._engine.partition._kernels`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels as _k
-from .._validation import (
+from ..._validation import (
     all_zero_weights,
     as_float_array,
     as_label_array,

@@ -1,6 +1,6 @@
 """Numba kernels of a stable LSD radix argsort of floats.
 
-Private: the wrapper (:mod:`fastcal._sort`) hands them the float array viewed
+Private: the wrapper (:mod:`fastcal._engine.sort`) hands them the float array viewed
 as unsigned integers of its width (``bits``), and checks nothing.
 
 A float's bits map to an unsigned key in the order of the values: a positive
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
-from .._math_kernels import float64_bits_as_int64, range_of_score
+from ..._jit import kernel
+from ..._math_kernels import float64_bits_as_int64, range_of_score
 
 
 @kernel

@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from ._parallel import parallel_for
+from .._parallel import parallel_for
 
 __all__ = ["Partials", "merge_exact", "merge_in_order", "n_chunks"]
 

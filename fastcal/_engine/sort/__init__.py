@@ -35,8 +35,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels as _k
-from .. import _parallel
-from .._parallel import get_num_threads, parallel_for, run, split
+from ... import _parallel
+from ..._parallel import get_num_threads, parallel_for, run, split
 
 __all__ = ["ByLabel", "SortedPairs", "argsort", "range_map", "range_sorted_pairs", "sort_by_label", "sort_pairs"]
 
@@ -293,7 +293,7 @@ def sort_by_label(X, labels, n_ranges):
     rows counted and scattered by row-chunks (as many as the ranges, in
     parallel; the chunks' counts per slot give each (chunk, slot) its place,
     so the layout does not depend on the thread count), then each range's two
-    classes sorted by value in the cache (:func:`~fastcal._sort._kernels.sort_keys`, a radix sort: -0.0 comes
+    classes sorted by value in the cache (:func:`~fastcal._engine.sort._kernels.sort_keys`, a radix sort: -0.0 comes
     out as +0.0, as from :func:`range_sorted_pairs`) on whichever thread takes the range, with one spare
     range per working thread (measured at 10^7 float64 rows, 2 threads: the whole call 0.34 s with NumPy's
     sort per range, the first version, against 0.09 s).
@@ -358,10 +358,10 @@ def range_sorted_pairs(X, p, flip, n_ranges, exponent=0):
     One parallel pass counts the rows per (row-chunk, score range)
     (:func:`range_map`), a second writes them by range, in row order within a
     range, as the radix sort's rows ``(key, value)``
-    (:func:`~fastcal._sort._kernels.range_scatter_rows`: the value scaled by
+    (:func:`~fastcal._engine.sort._kernels.range_scatter_rows`: the value scaled by
     the exact power of two, and signed by ``flip``, as it is written), and
     each range is then radix-sorted in place by whichever thread takes it
-    (:func:`~fastcal._sort._kernels.sort_rows`; stable, so the rows end in the
+    (:func:`~fastcal._engine.sort._kernels.sort_rows`; stable, so the rows end in the
     order of a stable sort of the whole). ``flip`` may be empty (no flips).
     ``xs`` and ``ps`` are strided views of the columns of that one array of
     rows. Extra memory: that array (two float64 arrays' worth) and one spare
