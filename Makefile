@@ -49,8 +49,8 @@ test: $(STAMP)
 	$(BIN)/lint-imports
 	rm -rf $(COLD_CACHE) && $(BIN)/python tests/precompile_cold.py $(COLD_CACHE) > $(COLD_CACHE).json
 	mkdir -p $(CHECK_CACHE) && cp -R $(COLD_CACHE)/. $(CHECK_CACHE)/
-	NUMBA_CACHE_DIR=$(CHECK_CACHE) FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
-	NUMBA_CACHE_DIR=$(CHECK_CACHE) NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) FASTCAL_COLD_PRECOMPILE=$(COLD_CACHE).json $(BIN)/python -m pytest --durations=20 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	NUMBA_CACHE_DIR=$(CHECK_CACHE) NUMBA_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 	NUMBA_CACHE_DIR=$(CHECK_CACHE) NUMBA_DISABLE_JIT=1 $(BIN)/python -m pytest -q -m nojit tests $(PYTEST_ARGS)
 
 ## demo: `fastcal precompile` (compiles every kernel into the cache the first time, minutes; loads them later), then

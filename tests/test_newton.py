@@ -1,4 +1,4 @@
-"""The Newton driver (fastcal._newton) on objectives written here in NumPy: any number of parameters."""
+"""The Newton driver (fastcal._engine.newton) on objectives written here in NumPy: any number of parameters."""
 
 import math
 
@@ -7,13 +7,13 @@ import pytest
 import statsmodels.api as sm
 from numpy.testing import assert_allclose
 
-from fastcal import _newton
+from fastcal._engine import newton as _newton
 
 pytestmark = pytest.mark.nojit  # plain Python: also run with NUMBA_DISABLE_JIT=1 (make test)
 
 
 class LogisticObjective:
-    """sum_i w_i [log(1 + e^z_i) - (1 - t_i) z_i], z = X theta, in NumPy (the protocol of fastcal._newton)."""
+    """sum_i w_i [log(1 + e^z_i) - (1 - t_i) z_i], z = X theta, in NumPy (the protocol of fastcal._engine.newton)."""
 
     def __init__(self, X, t, w=None, sub=None):
         self.X, self.t = X, t

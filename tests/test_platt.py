@@ -13,7 +13,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import fastcal
 from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, platt_scaling
-from fastcal import _newton
+from fastcal._engine import newton as _newton
 from fastcal import _math_kernels as math_kernels
 from fastcal.platt import _kernels as kernels
 from fastcal.beta import _kernels as beta_kernels

@@ -38,7 +38,8 @@ package, above it, and the package exports it as ``rows``.
 
 Its modules hold the rest of what the subjects share below their drivers:
 :mod:`~fastcal._engine.chunked` (fixed-chunk reductions in memory: the chunk
-count, the in-order and exact merges), :mod:`~fastcal._engine.sort` (the
+count, the in-order and exact merges), :mod:`~fastcal._engine.newton` (the
+Newton driver of every logistic fit, a schedule of passes), :mod:`~fastcal._engine.sort` (the
 parallel radix sorts and range sorts of rows in memory) and
 :mod:`~fastcal._engine.partition` (range partitions of rows and the
 tie-group walk of partitioned isotonic fits).

@@ -11,7 +11,7 @@ free), ``"ab"`` (c = (a - b) log 2, i.e. the midpoint m = 1/2) and ``"am"``
 (a = b, i.e. logistic in logit p).
 
 The fit is maximum likelihood by the one Newton driver of
-:mod:`fastcal._newton`, over one fused pass per iteration (objective,
+:mod:`fastcal._engine.newton`, over one fused pass per iteration (objective,
 gradient and the 3x3 Hessian together, float64 accumulators, fixed blocks
 merged in order: the same bits on any number of threads), warm-started from
 a subsample on big inputs. :func:`fit_passes` is that fit for any source of

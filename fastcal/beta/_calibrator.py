@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Self
 
 import numpy as np
 
-from .. import _newton, platt
+from .. import platt
+from .._engine import newton as _newton
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._errors import ConvergenceWarning, warn_not_converged
@@ -84,7 +85,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     epsilon of the probabilities' dtype), and ``subsample_rows(fraction)``
     returns about that share of the rows in memory as ``(p, y, w)``; it is
     called only for a warm start, or it is None. Checks the range of p and
-    the classes, handles constant p, runs :func:`fastcal._newton.solve`, and for
+    the classes, handles constant p, runs :func:`fastcal._engine.newton.solve`, and for
     "abm" refits with a term dropped when a or b is negative (as ``betacal``).
     Returns a :class:`BetaFit`.
     """

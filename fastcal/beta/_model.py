@@ -3,7 +3,7 @@ in memory, the midpoint and the fit of constant probabilities.
 
 What the fits of :mod:`fastcal.beta._calibrator` (from any source of passes, from validated arrays, of many
 groups' rows at once) share, on the kernels of :mod:`fastcal.beta._kernels`; the Newton driver
-(:mod:`fastcal._newton`) and Platt's warm start and checks come through :mod:`fastcal.platt`.
+(:mod:`fastcal._engine.newton`) and Platt's warm start and checks come through :mod:`fastcal.platt`.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def basis(model, frame):
 
 
 class BetaObjective:
-    r"""Beta calibration's cross-entropy in the solver's coordinates, for :func:`fastcal._newton.solve`.
+    r"""Beta calibration's cross-entropy in the solver's coordinates, for :func:`fastcal._engine.newton.solve`.
 
     ``run_pass(frame, t1, t2, t3, want_loss)`` returns the
     :data:`fastcal.beta._kernels.N_BETA_STATS` sums of the fused pass over

@@ -7,7 +7,7 @@ sigmoid calibration (``sklearn.calibration._SigmoidCalibration``);
 is the logistic recalibration logit P(y = 1) = alpha + beta * logit(p) used to
 validate clinical prediction models (Cox 1958; Van Calster et al. 2016).
 
-Both are fitted by the one Newton driver of :mod:`fastcal._newton`: a
+Both are fitted by the one Newton driver of :mod:`fastcal._engine.newton`: a
 closed-form 2x2 solve, a tiny ridge and a line search whose sufficient
 decrease is certified without evaluating the objective where possible, over
 one fused parallel pass per iteration (objective, gradient and Hessian

@@ -1,6 +1,6 @@
 r"""Platt scaling of many groups of rows at once, each group's fit the one :func:`fit_arrays` makes on its rows.
 
-:func:`fit_groups` runs the Newton iterations of :func:`fastcal._newton.minimize` for every group in lockstep:
+:func:`fit_groups` runs the Newton iterations of :func:`fastcal._engine.newton.minimize` for every group in lockstep:
 one parallel pass over the rows per iteration
 (:func:`fastcal.platt._kernels.newton_blocks`) gives every unconverged group's sums, each group's in its own
 fit's chunks and merge order, and each group stops by its own rule (:math:`\lambda^2 \le tol\, W`). The
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from .. import _newton
+from .._engine import newton as _newton
 from . import _kernels as _k
 from .._math_kernels import key_to_float
 from .._parallel import parallel_for
@@ -45,7 +45,7 @@ def fit_groups(s, y, w, lo, hi, exponent, max_iter, tol):
     which each fit applies first; ``exponent`` None without weights); ``max_iter`` and ``tol`` checked.
 
     Returns ``(a, b, n_iter, done)``, arrays over the fits. Where ``done`` is False the fit is left to
-    :func:`fit_arrays` (it takes a path of :func:`fastcal._newton.minimize` not run here, or it raises or
+    :func:`fit_arrays` (it takes a path of :func:`fastcal._engine.newton.minimize` not run here, or it raises or
     warns) and ``a``, ``b``, ``n_iter`` are meaningless; a done fit converged.
     """
     lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
@@ -147,9 +147,9 @@ def _fit(s, y, w, lo, hi, exponent, max_iter, tol):
 
 
 def _direction(st, k, bounds):
-    r""":func:`fastcal._newton.direction` of each row of sums ``st`` (flat, as an objective's ``stats``) over all
+    r""":func:`fastcal._engine.newton.direction` of each row of sums ``st`` (flat, as an objective's ``stats``) over all
     ``k`` parameters, with ``bounds`` (a row per fit), operation for operation on arrays of fits: the
-    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._newton.solve_spd_many`).
+    ridged Hessian's closed-form 2x2 solve or Cholesky factorisation (:func:`fastcal._engine.newton.solve_spd_many`).
     Returns ``(d, lam2, M, spd)``: ``spd`` False where the driver takes a gradient step instead."""
     index = _newton.hessian_index(k)
     ridge = 1.0 + _newton.RIDGE
@@ -165,7 +165,7 @@ def _direction(st, k, bounds):
 
 
 def minimize_lockstep(run_pass, theta, bounds, total, active, done, max_iter, tol):
-    r""":func:`fastcal._newton.minimize` of many fits at once, each on its own: the driver's common path.
+    r""":func:`fastcal._engine.newton.minimize` of many fits at once, each on its own: the driver's common path.
 
     ``theta`` (fits x k) holds the start points and receives the solutions; ``bounds`` (fits x k) are the
     objectives' ``bounds``, ``total`` their total weights; ``run_pass(trial, which)`` returns the sums

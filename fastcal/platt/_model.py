@@ -67,12 +67,12 @@ def merge_prep(ibuf, fbuf):
 
 
 # ---------------------------------------------------------------------------
-# Platt's model for the Newton driver (fastcal._newton), from any source of passes.
+# Platt's model for the Newton driver (fastcal._engine.newton), from any source of passes.
 # ---------------------------------------------------------------------------
 
 
 class PlattObjective:
-    r"""Platt's objective F(a, b) in the solver's coordinates, for :func:`fastcal._newton.solve`.
+    r"""Platt's objective F(a, b) in the solver's coordinates, for :func:`fastcal._engine.newton.solve`.
 
     The solver works in centred and scaled coordinates, z = a' x + b' with
     x = (s - center) * scale, ``scale`` a power of two chosen so that |x| <= 1;

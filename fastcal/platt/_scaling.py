@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple, Self
 
 import numpy as np
 
-from .. import _newton
+from .._engine import newton as _newton
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._engine.chunked import Partials
@@ -162,7 +162,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     memory as ``(s, y, w)`` (see :func:`subsample`); it is called only for a
     warm start (n >= :data:`WARM_START_MIN`), or it is None. Handles the
     degenerate cases, Platt's targets and start, centring and scaling, and
-    runs :func:`fastcal._newton.solve`. Returns a :class:`PlattFit`.
+    runs :func:`fastcal._engine.newton.solve`. Returns a :class:`PlattFit`.
     The weights of the passes may be rescaled by
     :func:`fastcal._validation.rescale_weights` (with ``weight_exponent``
     its exponent): Platt's targets are pseudo-counts in the units of the

@@ -1,7 +1,7 @@
 """The calibration slope and intercept: the logistic recalibration logit P(y = 1) = alpha + beta * logit(p).
 
 Platt's model with hard targets on the logits of ``p`` (Cox 1958; Van
-Calster et al. 2016), fitted by the Newton driver of :mod:`fastcal._newton`
+Calster et al. 2016), fitted by the Newton driver of :mod:`fastcal._engine.newton`
 over the passes of :mod:`fastcal.platt._model`.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _newton
+from .._engine import newton as _newton
 from . import _kernels as _k
 from .._errors import warn_not_converged
 from .._math_kernels import key_to_float
@@ -225,7 +225,7 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
     :func:`fit_passes`), ``run_passes`` (optional) several passes' sums from
     one pass over the rows (:class:`PlattObjective`). The slope's fit and the
     calibration in the large's advance together
-    (:func:`fastcal._newton.run_together`), the slope's Hessian at its
+    (:func:`fastcal._engine.newton.run_together`), the slope's Hessian at its
     optimum asked with the other's next point: with ``run_passes``, three or
     four passes over the rows where they were five or six, the same sums.
     """
@@ -313,7 +313,7 @@ def slope_intercept_passes(prepared, n, weighted, exponent, run_pass, subsample_
 
 
 def _with_sums_at_optimum(steps):
-    """The Newton solve ``steps`` (:func:`fastcal._newton.minimize_steps`), then the sums at its optimum:
+    """The Newton solve ``steps`` (:func:`fastcal._engine.newton.minimize_steps`), then the sums at its optimum:
     ``(result, sums)``."""
     res = yield from steps
     return res, (yield res.theta, False)
