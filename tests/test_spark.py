@@ -413,6 +413,28 @@ def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_
     assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 
+def test_predict_isotonic_with_crowded_knots_and_repeated_column_names(session):
+    """Knots crowded in a few grid cells (a projection a halving) on a frame whose column names repeat: every
+    column is kept, in order, with its values, and the predictions equal memory's bit for bit."""
+    from fastcal.spark._buckets import INLINE_HALVINGS
+    from fastcal.spark._predict import _knot_table
+
+    spark = session  # each kind of session in turn
+    x = np.concatenate([1e-12 * 1.1 ** np.arange(200.0), np.linspace(0.5, 1.0, 50)])
+    est = IsotonicRegression(out_of_bounds="clip").fit(x, np.arange(x.shape[0], dtype=np.float64))
+    xs = est.X_thresholds_
+    assert _knot_table(xs, est.y_thresholds_)[2] > INLINE_HALVINGS
+    rng = np.random.default_rng(8)
+    scores = np.concatenate([xs, (xs[:-1] + xs[1:]) / 2, rng.random(200)])
+    rows = [(float(v), i, -i) for i, v in enumerate(scores)]
+    df = spark.createDataFrame(rows, "s double, k long, k2 long").toDF("s", "k", "k")
+    out = fs.predict(est, df, "s", "p")
+    assert out.columns == ["s", "k", "k", "p"]
+    got = out.collect()
+    assert [tuple(r)[:3] for r in got] == rows
+    assert_array_equal(np.array([r[3] for r in got]), est.predict(scores))
+
+
 def test_predict_isotonic_casts_scores_to_the_fit_dtype(spark):
     rng = np.random.default_rng(6)
     x = rng.random(500).astype(np.float32)

@@ -48,6 +48,15 @@ def _with(df, out, text):
     return df.withColumn(out, F.expr(text))
 
 
+def _finish(df, columns, out, text):
+    """``df``'s ``columns`` (the caller's, before its temporary ones) and the new column ``out``: one projection
+    where the names are distinct (each step is one more analysis of the plan on a classic session), else
+    ``withColumn`` and a ``drop`` of the rest."""
+    if len(set(columns)) == len(columns):
+        return df.select(*(F.col(sql.ident(c)) for c in columns), F.expr(text).alias(out))
+    return _with(df, out, text).drop(*(c for c in df.columns if c not in columns))
+
+
 def _finite_or_raise(t: str, name: str, value: str) -> str:
     """``value``, or a run-time error (the in-memory message) where ``t`` is NaN or infinite; nulls stay null."""
     nan = sql.string(f"{name} must be finite, but contains NaN.")
@@ -114,10 +123,10 @@ def _knots_prediction(data: Knots, df, score, out_col):
     # on a one-row table: Spark runs it once on the driver (no job) and each task reads that one array in place (a
     # literal array of the plan would be a boxed copy in every place it is written).
     flat, cells, steps, grid = _knot_table(xs, ys)
-    a_col, tc_col, c_col, j_col = (temp_name(n) for n in ("a", "t", "c", "j"))
-    a, tc, c, j = (sql.ident(n) for n in (a_col, tc_col, c_col, j_col))
+    a_col, c_col, j_col = (temp_name(n) for n in ("a", "c", "j"))
+    a, c, j = (sql.ident(n) for n in (a_col, c_col, j_col))
     table = df.sparkSession.sql(f"SELECT {sql.array(flat)} AS a FROM VALUES (0) AS t(i)")
-    new = [table.scalar().alias(a_col), F.expr(f"least(greatest({t}, {x0}), {xm})").alias(tc_col)]
+    tc = f"least(greatest({t}, {x0}), {xm})"  # t clipped to the knots: inline, cheaper than a projection
 
     def x_at(i):  # the knot x[i] (get counts from 0)
         return f"get({a}, 2 * ({i}) + {cells})"
@@ -125,16 +134,16 @@ def _knots_prediction(data: Knots, df, score, out_col):
     # j: the number of knots < t among the first m - 1 (a cell's count below it from the grid, then the halvings
     # within the cell: i += 2^k while x[i + 2^k - 1] < t), clipped to 1 .. m - 1 as the kernel's search; its segment
     # is knots j - 1 and j. In a column of its own: Spark does not inline it into the four uses below. Few
-    # projections: each is one more analysis of the plan on a classic session.
+    # projections: each is one more analysis of the plan on a classic session (three here: a, j, the result).
     if grid is None:
         count = "0"
     else:
         count = (f"CAST(get({a}, CAST(floor(least(greatest(({tc} - {sql.double(grid[0])}) * {sql.double(grid[1])}, "
                  f"0.0D), {sql.double(cells - 2)})) AS INT)) AS INT)")
-    drop = [a_col, tc_col, j_col]
-    df = df.select("*", *new)
+    columns = df.columns
+    df = df.select("*", table.scalar().alias(a_col))
     if steps > INLINE_HALVINGS:  # a projection a halving (the text would double with each one inline)
-        df, count, drop = _with(df, c_col, count), c, [*drop, c_col]
+        df, count = _with(df, c_col, count), c
         for k in reversed(range(steps)):
             df = _with(df, c_col, f"{c} + CAST({x_at(f'{c} + {(1 << k) - 1}')} < {tc} AS INT) * {1 << k}")
     else:
@@ -144,7 +153,7 @@ def _knots_prediction(data: Knots, df, score, out_col):
     x_lo, y_lo, x_hi, y_hi = (f"get({a}, 2 * {j} + {cells + d})" for d in (-2, -1, 0, 1))
     value = _knots_value(t, tc, x0, xm, x_lo, x_hi, y_lo, y_hi, data.out_of_bounds, sql.string(f"{data.x[0]}"),
                          sql.string(f"{data.x[-1]}"))
-    return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(*drop)
+    return _finish(df, columns, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})")
 
 
 def _steps_prediction(data: Steps, df, score, out_col):
@@ -155,10 +164,11 @@ def _steps_prediction(data: Steps, df, score, out_col):
     # below the number k of distinct ones < p.
     distinct, counts = np.unique(data.edges, return_counts=True)
     b_col = temp_name("b")
+    columns = df.columns
     df = with_count_below(df, p, distinct, b_col)
     by_k = data.values[np.concatenate([[0], np.cumsum(counts)])]
     value = f"element_at({sql.array(by_k)}, {sql.ident(b_col)} + 1)"
-    return _with(df, out_col, _probability_checked(p, value)).drop(b_col)
+    return _finish(df, columns, out_col, _probability_checked(p, value))
 
 
 def _logistic_value(coef, intercept, features, x, eps):
