@@ -44,6 +44,7 @@ its shuffle and cache).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -89,6 +90,8 @@ def main(argv=None):
     parser.add_argument("--stages", action="store_true", help="time the fit's calls on SparkRows")
     parser.add_argument("--connect", action="store_true", help="measure through a Spark Connect session")
     parser.add_argument("--connect-port", type=int, default=15052)
+    parser.add_argument("--json", metavar="PATH", help="also write the measurements to PATH (docs/user_guide/spark.md's "
+                        "predict table is made from two such files: predict_rows)")
     args = parser.parse_args(argv)
 
     import numpy as np
@@ -124,6 +127,7 @@ def main(argv=None):
     df = spark.range(0, args.rows, numPartitions=args.partitions).select(
         s.alias("score"), (F.rand(1) < s * s).cast("double").alias("label")).cache()
     df.count()
+    load = round(os.getloadavg()[0], 2)
     print(f"rows {args.rows:,}, partitions {args.partitions}, Spark {spark.version}, "
           f"{'Spark Connect' if args.connect else 'classic'} session", flush=True)
 
@@ -151,7 +155,7 @@ def main(argv=None):
         return df.select("score", "label").repartition(args.partitions, "score").count()
 
     stages = _timed_stages(fs.SparkRows) if args.stages else None
-    results = {}
+    results, runs, query_parts = {}, {}, {}
     for name, fn in (("toArrow", arrow), ("one Python pass (count)", python_pass), ("one shuffle (count)", shuffle),
                      ("fastcal fit_isotonic", ours), ("MLlib fit", theirs)):
         fn()  # warm: workers started, kernels loaded, JVM code generated
@@ -198,6 +202,7 @@ def main(argv=None):
                 times[name].append(time.perf_counter() - t0)
         for name in (a, b):
             results[name] = statistics.median(times[name])
+            runs[name] = times[name]
             print(f"{name:28s} {results[name]:8.2f} s median (all: {', '.join(f'{t:.2f}' for t in times[name])})",
                   flush=True)
     print("predictions' sums (fastcal, MLlib):", predict_ours(), predict_theirs())
@@ -214,6 +219,7 @@ def main(argv=None):
             q.collect()
             built.append(t1 - t0)
             ran.append(time.perf_counter() - t1)
+        query_parts[name] = {"build": statistics.median(built), "run": statistics.median(ran)}
         print(f"{name:28s} building the query {statistics.median(built):.3f} s, then optimizing, planning and "
               f"running it {statistics.median(ran):.3f} s (medians of 5)", flush=True)
 
@@ -224,9 +230,50 @@ def main(argv=None):
           f"{(results['one Python pass (count)'] + results['one shuffle (count)']) / results['toArrow']:.2f}x")
     print(f"fastcal predict / MLlib transform: {results['fastcal predict'] / results['MLlib transform']:.2f}x (sum), "
           f"{results['fastcal predict (noop write)'] / results['MLlib transform (noop write)']:.2f}x (noop write)")
+    if args.json:
+        record = {"session": "Spark Connect" if args.connect else "classic", "rows": args.rows,
+                  "partitions": args.partitions, "spark": spark.version, "load_at_start": load,
+                  "seconds": results, "runs": runs,
+                  "predict_query": query_parts}
+        with open(args.json, "w") as f:
+            json.dump(record, f, indent=1)
     if args.connect:
         spark.stop()
     local.stop()
+
+
+def fit_rows(record):
+    """The rows of docs/user_guide/spark.md's fit table from a ``--json`` record."""
+    t = record["seconds"]
+    arrow, fit = t["toArrow"], t["fastcal fit_isotonic"]
+    floor = t["one Python pass (count)"] + t["one shuffle (count)"]
+    return [f"| `df.select(score, label).toArrow()` | {arrow:.2f} s | |",
+            f"| one `mapInArrow` pass over the two columns that only counts the rows | "
+            f"{t['one Python pass (count)']:.2f} s | {t['one Python pass (count)'] / arrow:.1f}x `toArrow` |",
+            f"| one shuffle of the two columns by score, counted | {t['one shuffle (count)']:.2f} s | "
+            f"{t['one shuffle (count)'] / arrow:.1f}x `toArrow` |",
+            f"| `fastcal.spark.fit_isotonic` | {fit:.2f} s | {fit / floor:.2f}x the pass and the shuffle |",
+            f"| MLlib `IsotonicRegression.fit` | {t['MLlib fit']:.1f} s | {t['MLlib fit'] / fit:.1f}x `fit_isotonic` |"]
+
+
+def predict_query_sentence(record):
+    """The guide's sentence on where one ``predict`` query's time goes, from a ``--json`` record."""
+    q = record["predict_query"]
+    ours, theirs = q["fastcal predict"], q["MLlib transform"]
+    return (f"building `predict`'s query took {ours['build']:.3f} s against {theirs['build']:.3f} s for MLlib's, "
+            f"and optimizing, planning and running it {ours['run']:.3f} s against {theirs['run']:.3f} s")
+
+
+def predict_rows(*records):
+    """The rows of docs/user_guide/spark.md's predict table from ``--json`` records: one per session kind."""
+    rows = []
+    for r in records:
+        t = r["seconds"]
+        sums = (t["fastcal predict"], t["MLlib transform"])
+        noop = (t["fastcal predict (noop write)"], t["MLlib transform (noop write)"])
+        rows.append(f"| {r['session']} | {sums[0]:.2f} s | {sums[1]:.2f} s | {sums[0] / sums[1]:.2f}x "
+                    f"| {noop[0]:.2f} s | {noop[1]:.2f} s | {noop[0] / noop[1]:.2f}x |")
+    return rows
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 For element-wise and reduction passes of fastcal (prior correction, the
 finiteness check, the Platt prediction), times one call on ``n`` rows with one
 thread and with every thread, side by side in one process, and prints the
-ratio. :data:`fastcal._parallel.PARALLEL_MIN_SIZE` should sit where the ratio
+ratio. :data:`fastcal._core.parallel.PARALLEL_MIN_SIZE` should sit where the ratio
 crosses 1: below it, waking a worker costs more than it saves.
 """
 
@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 
-from fastcal import _parallel
+from fastcal._core import parallel as _parallel
 from fastcal.platt import _kernels as platt_kernels
 from fastcal.prior import _kernels as prior_kernels
-from fastcal._validation import count_nonfinite
+from fastcal._core.validation import count_nonfinite
 
 
 def _passes(n):

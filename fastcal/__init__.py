@@ -11,9 +11,9 @@ and the Dask fits (``fastcal.dask``) load their optional dependencies when used.
 import os
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ConvergenceWarning, InvalidParameterError, NotFittedError
-from ._jit import NoCacheWarning
-from ._parallel import get_num_threads, set_num_threads
+from ._core.errors import ConvergenceWarning, InvalidParameterError, NotFittedError
+from ._core.jit import NoCacheWarning
+from ._core.parallel import get_num_threads, set_num_threads
 from . import _persist
 from .beta import BetaCalibration
 from .grouped import GroupedCalibrator

@@ -14,8 +14,8 @@ import sys
 from typing import Any, ClassVar, Self
 
 from . import _persist
-from ._errors import ConvergenceWarning, NotFittedError, not_fitted
-from ._params import Options, check, check_all
+from ._core.errors import ConvergenceWarning, NotFittedError, not_fitted
+from ._core.params import Options, check, check_all
 
 __all__ = ["UNCHANGED", "BaseCalibrator", "ConvergenceWarning", "NotFittedError", "check_is_fitted"]
 
@@ -109,7 +109,7 @@ class BaseCalibrator:
 
     # -- parameters ------------------------------------------------------------
 
-    #: What each constructor parameter accepts (see :mod:`fastcal._params`).
+    #: What each constructor parameter accepts (see :mod:`fastcal._core.params`).
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
 
     def _validate_params(self):

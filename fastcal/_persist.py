@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ._errors import not_fitted
+from ._core.errors import not_fitted
 from ._io import AtomicTarget
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "loads", "register", "save", "to_dict"]

@@ -1,7 +1,7 @@
 """Warm-up calls that compile every kernel into the cache: what ``fastcal precompile`` runs.
 
 Kernels compile lazily, on the first call of each argument type (see
-:mod:`fastcal._jit`), and ``cache=True`` stores the machine code in
+:mod:`fastcal._core.jit`), and ``cache=True`` stores the machine code in
 ``NUMBA_CACHE_DIR`` (or ``__pycache__`` next to the sources, or the user's
 cache folder). This module calls every public subject on tiny inputs of every
 dtype its wrappers can hand to a kernel, so that after one run a new process
@@ -74,9 +74,9 @@ from . import outofcore
 from ._io import open_input, open_output
 from ._auc import THREADED_SORT_MIN_SIZE
 from ._binning import SELECT_MIN_SIZE
-from ._parallel import PARALLEL_MIN_SIZE, set_num_threads
+from ._core.parallel import PARALLEL_MIN_SIZE, set_num_threads
 from ._engine.sort import RADIX_MIN_SIZE
-from ._validation import LABEL_DTYPES
+from ._core.validation import LABEL_DTYPES
 from .beta import BetaCalibration
 from .decomposition import corp_reliability, score_decomposition
 from .histogram import HistogramBinning

@@ -25,8 +25,8 @@ from sklearn.utils import get_tags
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._binning import check_binning
-from ._params import Boolean, Options, check_all
-from ._results import Result
+from ._core.params import Boolean, Options, check_all
+from ._core.results import Result
 from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression

@@ -18,7 +18,7 @@ from . import _binning
 from ._base import BaseCalibrator, check_is_fitted
 from ._persist import register
 from ._prediction import Steps
-from ._validation import (
+from ._core.validation import (
     as_float_array,
     as_label_array,
     check_binary_labels,
@@ -79,7 +79,7 @@ def fitted_estimator(n_bins, strategy, edges, table, weight_exponent=0):
     """A fitted :class:`HistogramBinning` from its :func:`bin_edges` and the bin table
     (:func:`fastcal._binning.bin_stats`, or such tables merged) of all the rows: the fit of every backend.
 
-    The table's weights may be rescaled by :func:`fastcal._validation.rescale_weights` (``weight_exponent``
+    The table's weights may be rescaled by :func:`fastcal._core.validation.rescale_weights` (``weight_exponent``
     its exponent): the values do not depend on it, ``bin_weights_`` are in the caller's units.
     """
     return _set_fitted(HistogramBinning(n_bins=n_bins, strategy=strategy), edges, table, weight_exponent)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 
 from ._binning import MAX_BINS
-from ._params import Boolean, InstanceOf, Integer, Options, Real, check
+from ._core.params import Boolean, InstanceOf, Integer, Options, Real, check
 from .decomposition import CorpReliabilityResult, corp_reliability, score_decomposition
 from .metrics import (
     CalibrationReport,

@@ -16,7 +16,7 @@ import numpy as np
 
 import fastcal
 
-#: Above fastcal's parallel threshold (``fastcal._parallel.PARALLEL_MIN_SIZE``), so every
+#: Above fastcal's parallel threshold (``fastcal._core.parallel.PARALLEL_MIN_SIZE``), so every
 #: parallel kernel is cut into ranges when more than one thread is allowed.
 N = 1 << 19
 

@@ -13,7 +13,7 @@ from numpy.testing import assert_array_equal
 import fastcal
 import fastcal.platt
 import fastcal.prior
-from fastcal._results import Result
+from fastcal._core.results import Result
 
 pytestmark = pytest.mark.nojit  # also run with NUMBA_DISABLE_JIT=1 (make test)
 

@@ -96,7 +96,8 @@ def test_warm_prefix_reaches_every_size_threshold():
     # A setup warms on the first WARM rows: at least as many as any size at which
     # fastcal switches to another path (another kernel), so the full sizes' paths are warmed.
     from benchmarks._harness import WARM, warm_rows
-    from fastcal import _auc, _binning, _parallel, platt, smooth
+    from fastcal import _auc, _binning, platt, smooth
+    from fastcal._core import parallel as _parallel
     from fastcal._engine import sort as _sort
 
     thresholds = [_parallel.PARALLEL_MIN_SIZE, platt.WARM_START_MIN, _auc.THREADED_SORT_MIN_SIZE,

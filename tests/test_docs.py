@@ -172,6 +172,22 @@ def test_headline_reads_the_full_table():
     assert [compare.fmt_ratio(r) for r in (219.6, 30.0, 29.96, 8.94)] == ["220", "30", "30.0", "8.9"]
 
 
+def test_spark_guide_speed_tables_are_the_recorded_runs():
+    # docs/user_guide/spark.md's fit and predict tables and its sentences on predict's query come from the two
+    # runs of benchmarks/spark_bench.py recorded with --json.
+    import json
+
+    from benchmarks import spark_bench
+
+    classic, connect = (json.loads((ROOT / "benchmarks" / "recorded" / f"spark_{kind}.json").read_text())
+                        for kind in ("classic", "connect"))
+    assert (classic["session"], connect["session"]) == ("classic", "Spark Connect")
+    guide = " ".join((GUIDE / "spark.md").read_text(encoding="utf-8").split())  # sentences wrapped anywhere
+    for text in [*spark_bench.fit_rows(classic), *spark_bench.predict_rows(classic, connect),
+                 spark_bench.predict_query_sentence(classic), spark_bench.predict_query_sentence(connect)]:
+        assert " ".join(text.split()) in guide, text
+
+
 #: The README's scaling rows: each row's paths in docs/scaling.md's first (10^8-row) table.
 README_SCALING = {"`IsotonicRegression.fit`, 0/1 / weighted": ["isotonic fit, 0/1", "isotonic fit, weighted"],
                   "`roc_auc_score` / `score_decomposition`": ["roc_auc_score", "score_decomposition"],

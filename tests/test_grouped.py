@@ -392,7 +392,7 @@ def test_a_group_of_zero_weights_takes_the_global_model():
 
 @pytest.mark.parametrize("weights", [False, True])
 def test_batched_isotonic_same_bits_at_1_2_3_8_threads(weights, monkeypatch):
-    from fastcal import _parallel
+    from fastcal._core import parallel as _parallel
 
     from .threads import num_threads
 
@@ -505,7 +505,7 @@ def test_other_calibrators_fits_are_the_groups_own_fits_bit_for_bit(dtype, weigh
 @pytest.mark.parametrize("template", [HistogramBinning(n_bins=4), PlattScaling(), BetaCalibration()],
                          ids=lambda c: type(c).__name__)
 def test_other_calibrators_same_bits_at_1_2_3_8_16_threads(template, monkeypatch):
-    from fastcal import _parallel
+    from fastcal._core import parallel as _parallel
 
     from .threads import num_threads
 
@@ -627,7 +627,7 @@ def test_platt_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights)
     itself, with the bits of fit_arrays on the group's rows alone (a, b, n_iter), weights rescaled as the fit
     rescales them."""
     from fastcal import platt
-    from fastcal._validation import rescale_weights
+    from fastcal._core.validation import rescale_weights
 
     s, y, w, starts = _platt_groups_data(dtype, weights)
     lo, hi = starts[:-1], starts[1:]
@@ -671,7 +671,7 @@ def test_beta_fit_groups_are_each_groups_fit_arrays_bit_for_bit(dtype, weights):
     driver's common path itself, with the bits of fit_arrays on the group's rows alone (a, b, c, m, n_iter), and
     leaves the others to it: a fit that drops a term (a < 0), separated classes, constant p, one class."""
     from fastcal import beta
-    from fastcal._validation import rescale_weights
+    from fastcal._core.validation import rescale_weights
 
     s, y, w, starts = _platt_groups_data(dtype, weights)
     p = (1.0 / (1.0 + np.exp(-(s - np.repeat([0, 0, 0, 1e6, 0, 0, 0, -4], np.diff(starts)))))).astype(dtype)

@@ -224,9 +224,10 @@ def test_host_numba_threading_layer_is_never_launched_or_chosen(expected):
 def test_read_only_install_imports_and_warns_once(tmp_path):
     site = tmp_path / "site"
     shutil.copytree(ROOT / "fastcal", site / "fastcal", ignore=shutil.ignore_patterns("__pycache__"))
-    # Numba caches next to the sources (in __pycache__) or in the user's cache folder. Make both
-    # impossible, also for root (who may write anywhere): __pycache__ is a file, HOME is not a folder.
-    (site / "fastcal" / "__pycache__").write_text("not a folder")
+    # Numba caches next to the sources (in each package's __pycache__) or in the user's cache folder. Make both
+    # impossible, also for root (who may write anywhere): every __pycache__ is a file, HOME is not a folder.
+    for package in [site / "fastcal", *(d for d in (site / "fastcal").rglob("*") if d.is_dir())]:
+        (package / "__pycache__").write_text("not a folder")
     for path in [*site.rglob("*"), site]:
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     try:

@@ -13,12 +13,12 @@ from sklearn.isotonic import IsotonicRegression as SkIsotonicRegression
 
 from fastcal import IsotonicRegression, NotFittedError, isotonic_regression
 from fastcal.isotonic import _kernels as kernels
-from fastcal import _pav_kernels as pav_kernels
-from fastcal import _parallel
+from fastcal._core import pav_kernels as pav_kernels
+from fastcal._core import parallel as _parallel
 from fastcal._engine import sort as _sort
 from fastcal.isotonic import _pav
 from fastcal import isotonic as isotonic_module
-from fastcal._validation import as_label_array
+from fastcal._core.validation import as_label_array
 
 from . import naive_isotonic as naive
 from .strategies import scores_and_labels
@@ -381,7 +381,7 @@ def test_chunked_binary_fit_same_bits_as_one_pass(data, chunk_rows):
 
 def stable_argsort_blocks(x, labels, w, sign):
     """PAV blocks as fastcal computed them before the sort carried targets: ``np.argsort(kind="stable")``,
-    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._pav_kernels.pav_sorted`
+    gather (-0.0 made +0.0), then the engine's fit of sorted scores (:func:`~fastcal._core.pav_kernels.pav_sorted`
     on the same chunks: the chunks depend on the sorted scores alone)."""
     order = np.argsort(x, kind="stable")
     xs = x[order] + x.dtype.type(0.0)

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import fastcal
-from fastcal import _jit, _math_kernels, _precompile
+from fastcal import _precompile
+from fastcal._core import jit as _jit, math_kernels as _math_kernels
 
 # the compile cache, in fresh interpreters: run once, not again on one thread
 pytestmark = pytest.mark.slow
@@ -25,7 +26,7 @@ import json, time
 import numpy as np
 from numba.core.registry import CPUDispatcher
 import fastcal
-from fastcal import _validation
+from fastcal._core import validation as _validation
 from fastcal.isotonic import _kernels as _isotonic_kernels
 
 t0 = time.perf_counter()
@@ -106,7 +107,7 @@ def test_fastmath_reductions_give_the_same_bits_compiled_or_loaded(tmp_path):
 
 
 # ---------------------------------------------------------------------------
-# Cache keys cover the shared helpers a kernel inlines (fastcal._jit)
+# Cache keys cover the shared helpers a kernel inlines (fastcal._core.jit)
 # ---------------------------------------------------------------------------
 
 #: In a fresh interpreter, on a copy of the package: one temperature pass (it inlines exp_neg and log_normal
@@ -149,7 +150,7 @@ def test_an_edit_of_a_shared_helper_invalidates_the_kernels_that_inline_it(tmp_p
     assert unchanged["sums"] == first["sums"]
 
     # Change what exp_neg computes (exp(r) * 2: the loss moves by log 2 a row) without touching the kernel's own file.
-    helpers = package / "_math_kernels.py"
+    helpers = package / "_core" / "math_kernels.py"
     text = helpers.read_text()
     assert text.count("    p = p * r + 1.0\n    p = p * r + 1.0\n") == 1  # the end of exp_neg's polynomial
     tail = "    p = p * r + 1.0\n    p = p * r + 1.0\n"
@@ -172,7 +173,7 @@ def _top_level_fastcal_imports(module):
         elif isinstance(node, ast.ImportFrom):
             origin = node.module if not node.level else ".".join(
                 [*module.split(".")[:-node.level]] + ([node.module] if node.module else []))
-            for a in node.names:  # from .. import _jit names a module; from .._jit import kernel, its module
+            for a in node.names:  # from .. import _jit names a module; from .._core.jit import kernel, its module
                 found.add(f"{origin}.{a.name}" if f"{origin}.{a.name}" in sys.modules else origin)
     found = {m for m in found if m.startswith("fastcal.")}
     return found
@@ -193,20 +194,20 @@ def test_every_module_a_kernel_module_imports_is_in_its_kernels_cache_keys():
         assert deps is not None, name
         missing = _top_level_fastcal_imports(module) - set(deps) - {module}
         assert not missing, f"{name}: its cache key does not cover {sorted(missing)}"
-        assert "fastcal._jit" in deps  # the compile options
+        assert "fastcal._core.jit" in deps  # the compile options
         checked += 1
     deps = _jit.cache_dependencies(kernels["fastcal.temperature._kernels.chunk_terms"])
-    assert "fastcal._math_kernels" in deps
-    assert "fastcal._math_kernels" not in _jit.cache_dependencies(kernels["fastcal.isotonic._kernels.predict"])
+    assert "fastcal._core.math_kernels" in deps
+    assert "fastcal._core.math_kernels" not in _jit.cache_dependencies(kernels["fastcal.isotonic._kernels.predict"])
 
 
 def test_dependencies_follow_modules_functions_and_dispatchers():
     namespace = {"np": np, "kernel": _jit.kernel, "exp_neg": _math_kernels.exp_neg, "m": _math_kernels, "N": 3}
     exec("def f(x):\n    return x", namespace)
     namespace["f"].__module__ = "fastcal._someone_kernels"
-    assert _jit.dependencies(namespace["f"]) == ("fastcal._jit", "fastcal._math_kernels")
+    assert _jit.dependencies(namespace["f"]) == ("fastcal._core.jit", "fastcal._core.math_kernels")
     del namespace["exp_neg"], namespace["m"]
-    assert _jit.dependencies(namespace["f"]) == ("fastcal._jit",)
+    assert _jit.dependencies(namespace["f"]) == ("fastcal._core.jit",)
 
 
 #: A process that names its prior kernels' cache folder, waits for a line on stdin, then compiles one of them.

@@ -1,4 +1,4 @@
-"""One reading of class labels for every function that takes an (n, k) matrix (``fastcal._labels``).
+"""One reading of class labels for every function that takes an (n, k) matrix (``fastcal._core.labels``).
 
 The columns are the classes in sorted order: those of ``labels``, else the
 distinct labels of ``y``, which must then be k. The same data must give the

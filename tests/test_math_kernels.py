@@ -1,10 +1,10 @@
-"""The shared vectorisable exp and log (fastcal._math_kernels) against NumPy's libm, in ulp."""
+"""The shared vectorisable exp and log (fastcal._core.math_kernels) against NumPy's libm, in ulp."""
 
 import numba
 import numpy as np
 from numpy.testing import assert_allclose, assert_array_equal
 
-from fastcal import _math_kernels as math_kernels
+from fastcal._core import math_kernels as math_kernels
 
 
 @numba.njit

@@ -935,7 +935,7 @@ def test_results_depend_on_the_order_of_labels_only(data, kind):
 
 
 def test_class_codes():
-    from fastcal._labels import class_codes
+    from fastcal._core.labels import class_codes
 
     rng = np.random.default_rng(5)
     for y in (rng.integers(0, 5, 1000), rng.integers(-3, 9, 1000).astype(np.int8), rng.integers(0, 3, 10) * 10**12,

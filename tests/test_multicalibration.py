@@ -380,7 +380,7 @@ def test_multicalibration_validation():
 
 def _chunked(monkeypatch):
     """Test-sized inputs cut into many chunks of rows and many score ranges, as 10^7 rows are."""
-    from fastcal import _parallel
+    from fastcal._core import parallel as _parallel
     from fastcal._coding import Sizes
 
     monkeypatch.setattr(_parallel, "PARALLEL_MIN_SIZE", 1 << 10)
@@ -540,7 +540,7 @@ def test_multicalibration_values_merged_over_tasks(monkeypatch):
     exactly: in 47 tasks of rows the segments (values, their order, rows) are those of one task, with collapsed
     values whose counts tie (the first to appear kept) and tied scores (first appearance by row number); and
     each segment's rows are those of its values."""
-    from fastcal import _parallel
+    from fastcal._core import parallel as _parallel
 
     rng = np.random.default_rng(16)
     n = 3000

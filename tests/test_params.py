@@ -1,4 +1,4 @@
-"""Parameter checks declared as tables (fastcal._params): one wording and one exception everywhere."""
+"""Parameter checks declared as tables (fastcal._core.params): one wording and one exception everywhere."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fastcal
-from fastcal._params import Boolean, Integer, InvalidParameterError, Options, Real, check
+from fastcal._core.params import Boolean, Integer, InvalidParameterError, Options, Real, check
 
 pytestmark = pytest.mark.nojit  # plain Python: also run with NUMBA_DISABLE_JIT=1 (make test)
 

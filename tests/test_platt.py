@@ -14,7 +14,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal import NotFittedError, PlattScaling, calibration_slope_intercept, platt_scaling
 from fastcal._engine import newton as _newton
-from fastcal import _math_kernels as math_kernels
+from fastcal._core import math_kernels as math_kernels
 from fastcal.platt import _kernels as kernels
 from fastcal.beta import _kernels as beta_kernels
 from fastcal._engine.chunked import merge_in_order, n_chunks

@@ -27,7 +27,7 @@ from fastcal.prior import _kernels as K
 from fastcal import adjust_priors, correct_negative_sampling, estimate_priors_em, negative_sampling_logit_offset
 from fastcal._engine import ListRows
 from fastcal.prior import rows as eprior
-from fastcal._parallel import PARALLEL_MIN_SIZE
+from fastcal._core.parallel import PARALLEL_MIN_SIZE
 from fastcal.prior import SUM_TOL, ConvergenceWarning, PriorEMResult, iterate_em
 
 from .naive_prior import naive_adjust_priors, naive_correct_negative_sampling, naive_estimate_priors_em

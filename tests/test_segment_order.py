@@ -23,7 +23,7 @@ def _small_sizes():
     """Test-sized inputs cut into many chunks of rows, score ranges and scan blocks, as 10^7 rows are, and their
     large groups of equal scores ordered in chunks (set and restored here: hypothesis runs many examples per call
     of a test)."""
-    from fastcal import _parallel
+    from fastcal._core import parallel as _parallel
     from fastcal._coding import Sizes
 
     before = _parallel.PARALLEL_MIN_SIZE, _parallel.TASK_ROWS, Sizes.RANGE_ROWS, Sizes.TIE_ROWS

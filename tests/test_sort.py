@@ -162,7 +162,7 @@ def test_weighted_auc_on_radix_sort_same_bits_as_stable_argsort(x):
 def test_range_of_an_infinite_score_is_in_bounds():
     # One range (scale 0): an infinite score times 0 is NaN, which must land in a cell, not index past the table.
     # The one map of the range partitions of the sort and of multicalibration_error.
-    from fastcal._math_kernels import range_of_score as kernel
+    from fastcal._core.math_kernels import range_of_score as kernel
 
     one = np.array([7], dtype=np.int64)
     assert [kernel(v, 0.0, 0.0, one) for v in (np.inf, -np.inf, 0.5)] == [7, 7, 7]

@@ -416,14 +416,13 @@ def test_predict_isotonic_knots_and_values_of_every_magnitude_reach_the_jvm_bit_
 def test_predict_isotonic_with_crowded_knots_and_repeated_column_names(session):
     """Knots crowded in a few grid cells (a projection a halving) on a frame whose column names repeat: every
     column is kept, in order, with its values, and the predictions equal memory's bit for bit."""
-    from fastcal.spark._buckets import INLINE_HALVINGS
-    from fastcal.spark._predict import _knot_table
+    from fastcal.spark._buckets import INLINE_HALVINGS, grid_counts
 
     spark = session  # each kind of session in turn
     x = np.concatenate([1e-12 * 1.1 ** np.arange(200.0), np.linspace(0.5, 1.0, 50)])
     est = IsotonicRegression(out_of_bounds="clip").fit(x, np.arange(x.shape[0], dtype=np.float64))
     xs = est.X_thresholds_
-    assert _knot_table(xs, est.y_thresholds_)[2] > INLINE_HALVINGS
+    assert grid_counts(xs[:-1])[3].bit_length() > INLINE_HALVINGS  # the halvings of the search within a cell
     rng = np.random.default_rng(8)
     scores = np.concatenate([xs, (xs[:-1] + xs[1:]) / 2, rng.random(200)])
     rows = [(float(v), i, -i) for i, v in enumerate(scores)]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import fastcal
-from fastcal import _parallel
+from fastcal._core import parallel as _parallel
 
 from .threads import num_threads
 

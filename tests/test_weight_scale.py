@@ -6,7 +6,7 @@ finds them all by introspection in every public module of fastcal (found by
 :mod:`pkgutil`), so that a new one, or a new module, must be added here.
 
 fastcal rescales the weights by an exact power of two
-(:func:`fastcal._validation.rescale_weights`), so with scales that are powers
+(:func:`fastcal._core.validation.rescale_weights`), so with scales that are powers
 of two the rescaled weights, and every result computed from them, are
 bit-identical: the test compares exactly. A result in weight units (a weight
 sum, ``log_loss(normalize=False)``) scales with the weights, again exactly. The

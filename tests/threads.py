@@ -2,7 +2,7 @@
 
 import contextlib
 
-from fastcal import _parallel
+from fastcal._core import parallel as _parallel
 
 #: More threads than this machine may have cores: every parallel call is cut into this many ranges.
 MANY = 7

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _kernels as _k
 from .._binning import chunk_offsets, n_chunks
-from .._parallel import parallel_for, run
+from .._core.parallel import parallel_for, run
 from .._engine.sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_pairs
 
 __all__ = ["MAX_RANGES", "RANGE_ROWS", "THREADED_SORT_MIN_SIZE", "class_mann_whitney", "mann_whitney_parts",

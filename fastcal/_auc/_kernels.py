@@ -8,7 +8,7 @@ Determinism. :func:`class_counts` and :func:`scatter_by_class` split the rows
 into ``nchunks`` contiguous chunks whose bounds depend only on ``n`` and
 ``nchunks`` (chosen by the wrapper from the problem size, never from the
 thread count) and handle the chunks ``c`` in ``[lo, hi)``, so
-:func:`fastcal._parallel.parallel_for` can run ranges of chunks on separate
+:func:`fastcal._core.parallel.parallel_for` can run ranges of chunks on separate
 threads with the same result.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 
 @kernel

@@ -44,8 +44,8 @@ import numpy as np
 
 from . import _kernels as _k
 from ._kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
-from .._parallel import TASK_ROWS, parallel_accumulate, parallel_for
-from .._params import Boolean, InstanceOf, Integer, Options, Real, check_all
+from .._core.parallel import TASK_ROWS, parallel_accumulate, parallel_for
+from .._core.params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
     "AVERAGES",
@@ -114,7 +114,7 @@ SELECT_MIN_SIZE = 1 << 16
 # ---------------------------------------------------------------------------
 # parameters, chunks
 # ---------------------------------------------------------------------------
-#: What the diagnostics' parameters accept (see :mod:`fastcal._params`): metrics and Dask check them with it.
+#: What the diagnostics' parameters accept (see :mod:`fastcal._core.params`): metrics and Dask check them with it.
 PARAMETERS = {
     "n_bins": [Integer(1, MAX_BINS)],
     "strategy": [Options(*STRATEGIES)],
@@ -194,7 +194,7 @@ def bucket_histograms(x, lo, scale):
     ndarray of shape (k, NBUCKETS), int64
         ``.sum(axis=0)`` is the histogram of ``x``. The rows are partial
         counts, one per thread that took part (at most
-        :func:`fastcal._parallel.get_num_threads`; integer counts, so the
+        :func:`fastcal._core.parallel.get_num_threads`; integer counts, so the
         sum does not depend on how the rows were shared out).
     """
     bufs = parallel_accumulate(_k.bucket_counts, x.shape[0], x, lo, scale,

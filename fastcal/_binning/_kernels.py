@@ -9,7 +9,7 @@ chunks whose bounds depend only on ``n`` and ``nchunks`` (chosen by the
 wrapper from the problem size, never from the thread count). Each chunk
 accumulates into its own slice of a partial buffer allocated by the wrapper,
 and a kernel call handles the chunks ``c`` in ``[lo, hi)``, so
-:func:`fastcal._parallel.parallel_for` can run ranges of chunks on separate
+:func:`fastcal._core.parallel.parallel_for` can run ranges of chunks on separate
 threads. The partials are merged serially in chunk order, so the results are
 bit-identical on any number of threads.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 # Columns of the per-bin statistics table returned by ``bin_stats``.
 # Sums are weighted (weight 1 without sample_weight) and in float64.

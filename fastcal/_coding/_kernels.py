@@ -5,7 +5,7 @@ A segment feature's values become codes ``0..k-1`` (:func:`int_range`,
 bins by :func:`bin_numbers`), and the codes of all features one cell number
 per row (:func:`add_digit`, a digit per feature); :func:`counting_order`
 orders rows by code. Every pass over rows takes a range ``lo, hi`` and is run
-by :mod:`fastcal._parallel` on fastcal's threads; the caller merges the
+by :mod:`fastcal._core.parallel` on fastcal's threads; the caller merges the
 ranges' results exactly (integer counts, least and greatest values). The
 caller validates; these kernels check nothing.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 __all__ = ["FEW_EDGES", "add_digit", "bin_numbers", "code_stats", "count_distinct", "count_values", "counting_order",
            "int_range", "renumber"]
@@ -57,7 +57,7 @@ def code_stats(codes, offset, p, k, lo, hi):
 @kernel
 def count_values(values, offset, counts, lo, hi):
     """``counts[v - offset]`` += 1 for each integer ``v`` of ``values[lo:hi]`` (a buffer of
-    :func:`fastcal._parallel.parallel_accumulate`, or one chunk's row of a per-chunk table: integer counts, the
+    :func:`fastcal._core.parallel.parallel_accumulate`, or one chunk's row of a per-chunk table: integer counts, the
     same sums on any number of threads)."""
     part = values[lo:hi]  # indices from 0 (see code_stats)
     for i in range(part.shape[0]):

@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from .._validation import column_or_1d
+from .._core.validation import column_or_1d
 from ._values import group_codes
 
 __all__ = ["CHANGED", "GROUP_PARTITION_ROWS", "Crossed", "chunk_numbers", "distinct_values", "group_bounds",

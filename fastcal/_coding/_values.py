@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import _binning, _parallel
+from .. import _binning
+from .._core import parallel as _parallel
 from . import _kernels as _k
-from .._validation import as_float_array, column_or_1d
+from .._core.validation import as_float_array, column_or_1d
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -175,7 +176,7 @@ def _values_of(raw, values, present):
 
 def _code_stats(codes, offset, p, k):
     """``(counts, first_p, first_row)`` of :func:`fastcal._segment_coding_kernels.code_stats` over all rows, from
-    its results on the tasks of :func:`fastcal._parallel.parallel_for` (exact: the counts added, the least
+    its results on the tasks of :func:`fastcal._core.parallel.parallel_for` (exact: the counts added, the least
     ``(p, row)`` taken, the first task's on equal ``p``, whose rows come first). One task, in this thread, when
     tasks x ``k`` would pass :attr:`Sizes.COUNT_ENTRIES`: each task's results take ``k`` entries (an id-like
     feature, a range of 10^7 integers, took 10 GB and 20 s at 3 10^6 rows in 23 tasks)."""

@@ -20,7 +20,7 @@ backend is visible to them. A backend is therefore an adapter and nothing
 more: it turns its data into a :class:`Rows` (and back, for the results
 that are rows), and calls the driver. Today's adapters:
 
-- in memory, on fastcal's own threads (:mod:`fastcal._parallel`): the
+- in memory, on fastcal's own threads (:mod:`fastcal._core.parallel`): the
   drivers' per-chunk functions are the same kernels, run on score ranges
   or row tasks whose bounds depend on the input size alone;
 - :class:`ListRows` below: chunks held in this process (tests, and the

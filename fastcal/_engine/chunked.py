@@ -14,7 +14,7 @@ summarise
     the summary of chunk ``c`` into row ``c`` of one or more *partial
     buffers* (:class:`Partials`). It takes a range ``lo, hi`` of chunks as
     its last two arguments, just after the buffers, so that
-    :func:`fastcal._parallel.parallel_for` runs ranges of chunks on any
+    :func:`fastcal._core.parallel.parallel_for` runs ranges of chunks on any
     number of threads (:meth:`Partials.run`).
 merge
     The rows of a buffer, in chunk order: :func:`merge_in_order` adds them
@@ -42,7 +42,7 @@ import math
 
 import numpy as np
 
-from .._parallel import parallel_for
+from .._core.parallel import parallel_for
 
 __all__ = ["Partials", "merge_exact", "merge_in_order", "n_chunks"]
 

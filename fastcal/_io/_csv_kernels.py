@@ -10,7 +10,7 @@ at an unquoted LF, CR LF or lone CR.
 
 from __future__ import annotations
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 __all__ = ["append_fields", "split_records"]
 

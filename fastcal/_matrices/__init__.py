@@ -19,9 +19,9 @@ import numpy as np
 from . import _kernels as _k
 from .._binning import merge_tables, n_chunks
 from ._kernels import NROW, RBRIER, RLOG, ROFF, RW
-from .._labels import matrix_codes
-from .._parallel import parallel_for
-from .._validation import check_probability_range
+from .._core.labels import matrix_codes
+from .._core.parallel import parallel_for
+from .._core.validation import check_probability_range
 
 __all__ = [
     "NROW",
@@ -113,7 +113,7 @@ def top_label(P, codes):
 def top_label_problem(y, P, labels, score_name, y_name, *, stacklevel):
     """:func:`top_label` of the labels ``y`` and the (n, k) probability matrix ``P`` (both of checked shapes and
     dtype): ``P`` checked to lie in [0, 1], rows off 1 warned about (:func:`check_row_sums`), the columns the
-    classes in sorted order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
+    classes in sorted order (``labels``, else those of ``y``: :func:`fastcal._core.labels.matrix_codes`).
     ``stacklevel`` (of the warnings) is counted from the caller."""
     check_probability_range(P, score_name)
     check_row_sums(P, score_name, stacklevel=stacklevel + 1)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 # Columns of the sums over the rows of an (n, k) probability matrix returned by ``class_rows``.
 RW = 0  # total weight

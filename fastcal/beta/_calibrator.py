@@ -17,12 +17,12 @@ from .. import platt
 from .._engine import newton as _newton
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
-from .._errors import ConvergenceWarning, warn_not_converged
-from .._math_kernels import key_to_float
-from .._parallel import parallel_for
+from .._core.errors import ConvergenceWarning, warn_not_converged
+from .._core.math_kernels import key_to_float
+from .._core.parallel import parallel_for
 from .._persist import register
 from .._prediction import Logistic
-from .._validation import (
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -79,7 +79,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, model, eps, max_
     (probabilities in the place of scores, weights rescaled as the passes
     see them: the fit is invariant to the weight scale, and every backend
     rescales the weights by one power of two, see
-    :func:`fastcal._validation.rescale_weights` and
+    :func:`fastcal._core.validation.rescale_weights` and
     :func:`fastcal.platt.merge_prepared`), ``run_pass`` one pass over them
     (see :class:`BetaObjective`), ``eps`` the clipping threshold (the machine
     epsilon of the probabilities' dtype), and ``subsample_rows(fraction)``

@@ -4,7 +4,7 @@ Newton's method).
 The wrappers in :mod:`fastcal.beta` validate and normalise; these kernels
 assume clean, C-contiguous input and never check anything. They follow the
 kernels of Platt scaling (:mod:`fastcal.platt._kernels`): the same
-vectorisable exp and log of :mod:`fastcal._math_kernels`, the same sign
+vectorisable exp and log of :mod:`fastcal._core.math_kernels`, the same sign
 branch of the logistic loss, the same chunked reductions (blocks of
 :data:`CHUNK` rows, each block's float64 sums in its own row of a buffer,
 merged in order by the caller: the same bits on any number of threads) and
@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from .._jit import kernel
-from .._math_kernels import exp_neg, log1p_unit, log_normal
+from .._core.jit import kernel
+from .._core.math_kernels import exp_neg, log1p_unit, log_normal
 
 
 #: Rows per block of the chunked reductions: Platt's (:data:`fastcal.platt._kernels.CHUNK`), which the batched

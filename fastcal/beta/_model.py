@@ -14,12 +14,12 @@ from typing import Any, NamedTuple
 from .. import platt
 from . import _kernels as _k
 from .._engine.chunked import Partials, merge_in_order
-from .._params import Options, check
-from .._validation import class_bytes
+from .._core.params import Options, check
+from .._core.validation import class_bytes
 
 #: The variants of the model (``parameters``), as in ``betacal``.
 MODELS = ("abm", "ab", "am")
-#: What beta calibration's parameters accept (see :mod:`fastcal._params`).
+#: What beta calibration's parameters accept (see :mod:`fastcal._core.params`).
 PARAMETERS: dict[str, list[Any]] = {"parameters": [Options(*MODELS)], **platt.PARAMETERS}
 #: log 2: the "ab" model's intercept is c = (a - b) log 2 (its midpoint 1/2).
 LOG2 = math.log(2.0)
@@ -151,7 +151,7 @@ class BetaObjective:
 def array_pass(p, y, w):
     """The ``run_pass`` of rows in memory: one fused parallel kernel pass, into a scratch buffer reused across calls.
 
-    ``y``: validated 0/1 labels, read as :func:`fastcal._validation.class_bytes` (converted here unless they are).
+    ``y``: validated 0/1 labels, read as :func:`fastcal._core.validation.class_bytes` (converted here unless they are).
     """
     part = Partials(p.shape[0], _k.CHUNK, _k.N_BETA_STATS)
     y = class_bytes(y)

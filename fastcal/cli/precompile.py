@@ -37,7 +37,7 @@ import time
 
 from .. import _precompile
 from .._io import UsageError
-from .._jit import cache_dependencies, cache_dir_problem
+from .._core.jit import cache_dependencies, cache_dir_problem
 from .progress import Progress
 from .signals import Interrupted
 
@@ -67,7 +67,7 @@ def cmd_precompile(args, progress_enabled, timings):
 
     With ``--jobs N`` (N > 1), N worker processes make the calls first, each
     taking the next call as it finishes one, into the same cache (its saves
-    are locked between processes: :class:`fastcal._jit._KernelCache`); then
+    are locked between processes: :class:`fastcal._core.jit._KernelCache`); then
     this process makes every call once more, which loads what they compiled
     and checks that nothing is missing.
     """

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, overload
 import dask.array as da
 import numpy as np
 
-from .._errors import not_fitted
+from .._core.errors import not_fitted
 from dask import delayed
 
 from ._rows import (DaskRows, as_dask_1d, as_series, chunk_of, dtype_of, group_columns, is_dataframe, is_series,

@@ -16,11 +16,11 @@ import numpy as np
 
 from . import _kernels as _k
 from .._matrices import top_label_problem
-from .._params import Integer, Options, Real, check
-from .._parallel import parallel_for
-from .._results import Result
+from .._core.params import Integer, Options, Real, check
+from .._core.parallel import parallel_for
+from .._core.results import Result
 from .._engine.sort import argsort, sort_with
-from .._validation import (
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -81,13 +81,13 @@ class CorpReliabilityResult(Result):
 def check_binary_problem(y, p, sample_weight, *, multiclass="top_label", labels=None, stacklevel=1):
     """Validated ``(labels, p, w)`` of a binary problem; ``w`` None or positive weights (zero-weight rows dropped).
 
-    The weights are rescaled by :func:`fastcal._validation.rescale_weights`
+    The weights are rescaled by :func:`fastcal._core.validation.rescale_weights`
     (the results are invariant to the weight scale). ``p`` 1-D (or one
     column): probabilities of the positive class, with
     ``y`` 0/1 labels. ``p`` of shape (n, k), k >= 2: the top-label problem,
     ``p`` becoming the confidence ``max_j p[:, j]`` and the label whether the
     argmax is the class of ``y``, the columns being the classes in sorted
-    order (``labels``, else those of ``y``: :func:`fastcal._labels.matrix_codes`).
+    order (``labels``, else those of ``y``: :func:`fastcal._core.labels.matrix_codes`).
     Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
     (:func:`fastcal._matrices.check_row_sums`).
     The internal entry point of :mod:`fastcal.metrics` and :mod:`fastcal.dask`;

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
-from .._pav_kernels import push_block
+from .._core.jit import kernel
+from .._core.pav_kernels import push_block
 
 #: Rows per chunk of the score sums: chunk bounds depend on ``n`` alone, so
 #: the sums do not depend on the number of threads.
@@ -110,7 +110,7 @@ def _fit_rows(lab, w, counts, starts, bw, bwy, bg, bl):
     """PAV over the tie groups of rows with labels ``lab``, weights ``w`` (empty: 1) times ``counts`` (empty: 1).
 
     Groups of zero weight are skipped; block ``k`` holds groups ``bg[k] .. bl[k]`` (see
-    :func:`fastcal._pav_kernels.push_block`).
+    :func:`fastcal._core.pav_kernels.push_block`).
     Returns the number of blocks.
     """
     n = lab.shape[0]

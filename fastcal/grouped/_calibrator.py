@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 
 from . import _kernels as _gk
-from .. import _parallel
+from .._core import parallel as _parallel
 from .._base import BaseCalibrator, check_is_fitted
 from ._fits import fit_group_models
 from .._persist import register
-from .._validation import as_float_array, check_consistent_length, check_finite, column_or_1d
+from .._core.validation import as_float_array, check_consistent_length, check_finite, column_or_1d
 from ..beta import BetaCalibration
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression

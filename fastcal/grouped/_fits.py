@@ -3,7 +3,7 @@ in-memory fit and the engine's driver (:mod:`fastcal.grouped._rows`) share.
 
 Isotonic step fits of 0/1 labels are batched (:func:`_fit_isotonic_groups`):
 one counting pass and one scatter lay the rows out by buckets of consecutive
-groups, and each bucket (a task of about :data:`fastcal._parallel.TASK_ROWS`
+groups, and each bucket (a task of about :data:`fastcal._core.parallel.TASK_ROWS`
 rows, cut by the group sizes alone, taken by fastcal's threads) is ordered by
 group and score and fitted group by group by the isotonic fit's kernels, in the
 arithmetic of each group's own fit (the same bits). Histogram binning with
@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from . import _kernels as _gk
-from .. import _binning, _parallel
+from .. import _binning
+from .._core import parallel as _parallel
 from .._coding import count_values, counting_order
-from .._validation import (
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_sample_weight,
@@ -97,7 +98,7 @@ def _fit_isotonic_groups(template, s, yv, weights, codes, sizes, fitted, models)
     one of fastcal's threads, is then ordered by group and fitted group by
     group (:func:`~fastcal.grouped._kernels.pav_groups`), each group's
     weights rescaled by its own power of two as its own fit does
-    (:func:`~fastcal._validation.rescale_weights`). Left to the calibrator:
+    (:func:`~fastcal._core.validation.rescale_weights`). Left to the calibrator:
     fits of labels other than 0/1, groups without a row of positive weight
     (whose fit raises) and groups of so many rows that their own fit is cut
     into several chunks (:func:`fastcal.isotonic._pav.chunk_count`).
@@ -198,7 +199,7 @@ def _group_exponents(codes, w, fitted, n_groups):
 
 
 def _rescale_by_group(w, codes, fitted, n_groups, wmax):
-    """The exponent of :func:`~fastcal._validation.rescale_weights` of each group ``fitted[i]`` (of ``n_groups``
+    """The exponent of :func:`~fastcal._core.validation.rescale_weights` of each group ``fitted[i]`` (of ``n_groups``
     numbered by ``codes``; ``wmax[i]``: its largest weight), and the weights ``w`` rescaled by their group's power
     of two, as each group's own fit rescales its rows (the same bits); the rows of the other groups unchanged."""
     exponent = np.zeros(n_groups, dtype=np.int64)

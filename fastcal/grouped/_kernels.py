@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
-from .._pav_kernels import pav_binary, pav_sorted, thresholds
+from .._core.jit import kernel
+from .._core.pav_kernels import pav_binary, pav_sorted, thresholds
 
 
 @kernel
@@ -121,7 +121,7 @@ def scatter_rows(codes, s, y, w, offsets, so, yo, wo, lo, hi):
 @kernel
 def count_positive(codes, weights, counts, lo, hi):
     """``counts[c]`` += the rows ``lo .. hi - 1`` of code ``c`` of positive weight (a buffer of
-    :func:`fastcal._parallel.parallel_accumulate`: integer counts, the same sums on any number of threads)."""
+    :func:`fastcal._core.parallel.parallel_accumulate`: integer counts, the same sums on any number of threads)."""
     for i in range(lo, hi):
         counts[codes[i]] += np.int64(weights[i] > 0)
 
@@ -255,7 +255,7 @@ def order_in_groups(z, starts, keys, p, order):
 
 @kernel
 def _group_buffers(rows, z):
-    """``(sw, swy, xf, xl, vals)``: the PAV stack of :func:`~fastcal._pav_kernels.push_block` (float64 sums,
+    """``(sw, swy, xf, xl, vals)``: the PAV stack of :func:`~fastcal._core.pav_kernels.push_block` (float64 sums,
     scores of the dtype of ``z``) and the fitted values of :func:`knots_of_blocks`, for groups of up to ``rows``
     rows, fitted one after the other in them."""
     return (np.empty(rows), np.empty(rows), np.empty(rows, dtype=z.dtype), np.empty(rows, dtype=z.dtype),
@@ -298,7 +298,7 @@ def pav_groups_weighted(z, zw, order, starts, g0, eps, sign, y_lo, y_hi, knots_x
 
     Group ``g0 + k`` has the scores ``z[starts[k]:starts[k + 1]]`` and the
     weights ``zw`` (as the group's own fit rescales them,
-    :func:`fastcal._validation.rescale_weights`, negated where the label is
+    :func:`fastcal._core.validation.rescale_weights`, negated where the label is
     1) in input order (:func:`by_group`); ``order`` (within each group) sorts
     them by score stably (ties in input order, as the engine's stable sort of
     the group's rows leaves them). Each group is fitted by

@@ -151,7 +151,7 @@ def fit_grouped(rows, *, x_dtype, weighted, calibrator=None, min_samples_per_gro
     -------
     fastcal.GroupedCalibrator
     """
-    from .._params import Integer, check
+    from .._core.params import Integer, check
 
     template = check_grouped_calibrator(calibrator, where)
     minimum = check_min_samples(min_samples_per_group)

@@ -1,6 +1,6 @@
 """Numba kernels of isotonic regression: the PAV of unsorted rows, the PAV steps' cuts and sums, prediction.
 
-The PAV of sorted rows, tie pooling and the knots are in :mod:`fastcal._pav_kernels` (shared with the grouped
+The PAV of sorted rows, tie pooling and the knots are in :mod:`fastcal._core.pav_kernels` (shared with the grouped
 fits).
 
 Private: every kernel assumes clean, contiguous input of the dtypes the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 # --------------------------------------------------------------------------
 # Pool adjacent violators

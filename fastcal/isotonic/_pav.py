@@ -42,7 +42,7 @@ straddles the boundary into one chunk, see :func:`fastcal._engine.partition.tie_
   the row count; boundaries from a fixed sample of the scores, then moved
   to the first tie-group start within :data:`CUT_TRIES` rows), never on the
   thread count; the chunks are taken by the threads as they free up
-  (:func:`fastcal._parallel.run`) and merged in score order. Its result is
+  (:func:`fastcal._core.parallel.run`) and merged in score order. Its result is
   therefore bit-identical at every thread count.
 - :func:`finish` is deterministic: same summary, same knots.
 
@@ -57,7 +57,7 @@ How the in-memory :func:`summarise` orders the rows:
   whichever thread takes the range (:func:`fastcal._engine.sort.sort_by_label`).
   The whole is then two sorted runs (the scores of label 0 and those of
   label 1), fitted range by range by
-  :func:`~fastcal._pav_kernels.pav_binary`. A caller that needs the
+  :func:`~fastcal._core.pav_kernels.pav_binary`. A caller that needs the
   same sort for another statistic (the AUC of ``calibration_report``) makes
   it once with :func:`sort_for_fit` and passes it as ``by_label``.
 - Weighted 0/1 labels, and real-valued targets without weights: the same
@@ -76,7 +76,7 @@ same way :mod:`fastcal.outofcore` and :mod:`fastcal.dask` do: partition the
 rows by score range (:mod:`fastcal._engine.partition` chooses the bounds and makes
 the partitions clean), :func:`summarise` each partition where it lives
 (rescale the weights with one exponent for all of them first:
-:func:`fastcal._validation.rescale_weights`), collect the summaries (a few
+:func:`fastcal._core.validation.rescale_weights`), collect the summaries (a few
 arrays as long as the number of blocks) in score order, :func:`merge` and
 :func:`finish`.
 """
@@ -86,10 +86,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as _k
-from .. import _pav_kernels as _pk
-from .._parallel import run, split
+from .._core import pav_kernels as _pk
+from .._core.parallel import run, split
 from .._engine.sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
-from .._validation import is_binary, rescale_weights
+from .._core.validation import is_binary, rescale_weights
 
 __all__ = ["CHUNK_ROWS", "CUT_TRIES", "chunk_count", "finish", "lookup_cells", "merge", "resolution", "sort_for_fit",
            "summarise"]
@@ -155,10 +155,10 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
     X : ndarray
         Contiguous float32/float64 scores, finite, in any order (not modified).
     labels : ndarray
-        Targets as a label array (:func:`fastcal._validation.as_label_array`).
+        Targets as a label array (:func:`fastcal._core.validation.as_label_array`).
     w : ndarray or None
         Positive weights, or None for unit weights; ``ldexp(w, -w_exponent)``
-        are the rescaled weights (:func:`fastcal._validation.rescale_weights`).
+        are the rescaled weights (:func:`fastcal._core.validation.rescale_weights`).
     sign : float
         1.0 for an increasing fit, -1.0 for a decreasing one (targets times ``sign``).
     centered : bool
@@ -210,7 +210,7 @@ def summarise(X, labels, w, sign, *, centered=False, by_label=None, w_exponent=0
 
 def _summarise_pairs(pairs, kind, eps, sign, centered):
     """:func:`summarise` of sorted scores with one float64 carried per row (``kind``: see
-    :func:`~fastcal._pav_kernels.pav_sorted`)."""
+    :func:`~fastcal._core.pav_kernels.pav_sorted`)."""
     xs, ps = pairs
     targets = split(xs.shape[0], chunk_count(xs.shape[0]))[1:-1]
 
@@ -224,7 +224,7 @@ def _summarise_pairs(pairs, kind, eps, sign, centered):
 
 
 def _ordered_unit(xs, ys, ws, eps, sign, centered):
-    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._pav_kernels.pav_sorted`), for :func:`_fit_runs`."""
+    """Fit of the sorted rows ``ia0 .. ia1 - 1`` (:func:`~fastcal._core.pav_kernels.pav_sorted`), for :func:`_fit_runs`."""
     weighted = ws.shape[0] > 0
 
     def unit(ia0, ia1, ib0, ib1, out):
@@ -368,7 +368,7 @@ def finish(blocks, sign, *, y_min=None, y_max=None, centered=False):
 
     Each block's value is its mean ``sign * swy / sw`` rounded to the dtype of
     the scores and clipped to ``[y_min, y_max]``. Step fits keep the two ends
-    of each run of equal values (:func:`~fastcal._pav_kernels.thresholds`,
+    of each run of equal values (:func:`~fastcal._core.pav_kernels.thresholds`,
     scikit-learn's points); centered fits the block centres
     ``swx / sw`` (see :func:`centered_knots`).
     """

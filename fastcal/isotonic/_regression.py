@@ -18,12 +18,12 @@ import numpy as np
 from . import _kernels as _k
 from . import _pav
 from .._base import UNCHANGED, BaseCalibrator, check_is_fitted
-from .._errors import InvalidParameterError
-from .._params import Boolean, Options, Real, check
+from .._core.errors import InvalidParameterError
+from .._core.params import Boolean, Options, Real, check
 from .._persist import register
 from .._prediction import Knots
-from .._parallel import parallel_for
-from .._validation import (
+from .._core.parallel import parallel_for
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -471,7 +471,7 @@ class IsotonicRegression(BaseCalibrator):
 
 
 def _one_feature(X, name, min_size=1):
-    """:func:`~fastcal._validation.column_or_1d`, with scikit-learn's words for more than one column."""
+    """:func:`~fastcal._core.validation.column_or_1d`, with scikit-learn's words for more than one column."""
     arr = np.asarray(X)
     if arr.ndim == 2 and arr.shape[1] != 1:
         raise ValueError(f"Isotonic regression input X should be a 1d array or 2d array with 1 feature; {name} has "
@@ -485,7 +485,7 @@ def pav_fit(X, labels, w, sign, by_label=None):
     Block ``k`` has total weight ``sw[k]``, weighted target sum ``swy[k]`` and
     spans the distinct scores ``xf[k] .. xl[k]``. ``X`` is a contiguous
     float32/float64 array, ``labels`` a label array (see
-    :func:`~fastcal._validation.as_label_array`), ``w`` None or positive
+    :func:`~fastcal._core.validation.as_label_array`), ``w`` None or positive
     weights. This is :func:`fastcal._pav.summarise` (every thread);
     ``by_label`` is :func:`fastcal._pav.sort_for_fit` of the same rows,
     if the caller shares that sort with another statistic.

@@ -46,7 +46,7 @@ import numpy as np
 
 from .._engine import partition as _partition
 from .._engine import partition_count, user_stacklevel
-from .._validation import rescale_weights, weight_exponent
+from .._core.validation import rescale_weights, weight_exponent
 from . import _pav
 
 __all__ = ["PARTITION_ROWS", "clean_parts", "fit_isotonic", "sample_size"]
@@ -252,7 +252,7 @@ def fit_isotonic(rows, *, x_dtype, weighted, n_partitions=None, **params):
     IsotonicRegression
         Fitted; thresholds bit-identical to the in-memory fit.
     """
-    from .._params import Integer, check
+    from .._core.params import Integer, check
     from ._regression import new_estimator, set_fitted_blocks
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])

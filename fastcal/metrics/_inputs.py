@@ -4,7 +4,7 @@ Every diagnostic of :mod:`fastcal.metrics` validates its input here and gets
 back clean arrays: the binary labels as 0/1 (:func:`binary_labels`), the
 predictions as a contiguous float32/float64 array in [0, 1]
 (:func:`check_probabilities`), the weights rescaled by a power of two
-(:func:`fastcal._validation.rescale_weights`, undone by
+(:func:`fastcal._core.validation.rescale_weights`, undone by
 :func:`in_weight_units`), or, for an (n, k) matrix, the column of each row's
 class (:func:`class_matrix`); :func:`binned` adds the bin table of
 :func:`fastcal._binning.bin_stats`. :func:`label_set` and
@@ -20,9 +20,9 @@ import numpy as np
 
 from .._binning import bin_edges, bin_stats, check_binning, check_params, order_statistics
 from .._matrices import check_row_sums, class_rows, row_sum_atol, top_label, warn_rows_off
-from .._errors import InvalidParameterError
-from .._labels import check_labels, class_codes, matrix_codes, shown
-from .._validation import (
+from .._core.errors import InvalidParameterError
+from .._core.labels import check_labels, class_codes, matrix_codes, shown
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -199,7 +199,7 @@ def label_set(y_true, name="y_true"):
 def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_name, **flags):
     """:func:`fastcal._matrices.class_rows` of one chunk of an (n, k) probability matrix whose column classes are
     known (see :func:`matrix_classes`), the weights rescaled by ``2**-exponent`` (one exponent for all chunks, see
-    :func:`fastcal._validation.rescale_weights`). No warning: the caller adds ``ROFF`` (:func:`warn_rows_off`)."""
+    :func:`fastcal._core.validation.rescale_weights`). No warning: the caller adds ``ROFF`` (:func:`warn_rows_off`)."""
     P = as_float_array(y_proba, score_name)
     y = column_or_1d(y_true, "y_true", min_size=0)
     check_consistent_length(y_true=y, **{score_name: P})
@@ -211,7 +211,7 @@ def class_sums_chunk(y_true, y_proba, sample_weight, classes, exponent, score_na
 
 
 def in_weight_units(value, sample_weight):
-    """``value``, computed from the weights rescaled by :func:`fastcal._validation.rescale_weights`, in the units of
+    """``value``, computed from the weights rescaled by :func:`fastcal._core.validation.rescale_weights`, in the units of
     the (validated) ``sample_weight`` again."""
     if sample_weight is None:
         return value
@@ -219,7 +219,7 @@ def in_weight_units(value, sample_weight):
 
 
 def units_exponent(sample_weight):
-    """The exponent ``e`` of :func:`fastcal._validation.rescale_weights` of the (validated) ``sample_weight``: the
+    """The exponent ``e`` of :func:`fastcal._core.validation.rescale_weights` of the (validated) ``sample_weight``: the
     rescaled weights times :math:`2^e` are in its units (0 for None)."""
     return 0 if sample_weight is None else weight_exponent(np.asarray(sample_weight, dtype=np.float64))
 

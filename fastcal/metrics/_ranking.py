@@ -15,8 +15,8 @@ import numpy as np
 from .._auc import class_mann_whitney, ovr_weighted, roc_auc
 from .._binning import check_params
 from .._matrices import ROFF, class_rows
-from .._errors import InvalidParameterError
-from .._labels import shown
+from .._core.errors import InvalidParameterError
+from .._core.labels import shown
 from ._inputs import check_inputs, class_matrix
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ import numpy as np
 
 from .._auc import roc_auc
 from .._binning import SLOG, SP, SY, W, brier_terms_from_table, column_mean, curve_from_table, ece_from_table
-from .._params import Boolean, check
-from .._results import Result
+from .._core.params import Boolean, check
+from .._core.results import Result
 from ..decomposition import decompose, shared_sort
 from ._inputs import binned, in_weight_units, units_exponent
 from ._scores import BrierDecomposition

@@ -61,8 +61,8 @@ import numpy as np
 from .. import decomposition, platt
 from .._auc import mann_whitney_parts
 from .._engine import partition as _partition, partition_count, user_stacklevel
-from .._params import Options, check
-from .._validation import class_bytes, rescale_weights
+from .._core.params import Options, check
+from .._core.validation import class_bytes, rescale_weights
 from ..isotonic import merge_blocks
 from ..isotonic import rows as isotonic_rows
 from ._report import report_from_parts
@@ -250,7 +250,7 @@ def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None)
     rows, at least ``rows.parallelism``, at most one per chunk); the result
     does not depend on it.
     """
-    from .._params import Integer
+    from .._core.params import Integer
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     many = ("a multiclass ROC AUC needs y_score of shape (n_samples, n_classes), the probabilities of the classes, "
@@ -264,7 +264,7 @@ def roc_auc_score(rows, *, x_dtype, weighted, pos_label=None, n_partitions=None)
 
 def _auc(data, positive, parallelism, n_partitions=None):
     """The AUC of validated :class:`Metrics` rows (``positive`` the positive labels, None: nonzero)."""
-    from .._validation import weight_exponent
+    from .._core.validation import weight_exponent
 
     if hasattr(data.rows, "describe"):  # the backend's own sample (Spark: in the JVM, no pass of fastcal's)
         _, n_chunks, values, _ = data.rows.describe(0, 1024 * max(1, int(parallelism)))
@@ -359,7 +359,7 @@ def calibration_report(rows, *, x_dtype, weighted, n_bins=10, strategy="uniform"
     """:func:`fastcal.calibration_report` of binary rows ``(y_prob, y_true, w)``: see the module docstring
     (``slope=False``: no logits, no Newton passes)."""
     from .. import _binning
-    from .._params import Boolean, check
+    from .._core.params import Boolean, check
 
     n_bins = _binning.check_binning(n_bins, strategy)  # before any pass over the data
     slope = check("slope", slope, [Boolean()])

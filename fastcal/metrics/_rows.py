@@ -40,8 +40,8 @@ import numpy as np
 
 from .. import _binning, _matrices, histogram, smooth
 from .._engine import partition as _partition, user_stacklevel
-from .._labels import matrix_classes
-from .._validation import all_zero_weights, rescale_weights, weight_exponent
+from .._core.labels import matrix_classes
+from .._core.validation import all_zero_weights, rescale_weights, weight_exponent
 from ._inputs import binary_labels, check_probabilities, class_sums_chunk, label_set
 from ._scores import BrierDecomposition
 
@@ -61,7 +61,7 @@ def _convert(chunk, pos_label, prob=True):
     """A validated chunk ``(p, labels, w)`` and its facts ``(n, lo, hi, classes, weight sum or None,
     largest weight)``. ``prob`` False: scores (finite, any range, called ``y_score``), labels as given (the
     caller decides the positive label from the set of all of them)."""
-    from .._validation import as_float_array, as_label_array, check_finite, column_or_1d, is_binary
+    from .._core.validation import as_float_array, as_label_array, check_finite, column_or_1d, is_binary
 
     p, y, w = chunk
     name = "y_prob" if prob else "y_score"
@@ -258,7 +258,7 @@ def smooth_ece(rows, *, x_dtype, weighted, bandwidth=None):
 
 def _matrix_convert(chunk):
     """A chunk of an (n, k) probability matrix: its labels and largest weight (the weights checked)."""
-    from .._validation import check_sample_weight
+    from .._core.validation import check_sample_weight
 
     P, y, w = chunk
     y = np.asarray(y)

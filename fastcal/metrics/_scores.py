@@ -14,7 +14,7 @@ import numpy as np
 
 from .._binning import SBRIER, SLOG, brier_terms_from_table, check_params, column_mean
 from .._matrices import RBRIER, RLOG, RW
-from .._results import Result
+from .._core.results import Result
 from ._inputs import binary_codes, binned, class_sums, in_weight_units, is_matrix, proba_argument
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import numpy as np
 
 from .. import _binning
 from . import _kernels as _k
-from .._results import Result
-from .._validation import (
+from .._core.results import Result
+from .._core.validation import (
     as_float_array,
     check_binary_labels,
     check_consistent_length,
@@ -77,7 +77,7 @@ def kuiper_sf(x: float) -> float:
 # ---------------------------------------------------------------------------
 def check_inputs(y_true, y_prob, sample_weight, *, rescale=True):
     """Validated ``(y, p, w)``: 0/1 labels, probabilities (float32/float64), weights or None; the weights
-    rescaled (:func:`fastcal._validation.rescale_weights`) unless ``rescale`` is False."""
+    rescaled (:func:`fastcal._core.validation.rescale_weights`) unless ``rescale`` is False."""
     y_arr = column_or_1d(y_true, "y_true")
     p = as_float_array(column_or_1d(y_prob, "y_prob"), "y_prob")
     check_consistent_length(y_true=y_arr, y_prob=p)
@@ -88,8 +88,8 @@ def check_inputs(y_true, y_prob, sample_weight, *, rescale=True):
 
 def check_scaled_inputs(y_true, y_prob, sample_weight):
     """Validated ``(y, p, w, factor, e)``: as :func:`check_inputs`, but the weights are rescaled by the kernel that
-    copies them: ``w * factor`` (in ``w``'s dtype, :func:`fastcal._validation.rescale_factor`) are the rescaled
-    weights, ``e`` the exponent of :func:`fastcal._validation.rescale_weights`; ``w`` is None (``factor`` 1.0, ``e``
+    copies them: ``w * factor`` (in ``w``'s dtype, :func:`fastcal._core.validation.rescale_factor`) are the rescaled
+    weights, ``e`` the exponent of :func:`fastcal._core.validation.rescale_weights`; ``w`` is None (``factor`` 1.0, ``e``
     0) without weights: no pass over the weights to rescale them."""
     y, p, _ = check_inputs(y_true, y_prob, None)
     w, _, hi = check_sample_weight(sample_weight, p.shape[0], bounds=True)

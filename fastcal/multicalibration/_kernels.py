@@ -9,7 +9,7 @@ segment features, numbered ``0..m-1``. A segment is a set of cells (a value
 combination of some of the features), so its rows are a sum over its cells,
 and a table ``table[cell, :]`` lists the segments of a cell, one per
 combination of features. The rows are moved to *score ranges*
-(:func:`~fastcal._math_kernels.range_of_score`, a non-decreasing map: every
+(:func:`~fastcal._core.math_kernels.range_of_score`, a non-decreasing map: every
 score of a range is below every score of the next; :func:`range_counts`,
 :func:`range_scatter`); each range is then sorted in the cache
 (:func:`sort_ranges`), which puts all the rows in one order along the
@@ -35,8 +35,8 @@ import math
 
 import numpy as np
 
-from .._jit import kernel
-from .._math_kernels import range_of_score
+from .._core.jit import kernel
+from .._core.math_kernels import range_of_score
 
 __all__ = ["KUIPER_SPLIT", "big_ties", "block_sums", "group_counts", "group_report", "group_scatter", "kuiper_cdf",
            "kuiper_sf", "kuiper_sf_many", "merge_extremes", "merge_runs", "order_group_ties", "order_ties",
@@ -50,7 +50,7 @@ KUIPER_SPLIT = 2.0
 @kernel
 def range_counts(p, x0, scale, cell_range, bounds, counts, lo, hi):
     """Chunks ``lo..hi`` of the rows in input order (chunk ``k``: rows ``bounds[k]..bounds[k+1]``): row ``k`` of
-    ``counts``, the chunk's rows per score range (:func:`~fastcal._math_kernels.range_of_score`)."""
+    ``counts``, the chunk's rows per score range (:func:`~fastcal._core.math_kernels.range_of_score`)."""
     for k in range(lo, hi):
         cnt = counts[k]
         scores = p[bounds[k]:bounds[k + 1]]  # indices from 0: no wrap-around of negative indices to compile in

@@ -45,7 +45,7 @@ from .._coding import (
     numbered,
     quantile_edges,
 )
-from .._validation import as_float_array
+from .._core.validation import as_float_array
 from ._ecce import check_int
 from ._mce import choose_segments, mce_result
 from ._rows import Data, convert_chunk, float64_terms, score_ranges

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _kernels as _k
-from .._parallel import parallel_for, split, task_bounds
-from .._results import Result, worst_first
+from .._core.parallel import parallel_for, split, task_bounds
+from .._core.results import Result, worst_first
 from .._engine.sort import argsort
-from .._validation import check_consistent_length, column_or_1d
+from .._core.validation import check_consistent_length, column_or_1d
 from .._coding import Sizes, as_groups, group_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of
 

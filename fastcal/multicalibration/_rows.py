@@ -9,7 +9,7 @@ the rules of :mod:`fastcal.multicalibration` (probabilities in [0, 1], labels
 messages naming ``y_prob``, ``y_true``, ``sample_weight``, ``groups``) and
 returns its facts (rows, weight sum, largest weight, a strided sample of the
 probabilities). Weights are rescaled by the one power of two of the largest
-weight of all chunks (:func:`fastcal._validation.rescale_weights`), as in
+weight of all chunks (:func:`fastcal._core.validation.rescale_weights`), as in
 memory, so results do not change when every weight is scaled by a constant.
 
 ECCE
@@ -83,7 +83,7 @@ import math
 import numpy as np
 
 from .._engine import partition as _partition
-from .._validation import (
+from .._core.validation import (
     all_zero_weights,
     as_float_array,
     check_binary_labels,
@@ -122,7 +122,7 @@ PARTITION_ROWS = isotonic_rows.PARTITION_ROWS
 def convert_chunk(chunk, dtype, extra_names):
     """A validated chunk ``(p, labels, w, *extra)`` and its facts ``(n, weight sum, largest weight, summary)``.
 
-    ``p`` of ``dtype``, labels 0/1 (:func:`fastcal._validation.check_binary_labels`), ``w`` finite and
+    ``p`` of ``dtype``, labels 0/1 (:func:`fastcal._core.validation.check_binary_labels`), ``w`` finite and
     non-negative (or None); the extra columns 1-D of the same length, named ``extra_names`` in errors and
     returned as NumPy arrays. ``summary`` is the :class:`fastcal._engine.partition.ChunkSummary` of the probabilities
     (their sample picks the range partition's bounds).
@@ -247,7 +247,7 @@ def ecce(rows, *, x_dtype, weighted, n_partitions=None):
     -------
     fastcal.multicalibration.ECCEResult
     """
-    from .._params import Integer, check
+    from .._core.params import Integer, check
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])
     data = Data(rows, x_dtype, weighted)
@@ -388,7 +388,7 @@ def segment_report(rows, *, x_dtype, weighted, n_bins=10, n_partitions=None):
     -------
     fastcal.multicalibration.SegmentReport
     """
-    from .._params import Integer, check
+    from .._core.params import Integer, check
     from ._report import SegmentReport
 
     n_partitions = check("n_partitions", n_partitions, [Integer(1), None])

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as _k
-from .. import _parallel
-from .._parallel import run, split, task_bounds
+from .._core import parallel as _parallel
+from .._core.parallel import run, split, task_bounds
 from .._engine.sort import range_map
 from .._coding import Sizes, row_type
 
@@ -84,7 +84,7 @@ def _order_big_ties(xs, qs, ws, starts, most, n):
 
 def _run_chunks(kernel, n, args, n_chunks):
     """``kernel(*args, k, k + 1)`` for every chunk ``k < n_chunks``, each a task on fastcal's threads (in this
-    thread under :data:`fastcal._parallel.PARALLEL_MIN_SIZE` rows)."""
+    thread under :data:`fastcal._core.parallel.PARALLEL_MIN_SIZE` rows)."""
     calls = [(kernel, (*args, k, k + 1)) for k in range(n_chunks)]
     if n < _parallel.PARALLEL_MIN_SIZE:  # read at each call: tests lower it
         for func, call_args in calls:

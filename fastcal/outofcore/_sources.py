@@ -10,7 +10,7 @@ import numpy as np
 
 from .._engine import fit_dtype, flat_column
 from .._io import iter_npy, iter_parquet, npy_info, pyarrow_parquet
-from .._params import Integer, check
+from .._core.params import Integer, check
 
 __all__ = ["DEFAULT_MEMORY_BUDGET", "Columns", "array_source", "budget_rows", "parquet_source"]
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from .._engine import newton as _newton
 from . import _kernels as _k
-from .._math_kernels import key_to_float
-from .._parallel import parallel_for
-from .._validation import class_bytes
+from .._core.math_kernels import key_to_float
+from .._core.parallel import parallel_for
+from .._core.validation import class_bytes
 from ._model import WARM_START_MIN, center_and_scale
 from ._scaling import PlattScaling, platt_targets
 
@@ -41,7 +41,7 @@ def fit_groups(s, y, w, lo, hi, exponent, max_iter, tol):
     fits them alone.
 
     ``s``, ``y``: validated rows (finite scores, 0/1 labels); ``w``: None, or the weights, each fit's rows
-    already rescaled by its own power of two ``2**-exponent[f]`` (:func:`fastcal._validation.rescale_weights`,
+    already rescaled by its own power of two ``2**-exponent[f]`` (:func:`fastcal._core.validation.rescale_weights`,
     which each fit applies first; ``exponent`` None without weights); ``max_iter`` and ``tol`` checked.
 
     Returns ``(a, b, n_iter, done)``, arrays over the fits. Where ``done`` is False the fit is left to

@@ -20,8 +20,8 @@ and t - p keeps its precision on both sides (it is computed as t - p where p
 is small and as (1 - p) - (1 - t) where 1 - p is small).
 
 Speed. A pass is bound by one exponential per row: the vectorisable
-:func:`~fastcal._math_kernels.exp_neg`, :func:`~fastcal._math_kernels.log1p_unit`
-and :func:`~fastcal._math_kernels.log_normal` of :mod:`fastcal._math_kernels`
+:func:`~fastcal._core.math_kernels.exp_neg`, :func:`~fastcal._core.math_kernels.log1p_unit`
+and :func:`~fastcal._core.math_kernels.log_normal` of :mod:`fastcal._core.math_kernels`
 (libm's scalar ``exp`` would stop the loops from vectorising). Only the
 reduction loops opt in to reassociation (``@kernel(fastmath=True)``), which is
 what lets the sums vectorise.
@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
-from .._math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal, order_key
+from .._core.jit import kernel
+from .._core.math_kernels import exp_neg, float64_bits_as_int64, log1p_unit, log_normal, order_key
 
 
 #: Rows per block of the chunked reductions. Large enough that a block's

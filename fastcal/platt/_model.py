@@ -16,9 +16,9 @@ import numpy as np
 
 from . import _kernels as _k
 from .._engine.chunked import Partials, merge_in_order
-from .._parallel import parallel_for
-from .._params import Integer, Real, check
-from .._validation import class_bytes
+from .._core.parallel import parallel_for
+from .._core.params import Integer, Real, check
+from .._core.validation import class_bytes
 
 #: Default stopping tolerance on the Newton decrement per unit weight.
 DEFAULT_TOL = 1e-10
@@ -135,7 +135,7 @@ def subsample(s, y, w, fraction):
     input keeps the subsample representative of sorted or clustered data.
     The blocks are copied on fastcal's threads (a serial copy of a million
     rows was a tenth of a 10^7-row fit's work on 8 threads). The labels come
-    out as :func:`fastcal._validation.class_bytes`.
+    out as :func:`fastcal._core.validation.class_bytes`.
     """
     y = class_bytes(y)
     n = s.shape[0]
@@ -153,7 +153,7 @@ def subsample(s, y, w, fraction):
 def array_pass(s, y, w):
     """The ``run_pass`` of rows in memory: one fused kernel pass, into a scratch buffer reused across calls.
 
-    ``y``: validated 0/1 labels, read as :func:`fastcal._validation.class_bytes` (converted here unless they are).
+    ``y``: validated 0/1 labels, read as :func:`fastcal._core.validation.class_bytes` (converted here unless they are).
     """
     part = newton_partials(s.shape[0])
     y = class_bytes(y)
@@ -213,7 +213,7 @@ def center_and_scale(lo, hi):
 # ---------------------------------------------------------------------------
 
 
-#: What Platt scaling's parameters accept (see :mod:`fastcal._params`).
+#: What Platt scaling's parameters accept (see :mod:`fastcal._core.params`).
 PARAMETERS: dict[str, list[Any]] = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True), None]}
 
 

@@ -16,7 +16,7 @@ then every objective evaluation of the Newton solver
 sums added in chunk order; fits that advance together (the report's slope
 and calibration in the large) share each map (:meth:`Passes.run_passes`). The weights of every chunk are rescaled by one
 power of two, that of the largest weight of all
-(:func:`fastcal._validation.weight_exponent`), as in memory.
+(:func:`fastcal._core.validation.weight_exponent`), as in memory.
 
 Exactness
 ---------
@@ -34,7 +34,7 @@ import numpy as np
 from .._engine import partition as _partition
 from .._engine.chunked import merge_in_order
 from .._engine import user_stacklevel
-from .._validation import all_zero_weights, class_bytes, rescale_weights, weight_exponent
+from .._core.validation import all_zero_weights, class_bytes, rescale_weights, weight_exponent
 from ._model import array_pass, check_max_iter, check_tol, subsample, subsample_fraction
 from ._scaling import fit_passes, fitted_estimator, merge_prepared, prepare
 
@@ -43,7 +43,7 @@ __all__ = ["Passes", "fit_platt"]
 
 def _convert(chunk, x_dtype, name, fraction=None):
     """A converted chunk (:func:`_converted`, its labels then as the passes read them,
-    :func:`fastcal._validation.class_bytes`) and its facts (:func:`_facts`)."""
+    :func:`fastcal._core.validation.class_bytes`) and its facts (:func:`_facts`)."""
     s, labels, w = _converted(chunk, x_dtype, name)
     facts, labels = _checked(s, labels, w, name, fraction)
     return (s, labels, w), facts

@@ -12,13 +12,13 @@ from .._engine import newton as _newton
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._engine.chunked import Partials
-from .._errors import warn_not_converged
-from .._math_kernels import key_to_float
-from .._parallel import parallel_for
+from .._core.errors import warn_not_converged
+from .._core.math_kernels import key_to_float
+from .._core.parallel import parallel_for
 from .._persist import register
 from .._prediction import Logistic
-from .._results import Result
-from .._validation import (
+from .._core.results import Result
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_binary_labels,
@@ -164,7 +164,7 @@ def fit_passes(prepared, n, weighted, run_pass, subsample_rows, max_iter, tol, w
     degenerate cases, Platt's targets and start, centring and scaling, and
     runs :func:`fastcal._engine.newton.solve`. Returns a :class:`PlattFit`.
     The weights of the passes may be rescaled by
-    :func:`fastcal._validation.rescale_weights` (with ``weight_exponent``
+    :func:`fastcal._core.validation.rescale_weights` (with ``weight_exponent``
     its exponent): Platt's targets are pseudo-counts in the units of the
     caller's weights, the solver works with the rescaled ones.
     """

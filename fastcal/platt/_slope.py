@@ -15,11 +15,11 @@ import numpy as np
 
 from .._engine import newton as _newton
 from . import _kernels as _k
-from .._errors import warn_not_converged
-from .._math_kernels import key_to_float
+from .._core.errors import warn_not_converged
+from .._core.math_kernels import key_to_float
 from .._engine.chunked import Partials
-from .._results import Result
-from .._validation import (
+from .._core.results import Result
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_binary_labels,
@@ -173,7 +173,7 @@ def slope_intercept_fit(y, p, sample_weight, *, strict=True, exponent=None):
     """:func:`calibration_slope_intercept`, and why the estimate does not exist (None if it does).
 
     ``exponent``: if given, ``sample_weight`` are validated weights already
-    rescaled by ``2 ** -exponent`` (:func:`fastcal._validation.rescale_weights`),
+    rescaled by ``2 ** -exponent`` (:func:`fastcal._core.validation.rescale_weights`),
     used as they are (a caller that holds them makes no copy in the weights' units).
 
     With ``strict``, raises where the public function does. Otherwise (the

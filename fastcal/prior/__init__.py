@@ -47,7 +47,7 @@ fixed-chunk reduction of :mod:`fastcal._engine.chunked` (bit-identical at any
 thread count); summaries merge in chunk order.
 """
 
-from .._errors import ConvergenceWarning
+from .._core.errors import ConvergenceWarning
 from .._exports import publish
 from ._em import PriorEMResult, estimate_priors_em
 from ._inputs import SUM_TOL
@@ -87,6 +87,6 @@ __all__ = [
     "negative_sampling_logit_offset",
 ]
 
-# Their public home, the name that pickles, reprs and the API reference show (ConvergenceWarning's is fastcal._errors).
+# Their public home, the name that pickles, reprs and the API reference show (ConvergenceWarning's is fastcal._core.errors).
 publish(globals(), ["PriorEMResult", "adjust_priors", "correct_negative_sampling", "estimate_priors_em",
                     "negative_sampling_logit_offset"])

@@ -16,10 +16,10 @@ import numpy as np
 
 from . import _kernels as _k
 from .._engine.chunked import Partials, merge_exact, merge_in_order
-from .._errors import warn_not_converged
-from .._params import Boolean, Integer, Real, check
-from .._results import Result
-from .._validation import check_numeric
+from .._core.errors import warn_not_converged
+from .._core.params import Boolean, Integer, Real, check
+from .._core.results import Result
+from .._core.validation import check_numeric
 from ._inputs import SUM_TOL, TINY64, prior_vector, raise_bad_rows, raise_bad_values, result_dtype
 from ._maps import binary_odds_factor, class_weights, run_binary, run_multi, sum_pairs
 

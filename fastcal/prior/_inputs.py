@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_numeric
+from .._core.validation import check_numeric
 
 
 #: Absolute tolerance on the sum of a row of ``proba`` and of a prior vector:

@@ -9,7 +9,7 @@ afterwards.
 
 Each public kernel works on a range ``lo, hi`` of items (rows, groups of 4
 rows, or chunks of ``EM_CHUNK`` rows) and is run on contiguous ranges by
-:func:`fastcal._parallel.parallel_for`. The EM's reductions are fixed-chunk
+:func:`fastcal._core.parallel.parallel_for`. The EM's reductions are fixed-chunk
 reductions (:mod:`fastcal._engine.chunked`): each chunk of ``EM_CHUNK`` rows writes
 its sums into its own row of the partial buffers (the last arguments before
 ``lo, hi``), which the caller merges in chunk order, so results are bitwise
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 __all__ = [
     "EM_CHUNK",

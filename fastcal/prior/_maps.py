@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from . import _kernels as _k
-from .._parallel import parallel_for
+from .._core.parallel import parallel_for
 from ._inputs import SUM_TOL, TINY64
 
 

@@ -14,10 +14,10 @@ import scipy.fft
 
 from . import _kernels as _k
 from .._matrices import top_label_problem
-from .._parallel import get_num_threads, parallel_for, run
-from .._params import Options, Real, check
-from .._results import Result
-from .._validation import (
+from .._core.parallel import get_num_threads, parallel_for, run
+from .._core.params import Options, Real, check
+from .._core.results import Result
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,
@@ -93,10 +93,10 @@ def check_inputs(y_true, y_prob, sample_weight, labels=None, stacklevel=1):
     (n, k) matrix, k >= 2, is reduced to its top-label problem: the largest
     probability of each row, and whether its column (the first, on ties) is
     the class of ``y_true``, the columns being the classes in sorted order
-    (``labels``, else those of ``y_true``: :func:`fastcal._labels.matrix_codes`).
+    (``labels``, else those of ``y_true``: :func:`fastcal._core.labels.matrix_codes`).
     Rows of the matrix that do not sum to 1 warn as in ``brier_score_loss``
     (:func:`fastcal._matrices.check_row_sums`).
-    The weights are rescaled by :func:`fastcal._validation.rescale_weights`
+    The weights are rescaled by :func:`fastcal._core.validation.rescale_weights`
     (no result carries weight units). ``stacklevel`` (of the warnings for
     rows off 1 and unsorted ``labels``) is counted from the caller.
     """

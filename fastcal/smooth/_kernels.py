@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 # Channels of the grid sums (the output of the last merge).
 GW = 0  # sum of w                (the density of the predictions)

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from .._errors import not_fitted
+from .._core.errors import not_fitted
 from .._prediction import Knots, Logistic, Steps
 from . import _expr as sql
 from ._buckets import INLINE_HALVINGS, grid_counts, temp_name, with_count_below, with_first_not_less

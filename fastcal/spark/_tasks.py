@@ -11,7 +11,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from .._parallel import get_num_threads, set_num_threads
+from .._core.parallel import get_num_threads, set_num_threads
 
 
 #: How SparkRows caches converted and partitioned rows: Spark SQL's own default (deserialized column batches, in

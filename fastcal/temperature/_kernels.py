@@ -6,17 +6,17 @@ labels in [0, k) and float64 weights (empty for unit weights).
 Speed. A pass costs one exponential per logit. The rows of a chunk are
 transposed into a small ``(k, CHUNK)`` scratch array, so that every loop runs
 along rows with no reduction across SIMD lanes, and the exponential and
-logarithm are the vectorisable :func:`~fastcal._math_kernels.exp_neg` and
-:func:`~fastcal._math_kernels.log_normal`, shared with the Platt kernels
-(:mod:`fastcal._jit` keys the cache on that module too).
+logarithm are the vectorisable :func:`~fastcal._core.math_kernels.exp_neg` and
+:func:`~fastcal._core.math_kernels.log_normal`, shared with the Platt kernels
+(:mod:`fastcal._core.jit` keys the cache on that module too).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
-from .._math_kernels import exp_neg, log_normal
+from .._core.jit import kernel
+from .._core.math_kernels import exp_neg, log_normal
 
 # ---------------------------------------------------------------------------
 # The loss and its first four derivatives in beta.

@@ -33,11 +33,11 @@ import numpy as np
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
 from .._engine.chunked import Partials, merge_exact
-from .._errors import warn_not_converged
-from .._parallel import parallel_for
-from .._params import Integer, Options, Real, check
+from .._core.errors import warn_not_converged
+from .._core.parallel import parallel_for
+from .._core.params import Integer, Options, Real, check
 from .._persist import register
-from .._validation import (
+from .._core.validation import (
     as_float_array,
     as_label_array,
     check_consistent_length,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._core.jit import kernel
 
 # --------------------------------------------------------------------------
 # Tie groups of the sorted calibration scores

@@ -19,11 +19,11 @@ import numpy as np
 
 from . import _kernels as _k
 from .._base import BaseCalibrator, check_is_fitted
-from .._parallel import parallel_for, run
+from .._core.parallel import parallel_for, run
 from .._persist import register
 from ..isotonic import chunk_count
 from .._engine.sort import argsort, sort_by_label
-from .._validation import (
+from .._core.validation import (
     as_float_array,
     check_binary_labels,
     check_consistent_length,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels as _k
-from ..._validation import (
+from ..._core.validation import (
     all_zero_weights,
     as_float_array,
     as_label_array,
@@ -362,7 +362,7 @@ def check_total_weight(summaries, weighted):
 
 
 def global_weight_exponent(summaries):
-    """The exponent of :func:`fastcal._validation.rescale_weights` for the weights of all the chunks at once."""
+    """The exponent of :func:`fastcal._core.validation.rescale_weights` for the weights of all the chunks at once."""
     return weight_exponent(None, max((s.weight_max for s in summaries), default=0.0))
 
 def auto_needs_binary(summaries):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
+from ..._core.jit import kernel
 
 __all__ = ["buckets_linear", "buckets_search", "chain_exits", "near_min", "range_of",
            "split_scatter"]

@@ -35,8 +35,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _kernels as _k
-from ... import _parallel
-from ..._parallel import get_num_threads, parallel_for, run, split
+from ..._core import parallel as _parallel
+from ..._core.parallel import get_num_threads, parallel_for, run, split
 
 __all__ = ["ByLabel", "SortedPairs", "argsort", "range_map", "range_sorted_pairs", "sort_by_label", "sort_pairs"]
 
@@ -227,7 +227,7 @@ def range_map(X, n_ranges):
     A score ``v`` falls in the cell ``(v - x0) * scale`` (clipped to the
     cells) of equal width, between the 1st and 99th percentiles of a strided
     sample of ``64 * n_ranges`` scores, and in the range ``cell_range`` of
-    that cell (:func:`fastcal._math_kernels.range_of_score`); consecutive
+    that cell (:func:`fastcal._core.math_kernels.range_of_score`); consecutive
     cells are grouped into ranges of about equal counts of the sample. Scores
     packed into a few cells make fewer, larger ranges.
     """
@@ -321,7 +321,7 @@ def sort_by_label(X, labels, n_ranges):
 
 def _sort_in_ranges(tasks, sort, empty):
     """``sort(lo, hi, spare)`` of every range ``(lo, hi)`` of ``tasks`` (lists of ranges), one task a call of
-    :func:`~fastcal._parallel.run`'s, each with a spare array of at least ``hi - lo`` rows shaped as ``empty``
+    :func:`~fastcal._core.parallel.run`'s, each with a spare array of at least ``hi - lo`` rows shaped as ``empty``
     (its rows of zero length): one spare per working thread, reused, since ``run`` runs that many tasks at once."""
     spares = queue.SimpleQueue()
 

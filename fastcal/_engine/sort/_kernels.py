@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._jit import kernel
-from ..._math_kernels import float64_bits_as_int64, range_of_score
+from ..._core.jit import kernel
+from ..._core.math_kernels import float64_bits_as_int64, range_of_score
 
 
 @kernel
@@ -170,7 +170,7 @@ def range_counts(x, labels, x0, scale, cell_range, n_ranges, counts, lo, hi):
     """``counts[s]`` (zeroed by the caller): rows ``lo .. hi - 1`` of slot ``s``.
 
     A row's slot is its score range
-    (:func:`~fastcal._math_kernels.range_of_score`), plus
+    (:func:`~fastcal._core.math_kernels.range_of_score`), plus
     ``n_ranges`` when its label is non-zero (``labels`` empty: no labels,
     one class).
     """
@@ -207,7 +207,7 @@ def range_scatter_rows(x, bits, sign, p, flip, factor, x0, scale, cell_range, of
     width's top bit. Row ``i`` becomes ``(key of x[i], bits of p[i] * factor)``
     (uint64; ``factor`` an exact power of two), the value negated where
     ``flip[i] != 0`` (``flip`` empty: nowhere): a weight carrying its 0/1 label
-    as its sign (see :func:`~fastcal._pav_kernels.pav_sorted`). The
+    as its sign (see :func:`~fastcal._core.pav_kernels.pav_sorted`). The
     keys are those of :func:`keys_histograms`, so :func:`sort_rows` sorts
     each range without a pass of its own to make them.
     """

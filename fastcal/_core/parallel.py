@@ -1,6 +1,6 @@
 """fastcal's worker threads: how kernels run in parallel without Numba's threading layer.
 
-Every kernel is compiled serial and ``nogil`` (:mod:`fastcal._jit`); a kernel
+Every kernel is compiled serial and ``nogil`` (:mod:`fastcal._core.jit`); a kernel
 that can run in parallel takes a half-open range ``lo, hi`` of items (rows, or
 fixed-size chunks of rows) as its last two arguments.
 
@@ -63,7 +63,7 @@ import threading
 
 import numba
 
-from ._params import Integer, check
+from .params import Integer, check
 
 __all__ = [
     "PARALLEL_MIN_SIZE",

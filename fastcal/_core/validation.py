@@ -14,9 +14,9 @@ import numbers
 
 import numpy as np
 
-from ._jit import kernel
-from ._math_kernels import key_to_float, order_key
-from ._parallel import parallel_for
+from .jit import kernel
+from .math_kernels import key_to_float, order_key
+from .parallel import parallel_for
 
 __all__ = [
     "as_float_array",
@@ -133,7 +133,7 @@ _KEY_MIN = -0x8000000000000000
 def nonfinite_and_range(x, lo, hi):
     """The number of NaN and infinite values in ``x[lo:hi]``, and the order keys of its smallest and largest values.
 
-    Order keys (:func:`fastcal._math_kernels.order_key`) make the min and max
+    Order keys (:func:`fastcal._core.math_kernels.order_key`) make the min and max
     integer reductions, which vectorise; float ones must respect NaN and do not.
     """
     x = x[lo:hi]  # indices from 0: no wraparound check

@@ -10,7 +10,7 @@ enforces it. A bad value raises :class:`InvalidParameterError` (a
     strategy must be 'uniform' or 'quantile'; got 'median'.
     tol must be a real number > 0 and finite or None; got -1.
 
-Checks of the *data* (arrays, labels, weights) live in :mod:`fastcal._validation`.
+Checks of the *data* (arrays, labels, weights) live in :mod:`fastcal._core.validation`.
 Checks that tie several parameters together stay with their function.
 """
 
@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from ._errors import InvalidParameterError
+from .errors import InvalidParameterError
 
 __all__ = ["Boolean", "Constraint", "InstanceOf", "Integer", "InvalidParameterError", "Options", "Real", "check", "check_all"]
 

@@ -9,15 +9,15 @@ that the isotonic and grouped fits share is here too: tie pooling
 (:func:`push_group`), the fits of sorted scores (:func:`pav_sorted`) and of
 two sorted classes (:func:`pav_binary`), the pooling of two stacks
 (:func:`push_blocks`) and scikit-learn's knots (:func:`thresholds`). Like
-:mod:`fastcal._math_kernels`, a helper module that kernels may import:
-:mod:`fastcal._jit` adds its text to their cache keys.
+:mod:`fastcal._core.math_kernels`, a helper module that kernels may import:
+:mod:`fastcal._core.jit` adds its text to their cache keys.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import kernel
+from .jit import kernel
 
 
 @kernel

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ._validation import check_object_labels
+from .validation import check_object_labels
 
 __all__ = ["as_integers", "check_labels", "class_codes", "matrix_classes", "matrix_codes", "not_in_labels", "shown"]
 

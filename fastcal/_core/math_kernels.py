@@ -21,7 +21,7 @@ temperature pass ran 1.48x faster with it). The Cody-Waite reduction stays
 exact: ``n * _LN2_HI`` is exact whether fused or not.
 
 Caching. A caller's cached machine code contains these functions inlined.
-:mod:`fastcal._jit` keys the cache of every kernel on this file too (the
+:mod:`fastcal._core.jit` keys the cache of every kernel on this file too (the
 kernel's module imports it), so an edit here invalidates the callers' caches;
 Numba alone would look at the caller's own file only.
 """
@@ -32,7 +32,7 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic, overload
 
-from ._jit import kernel
+from .jit import kernel
 
 __all__ = ["exp_neg", "float64_bits_as_int64", "int64_bits_as_float64", "key_to_float", "log1p_unit", "log_normal",
            "order_key", "range_of_score"]

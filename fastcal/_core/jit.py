@@ -16,7 +16,7 @@ kernel's file, the hashes of the fastcal modules that file depends on). Those
 are found in the kernel module's namespace when the kernel is defined: every
 fastcal module, function or dispatcher it imported, and, in turn, what those
 modules import (:func:`dependencies`). So a kernel may call the shared helpers
-of :mod:`fastcal._math_kernels`; this module is always among the dependencies
+of :mod:`fastcal._core.math_kernels`; this module is always among the dependencies
 (through ``kernel`` itself), which also makes an edit of the options below
 invalidate every cache. Two rules keep the dependencies complete: import at
 the top of the module (before the first ``@kernel``), and never import a bare
@@ -30,7 +30,7 @@ every kernel of every subject, even for a user who needs one. The wrappers are
 the only callers of the kernels and fix their argument types, so lazy
 dispatch compiles exactly the variants that a program uses.
 
-Kernels are serial. Parallelism comes from :mod:`fastcal._parallel`, which
+Kernels are serial. Parallelism comes from :mod:`fastcal._core.parallel`, which
 runs a kernel on ranges of its input from fastcal's own threads; Numba's
 ``parallel=True`` and its process-wide threading layer are never used (see
 that module for why).
