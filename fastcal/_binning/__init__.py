@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _kernels as _k
 from ._kernels import NSTAT, SBRIER, SD, SDD, SDY, SLOG, SP, SY, W
-from .._core.parallel import TASK_ROWS, parallel_accumulate, parallel_for
+from .._core.parallel import TASK_ROWS, capped_chunks, parallel_accumulate, parallel_for
 from .._core.params import Boolean, InstanceOf, Integer, Options, Real, check_all
 
 __all__ = [
@@ -147,9 +147,7 @@ def n_chunks(n, floats_per_chunk=1):
     function of the sizes only, never of the thread count, so that partial
     results merged in chunk order are the same on any number of threads.
     """
-    by_rows = n // _CHUNK_ROWS
-    by_memory = _PARTIAL_BUDGET // max(1, floats_per_chunk)
-    return int(max(1, min(_MAX_CHUNKS, by_rows, by_memory)))
+    return capped_chunks(n, _CHUNK_ROWS, min(_MAX_CHUNKS, _PARTIAL_BUDGET // max(1, floats_per_chunk)))
 
 
 def chunk_offsets(counts):

@@ -68,7 +68,9 @@ from .params import Integer, check
 __all__ = [
     "PARALLEL_MIN_SIZE",
     "TASK_ROWS",
+    "capped_chunks",
     "get_num_threads",
+    "n_chunks",
     "parallel_accumulate",
     "parallel_for",
     "run",
@@ -116,6 +118,24 @@ def set_num_threads(n: int | None) -> None:
 def split(n, parts):
     """Bounds ``b`` (length ``parts + 1``) of ``parts`` contiguous, balanced ranges of ``[0, n)``."""
     return [(i * n) // parts for i in range(parts + 1)]
+
+
+# The two rules that cut a problem into fixed chunks. Each is a function of the problem's sizes alone, never of
+# the thread count, so that partial results merged in chunk order are the same on any number of threads.
+
+
+def n_chunks(n_rows, chunk_rows):
+    """The number of ``chunk_rows``-row chunks covering ``n_rows`` rows: ``ceil(n_rows / chunk_rows)``, at least 1
+    (chunks of a fixed size, the last one shorter)."""
+    return max(1, -(-int(n_rows) // int(chunk_rows)))
+
+
+def capped_chunks(n_rows, chunk_rows, most=None):
+    """The number of chunks of at least ``chunk_rows`` rows each of ``n_rows`` rows: ``n_rows // chunk_rows``, at
+    most ``most`` (a cap from the memory of the partial results, or from the work one chunk must hold), at least 1
+    (the rows shared among them by :func:`split`)."""
+    count = int(n_rows) // int(chunk_rows)
+    return max(1, count if most is None else min(count, int(most)))
 
 
 class _Batch:
@@ -242,7 +262,7 @@ def task_bounds(n, rows=None):
     rows = n if rows is None else rows
     if rows < PARALLEL_MIN_SIZE or n <= 1:
         return [0, n]
-    return split(n, max(1, min(n, rows // TASK_ROWS)))
+    return split(n, capped_chunks(rows, TASK_ROWS, n))
 
 
 def parallel_for(kernel, n, *args, rows=None):

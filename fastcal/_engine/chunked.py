@@ -42,14 +42,9 @@ import math
 
 import numpy as np
 
-from .._core.parallel import parallel_for
+from .._core.parallel import n_chunks, parallel_for
 
 __all__ = ["Partials", "merge_exact", "merge_in_order", "n_chunks"]
-
-
-def n_chunks(n_rows, chunk_rows):
-    """The number of ``chunk_rows``-row chunks covering ``n_rows`` rows: ``ceil(n_rows / chunk_rows)``, at least 1."""
-    return max(1, -(-int(n_rows) // int(chunk_rows)))
 
 
 def merge_in_order(buf):

@@ -17,7 +17,7 @@ import numpy as np
 from . import _kernels as _k
 from .._matrices import top_label_problem
 from .._core.params import Integer, Options, Real, check
-from .._core.parallel import parallel_for
+from .._core.parallel import n_chunks, parallel_for
 from .._core.results import Result
 from .._engine.sort import argsort, sort_with
 from .._core.validation import (
@@ -131,9 +131,9 @@ def score_sums(labels, p, w, scoring):
     The internal entry point for chunked callers (:mod:`fastcal.dask`).
     """
     n = p.shape[0]
-    n_chunks = -(-n // _k.CHUNK)
-    out = np.zeros((n_chunks, 3))
-    parallel_for(_k.score_sums, n_chunks, labels, p, _weights(w), scoring == "log_loss", out, rows=n)
+    chunks = n_chunks(n, _k.CHUNK)
+    out = np.zeros((chunks, 3))
+    parallel_for(_k.score_sums, chunks, labels, p, _weights(w), scoring == "log_loss", out, rows=n)
     s, sw, swy = out.sum(axis=0)
     return float(s), float(sw), float(swy)
 

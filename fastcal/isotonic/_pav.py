@@ -87,7 +87,7 @@ import numpy as np
 
 from . import _kernels as _k
 from .._core import pav_kernels as _pk
-from .._core.parallel import run, split
+from .._core.parallel import capped_chunks, run, split
 from .._engine.sort import SortedPairs, range_sorted_pairs, sort_by_label, sort_with
 from .._core.validation import is_binary, rescale_weights
 
@@ -110,7 +110,7 @@ CUT_TRIES = 64
 
 def chunk_count(n):
     """Number of score-range chunks of an in-memory fit of ``n`` rows: one per :data:`CHUNK_ROWS`, 1 to :data:`MAX_CHUNKS`."""
-    return max(1, min(MAX_CHUNKS, n // CHUNK_ROWS))
+    return capped_chunks(n, CHUNK_ROWS, MAX_CHUNKS)
 
 
 def resolution(dtype):

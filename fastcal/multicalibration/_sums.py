@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _kernels as _k
 from .._core import parallel as _parallel
-from .._core.parallel import run, split, task_bounds
+from .._core.parallel import capped_chunks, run, split, task_bounds
 from .._engine.sort import range_map
 from .._coding import Sizes, row_type
 
@@ -19,7 +19,7 @@ def _n_ranges(n, n_chunks):
     """Score ranges of ``n`` rows, each sorted by one task: about :attr:`Sizes.RANGE_ROWS` rows each, fewer if
     ranges x ``n_chunks`` (the rows of each range in each chunk of rows) would pass :attr:`Sizes.COUNT_ENTRIES`.
     A function of the size of the problem alone."""
-    return max(1, min(n // Sizes.RANGE_ROWS, Sizes.COUNT_ENTRIES // max(n_chunks, 1)))
+    return capped_chunks(n, Sizes.RANGE_ROWS, Sizes.COUNT_ENTRIES // max(n_chunks, 1))
 
 
 def _blocks(xs, width):
@@ -27,7 +27,7 @@ def _blocks(xs, width):
     each, fewer if blocks x ``width`` (the partial results per block) would pass :attr:`Sizes.CHUNK_ENTRIES`;
     each bound moved up to the start of its group of equal scores. A function of the sorted scores alone."""
     n = xs.shape[0]
-    n_blocks = max(1, min(n // Sizes.RANGE_ROWS, Sizes.CHUNK_ENTRIES // max(width, 1)))
+    n_blocks = capped_chunks(n, Sizes.RANGE_ROWS, Sizes.CHUNK_ENTRIES // max(width, 1))
     bounds = np.array(split(n, n_blocks), dtype=np.int64)
     inner = bounds[1:-1]
     tied = inner[xs[inner - 1] == xs[inner]]

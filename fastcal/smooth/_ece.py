@@ -14,7 +14,7 @@ import scipy.fft
 
 from . import _kernels as _k
 from .._matrices import top_label_problem
-from .._core.parallel import get_num_threads, parallel_for, run
+from .._core.parallel import get_num_threads, n_chunks, parallel_for, run
 from .._core.params import Options, Real, check
 from .._core.results import Result
 from .._core.validation import (
@@ -139,7 +139,7 @@ def grid_sums(p, y, w):
         threads.
     """
     n = p.shape[0]
-    nchunks = max(1, -(-n // CHUNK_ROWS))
+    nchunks = n_chunks(n, CHUNK_ROWS)
     # A round deposits as many chunks as there are slots, one chunk per task, then merges them into the total
     # (in parallel over the grid nodes). The merge is a left fold over the chunks in chunk order whatever the
     # rounds, so the slots may follow the thread count.
