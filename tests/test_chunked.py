@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from fastcal.platt import _kernels as kernels
-from fastcal._engine.chunked import Partials, merge_exact, merge_in_order, n_chunks
+from fastcal._core.parallel import n_chunks
+from fastcal._engine.chunked import Partials, merge_exact, merge_in_order
 
 from .threads import serial_and_parallel
 

@@ -17,7 +17,8 @@ from fastcal._engine import newton as _newton
 from fastcal._core import math_kernels as math_kernels
 from fastcal.platt import _kernels as kernels
 from fastcal.beta import _kernels as beta_kernels
-from fastcal._engine.chunked import merge_in_order, n_chunks
+from fastcal._core.parallel import n_chunks
+from fastcal._engine.chunked import merge_in_order
 from fastcal import outofcore
 from fastcal import platt as platt_module
 from fastcal.platt import ConvergenceWarning, PlattResult, SlopeInterceptResult, merge_prep

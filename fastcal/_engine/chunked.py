@@ -1,11 +1,11 @@
-r"""Fixed-chunk reductions on fastcal's threads: the chunk count rule and the in-order merge, written once.
+r"""Fixed-chunk reductions on fastcal's threads: the partial buffers and the in-order merge, written once.
 
 A pass that reduces rows (a Newton step's gradient and Hessian, an EM
 step's column sums, a preparation pass's counts and class weights) cuts
 them into *chunks* of a fixed number of rows ``chunk_rows``, a constant of
 its kernel module: chunk ``c`` holds rows
 ``[c * chunk_rows, min((c + 1) * chunk_rows, n))``, and there are
-:func:`n_chunks` of them (at least one, so that no rows still has a summary).
+:func:`fastcal._core.parallel.n_chunks` of them (at least one, so that no rows still has a summary).
 It is the in-memory form of the drivers' summarise → merge → finish
 (:mod:`fastcal._engine`):
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from .._core.parallel import n_chunks, parallel_for
 
-__all__ = ["Partials", "merge_exact", "merge_in_order", "n_chunks"]
+__all__ = ["Partials", "merge_exact", "merge_in_order"]
 
 
 def merge_in_order(buf):

@@ -61,7 +61,7 @@ class Blocks:
 
     def __init__(self, lo, hi):
         self.size = hi - lo
-        self.count = np.maximum(1, -(-self.size // _k.CHUNK))  # fastcal._engine.chunked.n_chunks of each fit
+        self.count = np.maximum(1, -(-self.size // _k.CHUNK))  # fastcal._core.parallel.n_chunks of each fit
         self.first = np.zeros(lo.size, dtype=np.int64)
         np.cumsum(self.count[:-1], out=self.first[1:])
         self.block_fit = np.repeat(np.arange(lo.size, dtype=np.int64), self.count)
