@@ -33,6 +33,7 @@ from .metrics import (
 )
 from .multicalibration import (
     ECCEResult,
+    MulticalibrationCalibrator,
     MulticalibrationResult,
     calibration_ratio,
     ecce,
@@ -76,8 +77,9 @@ _LAZY = {
 def load(
     path: str | os.PathLike[str],
 ) -> (IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers
-      | GroupedCalibrator):
-    """Load a fitted calibrator saved with ``save`` (a ``GroupedCalibrator`` too, with its group models). Raises
+      | GroupedCalibrator | MulticalibrationCalibrator):
+    """Load a fitted calibrator saved with ``save`` (a ``GroupedCalibrator`` too, with its group models, and a
+    ``MulticalibrationCalibrator``). Raises
     ``ValueError`` for anything but a valid model file."""
     return _persist.load(path)
 
@@ -103,6 +105,7 @@ __all__ = [
     "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",
+    "MulticalibrationCalibrator",
     "MulticalibrationResult",
     "NoCacheWarning",
     "NotFittedError",

@@ -156,8 +156,9 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     path = os.path.join(tmp, "platt.json")
     platt.save(path)
     loaded = fastcal.load(path)
-    assert_type(loaded, Calibrator | fastcal.GroupedCalibrator)
-    assert not isinstance(loaded, fastcal.GroupedCalibrator)  # whose predict needs the groups
+    assert_type(loaded, Calibrator | fastcal.GroupedCalibrator | fastcal.MulticalibrationCalibrator)
+    # whose predicts need the groups or the segments
+    assert not isinstance(loaded, (fastcal.GroupedCalibrator, fastcal.MulticalibrationCalibrator))
     assert_type(loaded, Calibrator)
     assert_type(loaded.predict(s), Floats)
     assert_type(loaded.to_dict(), dict[str, Any])
@@ -294,6 +295,10 @@ def metrics(s: NDArray[np.float64], y: NDArray[np.int64], return_counts: bool) -
     grouped = fastcal.GroupedCalibrator(fastcal.PlattScaling(), min_samples_per_group=2).fit(s, y, y)
     assert_type(grouped, fastcal.GroupedCalibrator)
     assert_type(grouped.predict(s, y), NDArray[np.floating])
+    mcal = fastcal.MulticalibrationCalibrator(max_depth=2, n_buckets=4).fit(p, y, {"g": y}, sample_weight=None)
+    assert_type(mcal, fastcal.MulticalibrationCalibrator)
+    assert_type(mcal.predict(p, {"g": y}), NDArray[np.floating])
+    assert_type(mcal.offsets_, NDArray[np.float64])
     assert_type(fastcal.calibration_ratio(y, p, adjust_unjoined=True), float)
     assert_type(fastcal.proportional_ece(y, p, n_bins=10), float)
     assert_type(fastcal.normalized_entropy(y, p), float)

@@ -422,6 +422,7 @@ CASES = {
     "fastcal.dask.smooth_ece": _dask_smooth,
     "fastcal.multicalibration.segment_report": lambda w: _segment_report(w),
     "fastcal.grouped.GroupedCalibrator.fit": lambda w: _grouped(w),
+    "fastcal.multicalibration.MulticalibrationCalibrator.fit": lambda w: _multicalibration_fit(w),
     "fastcal.dask.ecce": _dask("ecce"),
     "fastcal.dask.calibration_ratio": _dask("calibration_ratio"),
     "fastcal.dask.normalized_entropy": _dask("normalized_entropy"),
@@ -497,6 +498,14 @@ def _dask_segment_report(w):
     out = {k: _nan_marked(v) for k, v in r.to_dict().items() if k not in ("groups", "n", "weight_sum")}
     out["weight_sum"] = (_floats(r.weight_sum), 1)
     return out
+
+def _multicalibration_fit(w):
+    segments = {"g": Y ^ (np.arange(N) % 7 == 0), "x": S[::-1].copy()}  # g: mostly the label, so the fit changes
+    est = fastcal.MulticalibrationCalibrator(min_samples_per_segment=2, n_folds=2).fit(
+        S, Y, segments, numerical=["x"], sample_weight=w)
+    return {"model": _floats([est.slope_, *est.offsets_.ravel(), *est.cv_losses_]),
+            "predictions": _floats(est.predict(S, segments))}
+
 
 def _dask_fit_grouped(w):
     import dask.array as da

@@ -37,12 +37,17 @@ from ._values import (
     group_codes,
     group_sizes_codes,
     labels_by_appearance,
+    binned_codes,
+    bin_numbers,
     numerical_codes,
+    numerical_edges,
     quantile_edges,
     row_type,
 )
 
 __all__ = [
+    "bin_numbers",
+    "binned_codes",
     "CHANGED",
     "Crossed",
     "GROUP_PARTITION_ROWS",
@@ -71,6 +76,7 @@ __all__ = [
     "number_groups",
     "numbered",
     "numerical_codes",
+    "numerical_edges",
     "quantile_edges",
     "row_type",
 ]

@@ -80,8 +80,8 @@ FEW_EDGES = 16
 @kernel
 def bin_numbers(x, edges, missing, out, lo, hi):
     """Rows ``lo..hi``: the quantile bin of each ``x`` into ``out``, ``max(searchsorted(edges, x, side="left") - 1,
-    0)`` (the bins ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, ``edges[0]`` the least ``x``),
-    ``missing`` for NaN. Up to :data:`FEW_EDGES` edges the edges below ``x`` are counted without a branch (a
+    0)`` (the bins ``(e_{k-1}, e_k]``, the first closed; ``edges`` ascending, at least 2), clamped to the last bin
+    ``m - 2`` (a value past the last edge: a prediction's), ``missing`` for NaN. Up to :data:`FEW_EDGES` edges the edges below ``x`` are counted without a branch (a
     binary search mispredicts one branch in two), past that a binary search."""
     m = edges.shape[0]
     part = x[lo:hi]  # indices from 0 (see code_stats)
@@ -104,7 +104,7 @@ def bin_numbers(x, edges, missing, out, lo, hi):
                     a = mid + 1
                 else:
                     b = mid
-        bins[i] = max(a - 1, 0)
+        bins[i] = min(max(a - 1, 0), m - 2)
 
 
 @kernel

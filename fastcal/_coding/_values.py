@@ -4,7 +4,8 @@ and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 
 Internal API (re-exported by :mod:`fastcal._coding`): :data:`OTHER`, :data:`MISSING`,
 :func:`group_codes`, :func:`as_groups` and :class:`GroupColumns`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
-:func:`quantile_edges`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
+:func:`quantile_edges`, :func:`numerical_edges`, :func:`binned_codes` and :func:`bin_numbers` (a numerical feature's
+bins, for a fit that applies them to new rows), :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
 """
 
@@ -391,27 +392,47 @@ def quantile_edges(n, lo, hi, max_values, name, select):
     return np.unique(_binning.percentiles_from_order_statistics(n, max_values, select, percent=False))
 
 
-def numerical_codes(values, name, p, max_values):
-    """``(codes, offset, remap, labels, None)`` of a numerical feature: its values if at most ``max_values``, else
-    quantile bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` at
-    :func:`quantile_edges`); NaN its own value (``nan``); nothing folded."""
+def numerical_edges(values, name, max_values):
+    """``(x, edges)``: a numerical feature's values as contiguous float64, and the edges of its ``max_values``
+    quantile bins (:func:`quantile_edges`), or None when it has at most ``max_values`` distinct values (each is then
+    a value of its own)."""
     x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
     if _k.count_distinct(x, max_values) <= max_values:
-        codes, offset, index, uniques, _, first_p, first_row = _coded(x, name, p)
-        labels = [float("nan") if u is None else u for u in uniques]
-        return (*_by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row)), None)
+        return x, None
     missing = np.isnan(x)
     present = x[~missing] if missing.any() else x  # no mask copy if no NaN (the selection copies what it sorts)
     parts = _parallel.parallel_for(_k.int_range, present.shape[0], present)  # 2 values at least (not NaN)
     lo, hi = min(float(least) for least, _ in parts), max(float(most) for _, most in parts)
-    edges = quantile_edges(present.shape[0], lo, hi, max_values, name,
-                           lambda ranks: _binning.order_statistics(present, ranks, lo, hi))
-    # NaN: a number past the bins' 0..edges.size - 2 (integers: counted, not sorted)
-    bins = np.empty(x.shape[0], dtype=np.int64)
-    _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
+    return x, quantile_edges(present.shape[0], lo, hi, max_values, name,
+                             lambda ranks: _binning.order_statistics(present, ranks, lo, hi))
+
+
+def numerical_codes(values, name, p, max_values):
+    """``(codes, offset, remap, labels, None)`` of a numerical feature: its values if at most ``max_values``, else
+    quantile bin numbers (``max_values`` bins ``(e_{k-1}, e_k]``, the first closed, pandas' ``cut`` at
+    :func:`quantile_edges`); NaN its own value (``nan``); nothing folded."""
+    return binned_codes(*numerical_edges(values, name, max_values), name, p)
+
+
+def binned_codes(x, edges, name, p):
+    """:func:`numerical_codes` of the float64 values ``x`` and their bins' ``edges`` (None: the values themselves)
+    (:func:`numerical_edges`)."""
+    if edges is None:
+        codes, offset, index, uniques, _, first_p, first_row = _coded(x, name, p)
+        labels = [float("nan") if u is None else u for u in uniques]
+        return (*_by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row)), None)
+    bins = bin_numbers(x, edges)
     codes, offset, index, uniques, _, first_p, first_row = _coded(bins, name, p)
     labels = [float("nan") if u == edges.size else int(u) for u in uniques]
     return (*_by_appearance(codes, offset, index, labels, appearance_rank(first_p, first_row)), None)
+
+
+def bin_numbers(x, edges):
+    """The quantile bin of each float64 ``x`` (int64): ``0..edges.size - 2`` for the bins ``(e_{k-1}, e_k]`` (the first
+    closed, the values beyond the edges in the first or the last), ``edges.size`` for NaN; on fastcal's threads."""
+    bins = np.empty(x.shape[0], dtype=np.int64)
+    _parallel.parallel_for(_k.bin_numbers, x.shape[0], x, edges, edges.size, bins)
+    return bins
 
 
 def labels_by_appearance(labels, rank, group=None):

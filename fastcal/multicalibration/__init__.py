@@ -33,7 +33,11 @@ are the names to use:
 - :mod:`fastcal.multicalibration._sums`: the per-segment sums of the ECCE (one
   segment) and of the multicalibration error;
 - :mod:`fastcal.multicalibration._mce`: :func:`multicalibration_error`;
-- :mod:`fastcal.multicalibration._report`: :func:`segment_report`.
+- :mod:`fastcal.multicalibration._report`: :func:`segment_report`;
+- :mod:`fastcal.multicalibration._fit` (the model and its fit, on the passes of
+  :mod:`fastcal.multicalibration._fit_kernels`) and
+  :mod:`fastcal.multicalibration._calibrator`: :class:`MulticalibrationCalibrator`,
+  which repairs every segment at once.
 
 References
 ----------
@@ -46,6 +50,7 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
+from ._calibrator import MulticalibrationCalibrator
 from ._ecce import ECCEResult, calibration_ratio, ecce, kuiper_cdf, kuiper_sf, normalized_entropy, proportional_ece
 from ._mce import MulticalibrationResult, multicalibration_error
 from ._report import SegmentReport, segment_report
@@ -58,6 +63,7 @@ from . import _rows as rows
 
 __all__ = [
     "ECCEResult",
+    "MulticalibrationCalibrator",
     "MulticalibrationResult",
     "SegmentReport",
     "calibration_ratio",
