@@ -32,7 +32,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[all]"
 	# MCGrad, the oracle of tests/test_multicalibration.py: its metrics need only NumPy, pandas, SciPy,
-	# scikit-learn and psutil, but it declares torch and lightgbm, so it is installed without its dependencies
+	# scikit-learn and psutil, but it declares torch and lightgbm, so it is installed without its dependencies;
+	# its fit (MCGrad().fit, the peer of benchmarks/compare_multicalibration_fit.py) needs lightgbm alone, which
+	# the bench extra installs
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps mcgrad==0.1.5
 	@touch $(STAMP)
 

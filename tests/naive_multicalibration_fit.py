@@ -4,7 +4,7 @@ Slow and obvious: each segment is a boolean mask built from its definition (a va
 numerical feature, a quantile bin ``(e_{k-1}, e_k]`` of ``np.quantile``'s edges, the first closed), each score
 bucket likewise, and the columns are the logit of the score, then per segment its mask and its masks per bucket.
 The penalised log loss ``sum w logloss + lam * |b|_1`` (the logit's coefficient unpenalised) is minimised by
-accelerated proximal gradient (Beck and Teboulle 2009) with a fixed step ``1 / L``.
+accelerated proximal gradient (Beck and Teboulle 2009) with a fixed step ``1 / L`` and adaptive restarts.
 """
 
 import numpy as np
@@ -59,6 +59,8 @@ def lasso_fit(X, y, w, lam, iters=200_000, tol=1e-13):
         grad = X.T @ (w * (1 / (1 + np.exp(-z)) - y))
         new = v - grad / L
         new[1:] = np.sign(new[1:]) * np.maximum(np.abs(new[1:]) - lam / L, 0.0)
+        if np.dot(v - new, new - theta) > 0:  # adaptive restart (O'Donoghue and Candes 2015): linear convergence
+            t = 1.0
         t_new = (1 + np.sqrt(1 + 4 * t * t)) / 2
         v = new + (t - 1) / t_new * (new - theta)
         if np.max(np.abs(new - theta)) < tol:

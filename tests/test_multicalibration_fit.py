@@ -32,7 +32,7 @@ def test_fit_equals_the_naive_lasso(weighted):
     p, y, seg, w = _case(3000, 1, weighted=weighted)
     cal = MulticalibrationCalibrator(n_buckets=3, max_depth=2).fit(p, y, seg, numerical=["num"], sample_weight=w)
     assert cal.n_rounds_ > 0
-    X = design(p, seg, cal.segment_values_, 3, ["num"], 3)
+    X = design(p, seg, cal.segment_values_, 3, ["num"], cal.max_values_per_segment_feature)
     assert X.shape[1] == 1 + cal.offsets_.size
     lam = FRACTIONS[cal.n_rounds_ - 1] * lambda_max(X, y, w)
     theta = lasso_fit(X, y, w, lam)
@@ -166,3 +166,15 @@ def test_inputs_dtypes_and_errors():
         MulticalibrationCalibrator(n_folds=2.5).fit(p, y, seg)
     with pytest.raises(fastcal.NotFittedError):
         MulticalibrationCalibrator().predict(p, seg)
+
+
+def test_prediction_numbers_patterns_or_finds_each_rows_cells(monkeypatch):
+    """Predictions through the numbered patterns (the fast path) and through each row's own cells (past
+    KEY_LIMIT patterns) are the same bits; NaN in a numerical feature is a value of its own."""
+    p, y, seg, w = _case(4000, 11, weighted=True)
+    seg["num"][::50] = np.nan
+    cal = MulticalibrationCalibrator().fit(p, y, seg, numerical=["num"], sample_weight=w)
+    assert any(v.get("num") != v.get("num") for v in cal.segment_values_)  # NaN: a segment of its own
+    expected = cal.predict(p, seg)
+    monkeypatch.setattr("fastcal.multicalibration._fit.KEY_LIMIT", 1)
+    np.testing.assert_array_equal(cal.predict(p, seg), expected)

@@ -5,7 +5,7 @@ and memory of :func:`~fastcal.multicalibration.multicalibration_error`.
 Internal API (re-exported by :mod:`fastcal._coding`): :data:`OTHER`, :data:`MISSING`,
 :func:`group_codes`, :func:`as_groups` and :class:`GroupColumns`, :func:`collapse_categories`, :func:`folded_values`, :func:`appearance_rank`, :func:`labels_by_appearance`,
 :func:`quantile_edges`, :func:`numerical_edges`, :func:`binned_codes` and :func:`bin_numbers` (a numerical feature's
-bins, for a fit that applies them to new rows), :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
+bins, for a fit that applies them to new rows), :func:`mixed_radix`, :func:`cell_type`, and :class:`Sizes`, the one hook of the tests (which lower its sizes so that test-sized inputs
 are cut as 10^7 rows are, and narrow its cell types).
 """
 
@@ -313,14 +313,19 @@ def appearance_rank(first_p, first_row):
     return rank
 
 
-def categorical_codes(values, name, p, max_values):
+def categorical_codes(values, name, p, max_values, *, with_values=False):
     """``(codes, offset, remap, labels, folded)`` of a categorical feature: ``remap[codes - offset]`` numbers its
     values in order of first appearance along the sorted predictions, the ``max_values - 1`` most frequent kept,
-    the others one value; ``folded`` is :func:`folded_values`."""
+    the others one value; ``folded`` is :func:`folded_values`. With ``with_values``, two more entries: the
+    distinct values (Python objects, None for missing) and, for each, one of its rows."""
     codes, offset, index, uniques, counts, first_p, first_row = _coded(values, name, p)
     group, labels, rank = collapse_categories(uniques, counts, first_p, first_row, max_values,
                                               values.dtype.kind in "biuf")
-    return (*_by_appearance(codes, offset, index, labels, rank, group), folded_values(len(uniques), max_values, labels))
+    coded = (*_by_appearance(codes, offset, index, labels, rank, group),
+             folded_values(len(uniques), max_values, labels))
+    if not with_values:
+        return coded
+    return (*coded, [None if _is_missing(u) else u for u in uniques], first_row)
 
 
 def folded_values(distinct, max_values, labels):
@@ -512,6 +517,19 @@ def cell_numbers(features, n):
     for f, (_, codes, offset, remap, _) in enumerate(features):
         digits[:, f] = remap[codes[first].astype(np.int64) - offset]
     return inverse.astype(kind).reshape(-1), digits, counts
+
+
+def mixed_radix(digits):
+    """Each row's mixed-radix number (int64) of the digits ``digits``: ``(codes, remap, size)`` triples, the row's
+    digit ``remap[codes]`` (``0..size - 1``; ``codes`` int64 from 0), the first the most significant; one pass per
+    digit on fastcal's threads (:func:`fastcal._coding._kernels.add_digit`). The product of the sizes must stay
+    under 2^63."""
+    n = digits[0][0].shape[0] if digits else 0
+    cells = np.zeros(n, dtype=np.int64)
+    for codes, remap, size in digits:
+        _parallel.parallel_for(_k.add_digit, n, cells, codes, 0, np.ascontiguousarray(remap, dtype=np.int64), size,
+                               np.zeros(0, dtype=np.int64))
+    return cells
 
 
 def cell_type(most):

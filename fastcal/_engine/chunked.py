@@ -50,11 +50,14 @@ __all__ = ["Partials", "merge_exact", "merge_in_order"]
 def merge_in_order(buf):
     """The column sums of ``buf`` (``(n_chunks, k)``, or ``(n_chunks,)``: a scalar), added chunk after chunk in float64.
 
-    ``np.add.accumulate`` along the chunks is that sequence of additions by
-    definition (``np.sum`` may add pairwise, or in blocks); the sum starts
-    from +0.0, so columns of -0.0 alone sum to +0.0.
+    Row after row into one running sum: the sequence of additions of ``np.add.accumulate`` along the chunks
+    (``np.sum`` may add pairwise, or in blocks), without its ``(n_chunks, k)`` result; the sum starts from +0.0,
+    so columns of -0.0 alone sum to +0.0.
     """
-    return np.add.accumulate(buf, axis=0, dtype=np.float64)[-1] + 0.0
+    total = np.array(buf[0], dtype=np.float64)
+    for row in buf[1:]:
+        total += row
+    return total + 0.0
 
 
 def merge_exact(buf):

@@ -133,7 +133,7 @@ class MulticalibrationCalibrator(BaseCalibrator):
         "n_rounds_": "int", "cv_losses_": "array",
     }
 
-    def __init__(self, *, max_depth: int | None = 3, max_values_per_segment_feature: int = 3,
+    def __init__(self, *, max_depth: int | None = 3, max_values_per_segment_feature: int = 6,
                  min_samples_per_segment: int = 10, max_n_segments: int | None = 1000, n_buckets: int = 8,
                  n_folds: int = 5) -> None:
         self.max_depth = max_depth

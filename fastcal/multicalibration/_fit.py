@@ -48,6 +48,7 @@ from .._coding import (
     binned_codes,
     categorical_codes,
     cell_numbers,
+    mixed_radix,
     group_codes,
     numerical_edges,
     quantile_edges,
@@ -62,9 +63,9 @@ __all__ = ["FRACTIONS", "FeatureTable", "SegmentModel", "fit_segment_model"]
 
 #: The path of penalties, fractions of :math:`\lambda_{max}` (the least that changes no offset): :math:`10^{-j/4}`,
 #: j = 1..20.
-FRACTIONS = tuple(10.0 ** (-j / 4) for j in range(1, 21))
+FRACTIONS = tuple(10.0 ** (-j / 2) for j in range(1, 11))
 #: Path steps without a better held-out log loss before the path stops.
-PATIENCE = 3
+PATIENCE = 2
 #: Effective rows :math:`(\sum w)^2 / \sum w^2` past which one hold-out replaces cross-fitting (MCGrad's rule).
 HOLDOUT_ROWS = 2_500_000
 #: The share of the rows held out then.
@@ -72,16 +73,22 @@ HOLDOUT_SHARE = 0.4
 #: Scores are clipped to ``[EPS, 1 - EPS]`` before their logit (so 0 and 1 have finite logits, about -+27.6).
 EPS = 2.0 ** -40
 #: Rows per chunk of a pass, at least (more when the pattern sums are many: see :func:`chunk_rows`).
-CHUNK_ROWS = 1 << 15
+CHUNK_ROWS = 1 << 13
 #: Newton steps per penalty, and halvings per step, at most.
 MAX_NEWTON = 50
 MAX_HALVINGS = 40
-#: A Newton fit has converged when no parameter moves by more than this (logit units).
+#: A Newton fit has converged when no parameter would move by more than this (logit units): the final fit's
+#: tolerance, and the looser one of the fits that choose the penalty (held-out log losses a hair off do not change
+#: the choice; a Newton step from 1e-6 would move by about 1e-12).
 STEP_TOL = 1e-10
+PATH_TOL = 1e-3
 #: Coordinate descent sweeps per Newton step, at most.
 MAX_SWEEPS = 2000
 
 KINDS = ("categorical", "values", "bins")
+#: Patterns (every feature's digit or none, times the score buckets) past which :meth:`SegmentModel.predict` finds
+#: each row's cells on its own instead of numbering the patterns (their mixed-radix numbers must stay in int64).
+KEY_LIMIT = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -103,16 +110,16 @@ class FeatureTable:
     edges: np.ndarray
     size: int
 
-    def digits_of(self, column):
-        """The digits (int64, -1: none) of a new column of this feature."""
+    def codes_of(self, column):
+        """``(codes, remap)``: a new column of this feature as codes from 0 (int64) and each code's digit + 1 (0: a
+        value not in the table, which no segment of this feature holds)."""
         if self.kind == "bins":  # the bin numbers are the values: 0..edges.size - 2, and edges.size for NaN
             codes = bin_numbers(np.ascontiguousarray(np.asarray(column, dtype=np.float64)), self.edges)
             uniques = range(self.edges.size + 1)
         else:
             codes, uniques = group_codes(column, self.name)
         lookup = dict(zip(self.values, self.digits.tolist()))
-        table = np.array([lookup.get(_key(u), -1) for u in uniques] or [-1], dtype=np.int64)
-        return table[codes]
+        return codes, np.array([lookup.get(_key(u), -1) + 1 for u in uniques] or [0], dtype=np.int64)
 
     def label(self, digit):
         """The label of a digit, as segment tables show it: the value, ``"__NA"`` for missing (NaN for a numerical
@@ -195,15 +202,41 @@ class SegmentModel:
 
     def predict(self, p, columns):
         """The calibrated probabilities of scores ``p`` (float32 or float64, in their dtype) with the segment
-        ``columns`` (name -> 1-D array, every feature)."""
+        ``columns`` (name -> 1-D array, every feature).
+
+        The rows are numbered by their pattern (each feature's digit, or none, and the score bucket: a mixed-radix
+        number, renumbered among those present), the offsets added up once per pattern
+        (:func:`~._fit_kernels.row_offsets`, in the order of the fit's sums) and gathered."""
         n = p.shape[0]
-        digits = np.empty((n, len(self.features)), dtype=np.int64)
-        for f, table in enumerate(self.features):
-            digits[:, f] = table.digits_of(columns[table.name])
-        lg = logits_of(p)
-        offsets = np.empty(n)
-        _parallel.parallel_for(_k.row_offsets, n, digits, self.buckets(p), *self.combinations(), self.n_buckets,
+        digits = [(*t.codes_of(columns[t.name]), t.size + 1) for t in self.features]
+        n_b = self.n_buckets
+        span = math.prod(t.size + 1 for t in self.features) * n_b
+        if span >= KEY_LIMIT:  # too many patterns to number: each row's cells found on its own
+            pattern_digits = np.empty((n, len(self.features)), dtype=np.int64)
+            for f, (codes, remap, _) in enumerate(digits):
+                pattern_digits[:, f] = remap[codes] - 1
+            bucket, index = self.buckets(p), None
+        else:
+            keys = mixed_radix([*digits, (self.buckets(p), np.arange(n_b), n_b)])
+            if span <= 4 * max(n, 1):
+                counts = np.bincount(keys, minlength=span)
+                present = np.flatnonzero(counts)
+                renumber = np.zeros(span, dtype=np.int64)
+                renumber[present] = np.arange(present.size)
+                index = renumber[keys]
+            else:
+                present, index = np.unique(keys, return_inverse=True)
+            bucket, place = present % n_b, present // n_b
+            pattern_digits = np.empty((present.size, len(self.features)), dtype=np.int64)
+            for f in range(len(self.features) - 1, -1, -1):
+                place, pattern_digits[:, f] = np.divmod(place, self.features[f].size + 1)
+            pattern_digits -= 1
+        offsets = np.empty(pattern_digits.shape[0])
+        _parallel.parallel_for(_k.row_offsets, offsets.shape[0], pattern_digits, bucket, *self.combinations(), n_b,
                                self.offsets.ravel(), offsets)
+        if index is not None:
+            offsets = offsets[index.reshape(-1)]
+        lg = logits_of(p)
         out = np.empty(n, dtype=p.dtype)
         _parallel.parallel_for(_k.predict_rows, n, lg, float(self.slope), offsets, out)
         return out
@@ -222,28 +255,29 @@ def feature_table(name, column, is_numerical, p, max_values):
     if is_numerical:
         x, edges = numerical_edges(column, name, max_values)
         coded = binned_codes(x, edges, name, p)
+        codes, offset, remap, labels, _ = coded
+        if edges is not None:
+            values = [int(v) if v == v else edges.size for v in labels]  # bin numbers; NaN is edges.size
+            return coded, FeatureTable(name, "bins", values, np.arange(len(labels), dtype=np.int64), -1, edges,
+                                       len(labels))
+        value_codes, uniques = group_codes(x, name)
+        first = np.full(len(uniques), -1, dtype=np.int64)
+        first[value_codes[::-1]] = np.arange(value_codes.shape[0] - 1, -1, -1)
+        other, kind = -1, "values"
     else:
-        coded = categorical_codes(column, name, p, max_values)
-    codes, offset, remap, labels, folded = coded
-    digit_rows = remap[codes.astype(np.int64, copy=False) - offset]
-    other = -1 if folded is None else labels.index(folded[1])
-    if is_numerical and edges is not None:
-        values = [int(v) if v == v else edges.size for v in labels]  # bin numbers; NaN is edges.size
-        return coded, FeatureTable(name, "bins", values, np.arange(len(labels), dtype=np.int64), -1, edges,
-                                   len(labels))
-    value_codes, uniques = group_codes(x if is_numerical else column, name)
-    first = np.full(len(uniques), -1, dtype=np.int64)
-    first[value_codes[::-1]] = np.arange(value_codes.shape[0] - 1, -1, -1)
-    digits = digit_rows[first]
-    return coded, FeatureTable(name, "values" if is_numerical else "categorical", [_key(u) for u in uniques],
-                               digits.astype(np.int64), other, np.zeros(0), len(labels))
+        *coded, uniques, first = categorical_codes(column, name, p, max_values, with_values=True)
+        codes, offset, remap, labels, folded = coded
+        other, kind = -1 if folded is None else labels.index(folded[1]), "categorical"
+    digits = remap[codes[first].astype(np.int64) - offset]
+    return coded, FeatureTable(name, kind, [_key(u) for u in uniques], digits.astype(np.int64), other, np.zeros(0),
+                               len(labels))
 
 
 def chunk_rows(n_sums):
     """Rows per chunk of a pass whose chunks each write ``n_sums`` sums: at least :data:`CHUNK_ROWS`, and at least
-    a quarter of the sums' count, so that the partial buffers hold at most 2 bytes per row. A function of the
-    problem's sizes alone."""
-    return max(CHUNK_ROWS, 4 * n_sums)
+    a quarter of the sums' count, so that the partial buffers hold at most 32 bytes per row (four float64 a row,
+    about what the pass reads). A function of the problem's sizes alone."""
+    return max(CHUNK_ROWS, n_sums // 4)
 
 
 def folds_of(n, n_folds):
@@ -267,20 +301,24 @@ class _Passes:
                                  self.n_splits * n_patterns * _k.N_SUMS, self.n_splits * _k.N_TOTALS)
 
     def run(self, slope, beta):
-        """Pattern sums (splits x patterns x 3) and totals (splits x 4) at ``slope`` (splits) and ``beta`` (splits
+        """Pattern sums (patterns x splits x 3) and totals (splits x 4) at ``slope`` (splits) and ``beta`` (splits
         x patterns), merged in chunk order."""
-        self.partials.run(_k.fit_pass, *self.args, slope, beta,
-                          chunk_rows(self.n_splits * self.n_patterns * _k.N_SUMS))
+        self.partials.run(_k.fit_pass, *self.args, slope, np.ascontiguousarray(beta.T),
+                          chunk_rows(self.n_splits * self.n_patterns * _k.N_SUMS),
+                          work=self.partials.n_rows * self.n_splits)
         sums, totals = (merge_in_order(buf) for buf in self.partials.bufs)
-        return (sums.reshape(self.n_splits, self.n_patterns, _k.N_SUMS),
+        return (sums.reshape(self.n_patterns, self.n_splits, _k.N_SUMS),
                 totals.reshape(self.n_splits, _k.N_TOTALS))
 
 
-def _newton_path(passes, pcells, n_cells, fractions, *, stop_early):
+def _newton_path(passes, pcells, n_cells, fractions, *, stop_early, step_tol, path_steps):
     r"""Fit each split along the penalties ``fractions`` of its :math:`\lambda_{max}`, warm-started, in lockstep (one
     pass of the rows per Newton step of every split). Returns ``(slope, b, held_losses)``: the last parameters of
     every split and, per penalty reached, the held-out log loss summed over the splits, the first entry that of
-    the unchanged scores. With ``stop_early``, stops :data:`PATIENCE` penalties after the best."""
+    the unchanged scores. With ``stop_early``, stops :data:`PATIENCE` penalties after the best. Each penalty but the
+    last takes at most ``path_steps`` Newton steps (warm-started, one step lands close to the solution: the
+    pathwise scheme of glmnet); a fit has converged when a Newton step would move no parameter by more than
+    ``step_tol``."""
     n_splits = passes.n_splits
     n_patterns = passes.n_patterns
     start, patterns = _k.cell_patterns(pcells, n_cells)
@@ -290,12 +328,14 @@ def _newton_path(passes, pcells, n_cells, fractions, *, stop_early):
     sums, totals = passes.run(slope, beta)
     # the least penalty that keeps every offset at 0 (the slope aside): the largest gradient of a cell
     owner = np.repeat(np.arange(n_cells), np.diff(start))
-    lam_max = np.array([np.abs(np.bincount(owner, weights=sums[s, patterns, 0], minlength=n_cells)).max()
+    lam_max = np.array([np.abs(np.bincount(owner, weights=sums[patterns, s, 0], minlength=n_cells)).max()
                         for s in range(n_splits)])
     held = [float(totals[:, _k.HELD_LOSS].sum())]
     best = 0
     delta = np.empty(n_cells + 1)
     for j, fraction in enumerate(fractions, start=1):
+        limit = MAX_NEWTON if j == len(fractions) else path_steps
+        steps = np.zeros(n_splits, dtype=np.int64)
         lam = fraction * lam_max
         objective = totals[:, _k.TRAIN_LOSS] + lam * np.abs(b).sum(axis=1)
         base_slope, base_b = slope.copy(), b.copy()
@@ -322,13 +362,17 @@ def _newton_path(passes, pcells, n_cells, fractions, *, stop_early):
                     continue
                 objective[s] = new_objective[s]
                 halvings[s] = 0
-                _k.lasso_direction(start, patterns, sums[s, :, 0].copy(), sums[s, :, 1].copy(),
-                                   sums[s, :, 2].copy(), totals[s, _k.GL], totals[s, _k.HLL], lam[s], b[s],
-                                   STEP_TOL * 0.1, MAX_SWEEPS, delta)
-                step = delta[:n_cells] - b[s]
-                if not max(np.abs(step).max(initial=0.0), abs(delta[n_cells])) > STEP_TOL:
+                if steps[s] >= limit:
                     done[s] = True
                     continue
+                _k.lasso_direction(start, patterns, sums[:, s, 0].copy(), sums[:, s, 1].copy(),
+                                   sums[:, s, 2].copy(), totals[s, _k.GL], totals[s, _k.HLL], lam[s], b[s],
+                                   step_tol * 0.5, MAX_SWEEPS, delta)
+                step = delta[:n_cells] - b[s]
+                if not max(np.abs(step).max(initial=0.0), abs(delta[n_cells])) > step_tol:
+                    done[s] = True
+                    continue
+                steps[s] += 1
                 base_slope[s], base_b[s] = slope[s], b[s].copy()
                 step_slope[s], step_b[s] = delta[n_cells], step
                 slope[s] = base_slope[s] + step_slope[s]
@@ -419,7 +463,8 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
     train_weight = np.array([fold_weight[~h].sum() for h in held])
     passes = _Passes(pattern, lg, y8, w, fold, held, present.size)
     if held_weight > 0 and train_weight.min() > 0:
-        _, _, path = _newton_path(passes, pcells, n_cells, FRACTIONS, stop_early=True)
+        _, _, path = _newton_path(passes, pcells, n_cells, FRACTIONS, stop_early=True, step_tol=PATH_TOL,
+                                  path_steps=1)
         path = path / held_weight
     else:  # too few rows to hold any out: nothing can show that a change helps
         path = np.zeros(1)
@@ -429,6 +474,7 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
         rho = FRACTIONS[best - 1]
         passes = _Passes(pattern, lg, y8, w, np.zeros(n, dtype=np.uint8), np.zeros((1, 1), dtype=np.bool_),
                          present.size)
-        slopes, bs, _ = _newton_path(passes, pcells, n_cells, FRACTIONS[:best], stop_early=False)
+        slopes, bs, _ = _newton_path(passes, pcells, n_cells, FRACTIONS[:best], stop_early=False,
+                                     step_tol=STEP_TOL, path_steps=1)
         slope, b = float(slopes[0]), bs[0]
     return SegmentModel(tables, seg_features, seg_digits, edges, slope, b.reshape(n_segments, n_b + 1), rho, path)

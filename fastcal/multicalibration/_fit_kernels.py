@@ -44,15 +44,15 @@ def logits(p, eps, out, lo, hi):
 
 @kernel
 def fit_pass(pattern, lg, y, w, fold, held, slope, beta, chunk_rows, sums, totals, lo, hi):
-    """Chunks ``lo..hi`` (chunk ``c``: rows ``c * chunk_rows`` up to ``n``): row ``c`` of ``sums`` (splits x
-    patterns x :data:`N_SUMS`, flat) and of ``totals`` (splits x :data:`N_TOTALS`, flat).
+    """Chunks ``lo..hi`` (chunk ``c``: rows ``c * chunk_rows`` up to ``n``): row ``c`` of ``sums`` (patterns x
+    splits x :data:`N_SUMS`, flat) and of ``totals`` (splits x :data:`N_TOTALS`, flat).
 
     ``held[s, fold[i]]`` says whether row ``i`` is held out of split ``s``; split ``s`` has the parameters
-    ``slope[s]`` and ``beta[s]`` (one offset per pattern). ``w`` empty: unit weights.
+    ``slope[s]`` and ``beta[:, s]`` (one offset per pattern: patterns x splits, so that a row reads one cache line).
+    The sums are laid out patterns x splits x :data:`N_SUMS` likewise. ``w`` empty: unit weights.
     """
     n = pattern.shape[0]
     n_splits = slope.shape[0]
-    n_patterns = beta.shape[1]
     for c in range(lo, hi):
         s_row = sums[c]
         t_row = totals[c]
@@ -67,7 +67,7 @@ def fit_pass(pattern, lg, y, w, fold, held, slope, beta, chunk_rows, sums, total
             yi = y[i] != 0
             f = fold[i]
             for s in range(n_splits):
-                z = slope[s] * li + beta[s, k]
+                z = slope[s] * li + beta[k, s]
                 e = exp_neg(-abs(z))
                 inv = 1.0 / (1.0 + e)
                 # q and 1 - q, each without cancellation
@@ -80,7 +80,7 @@ def fit_pass(pattern, lg, y, w, fold, held, slope, beta, chunk_rows, sums, total
                 else:
                     g = wi * (-qc if yi else q)
                     h = wi * q * qc
-                    b = (s * n_patterns + k) * N_SUMS
+                    b = (k * n_splits + s) * N_SUMS
                     s_row[b] += g
                     s_row[b + 1] += h
                     s_row[b + 2] += h * li
@@ -131,8 +131,9 @@ def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps,
 
     With :math:`D_P = \sum_{c \ni P} \delta_c`, the model is :math:`\sum_P (G_P D_P + \tfrac12 H_P D_P^2 + HL_P D_P
     \delta_a) + gl\,\delta_a + \tfrac12 hll\,\delta_a^2` (``G, H, HL`` the pattern sums, ``start, patterns`` each
-    cell's patterns). Sweeps (the slope, then the cells in order) stop when no coordinate moves by more than ``tol``,
-    or after ``max_sweeps``. Returns the sweeps made.
+    cell's patterns). Sweeps (the slope, then the cells in order; between full sweeps, only the nonzero offsets)
+    stop when a full sweep moves no coordinate by more than ``tol``, or after ``max_sweeps``. Returns the sweeps
+    made.
     """
     n_patterns = G.shape[0]
     n_cells = b.shape[0]
@@ -147,6 +148,7 @@ def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps,
     delta = np.zeros(n_cells + 1)
     values = b.copy()
     sweeps = 0
+    active_only = False  # glmnet's active set: sweeps over the nonzero offsets between full sweeps
     while sweeps < max_sweeps:
         sweeps += 1
         most = 0.0
@@ -161,7 +163,7 @@ def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps,
             most = abs(step)
         for c in range(n_cells):
             h = hcell[c]
-            if not h > 0.0:
+            if not h > 0.0 or (active_only and values[c] == 0.0):
                 continue
             g = 0.0
             for t in range(start[c], start[c + 1]):
@@ -178,7 +180,11 @@ def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps,
                     r[p] += H[p] * step
                     d[p] += step
                 most = max(most, abs(step))
-        if most <= tol:
+        if most > tol:
+            active_only = True
+        elif active_only:  # converged on the active set: a full sweep to check the others
+            active_only = False
+        else:
             break
     for c in range(n_cells):  # the new offsets themselves: exact zeros where the thresholding put them
         target[c] = values[c]
