@@ -9,14 +9,15 @@ Three cases, each with training rows and twice as many held-out rows drawn from 
 - ``threshold``: a numerical threshold within one platform (-0.6 on ``platform == "web" & age > 0.7``, ``age``
   uniform) and an over-confident model (the scores' logit 1.3 times the truth's), with sample weights.
 
-For each, on the held-out rows: ``mce_sigma`` of :func:`fastcal.multicalibration_error` (its defaults: what the
+For each, on the held-out rows (the true probabilities' figures too, the floor that noise sets): ``mce_sigma`` of :func:`fastcal.multicalibration_error` (its defaults: what the
 issue's goals are stated in), the log loss, the ECE (15 bins) and, for reference, the ECE of a global isotonic fit;
 and the seconds of each fit and predict. ``rows(quick)`` gives the timing rows of ``benchmarks.compare`` (MCGrad
 left out with ``quick``: its fit takes tens of seconds).
 
-``python -m benchmarks.compare_multicalibration_fit [--cases issue,interaction,threshold] [--json PATH]`` prints
-the table (and writes the numbers as JSON: ``benchmarks/recorded/multicalibration_fit.json`` is the run that
-docs/user_guide/segments.md quotes, checked by ``tests/test_docs.py``).
+``python -m benchmarks.compare_multicalibration_fit [--cases issue,interaction,threshold] [--json PATH
+[--write-guide]]`` prints the table (and writes the numbers as JSON: ``benchmarks/recorded/multicalibration_fit.json``
+is the run that docs/user_guide/repairing.md quotes, which ``--write-guide`` fills and ``tests/test_docs.py``
+checks).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ CASES = ("issue", "interaction", "threshold")
 
 
 def case(name, n, seed):
-    """``(scores, labels, segments, numerical, weights or None)`` of a case (see the module's docstring)."""
+    """``(scores, labels, segments, numerical, weights or None, true probabilities)`` of a case (see the module's
+    docstring)."""
     rng = np.random.default_rng(seed)
     if name == "issue":
         a = rng.choice(4, n, p=[0.4, 0.3, 0.2, 0.1])
@@ -67,8 +69,9 @@ def case(name, n, seed):
         w = rng.uniform(0.5, 2.0, n)
     else:
         raise ValueError(f"no case {name!r}; the cases are {CASES}")
-    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-truth))).astype(np.int64)
-    return 1 / (1 + np.exp(-t)), y, segments, numerical, w
+    q = 1 / (1 + np.exp(-truth))
+    y = (rng.uniform(size=n) < q).astype(np.int64)
+    return 1 / (1 + np.exp(-t)), y, segments, numerical, w, q
 
 
 def _fastcal(p, y, segments, numerical, w, pt, segt):
@@ -110,8 +113,8 @@ def measure(name, n=N_TRAIN, seed=0, peers=True):
     from fastcal import IsotonicRegression, multicalibration_error
     from fastcal.metrics import expected_calibration_error, log_loss
 
-    p, y, segments, numerical, w = case(name, n, seed)
-    pt, yt, segt, _, wt = case(name, 2 * n, seed + 1)
+    p, y, segments, numerical, w, _ = case(name, n, seed)
+    pt, yt, segt, _, wt, truth = case(name, 2 * n, seed + 1)
 
     def figures(q):
         with warnings.catch_warnings():
@@ -121,7 +124,7 @@ def measure(name, n=N_TRAIN, seed=0, peers=True):
                 "ece": float(expected_calibration_error(yt, q, n_bins=15, sample_weight=wt))}
 
     iso = IsotonicRegression(out_of_bounds="clip").fit(p, y, sample_weight=w).predict(pt)
-    out = {"case": name, "n_train": n, "n_heldout": 2 * n, "raw": figures(pt),
+    out = {"case": name, "n_train": n, "n_heldout": 2 * n, "raw": figures(pt), "truth": figures(truth),
            "isotonic_ece": figures(iso)["ece"]}
     runners = {"fastcal": _fastcal, **({"MCGrad": _mcgrad} if peers else {})}
     for label, run in runners.items():
@@ -143,8 +146,9 @@ def table(results):
     lines = ["| case | method | held-out `mce_sigma` | log loss | ECE | fit (s) | predict (s) |",
              "|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| {r['case']} | raw scores | {r['raw']['mce_sigma']:.2f} | {r['raw']['log_loss']:.5f} | "
-                     f"{r['raw']['ece']:.4f} | | |")
+        for label, key in (("raw scores", "raw"), ("the true probabilities", "truth")):
+            lines.append(f"| {r['case']} | {label} | {r[key]['mce_sigma']:.2f} | {r[key]['log_loss']:.5f} | "
+                         f"{r[key]['ece']:.4f} | | |")
         for label in ("fastcal", "MCGrad"):
             if label in r:
                 m = r[label]
@@ -154,12 +158,46 @@ def table(results):
     return "\n".join(lines)
 
 
+#: The markers of the table in the user guide that :func:`write_guide` fills from a recorded run.
+GUIDE = "docs/user_guide/repairing.md"
+START, END = "<!-- multicalibration-fit-table -->", "<!-- /multicalibration-fit-table -->"
+
+
+def guide_table(record):
+    """The guide's table of a recorded run (``--json``): :func:`table` and the machine it ran on."""
+    return f"{table(record['results'])}\n\nMeasured on {record['machine']}."
+
+
+def readme_claim(record):
+    """The README's sentence on a recorded run: what it shows against MCGrad on every case (AssertionError if the
+    run does not show it: a lower held-out ``mce_sigma``, a log loss within 0.0005), and the range of the fits'
+    speed ratios."""
+    results = record["results"]
+    assert all(r["fastcal"]["mce_sigma"] < r["MCGrad"]["mce_sigma"] for r in results), "mce_sigma"
+    assert all(abs(r["fastcal"]["log_loss"] - r["MCGrad"]["log_loss"]) <= 5e-4 for r in results), "log loss"
+    ratios = [r["MCGrad"]["fit_seconds"] / r["fastcal"]["fit_seconds"] for r in results]
+    return (f"against MCGrad on the same rows, a lower held-out multicalibration error, the same log loss, at "
+            f"{int(min(ratios))}-{int(max(ratios))}x its speed")
+
+
+def write_guide(record, root="."):
+    import pathlib
+    import re
+
+    path = pathlib.Path(root) / GUIDE
+    text = path.read_text()
+    pattern = re.compile(re.escape(START) + ".*?" + re.escape(END), re.S)
+    path.write_text(pattern.sub(lambda _: f"{START}\n{guide_table(record)}\n{END}", text))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # --write-guide needs --json (the guide quotes a recorded run)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--n", type=int, default=N_TRAIN)
     parser.add_argument("--no-peer", action="store_true", help="fastcal only")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--write-guide", action="store_true", help=f"fill {GUIDE}'s table from this run")
     args = parser.parse_args(argv)
     results = []
     for name in args.cases.split(","):
@@ -174,6 +212,8 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(record, f, indent=1)
             f.write("\n")
+        if args.write_guide:
+            write_guide(record)
 
 
 if __name__ == "__main__":

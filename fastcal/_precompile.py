@@ -92,7 +92,14 @@ from .metrics import (
 )
 from .grouped import GroupedCalibrator
 from ._coding import Sizes
-from .multicalibration import ecce, kuiper_cdf, kuiper_sf, multicalibration_error, segment_report
+from .multicalibration import (
+    MulticalibrationCalibrator,
+    ecce,
+    kuiper_cdf,
+    kuiper_sf,
+    multicalibration_error,
+    segment_report,
+)
 from .platt import WARM_START_MIN, PlattScaling, calibration_slope_intercept, platt_scaling
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import CHUNK_ROWS, smooth_ece
@@ -632,6 +639,18 @@ def _multicalibration(dtype):
         for wdtype in FLOATS:
             GroupedCalibrator(HistogramBinning(strategy="uniform"), min_samples_per_group=2).fit(
                 p, labels, groups, _weights(N, wdtype))
+
+
+@warmup("multicalibration fit")
+def _multicalibration_fit(dtype):
+    p, y = _scores(dtype)
+    segments = {"a": np.arange(N) % 3, "s": np.array(["x", "y"])[np.arange(N) % 2], "c": np.linspace(0.0, 1.0, N)}
+    for w in (None, _weights(N, np.float64)):  # the fit reads its weights as float64
+        cal = MulticalibrationCalibrator(min_samples_per_segment=1).fit(p, y, segments, numerical=["c"],
+                                                                        sample_weight=w)
+        cal.predict(p, segments)
+    pr, yr = _read_only(p, y)
+    MulticalibrationCalibrator(min_samples_per_segment=1).fit(pr, yr, segments, numerical=["c"]).predict(pr, segments)
 
 
 @warmup("smooth ECE")

@@ -188,6 +188,21 @@ def test_spark_guide_speed_tables_are_the_recorded_runs():
         assert " ".join(text.split()) in guide, text
 
 
+def test_repairing_guide_table_is_the_recorded_run():
+    # docs/user_guide/repairing.md's table against MCGrad is benchmarks/compare_multicalibration_fit.py's run
+    # recorded with --json --write-guide.
+    import json
+
+    from benchmarks import compare_multicalibration_fit as bench
+
+    record = json.loads((ROOT / "benchmarks" / "recorded" / "multicalibration_fit.json").read_text())
+    assert [r["case"] for r in record["results"]] == list(bench.CASES)
+    assert all("MCGrad" in r for r in record["results"])
+    guide = (GUIDE / "repairing.md").read_text(encoding="utf-8")
+    assert f"{bench.START}\n{bench.guide_table(record)}\n{bench.END}" in guide
+    assert " ".join(bench.readme_claim(record).split()) in " ".join(README.read_text(encoding="utf-8").split())
+
+
 #: The README's scaling rows: each row's paths in docs/scaling.md's first (10^8-row) table.
 README_SCALING = {"`IsotonicRegression.fit`, 0/1 / weighted": ["isotonic fit, 0/1", "isotonic fit, weighted"],
                   "`roc_auc_score` / `score_decomposition`": ["roc_auc_score", "score_decomposition"],

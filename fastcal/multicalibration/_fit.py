@@ -217,15 +217,7 @@ class SegmentModel:
                 pattern_digits[:, f] = remap[codes] - 1
             bucket, index = self.buckets(p), None
         else:
-            keys = mixed_radix([*digits, (self.buckets(p), np.arange(n_b), n_b)])
-            if span <= 4 * max(n, 1):
-                counts = np.bincount(keys, minlength=span)
-                present = np.flatnonzero(counts)
-                renumber = np.zeros(span, dtype=np.int64)
-                renumber[present] = np.arange(present.size)
-                index = renumber[keys]
-            else:
-                present, index = np.unique(keys, return_inverse=True)
+            present, index = renumbered(mixed_radix([*digits, (self.buckets(p), np.arange(n_b), n_b)]), span)
             bucket, place = present % n_b, present // n_b
             pattern_digits = np.empty((present.size, len(self.features)), dtype=np.int64)
             for f in range(len(self.features) - 1, -1, -1):
@@ -235,11 +227,24 @@ class SegmentModel:
         _parallel.parallel_for(_k.row_offsets, offsets.shape[0], pattern_digits, bucket, *self.combinations(), n_b,
                                self.offsets.ravel(), offsets)
         if index is not None:
-            offsets = offsets[index.reshape(-1)]
+            offsets = offsets[index]
         lg = logits_of(p)
         out = np.empty(n, dtype=p.dtype)
         _parallel.parallel_for(_k.predict_rows, n, lg, float(self.slope), offsets, out)
         return out
+
+
+def renumbered(keys, span):
+    """``(present, index)``: the distinct ``keys`` (integers in ``[0, span)``) ascending, and each key's number among
+    them: a count over the span while it is under 4 per key, else ``np.unique``."""
+    if span <= 4 * max(keys.shape[0], 1):
+        counts = np.bincount(keys, minlength=span)
+        present = np.flatnonzero(counts)
+        index = np.zeros(span, dtype=np.int64)
+        index[present] = np.arange(present.size)
+        return present, index[keys]
+    present, index = np.unique(keys, return_inverse=True)
+    return present, index.reshape(-1)
 
 
 def logits_of(p):
@@ -431,17 +436,7 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
     bucket = model.buckets(p)
     n_b = model.n_buckets
     # the rows' patterns (cell x bucket), numbered among those present
-    pattern = cells.astype(np.int64) * n_b + bucket
-    span = digits.shape[0] * n_b
-    if span <= 4 * max(n, 1):
-        counts = np.bincount(pattern, minlength=span)
-        present = np.flatnonzero(counts)
-        index = np.zeros(span, dtype=np.int64)
-        index[present] = np.arange(present.size)
-        pattern = index[pattern]
-    else:
-        present, pattern = np.unique(pattern, return_inverse=True)
-        pattern = pattern.reshape(-1)
+    present, pattern = renumbered(cells.astype(np.int64) * n_b + bucket, digits.shape[0] * n_b)
     pdigits = np.ascontiguousarray(digits[present // n_b])
     pbucket = present % n_b
     feats, mult, local, local_start, first = model.combinations()
