@@ -156,7 +156,7 @@ def test_inputs_dtypes_and_errors():
     bad[3] = np.inf
     with pytest.raises(ValueError, match="num"):
         MulticalibrationCalibrator().fit(p, y, {"num": bad}, numerical=["num"])
-    with pytest.raises(ValueError, match="y_prob|scores"):
+    with pytest.raises(ValueError, match="scores"):
         MulticalibrationCalibrator().fit(p[:-1], y, seg)
     with pytest.raises(ValueError, match="lacks the features"):
         cal.predict(p, {"a": seg["a"]})
@@ -178,3 +178,41 @@ def test_prediction_numbers_patterns_or_finds_each_rows_cells(monkeypatch):
     expected = cal.predict(p, seg)
     monkeypatch.setattr("fastcal.multicalibration._fit.KEY_LIMIT", 1)
     np.testing.assert_array_equal(cal.predict(p, seg), expected)
+
+
+def test_errors_name_the_arguments():
+    p, y, seg, _ = _case(500, 12)
+    cases = [
+        (dict(scores=np.where(seg["a"] == 0, np.nan, p)), "scores"),
+        (dict(scores=p * 2), "scores"),
+        (dict(y=2 * y - 1), "y must contain only the labels 0 and 1"),
+        (dict(sample_weight=np.zeros(500)), "sample_weight"),
+        (dict(sample_weight=-np.ones(500)), "sample_weight"),
+        (dict(segments={"a": np.c_[seg["a"], seg["a"]]}), "segments\\['a'\\]"),
+        (dict(segments=[seg["a"]]), "segments must be a mapping"),
+        (dict(numerical=["zz"]), "numerical"),
+    ]
+    for change, message in cases:
+        args = {**dict(scores=p, y=y, segments=seg, sample_weight=None, numerical=["num"]), **change}
+        with pytest.raises((ValueError, TypeError), match=message):
+            MulticalibrationCalibrator().fit(args["scores"], args["y"], args["segments"],
+                                             sample_weight=args["sample_weight"], numerical=args["numerical"])
+
+
+def test_estimator_conventions():
+    """scikit-learn's estimator checks call fit(X, y) and do not apply (fit takes the segments); the conventions
+    they check hold: parameters stored untouched, clone, pickling, fitted attributes only after fit."""
+    import pickle
+
+    from sklearn.base import clone
+
+    est = MulticalibrationCalibrator(max_depth=2, n_buckets=4, n_folds=3)
+    assert est.get_params() == {"max_depth": 2, "max_values_per_segment_feature": 6, "min_samples_per_segment": 10,
+                                "max_n_segments": 1000, "n_buckets": 4, "n_folds": 3}
+    assert clone(est).get_params() == est.get_params()
+    assert not hasattr(est, "offsets_")
+    p, y, seg, _ = _case(3000, 13)
+    est.fit(p, y, seg, numerical=["num"])
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict(p, seg), est.predict(p, seg))
+    assert not hasattr(clone(est), "offsets_")

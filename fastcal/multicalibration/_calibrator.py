@@ -8,9 +8,16 @@ import numpy as np
 
 from .._base import BaseCalibrator, check_is_fitted
 from .._coding import feature_columns
-from .._core.validation import as_float_array, check_probability_range, column_or_1d
+from .._core.validation import (
+    as_float_array,
+    check_binary_labels,
+    check_consistent_length,
+    check_probability_range,
+    check_sample_weight,
+    column_or_1d,
+)
 from .._persist import register
-from ._ecce import check_inputs, check_int
+from ._ecce import check_int
 from ._fit import KINDS, FRACTIONS, FeatureTable, SegmentModel, fit_segment_model
 
 if TYPE_CHECKING:
@@ -161,7 +168,12 @@ class MulticalibrationCalibrator(BaseCalibrator):
         names of those that are numerical (cut at quantiles; the others are categorical).
         """
         params = self._validate_params()
-        yv, p, w = check_inputs(y, scores, sample_weight)
+        p = as_float_array(column_or_1d(scores, "scores"), "scores")
+        yv = column_or_1d(y, "y")
+        check_consistent_length(scores=p, y=yv)
+        check_probability_range(p, "scores")
+        yv = check_binary_labels(yv, "y")
+        w = check_sample_weight(sample_weight, p.shape[0], rescale=True)
         if p.shape[0] == 0:
             raise ValueError("scores must hold at least one row, got 0.")
         columns = feature_columns(segments, p.shape[0], numerical)
