@@ -337,7 +337,6 @@ def _newton_path(passes, pcells, n_cells, fractions, *, stop_early, step_tol, pa
                         for s in range(n_splits)])
     held = [float(totals[:, _k.HELD_LOSS].sum())]
     best = 0
-    delta = np.empty(n_cells + 1)
     for j, fraction in enumerate(fractions, start=1):
         limit = MAX_NEWTON if j == len(fractions) else path_steps
         steps = np.zeros(n_splits, dtype=np.int64)
@@ -350,6 +349,7 @@ def _newton_path(passes, pcells, n_cells, fractions, *, stop_early, step_tol, pa
         restored = False
         for _ in range(MAX_NEWTON * (MAX_HALVINGS + 1)):
             new_objective = totals[:, _k.TRAIN_LOSS] + lam * np.abs(b).sum(axis=1)
+            need = []
             for s in range(n_splits):
                 if done[s]:
                     continue
@@ -370,9 +370,14 @@ def _newton_path(passes, pcells, n_cells, fractions, *, stop_early, step_tol, pa
                 if steps[s] >= limit:
                     done[s] = True
                     continue
-                _k.lasso_direction(start, patterns, sums[:, s, 0].copy(), sums[:, s, 1].copy(),
-                                   sums[:, s, 2].copy(), totals[s, _k.GL], totals[s, _k.HLL], lam[s], b[s],
-                                   step_tol * 0.5, MAX_SWEEPS, delta)
+                need.append(s)
+            # the splits' Newton directions are independent: one task each, on fastcal's threads
+            directions = {s: np.empty(n_cells + 1) for s in need}
+            _parallel.run([(_k.lasso_direction, (start, patterns, sums[:, s, 0].copy(), sums[:, s, 1].copy(),
+                                                 sums[:, s, 2].copy(), totals[s, _k.GL], totals[s, _k.HLL], lam[s],
+                                                 b[s], step_tol * 0.5, MAX_SWEEPS, directions[s])) for s in need])
+            for s in need:
+                delta = directions[s]
                 step = delta[:n_cells] - b[s]
                 if not max(np.abs(step).max(initial=0.0), abs(delta[n_cells])) > step_tol:
                     done[s] = True
