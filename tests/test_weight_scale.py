@@ -503,8 +503,11 @@ def _multicalibration_fit(w):
     segments = {"g": Y ^ (np.arange(N) % 7 == 0), "x": S[::-1].copy()}  # g: mostly the label, so the fit changes
     est = fastcal.MulticalibrationCalibrator(min_samples_per_segment=2, n_folds=2).fit(
         S, Y, segments, numerical=["x"], sample_weight=w)
-    return {"model": _floats([est.slope_, *est.offsets_.ravel(), *est.cv_losses_]),
-            "predictions": _floats(est.predict(S, segments))}
+    # Powers of two: the same bits. Decimal scales round each weight once (relative 2^-53), which moves the pattern
+    # sums by as much and the converged lasso by that times its conditioning: offsets of order 1 by ~1e-15 (seen:
+    # 1.5e-15, an offset at the soft threshold's edge at 0 or -1.5e-15); 1e-12 allows a conditioning of 10^3.
+    return {"model": (_floats([est.slope_, *est.offsets_.ravel(), *est.cv_losses_]), 0, 1e-12),
+            "predictions": (_floats(est.predict(S, segments)), 0, 1e-12)}
 
 
 def _dask_fit_grouped(w):
