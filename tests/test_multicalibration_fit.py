@@ -108,7 +108,8 @@ def test_unseen_and_folded_values():
     assert cal.slope_ == pytest.approx(1, abs=0.1)
     base = cal.offsets_[0].sum()
     z = np.log(q / (1 - q)) - cal.slope_ * 0.0  # the logit of 0.5 is 0
-    np.testing.assert_allclose(z, [base + other, base, base + cal.offsets_[names.index("fr")].sum()], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(z, [base + other, base, base + cal.offsets_[names.index("fr")].sum()], rtol=0,
+                               atol=1e-12)
 
 
 def test_model_file_round_trip_and_tampering(tmp_path):

@@ -74,6 +74,9 @@ HOLDOUT_SHARE = 0.4
 EPS = 2.0 ** -40
 #: Rows per chunk of a pass, at least (more when the pattern sums are many: see :func:`chunk_rows`).
 CHUNK_ROWS = 1 << 13
+#: The work of one row of one split in a pass, in rows of a plain pass (the unit of fastcal._core.parallel's
+#: thresholds, measured on a pass of one exp a row): an exp and a log a row.
+EVAL_WORK = 2
 #: Newton steps per penalty, and halvings per step, at most.
 MAX_NEWTON = 50
 MAX_HALVINGS = 40
@@ -310,7 +313,7 @@ class _Passes:
         x patterns), merged in chunk order."""
         self.partials.run(_k.fit_pass, *self.args, slope, np.ascontiguousarray(beta.T),
                           chunk_rows(self.n_splits * self.n_patterns * _k.N_SUMS),
-                          work=self.partials.n_rows * self.n_splits)
+                          work=self.partials.n_rows * self.n_splits * EVAL_WORK)
         sums, totals = (merge_in_order(buf) for buf in self.partials.bufs)
         return (sums.reshape(self.n_patterns, self.n_splits, _k.N_SUMS),
                 totals.reshape(self.n_splits, _k.N_TOTALS))
@@ -436,7 +439,8 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
     lo, hi = float(x.min()), float(x.max())
     edges = (quantile_edges(n, lo, hi, n_buckets, "y_prob", lambda ranks: order_statistics(x, ranks, lo, hi))
              if hi > lo and n_buckets > 1 else np.zeros(0))
-    model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0, np.zeros((n_segments, max(edges.size - 1, 1) + 1)),
+    model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0,
+                         np.zeros((n_segments, max(edges.size - 1, 1) + 1)),
                          math.nan, np.zeros(0))
     bucket = model.buckets(p)
     n_b = model.n_buckets

@@ -25,7 +25,8 @@ import numpy as np
 from .._core.jit import kernel
 from .._core.math_kernels import exp_neg, log1p_unit
 
-__all__ = ["fit_pass", "logits", "lasso_direction", "cell_patterns", "pattern_offsets", "predict_rows", "row_offsets", "segment_cells"]
+__all__ = ["cell_patterns", "fit_pass", "lasso_direction", "logits", "pattern_offsets", "predict_rows", "row_offsets",
+           "segment_cells"]
 
 #: Columns of :func:`fit_pass`'s totals, per split.
 TRAIN_LOSS, HELD_LOSS, GL, HLL = 0, 1, 2, 3
@@ -64,21 +65,25 @@ def fit_pass(pattern, lg, y, w, fold, held, slope, beta, chunk_rows, sums, total
                 continue
             k = pattern[i]
             li = lg[i]
-            yi = y[i] != 0
+            yf = 1.0 if y[i] != 0 else 0.0
+            nf = 1.0 - yf
             f = fold[i]
             for s in range(n_splits):
                 z = slope[s] * li + beta[k, s]
                 e = exp_neg(-abs(z))
                 inv = 1.0 / (1.0 + e)
-                # q and 1 - q, each without cancellation
-                q = inv if z >= 0 else e * inv
-                qc = e * inv if z >= 0 else inv
-                loss = log1p_unit(e) + ((0.0 if yi else z) if z >= 0 else (-z if yi else 0.0))
+                ez = e * inv
+                # q and 1 - q, each without cancellation; selects and products by the 0/1 label, no branches
+                # (a score's side of 0 and a row's label are coin flips to a branch predictor)
+                pos = z >= 0
+                q = inv if pos else ez
+                qc = ez if pos else inv
+                loss = log1p_unit(e) + (max(z, 0.0) - yf * z)
                 t = s * N_TOTALS
                 if held[s, f]:
                     t_row[t + HELD_LOSS] += wi * loss
                 else:
-                    g = wi * (-qc if yi else q)
+                    g = wi * (q * nf - qc * yf)
                     h = wi * q * qc
                     b = (k * n_splits + s) * N_SUMS
                     s_row[b] += g
@@ -125,9 +130,9 @@ def cell_patterns(pcells, n_cells):
 
 @kernel
 def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps, target):
-    r"""The parameters ``b + delta`` (into ``target``: cells, then the slope's step last) that minimise the quadratic model of the log loss at the
-    current offsets ``b`` plus :math:`\lambda \lVert b + \delta \rVert_1`, by cyclic coordinate descent with soft
-    thresholding (Friedman, Hastie and Tibshirani 2010), the slope unpenalised.
+    r"""The parameters ``b + delta`` (into ``target``: cells, then the slope's step last) that minimise the quadratic
+    model of the log loss at the current offsets ``b`` plus :math:`\lambda \lVert b + \delta \rVert_1`, by cyclic
+    coordinate descent with soft thresholding (Friedman, Hastie and Tibshirani 2010), the slope unpenalised.
 
     With :math:`D_P = \sum_{c \ni P} \delta_c`, the model is :math:`\sum_P (G_P D_P + \tfrac12 H_P D_P^2 + HL_P D_P
     \delta_a) + gl\,\delta_a + \tfrac12 hll\,\delta_a^2` (``G, H, HL`` the pattern sums, ``start, patterns`` each

@@ -12,7 +12,7 @@ from . import _kernels as _k
 from .._core.parallel import parallel_for, split, task_bounds
 from .._core.results import Result, worst_first
 from .._engine.sort import argsort
-from .._core.validation import check_consistent_length, column_or_1d
+from .._core.validation import check_consistent_length
 from .._coding import Sizes, as_groups, group_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of
 
