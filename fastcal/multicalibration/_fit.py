@@ -48,6 +48,7 @@ from .._coding import (
     binned_codes,
     categorical_codes,
     cell_numbers,
+    group_sizes_codes,
     mixed_radix,
     group_codes,
     numerical_edges,
@@ -209,7 +210,8 @@ class SegmentModel:
 
         The rows are numbered by their pattern (each feature's digit, or none, and the score bucket: a mixed-radix
         number, renumbered among those present), the offsets added up once per pattern
-        (:func:`~._fit_kernels.row_offsets`, in the order of the fit's sums) and gathered."""
+        (:func:`~._fit_kernels.row_offsets`, in the order of the fit's sums) and looked up by each row in the pass
+        that calibrates it (:func:`~._fit_kernels.predict_rows`)."""
         n = p.shape[0]
         digits = [(*t.codes_of(columns[t.name]), t.size + 1) for t in self.features]
         n_b = self.n_buckets
@@ -218,9 +220,9 @@ class SegmentModel:
             pattern_digits = np.empty((n, len(self.features)), dtype=np.int64)
             for f, (codes, remap, _) in enumerate(digits):
                 pattern_digits[:, f] = remap[codes] - 1
-            bucket, index = self.buckets(p), None
+            bucket, index = self.buckets(p), np.arange(n)
         else:
-            present, index = renumbered(mixed_radix([*digits, (self.buckets(p), np.arange(n_b), n_b)]), span)
+            present, index = renumbered(mixed_radix([*digits, (self.buckets(p), np.arange(n_b), n_b)]))
             bucket, place = present % n_b, present // n_b
             pattern_digits = np.empty((present.size, len(self.features)), dtype=np.int64)
             for f in range(len(self.features) - 1, -1, -1):
@@ -229,25 +231,16 @@ class SegmentModel:
         offsets = np.empty(pattern_digits.shape[0])
         _parallel.parallel_for(_k.row_offsets, offsets.shape[0], pattern_digits, bucket, *self.combinations(), n_b,
                                self.offsets.ravel(), offsets)
-        if index is not None:
-            offsets = offsets[index]
-        lg = logits_of(p)
         out = np.empty(n, dtype=p.dtype)
-        _parallel.parallel_for(_k.predict_rows, n, lg, float(self.slope), offsets, out)
+        _parallel.parallel_for(_k.predict_rows, n, p, EPS, float(self.slope), index, offsets, out)
         return out
 
 
-def renumbered(keys, span):
-    """``(present, index)``: the distinct ``keys`` (integers in ``[0, span)``) ascending, and each key's number among
-    them: a count over the span while it is under 4 per key, else ``np.unique``."""
-    if span <= 4 * max(keys.shape[0], 1):
-        counts = np.bincount(keys, minlength=span)
-        present = np.flatnonzero(counts)
-        index = np.zeros(span, dtype=np.int64)
-        index[present] = np.arange(present.size)
-        return present, index[keys]
-    present, index = np.unique(keys, return_inverse=True)
-    return present, index.reshape(-1)
+def renumbered(keys):
+    """``(present, index)``: the distinct int64 ``keys`` ascending, and each row's number among them (int64), counted
+    and renumbered on fastcal's threads (:func:`fastcal._coding.group_sizes_codes`)."""
+    index, present, _ = group_sizes_codes(keys, "patterns")
+    return np.asarray(present, dtype=np.int64), np.ascontiguousarray(index, dtype=np.int64)
 
 
 def logits_of(p):
@@ -445,7 +438,7 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
     bucket = model.buckets(p)
     n_b = model.n_buckets
     # the rows' patterns (cell x bucket), numbered among those present
-    present, pattern = renumbered(cells.astype(np.int64) * n_b + bucket, digits.shape[0] * n_b)
+    present, pattern = renumbered(cells.astype(np.int64) * n_b + bucket)
     pdigits = np.ascontiguousarray(digits[present // n_b])
     pbucket = present % n_b
     feats, mult, local, local_start, first = model.combinations()

@@ -198,10 +198,12 @@ def lasso_direction(start, patterns, G, H, HL, gl, hll, lam, b, tol, max_sweeps,
 
 
 @kernel
-def predict_rows(lg, slope, offsets, out, lo, hi):
-    """Rows ``lo..hi``: ``out = 1 / (1 + exp(-(slope * lg + offsets)))`` (in ``out``'s dtype)."""
+def predict_rows(p, eps, slope, index, offsets, out, lo, hi):
+    """Rows ``lo..hi``: ``out = 1 / (1 + exp(-(slope * logit(p) + offsets[index])))`` (in ``out``'s dtype), the logit
+    as :func:`logits` computes it."""
     for i in range(lo, hi):
-        z = slope * lg[i] + offsets[i]
+        v = min(max(np.float64(p[i]), eps), 1.0 - eps)
+        z = slope * (math.log(v) - math.log1p(-v)) + offsets[index[i]]
         e = exp_neg(-abs(z))
         out[i] = 1.0 / (1.0 + e) if z >= 0 else e / (1.0 + e)
 
