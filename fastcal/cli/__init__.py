@@ -4,7 +4,9 @@
 
     fastcal fit --method isotonic|centered-isotonic|sigmoid|platt|temperature|beta|histogram|venn-abers
                 --score-col COL --label-col COL
-                [--weight-col COL] INPUT -o model.json
+                [--weight-col COL] [--group-col COL] INPUT -o model.json
+    fastcal fit --method multicalibration --segment-col A,B,... [--numerical-col B,...]
+                --score-col COL --label-col COL [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
     fastcal demo [--n ROWS] [--out DIR] [--no-images]
@@ -31,6 +33,11 @@ calibrator of its own. Several columns, ``--group-col a,b``, make a row's
 group the tuple of its values, each column typed alone (the groups and
 order of :class:`fastcal.GroupedCalibrator` given the list of columns); a
 name with commas that is a column of the file is that one column.
+
+``fit --method multicalibration`` fits a :class:`fastcal.MulticalibrationCalibrator` on the segment
+features ``--segment-col`` (each column typed as a group column; those of ``--numerical-col`` read as
+numbers, an empty cell NaN, and cut at quantiles). ``apply`` reads the model's features from the columns
+of the same names.
 
 ``apply`` carries every input column through untouched: only the score
 columns are parsed (CSV records are copied byte for byte, Parquet columns
@@ -120,9 +127,12 @@ def build_parser():
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "platt",
-                                                         "temperature", "beta", "histogram", "venn-abers"),
-                     help="the calibrator (sigmoid, or its alias platt: Platt scaling; beta and histogram: scores "
-                          "must be probabilities in [0, 1]; temperature: one score column per class)")
+                                                         "temperature", "beta", "histogram", "venn-abers",
+                                                         "multicalibration"),
+                     help="the calibrator (sigmoid, or its alias platt: Platt scaling; beta, histogram and "
+                          "multicalibration: scores must be probabilities in [0, 1]; temperature: one score column "
+                          "per class; multicalibration: every segment of --segment-col repaired at once, "
+                          "fastcal.MulticalibrationCalibrator)")
     fit.add_argument("--score-col", action="append", required=True, metavar="COL",
                      help="column of scores (temperature: one per class, repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
@@ -150,6 +160,12 @@ def build_parser():
     fit.add_argument("--min-group-rows", type=positive_int, default=100, metavar="N",
                      help="with --group-col: fewest rows of a group with its own calibrator; smaller and "
                           "unseen groups use the fit on all rows (default 100)")
+    fit.add_argument("--segment-col", metavar="COLS",
+                     help="multicalibration: the segment features, comma-separated (a,b,c); apply reads the "
+                          "columns of the same names")
+    fit.add_argument("--numerical-col", metavar="COLS",
+                     help="multicalibration: the features of --segment-col that are numbers, cut at quantiles "
+                          "(the others are categorical); an empty cell is NaN, a value of its own")
     add_spark_options(fit)
     common(fit, quiet_help="no progress bars and no summary line on stdout")
     fit.set_defaults(func=cmd_fit)

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from .._io import DataError, UsageError, display_name, open_input, open_output
-from .checks import check_group_columns, warn_unmatched
+from .checks import check_group_columns, segment_features, warn_unmatched
 from .options import columns_arg, group_columns_arg, parse_priors
 from . import spark
 from .progress import Progress
@@ -35,13 +35,18 @@ def cmd_apply(args, progress_enabled, timings):
     except ValueError as exc:
         raise DataError(f"{args.model}: {exc}") from None
     priors = parse_priors(args.priors) if args.priors is not None else None
-    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None})
     grouped = isinstance(est, fastcal.GroupedCalibrator)
+    segmented = isinstance(est, fastcal.MulticalibrationCalibrator)
+    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None,
+                               "a MulticalibrationCalibrator model": segmented})
     if grouped and not args.group_col:
         raise UsageError(f"{args.model}: a model fitted by group needs --group-col (the column of the groups)")
     if args.group_col and not grouped:
         raise UsageError(f"{args.model}: --group-col is for models fitted with --group-col; this one is a "
                          f"{type(est).__name__}")
+    segment_cols = list(est.feature_names_in_) if segmented else []
+    numerical = [name for name, kind in zip(segment_cols, est.feature_kinds_) if kind != "categorical"] \
+        if segmented else []
     if args.spark:
         score_cols = columns_arg(args.score_col)
         if len(score_cols) > 1:
@@ -59,7 +64,7 @@ def cmd_apply(args, progress_enabled, timings):
         else:
             raise UsageError(f"{path}: say which column holds the scores with --score-col")
     group_cols = group_columns_arg(args.group_col, reader.names, "--group-col") if grouped else []
-    reader.require(score_cols + group_cols)
+    reader.require(score_cols + group_cols + segment_cols)
     if grouped:
         check_group_columns(est, group_cols, args.model)
     multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
@@ -73,8 +78,8 @@ def cmd_apply(args, progress_enabled, timings):
     clash = [c for c in out_cols if c in reader.names]
     if clash:
         raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
-    if grouped:
-        reader.prepare_groups(group_cols)
+    if grouped or segmented:
+        reader.prepare_groups(group_cols + segment_cols)
     matches = Matches(est, args.group_col) if grouped else None
     writer = open_output(args.output, out_cols)
     progress = Progress(f"calibrating {path}", reader.n_rows, progress_enabled)
@@ -90,8 +95,10 @@ def cmd_apply(args, progress_enabled, timings):
                 p = np.empty((0, len(out_cols)) if multiclass else 0)
             else:
                 groups = piece_groups(piece, group_cols, path) if grouped else None
+                segments = segment_features({name: piece.groups(name, path) for name in segment_cols}, numerical,
+                                            path, offset) if segmented else None
                 p = calibrate(est, [piece.numbers(c, path) for c in score_cols], multiclass, args, priors, path,
-                              offset, groups, matches)
+                              offset, groups, matches, segments)
             if multiclass:
                 new = {c: np.ascontiguousarray(p[:, j]) for j, c in enumerate(out_cols)}
             else:
@@ -146,9 +153,10 @@ class Matches:
             warn_unmatched(path, self.column, self.est.groups_, list(self.values.values()))
 
 
-def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, matches=None):
+def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, matches=None, segments=None):
     """Calibrated probabilities of the score columns ``cols`` of one piece (rows ``offset + 1`` on); with
-    ``groups``, those of a grouped model, its matches counted by ``matches`` (a :class:`Matches`)."""
+    ``groups``, those of a grouped model, its matches counted by ``matches`` (a :class:`Matches`); with
+    ``segments`` (name -> column), those of a :class:`fastcal.MulticalibrationCalibrator`."""
     import fastcal
     from ..grouped import predict_matched
 
@@ -157,6 +165,8 @@ def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, ma
         if groups is not None:
             p, matched, values = predict_matched(est, X, groups)
             matches.add(X.shape[0], matched, values)
+        elif segments is not None:
+            p = est.predict(X, segments)
         else:
             p = est.predict_proba(X) if multiclass else est.predict(X)
         if args.prior_rate is not None:

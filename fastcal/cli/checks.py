@@ -68,6 +68,30 @@ def check_weights(w, path, column, offset=0, *, positive_sum=True):
         raise DataError(f"{path}: column {column!r}: the weights must have a positive sum")
 
 
+def numerical_values(values, path, column, offset=0):
+    """A numerical segment feature (``fit --numerical-col``) as float64: ``values`` typed as a group column
+    (:meth:`fastcal._io.Reader.group_column`), a missing value NaN; DataError naming the first row of text.
+
+    ``offset`` as in :func:`check_labels`.
+    """
+    if values.dtype.kind in "biuf":
+        return values.astype(np.float64)
+    text = np.array([isinstance(v, (str, bytes)) for v in values.tolist()], dtype=bool)
+    if text.any():
+        i = int(np.flatnonzero(text)[0])
+        raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: {values[i]!r} is not a number (the "
+                        f"column is a numerical segment feature)")
+    return np.array([np.nan if v is None else v for v in values.tolist()], dtype=np.float64)
+
+
+def segment_features(columns, numerical, path, offset=0):
+    """Segment features as :class:`fastcal.MulticalibrationCalibrator` takes them: ``columns`` (name -> a column
+    typed as a group column, of a file or of one piece of it, rows from ``offset + 1``), those in ``numerical`` as
+    float64 (:func:`numerical_values`)."""
+    return {name: numerical_values(values, path, name, offset) if name in numerical else values
+            for name, values in columns.items()}
+
+
 def check_group_columns(est, names, model):
     """A :class:`UsageError` when the grouped model ``est`` was fitted on another number of group columns than
     ``names`` (its groups tuples of that many values; one column's groups are not tuples)."""

@@ -20,7 +20,7 @@ from .._io import (
     open_input,
     read_columns,
 )
-from .checks import check_labels, check_probabilities, check_weights
+from .checks import check_labels, check_probabilities, check_weights, segment_features
 from .options import columns_arg, group_columns_arg, group_values
 from . import spark
 from .progress import Progress
@@ -28,7 +28,7 @@ from .signals import committing
 
 
 #: The methods whose scores must be probabilities in [0, 1] (the others take any real scores).
-_PROBABILITY_METHODS = ("beta", "histogram")
+_PROBABILITY_METHODS = ("beta", "histogram", "multicalibration")
 
 
 def _estimator(args):
@@ -46,6 +46,8 @@ def _estimator(args):
         return fastcal.BetaCalibration(parameters=args.parameters, max_iter=args.max_iter)
     if args.method == "histogram":
         return fastcal.HistogramBinning(n_bins=args.n_bins, strategy=args.strategy)
+    if args.method == "multicalibration":
+        return fastcal.MulticalibrationCalibrator()
     return fastcal.TemperatureScaling()
 
 
@@ -73,6 +75,9 @@ def describe(est):
         return f"beta={est.beta_:.6g}"
     if isinstance(est, fastcal.HistogramBinning):
         return f"{est.bin_values_.shape[0]} bins"
+    if isinstance(est, fastcal.MulticalibrationCalibrator):
+        kept = int(np.count_nonzero(np.any(est.offsets_ != 0, axis=1)))
+        return f"{est.offsets_.shape[0]} segments, {kept} with an offset; slope {est.slope_:.6g}"
     return f"{est.c_.shape[0]} distinct scores"  # VennAbers
 
 
@@ -97,8 +102,10 @@ def cmd_fit(args, progress_enabled, timings):
     if out_fmt != ".json":
         raise UsageError(f"{args.output}: the model file must be .json")
     check_output_dir(args.output)  # before the fit, not after
+    segment_cols, numerical = _segment_options(args)
     spark.check_options(args, {"--memory-budget": args.memory_budget is not None,
-                               "--score-col (several)": len(score_cols) > 1})
+                               "--score-col (several)": len(score_cols) > 1,
+                               "--method multicalibration": bool(segment_cols)})
     if args.spark:
         est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None)
         _save(est, args, timings)
@@ -110,7 +117,7 @@ def cmd_fit(args, progress_enabled, timings):
     reader = open_input(args.input, args.batch_rows)
     numeric = score_cols + [args.label_col] + ([args.weight_col] if args.weight_col else [])
     group_cols = group_columns_arg(args.group_col, reader.names, "--group-col")
-    cols = numeric + group_cols
+    cols = numeric + group_cols + segment_cols
     reader.require(cols)
     path = display_name(args.input)
     if args.group_col:
@@ -120,7 +127,7 @@ def cmd_fit(args, progress_enabled, timings):
             raise UsageError("--group-col takes a calibrator of one score column, not temperature")
         est = fastcal_grouped(est, args.min_group_rows)
     if args.memory_budget is not None:
-        if args.method in ("temperature", "histogram", "venn-abers"):
+        if args.method in ("temperature", "histogram", "venn-abers", "multicalibration"):
             raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
                              "and beta only")
         est, rows = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
@@ -147,6 +154,9 @@ def cmd_fit(args, progress_enabled, timings):
         try:
             if args.group_col:
                 est.fit(X, y, group_values(reader, data, group_cols), sample_weight=w)
+            elif segment_cols:
+                columns = {name: reader.group_column(data[name]) for name in segment_cols}
+                est.fit(X, y, segment_features(columns, numerical, path), sample_weight=w, numerical=numerical)
             else:
                 est.fit(X, y, sample_weight=w)
         except ValueError as exc:
@@ -155,6 +165,30 @@ def cmd_fit(args, progress_enabled, timings):
     _save(est, args, timings)
     if not args.quiet:
         _summary(est, args, rows, timings)
+
+
+def _segment_options(args):
+    """``(segment columns, numerical ones)`` of ``--segment-col`` and ``--numerical-col``: given with
+    ``--method multicalibration`` only, which needs the first; the numerical ones among the segment columns."""
+    segment_cols = columns_arg([args.segment_col] if args.segment_col else [])
+    numerical = columns_arg([args.numerical_col] if args.numerical_col else [])
+    if args.method != "multicalibration":
+        if segment_cols or numerical:
+            raise UsageError("--segment-col and --numerical-col are for --method multicalibration (for a "
+                             "calibrator per group, give --group-col)")
+        return [], []
+    if not segment_cols:
+        raise UsageError("--method multicalibration needs --segment-col (the segment features, a,b,...)")
+    if args.group_col:
+        raise UsageError("--method multicalibration takes --segment-col, not --group-col")
+    for cols, option in ((segment_cols, "--segment-col"), (numerical, "--numerical-col")):
+        if len(set(cols)) != len(cols):
+            raise UsageError(f"{option}: a column named twice")
+    unknown = [c for c in numerical if c not in segment_cols]
+    if unknown:
+        raise UsageError(f"--numerical-col names {', '.join(unknown)}, not among --segment-col "
+                         f"({', '.join(segment_cols)})")
+    return segment_cols, numerical
 
 
 def _save(est, args, timings):
