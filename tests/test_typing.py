@@ -398,6 +398,10 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.dask.proportional_ece(yd, p, n_bins=20, sample_weight=None), float)
     assert_type(fastcal.dask.segment_report(yd, p, yd, n_bins=5, n_partitions=2), fastcal.SegmentReport)
     assert_type(fastcal.dask.multicalibration_error(yd, p, {"g": yd}, max_depth=1, n_partitions=2).mce, float)
+    mcal = fastcal.MulticalibrationCalibrator(n_buckets=2).fit(1.0 / (1.0 + np.exp(-s)), y, {"y": y})
+    assert_type(fastcal.dask.predict(mcal, pd_, segments={"y": yd}), da.Array)
+    features: dd.DataFrame = frame[["y"]]
+    assert_type(fastcal.dask.predict(mcal, col, segments=features), dd.Series)
     grouped = fastcal.dask.fit_grouped(fastcal.PlattScaling(), x, yd, yd, sample_weight=None, min_samples_per_group=2,
                                        n_partitions=2)
     assert_type(grouped, fastcal.GroupedCalibrator)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, overload
 
 import dask.array as da
@@ -14,6 +15,7 @@ from ._rows import (DaskRows, as_dask_1d, as_series, chunk_of, dtype_of, group_c
                     length_may_be)
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import TypeAlias
 
     import dask.dataframe as dd
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from ..grouped import GroupedCalibrator
     from ..histogram import HistogramBinning
     from ..isotonic import IsotonicRegression
+    from ..multicalibration import MulticalibrationCalibrator
     from ..platt import PlattScaling
     from ..prior import PriorEMResult
 
@@ -56,8 +59,11 @@ def _prediction_dtype(estimator, dtype):
     return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
 
 
-def _predict_grouped_block(block, groups, estimator):
-    return estimator.predict(block, groups)
+def _predict_grouped_block(block, *args):
+    """A GroupedCalibrator's ``predict`` of a block: ``args`` the group columns' blocks (one: the column; several: a
+    list of them), then the estimator."""
+    groups = args[0] if len(args) == 2 else list(args[:-1])
+    return args[-1].predict(block, groups)
 
 
 def _grouped_dtype(estimator, dtype):
@@ -65,31 +71,46 @@ def _grouped_dtype(estimator, dtype):
     return _prediction_dtype(estimator.global_calibrator_, dtype)
 
 
-def _on_partitions(part, groups, block_function, *args):
-    """``block_function(values, group values, *args)`` of two aligned dataframe partitions, as a Series."""
+def _predict_segments_block(block, *args, names):
+    """A MulticalibrationCalibrator's ``predict`` of a block: ``args`` the blocks of the features ``names``, then
+    the estimator."""
+    return args[-1].predict(block, dict(zip(names, args[:-1])))
+
+
+def _on_column_partitions(part, block_function, payload, names, *columns):
+    """``block_function(values, *column values, payload)`` of aligned dataframe partitions, as a Series."""
     import pandas as pd
 
-    if len(part) != len(groups):
-        raise ValueError(f"Inconsistent numbers of samples in a partition: scores has {len(part)}, groups has "
-                         f"{len(groups)}.")
-    return pd.Series(block_function(part.to_numpy(), groups.to_numpy(), *args), index=part.index, name=part.name)
-
-
-def _predict_columns_block(block, *args):
-    """:func:`_predict_grouped_block` of several group columns: ``args`` the columns' blocks, then the estimator."""
-    return args[-1].predict(block, list(args[:-1]))
-
-
-def _on_column_partitions(part, block_function, estimator, *groups):
-    """:func:`_on_partitions` of several aligned partitions of group columns."""
-    import pandas as pd
-
-    for j, g in enumerate(groups):
-        if len(part) != len(g):
-            raise ValueError(f"Inconsistent numbers of samples in a partition: scores has {len(part)}, groups "
-                             f"(column {j}) has {len(g)}.")
-    return pd.Series(block_function(part.to_numpy(), *(g.to_numpy() for g in groups), estimator), index=part.index,
+    for name, c in zip(names, columns):
+        if len(part) != len(c):
+            raise ValueError(f"Inconsistent numbers of samples in a partition: scores has {len(part)}, {name} has "
+                             f"{len(c)}.")
+    return pd.Series(block_function(part.to_numpy(), *(c.to_numpy() for c in columns), payload), index=part.index,
                      name=part.name)
+
+
+def _by_columns(scores, columns, result_dtype, block_function, payload, what):
+    """Lazy ``block_function(scores block, *blocks of columns, payload)`` (the result's dtype
+    ``result_dtype(scores' dtype)``) of aligned columns (name -> values): partition by partition for a Series
+    ``scores`` and Series columns of as many partitions, else block by block (each column a dask or NumPy array
+    of the scores' length, cut into their chunks). ``what``: the columns' argument, for messages."""
+    names = list(columns)
+    if is_series(scores):
+        s = as_series(scores)
+        if all(is_series(c) and as_series(c).npartitions == s.npartitions for c in columns.values()):
+            return s.map_partitions(_on_column_partitions, block_function, payload, names,
+                                    *(as_series(c) for c in columns.values()), meta=(s.name, result_dtype(dtype_of(s))),
+                                    align_dataframes=False)
+        raise ValueError(f"{what} must be Dask Series of as many partitions as scores when scores is a Series "
+                         "(columns of one DataFrame); pass dask arrays to align by position.")
+    arr = as_dask_1d(scores, "scores", allow_column=True)
+    blocks = []
+    for name, values in columns.items():
+        c = as_dask_1d(values, name, chunks=arr.chunks if length_may_be(values, arr.shape[0]) else None)
+        if c.shape[0] != arr.shape[0]:
+            raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, {name} has {c.shape[0]}.")
+        blocks.append(c.rechunk(arr.chunks))
+    return da.map_blocks(block_function, arr, *blocks, payload, dtype=result_dtype(arr.dtype))
 
 
 def _predict_grouped(estimator, scores, groups):
@@ -100,42 +121,47 @@ def _predict_grouped(estimator, scores, groups):
                         "scores alone.")
     if not hasattr(estimator, "global_calibrator_"):
         raise not_fitted("This GroupedCalibrator instance is not fitted yet. Call 'fit' first.")
-    columns = group_columns(groups)
-    if is_series(scores):
-        s = as_series(scores)
-        dtype = _grouped_dtype(estimator, dtype_of(s))
-        if all(is_series(g) and as_series(g).npartitions == s.npartitions for g in columns.values()):
-            if len(columns) == 1:
-                return s.map_partitions(_on_partitions, as_series(columns["groups"]), _predict_grouped_block, estimator,
-                                        meta=(s.name, dtype), align_dataframes=False)
-            return s.map_partitions(_on_column_partitions, _predict_columns_block, estimator,
-                                    *(as_series(g) for g in columns.values()), meta=(s.name, dtype),
-                                    align_dataframes=False)
-        raise ValueError("groups must be a Dask Series of as many partitions as scores when scores is a Series "
-                         "(columns of one DataFrame); pass dask arrays to align by position.")
-    arr = as_dask_1d(scores, "scores", allow_column=True)
-    gs = []
-    for name, values in columns.items():
-        g = as_dask_1d(values, name, chunks=arr.chunks if length_may_be(values, arr.shape[0]) else None)
-        if g.shape[0] != arr.shape[0]:
-            raise ValueError(f"Inconsistent numbers of samples: scores has {arr.shape[0]}, {name} has {g.shape[0]}.")
-        gs.append(g.rechunk(arr.chunks))
-    dtype = _grouped_dtype(estimator, arr.dtype)
-    if len(gs) == 1:
-        return da.map_blocks(_predict_grouped_block, arr, gs[0], estimator, dtype=dtype)
-    return da.map_blocks(_predict_columns_block, arr, *gs, estimator, dtype=dtype)
+    return _by_columns(scores, group_columns(groups), lambda dtype: _grouped_dtype(estimator, dtype),
+                       _predict_grouped_block, estimator, "groups")
+
+
+def _predict_segments(estimator, scores, segments):
+    from ..multicalibration import MulticalibrationCalibrator
+
+    if not isinstance(estimator, MulticalibrationCalibrator):
+        raise TypeError(f"segments is only for a MulticalibrationCalibrator; {type(estimator).__name__} does not "
+                        "take segment features.")
+    if not hasattr(estimator, "offsets_"):
+        raise not_fitted("This MulticalibrationCalibrator instance is not fitted yet. Call 'fit' first.")
+    if is_dataframe(segments):
+        given = {str(c): segments[c] for c in segments.columns}
+    elif hasattr(segments, "items"):
+        given = dict(segments.items())
+    else:
+        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
+                        f"{type(segments).__name__}.")
+    names = estimator.feature_names_in_
+    missing = [name for name in names if name not in given]
+    if missing:
+        raise ValueError(f"segments lacks the features {missing} of the fit (it has {list(given)}).")
+    return _by_columns(scores, {f"segments[{name!r}]": given[name] for name in names}, _result_dtype,
+                       functools.partial(_predict_segments_block, names=tuple(names)), estimator, "segments")
 
 
 @overload
-def predict(estimator: OneD | GroupedCalibrator, scores: DaskSeriesInput, *,
-            groups: DaskData | ArrayLike | None = None) -> dd.Series: ...
+def predict(estimator: OneD | GroupedCalibrator | MulticalibrationCalibrator, scores: DaskSeriesInput, *,
+            groups: DaskData | ArrayLike | None = None,
+            segments: Mapping[str, DaskData | ArrayLike] | dd.DataFrame | None = None) -> dd.Series: ...
 @overload
-def predict(estimator: OneD | GroupedCalibrator, scores: DaskArrayInput, *,
-            groups: DaskData | ArrayLike | None = None) -> da.Array: ...
-def predict(estimator: OneD | GroupedCalibrator, scores: DaskData, *,
-            groups: DaskData | ArrayLike | None = None) -> da.Array | dd.Series:
+def predict(estimator: OneD | GroupedCalibrator | MulticalibrationCalibrator, scores: DaskArrayInput, *,
+            groups: DaskData | ArrayLike | None = None,
+            segments: Mapping[str, DaskData | ArrayLike] | dd.DataFrame | None = None) -> da.Array: ...
+def predict(estimator: OneD | GroupedCalibrator | MulticalibrationCalibrator, scores: DaskData, *,
+            groups: DaskData | ArrayLike | None = None,
+            segments: Mapping[str, DaskData | ArrayLike] | dd.DataFrame | None = None) -> da.Array | dd.Series:
     """Lazy predictions of a fitted 1-D calibrator (``IsotonicRegression``, ``PlattScaling``,
-    ``BetaCalibration``, ``HistogramBinning``) or of a fitted ``GroupedCalibrator`` on Dask data.
+    ``BetaCalibration``, ``HistogramBinning``), of a fitted ``GroupedCalibrator`` or of a fitted
+    ``MulticalibrationCalibrator`` on Dask data.
 
     ``scores`` is a 1-D dask array (chunks preserved; an ``(n, 1)`` column is
     read as 1-D) or a dask Series (partitions and index preserved). Each
@@ -152,6 +178,13 @@ def predict(estimator: OneD | GroupedCalibrator, scores: DaskData, *,
     its values) for a model fitted on several columns. Each chunk is ``GroupedCalibrator.predict(scores, groups)``
     of its rows: the in-memory predictions, bit for bit.
 
+    ``segments`` (required for a ``MulticalibrationCalibrator``, refused
+    otherwise): its segment features, a mapping of names to columns (or a
+    Dask DataFrame), aligned with ``scores`` as ``groups`` are; every feature
+    of the fit (others are ignored). Each chunk is
+    ``MulticalibrationCalibrator.predict(scores, segments)`` of its rows: the
+    in-memory predictions, bit for bit.
+
     Examples
     --------
     >>> import numpy as np, dask.array as da
@@ -161,11 +194,19 @@ def predict(estimator: OneD | GroupedCalibrator, scores: DaskData, *,
     array([0.5, 1. ])
     """
     from ..grouped import GroupedCalibrator
+    from ..multicalibration import MulticalibrationCalibrator
 
+    if groups is not None and segments is not None:
+        raise TypeError("give groups (a GroupedCalibrator) or segments (a MulticalibrationCalibrator), not both.")
     if groups is not None:
         return _predict_grouped(estimator, scores, groups)
+    if segments is not None:
+        return _predict_segments(estimator, scores, segments)
     if isinstance(estimator, GroupedCalibrator):
         raise TypeError("groups is required to predict with a GroupedCalibrator: each row's group.")
+    if isinstance(estimator, MulticalibrationCalibrator):
+        raise TypeError("segments is required to predict with a MulticalibrationCalibrator: the rows' segment "
+                        "features.")
     if not (hasattr(estimator, "predict")
             and any(hasattr(estimator, a) for a in ("X_thresholds_", "a_", "bin_values_"))):
         raise not_fitted(f"{type(estimator).__name__} is not a fitted 1-D fastcal calibrator.")
