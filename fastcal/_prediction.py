@@ -7,7 +7,12 @@ backend that repeats the operations in IEEE float64 gets the same bits:
 - :class:`Knots` (isotonic regression): linear interpolation between knots;
 - :class:`Steps` (histogram binning): the value of each input's bin;
 - :class:`Logistic` (Platt scaling, beta calibration): the logistic function of
-  a linear combination of features of the input.
+  a linear combination of features of the input;
+- :class:`SegmentOffsets` (:class:`fastcal.MulticalibrationCalibrator`): the
+  logistic function of the scaled logit of a probability plus the offsets of
+  the row's segments (:class:`SegmentFeature` numbers the features' values,
+  :class:`SegmentTerm` holds the offsets of the segments of one combination of
+  features).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Knots", "Logistic", "Steps"]
+__all__ = ["Knots", "Logistic", "SegmentFeature", "SegmentOffsets", "SegmentTerm", "Steps"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -69,3 +74,58 @@ class Logistic:
     intercept: float
     features: tuple[Feature, ...]
     domain: Literal["finite", "probability"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SegmentFeature:
+    """How a row finds its *digit* of one segment feature, or none.
+
+    A categorical feature (``numerical`` False) or a numerical one of few values (``edges`` empty): the row's
+    value is looked up among ``values`` (None: missing, a null or NaN) and has the ``digits`` at its place; a
+    value not among them has no digit. A binned numerical feature (``edges``: ascending, at least 2): the
+    row's value (as float64) has the bin number ``min(max(b - 1, 0), edges.size - 2)``, ``b`` the number of
+    edges ``< value``, or ``edges.size`` for NaN (and missing), which is looked up among ``values`` as above.
+    """
+
+    name: str
+    numerical: bool
+    values: list
+    digits: NDArray[np.int64]
+    edges: NDArray[np.float64]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SegmentTerm:
+    """The segments of one combination of features with an offset: a row with a digit ``d[f]`` of every feature
+    ``f`` of ``features`` has the key ``sum d[f] * mult[f]``; at ``keys[i]`` (ascending), its segment's own
+    offset is ``own[i]`` and that of score bucket ``k`` ``by_bucket[i, k]``. A key not in ``keys``, or a row
+    without a digit of one of the features: no segment of this term, no offset."""
+
+    features: tuple[int, ...]
+    mult: tuple[int, ...]
+    keys: NDArray[np.int64]
+    own: NDArray[np.float64]
+    by_bucket: NDArray[np.float64]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SegmentOffsets:
+    """``q = logistic(slope * logit(p') + offset)`` of a probability ``p`` (float32 or float64, in [0, 1]), in
+    ``p``'s dtype.
+
+    ``p'`` is ``p`` as float64 clipped to ``[eps, 1 - eps]``, its logit ``log(p') - log1p(-p')``. The row's
+    score bucket ``k`` is ``min(max(b - 1, 0), bucket_edges.size - 2)``, ``b`` the number of
+    ``bucket_edges`` ``< p`` (``k = 0`` without edges). ``offset`` is added left to right: ``base_own``, then
+    ``base_by_bucket[k]`` (the segment of all rows), then for each of ``terms`` in order whose segment holds the
+    row, its ``own`` and then its ``by_bucket[k]`` (the segments without one add 0, which changes no sum).
+    ``z = slope * logit + offset``; ``e = exp(-|z|)``; ``q = 1 / (1 + e)`` where ``z >= 0``, else
+    ``e / (1 + e)``.
+    """
+
+    eps: float
+    slope: float
+    bucket_edges: NDArray[np.float64]
+    base_own: float
+    base_by_bucket: NDArray[np.float64]
+    features: tuple[SegmentFeature, ...]
+    terms: tuple[SegmentTerm, ...]

@@ -4,6 +4,7 @@ Imported by name (``from ._spark_helpers import frame, collect``); the session f
 tests/test_spark.py. Needs pyspark and pyarrow, both test dependencies.
 """
 
+import numpy as np
 from pyspark.sql import functions as F
 
 
@@ -29,3 +30,20 @@ def persisted_rdds(spark):
     PySpark's private Py4J gateway (PySpark has no public count; fastcal itself reads no private handle)."""
     jvm = spark.sparkContext._gateway.jvm
     return int(jvm.org.apache.spark.SparkContext.getOrCreate().getPersistentRDDs().size())
+
+
+def multicalibration_bound(cal, p, q):
+    """How far a MulticalibrationCalibrator's prediction in the JVM may be from ``q = cal.predict(p, ...)``.
+
+    The JVM adds the same offsets in the same order, but its ``ln``, ``log1p`` and ``exp`` are ``StrictMath``'s
+    (fdlibm, within 1 ulp) where fastcal's kernel has the C library's ``log`` and ``log1p`` and its own ``exp``
+    (within 1.1 ulp). The logit's absolute error is then at most 4 ulp of ``|log p'| + |log1p(-p')|`` (two
+    functions each side), times ``|slope|``, plus 2 ulp of ``|z|`` (bounded with every offset's magnitude);
+    ``q``'s relative error is ``(1 - q)`` times ``z``'s absolute error, plus 4 ulp (``exp`` each side, the
+    division)."""
+    eps = np.finfo(np.float64).eps
+    v = np.clip(np.asarray(p, dtype=np.float64), 2.0**-40, 1 - 2.0**-40)
+    lg = np.log(v) - np.log1p(-v)
+    z = np.abs(cal.slope_ * lg) + np.abs(cal.offsets_).sum()
+    dz = 4 * eps * (np.abs(np.log(v)) + np.abs(np.log1p(-v))) * abs(cal.slope_) + 2 * eps * z
+    return q * ((1 - q) * dz + 4 * eps)

@@ -20,6 +20,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal.cli import main
 
+from ._spark_helpers import multicalibration_bound
+
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
@@ -454,3 +456,34 @@ def test_two_group_columns_with_spark_equal_the_in_memory_commands(spark, files,
     for key, value in want["multicalibration"].items():
         assert got["multicalibration"][key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
     assert capsys.readouterr().err == ""
+
+
+def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # noqa: F811
+    """``apply --spark`` of a model of ``fit --method multicalibration``: the features read from the columns of
+    their names (CSV typed as without --spark: text with empty cells, integers, numbers with empty cells), the
+    predictions of ``apply`` without --spark within the JVM's rounding of its exp and log (see
+    tests/test_spark_multicalibration.py), most of them the same bits."""
+    d, score, label, weight = files
+    country = np.array(["fr", "de", "us", ""])[np.arange(N) % 4]
+    country[::7] = ""
+    device = np.arange(N) % 3 + 1
+    x = np.round(np.sin(np.arange(N)), 3).astype(object)
+    x[::11] = ""
+    with open(d / "mc.csv", "w") as f:
+        f.write("id,score,label,country,device,x\n")
+        f.writelines(f"{i},{s!r},{y},{c},{k},{v}\n" for i, s, y, c, k, v in
+                     zip(range(N), score.tolist(), label, country, device.tolist(), x.tolist()))
+    src = str(d / "mc.csv")
+    assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",
+                 str(d / "mc.json")]) == 0
+    model = fastcal.load(d / "mc.json")
+    assert np.count_nonzero(model.offsets_) > 0
+    apply = ["apply", str(d / "mc.json"), src, "--score-col", "score", "-q"]
+    assert main(apply + ["--spark", "-o", str(d / "mc_spark.parquet")]) == 0
+    assert main(apply + ["-o", str(d / "mc_mem.parquet")]) == 0
+    result = pq.read_table(d / "mc_spark.parquet")
+    got = result.column("calibrated").to_numpy()[np.argsort(result.column("id").to_numpy())]
+    want = pq.read_table(d / "mc_mem.parquet").column("calibrated").to_numpy()
+    assert np.all(np.abs(got - want) <= multicalibration_bound(model, score, want))
+    assert np.mean(got == want) > 0.5

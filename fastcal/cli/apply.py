@@ -37,8 +37,7 @@ def cmd_apply(args, progress_enabled, timings):
     priors = parse_priors(args.priors) if args.priors is not None else None
     grouped = isinstance(est, fastcal.GroupedCalibrator)
     segmented = isinstance(est, fastcal.MulticalibrationCalibrator)
-    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None,
-                               "a MulticalibrationCalibrator model": segmented})
+    spark.check_options(args, {"--prior-rate": args.prior_rate is not None, "--priors": priors is not None})
     if grouped and not args.group_col:
         raise UsageError(f"{args.model}: a model fitted by group needs --group-col (the column of the groups)")
     if args.group_col and not grouped:

@@ -252,9 +252,10 @@ def apply(args, est, score_col, output_col, timings):
 
     one_d = (fastcal.IsotonicRegression, fastcal.PlattScaling, fastcal.BetaCalibration, fastcal.HistogramBinning)
     grouped = isinstance(est, fastcal.GroupedCalibrator)
-    if not isinstance(est.calibrator if grouped else est, one_d):
+    segmented = isinstance(est, fastcal.MulticalibrationCalibrator)
+    if not segmented and not isinstance(est.calibrator if grouped else est, one_d):
         raise UsageError(f"{args.model}: a {type(est).__name__} model is not available with --spark (isotonic, "
-                         "sigmoid, beta and histogram models are)")
+                         "sigmoid, beta, histogram and multicalibration models are)")
     out_ext = _format(args.output, "the output")
     if "://" in args.output and not args.output.startswith("file:"):
         raise UsageError(f"{args.output}: with --spark, the output must be a local path (it is renamed when "
@@ -265,8 +266,11 @@ def apply(args, est, score_col, output_col, timings):
     path = display_name(args.input)
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, [score_col] if score_col is not None else [],
-                  args.group_col if grouped else None, "--group-col")
+        if segmented:  # the model's features, from the columns of their names (typed as group columns)
+            df = read(spark, args.input, [score_col] if score_col is not None else [], est.feature_names_in_)
+        else:
+            df = read(spark, args.input, [score_col] if score_col is not None else [],
+                      args.group_col if grouped else None, "--group-col")
         group_col = _group_arg(args.group_col, df, "--group-col") if grouped else None
         if grouped:
             from .checks import check_group_columns

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
+    from .._prediction import SegmentOffsets
+
 __all__ = ["MulticalibrationCalibrator"]
 
 
@@ -239,6 +241,12 @@ class MulticalibrationCalibrator(BaseCalibrator):
         if missing:
             raise ValueError(f"segments lacks the features {missing} of the fit (it has {list(given)}).")
         return self._model().predict(p, given)
+
+    def prediction_data(self) -> SegmentOffsets:
+        """What :meth:`predict` computes, as data (:class:`fastcal._prediction.SegmentOffsets`: the segments with an
+        offset), for backends that compute it elsewhere (:func:`fastcal.spark.predict`)."""
+        check_is_fitted(self, "offsets_")
+        return self._model().prediction_data()
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -198,6 +198,27 @@ class SegmentModel:
             out.append({self.features[f].name: self.features[f].label(d) for f, d in zip(feats, digits) if f >= 0})
         return out
 
+    def prediction_data(self):
+        """The prediction as data (:class:`fastcal._prediction.SegmentOffsets`): the segments with an offset only."""
+        from .._prediction import SegmentFeature, SegmentOffsets, SegmentTerm
+
+        features = tuple(SegmentFeature(t.name, t.kind != "categorical", list(t.values), t.digits.copy(),
+                                        t.edges.copy()) for t in self.features)
+        feats, mult, local, local_start, first = self.combinations()
+        terms = []
+        for j in range(feats.shape[0]):
+            width = int(np.count_nonzero(feats[j] >= 0))
+            table = local[local_start[j]:local_start[j + 1]]
+            keys = np.flatnonzero(table >= 0)
+            segments = first[j] + table[keys]
+            keep = np.any(self.offsets[segments] != 0, axis=1)
+            if keep.any():
+                rows = self.offsets[segments[keep]]
+                terms.append(SegmentTerm(tuple(feats[j, :width].tolist()), tuple(mult[j, :width].tolist()),
+                                         keys[keep].astype(np.int64), rows[:, 0].copy(), rows[:, 1:].copy()))
+        return SegmentOffsets(EPS, float(self.slope), self.bucket_edges.copy(), float(self.offsets[0, 0]),
+                              self.offsets[0, 1:].copy(), features, tuple(terms))
+
     def buckets(self, p):
         """The score bucket of each score (int64)."""
         if self.bucket_edges.size < 2:

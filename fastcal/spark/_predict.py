@@ -23,13 +23,14 @@ from ._buckets import INLINE_HALVINGS, grid_counts, temp_name, with_count_below,
 from ._tasks import check_output, column_type
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import TypeAlias
 
     from ..beta import BetaCalibration
     from ..histogram import HistogramBinning
     from ..isotonic import IsotonicRegression
     from ..grouped import GroupedCalibrator
+    from ..multicalibration import MulticalibrationCalibrator
     from ..platt import PlattScaling
 
     #: The fitted 1-D calibrators :func:`predict` applies.
@@ -215,11 +216,12 @@ def _is_missing(value):
     return value is None or (isinstance(value, float) and value != value)
 
 
-def _with_model_number(df, group_col, groups, out):
+def _with_model_number(df, group_col, groups, out, label=None):
     """``df`` with an int column ``out``: the number of each row's group among ``groups`` (a model's
     ``groups_``), or ``len(groups)`` (the global model) for an unseen group. Null and NaN are the missing group
     (``None`` or NaN in ``groups``), as in memory. One broadcast left join on a table of the groups: every row
-    and column of ``df`` kept."""
+    and column of ``df`` kept. ``label``: how errors name the column and the values (default ``group_col=...``
+    and "groups")."""
     values = [_python_value(g) for g in groups]
     missing = [i for i, v in enumerate(values) if _is_missing(v)]
     fallback = F.lit(len(values))
@@ -238,8 +240,9 @@ def _with_model_number(df, group_col, groups, out):
     try:
         table = df.sparkSession.createDataFrame(present, schema)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"group_col={group_col!r} is a {spark_type.simpleString()} column, but the model's groups "
-                        f"are {sorted({type(v).__name__ for v, _ in present})}: {exc}") from None
+        column, what = (f"group_col={group_col!r}", "groups") if label is None else label
+        raise TypeError(f"{column} is a {spark_type.simpleString()} column, but the model's {what} are "
+                        f"{sorted({type(v).__name__ for v, _ in present})}: {exc}") from None
     joined = df.join(F.broadcast(table), df[group_col] == table[key], "left").drop(key)
     return joined.withColumn(out, F.coalesce(F.col(number), fallback.cast("int"))).drop(number)
 
@@ -357,6 +360,114 @@ def _grouped_prediction(est, df, score, group_col, out_col, spark_type):
     return _with(df, out_col, f"CAST({_finite_or_raise(t, 'T', value)} AS {out_type})").drop(
         a_col, size_col, tc_col, j_col, k_col)
 
+# ---------------------------------------------------------------------------
+# A MulticalibrationCalibrator: each feature's digit (a broadcast join of its values, or the bin of a number), the
+# score's bucket, the row's segments of each term from a literal map, their offsets added in the in-memory order.
+# ---------------------------------------------------------------------------
+
+
+def _bin_number(x: str, edges, missing=None) -> str:
+    """SQL: the bin of the double ``x`` among ``edges`` as :class:`fastcal._prediction.SegmentFeature` says
+    (``min(max(b - 1, 0), m - 2)``, ``b`` the edges ``< x``; ``missing``, by default ``m``, for NaN and null)."""
+    m = edges.shape[0]
+    below = " + ".join(f"CAST({sql.double(e)} < {x} AS INT)" for e in edges.tolist())
+    return (f"CASE WHEN {x} IS NULL OR isnan({x}) THEN {m if missing is None else missing} "
+            f"ELSE least(greatest(({below}) - 1, 0), {m - 2}) END")
+
+
+def _with_digits(df, data, columns):
+    """``df`` with an int column per feature of ``data`` (their names returned): the row's digit, -1 for none."""
+    names, exprs = [], []
+    for f, (feature, column) in enumerate(zip(data.features, columns)):
+        col = sql.ident(column)
+        if feature.numerical and feature.edges.shape[0]:
+            lut = np.full(feature.edges.shape[0] + 1, -1, dtype=np.int32)
+            lut[np.asarray(feature.values, dtype=np.int64)] = feature.digits
+            number = _bin_number(f"CAST({col} AS DOUBLE)", feature.edges)
+        else:
+            if feature.numerical:  # looked up as float64, as in memory
+                as_double = temp_name("x")
+                df = _with(df, as_double, f"CAST({col} AS DOUBLE)")
+                column = as_double
+            index = temp_name("i")
+            df = _with_model_number(df, column, feature.values, index,
+                                    label=(f"segment column {feature.name!r}", "values"))
+            lut = np.append(feature.digits, -1).astype(np.int32)
+            number = sql.ident(index)
+        names.append(temp_name(f"d{f}"))
+        exprs.append(F.expr(f"element_at({sql.array(lut)}, {number} + 1)").alias(names[-1]))
+    return df.select("*", *exprs), names
+
+
+def _segment_prediction(data, df, score, columns, out_col, spark_type):
+    """``df`` with ``out_col``: :class:`fastcal._prediction.SegmentOffsets` ``data`` of the scores ``score`` and the
+    segment ``columns`` (one per feature of ``data``)."""
+    keep = list(df.columns)
+    is32 = isinstance(spark_type, T.FloatType)
+    p = _as_double(score, False)
+    df, digits = _with_digits(df, data, columns)
+    n_b = max(data.bucket_edges.shape[0] - 1, 1)
+    k_col = temp_name("k")
+    # a null or NaN score has no bucket (its result is null, or an error): bucket 0 keeps the lookups in range
+    bucket = _bin_number(p, data.bucket_edges, 0) if data.bucket_edges.shape[0] >= 2 else "0"
+    places = [temp_name(f"t{j}") for j in range(len(data.terms))]
+    exprs = [F.expr(bucket).alias(k_col)]
+    for term, place in zip(data.terms, places):
+        ds = [sql.ident(digits[f]) for f in term.features]
+        present = " AND ".join(f"{d} >= 0" for d in ds)
+        key = " + ".join(f"CAST({d} AS BIGINT) * {m}" for d, m in zip(ds, term.mult))
+        places_of = np.arange(1, term.keys.shape[0] + 1, dtype=np.int32)
+        lookup = f"map_from_arrays({sql.array(term.keys)}, {sql.array(places_of)})"
+        exprs.append(F.expr(f"CASE WHEN {present} THEN try_element_at({lookup}, {key}) END").alias(place))
+    df = df.select("*", *exprs)
+    k = sql.ident(k_col)
+    acc = f"({sql.double(data.base_own)} + element_at({sql.array(data.base_by_bucket)}, {k} + 1))"
+    for term, place in zip(data.terms, places):
+        t = sql.ident(place)
+        acc = (f"(({acc} + coalesce(element_at({sql.array(term.own)}, {t}), 0.0D)) + "
+               f"coalesce(element_at({sql.array(term.by_bucket.ravel())}, ({t} - 1) * {n_b} + {k} + 1), 0.0D))")
+    v = f"least(greatest({p}, {sql.double(data.eps)}), {sql.double(1.0 - data.eps)})"
+    z_col = temp_name("z")
+    df = _with(df, z_col, f"{sql.double(data.slope)} * (ln({v}) - log1p(-{v})) + {acc}")
+    z = sql.ident(z_col)
+    e = f"exp(-abs({z}))"
+    value = f"CASE WHEN {z} >= 0.0D THEN 1.0D / (1.0D + {e}) ELSE {e} / (1.0D + {e}) END"
+    checked = (f"CASE WHEN {p} IS NULL THEN NULL "
+               f"WHEN isnan({p}) THEN raise_error({sql.string('scores must be finite, but contains NaN.')}) "
+               f"WHEN {p} < 0.0D OR {p} > 1.0D THEN "
+               f"raise_error({sql.string('scores has values outside [0, 1]; it must hold probabilities.')}) "
+               f"ELSE {value} END")
+    return _finish(df, keep, out_col, f"CAST({checked} AS {'FLOAT' if is32 else 'DOUBLE'})")
+
+
+def _predict_segments(estimator, df, score_col, output_col, segment_cols):
+    from ..multicalibration import MulticalibrationCalibrator
+
+    if not isinstance(estimator, MulticalibrationCalibrator):
+        raise TypeError(f"segment_cols is only for a MulticalibrationCalibrator; {type(estimator).__name__} does "
+                        "not take segment features.")
+    data = estimator.prediction_data()  # NotFittedError if not fitted
+    spark_type = column_type(df, score_col, "score_col")
+    names = [f.name for f in data.features]
+    if segment_cols is None:
+        segment_cols = {}
+    if not hasattr(segment_cols, "items"):
+        raise TypeError(f"segment_cols must be a mapping of the model's feature names to column names, got "
+                        f"{type(segment_cols).__name__}.")
+    unknown = [name for name in segment_cols if name not in names]
+    if unknown:
+        raise ValueError(f"segment_cols names {unknown}, which are not features of the model ({names}).")
+    columns = [segment_cols.get(name, name) for name in names]
+    for name, column in zip(names, columns):
+        if not isinstance(column, str):
+            raise TypeError(f"segment_cols[{name!r}] must be a column name (str), got {type(column).__name__}.")
+        if column not in df.columns:
+            raise ValueError(f"the model's feature {name!r} needs the column {column!r}, which is not a column of the "
+                             f"DataFrame; its columns are {df.columns} (segment_cols maps features to columns).")
+    check_output(df, output_col)
+    return _segment_prediction(data, df, score_col, columns, output_col, spark_type)
+
+
 def _predict_grouped(estimator, df, score_col, output_col, group_col):
     from ..grouped import GroupedCalibrator
 
@@ -386,10 +497,11 @@ def _predict_grouped(estimator, df, score_col, output_col, group_col):
     return _grouped_prediction(estimator, df, score_col, group_col, output_col, spark_type)
 
 
-def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, output_col: str, *,
-            group_col: str | Sequence[str] | None = None) -> DataFrame:
-    """``df`` with a column ``output_col``: the predictions of a fitted 1-D calibrator, or of a fitted
-    ``GroupedCalibrator`` of them, on ``score_col``, in Spark SQL.
+def predict(estimator: OneD | GroupedCalibrator | MulticalibrationCalibrator, df: DataFrame, score_col: str,
+            output_col: str, *, group_col: str | Sequence[str] | None = None,
+            segment_cols: Mapping[str, str] | None = None) -> DataFrame:
+    """``df`` with a column ``output_col``: the predictions of a fitted 1-D calibrator, of a fitted
+    ``GroupedCalibrator`` of them, or of a fitted ``MulticalibrationCalibrator``, on ``score_col``, in Spark SQL.
 
     Every column and row of ``df`` is kept (the partitioning too); the new
     column is computed by Spark SQL expressions, with no Python worker,
@@ -420,12 +532,26 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     binary search over the row's model's slice (a fixed number of halvings,
     each a projection of plain SQL), then interpolated as above.
 
+    A ``MulticalibrationCalibrator`` reads its segment features from the
+    columns of the same names (``segment_cols`` maps a feature to another
+    column): each feature's digit by a broadcast left join of a table of its
+    values (null and NaN the missing value; an unseen value none), or, for a
+    binned numerical feature, by counting the bin edges below the value; the
+    score's bucket likewise; each combination of features with an offset
+    finds the row's segment in a literal map of its keys; the offsets are
+    added in the order of the in-memory ``predict``
+    (``fastcal._prediction.SegmentOffsets``), and the logistic function of
+    the scaled logit plus their sum is computed as the kernel does. Only the
+    segments with an offset are in the plan.
+
     The results equal ``estimator.predict`` on the collected column bit for
     bit for the isotonic and histogram models (the same comparisons and the
     same IEEE float64 operations; float32 fits give a float column); for
     Platt and beta within an ulp or two, from the ``exp`` and ``log`` of the
     JVM (``StrictMath``, within 1 ulp) against fastcal's own (within 1.1 and 2
-    ulp). Scores are checked as in memory, lazily: a NaN or infinite score,
+    ulp); for a ``MulticalibrationCalibrator``, the same offsets bit for bit
+    and the result within the rounding of those functions (a few ulp, more
+    where a large slope scales the logit's). Scores are checked as in memory, lazily: a NaN or infinite score,
     a probability outside ``[0, 1]`` for beta and histogram, or a score out
     of bounds for an isotonic model with ``out_of_bounds="raise"`` fails the
     Spark job that computes it, with the in-memory message. Null scores give
@@ -444,6 +570,9 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
         For a ``GroupedCalibrator`` (required then): the column of groups, of the type the model was fitted on;
         a list of column names for a model fitted on several (its groups tuples of their values: a broadcast
         join on every column, null and NaN the missing value).
+    segment_cols : mapping of str to str, optional
+        For a ``MulticalibrationCalibrator``: the column of each of its features whose column has another name
+        (by default, each feature's column has its name).
 
     Returns
     -------
@@ -458,6 +587,16 @@ def predict(estimator: OneD | GroupedCalibrator, df: DataFrame, score_col: str, 
     from ..isotonic import IsotonicRegression
     from ..platt import PlattScaling
 
+    from ..multicalibration import MulticalibrationCalibrator
+
+    if group_col is not None and segment_cols is not None:
+        raise TypeError("give group_col (a GroupedCalibrator) or segment_cols (a MulticalibrationCalibrator), not "
+                        "both.")
+    if isinstance(estimator, MulticalibrationCalibrator) or segment_cols is not None:
+        if group_col is not None:
+            raise TypeError("group_col is only for a GroupedCalibrator; a MulticalibrationCalibrator reads the "
+                            "columns of its features (segment_cols).")
+        return _predict_segments(estimator, df, score_col, output_col, segment_cols)
     if isinstance(estimator, GroupedCalibrator) or group_col is not None:
         return _predict_grouped(estimator, df, score_col, output_col, group_col)
     if not isinstance(estimator, (IsotonicRegression, PlattScaling, BetaCalibration, HistogramBinning)):
