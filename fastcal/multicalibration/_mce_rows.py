@@ -32,6 +32,7 @@ as for :func:`ecce`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -50,7 +51,7 @@ from ._ecce import check_int
 from ._mce import choose_segments, mce_result
 from ._rows import Data, convert_chunk, float64_terms, score_ranges
 
-__all__ = ["multicalibration_error"]
+__all__ = ["CodedRows", "check_features", "code_features", "multicalibration_error"]
 
 
 # ---------------------------------------------------------------------------
@@ -269,40 +270,69 @@ def _value_table(uniques, counts, first_p, first_row, numerical, binned, max_val
     return (*labels_by_appearance(labels, rank, group), folded_values(len(uniques), max_values, labels))
 
 
-def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,
-                           max_values_per_segment_feature=3, min_samples_per_segment=10, max_n_segments=1000,
-                           n_partitions=None):
-    """:func:`fastcal.multicalibration_error` of rows ``(y_prob, y_true, w, *features)``.
+@dataclass
+class CodedRows:
+    """Rows of segment features numbered as the in-memory functions number them (:func:`code_features`).
 
-    ``names`` are the features' names, one per extra column, in the order of the chunks' columns; the other
-    parameters are the in-memory function's.
-
-    Passes: the conversion (validation); the numerical features' distinct values (up to the limit) and
-    ranges; for each binned one, the quantile edges of all its values, exactly (two passes of
-    :func:`fastcal._binning.select_order_statistics`, then :func:`fastcal._coding.quantile_edges`);
-    each feature's distinct values with their rows and first row along the sorted probabilities (the value
-    order of the in-memory function: first appearance, ties of probability by row number); a conversion giving
-    each row its digits and each chunk its cells (rows, weight, variance, positives); then the range partition
-    by probability, and per range and segment the sum and the running extremes after each tie group, merged
-    per segment by prefix offsets.
-
-    Exactness: the features' value orders, the collapsed categories, the quantile bins, the segments and
-    their ``n`` are the in-memory ones, exactly; ECCE, sigma and p-values to the rounding of float64 sums
-    in another order (1e-12 relative at the sizes tested).
+    ``data``: the validated rows (:class:`~fastcal.multicalibration._rows.Data`, released by :func:`code_features`
+    once converted); ``rows``: the converted chunks ``(p, labels, w, *digits)``, each feature's digit per row
+    (int64), features in MCGrad's order (release them); ``specs``: per feature ``(name, numerical, bin edges or
+    None)``; ``distinct``/``uniques``: each feature's distinct values and their numbering by ``group_codes``;
+    ``tables``: each value number's digit; ``labels``: the digits' labels; ``folded``: name -> the values folded
+    into ``"__OTHER"``; ``cells``: per chunk, its cells (the distinct rows of digits, their rows, ``sum w``,
+    ``sum w^2 p (1 - p)``, ``sum w y``).
     """
 
+    data: Data
+    rows: object
+    specs: list
+    distinct: list
+    uniques: list
+    tables: list
+    labels: list
+    folded: dict
+    cells: list
+
+    def merged_cells(self):
+        """``(digits, counts, sums)``: the distinct cells of all chunks (rows of digits, ascending), their rows
+        (int64) and their three sums (added in chunk order)."""
+        cells, n_features = self.cells, len(self.specs)
+        cell_digits = np.concatenate([c[0] for c in cells]) if cells else np.zeros((0, n_features), np.int64)
+        if n_features:
+            digits, inverse = np.unique(cell_digits, axis=0, return_inverse=True)
+        else:  # no features: one cell
+            digits, inverse = cell_digits[:1], np.zeros(cell_digits.shape[0], dtype=np.int64)
+        inverse = inverse.reshape(-1)
+        m = digits.shape[0]
+        counts = np.bincount(inverse, weights=np.concatenate([c[1] for c in cells]), minlength=m).astype(np.int64)
+        sums = [np.zeros(m) for _ in range(3)]
+        start = 0
+        for c in cells:  # in chunk order
+            k = c[0].shape[0]
+            for j in range(3):
+                np.add.at(sums[j], inverse[start:start + k], c[2 + j])
+            start += k
+        return digits, counts, sums
+
+
+def check_features(names, numerical):
+    """``(names, numerical, order)``: the features' names as strings, the numerical ones (checked to be among
+    them) and MCGrad's order of the features (categorical ones, then the numerical ones in the order of
+    ``numerical``)."""
     names = [str(n) if not isinstance(n, str) else n for n in names]
-    max_depth = check_int(max_depth, "max_depth", 0, allow_none=True)
-    max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
-    min_samples = check_int(min_samples_per_segment, "min_samples_per_segment", 0)
-    max_n_segments = check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
     numerical = [numerical] if isinstance(numerical, str) else list(numerical)
     unknown = [name for name in numerical if name not in names]
     if unknown:
         raise ValueError(f"numerical names {unknown} that are not features of segments ({names}).")
-    # MCGrad's order: categorical features, then the numerical ones in the order of `numerical`
     order = [i for i, name in enumerate(names) if name not in numerical] + [names.index(n) for n in numerical]
+    return names, numerical, order
 
+
+def code_features(rows, x_dtype, weighted, names, numerical, order, max_values):
+    """:class:`CodedRows` of rows ``(y_prob, y_true, w, *features)``: the validation, then each feature's values
+    numbered as in memory (the numerical features' distinct values and ranges; for a binned one, the quantile
+    edges of all its values, exactly; each feature's distinct values with their rows and first row along the
+    sorted probabilities), and a conversion giving each row its digits and each chunk its cells."""
     data = Data(rows, x_dtype, weighted, _convert_features, tuple(f"segments[{n!r}]" for n in names), order)
     conv = None
     try:
@@ -320,14 +350,15 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
             if many:
                 specs[f] = (name, True, _quantile_edges(feats, f, name, facts, max_values))
         stats = feats.map(_value_stats, specs)
-        distinct, tables, labels, folded = [], [], [], {}
+        distinct, uniques, tables, labels, folded = [], [], [], [], {}
         for f, (name, is_num, edges) in enumerate(specs):
-            values, uniques, counts, first_p, first_row = _global_values(stats, offsets, f)
-            table, value_labels, fold = _value_table(uniques, counts, first_p, first_row, is_num, edges is not None,
-                                                     max_values, values.dtype.kind)
+            values, value_uniques, counts, first_p, first_row = _global_values(stats, offsets, f)
+            table, value_labels, fold = _value_table(value_uniques, counts, first_p, first_row, is_num,
+                                                     edges is not None, max_values, values.dtype.kind)
             if fold is not None:
                 folded[name] = fold
             distinct.append(values)
+            uniques.append(value_uniques)
             tables.append(table)
             labels.append(value_labels)
         conv, cells = feats.convert(_digits_and_cells, specs, distinct, tables, data.exponent)
@@ -337,28 +368,39 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
         raise
     finally:
         data.release()
+    return CodedRows(data, conv, specs, distinct, uniques, tables, labels, folded, cells)
+
+
+def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_depth=3,
+                           max_values_per_segment_feature=3, min_samples_per_segment=10, max_n_segments=1000,
+                           n_partitions=None):
+    """:func:`fastcal.multicalibration_error` of rows ``(y_prob, y_true, w, *features)``.
+
+    ``names`` are the features' names, one per extra column, in the order of the chunks' columns; the other
+    parameters are the in-memory function's.
+
+    Passes: those of :func:`code_features` (the conversion, the features' values and bins, each row's digits
+    and each chunk's cells); then the range partition by probability, and per range and segment the sum and the
+    running extremes after each tie group, merged per segment by prefix offsets.
+
+    Exactness: the features' value orders, the collapsed categories, the quantile bins, the segments and
+    their ``n`` are the in-memory ones, exactly; ECCE, sigma and p-values to the rounding of float64 sums
+    in another order (1e-12 relative at the sizes tested).
+    """
+    max_depth = check_int(max_depth, "max_depth", 0, allow_none=True)
+    max_values = check_int(max_values_per_segment_feature, "max_values_per_segment_feature", 1)
+    min_samples = check_int(min_samples_per_segment, "min_samples_per_segment", 0)
+    max_n_segments = check_int(max_n_segments, "max_n_segments", 1, allow_none=True)
+    names, numerical, order = check_features(names, numerical)
+    coded = code_features(rows, x_dtype, weighted, names, numerical, order, max_values)
+    conv, data, specs, labels = coded.rows, coded.data, coded.specs, coded.labels
     try:
-        cell_digits = np.concatenate([c[0] for c in cells]) if cells else np.zeros((0, len(specs)), np.int64)
-        if specs:
-            digits, inverse = np.unique(cell_digits, axis=0, return_inverse=True)
-        else:  # no features: one cell
-            digits, inverse = cell_digits[:1], np.zeros(cell_digits.shape[0], dtype=np.int64)
-        inverse = inverse.reshape(-1)
-        m = digits.shape[0]
-        cell_counts = np.bincount(inverse, weights=np.concatenate([c[1] for c in cells]), minlength=m)
-        cell_sums = [np.zeros(m) for _ in range(3)]
-        start = 0
-        for c in cells:  # in chunk order
-            k = c[0].shape[0]
-            for j in range(3):
-                np.add.at(cell_sums[j], inverse[start:start + k], c[2 + j])
-            start += k
+        digits, cell_counts, cell_sums = coded.merged_cells()
         n_features = len(specs)
         depth = n_features if max_depth is None else min(max_depth, n_features)
         limit = math.inf if max_n_segments is None else max_n_segments
         combos, segment_values, n_segments = choose_segments(
-            [(specs[f][0], labels[f]) for f in range(n_features)], digits, cell_counts.astype(np.int64),
-            depth, min_samples, limit)
+            [(specs[f][0], labels[f]) for f in range(n_features)], digits, cell_counts, depth, min_samples, limit)
         columns = [(0, (), (), None)] + [(s, subset, mult, local) for subset, mult, local, s, _ in combos]
         count = np.zeros(n_segments, dtype=np.int64)
         total, var = np.zeros(n_segments), np.zeros(n_segments)
@@ -383,4 +425,4 @@ def multicalibration_error(rows, *, x_dtype, weighted, names, numerical=(), max_
     before = np.cumsum(ends, axis=0) - ends
     lo = np.minimum(0.0, (before + np.array([r[1] for r in ranges]).reshape(ends.shape)).min(axis=0))
     hi = np.maximum(0.0, (before + np.array([r[2] for r in ranges]).reshape(ends.shape)).max(axis=0))
-    return mce_result(segment_values, count, total, var, lo, hi, positive, folded)
+    return mce_result(segment_values, count, total, var, lo, hi, positive, coded.folded)
