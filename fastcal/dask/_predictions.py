@@ -12,7 +12,7 @@ from .._core.errors import not_fitted
 from dask import delayed
 
 from ._rows import (DaskRows, as_dask_1d, as_series, chunk_of, dtype_of, group_columns, is_dataframe, is_series,
-                    length_may_be)
+                    length_may_be, segment_features)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -133,13 +133,7 @@ def _predict_segments(estimator, scores, segments):
                         "take segment features.")
     if not hasattr(estimator, "offsets_"):
         raise not_fitted("This MulticalibrationCalibrator instance is not fitted yet. Call 'fit' first.")
-    if is_dataframe(segments):
-        given = {str(c): segments[c] for c in segments.columns}
-    elif hasattr(segments, "items"):
-        given = dict(segments.items())
-    else:
-        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
-                        f"{type(segments).__name__}.")
+    given = segment_features(segments)
     names = estimator.feature_names_in_
     missing = [name for name in names if name not in given]
     if missing:

@@ -350,3 +350,14 @@ def with_columns(cols, y_prob, extra):
             others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())
     chunks = [delayed(chunk_of)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
     return {"rows": DaskRows(chunks, n_rows=cols.n), "x_dtype": cols.x_dtype, "weighted": cols.weighted}
+
+
+def segment_features(segments):
+    """The segment features of a mapping of names to columns, or of a Dask DataFrame (each column a feature), as a
+    dict; a TypeError otherwise."""
+    if is_dataframe(segments):
+        return {str(c): segments[c] for c in segments.columns}
+    if hasattr(segments, "items"):
+        return dict(segments.items())
+    raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
+                    f"{type(segments).__name__}.")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..multicalibration import mce_rows as _mce_rows
 from ..multicalibration import rows as _segments
-from ._rows import driver_args, group_columns, is_dataframe, metric, metric_columns, with_columns
+from ._rows import driver_args, group_columns, metric, metric_columns, segment_features, with_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -99,13 +99,7 @@ def multicalibration_error(
     (segments and counts exactly; the ECCEs to ~1e-12 relative).
     ``n_partitions``: probability ranges (the result does not depend on it).
     """
-    if is_dataframe(segments):
-        features = {str(c): segments[c] for c in segments.columns}
-    elif hasattr(segments, "items"):
-        features = dict(segments.items())
-    else:
-        raise TypeError(f"segments must be a mapping of feature names to arrays, or a Dask DataFrame; got "
-                        f"{type(segments).__name__}.")
+    features = segment_features(segments)
     cols = metric_columns(y_true, y_prob, sample_weight)
     rows = with_columns(cols, y_prob, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
         driver_args(cols)
