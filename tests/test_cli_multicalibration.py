@@ -119,8 +119,6 @@ def test_fit_prints_what_it_fitted(tmp_path, capsys):
     (("--method", "multicalibration", "--segment-col", "country", "--group-col", "device"), "not --group-col"),
     (("--method", "multicalibration", "--segment-col", "country", "--memory-budget", "1G"),
      "--memory-budget (out-of-core fitting) supports"),
-    (("--method", "multicalibration", "--segment-col", "country", "--spark"),
-     "--method multicalibration is not available with --spark"),
     (("--method", "multicalibration", "--segment-col", "country,nope"), "nope"),
 ])
 def test_usage_errors(tmp_path, capsys, extra, words):

@@ -20,6 +20,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal.cli import main
 
+from .test_multicalibration_fit_rows import assert_same_model
 from ._spark_helpers import multicalibration_bound
 
 
@@ -487,3 +488,14 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # 
     want = pq.read_table(d / "mc_mem.parquet").column("calibrated").to_numpy()
     assert np.all(np.abs(got - want) <= multicalibration_bound(model, score, want))
     assert np.mean(got == want) > 0.5
+    # fit --spark: the model of fit without it (the file's rows in order: one CSV file, read in order)
+    assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",
+                 str(d / "mc_fit_spark.json"), "--spark"]) == 0
+    features = {"country": np.where(country == "", None, country).astype(object), "device": device,
+                "x": np.array([np.nan if v == "" else float(v) for v in x])}
+    assert_same_model(fastcal.load(d / "mc_fit_spark.json"), model, score, features)
+    assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "country,x", "--numerical-col", "country", "-q", src, "-o",
+                 str(d / "bad.json"), "--spark"]) == 1
+    assert not (d / "bad.json").exists()

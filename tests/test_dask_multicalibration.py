@@ -66,3 +66,48 @@ def test_bad_input():
     frame = dd.from_pandas(pd.DataFrame({"p": p, **seg}), npartitions=4)
     with pytest.raises(ValueError, match="segments must be Dask Series of as many partitions as scores"):
         fd.predict(cal, frame["p"], segments=seg)
+
+
+# ---------------------------------------------------------------------------
+# fastcal.dask.fit_multicalibration: the in-memory fit's model (oracle: MulticalibrationCalibrator.fit on the
+# computed columns; tests/test_multicalibration_fit_rows.assert_same_model says what is exact and what is rounded).
+# ---------------------------------------------------------------------------
+
+from .test_multicalibration_fit_rows import NUMERICAL, _case, assert_same_model  # noqa: E402
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fit_equals_the_in_memory_fit(dtype, weighted):
+    p, y, w, seg = _case(6000, 5, dtype, weighted, many=True)
+    want = fastcal.MulticalibrationCalibrator(n_buckets=4).fit(p, y, seg, sample_weight=w, numerical=NUMERICAL)
+    assert want.n_rounds_ > 0 and np.count_nonzero(want.offsets_) > 2
+    got = fd.fit_multicalibration(
+        da.from_array(p, chunks=1700), da.from_array(y, chunks=2500), {
+            "a": da.from_array(seg["a"], chunks=1000), "b": seg["b"], "num": da.from_array(seg["num"], chunks=3000),
+            "few": seg["few"]},
+        sample_weight=None if w is None else da.from_array(w, chunks=1500), numerical=NUMERICAL, n_buckets=4)
+    assert_same_model(got, want, p, seg)
+    frame = dd.from_pandas(pd.DataFrame({"p": p, "y": y, "w": np.ones_like(p) if w is None else w, **seg}),
+                           npartitions=3)
+    by_frame = fd.fit_multicalibration(frame["p"], frame["y"], frame[list(seg)],
+                                       sample_weight=frame["w"] if weighted else None, numerical=NUMERICAL,
+                                       n_buckets=4)
+    assert_same_model(by_frame, want, p, seg)
+    q = fd.predict(by_frame, frame["p"], segments=frame[list(seg)]).compute().to_numpy()
+    np.testing.assert_array_equal(q, by_frame.predict(p, seg))
+
+
+def test_fit_bad_input():
+    p, y, w, seg = _case(800, 2)
+    scores = da.from_array(p, chunks=300)
+    with pytest.raises(ValueError, match=r"segments\['num'\] has 799"):
+        fd.fit_multicalibration(scores, y, {**seg, "num": seg["num"][:-1]}, numerical=NUMERICAL)
+    with pytest.raises(ValueError, match="segments must hold at least one feature"):
+        fd.fit_multicalibration(scores, y, {})
+    with pytest.raises(TypeError, match="segments must be a mapping"):
+        fd.fit_multicalibration(scores, y, [seg["num"]])
+    with pytest.raises(ValueError, match="n_buckets must be at least 1, got 0"):
+        fd.fit_multicalibration(scores, y, seg, numerical=NUMERICAL, n_buckets=0)
+    with pytest.raises(ValueError, match="y must contain only the labels 0 and 1"):
+        fd.fit_multicalibration(scores, np.where(y == 1, 2, 0) + (np.arange(y.size) == 3), seg, numerical=NUMERICAL)

@@ -110,3 +110,31 @@ def test_errors(session, fitted):
         fs.predict(fitted, df.withColumn("country", F.lit(1)), "s", "q")
     with pytest.raises(Exception, match="scores has values outside"):
         fs.predict(fitted, df.withColumn("s", F.col("s") + 2), "s", "q").collect()
+
+
+def test_fit_equals_the_in_memory_fit(session):
+    """fastcal.spark.fit_multicalibration against MulticalibrationCalibrator.fit on the collected columns, in partition
+    order (tests/test_multicalibration_fit_rows.assert_same_model: what is exact is equal, the rest to 1e-12):
+    strings with nulls (numbered in the JVM), integers folded, a binned numerical feature with NaN, weights."""
+    import pandas as pd
+
+    from .test_multicalibration_fit_rows import NUMERICAL, _case, assert_same_model
+
+    p, y, w, seg = _case(5000, 6, weighted=True, many=True)
+    frame = pd.DataFrame({"s": p, "y": y, "w": w, **seg})
+    df = session.createDataFrame(frame).repartition(3).cache()
+    try:
+        rows = df.toArrow()
+        cols = {c: rows.column(c).to_numpy(zero_copy_only=False) for c in rows.column_names}
+        cols["a"] = np.array([None if v is None else v for v in rows.column("a").to_pylist()], dtype=object)
+        cols["num"] = np.where(np.isnan(cols["num"].astype(np.float64)), np.nan, cols["num"].astype(np.float64))
+        feats = {k: cols[k] for k in seg}
+        want = fastcal.MulticalibrationCalibrator(n_buckets=4).fit(cols["s"], cols["y"], feats, sample_weight=cols["w"],
+                                                                   numerical=NUMERICAL)
+        assert want.n_rounds_ > 0 and np.count_nonzero(want.offsets_) > 2 and np.all(want.feature_others_[:2] >= 0)
+        got = fs.fit_multicalibration(df, "s", "y", list(seg), weight_col="w", numerical=NUMERICAL, n_buckets=4)
+        assert_same_model(got, want, cols["s"], feats)
+        q = fs.predict(got, df, "s", "q").toArrow().column("q").to_numpy()
+        assert np.all(np.abs(q - got.predict(cols["s"], feats)) <= multicalibration_bound(got, cols["s"], q))
+    finally:
+        df.unpersist()

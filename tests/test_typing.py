@@ -400,6 +400,8 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(fastcal.dask.multicalibration_error(yd, p, {"g": yd}, max_depth=1, n_partitions=2).mce, float)
     mcal = fastcal.MulticalibrationCalibrator(n_buckets=2).fit(1.0 / (1.0 + np.exp(-s)), y, {"y": y})
     assert_type(fastcal.dask.predict(mcal, pd_, segments={"y": yd}), da.Array)
+    assert_type(fastcal.dask.fit_multicalibration(pd_, yd, {"y": yd}, sample_weight=None, numerical=(), n_buckets=2,
+                                                  n_folds=3), fastcal.MulticalibrationCalibrator)
     features: dd.DataFrame = frame[["y"]]
     assert_type(fastcal.dask.predict(mcal, col, segments=features), dd.Series)
     grouped = fastcal.dask.fit_grouped(fastcal.PlattScaling(), x, yd, yd, sample_weight=None, min_samples_per_group=2,

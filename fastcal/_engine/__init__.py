@@ -131,6 +131,13 @@ column of :meth:`Rows.partition`.
     of column ``largest`` (None if not asked, or no rows), without a pass of
     fastcal's functions. The isotonic driver then cuts before it converts:
     one pass over the rows instead of two.
+The chunk's number
+    A driver that needs a chunk's place in the rows (its rows' global
+    positions: a fold drawn from a hash of the position) passes
+    :data:`CHUNK_NUMBER` among the ``args`` of ``map`` or ``convert``: the
+    backend gives ``fn`` the chunk's number (0, 1, ... in chunk order) in
+    its place (:func:`bind_chunk`). The chunks' sizes, from an earlier
+    pass's facts, then give each chunk its first row.
 ``n_rows`` (optional)
     The number of rows, if the backend knows it without a pass (else None,
     or no such attribute). Drivers use it only to fold work into an earlier
@@ -155,9 +162,30 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ListRows", "Reduction", "Rows", "fit_dtype", "flat_column", "partition_count", "reduce", "split_chunk"]
+__all__ = ["CHUNK_NUMBER", "ListRows", "Reduction", "Rows", "bind_chunk", "fit_dtype", "flat_column", "partition_count", "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
+
+
+class _ChunkNumber:
+    """The type of :data:`CHUNK_NUMBER`: one instance, pickled by reference (the same object in a worker)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return "CHUNK_NUMBER"
+
+    def __repr__(self):
+        return "CHUNK_NUMBER"
+
+
+#: Among the arguments of :meth:`Rows.map` or :meth:`Rows.convert`: the chunk's number, given by the backend.
+CHUNK_NUMBER = _ChunkNumber()
+
+
+def bind_chunk(args, number):
+    """``args`` with :data:`CHUNK_NUMBER` replaced by the chunk's ``number`` (what a backend passes to ``fn``)."""
+    return tuple(number if isinstance(a, _ChunkNumber) else a for a in args)
 
 
 class Rows(Protocol):
@@ -225,10 +253,10 @@ class ListRows:
         return sum(int(np.shape(c[0])[0]) for c in self.chunks)
 
     def map(self, fn, *args):
-        return [fn(c, *args) for c in self.chunks]
+        return [fn(c, *bind_chunk(args, i)) for i, c in enumerate(self.chunks)]
 
     def convert(self, fn, *args):
-        pairs = [fn(c, *args) for c in self.chunks]
+        pairs = self.map(fn, *args)
         return ListRows([p[0] for p in pairs]), [p[1] for p in pairs]
 
     def partition(self, bounds, key=0):

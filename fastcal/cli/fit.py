@@ -104,10 +104,10 @@ def cmd_fit(args, progress_enabled, timings):
     check_output_dir(args.output)  # before the fit, not after
     segment_cols, numerical = _segment_options(args)
     spark.check_options(args, {"--memory-budget": args.memory_budget is not None,
-                               "--score-col (several)": len(score_cols) > 1,
-                               "--method multicalibration": bool(segment_cols)})
+                               "--score-col (several)": len(score_cols) > 1})
     if args.spark:
-        est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None)
+        est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None,
+                        segments=(segment_cols, numerical))
         _save(est, args, timings)
         if not args.quiet:
             _summary(est, args, None, timings)

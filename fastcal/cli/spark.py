@@ -43,7 +43,7 @@ from .options import group_columns_arg
 _FORMATS = (".parquet", ".csv")
 
 #: The fit methods of fastcal.spark.
-SPARK_METHODS = ("isotonic", "centered-isotonic", "sigmoid", "beta", "histogram")
+SPARK_METHODS = ("isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "multicalibration")
 
 
 def add_options(parser):
@@ -194,19 +194,25 @@ def check_binary_labels(df, path, column):
         raise DataError(f"{path}: column {column!r}: label {bad[0][0]!r} is not 0 or 1")
 
 
-def fit(args, score_col, timings, calibrator=None):
+def fit(args, score_col, timings, calibrator=None, segments=((), ())):
     """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns;
     with ``calibrator`` (the unfitted calibrator, for ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it
-    (:func:`fastcal.spark.fit_grouped`)."""
+    (:func:`fastcal.spark.fit_grouped`); ``segments``: the segment columns and the numerical ones among them of
+    ``--method multicalibration`` (typed as group columns, the numerical ones checked to be numbers)."""
     import fastcal.spark as fs
 
     if args.method not in SPARK_METHODS:
         raise UsageError(f"--method {args.method} is not available with --spark (only {', '.join(SPARK_METHODS)})")
     path = display_name(args.input)
     columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    segment_cols, numerical = segments
     with session(args) as spark:
         t0 = time.perf_counter()
-        df = read(spark, args.input, columns, args.group_col if calibrator is not None else None, "--group-col")
+        if segment_cols:
+            df = read(spark, args.input, columns, list(segment_cols))
+            _check_numerical(df, path, numerical)
+        else:
+            df = read(spark, args.input, columns, args.group_col if calibrator is not None else None, "--group-col")
         check_binary_labels(df, path, args.label_col)
         timings["read and check (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -222,6 +228,9 @@ def fit(args, score_col, timings, calibrator=None):
                                       centered=args.method == "centered-isotonic", **common)
             elif args.method == "sigmoid":
                 est = fs.fit_platt(df, score_col, args.label_col, max_iter=args.max_iter, **common)
+            elif args.method == "multicalibration":
+                est = fs.fit_multicalibration(df, score_col, args.label_col, list(segment_cols),
+                                              numerical=list(numerical), **common)
             elif args.method == "beta":
                 est = fs.fit_beta(df, score_col, args.label_col, parameters=args.parameters,
                                   max_iter=args.max_iter, **common)
@@ -234,6 +243,17 @@ def fit(args, score_col, timings, calibrator=None):
             raise DataError(f"{path}: {_first_line(exc)}") from None
         timings["fit (Spark)"] = time.perf_counter() - t0
     return est
+
+
+def _check_numerical(df, path, numerical):
+    """A DataError naming a ``--numerical-col`` column that Spark does not read as numbers (as without ``--spark``,
+    where its text is bad data)."""
+    from pyspark.sql import types as T
+
+    for c in numerical:
+        if not isinstance(df.schema[c].dataType, T.NumericType):
+            raise DataError(f"{path}: column {c!r} of --numerical-col holds text ({df.schema[c].dataType.simpleString()}"
+                            f"), not numbers")
 
 
 def _remove(path):

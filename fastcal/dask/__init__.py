@@ -61,7 +61,7 @@ One module a subject; this package re-exports their public names, so
   :func:`calibration_report`;
 - :mod:`fastcal.dask._segments`: :func:`ecce`, :func:`calibration_ratio`,
   :func:`normalized_entropy`, :func:`proportional_ece`,
-  :func:`segment_report`, :func:`multicalibration_error`;
+  :func:`segment_report`, :func:`multicalibration_error`, :func:`fit_multicalibration`;
 - :mod:`fastcal.dask._grouped`: :func:`fit_grouped` (one calibrator per
   group, a :class:`fastcal.GroupedCalibrator`).
 """
@@ -87,6 +87,7 @@ from ._rows import DaskRows
 from ._segments import (
     calibration_ratio,
     ecce,
+    fit_multicalibration,
     multicalibration_error,
     normalized_entropy,
     proportional_ece,
@@ -110,6 +111,7 @@ __all__ = [
     "fit_grouped",
     "fit_histogram",
     "fit_isotonic",
+    "fit_multicalibration",
     "fit_platt",
     "log_loss",
     "multicalibration_error",

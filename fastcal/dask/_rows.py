@@ -26,7 +26,7 @@ import dask.array as da
 import numpy as np
 from dask import delayed
 
-from .._engine import split_chunk
+from .._engine import bind_chunk, split_chunk
 
 # ---------------------------------------------------------------------------
 # Inputs: aligned chunks of scores, labels and weights.
@@ -182,10 +182,10 @@ class DaskRows:
         return cls([delayed(chunk_of)(x, y, w) for x, y, w in cols.triples], n_rows=cols.n)
 
     def map(self, fn, *args):
-        return list(dask.compute(*[delayed(fn)(c, *args) for c in self.chunks]))
+        return list(dask.compute(*[delayed(fn)(c, *bind_chunk(args, i)) for i, c in enumerate(self.chunks)]))
 
     def convert(self, fn, *args):
-        pairs = dask.persist(*[delayed(fn)(c, *args) for c in self.chunks])
+        pairs = dask.persist(*[delayed(fn)(c, *bind_chunk(args, i)) for i, c in enumerate(self.chunks)])
         facts = dask.compute(*[delayed(_pick)(p, 1) for p in pairs])
         return DaskRows([delayed(_pick)(p, 0) for p in pairs], self.parallelism), list(facts)
 

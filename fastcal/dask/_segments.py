@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..multicalibration import MulticalibrationCalibrator
+from ..multicalibration import fit_rows as _fit_rows
 from ..multicalibration import mce_rows as _mce_rows
 from ..multicalibration import rows as _segments
-from ._rows import driver_args, group_columns, metric, metric_columns, segment_features, with_columns
+from ._rows import aligned_columns, driver_args, group_columns, metric, metric_columns, segment_features, with_columns
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -107,3 +109,44 @@ def multicalibration_error(
         **rows, names=list(features), numerical=numerical, max_depth=max_depth,
         max_values_per_segment_feature=max_values_per_segment_feature,
         min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)
+
+
+def fit_multicalibration(
+    scores: DaskData,
+    y: DaskData,
+    segments: Mapping[str, DaskData] | dd.DataFrame,
+    *,
+    sample_weight: DaskWeights = None,
+    numerical: Iterable[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 6,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_buckets: int = 8,
+    n_folds: int = 5,
+) -> MulticalibrationCalibrator:
+    """Fit :class:`fastcal.MulticalibrationCalibrator` on Dask data: the in-memory fit's model.
+
+    ``segments``: a mapping of names to Dask arrays or Series (or a Dask DataFrame of the features), aligned with
+    ``scores`` as :func:`multicalibration_error` aligns them; ``numerical`` and the other parameters are the
+    estimator's. Equal to ``MulticalibrationCalibrator(...).fit(scores, y, segments, sample_weight=...,
+    numerical=...)`` on the computed columns: the same feature tables, segments, score buckets and chosen penalty,
+    the slope and offsets to the rounding of float64 sums (about 1e-12), so predictions agree to a few ulp.
+
+    Notes
+    -----
+    The passes of :func:`multicalibration_error` number the features' values and give each chunk its cells; the
+    score buckets are the exact quantiles of all the scores (two or three small reductions); one conversion,
+    persisted, gives each row its pattern, logit and fold (a hash of its position in the whole column). Each
+    Newton step is then one round: every chunk's sums per pattern, added on the client in chunk order, where the
+    coordinate descent runs. Only those sums (patterns x folds x 3 numbers a chunk) reach the client.
+    """
+    template = MulticalibrationCalibrator(
+        max_depth=max_depth, max_values_per_segment_feature=max_values_per_segment_feature,
+        min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_buckets=n_buckets,
+        n_folds=n_folds)
+    features = segment_features(segments)
+    cols = aligned_columns(scores, y, sample_weight, "scores", y_name="y")
+    rows = with_columns(cols, scores, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
+        driver_args(cols)
+    return _fit_rows.fit_multicalibration(**rows, names=list(features), numerical=numerical, calibrator=template)

@@ -50,6 +50,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._coding import GROUP_PARTITION_ROWS, group_bounds, number_chunk, number_groups
+from .._engine import CHUNK_NUMBER, bind_chunk
 from ..beta import BetaCalibration
 from ..beta import rows as beta_rows
 from ..histogram import HistogramBinning
@@ -72,8 +73,8 @@ DRIVERS = {
 }
 
 
-def _on_head(chunk, k, fn, args):
-    return fn(chunk[:k], *args)
+def _on_head(chunk, number, k, fn, *args):
+    return fn(chunk[:k], *bind_chunk(args, number))
 
 
 class _Head:
@@ -85,10 +86,10 @@ class _Head:
         self.n_rows = getattr(rows, "n_rows", None)
 
     def map(self, fn, *args):
-        return self.rows.map(_on_head, self.k, fn, args)
+        return self.rows.map(_on_head, CHUNK_NUMBER, self.k, fn, *args)
 
     def convert(self, fn, *args):
-        return self.rows.convert(_on_head, self.k, fn, args)
+        return self.rows.convert(_on_head, CHUNK_NUMBER, self.k, fn, *args)
 
     def partition(self, bounds, key=0):
         return _Head(self.rows.partition(bounds, key), self.k, owned=True)

@@ -37,7 +37,7 @@ are the names to use:
 - :mod:`fastcal.multicalibration._fit` (the model and its fit, on the passes of
   :mod:`fastcal.multicalibration._fit_kernels`) and
   :mod:`fastcal.multicalibration._calibrator`: :class:`MulticalibrationCalibrator`,
-  which repairs every segment at once.
+  which repairs every segment at once; :mod:`fastcal.multicalibration._fit_rows`, its fit over rows.
 
 References
 ----------
@@ -57,7 +57,8 @@ from ._report import SegmentReport, segment_report
 
 # The drivers over a Rows (fastcal._engine): what the backends (Dask, Spark) call. ``rows``: ECCE, the single-pass
 # metrics, the report by segment; ``mce_rows``: the multicalibration error. The numbering of values (and Sizes, the
-# sizes of the passes, which tests lower) is fastcal._coding's.
+# sizes of the passes, which tests lower) is fastcal._coding's. ``fit_rows``: the MulticalibrationCalibrator's fit.
+from . import _fit_rows as fit_rows
 from . import _mce_rows as mce_rows
 from . import _rows as rows
 

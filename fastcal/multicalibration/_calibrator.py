@@ -1,4 +1,8 @@
-"""MulticalibrationCalibrator: repair the calibration of every segment at once, from scores and segment columns."""
+"""MulticalibrationCalibrator: repair the calibration of every segment at once, from scores and segment columns.
+
+Internal API, for the fit over rows (:mod:`._fit_rows`): :func:`fit_parameters` (an estimator's parameters,
+checked, as :func:`~._fit.fit_segment_model` takes them) and :func:`fitted` (a new estimator with those parameters
+and a fitted :class:`~._fit.SegmentModel`)."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ if TYPE_CHECKING:
 
     from .._prediction import SegmentOffsets
 
-__all__ = ["MulticalibrationCalibrator"]
+__all__ = ["MulticalibrationCalibrator", "fit_parameters", "fitted"]
 
 
 @register
@@ -284,3 +288,16 @@ class MulticalibrationCalibrator(BaseCalibrator):
             raise ValueError("invalid fastcal model: bucket_edges_ and offsets_ do not match")
         if not 0 <= self.n_rounds_ < max(self.cv_losses_.size, 1) or self.n_rounds_ > len(FRACTIONS):
             raise ValueError("invalid fastcal model: n_rounds_ is out of range")
+
+
+def fit_parameters(estimator: MulticalibrationCalibrator) -> dict[str, Any]:
+    """The parameters of ``estimator``, checked (``InvalidParameterError`` naming one), as
+    :func:`~._fit.fit_segment_model` takes them."""
+    return estimator._validate_params()
+
+
+def fitted(estimator: MulticalibrationCalibrator, model: SegmentModel) -> MulticalibrationCalibrator:
+    """A new :class:`MulticalibrationCalibrator` with the parameters of ``estimator``, fitted: ``model``."""
+    out = MulticalibrationCalibrator(**estimator.get_params())
+    out._set_model(model)
+    return out

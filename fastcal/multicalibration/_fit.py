@@ -29,7 +29,10 @@ then fitted on every row along the same path. Scaling every weight scales :math:
 nothing.
 
 Internal API: :class:`FeatureTable` (a feature's values and their numbers, for new rows), :class:`SegmentModel`,
-:func:`fit_segment_model`, :data:`FRACTIONS`.
+:func:`fit_segment_model`, :data:`FRACTIONS`; for the fit over rows (:mod:`._fit_rows`), the steps it shares:
+:func:`feature_key`, :func:`segment_table`, :func:`bucket_edges`, :func:`score_buckets`, :func:`logits_of`,
+:func:`folds_of`, :func:`pattern_cells`, :class:`Passes` and :func:`fit_offsets` (the penalty's choice and the
+final fit, on any object that runs the passes).
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ from .._core.errors import ConvergenceWarning
 from .._engine.chunked import Partials, merge_in_order
 from ._mce import choose_segments
 
-__all__ = ["FRACTIONS", "FeatureTable", "SegmentModel", "fit_segment_model"]
+__all__ = ["FRACTIONS", "FeatureTable", "Passes", "SegmentModel", "bucket_edges", "feature_key", "fit_offsets",
+           "fit_segment_model", "folds_of", "logits_of", "pattern_cells", "score_buckets", "segment_table"]
 
 #: The path of penalties, fractions of :math:`\lambda_{max}` (the least that changes no offset): :math:`10^{-j/4}`,
 #: j = 1..20.
@@ -123,7 +127,7 @@ class FeatureTable:
         else:
             codes, uniques = group_codes(column, self.name)
         lookup = dict(zip(self.values, self.digits.tolist()))
-        return codes, np.array([lookup.get(_key(u), -1) + 1 for u in uniques] or [0], dtype=np.int64)
+        return codes, np.array([lookup.get(feature_key(u), -1) + 1 for u in uniques] or [0], dtype=np.int64)
 
     def label(self, digit):
         """The label of a digit, as segment tables show it: the value, ``"__NA"`` for missing (NaN for a numerical
@@ -138,7 +142,7 @@ class FeatureTable:
         return value
 
 
-def _key(value):
+def feature_key(value):
     """A value as the tables hold it: Python scalars (NumPy's as Python's), missing as None."""
     if isinstance(value, np.generic):
         value = value.item()
@@ -221,9 +225,7 @@ class SegmentModel:
 
     def buckets(self, p):
         """The score bucket of each score (int64)."""
-        if self.bucket_edges.size < 2:
-            return np.zeros(p.shape[0], dtype=np.int64)
-        return bin_numbers(np.ascontiguousarray(p, dtype=np.float64), self.bucket_edges)
+        return score_buckets(p, self.bucket_edges)
 
     def predict(self, p, columns):
         """The calibrated probabilities of scores ``p`` (float32 or float64, in their dtype) with the segment
@@ -255,6 +257,21 @@ class SegmentModel:
         out = np.empty(n, dtype=p.dtype)
         _parallel.parallel_for(_k.predict_rows, n, p, EPS, float(self.slope), index, offsets, out)
         return out
+
+
+def score_buckets(p, edges):
+    """The bucket of each score ``p`` among the buckets of ``edges`` (int64; all 0 with fewer than two edges)."""
+    if edges.size < 2:
+        return np.zeros(p.shape[0], dtype=np.int64)
+    return bin_numbers(np.ascontiguousarray(p, dtype=np.float64), edges)
+
+
+def bucket_edges(n, lo, hi, n_buckets, select):
+    """The score buckets' edges: MCGrad's quantile bins of ``n`` scores in ``[lo, hi]`` (``select(ranks)``: their
+    order statistics, float64), none when the scores are all equal or ``n_buckets`` is 1."""
+    if not (hi > lo and n_buckets > 1):
+        return np.zeros(0)
+    return quantile_edges(n, lo, hi, n_buckets, "y_prob", select)
 
 
 def renumbered(keys):
@@ -291,7 +308,7 @@ def feature_table(name, column, is_numerical, p, max_values):
         codes, offset, remap, labels, folded = coded
         other, kind = -1 if folded is None else labels.index(folded[1]), "categorical"
     digits = remap[codes[first].astype(np.int64) - offset]
-    return coded, FeatureTable(name, kind, [_key(u) for u in uniques], digits.astype(np.int64), other, np.zeros(0),
+    return coded, FeatureTable(name, kind, [feature_key(u) for u in uniques], digits.astype(np.int64), other, np.zeros(0),
                                len(labels))
 
 
@@ -302,18 +319,20 @@ def chunk_rows(n_sums):
     return max(CHUNK_ROWS, n_sums // 4)
 
 
-def folds_of(n, n_folds):
-    """Each row's fold (uint8): a hash of its position (SplitMix64, Steele et al. 2014) modulo ``n_folds``."""
-    z = np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+def folds_of(n, n_folds, start=0):
+    """The fold (uint8) of rows ``start .. start + n - 1``: a hash of the row's position (SplitMix64, Steele et al.
+    2014) modulo ``n_folds``."""
+    z = np.arange(start, start + n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z ^= z >> np.uint64(31)
     return (z % np.uint64(n_folds)).astype(np.uint8)
 
 
-class _Passes:
+class Passes:
     """The rows of a fit, ready for passes: patterns, logits, labels, weights, folds, and the splits' held-out
-    folds (``held``: splits x folds)."""
+    folds (``held``: splits x folds). What :func:`fit_offsets` takes: ``n_splits``, ``n_patterns`` and
+    :meth:`run`."""
 
     def __init__(self, pattern, lg, y, w, fold, held, n_patterns):
         self.args = (pattern, lg, y, np.zeros(0) if w is None else w, fold, held)
@@ -426,6 +445,64 @@ def _betas(pcells, b, beta):
     return beta
 
 
+def segment_table(combos, n_segments, depth, sizes):
+    """``(segment_features, segment_digits)`` (segments x ``max(depth, 1)``, -1 padded) of the segments that
+    :func:`~._mce.choose_segments` chose (``combos``), the features' digit counts ``sizes``."""
+    seg_features = np.full((n_segments, max(depth, 1)), -1, dtype=np.int64)
+    seg_digits = np.full((n_segments, max(depth, 1)), -1, dtype=np.int64)
+    for subset, mult, local, first, count in combos:
+        keys = np.flatnonzero(local >= 0)
+        for t, f in enumerate(subset):
+            seg_features[first:first + count, t] = f
+            seg_digits[first:first + count, t] = (keys // mult[t]) % sizes[f]
+    return seg_features, seg_digits
+
+
+def pattern_cells(model, pdigits, pbucket):
+    """Each pattern's cells (patterns x (2 + 2 combinations), -1: none), from its digits and bucket."""
+    feats, mult, local, local_start, first = model.combinations()
+    pcells = np.empty((pdigits.shape[0], 2 + 2 * feats.shape[0]), dtype=np.int64)
+    _k.segment_cells(np.ascontiguousarray(pdigits), pbucket, feats, mult, local, local_start, first,
+                     model.n_buckets, pcells, 0, pdigits.shape[0])
+    return pcells
+
+
+def fit_offsets(model, pcells, make_passes, n_folds, effective, fold_weight):
+    r"""The fitted :class:`SegmentModel`: the penalty chosen on the held-out log loss of the splits, then fitted on
+    every row.
+
+    ``model`` holds the features, segments and buckets (its slope and offsets are not read); ``pcells`` the cells of
+    each pattern; ``make_passes(held)`` gives the rows' :class:`Passes` (or any object with ``n_splits``,
+    ``n_patterns`` and ``run``) for held-out folds ``held`` (splits x ``n_folds``); ``effective`` is
+    :math:`(\sum w)^2 / \sum w^2` and ``fold_weight`` the weight of each fold. Cross-fitting below
+    :data:`HOLDOUT_ROWS` effective rows, one hold-out of :data:`HOLDOUT_SHARE` of the folds above.
+    """
+    n_segments, n_b = model.segment_features.shape[0], model.n_buckets
+    n_cells = n_segments * (n_b + 1)
+    if effective < HOLDOUT_ROWS:
+        held = np.eye(n_folds, dtype=np.bool_)
+    else:
+        held = np.zeros((1, n_folds), dtype=np.bool_)
+        held[0, :max(1, round(HOLDOUT_SHARE * n_folds))] = True
+    held_weight = float(fold_weight[held.any(axis=0)].sum())
+    train_weight = np.array([fold_weight[~h].sum() for h in held])
+    if held_weight > 0 and train_weight.min() > 0:
+        _, _, path = _newton_path(make_passes(held), pcells, n_cells, FRACTIONS, stop_early=True,
+                                  step_tol=PATH_TOL, path_steps=1)
+        path = path / held_weight
+    else:  # too few rows to hold any out: nothing can show that a change helps
+        path = np.zeros(1)
+    best = int(np.argmin(path))
+    slope, b, rho = 1.0, np.zeros(n_cells), math.nan
+    if best > 0:
+        rho = FRACTIONS[best - 1]
+        slopes, bs, _ = _newton_path(make_passes(np.zeros((1, n_folds), dtype=np.bool_)), pcells, n_cells,
+                                     FRACTIONS[:best], stop_early=False, step_tol=STEP_TOL, path_steps=1)
+        slope, b = float(slopes[0]), bs[0]
+    return SegmentModel(model.features, model.segment_features, model.segment_digits, model.bucket_edges, slope,
+                        b.reshape(n_segments, n_b + 1), rho, path)
+
+
 def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, max_n_segments, n_buckets, n_folds):
     """The :class:`SegmentModel` of validated scores ``p``, 0/1 labels ``y``, weights ``w`` (None: unit) and
     segment ``columns`` (``(name, array, is_numerical)`` triples, categorical ones first)."""
@@ -440,59 +517,19 @@ def fit_segment_model(p, y, w, columns, *, max_depth, max_values, min_samples, m
     cells, digits, cell_counts = cell_numbers(coded, n)
     labels = [(f[0], f[4]) for f in coded]
     combos, _, n_segments = choose_segments(labels, digits, cell_counts, depth, min_samples, limit)
-    seg_features = np.full((n_segments, max(depth, 1)), -1, dtype=np.int64)
-    seg_digits = np.full((n_segments, max(depth, 1)), -1, dtype=np.int64)
-    for subset, mult, local, first, count in combos:
-        keys = np.flatnonzero(local >= 0)
-        size = [tables[f].size for f in subset]
-        for t, (f, m, z) in enumerate(zip(subset, mult, size)):
-            seg_features[first:first + count, t] = f
-            seg_digits[first:first + count, t] = (keys // m) % z
-    # the score buckets: MCGrad's quantile bins of the scores
+    seg_features, seg_digits = segment_table(combos, n_segments, depth, [t.size for t in tables])
     x = np.ascontiguousarray(p, dtype=np.float64)
     lo, hi = float(x.min()), float(x.max())
-    edges = (quantile_edges(n, lo, hi, n_buckets, "y_prob", lambda ranks: order_statistics(x, ranks, lo, hi))
-             if hi > lo and n_buckets > 1 else np.zeros(0))
-    model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0,
-                         np.zeros((n_segments, max(edges.size - 1, 1) + 1)),
-                         math.nan, np.zeros(0))
-    bucket = model.buckets(p)
+    edges = bucket_edges(n, lo, hi, n_buckets, lambda ranks: order_statistics(x, ranks, lo, hi))
+    model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0, np.zeros(0), math.nan, np.zeros(0))
     n_b = model.n_buckets
     # the rows' patterns (cell x bucket), numbered among those present
-    present, pattern = renumbered(cells.astype(np.int64) * n_b + bucket)
-    pdigits = np.ascontiguousarray(digits[present // n_b])
-    pbucket = present % n_b
-    feats, mult, local, local_start, first = model.combinations()
-    pcells = np.empty((present.size, 2 + 2 * feats.shape[0]), dtype=np.int64)
-    _k.segment_cells(pdigits, pbucket, feats, mult, local, local_start, first, n_b, pcells, 0, present.size)
-    n_cells = n_segments * (n_b + 1)
+    present, pattern = renumbered(cells.astype(np.int64) * n_b + model.buckets(p))
+    pcells = pattern_cells(model, digits[present // n_b], present % n_b)
     lg = logits_of(p)
     y8 = np.ascontiguousarray(y, dtype=np.uint8)
-    weight = float(n) if w is None else float(np.sum(w, dtype=np.float64))
-    effective = float(n) if w is None else weight ** 2 / float(np.dot(w, w))
+    effective = float(n) if w is None else float(np.sum(w, dtype=np.float64)) ** 2 / float(np.dot(w, w))
     fold = folds_of(n, n_folds)
-    if effective < HOLDOUT_ROWS:
-        held = np.eye(n_folds, dtype=np.bool_)
-    else:
-        held = np.zeros((1, n_folds), dtype=np.bool_)
-        held[0, :max(1, round(HOLDOUT_SHARE * n_folds))] = True
     fold_weight = np.bincount(fold, weights=w, minlength=n_folds)
-    held_weight = float(fold_weight[held.any(axis=0)].sum())
-    train_weight = np.array([fold_weight[~h].sum() for h in held])
-    passes = _Passes(pattern, lg, y8, w, fold, held, present.size)
-    if held_weight > 0 and train_weight.min() > 0:
-        _, _, path = _newton_path(passes, pcells, n_cells, FRACTIONS, stop_early=True, step_tol=PATH_TOL,
-                                  path_steps=1)
-        path = path / held_weight
-    else:  # too few rows to hold any out: nothing can show that a change helps
-        path = np.zeros(1)
-    best = int(np.argmin(path))
-    slope, b, rho = 1.0, np.zeros(n_cells), math.nan
-    if best > 0:
-        rho = FRACTIONS[best - 1]
-        passes = _Passes(pattern, lg, y8, w, np.zeros(n, dtype=np.uint8), np.zeros((1, 1), dtype=np.bool_),
-                         present.size)
-        slopes, bs, _ = _newton_path(passes, pcells, n_cells, FRACTIONS[:best], stop_early=False,
-                                     step_tol=STEP_TOL, path_steps=1)
-        slope, b = float(slopes[0]), bs[0]
-    return SegmentModel(tables, seg_features, seg_digits, edges, slope, b.reshape(n_segments, n_b + 1), rho, path)
+    return fit_offsets(model, pcells, lambda held: Passes(pattern, lg, y8, w, fold, held, present.size), n_folds,
+                       effective, fold_weight)

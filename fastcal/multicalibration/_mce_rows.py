@@ -49,9 +49,9 @@ from .._coding import (
 from .._core.validation import as_float_array
 from ._ecce import check_int
 from ._mce import choose_segments, mce_result
-from ._rows import Data, convert_chunk, float64_terms, score_ranges
+from ._rows import METRIC_NAMES, Data, convert_chunk, float64_terms, score_ranges
 
-__all__ = ["CodedRows", "check_features", "code_features", "multicalibration_error"]
+__all__ = ["CodedRows", "check_features", "code_features", "multicalibration_error", "order_select"]
 
 
 # ---------------------------------------------------------------------------
@@ -60,9 +60,10 @@ __all__ = ["CodedRows", "check_features", "code_features", "multicalibration_err
 
 
 
-def _convert_features(chunk, dtype, names, order):
-    """:func:`convert_chunk` of a chunk ``(p, y, w, *features)``, the features put in the ``order`` given."""
-    new, facts = convert_chunk(chunk, dtype, names)
+def _convert_features(chunk, dtype, names, order, columns):
+    """:func:`convert_chunk` of a chunk ``(p, y, w, *features)`` (``columns``: the names of ``p`` and ``y``), the
+    features put in the ``order`` given."""
+    new, facts = convert_chunk(chunk, dtype, names, columns)
     return (*new[:3], *(new[3 + i] for i in order)), facts
 
 
@@ -92,18 +93,41 @@ def _numerical_facts(chunk, f, name, limit):
     return (distinct if distinct.shape[0] <= limit else None), x.shape[0], float(x.min()), float(x.max())
 
 
-def _numerical_counts(chunk, f, name, lo, scale):
+def _float_values(chunk, column, label):
+    """Column ``column`` of a chunk as float64 (``label`` names it in errors), NaN left out."""
+    x = np.ascontiguousarray(as_float_array(chunk[column], label), dtype=np.float64)
+    return x[~np.isnan(x)]
+
+
+def _column_counts(chunk, column, label, lo, scale):
     from .. import _binning
 
-    x = _feature_values(chunk, f, True, name, None)
-    return _binning.bucket_histograms(x[~np.isnan(x)], lo, scale).sum(axis=0)
+    return _binning.bucket_histograms(_float_values(chunk, column, label), lo, scale).sum(axis=0)
 
 
-def _numerical_gather(chunk, f, name, lo, scale, marked):
+def _column_gather(chunk, column, label, lo, scale, marked):
     from .. import _binning
 
-    x = _feature_values(chunk, f, True, name, None)
-    return _binning.gather_buckets(x[~np.isnan(x)], lo, scale, marked)[0]
+    return _binning.gather_buckets(_float_values(chunk, column, label), lo, scale, marked)[0]
+
+
+def order_select(rows, column, label, lo, hi):
+    """``select(ranks)``: the order statistics of the float64 values of column ``column`` of ``rows`` (NaN left out,
+    all in ``[lo, hi]``), exactly (:func:`fastcal._binning.select_order_statistics`: passes of bucket counts, then
+    of the values gathered from the marked buckets)."""
+    from .. import _binning
+
+    def select(ranks):
+        def count(scale):
+            return sum(rows.map(_column_counts, column, label, lo, scale))
+
+        def gather(scale, marked):
+            pieces = rows.map(_column_gather, column, label, lo, scale, marked)
+            return _binning.gather_buckets(np.concatenate(pieces), lo, scale, marked)
+
+        return _binning.select_order_statistics(ranks, lo, hi, np.dtype(np.float64), count, gather)
+
+    return select
 
 
 def _value_stats(chunk, specs):
@@ -214,25 +238,12 @@ def _segment_extremes(chunk, columns, n_segments, exponent):
 
 def _quantile_edges(feats, f, name, facts, max_values):
     """The in-memory bin edges of numerical feature ``f``: :func:`fastcal._coding.quantile_edges` of its
-    values other than NaN, exactly (their order statistics from two passes of bucket counts and gathered values);
-    its ``ValueError`` if the feature holds an infinity."""
-    from .. import _binning
-
+    values other than NaN, exactly (:func:`order_select`); its ``ValueError`` if the feature holds an infinity."""
     count_all = sum(c for _, c, _, _ in facts)
     lo = min(c[2] for c in facts)
     hi = max(c[3] for c in facts)
-
-    def select(ranks):
-        def count(scale):
-            return sum(feats.map(_numerical_counts, f, name, lo, scale))
-
-        def gather(scale, marked):
-            pieces = feats.map(_numerical_gather, f, name, lo, scale, marked)
-            return _binning.gather_buckets(np.concatenate(pieces), lo, scale, marked)
-
-        return _binning.select_order_statistics(ranks, lo, hi, np.dtype(np.float64), count, gather)
-
-    return quantile_edges(count_all, lo, hi, max_values, name, select)
+    return quantile_edges(count_all, lo, hi, max_values, name,
+                          order_select(feats, 3 + f, f"segments[{name!r}]", lo, hi))
 
 
 def _global_values(stats_per_chunk, offsets, f):
@@ -328,12 +339,15 @@ def check_features(names, numerical):
     return names, numerical, order
 
 
-def code_features(rows, x_dtype, weighted, names, numerical, order, max_values):
-    """:class:`CodedRows` of rows ``(y_prob, y_true, w, *features)``: the validation, then each feature's values
-    numbered as in memory (the numerical features' distinct values and ranges; for a binned one, the quantile
-    edges of all its values, exactly; each feature's distinct values with their rows and first row along the
-    sorted probabilities), and a conversion giving each row its digits and each chunk its cells."""
-    data = Data(rows, x_dtype, weighted, _convert_features, tuple(f"segments[{n!r}]" for n in names), order)
+def code_features(rows, x_dtype, weighted, names, numerical, order, max_values, columns=METRIC_NAMES,
+                  empty_name="y_true"):
+    """:class:`CodedRows` of rows ``(y_prob, y_true, w, *features)``: the validation (``columns``: the names of the
+    first two in errors; ``empty_name`` the column the error of no rows names), then each feature's values numbered as in memory (the numerical features' distinct values
+    and ranges; for a binned one, the quantile edges of all its values, exactly; each feature's distinct values with
+    their rows and first row along the sorted probabilities), and a conversion giving each row its digits and each
+    chunk its cells."""
+    data = Data(rows, x_dtype, weighted, _convert_features, tuple(f"segments[{n!r}]" for n in names), order,
+                columns, empty_name=empty_name)
     conv = None
     try:
         feats = data.rows  # (p, y, w, features in MCGrad's order)

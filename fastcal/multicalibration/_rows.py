@@ -107,7 +107,7 @@ from ._ecce import (
     ratio_sums,
 )
 
-__all__ = ["REDUCTIONS", "Data", "calibration_ratio", "convert_chunk", "ecce", "float64_terms", "normalized_entropy",
+__all__ = ["METRIC_NAMES", "REDUCTIONS", "Data", "calibration_ratio", "convert_chunk", "ecce", "float64_terms", "normalized_entropy",
            "proportional_ece", "score_ranges", "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
@@ -119,27 +119,33 @@ PARTITION_ROWS = isotonic_rows.PARTITION_ROWS
 # ---------------------------------------------------------------------------
 
 
-def convert_chunk(chunk, dtype, extra_names):
+#: The names of the probabilities and the labels in errors: the diagnostics' (a fit's are "scores" and "y").
+METRIC_NAMES = ("y_prob", "y_true")
+
+
+def convert_chunk(chunk, dtype, extra_names, names=METRIC_NAMES):
     """A validated chunk ``(p, labels, w, *extra)`` and its facts ``(n, weight sum, largest weight, summary)``.
 
     ``p`` of ``dtype``, labels 0/1 (:func:`fastcal._core.validation.check_binary_labels`), ``w`` finite and
     non-negative (or None); the extra columns 1-D of the same length, named ``extra_names`` in errors and
-    returned as NumPy arrays. ``summary`` is the :class:`fastcal._engine.partition.ChunkSummary` of the probabilities
-    (their sample picks the range partition's bounds).
+    returned as NumPy arrays; ``names``: those of ``p`` and the labels. ``summary`` is the
+    :class:`fastcal._engine.partition.ChunkSummary` of the probabilities (their sample picks the range partition's
+    bounds).
     """
     p, y, w, *extra = chunk
-    y_arr = column_or_1d(y, "y_true", min_size=0)
-    p_arr = column_or_1d(p, "y_prob", min_size=0)
+    p_name, y_name = names
+    y_arr = column_or_1d(y, y_name, min_size=0)
+    p_arr = column_or_1d(p, p_name, min_size=0)
     others = [column_or_1d(e, name, allow_column=False, min_size=0) for e, name in zip(extra, extra_names)]
-    lengths = {"y_true": y_arr.shape[0], "y_prob": p_arr.shape[0], **{
+    lengths = {y_name: y_arr.shape[0], p_name: p_arr.shape[0], **{
         name: e.shape[0] for e, name in zip(others, extra_names)}}
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{name} has {n}" for name, n in lengths.items())
         raise ValueError(f"Inconsistent numbers of samples: {detail}.")
-    pv = as_float_array(p_arr, "y_prob", dtype=dtype)
+    pv = as_float_array(p_arr, p_name, dtype=dtype)
     if pv.shape[0]:
-        check_probability_range(pv, "y_prob")
-    labels = check_binary_labels(y_arr, "y_true")
+        check_probability_range(pv, p_name)
+    labels = check_binary_labels(y_arr, y_name)
     n = pv.shape[0]
     if w is not None:
         if np.ndim(w) == 0:
@@ -157,14 +163,14 @@ def convert_chunk(chunk, dtype, extra_names):
 class Data:
     """Validated rows (:attr:`rows`, released by :meth:`release`) and what is known of all of them."""
 
-    def __init__(self, rows, x_dtype, weighted, convert=convert_chunk, *args):
+    def __init__(self, rows, x_dtype, weighted, convert=convert_chunk, *args, empty_name="y_true"):
         self.dtype = _partition.fit_dtype(x_dtype)
         self.weighted = weighted
         self.rows, facts = rows.convert(convert, self.dtype, *(args or ((),)))
         try:
             self.n = sum(f[0] for f in facts)
             if self.n == 0:
-                column_or_1d(np.empty(0), "y_true")  # the in-memory error
+                column_or_1d(np.empty(0), empty_name)  # the in-memory error
             if weighted and not sum(f[1] for f in facts) > 0:
                 raise all_zero_weights()
             self.exponent = weight_exponent(None, max(f[2] for f in facts)) if weighted else 0

@@ -9,7 +9,7 @@ import tempfile
 
 import numpy as np
 
-from .._engine import split_chunk
+from .._engine import bind_chunk, split_chunk
 
 __all__ = ["FileRows"]
 
@@ -50,9 +50,9 @@ class _PartitionFiles:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _apply(chunk, fns):
+def _apply(chunk, fns, number):
     for fn, args in fns:
-        chunk = fn(chunk, *args)[0]
+        chunk = fn(chunk, *bind_chunk(args, number))[0]
     return chunk
 
 
@@ -103,14 +103,14 @@ class FileRows:
                 yield tuple(None if p[0] is None else np.concatenate(p) for p in zip(*pieces))
 
     def _chunks(self, skip=()):
-        for chunk in self._raw(skip):
-            yield None if chunk is None else _apply(chunk, self.fns)
+        for i, chunk in enumerate(self._raw(skip)):
+            yield None if chunk is None else _apply(chunk, self.fns, i)
 
     def map(self, fn, *args):
-        return [fn(c, *args) for c in self._chunks()]
+        return [fn(c, *bind_chunk(args, i)) for i, c in enumerate(self._chunks())]
 
     def convert(self, fn, *args):
-        facts = [fn(c, *args)[1] for c in self._chunks()]
+        facts = [fn(c, *bind_chunk(args, i))[1] for i, c in enumerate(self._chunks())]  # one chunk held at a time
         return self._derived(fns=self.fns + ((fn, args),)), facts
 
     def _derived(self, **kw):

@@ -58,8 +58,8 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._predict`: :func:`predict`, in Spark SQL;
 - :mod:`fastcal.spark._fits`: the fits;
 - :mod:`fastcal.spark._metrics`: the diagnostics;
-- :mod:`fastcal.spark._segments`: ECCE, calibration ratio, normalized entropy, proportional ECE and the segment
-  metrics;
+- :mod:`fastcal.spark._segments`: ECCE, calibration ratio, normalized entropy, proportional ECE, the segment
+  metrics, and :func:`fit_multicalibration` (a :class:`fastcal.MulticalibrationCalibrator`);
 - :mod:`fastcal.spark._grouped`: :func:`fit_grouped`, one calibrator per group;
 - :mod:`fastcal.spark._prior`: :func:`correct_negative_sampling` and :func:`adjust_priors` of a probability
   column, in Spark SQL, and :func:`estimate_priors_em` (the engine's EM driver).
@@ -88,6 +88,7 @@ from ._rows import SparkRows
 from ._segments import (
     calibration_ratio,
     ecce,
+    fit_multicalibration,
     multicalibration_error,
     normalized_entropy,
     proportional_ece,
@@ -112,6 +113,7 @@ __all__ = [
     "fit_grouped",
     "fit_histogram",
     "fit_isotonic",
+    "fit_multicalibration",
     "fit_platt",
     "log_loss",
     "multicalibration_error",

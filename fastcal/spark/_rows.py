@@ -15,6 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from .._engine import bind_chunk
 from ._buckets import array_column, partition_keys, temp_name, with_bound_count
 from ._tasks import CACHE_LEVEL, SPARK_OF_NUMPY, convert_task, is_numeric, map_task, numeric_column, raise_first
 
@@ -192,7 +193,7 @@ class SparkRows:
                 out.append(found[pid])
             else:
                 try:
-                    out.append((True, fn(self._empty_chunk(), *args)))
+                    out.append((True, fn(self._empty_chunk(), *bind_chunk(args, pid))))
                 except (ValueError, TypeError, ArithmeticError) as exc:
                     out.append((False, exc))
         return out
@@ -215,7 +216,7 @@ class SparkRows:
         its pickled fact; the result is persisted and the facts read back
         from it, so ``fn`` runs once per partition.
         """
-        probe, _ = fn(self._empty_chunk(), *args)
+        probe, _ = fn(self._empty_chunk(), *bind_chunk(args, 0))
         out_columns: list[str | None] = []
         out_fields: list[str] = []
         out_dtypes: list[np.dtype] = []

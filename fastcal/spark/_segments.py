@@ -1,5 +1,6 @@
-"""ECCE, calibration ratio, report by segment and multicalibration error of a DataFrame's columns: the drivers
-of :mod:`fastcal.multicalibration._rows` and :mod:`fastcal.multicalibration._mce_rows` on a :class:`SparkRows`.
+"""ECCE, calibration ratio, report by segment, multicalibration error and fit of a DataFrame's columns: the drivers
+of :mod:`fastcal.multicalibration._rows`, :mod:`fastcal.multicalibration._mce_rows` and
+:mod:`fastcal.multicalibration._fit_rows` on a :class:`SparkRows`.
 
 Internal API of :mod:`fastcal.spark._grouped`: :func:`needs_numbers` and :func:`group_numbers` (a group column
 numbered in the JVM, in the in-memory order); :func:`several_columns`, :func:`numbered_columns` and
@@ -15,6 +16,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..multicalibration import MulticalibrationCalibrator
+from ..multicalibration import fit_rows as _fit_rows
 from ..multicalibration import mce_rows as _mce_rows
 from ..multicalibration import rows as _segments
 from .._coding import MISSING, OTHER, group_codes
@@ -279,9 +282,11 @@ def multicalibration_error(
             min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_partitions=n_partitions)
 
 
-def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numerical, max_depth,
-                            max_values_per_segment_feature, min_samples_per_segment, max_n_segments, n_partitions):
-    """:func:`multicalibration_error` of a DataFrame that reads the same rows in every job (:func:`pin_rows`)."""
+def _feature_rows(df, prob_col, label_col, weight_col, names, numerical, labels):
+    """``(rows, numbered, fields)``: the :class:`SparkRows` of ``(prob_col, label_col, weight_col, *features)`` of a
+    DataFrame that reads the same rows in every job (:func:`pin_rows`), each feature as the multicalibration error
+    reads it; ``numbered``: name -> the values by number of the features numbered in the JVM first
+    (:func:`group_numbers`); ``labels``: the first three columns' names in messages."""
     fields = {f.name: f for f in df.schema.fields} if isinstance(df, DataFrame) else {}
     frame, columns, numbered = df, [], {}
     numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
@@ -299,8 +304,15 @@ def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numer
         else:
             columns.append(name)
     rows = SparkRows.from_columns(frame, (prob_col, label_col, weight_col, *columns),
-                                  ("prob_col", "label_col", "weight_col",
-                                   *(f"segment_cols[{i}]" for i in range(len(names)))), pinned=True)
+                                  (*labels, *(f"segment_cols[{i}]" for i in range(len(names)))), pinned=True)
+    return rows, numbered, fields
+
+
+def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numerical, max_depth,
+                            max_values_per_segment_feature, min_samples_per_segment, max_n_segments, n_partitions):
+    """:func:`multicalibration_error` of a DataFrame that reads the same rows in every job (:func:`pin_rows`)."""
+    rows, numbered, fields = _feature_rows(df, prob_col, label_col, weight_col, names, numerical,
+                                           ("prob_col", "label_col", "weight_col"))
     try:
         result = _mce_rows.multicalibration_error(
             rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None, names=names, numerical=numerical,
@@ -325,3 +337,44 @@ def _multicalibration_error(df, label_col, prob_col, names, *, weight_col, numer
 
     values = [{name: label(name, v) for name, v in seg.items()} for seg in result.segment_values]
     return dataclasses.replace(result, segment_values=values)
+
+
+def fit_multicalibration(
+    df: DataFrame,
+    score_col: str,
+    label_col: str,
+    segment_cols: str | Sequence[str],
+    *,
+    weight_col: str | None = None,
+    numerical: str | Sequence[str] = (),
+    max_depth: int | None = 3,
+    max_values_per_segment_feature: int = 6,
+    min_samples_per_segment: int = 10,
+    max_n_segments: int | None = 1000,
+    n_buckets: int = 8,
+    n_folds: int = 5,
+) -> MulticalibrationCalibrator:
+    """Fit :class:`fastcal.MulticalibrationCalibrator` on a DataFrame's columns, ``segment_cols`` the features.
+
+    Equal to ``MulticalibrationCalibrator(...).fit(scores, y, segments, sample_weight=..., numerical=...)`` on the
+    collected columns (in partition order): the same feature tables, segments, score buckets and chosen penalty,
+    the slope and offsets to the rounding of float64 sums (about 1e-12). The features are read as
+    :func:`multicalibration_error` reads them (strings, and numbers with nulls or NaN, numbered in the JVM first;
+    the model holds their values); the folds are a hash of each row's position in partition order. Each Newton
+    step is one ``mapInArrow`` job over the converted rows (cached), whose tasks return their sums per pattern;
+    the coordinate descent runs on the driver. Apply the model with :func:`predict` (``segment_cols=``).
+    """
+    template = MulticalibrationCalibrator(
+        max_depth=max_depth, max_values_per_segment_feature=max_values_per_segment_feature,
+        min_samples_per_segment=min_samples_per_segment, max_n_segments=max_n_segments, n_buckets=n_buckets,
+        n_folds=n_folds)
+    names = [segment_cols] if isinstance(segment_cols, str) else list(segment_cols)
+    with pin_rows(df, (score_col, label_col, weight_col, *names)) as frame:
+        rows, numbered, _ = _feature_rows(frame, score_col, label_col, weight_col, names, numerical,
+                                          ("score_col", "label_col", "weight_col"))
+        try:
+            return _fit_rows.fit_multicalibration(rows, x_dtype=rows.dtypes[0], weighted=weight_col is not None,
+                                                  names=names, numerical=numerical, calibrator=template,
+                                                  numbered=numbered)
+        finally:
+            rows.release()

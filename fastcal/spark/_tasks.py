@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
 from .._core.parallel import get_num_threads, set_num_threads
+from .._engine import bind_chunk
 
 
 #: How SparkRows caches converted and partitioned rows: Spark SQL's own default (deserialized column batches, in
@@ -149,7 +150,7 @@ def map_task(batches, fn, args, columns, dtypes, labels, prepare=None):
     pid = _task_id()
     try:
         with _task_threads():  # the conversions of `prepare` too: fastcal's kernels run in them
-            result = (True, fn(_read_chunk(batches, columns, dtypes, labels, prepare), *args))
+            result = (True, fn(_read_chunk(batches, columns, dtypes, labels, prepare), *bind_chunk(args, pid)))
     except (ValueError, TypeError, ArithmeticError) as exc:  # the in-memory errors: raised again on the driver
         result = (False, exc)
     yield _result_batch(pid, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
@@ -164,7 +165,7 @@ def convert_task(batches, fn, args, columns, dtypes, labels, out_fields, out_dty
                        + [pa.field("_fact", pa.binary())])
     try:
         with _task_threads():
-            new_chunk, fact = fn(_read_chunk(batches, columns, dtypes, labels, prepare), *args)
+            new_chunk, fact = fn(_read_chunk(batches, columns, dtypes, labels, prepare), *bind_chunk(args, pid))
         kept = [c for c in new_chunk if c is not None]
         result = (True, fact)
     except (ValueError, TypeError, ArithmeticError) as exc:
