@@ -166,3 +166,31 @@ def test_apply_needs_the_model_features_and_no_group_col(tmp_path, capsys):
     assert "--group-col is for models fitted with --group-col" in capsys.readouterr().err
     for path in ("part.parquet", "o.parquet"):
         assert path == "part.parquet" or not (tmp_path / path).exists()
+
+
+def test_apply_warns_when_no_row_of_a_feature_was_seen_at_fit(tmp_path, capsys):
+    """A feature whose every value in the file is unseen at fit (integers in the model, text in the file) gets a
+    warning naming the column, the model's values and the file's, once for the whole file; seen values: none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s, y, cols = _data(n=3000)
+    _write(tmp_path, s, y, cols)
+    model = tmp_path / "m.json"
+    assert _cli("fit", tmp_path / "d.parquet", "-o", model, "--score-col", "s", "--label-col", "y", "-q",
+                "--method", "multicalibration", "--segment-col", "country,device,x", "--numerical-col", "x") == 0
+    assert _cli("apply", model, tmp_path / "d.parquet", "-o", tmp_path / "ok.parquet", "--score-col", "s", "-q") == 0
+    assert capsys.readouterr().err == ""
+    table = pq.read_table(tmp_path / "d.parquet")
+    text = pa.array([None if v is None else f"n{v}" for v in cols["device"]], pa.string())
+    pq.write_table(table.set_column(table.column_names.index("device"), "device", text), tmp_path / "t.parquet",
+                   row_group_size=1000)
+    assert _cli("apply", model, tmp_path / "t.parquet", "-o", tmp_path / "t_out.parquet", "--score-col", "s",
+                "-q") == 0
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1, err
+    assert "no row's 'device' is one of the model's 4 values: no row got that feature's corrections" in err
+    assert "numbers in the model, text in the column" in err and "'n0'" in err
+    cal = fastcal.load(model)
+    with pytest.warns(UserWarning, match="no row's value of the segment feature 'device' is one of its values at fit"):
+        cal.predict(s, {**_in_memory(cols), "device": np.array(text.to_pylist(), dtype=object)})

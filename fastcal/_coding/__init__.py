@@ -35,7 +35,9 @@ from ._values import (
     feature_columns,
     folded_values,
     group_codes,
+    group_kinds,
     group_sizes_codes,
+    kind_names,
     labels_by_appearance,
     binned_codes,
     bin_numbers,
@@ -44,6 +46,7 @@ from ._values import (
     numerical_edges,
     quantile_edges,
     row_type,
+    shown,
 )
 
 __all__ = [
@@ -71,7 +74,9 @@ __all__ = [
     "group_bounds",
     "group_codes",
     "group_columns",
+    "group_kinds",
     "group_sizes_codes",
+    "kind_names",
     "labels_by_appearance",
     "number_chunk",
     "number_groups",
@@ -81,4 +86,5 @@ __all__ = [
     "numerical_edges",
     "quantile_edges",
     "row_type",
+    "shown",
 ]

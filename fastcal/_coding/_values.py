@@ -12,6 +12,7 @@ are cut as 10^7 rows are, and narrow its cell types).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -542,3 +543,27 @@ def row_type(most):
     """The unsigned integer type of the sort's rows ``cell << 1 | label`` for cells below ``most``: that of
     :func:`cell_type`'s width."""
     return np.dtype(f"u{np.dtype(cell_type(most)).itemsize}").type
+
+
+def group_kinds(values):
+    """The kinds of the groups ``values`` that are not missing: "numbers" (booleans too), "text", or a type's name
+    (values of other kinds never match: a model's groups or features against a column's values)."""
+    kinds = set()
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        kinds.add("numbers" if isinstance(v, (numbers.Number, np.bool_)) else
+                  "text" if isinstance(v, (str, bytes, np.str_)) else type(v).__name__)
+    return kinds
+
+
+def kind_names(kinds):
+    """The kinds of :func:`group_kinds`, for messages."""
+    return " and ".join(sorted(kinds))
+
+
+def shown(values, k=5):
+    """A few of ``values``, for messages."""
+    values = list(values)
+    head = ", ".join(repr(v) for v in values[:k])
+    return head + (", ..." if len(values) > k else "")

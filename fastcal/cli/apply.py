@@ -79,7 +79,7 @@ def cmd_apply(args, progress_enabled, timings):
         raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
     if grouped or segmented:
         reader.prepare_groups(group_cols + segment_cols)
-    matches = Matches(est, args.group_col) if grouped else None
+    matches = Matches(est, args.group_col) if grouped else FeatureMatches(est) if segmented else None
     writer = open_output(args.output, out_cols)
     progress = Progress(f"calibrating {path}", reader.n_rows, progress_enabled)
     t_read = t_compute = t_write = 0.0
@@ -130,6 +130,36 @@ def piece_groups(piece, names, path):
     return columns[0] if len(columns) == 1 else columns
 
 
+class FeatureMatches:
+    """The rows of a file whose value of each feature of the multicalibration model ``est`` was seen at fit (features
+    of values, not binned), counted piece by piece: :meth:`warn` writes a warning on stderr for each feature of
+    which there are rows and not one was seen (no row got that feature's corrections)."""
+
+    def __init__(self, est, k=5):
+        self.est, self.k = est, k
+        self.rows = dict.fromkeys(est.feature_names_in_, 0)
+        self.matched = dict.fromkeys(est.feature_names_in_, 0)
+        self.values = {name: {} for name in est.feature_names_in_}
+
+    def add(self, n, matches):
+        for name, (matched, values) in matches.items():
+            self.rows[name] += n
+            self.matched[name] += matched
+            kept = self.values[name]
+            for v in values:
+                if len(kept) >= self.k:
+                    break
+                kept.setdefault((type(v) is str, v), v)
+
+    def warn(self, path):
+        for name, rows in self.rows.items():
+            if rows and not self.matched[name] and name in self.est.feature_names_in_:
+                fitted = self.est.feature_values(name)
+                if fitted:
+                    warn_unmatched(path, name, fitted, list(self.values[name].values()), "values",
+                                   "no row got that feature's corrections")
+
+
 class Matches:
     """The rows of a file whose group has a calibrator of its own in the grouped model ``est``, counted piece by
     piece: :meth:`warn` writes a warning on stderr when there are rows and not one of them has."""
@@ -165,7 +195,10 @@ def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, ma
             p, matched, values = predict_matched(est, X, groups)
             matches.add(X.shape[0], matched, values)
         elif segments is not None:
-            p = est.predict(X, segments)
+            from ..multicalibration import predict_matched as predict_segments
+
+            p, found = predict_segments(est, X, segments)
+            matches.add(X.shape[0], found)
         else:
             p = est.predict_proba(X) if multiclass else est.predict(X)
         if args.prior_rate is not None:

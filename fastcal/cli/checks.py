@@ -102,11 +102,11 @@ def check_group_columns(est, names, model):
                          f"names {len(names)} ({', '.join(names)}); give the columns of the fit")
 
 
-def warn_unmatched(path, column, fitted, seen):
-    """Write on stderr that no row of ``path`` has in ``column`` one of the model's groups ``fitted`` (``seen``: a
-    few of the column's values)."""
-    sys.stderr.write(f"fastcal: warning: {path}: no row's {column!r} is one of the model's {len(fitted)} groups: "
-                     f"every row got the global calibrator (the model's groups: {shown(fitted)}; the column's "
+def warn_unmatched(path, column, fitted, seen, noun="groups", consequence="every row got the global calibrator"):
+    """Write on stderr that no row of ``path`` has in ``column`` one of the model's ``fitted`` groups (or a
+    feature's values: ``noun``), which means ``consequence`` (``seen``: a few of the column's values)."""
+    sys.stderr.write(f"fastcal: warning: {path}: no row's {column!r} is one of the model's {len(fitted)} {noun}: "
+                     f"{consequence} (the model's {noun}: {shown(fitted)}; the column's "
                      f"values: {shown(seen)}{describe_kinds(fitted, seen)})\n")
 
 

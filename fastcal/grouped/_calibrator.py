@@ -32,7 +32,7 @@ from .._core.validation import as_float_array, check_consistent_length, check_fi
 from ..beta import BetaCalibration
 from ..histogram import HistogramBinning
 from ..isotonic import IsotonicRegression
-from .._coding import as_groups, counting_order, group_sizes_codes
+from .._coding import as_groups, counting_order, group_kinds, group_sizes_codes, kind_names, shown
 from ..platt import PlattScaling
 from ..venn_abers import VennAbers
 
@@ -225,9 +225,9 @@ class GroupedCalibrator(BaseCalibrator):
         if not matched and values:
             kinds, fitted = group_kinds(values), group_kinds(self.groups_)
             if kinds and fitted and not kinds & fitted:
-                warnings.warn(f"no row's group is one of the fitted groups, which are {_kind_names(fitted)} "
-                              f"({_shown(self.groups_)}) while the groups given are {_kind_names(kinds)} "
-                              f"({_shown(values)}): every row takes the global calibrator. Give the groups as "
+                warnings.warn(f"no row's group is one of the fitted groups, which are {kind_names(fitted)} "
+                              f"({shown(self.groups_)}) while the groups given are {kind_names(kinds)} "
+                              f"({shown(values)}): every row takes the global calibrator. Give the groups as "
                               f"the values they were fitted with.", UserWarning, stacklevel=2)
         return out
 
@@ -312,28 +312,6 @@ def _predict_isotonic(flat, t, model, out):
     each model's ``predict``."""
     offsets, knots_x, knots_y, clip = flat
     _parallel.parallel_for(_gk.predict_groups, t.shape[0], t, model, offsets, knots_x, knots_y, clip, out)
-
-
-def group_kinds(values):
-    """The kinds of the groups ``values`` that are not missing: "numbers" (booleans too), "text", or a type's name
-(internal API: values of other kinds never match)."""
-    kinds = set()
-    for v in values:
-        if v is None or (isinstance(v, float) and v != v):
-            continue
-        kinds.add("numbers" if isinstance(v, (numbers.Number, np.bool_)) else
-                  "text" if isinstance(v, (str, bytes, np.str_)) else type(v).__name__)
-    return kinds
-
-
-def _kind_names(kinds):
-    return " and ".join(sorted(kinds))
-
-
-def _shown(values, k=5):
-    """A few of ``values``, for messages."""
-    head = ", ".join(repr(v) for v in list(values)[:k])
-    return head + (", ..." if len(values) > k else "")
 
 
 def _key(value):

@@ -50,7 +50,7 @@ independent random variables. Ann. Math. Statist. 22(3).
 """
 
 from .._exports import publish
-from ._calibrator import MulticalibrationCalibrator
+from ._calibrator import MulticalibrationCalibrator, predict_matched  # predict_matched: fastcal apply's
 from ._ecce import ECCEResult, calibration_ratio, ecce, kuiper_cdf, kuiper_sf, normalized_entropy, proportional_ece
 from ._mce import MulticalibrationResult, multicalibration_error
 from ._report import SegmentReport, segment_report

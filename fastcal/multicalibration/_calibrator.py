@@ -2,16 +2,17 @@
 
 Internal API, for the fit over rows (:mod:`._fit_rows`): :func:`fit_parameters` (an estimator's parameters,
 checked, as :func:`~._fit.fit_segment_model` takes them) and :func:`fitted` (a new estimator with those parameters
-and a fitted :class:`~._fit.SegmentModel`)."""
+and a fitted :class:`~._fit.SegmentModel`); for ``fastcal apply``: :func:`predict_matched`."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 
 from .._base import BaseCalibrator, check_is_fitted
-from .._coding import feature_columns
+from .._coding import feature_columns, group_kinds, kind_names, shown
 from .._core.validation import (
     as_float_array,
     check_binary_labels,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from .._prediction import SegmentOffsets
 
-__all__ = ["MulticalibrationCalibrator", "fit_parameters", "fitted"]
+__all__ = ["MulticalibrationCalibrator", "fit_parameters", "fitted", "predict_matched"]
 
 
 @register
@@ -235,16 +236,29 @@ class MulticalibrationCalibrator(BaseCalibrator):
 
     def predict(self, scores: ArrayLike, segments: Mapping[str, ArrayLike] | Any) -> NDArray[np.floating]:
         """The calibrated probabilities of ``scores`` (in their dtype, float32 or float64) with the rows' segment
-        features ``segments`` (every feature of the fit; others are ignored)."""
+        features ``segments`` (every feature of the fit; others are ignored).
+
+        Warns (``UserWarning``) when no row's value of a feature is one of its values at fit and the values are all
+        of another kind (numbers against text, e.g. a feature fitted as integers given as strings): no row then
+        gets that feature's corrections, which is seldom what was meant. Values unseen at fit of the fitted kind
+        are no mistake, and get no correction from their feature silently."""
+        out, matches = predict_matched(self, scores, segments)
+        for name, (matched, values) in matches.items():
+            fitted = self.feature_values(name)
+            kinds, fitted_kinds = group_kinds(values), group_kinds(fitted)
+            if not matched and values and kinds and fitted_kinds and not kinds & fitted_kinds:
+                warnings.warn(f"no row's value of the segment feature {name!r} is one of its values at fit, which "
+                              f"are {kind_names(fitted_kinds)} ({shown(fitted)}) while the values given are "
+                              f"{kind_names(kinds)} ({shown(values)}): no row gets that feature's corrections. "
+                              f"Give the values as they were fitted.", UserWarning, stacklevel=2)
+        return out
+
+    def feature_values(self, name: str) -> list[Any]:
+        """The values of segment feature ``name`` seen at fit (for a binned numerical feature, its bin numbers)."""
         check_is_fitted(self, "offsets_")
-        p = as_float_array(column_or_1d(scores, "scores"), "scores")
-        check_probability_range(p, "scores")
-        names = self.feature_names_in_
-        given = {name: column for name, column, _ in feature_columns(segments, p.shape[0], ())}
-        missing = [name for name in names if name not in given]
-        if missing:
-            raise ValueError(f"segments lacks the features {missing} of the fit (it has {list(given)}).")
-        return self._model().predict(p, given)
+        f = self.feature_names_in_.index(name)
+        start = int(self.feature_counts_[:f].sum())
+        return list(self.feature_values_[start:start + int(self.feature_counts_[f])])
 
     def prediction_data(self) -> SegmentOffsets:
         """What :meth:`predict` computes, as data (:class:`fastcal._prediction.SegmentOffsets`: the segments with an
@@ -301,3 +315,20 @@ def fitted(estimator: MulticalibrationCalibrator, model: SegmentModel) -> Multic
     out = MulticalibrationCalibrator(**estimator.get_params())
     out._set_model(model)
     return out
+
+
+def predict_matched(estimator: MulticalibrationCalibrator, scores: Any,
+                    segments: Any) -> tuple[NDArray[np.floating], dict[str, tuple[int, list[Any]]]]:
+    """``(p, matches)``: ``estimator.predict(scores, segments)`` without its warning, and for each feature of values
+    (not binned) the rows whose value was seen at fit and the column's distinct values (internal API of ``fastcal
+    apply``, which warns for a whole file)."""
+    check_is_fitted(estimator, "offsets_")
+    p = as_float_array(column_or_1d(scores, "scores"), "scores")
+    check_probability_range(p, "scores")
+    names = estimator.feature_names_in_
+    given = {name: column for name, column, _ in feature_columns(segments, p.shape[0], ())}
+    missing = [name for name in names if name not in given]
+    if missing:
+        raise ValueError(f"segments lacks the features {missing} of the fit (it has {list(given)}).")
+    matches: dict[str, tuple[int, list[Any]]] = {}
+    return estimator._model().predict(p, given, matches), matches

@@ -119,15 +119,16 @@ class FeatureTable:
     size: int
 
     def codes_of(self, column):
-        """``(codes, remap)``: a new column of this feature as codes from 0 (int64) and each code's digit + 1 (0: a
-        value not in the table, which no segment of this feature holds)."""
+        """``(codes, remap, uniques)``: a new column of this feature as codes from 0 (int64), each code's digit + 1
+        (0: a value not in the table, which no segment of this feature holds) and each code's value."""
         if self.kind == "bins":  # the bin numbers are the values: 0..edges.size - 2, and edges.size for NaN
             codes = bin_numbers(np.ascontiguousarray(np.asarray(column, dtype=np.float64)), self.edges)
             uniques = range(self.edges.size + 1)
         else:
             codes, uniques = group_codes(column, self.name)
         lookup = dict(zip(self.values, self.digits.tolist()))
-        return codes, np.array([lookup.get(feature_key(u), -1) + 1 for u in uniques] or [0], dtype=np.int64)
+        remap = np.array([lookup.get(feature_key(u), -1) + 1 for u in uniques] or [0], dtype=np.int64)
+        return codes, remap, uniques
 
     def label(self, digit):
         """The label of a digit, as segment tables show it: the value, ``"__NA"`` for missing (NaN for a numerical
@@ -227,16 +228,25 @@ class SegmentModel:
         """The score bucket of each score (int64)."""
         return score_buckets(p, self.bucket_edges)
 
-    def predict(self, p, columns):
+    def predict(self, p, columns, matches=None):
         """The calibrated probabilities of scores ``p`` (float32 or float64, in their dtype) with the segment
-        ``columns`` (name -> 1-D array, every feature).
+        ``columns`` (name -> 1-D array, every feature); ``matches``, a dict, gets for each feature of values (not
+        binned) ``(rows whose value is in its table, the column's distinct values)``, missing values left out.
 
         The rows are numbered by their pattern (each feature's digit, or none, and the score bucket: a mixed-radix
         number, renumbered among those present), the offsets added up once per pattern
         (:func:`~._fit_kernels.row_offsets`, in the order of the fit's sums) and looked up by each row in the pass
         that calibrates it (:func:`~._fit_kernels.predict_rows`)."""
         n = p.shape[0]
-        digits = [(*t.codes_of(columns[t.name]), t.size + 1) for t in self.features]
+        digits = []
+        for t in self.features:
+            codes, remap, uniques = t.codes_of(columns[t.name])
+            if matches is not None and t.kind != "bins":
+                sizes = np.bincount(codes, minlength=remap.size) if n else np.zeros(remap.size, dtype=np.int64)
+                present = np.array([feature_key(u) is not None for u in uniques] or [False])
+                matches[t.name] = (int(sizes[(remap > 0) & present].sum()), [u for u in uniques
+                                                                              if feature_key(u) is not None])
+            digits.append((codes, remap, t.size + 1))
         n_b = self.n_buckets
         span = math.prod(t.size + 1 for t in self.features) * n_b
         if span >= KEY_LIMIT:  # too many patterns to number: each row's cells found on its own
