@@ -99,6 +99,49 @@ def test_csv_and_parquet_give_the_in_memory_model_and_predictions(tmp_path):
     assert [a.split(",")[:6] for a in lines_out[1:]] == [a.split(",") for a in lines_in[1:]]
 
 
+@pytest.mark.parametrize("options, params", [
+    (("--max-depth", "1", "--n-buckets", "3", "--n-folds", "4"), {"max_depth": 1, "n_buckets": 3, "n_folds": 4}),
+    (("--max-depth", "none", "--max-values-per-segment-feature", "2", "--min-samples-per-segment", "0",
+      "--max-n-segments", "none"),
+     {"max_depth": None, "max_values_per_segment_feature": 2, "min_samples_per_segment": 0, "max_n_segments": None}),
+    (("--max-n-segments", "5",), {"max_n_segments": 5}),
+])
+def test_the_estimator_parameters_as_options(tmp_path, options, params):
+    """Each option sets the estimator's parameter of its name; the model is the in-memory fit's with them (and with
+    the estimator's defaults for the others, which the help text states)."""
+    s, y, cols = _data(n=3000)
+    _write(tmp_path, s, y, cols)
+    assert _cli("fit", tmp_path / "d.parquet", "-o", tmp_path / "m.json", *FIT, *options) == 0
+    got = fastcal.load(tmp_path / "m.json")
+    want = fastcal.MulticalibrationCalibrator(**params).fit(s, y, _in_memory(cols), numerical=["x"])
+    assert got.get_params() == want.get_params() == {**fastcal.MulticalibrationCalibrator().get_params(), **params}
+    assert repr(got.segment_values_) == repr(want.segment_values_)
+    assert_array_equal(got.offsets_, want.offsets_)
+
+
+def test_the_help_states_the_estimator_defaults(capsys):
+    from fastcal.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, value in fastcal.MulticalibrationCalibrator().get_params().items():
+        assert f"--{name.replace('_', '-')}" in text
+        assert f"{name}, " in text and f"(default {value})" in text.split(f"{name}, ")[1].split("--")[0], name
+
+
+@pytest.mark.parametrize("option, value, words", [
+    ("--n-folds", "1", "argument --n-folds: expected an integer (2 or more), got '1'"),
+    ("--max-depth", "-1", "argument --max-depth: expected an integer (0 or more) or none, got '-1'"),
+    ("--max-n-segments", "0", "argument --max-n-segments: expected an integer (1 or more) or none, got '0'"),
+    ("--n-buckets", "x", "argument --n-buckets: expected a positive integer, got 'x'"),
+])
+def test_option_values_are_checked_before_any_data_is_read(tmp_path, capsys, option, value, words):
+    with pytest.raises(SystemExit) as exc:
+        _cli("fit", tmp_path / "absent.parquet", "-o", tmp_path / "m.json", *FIT, option, value)
+    assert exc.value.code == 2 and words in capsys.readouterr().err
+
+
 def test_fit_prints_what_it_fitted(tmp_path, capsys):
     s, y, cols = _data(n=3000)
     _write(tmp_path, s, y, cols)
@@ -120,6 +163,7 @@ def test_fit_prints_what_it_fitted(tmp_path, capsys):
     (("--method", "multicalibration", "--segment-col", "country", "--memory-budget", "1G"),
      "--memory-budget (out-of-core fitting) supports"),
     (("--method", "multicalibration", "--segment-col", "country,nope"), "nope"),
+    (("--method", "isotonic", "--n-buckets", "3"), "--n-buckets is for --method multicalibration"),
 ])
 def test_usage_errors(tmp_path, capsys, extra, words):
     s, y, cols = _data(n=500)

@@ -477,9 +477,9 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # 
     src = str(d / "mc.csv")
     assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
                  "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",
-                 str(d / "mc.json")]) == 0
+                 str(d / "mc.json"), "--n-buckets", "5", "--max-depth", "2"]) == 0
     model = fastcal.load(d / "mc.json")
-    assert np.count_nonzero(model.offsets_) > 0
+    assert np.count_nonzero(model.offsets_) > 0 and model.n_buckets == 5 and model.max_depth == 2
     apply = ["apply", str(d / "mc.json"), src, "--score-col", "score", "-q"]
     assert main(apply + ["--spark", "-o", str(d / "mc_spark.parquet")]) == 0
     assert main(apply + ["-o", str(d / "mc_mem.parquet")]) == 0
@@ -491,7 +491,7 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # 
     # fit --spark: the model of fit without it (the file's rows in order: one CSV file, read in order)
     assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
                  "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",
-                 str(d / "mc_fit_spark.json"), "--spark"]) == 0
+                 str(d / "mc_fit_spark.json"), "--spark", "--n-buckets", "5", "--max-depth", "2"]) == 0
     features = {"country": np.where(country == "", None, country).astype(object), "device": device,
                 "x": np.array([np.nan if v == "" else float(v) for v in x])}
     assert_same_model(fastcal.load(d / "mc_fit_spark.json"), model, score, features)

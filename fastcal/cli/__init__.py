@@ -5,7 +5,7 @@
     fastcal fit --method isotonic|centered-isotonic|sigmoid|platt|temperature|beta|histogram|venn-abers
                 --score-col COL --label-col COL
                 [--weight-col COL] [--group-col COL] INPUT -o model.json
-    fastcal fit --method multicalibration --segment-col A,B,... [--numerical-col B,...]
+    fastcal fit --method multicalibration --segment-col A,B,... [--numerical-col B,...] [--max-depth N] ...
                 --score-col COL --label-col COL [--weight-col COL] INPUT -o model.json
     fastcal apply model.json INPUT -o OUTPUT [--score-col COL] [--prior-rate R | --priors TRAIN NEW]
     fastcal report INPUT --score-col COL --label-col COL -o report.png|report.html|report.json
@@ -36,8 +36,9 @@ name with commas that is a column of the file is that one column.
 
 ``fit --method multicalibration`` fits a :class:`fastcal.MulticalibrationCalibrator` on the segment
 features ``--segment-col`` (each column typed as a group column; those of ``--numerical-col`` read as
-numbers, an empty cell NaN, and cut at quantiles). ``apply`` reads the model's features from the columns
-of the same names.
+numbers, an empty cell NaN, and cut at quantiles); ``--max-depth``, ``--n-buckets`` and the estimator's other
+parameters are options of their names. ``apply`` reads the model's features from the columns of the same
+names, and warns when no row's value of a feature was seen at fit.
 
 ``apply`` carries every input column through untouched: only the score
 columns are parsed (CSV records are copied byte for byte, Parquet columns
@@ -81,7 +82,17 @@ import sys
 from .._io import BATCH_ROWS, DataError, UsageError
 from .apply import cmd_apply
 from .fit import cmd_fit
-from .options import bins_arg, bool_arg, jobs_arg, memory_arg, positive_int
+from .options import (
+    bins_arg,
+    bool_arg,
+    count_arg,
+    count_or_none_arg,
+    folds_arg,
+    jobs_arg,
+    limit_arg,
+    memory_arg,
+    positive_int,
+)
 from .precompile import cmd_precompile
 from .report import cmd_report
 from .signals import Interrupted, Signals
@@ -166,6 +177,19 @@ def build_parser():
     fit.add_argument("--numerical-col", metavar="COLS",
                      help="multicalibration: the features of --segment-col that are numbers, cut at quantiles "
                           "(the others are categorical); an empty cell is NaN, a value of its own")
+    mc = "multicalibration: fastcal.MulticalibrationCalibrator's"
+    fit.add_argument("--max-depth", type=count_or_none_arg, metavar="N|none",
+                     help=f"{mc} max_depth, most features in a segment (default 3)")
+    fit.add_argument("--max-values-per-segment-feature", type=positive_int, metavar="N",
+                     help=f"{mc} max_values_per_segment_feature, values (bins) kept per feature (default 6)")
+    fit.add_argument("--min-samples-per-segment", type=count_arg, metavar="N",
+                     help=f"{mc} min_samples_per_segment, fewest rows of a segment (default 10)")
+    fit.add_argument("--max-n-segments", type=limit_arg, metavar="N|none",
+                     help=f"{mc} max_n_segments, most segments (default 1000)")
+    fit.add_argument("--n-buckets", type=positive_int, metavar="N",
+                     help=f"{mc} n_buckets, score buckets crossed with each segment (default 8)")
+    fit.add_argument("--n-folds", type=folds_arg, metavar="N",
+                     help=f"{mc} n_folds, folds of the cross-fitting that chooses the penalty (default 5)")
     add_spark_options(fit)
     common(fit, quiet_help="no progress bars and no summary line on stdout")
     fit.set_defaults(func=cmd_fit)

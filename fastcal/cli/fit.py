@@ -21,7 +21,7 @@ from .._io import (
     read_columns,
 )
 from .checks import check_labels, check_probabilities, check_weights, segment_features
-from .options import columns_arg, group_columns_arg, group_values
+from .options import NO_LIMIT, columns_arg, group_columns_arg, group_values
 from . import spark
 from .progress import Progress
 from .signals import committing
@@ -47,8 +47,20 @@ def _estimator(args):
     if args.method == "histogram":
         return fastcal.HistogramBinning(n_bins=args.n_bins, strategy=args.strategy)
     if args.method == "multicalibration":
-        return fastcal.MulticalibrationCalibrator()
+        return fastcal.MulticalibrationCalibrator(**multicalibration_params(args))
     return fastcal.TemperatureScaling()
+
+
+#: The options of ``fit --method multicalibration`` beside the columns: the estimator's parameters of the same names.
+MULTICALIBRATION_OPTIONS = ("max_depth", "max_values_per_segment_feature", "min_samples_per_segment", "max_n_segments",
+                            "n_buckets", "n_folds")
+
+
+def multicalibration_params(args):
+    """The estimator's parameters that the options of :data:`MULTICALIBRATION_OPTIONS` give (``none``: None); the
+    others keep the estimator's defaults."""
+    given = {name: getattr(args, name) for name in MULTICALIBRATION_OPTIONS if getattr(args, name) is not None}
+    return {name: None if value == NO_LIMIT else value for name, value in given.items()}
 
 
 def fastcal_grouped(est, min_rows):
@@ -107,7 +119,7 @@ def cmd_fit(args, progress_enabled, timings):
                                "--score-col (several)": len(score_cols) > 1})
     if args.spark:
         est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None,
-                        segments=(segment_cols, numerical))
+                        segments=(segment_cols, numerical, multicalibration_params(args)))
         _save(est, args, timings)
         if not args.quiet:
             _summary(est, args, None, timings)
@@ -176,6 +188,9 @@ def _segment_options(args):
         if segment_cols or numerical:
             raise UsageError("--segment-col and --numerical-col are for --method multicalibration (for a "
                              "calibrator per group, give --group-col)")
+        given = [name for name in MULTICALIBRATION_OPTIONS if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} is for --method multicalibration")
         return [], []
     if not segment_cols:
         raise UsageError("--method multicalibration needs --segment-col (the segment features, a,b,...)")

@@ -76,6 +76,32 @@ def positive_int(text):
     return _int_at_least(text, 1, "a positive integer")
 
 
+def count_arg(text):
+    """An integer >= 0 (``--min-samples-per-segment``)."""
+    return _int_at_least(text, 0, "an integer (0 or more)")
+
+
+def count_or_none_arg(text, least=0):
+    """An integer >= ``least``, or ``none`` (None: no limit; ``--max-depth``, ``--max-n-segments``)."""
+    if text.strip().lower() == "none":
+        return NO_LIMIT
+    return _int_at_least(text, least, f"an integer ({least} or more) or none")
+
+
+def folds_arg(text):
+    """An integer >= 2 (``--n-folds``)."""
+    return _int_at_least(text, 2, "an integer (2 or more)")
+
+
+def limit_arg(text):
+    """An integer >= 1, or ``none`` (``--max-n-segments``)."""
+    return count_or_none_arg(text, 1)
+
+
+#: What ``none`` parses to (argparse's own None means "not given": the estimator's default).
+NO_LIMIT = "none"
+
+
 def bins_arg(text):
     """``--n-bins``: an integer from 1 to the library's most bins, checked before any data is read."""
     value = positive_int(text)

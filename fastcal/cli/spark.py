@@ -194,18 +194,19 @@ def check_binary_labels(df, path, column):
         raise DataError(f"{path}: column {column!r}: label {bad[0][0]!r} is not 0 or 1")
 
 
-def fit(args, score_col, timings, calibrator=None, segments=((), ())):
+def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
     """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns;
     with ``calibrator`` (the unfitted calibrator, for ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it
-    (:func:`fastcal.spark.fit_grouped`); ``segments``: the segment columns and the numerical ones among them of
-    ``--method multicalibration`` (typed as group columns, the numerical ones checked to be numbers)."""
+    (:func:`fastcal.spark.fit_grouped`); ``segments``: the segment columns, the numerical ones among them and the
+    estimator's parameters of ``--method multicalibration`` (the columns typed as group columns, the numerical ones
+    checked to be numbers)."""
     import fastcal.spark as fs
 
     if args.method not in SPARK_METHODS:
         raise UsageError(f"--method {args.method} is not available with --spark (only {', '.join(SPARK_METHODS)})")
     path = display_name(args.input)
     columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
-    segment_cols, numerical = segments
+    segment_cols, numerical, params = segments
     with session(args) as spark:
         t0 = time.perf_counter()
         if segment_cols:
@@ -230,7 +231,7 @@ def fit(args, score_col, timings, calibrator=None, segments=((), ())):
                 est = fs.fit_platt(df, score_col, args.label_col, max_iter=args.max_iter, **common)
             elif args.method == "multicalibration":
                 est = fs.fit_multicalibration(df, score_col, args.label_col, list(segment_cols),
-                                              numerical=list(numerical), **common)
+                                              numerical=list(numerical), **params, **common)
             elif args.method == "beta":
                 est = fs.fit_beta(df, score_col, args.label_col, parameters=args.parameters,
                                   max_iter=args.max_iter, **common)
