@@ -282,3 +282,15 @@ def test_prediction_data_says_what_predict_computes():
     want = cal.predict(q, r)
     got = _read_prediction_data(data, q, r)
     assert np.all(np.abs(got - want) <= 4 * np.spacing(want))
+
+
+def test_the_docstring_states_the_path():
+    """The estimator's docstring says how many penalties the path has, their range, and when it stops."""
+    from fastcal.multicalibration._fit import PATIENCE
+
+    doc = " ".join(MulticalibrationCalibrator.__doc__.split())
+    words = {1: "one", 2: "two", 3: "three"}
+    assert f"along {len(FRACTIONS)} fractions" in doc
+    assert np.isclose(FRACTIONS[0], 10 ** -0.5) and np.isclose(FRACTIONS[-1], 1e-5)
+    assert r"10^{-1/2}, 10^{-1}, \ldots, 10^{-5}" in doc
+    assert f"stopping {words[PATIENCE]} steps after the best" in doc

@@ -54,8 +54,8 @@ class MulticalibrationCalibrator(BaseCalibrator):
     weighted log loss plus :math:`\lambda \lVert b \rVert_1` (the lasso: the segments that are not off keep an
     offset of exactly 0) by Newton's method, each step one pass over the rows (sums per pattern of segments and
     bucket, then coordinate descent on those sums, as glmnet does). :math:`\lambda` is chosen on held-out log loss
-    along 20 fractions of the least penalty that changes nothing, :math:`10^{-1/4}, 10^{-1/2}, \ldots, 10^{-5}`,
-    stopping three steps after the best: ``n_folds``-fold cross-fitting, or a hold-out of 40% of the rows past 2.5
+    along 10 fractions of the least penalty that changes nothing, :math:`10^{-1/2}, 10^{-1}, \ldots, 10^{-5}`,
+    stopping two steps after the best: ``n_folds``-fold cross-fitting, or a hold-out of 40% of the rows past 2.5
     million effective rows (MCGrad's rule). If no penalty beats the scores as they are on the held-out rows, nothing
     changes (``n_rounds_ == 0``). The chosen penalty is then fitted on every row.
 

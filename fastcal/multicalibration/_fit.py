@@ -66,8 +66,8 @@ from ._mce import choose_segments
 __all__ = ["FRACTIONS", "FeatureTable", "Passes", "SegmentModel", "bucket_edges", "feature_key", "fit_offsets",
            "fit_segment_model", "folds_of", "logits_of", "pattern_cells", "score_buckets", "segment_table"]
 
-#: The path of penalties, fractions of :math:`\lambda_{max}` (the least that changes no offset): :math:`10^{-j/4}`,
-#: j = 1..20.
+#: The path of penalties, fractions of :math:`\lambda_{max}` (the least that changes no offset): :math:`10^{-j/2}`,
+#: j = 1..10.
 FRACTIONS = tuple(10.0 ** (-j / 2) for j in range(1, 11))
 #: Path steps without a better held-out log loss before the path stops.
 PATIENCE = 2
