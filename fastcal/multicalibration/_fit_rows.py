@@ -13,9 +13,9 @@ that ``fit`` gives on the same rows in memory (:func:`~._fit.fit_segment_model`)
    bucket counts and gathered values);
 4. one :meth:`Rows.convert` to what the passes read: each row's *pattern* (its cell among the merged cells, ascending,
    times the buckets, plus its bucket: the in-memory patterns in the in-memory order, with the combinations that
-   hold no row in between, whose sums stay 0), its logit, its label (uint8), its rescaled weight and its fold (a hash
-   of its global position: :data:`fastcal._engine.CHUNK_NUMBER` and the chunks' sizes); each chunk's weight, sum of
-   squared weights and weight per fold;
+   hold no row in between, whose sums stay 0), its fold (a hash of its global position:
+   :data:`fastcal._engine.CHUNK_NUMBER` and the chunks' sizes) and its label, in one int64 key; its logit and its
+   rescaled weight; each chunk's weight, sum of squared weights and weight per fold;
 5. the penalty's path and the final fit (:func:`~._fit.fit_offsets`), each Newton step one :meth:`Rows.map` of the
    in-memory pass (:class:`~._fit.Passes`) over each chunk, the chunks' sums added in chunk order.
 
@@ -96,8 +96,10 @@ def _cells_of(digits, cell_keys, radix):
 
 
 def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent):
-    """A coded chunk ``(p, labels, w, *digits)`` as the passes read it, ``(pattern, logit, y, w, fold)``, and its
-    facts ``(sum w, sum w^2, weight per fold)`` (weights rescaled by ``2**-exponent``)."""
+    """A coded chunk ``(p, labels, w, *digits)`` as the passes read it, ``(key, logit, w)``, and its facts ``(sum w,
+    sum w^2, weight per fold)`` (weights rescaled by ``2**-exponent``). ``key`` is ``(pattern * n_folds + fold) * 2
+    + y``: one int64 column where three would be, since a backend that moves columns on every pass (Spark: from its
+    cache to the Python task) pays per column."""
     p, labels, w = chunk[:3]
     n = p.shape[0]
     n_b = max(edges.size - 1, 1)
@@ -108,13 +110,17 @@ def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent
         facts = (float(n), float(n), np.bincount(fold, minlength=n_folds).astype(np.float64))
     else:
         facts = (float(np.sum(w64)), float(np.dot(w64, w64)), np.bincount(fold, weights=w64, minlength=n_folds))
-    return (pattern, logits_of(p), np.not_equal(labels, 0).astype(np.uint8), w64, fold), facts
+    key = (pattern * n_folds + fold) * 2 + np.not_equal(labels, 0)
+    return (key, logits_of(p), w64), facts
 
 
 def _pass_sums(chunk, held, n_patterns, slope, beta):
     """One chunk's pattern sums and totals (flat) at ``slope`` and ``beta``: the in-memory pass on its rows."""
-    pattern, lg, y, w, fold = chunk
-    sums, totals = Passes(pattern, lg, y, w, fold, held, n_patterns).run(slope, beta)
+    key, lg, w = chunk
+    rest = key >> 1
+    pattern, fold = np.divmod(rest, held.shape[1])
+    sums, totals = Passes(pattern, lg, (key & 1).astype(np.uint8), w, fold.astype(np.uint8), held,
+                          n_patterns).run(slope, beta)
     return sums.ravel(), totals.ravel()
 
 
