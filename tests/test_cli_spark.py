@@ -459,7 +459,7 @@ def test_two_group_columns_with_spark_equal_the_in_memory_commands(spark, files,
     assert capsys.readouterr().err == ""
 
 
-def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # noqa: F811
+def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files, capsys):  # noqa: F811
     """``apply --spark`` of a model of ``fit --method multicalibration``: the features read from the columns of
     their names (CSV typed as without --spark: text with empty cells, integers, numbers with empty cells), the
     predictions of ``apply`` without --spark within the JVM's rounding of its exp and log (see
@@ -475,6 +475,7 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # 
         f.writelines(f"{i},{s!r},{y},{c},{k},{v}\n" for i, s, y, c, k, v in
                      zip(range(N), score.tolist(), label, country, device.tolist(), x.tolist()))
     src = str(d / "mc.csv")
+    src_text = (d / "mc.csv").read_text()
     assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
                  "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",
                  str(d / "mc.json"), "--n-buckets", "5", "--max-depth", "2"]) == 0
@@ -488,6 +489,16 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files):  # 
     want = pq.read_table(d / "mc_mem.parquet").column("calibrated").to_numpy()
     assert np.all(np.abs(got - want) <= multicalibration_bound(model, score, want))
     assert np.mean(got == want) > 0.5
+    assert capsys.readouterr().err == ""  # every feature has seen values: no warning
+    unseen = d / "unseen.csv"
+    unseen.write_text(src_text.replace(",fr,", ",xx,").replace(",de,", ",yy,").replace(",us,", ",zz,"))
+    for spark_args in (["--spark"], []):
+        out = d / ("unseen_out.parquet" if spark_args else "unseen_mem.parquet")
+        assert main(["apply", str(d / "mc.json"), str(unseen), "--score-col", "score", "-q", "-o", str(out),
+                     *spark_args]) == 0
+        err = capsys.readouterr().err
+        assert err.count("warning") == 1 and "no row's 'country' is one of the model's" in err, (spark_args, err)
+        assert "no row got that feature's corrections" in err
     # fit --spark: the model of fit without it (the file's rows in order: one CSV file, read in order)
     assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
                  "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",

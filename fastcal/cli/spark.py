@@ -331,6 +331,8 @@ def apply(args, est, score_col, output_col, timings):
             timings["read, calibrate and write (Spark)"] = time.perf_counter() - t0
             if grouped:
                 _warn_unmatched(df, est, group_col, args.group_col, path)
+            if segmented:
+                _warn_unseen_values(df, est, path)
             from .signals import committing
 
             with committing():
@@ -397,6 +399,31 @@ def _warn_unmatched(df, est, columns, text, path):
         return
     rows = df.select(*(columns if several else [columns])).distinct().limit(5).collect()
     warn_unmatched(path, text, est.groups_, [tuple(r) if several else r[0] for r in rows])
+
+
+def _warn_unseen_values(df, est, path):
+    """The warnings of ``fastcal apply`` of a multicalibration model (:class:`.apply.FeatureMatches`): for each
+    feature of values (not binned) whose column has rows with a value (not null, not NaN) and none of them seen at
+    fit; Spark jobs that stop at the first row found."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from .checks import warn_unmatched
+
+    for name, kind in zip(est.feature_names_in_, est.feature_kinds_):
+        if kind == "bins":
+            continue
+        col = F.col(name)
+        has_value = col.isNotNull()
+        if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+            has_value = has_value & ~F.isnan(col)
+        fitted = est.feature_values(name)
+        present = [v for v in fitted if v is not None]
+        seen = has_value & col.isin(present) if present else F.lit(False)
+        if df.where(seen).limit(1).count() or not df.where(has_value).limit(1).count():
+            continue
+        rows = df.where(has_value).select(name).distinct().limit(5).collect()
+        warn_unmatched(path, name, fitted, [r[0] for r in rows], "values", "no row got that feature's corrections")
 
 
 def _group_reports(df, args, columns, path):
