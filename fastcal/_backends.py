@@ -36,7 +36,7 @@ PARITY = {
     "IsotonicRegression": _all("fit_isotonic", "fit_isotonic"),
     "PlattScaling": _all("fit_platt", "fit_platt"),
     "BetaCalibration": _all("fit_beta", "fit_beta"),
-    "HistogramBinning": _all("fit_histogram", _OOC_LATER),
+    "HistogramBinning": _all("fit_histogram", "fit_histogram"),
     "TemperatureScaling": _all(Missing("multiclass logits: " + _NO_DRIVER + " (issue 41)"),
                                Missing("multiclass logits: " + _NO_DRIVER + " (issue 41)")),
     "VennAbers": _all(Missing("its fit keeps every distinct score, in memory"),
@@ -87,8 +87,8 @@ NOT_ROWS = frozenset({
 OWN = {
     "dask": frozenset({"predict"}),
     "spark": frozenset({"predict", "SparkRows"}),
-    "outofcore": frozenset({"fit_beta_parquet", "fit_isotonic_parquet", "fit_platt_parquet", "iter_npy",
-                            "iter_parquet"}),
+    "outofcore": frozenset({"fit_beta_parquet", "fit_histogram_parquet", "fit_isotonic_parquet", "fit_platt_parquet",
+                            "iter_npy", "iter_parquet"}),
 }
 
 

@@ -487,3 +487,44 @@ def test_parquet_without_rows(tmp_path):
         oc.fit_isotonic_source(src, {}, None, 1 << 12)
     with pytest.raises(ValueError, match="scores must have at least 1 element"):
         oc.fit_platt_source(src, 100, None)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "quantile"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_histogram_equals_in_memory(strategy, weighted, tmp_path):
+    """outofcore.fit_histogram (arrays, .npy paths, Parquet) and fastcal fit --memory-budget --method histogram: the
+    in-memory edges exactly, the values to the rounding of the chunks' sums added in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import fastcal
+    from fastcal import outofcore
+    from fastcal.cli import main
+
+    rng = np.random.default_rng(7)
+    p = rng.beta(2, 3, 20_000)
+    p[::97] = 0.25  # ties across chunk edges
+    y = (rng.random(p.size) < p**1.3).astype(np.int8)
+    w = rng.uniform(0.1, 3.0, p.size) if weighted else None
+    ref = fastcal.HistogramBinning(n_bins=12, strategy=strategy).fit(p, y, sample_weight=w)
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "y.npy", y)
+    table = {"p": p, "y": y} if w is None else {"p": p, "y": y, "w": w}
+    pq.write_table(pa.table(table), tmp_path / "d.parquet", row_group_size=3000)
+    fits = [outofcore.fit_histogram(p, y, w, n_bins=12, strategy=strategy, chunk_rows=1700),
+            outofcore.fit_histogram(tmp_path / "p.npy", tmp_path / "y.npy", w, n_bins=12, strategy=strategy,
+                                    chunk_rows=4096),
+            outofcore.fit_histogram_parquet(tmp_path / "d.parquet", "p", "y", "w" if weighted else None, n_bins=12,
+                                            strategy=strategy, chunk_rows=2500)]
+    assert main(["fit", "-q", "--method", "histogram", "--n-bins", "12", "--strategy", strategy, "--score-col", "p",
+                 "--label-col", "y", *(["--weight-col", "w"] if weighted else []), "--memory-budget", "1M",
+                 "--batch-rows", "3000", str(tmp_path / "d.parquet"), "-o", str(tmp_path / "m.json")]) == 0
+    fits.append(fastcal.load(tmp_path / "m.json"))
+    for fit in fits:
+        assert type(fit) is fastcal.HistogramBinning and fit.get_params() == ref.get_params()
+        np.testing.assert_array_equal(fit.bin_edges_, ref.bin_edges_)
+        # sums of at most 20_000 terms in another grouping: a few ulp
+        np.testing.assert_allclose(fit.bin_values_, ref.bin_values_, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(fit.bin_weights_, ref.bin_weights_, rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match=r"y_prob has values outside \[0, 1\]"):
+        outofcore.fit_histogram(np.array([0.2, 1.2, 0.5]), np.array([0, 1, 1]), chunk_rows=2)

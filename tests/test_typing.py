@@ -338,6 +338,8 @@ def out_of_core(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(fastcal.outofcore.fit_platt(s, y, 1.0, max_iter=50, memory_budget=1 << 20), fastcal.PlattScaling)
     p = 1.0 / (1.0 + np.exp(-s))
     assert_type(fastcal.outofcore.fit_beta(p, y, None, parameters="ab", chunk_rows=100), fastcal.BetaCalibration)
+    assert_type(fastcal.outofcore.fit_histogram(p, y, None, n_bins=5, strategy="quantile", chunk_rows=100),
+                fastcal.HistogramBinning)
     for chunk in fastcal.outofcore.iter_npy(xpath, 64, column=None):
         assert_type(chunk, NDArray[Any])
 
@@ -349,6 +351,7 @@ def parquet_fits(path: str) -> Calibrator:
     fastcal.outofcore.fit_isotonic_parquet(path, "s", "y", weight_col=None, memory_budget=1 << 24,
                                            increasing=False)
     fastcal.outofcore.fit_beta_parquet(path, "p", "y", "w", parameters="abm", max_iter=20, memory_budget=1 << 24)
+    fastcal.outofcore.fit_histogram_parquet(path, "p", "y", "w", n_bins=5, strategy="uniform", memory_budget=1 << 24)
     return fastcal.outofcore.fit_platt_parquet(path, "s", "y", "w", max_iter=20, tol=1e-8, chunk_rows=1000)
 
 

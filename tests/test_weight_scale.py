@@ -326,6 +326,21 @@ def _dask_histogram(w):
     return {"fit": _floats(np.concatenate([est.bin_edges_, est.bin_values_])), "weights": (est.bin_weights_, 1)}
 
 
+def _outofcore_histogram(w, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastcal import outofcore
+
+    est = outofcore.fit_histogram(S, Y, w, n_bins=7, strategy="quantile", chunk_rows=20)
+    path = tmp_path / f"hist{np.max(w):.3e}.parquet"
+    pq.write_table(pa.table({"p": S, "y": Y, "w": w}), path, row_group_size=20)
+    from_file = outofcore.fit_histogram_parquet(path, "p", "y", "w", n_bins=7, chunk_rows=20)
+    return {"fit": _floats(np.concatenate([est.bin_edges_, est.bin_values_])), "weights": (est.bin_weights_, 1),
+            "parquet": _floats(np.concatenate([from_file.bin_edges_, from_file.bin_values_])),
+            "parquet weights": (from_file.bin_weights_, 1)}
+
+
 def _decomposition(w):
     out = {}
     for scoring in ("brier", "log_loss"):
@@ -406,6 +421,8 @@ CASES = {
     "fastcal.dask.fit_beta": _dask_beta,
     "fastcal.histogram.HistogramBinning.fit": _histogram,
     "fastcal.dask.fit_histogram": _dask_histogram,
+    "fastcal.outofcore.fit_histogram": _outofcore_histogram,
+    "fastcal.outofcore.fit_histogram_parquet": _outofcore_histogram,
     "fastcal.decomposition.score_decomposition": _decomposition,
     "fastcal.decomposition.corp_reliability": _corp,
     "fastcal.dask.score_decomposition": _dask_decomposition,
@@ -434,6 +451,7 @@ CASES = {
     "fastcal.dask.segment_report": lambda w: _dask_segment_report(w),
     "fastcal.dask.fit_grouped": lambda w: _dask_fit_grouped(w),
     "fastcal.dask.multicalibration_error": lambda w: _dask_multicalibration(w),
+    "fastcal.dask.fit_multicalibration": lambda w: _dask_multicalibration_fit(w),
 }
 
 
@@ -510,6 +528,21 @@ def _multicalibration_fit(w):
             "predictions": (_floats(est.predict(S, segments)), 0, 1e-12)}
 
 
+def _dask_multicalibration_fit(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    segments = {"g": Y ^ (np.arange(N) % 7 == 0), "x": S[::-1].copy()}
+    est = fd.fit_multicalibration(da.from_array(S, chunks=20), da.from_array(Y, chunks=20),
+                                  {k: da.from_array(v, chunks=20) for k, v in segments.items()},
+                                  sample_weight=da.from_array(w, chunks=20), numerical=["x"],
+                                  min_samples_per_segment=2, n_folds=2)
+    # as the in-memory fit (_multicalibration_fit): the driver rescales the weights by the same power of two
+    return {"model": (_floats([est.slope_, *est.offsets_.ravel(), *est.cv_losses_]), 0, 1e-12),
+            "predictions": (_floats(est.predict(S, segments)), 0, 1e-12)}
+
+
 def _dask_fit_grouped(w):
     import dask.array as da
 
@@ -527,7 +560,7 @@ def _dask_fit_grouped(w):
 #: here for each would take minutes). Listed here so that the search below still finds every other callable.
 SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
-    "calibration_slope_intercept", "corp_reliability", "ecce", "fit_grouped",
+    "calibration_slope_intercept", "corp_reliability", "ecce", "fit_grouped", "fit_multicalibration",
     "multicalibration_error", "normalized_entropy", "proportional_ece", "segment_report",
     "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}

@@ -163,7 +163,7 @@ def build_parser():
                      help="histogram: bin edges (default uniform)")
     fit.add_argument("--memory-budget", type=memory_arg, default=None, metavar="SIZE",
                      help="fit out of core within SIZE bytes of memory (e.g. 512M, 2G): for inputs larger "
-                          "than memory (isotonic, centered-isotonic, sigmoid, beta)")
+                          "than memory (isotonic, centered-isotonic, sigmoid, beta, histogram)")
     fit.add_argument("--group-col", metavar="COL",
                      help="fit one calibrator per value of COL (fastcal.GroupedCalibrator); COL may be several "
                           "columns, a,b: a group is then a tuple of values (a name with commas that is a column "

@@ -139,9 +139,9 @@ def cmd_fit(args, progress_enabled, timings):
             raise UsageError("--group-col takes a calibrator of one score column, not temperature")
         est = fastcal_grouped(est, args.min_group_rows)
     if args.memory_budget is not None:
-        if args.method in ("temperature", "histogram", "venn-abers", "multicalibration"):
-            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid "
-                             "and beta only")
+        if args.method in ("temperature", "venn-abers", "multicalibration"):
+            raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid, "
+                             "beta and histogram only")
         est, rows = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
     else:
         t0 = time.perf_counter()
@@ -260,6 +260,8 @@ def _fit_out_of_core(args, reader, score_col, progress_enabled, timings):
             est = outofcore.fit_isotonic_source(src, params, None, part_rows)
         elif args.method == "beta":
             est = outofcore.fit_beta_source(src, args.parameters, args.max_iter, None)
+        elif args.method == "histogram":
+            est = outofcore.fit_histogram_source(src, args.n_bins, args.strategy)
         else:
             est = outofcore.fit_platt_source(src, args.max_iter, None)
     except ValueError as exc:

@@ -3,10 +3,10 @@ r"""Exact fits from data that does not fit in memory: ``.npy`` files and Parquet
 :func:`fit_isotonic` and :func:`fit_platt` take 1-D arrays (``np.memmap``
 included) or paths of ``.npy`` files; :func:`fit_isotonic_parquet` and
 :func:`fit_platt_parquet` take a Parquet file and column names (pyarrow, the
-``io`` extra); :func:`fit_beta` and :func:`fit_beta_parquet` likewise. They
+``io`` extra); :func:`fit_beta`, :func:`fit_histogram` and their ``_parquet`` twins likewise. They
 return the same fitted :class:`fastcal.IsotonicRegression`,
-:class:`fastcal.PlattScaling` and :class:`fastcal.BetaCalibration` as the in-memory API, equal to an in-memory
-fit of the same data, while holding only a bounded part of it in memory.
+:class:`fastcal.PlattScaling`, :class:`fastcal.BetaCalibration` and :class:`fastcal.HistogramBinning` as the
+in-memory API, equal to an in-memory fit of the same data, while holding only a bounded part of it in memory.
 
 Isotonic regression: partition by score, then merge
 ---------------------------------------------------
@@ -67,17 +67,28 @@ directory), and are removed when the fit ends, also when it fails.
 
 from .._exports import publish
 from .._io import iter_npy, iter_parquet, npy_info  # the readers (npy_info: a .npy file's shape and dtype)
-from ._fits import fit_beta, fit_beta_parquet, fit_isotonic, fit_isotonic_parquet, fit_platt, fit_platt_parquet
+from ._fits import (
+    fit_beta,
+    fit_beta_parquet,
+    fit_histogram,
+    fit_histogram_parquet,
+    fit_isotonic,
+    fit_isotonic_parquet,
+    fit_platt,
+    fit_platt_parquet,
+)
 
 # The internal API of the command line and the warm-ups (documented in the modules): a source read in chunks and the
 # sizes of a memory budget, the fits of a source, and the adapter's Rows.
-from ._fits import fit_beta_source, fit_isotonic_source, fit_platt_source
+from ._fits import fit_beta_source, fit_histogram_source, fit_isotonic_source, fit_platt_source
 from ._rows import FileRows
 from ._sources import DEFAULT_MEMORY_BUDGET, Columns, array_source, budget_rows, parquet_source
 
 __all__ = [
     "fit_beta",
     "fit_beta_parquet",
+    "fit_histogram",
+    "fit_histogram_parquet",
     "fit_isotonic",
     "fit_isotonic_parquet",
     "fit_platt",
@@ -87,5 +98,5 @@ __all__ = [
 ]
 
 # The fits' public home, the name that pickles, reprs and the API reference show (the readers' is fastcal._io).
-publish(globals(), ["fit_beta", "fit_beta_parquet", "fit_isotonic", "fit_isotonic_parquet", "fit_platt",
-                    "fit_platt_parquet"])
+publish(globals(), ["fit_beta", "fit_beta_parquet", "fit_histogram", "fit_histogram_parquet", "fit_isotonic",
+                    "fit_isotonic_parquet", "fit_platt", "fit_platt_parquet"])

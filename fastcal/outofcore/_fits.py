@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 from ..beta import rows as _beta_rows
 from ..isotonic import rows as _isotonic
+from ..metrics import rows as _metrics_rows
 from ..platt import rows as _platt_rows
 from ._rows import FileRows
 from ._sources import array_source, budget_rows, parquet_source
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..beta import BetaCalibration
+    from ..histogram import HistogramBinning
     from ..isotonic import IsotonicParams, IsotonicRegression
     from ..platt import PlattScaling
 
@@ -25,6 +27,9 @@ __all__ = [
     "fit_beta",
     "fit_beta_parquet",
     "fit_beta_source",
+    "fit_histogram",
+    "fit_histogram_parquet",
+    "fit_histogram_source",
     "fit_isotonic",
     "fit_isotonic_parquet",
     "fit_isotonic_source",
@@ -258,3 +263,62 @@ def fit_beta_parquet(
     chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
     src = parquet_source(path, p_col, label_col, weight_col, chunk_rows)
     return fit_beta_source(src, parameters, max_iter, tol)
+
+
+# ---------------------------------------------------------------------------
+# Histogram binning: the bin table in one pass over the chunks (the quantile edges from passes of counts).
+# ---------------------------------------------------------------------------
+
+
+def fit_histogram_source(src, n_bins, strategy):
+    """Histogram binning of a :class:`Columns` source (the CLI's entry point too): the engine's
+    :func:`fastcal.metrics._rows.fit_histogram` over :class:`FileRows`."""
+    if not src.n:
+        raise ValueError("p must have at least 1 element, got 0.")
+    rows = FileRows(src)
+    try:
+        return _metrics_rows.fit_histogram(rows, x_dtype=src.x_dtype, weighted=src.weighted, n_bins=n_bins,
+                                           strategy=strategy)
+    finally:
+        rows.release()
+
+
+def fit_histogram(
+    p: ArrayOrPath,
+    y: ArrayOrPath,
+    sample_weight: ArrayOrPath | float | None = None,
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> HistogramBinning:
+    """Fit :class:`fastcal.HistogramBinning` on data read in chunks: equal to the in-memory fit.
+
+    ``p`` (probabilities), ``y``, ``sample_weight`` as in :func:`fit_isotonic` (arrays, memory maps or ``.npy``
+    paths); ``n_bins`` and ``strategy`` as in :class:`fastcal.HistogramBinning`. The bins are those of the in-memory
+    fit (the "quantile" edges exactly the percentiles of all of ``p``, from passes of bucket counts), the bin table
+    the chunks' tables added in chunk order: the values equal the in-memory fit's up to the order of the sums. The
+    checks are the diagnostics' (their messages name ``y_prob`` and ``y_true``), as for
+    :func:`fastcal.dask.fit_histogram`.
+    """
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
+    src = array_source(p, y, sample_weight, chunk_rows, "p")
+    return fit_histogram_source(src, n_bins, strategy)
+
+
+def fit_histogram_parquet(
+    path: str | os.PathLike[str],
+    p_col: str,
+    label_col: str,
+    weight_col: str | None = None,
+    *,
+    n_bins: int = 10,
+    strategy: Literal["uniform", "quantile"] = "uniform",
+    memory_budget: int | None = None,
+    chunk_rows: int | None = None,
+) -> HistogramBinning:
+    """:func:`fit_histogram` on columns of a Parquet file (pyarrow, the ``io`` extra)."""
+    chunk_rows, _ = budget_rows(memory_budget, chunk_rows)
+    src = parquet_source(path, p_col, label_col, weight_col, chunk_rows)
+    return fit_histogram_source(src, n_bins, strategy)
