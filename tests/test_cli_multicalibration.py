@@ -131,7 +131,8 @@ def test_the_help_states_the_estimator_defaults(capsys):
 
 
 @pytest.mark.parametrize("option, value, words", [
-    ("--n-folds", "1", "argument --n-folds: expected an integer (2 or more), got '1'"),
+    ("--n-folds", "1", "argument --n-folds: expected an integer from 2 to 255, got '1'"),
+    ("--n-folds", "256", "argument --n-folds: expected an integer from 2 to 255, got '256'"),
     ("--max-depth", "-1", "argument --max-depth: expected an integer (0 or more) or none, got '-1'"),
     ("--max-n-segments", "0", "argument --max-n-segments: expected an integer (1 or more) or none, got '0'"),
     ("--n-buckets", "x", "argument --n-buckets: expected a positive integer, got 'x'"),
@@ -233,8 +234,14 @@ def test_apply_warns_when_no_row_of_a_feature_was_seen_at_fit(tmp_path, capsys):
                 "-q") == 0
     err = capsys.readouterr().err
     assert err.count("warning") == 1, err
-    assert "no row's 'device' is one of the model's 4 values: no row got that feature's corrections" in err
+    assert "no row's 'device' is one of the model's 4 values: no row with a value got that feature's corrections" in err
     assert "numbers in the model, text in the column" in err and "'n0'" in err
+    # a column of missing values only: those rows get the missing value's segments, no warning
+    empty = pa.array([None] * len(cols["device"]), pa.int64())
+    pq.write_table(table.set_column(table.column_names.index("device"), "device", empty), tmp_path / "e.parquet")
+    assert _cli("apply", model, tmp_path / "e.parquet", "-o", tmp_path / "e_out.parquet", "--score-col", "s",
+                "-q") == 0
+    assert capsys.readouterr().err == ""
     cal = fastcal.load(model)
     with pytest.warns(UserWarning, match="no row's value of the segment feature 'device' is one of its values at fit"):
         cal.predict(s, {**_in_memory(cols), "device": np.array(text.to_pylist(), dtype=object)})

@@ -498,7 +498,7 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files, caps
                      *spark_args]) == 0
         err = capsys.readouterr().err
         assert err.count("warning") == 1 and "no row's 'country' is one of the model's" in err, (spark_args, err)
-        assert "no row got that feature's corrections" in err
+        assert "no row with a value got that feature's corrections" in err
     # fit --spark: the model of fit without it (the file's rows in order: one CSV file, read in order)
     assert main(["fit", "--method", "multicalibration", "--score-col", "score", "--label-col", "label",
                  "--segment-col", "country,device,x", "--numerical-col", "x", "-q", src, "-o",

@@ -101,7 +101,7 @@ def test_fit_equals_the_in_memory_fit(dtype, weighted):
 def test_fit_bad_input():
     p, y, w, seg = _case(800, 2)
     scores = da.from_array(p, chunks=300)
-    with pytest.raises(ValueError, match=r"segments\['num'\] has 799"):
+    with pytest.raises(ValueError, match=r"scores has 800, segments\['num'\] has 799"):
         fd.fit_multicalibration(scores, y, {**seg, "num": seg["num"][:-1]}, numerical=NUMERICAL)
     with pytest.raises(ValueError, match="segments must hold at least one feature"):
         fd.fit_multicalibration(scores, y, {})

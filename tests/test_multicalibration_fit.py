@@ -165,6 +165,8 @@ def test_inputs_dtypes_and_errors():
         MulticalibrationCalibrator(n_buckets=0).fit(p, y, seg)
     with pytest.raises(TypeError, match="n_folds"):
         MulticalibrationCalibrator(n_folds=2.5).fit(p, y, seg)
+    with pytest.raises(ValueError, match="n_folds must be at most 255, got 256"):  # a row's fold is a uint8
+        MulticalibrationCalibrator(n_folds=256).fit(p, y, seg)
     with pytest.raises(fastcal.NotFittedError):
         MulticalibrationCalibrator().predict(p, seg)
 

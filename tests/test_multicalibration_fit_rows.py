@@ -152,3 +152,34 @@ def test_the_chunk_number_reaches_each_chunk():
     assert rows.map(_number, CHUNK_NUMBER, "e") == [(0, "e", 3), (1, "e", 0), (2, "e", 2)]
     converted, facts = rows.convert(lambda c, i: (c, i), CHUNK_NUMBER)
     assert facts == [0, 1, 2]
+
+
+def test_memory_follows_the_rows_patterns_not_every_combination():
+    """Six features of seven values cross into 7^6 cells x 8 buckets, few of which hold a row: the fit over 40 chunks
+    allocates what the in-memory fit does (the patterns of the rows, each chunk's own), not a table of every
+    combination per chunk (measured by tracemalloc, which sees NumPy's allocations; the in-memory fit in the same
+    process is the yardstick)."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n = 30_000
+    p = rng.uniform(0.02, 0.98, n)
+    y = (rng.uniform(size=n) < p).astype(np.int64)
+    names = [f"f{i}" for i in range(6)]
+    seg = {k: rng.integers(0, 7, n) for k in names}
+    bounds = np.linspace(0, n, 41).astype(int)
+    chunks = [(p[a:b], y[a:b], None, *(seg[f][a:b] for f in names)) for a, b in zip(bounds[:-1], bounds[1:])]
+    params = {"max_values_per_segment_feature": 8}
+    fastcal.MulticalibrationCalibrator(**params).fit(p[:500], y[:500], {k: v[:500] for k, v in seg.items()})
+    tracemalloc.start()
+    try:
+        want = fastcal.MulticalibrationCalibrator(**params).fit(p, y, seg)
+        in_memory = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        got = fit_rows.fit_multicalibration(ListRows(chunks), x_dtype=p.dtype, weighted=False, names=names,
+                                            calibrator=fastcal.MulticalibrationCalibrator(**params))
+        over_rows = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert_same_model(got, want, p, seg)
+    assert over_rows < 2 * in_memory, (over_rows, in_memory)

@@ -137,13 +137,11 @@ class FeatureMatches:
 
     def __init__(self, est, k=5):
         self.est, self.k = est, k
-        self.rows = dict.fromkeys(est.feature_names_in_, 0)
         self.matched = dict.fromkeys(est.feature_names_in_, 0)
         self.values = {name: {} for name in est.feature_names_in_}
 
-    def add(self, n, matches):
+    def add(self, matches):
         for name, (matched, values) in matches.items():
-            self.rows[name] += n
             self.matched[name] += matched
             kept = self.values[name]
             for v in values:
@@ -152,12 +150,12 @@ class FeatureMatches:
                 kept.setdefault((type(v) is str, v), v)
 
     def warn(self, path):
-        for name, rows in self.rows.items():
-            if rows and not self.matched[name] and name in self.est.feature_names_in_:
+        for name in self.est.feature_names_in_:  # rows with a value (not missing), none of them seen at fit
+            if self.values[name] and not self.matched[name]:
                 fitted = self.est.feature_values(name)
                 if fitted:
                     warn_unmatched(path, name, fitted, list(self.values[name].values()), "values",
-                                   "no row got that feature's corrections")
+                                   "no row with a value got that feature's corrections")
 
 
 class Matches:
@@ -198,7 +196,7 @@ def calibrate(est, cols, multiclass, args, priors, path, offset, groups=None, ma
             from ..multicalibration import predict_matched as predict_segments
 
             p, found = predict_segments(est, X, segments)
-            matches.add(X.shape[0], found)
+            matches.add(found)
         else:
             p = est.predict_proba(X) if multiclass else est.predict(X)
         if args.prior_rate is not None:

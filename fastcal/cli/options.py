@@ -89,8 +89,11 @@ def count_or_none_arg(text, least=0):
 
 
 def folds_arg(text):
-    """An integer >= 2 (``--n-folds``)."""
-    return _int_at_least(text, 2, "an integer (2 or more)")
+    """An integer from 2 to 255 (``--n-folds``: a row's fold is a uint8)."""
+    value = _int_at_least(text, 2, "an integer from 2 to 255")
+    if value > 255:
+        raise argparse.ArgumentTypeError(f"expected an integer from 2 to 255, got {text!r}")
+    return value
 
 
 def limit_arg(text):

@@ -423,7 +423,8 @@ def _warn_unseen_values(df, est, path):
         if df.where(seen).limit(1).count() or not df.where(has_value).limit(1).count():
             continue
         rows = df.where(has_value).select(name).distinct().limit(5).collect()
-        warn_unmatched(path, name, fitted, [r[0] for r in rows], "values", "no row got that feature's corrections")
+        warn_unmatched(path, name, fitted, [r[0] for r in rows], "values",
+                       "no row with a value got that feature's corrections")
 
 
 def _group_reports(df, args, columns, path):

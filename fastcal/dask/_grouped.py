@@ -68,6 +68,6 @@ def fit_grouped(
     """
     _grouped.check_grouped_calibrator(calibrator, "fastcal.dask.fit_grouped")  # before any pass
     cols = aligned_columns(scores, y, sample_weight, "scores", y_name="y")
-    return _grouped.fit_grouped(**with_columns(cols, scores, group_columns(groups)), calibrator=calibrator,
+    return _grouped.fit_grouped(**with_columns(cols, scores, group_columns(groups), "scores"), calibrator=calibrator,
                                 min_samples_per_group=min_samples_per_group, n_partitions=n_partitions,
                                 where="fastcal.dask.fit_grouped")

@@ -329,24 +329,24 @@ def group_columns(groups):
     return {f"groups (column {j})": c for j, c in enumerate(columns)}
 
 
-def with_columns(cols, y_prob, extra):
+def with_columns(cols, y_prob, extra, name="y_prob"):
     """The driver's ``rows`` of the aligned chunks ``cols`` of ``y_prob`` with more columns ``extra`` (name:
     values; each chunk ``(p, y, w, *extra)``), aligned with ``y_prob``'s chunks as :func:`aligned_columns` aligns
     its columns: zipped with the partitions of ``cols`` when they are a DataFrame's and every extra column is a
     Series of as many partitions (lengths checked per partition), otherwise by position (each column cut into
-    ``y_prob``'s chunks)."""
+    ``y_prob``'s chunks). ``name``: ``y_prob``'s in messages."""
     parts = [as_series(v) for v in extra.values() if is_series(v)]
     if cols.chunks is None and len(parts) == len(extra) and all(
             p.npartitions == len(cols.triples) for p in parts):
         others = [p.to_delayed() for p in parts]
     else:
-        chunks = cols.chunks if cols.chunks is not None else as_dask_1d(y_prob, "y_prob", allow_column=True).chunks
+        chunks = cols.chunks if cols.chunks is not None else as_dask_1d(y_prob, name, allow_column=True).chunks
         n = sum(chunks[0])
         others = []
-        for name, values in extra.items():
-            arr = as_dask_1d(values, name, chunks=chunks if length_may_be(values, n) else None)
+        for column, values in extra.items():
+            arr = as_dask_1d(values, column, chunks=chunks if length_may_be(values, n) else None)
             if arr.shape[0] != n:
-                raise ValueError(f"Inconsistent numbers of samples: y_prob has {n}, {name} has {arr.shape[0]}.")
+                raise ValueError(f"Inconsistent numbers of samples: {name} has {n}, {column} has {arr.shape[0]}.")
             others.append(arr.rechunk(chunks).to_delayed().ravel().tolist())
     chunks = [delayed(chunk_of)(x, y, w, *more) for (x, y, w), *more in zip(cols.triples, *others)]
     return {"rows": DaskRows(chunks, n_rows=cols.n), "x_dtype": cols.x_dtype, "weighted": cols.weighted}

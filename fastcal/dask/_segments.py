@@ -147,6 +147,6 @@ def fit_multicalibration(
         n_folds=n_folds)
     features = segment_features(segments)
     cols = aligned_columns(scores, y, sample_weight, "scores", y_name="y")
-    rows = with_columns(cols, scores, {f"segments[{name!r}]": v for name, v in features.items()}) if features else \
-        driver_args(cols)
+    extra = {f"segments[{name!r}]": v for name, v in features.items()}
+    rows = with_columns(cols, scores, extra, "scores") if features else driver_args(cols)
     return _fit_rows.fit_multicalibration(**rows, names=list(features), numerical=numerical, calibrator=template)

@@ -164,7 +164,7 @@ class MulticalibrationCalibrator(BaseCalibrator):
             min_samples=check_int(self.min_samples_per_segment, "min_samples_per_segment", 0),
             max_n_segments=check_int(self.max_n_segments, "max_n_segments", 1, allow_none=True),
             n_buckets=check_int(self.n_buckets, "n_buckets", 1),
-            n_folds=check_int(self.n_folds, "n_folds", 2),
+            n_folds=_check_folds(self.n_folds),
         )
 
     def fit(self, scores: ArrayLike, y: ArrayLike, segments: Mapping[str, ArrayLike] | Any, *,
@@ -249,7 +249,7 @@ class MulticalibrationCalibrator(BaseCalibrator):
             if not matched and values and kinds and fitted_kinds and not kinds & fitted_kinds:
                 warnings.warn(f"no row's value of the segment feature {name!r} is one of its values at fit, which "
                               f"are {kind_names(fitted_kinds)} ({shown(fitted)}) while the values given are "
-                              f"{kind_names(kinds)} ({shown(values)}): no row gets that feature's corrections. "
+                              f"{kind_names(kinds)} ({shown(values)}): no row with a value gets that feature's corrections. "
                               f"Give the values as they were fitted.", UserWarning, stacklevel=2)
         return out
 
@@ -302,6 +302,17 @@ class MulticalibrationCalibrator(BaseCalibrator):
             raise ValueError("invalid fastcal model: bucket_edges_ and offsets_ do not match")
         if not 0 <= self.n_rounds_ < max(self.cv_losses_.size, 1) or self.n_rounds_ > len(FRACTIONS):
             raise ValueError("invalid fastcal model: n_rounds_ is out of range")
+
+
+#: Most folds: a row's fold is a uint8.
+MAX_FOLDS = 255
+
+
+def _check_folds(n_folds):
+    n_folds = check_int(n_folds, "n_folds", 2)
+    if n_folds > MAX_FOLDS:
+        raise ValueError(f"n_folds must be at most {MAX_FOLDS}, got {n_folds}.")
+    return n_folds
 
 
 def fit_parameters(estimator: MulticalibrationCalibrator) -> dict[str, Any]:

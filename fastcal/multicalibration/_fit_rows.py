@@ -12,12 +12,13 @@ that ``fit`` gives on the same rows in memory (:func:`~._fit.fit_segment_model`)
 3. the score buckets: the quantile edges of all the scores, exactly (:func:`~._mce_rows.order_select`: passes of
    bucket counts and gathered values);
 4. one :meth:`Rows.convert` to what the passes read: each row's *pattern* (its cell among the merged cells, ascending,
-   times the buckets, plus its bucket: the in-memory patterns in the in-memory order, with the combinations that
-   hold no row in between, whose sums stay 0), its fold (a hash of its global position:
+   times the buckets, plus its bucket; those of all the rows, from each chunk's, are the in-memory patterns in the
+   in-memory order), its fold (a hash of its global position:
    :data:`fastcal._engine.CHUNK_NUMBER` and the chunks' sizes) and its label, in one int64 key; its logit and its
    rescaled weight; each chunk's weight, sum of squared weights and weight per fold;
 5. the penalty's path and the final fit (:func:`~._fit.fit_offsets`), each Newton step one :meth:`Rows.map` of the
-   in-memory pass (:class:`~._fit.Passes`) over each chunk, the chunks' sums added in chunk order.
+   in-memory pass (:class:`~._fit.Passes`) over each chunk's rows and patterns, each pattern's sums added in chunk
+   order.
 
 Exactness
 ---------
@@ -97,7 +98,7 @@ def _cells_of(digits, cell_keys, radix):
 
 def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent):
     """A coded chunk ``(p, labels, w, *digits)`` as the passes read it, ``(key, logit, w)``, and its facts ``(sum w,
-    sum w^2, weight per fold)`` (weights rescaled by ``2**-exponent``). ``key`` is ``(pattern * n_folds + fold) * 2
+    sum w^2, weight per fold, its patterns)`` (weights rescaled by ``2**-exponent``; the patterns ascending). ``key`` is ``(pattern * n_folds + fold) * 2
     + y``: one int64 column where three would be, since a backend that moves columns on every pass (Spark: from its
     cache to the Python task) pays per column."""
     p, labels, w = chunk[:3]
@@ -110,33 +111,44 @@ def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent
         facts = (float(n), float(n), np.bincount(fold, minlength=n_folds).astype(np.float64))
     else:
         facts = (float(np.sum(w64)), float(np.dot(w64, w64)), np.bincount(fold, weights=w64, minlength=n_folds))
+    facts += (np.unique(pattern),)
     key = (pattern * n_folds + fold) * 2 + np.not_equal(labels, 0)
     return (key, logits_of(p), w64), facts
 
 
-def _pass_sums(chunk, held, n_patterns, slope, beta):
-    """One chunk's pattern sums and totals (flat) at ``slope`` and ``beta``: the in-memory pass on its rows."""
+def _pass_sums(chunk, held, span, present, slope, beta):
+    """One chunk's sums at ``slope`` and ``beta`` (splits x the ``present`` patterns, ascending numbers below
+    ``span``): ``(the chunk's patterns' places in present, their sums, totals)``, the in-memory pass on its rows over
+    the patterns it holds (sums patterns x splits x 3), so that what a chunk allocates and returns grows with its
+    rows, not with the patterns of all the rows."""
     key, lg, w = chunk
-    rest = key >> 1
-    pattern, fold = np.divmod(rest, held.shape[1])
-    sums, totals = Passes(pattern, lg, (key & 1).astype(np.uint8), w, fold.astype(np.uint8), held,
-                          n_patterns).run(slope, beta)
-    return sums.ravel(), totals.ravel()
+    pattern, fold = np.divmod(key >> 1, held.shape[1])
+    seen = np.zeros(span, dtype=np.bool_)
+    seen[pattern] = True
+    ids = np.flatnonzero(seen)
+    local = np.empty(span, dtype=np.int64)
+    local[ids] = np.arange(ids.shape[0])
+    places = np.searchsorted(present, ids)
+    sums, totals = Passes(local[pattern], lg, (key & 1).astype(np.uint8), w, fold.astype(np.uint8), held,
+                          ids.shape[0]).run(slope, np.ascontiguousarray(beta[:, places]))
+    return places, sums, totals.ravel()
 
 
 class _RowsPasses:
-    """The passes of :func:`~._fit.fit_offsets` over converted rows: a map of :func:`_pass_sums`, the chunks' sums
-    added in chunk order."""
+    """The passes of :func:`~._fit.fit_offsets` over converted rows: a map of :func:`_pass_sums`, each pattern's sums
+    added in chunk order over the chunks that hold it (a chunk without it would add exact zeros: the same bits)."""
 
-    def __init__(self, rows, held, n_patterns):
-        self.rows, self.held = rows, held
-        self.n_splits, self.n_patterns = held.shape[0], n_patterns
+    def __init__(self, rows, held, span, present):
+        self.rows, self.held, self.span, self.present = rows, held, span, present
+        self.n_splits, self.n_patterns = held.shape[0], present.shape[0]
 
     def run(self, slope, beta):
-        parts = self.rows.map(_pass_sums, self.held, self.n_patterns, slope, beta)
-        sums = merge_in_order(np.stack([s for s, _ in parts]))
-        totals = merge_in_order(np.stack([t for _, t in parts]))
-        return sums.reshape(self.n_patterns, self.n_splits, -1), totals.reshape(self.n_splits, -1)
+        parts = self.rows.map(_pass_sums, self.held, self.span, self.present, slope, beta)
+        sums = np.zeros((self.n_patterns, *parts[0][1].shape[1:]))
+        for places, chunk_sums, _ in parts:  # in chunk order; each pattern once a chunk
+            sums[places] += chunk_sums
+        totals = merge_in_order(np.stack([t for _, _, t in parts]))
+        return sums + 0.0, totals.reshape(self.n_splits, -1)
 
 
 def fit_multicalibration(rows, *, x_dtype, weighted, names, numerical=(), calibrator=None, numbered=None):
@@ -174,7 +186,6 @@ def fit_multicalibration(rows, *, x_dtype, weighted, names, numerical=(), calibr
         edges = bucket_edges(n, lo, hi, params["n_buckets"], order_select(conv, 0, "y_prob", lo, hi))
         model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0, np.zeros(0), math.nan, np.zeros(0))
         n_b, n_cells = model.n_buckets, digits.shape[0]
-        pcells = pattern_cells(model, np.repeat(digits, n_b, axis=0), np.tile(np.arange(n_b), n_cells))
         span = math.prod(t.size for t in tables)
         if span < KEY_LIMIT:
             radix = [math.prod(t.size for t in tables[f + 1:]) for f in range(len(tables))]
@@ -190,7 +201,9 @@ def fit_multicalibration(rows, *, x_dtype, weighted, names, numerical=(), calibr
         weight = merge_in_order(np.array([f[0] for f in facts]))
         squares = merge_in_order(np.array([f[1] for f in facts]))
         fold_weight = merge_in_order(np.stack([f[2] for f in facts]))
-        result = fit_offsets(model, pcells, lambda held: _RowsPasses(passes, held, n_cells * n_b),
+        present = np.unique(np.concatenate([f[3] for f in facts]))  # the patterns of the rows, as in memory
+        pcells = pattern_cells(model, digits[present // n_b], present % n_b)
+        result = fit_offsets(model, pcells, lambda held: _RowsPasses(passes, held, n_cells * n_b, present),
                              params["n_folds"], float(weight) ** 2 / float(squares), fold_weight)
     finally:
         passes.release()

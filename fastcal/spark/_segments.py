@@ -291,6 +291,9 @@ def _feature_rows(df, prob_col, label_col, weight_col, names, numerical, labels)
     frame, columns, numbered = df, [], {}
     numerical_names = {numerical} if isinstance(numerical, str) else set(numerical)
     for name in names:
+        if name in numerical_names and name in fields and not is_numeric(fields[name].dataType):
+            raise TypeError(f"segments[{name!r}] is in numerical and must be a numeric column, got "
+                            f"{fields[name].dataType.simpleString()}.")
         if name in numerical_names and name in fields and is_numeric(fields[name].dataType):
             if isinstance(fields[name].dataType, T.DecimalType) or _has_missing(frame, name):  # a decimal: as double
                 frame, column = _missing_as_nan(frame, name)
