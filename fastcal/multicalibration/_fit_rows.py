@@ -32,6 +32,7 @@ Only the per-pattern sums (patterns x splits x 3 float64 a chunk) and per-featur
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -96,9 +97,19 @@ def _cells_of(digits, cell_keys, radix):
     return np.array([lookup[tuple(r)] for r in local.tolist()], dtype=np.int64)[inverse.reshape(-1)]
 
 
+class _ChunkFacts(NamedTuple):
+    """What :func:`_pass_rows` learns of a chunk: its weight, sum of squared weights, weight per fold and patterns
+    (ascending)."""
+
+    weight: float
+    squares: float
+    fold_weight: np.ndarray
+    patterns: np.ndarray
+
+
 def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent):
     """A coded chunk ``(p, labels, w, *digits)`` as the passes read it, ``(key, logit, w)``, and its facts ``(sum w,
-    sum w^2, weight per fold, its patterns)`` (weights rescaled by ``2**-exponent``; the patterns ascending). ``key`` is ``(pattern * n_folds + fold) * 2
+    sum w^2, weight per fold, its patterns)`` (:class:`_ChunkFacts`; weights rescaled by ``2**-exponent``). ``key`` is ``(pattern * n_folds + fold) * 2
     + y``: one int64 column where three would be, since a backend that moves columns on every pass (Spark: from its
     cache to the Python task) pays per column."""
     p, labels, w = chunk[:3]
@@ -108,12 +119,11 @@ def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent
     w64 = None if w is None else np.ascontiguousarray(rescale_weights(w, exponent)[0], dtype=np.float64)
     fold = folds_of(n, n_folds, starts[number])
     if w64 is None:
-        facts = (float(n), float(n), np.bincount(fold, minlength=n_folds).astype(np.float64))
+        sums = (float(n), float(n), np.bincount(fold, minlength=n_folds).astype(np.float64))
     else:
-        facts = (float(np.sum(w64)), float(np.dot(w64, w64)), np.bincount(fold, weights=w64, minlength=n_folds))
-    facts += (np.unique(pattern),)
+        sums = (float(np.sum(w64)), float(np.dot(w64, w64)), np.bincount(fold, weights=w64, minlength=n_folds))
     key = (pattern * n_folds + fold) * 2 + np.not_equal(labels, 0)
-    return (key, logits_of(p), w64), facts
+    return (key, logits_of(p), w64), _ChunkFacts(*sums, np.unique(pattern))
 
 
 def _pass_sums(chunk, held, span, present, slope, beta):
@@ -182,7 +192,7 @@ def fit_multicalibration(rows, *, x_dtype, weighted, names, numerical=(), calibr
                                                 cell_counts, depth, params["min_samples"], limit)
         seg_features, seg_digits = segment_table(combos, n_segments, depth, [t.size for t in tables])
         ranges = conv.map(_score_range)
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+        lo, hi = min(lo for lo, _ in ranges), max(hi for _, hi in ranges)
         edges = bucket_edges(n, lo, hi, params["n_buckets"], order_select(conv, 0, "y_prob", lo, hi))
         model = SegmentModel(tables, seg_features, seg_digits, edges, 1.0, np.zeros(0), math.nan, np.zeros(0))
         n_b, n_cells = model.n_buckets, digits.shape[0]
@@ -198,10 +208,10 @@ def fit_multicalibration(rows, *, x_dtype, weighted, names, numerical=(), calibr
     finally:
         conv.release()
     try:
-        weight = merge_in_order(np.array([f[0] for f in facts]))
-        squares = merge_in_order(np.array([f[1] for f in facts]))
-        fold_weight = merge_in_order(np.stack([f[2] for f in facts]))
-        present = np.unique(np.concatenate([f[3] for f in facts]))  # the patterns of the rows, as in memory
+        weight = merge_in_order(np.array([f.weight for f in facts]))
+        squares = merge_in_order(np.array([f.squares for f in facts]))
+        fold_weight = merge_in_order(np.stack([f.fold_weight for f in facts]))
+        present = np.unique(np.concatenate([f.patterns for f in facts]))  # the patterns of the rows, as in memory
         pcells = pattern_cells(model, digits[present // n_b], present % n_b)
         result = fit_offsets(model, pcells, lambda held: _RowsPasses(passes, held, n_cells * n_b, present),
                              params["n_folds"], float(weight) ** 2 / float(squares), fold_weight)
