@@ -24,11 +24,14 @@ class Missing(str):
 
 _OOC_METRICS = Missing("out of core holds fits only: the diagnostics of files larger than memory run on Dask")
 _OOC_LATER = Missing("not written for files yet: on Dask or Spark")
-_NO_DRIVER = "no driver over rows yet"
 
 
 def _all(name, outofcore=_OOC_METRICS):
     return {"dask": name, "spark": name, "outofcore": outofcore}
+
+
+def _nowhere(reason):
+    return dict.fromkeys(BACKENDS, Missing(reason))
 
 
 #: Public name of fastcal -> {backend: its function's name, or a :class:`Missing` reason}.
@@ -37,10 +40,8 @@ PARITY = {
     "PlattScaling": _all("fit_platt", "fit_platt"),
     "BetaCalibration": _all("fit_beta", "fit_beta"),
     "HistogramBinning": _all("fit_histogram", "fit_histogram"),
-    "TemperatureScaling": _all(Missing("multiclass logits: " + _NO_DRIVER + " (issue 41)"),
-                               Missing("multiclass logits: " + _NO_DRIVER + " (issue 41)")),
-    "VennAbers": _all(Missing("its fit keeps every distinct score, in memory"),
-                      Missing("its fit keeps every distinct score, in memory")),
+    "TemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "VennAbers": _nowhere("its fit keeps every distinct score, in memory"),
     "GroupedCalibrator": _all("fit_grouped", _OOC_LATER),
     "MulticalibrationCalibrator": _all("fit_multicalibration", _OOC_LATER),
     "calibration_curve": _all("calibration_curve"),
@@ -64,14 +65,10 @@ PARITY = {
                                                                            "--prior-rate streams files")),
     "adjust_priors": _all("adjust_priors", Missing("a map of each row: fastcal apply --priors streams files")),
     "estimate_priors_em": _all("estimate_priors_em"),
-    "isotonic_regression": _all(Missing("SciPy's function of ordered values: fit_isotonic fits the model"),
-                                Missing("SciPy's function of ordered values: fit_isotonic fits the model")),
-    "platt_scaling": _all(Missing("the function of fit_platt's model (its a_ and b_)"),
-                          Missing("the function of fit_platt's model (its a_ and b_)")),
-    "CalibratedClassifierCV": _all(Missing("fits a scikit-learn classifier on in-memory features"),
-                                   Missing("fits a scikit-learn classifier on in-memory features")),
-    "cross_val_calibration_report": _all(Missing("fits a scikit-learn classifier on in-memory features"),
-                                         Missing("fits a scikit-learn classifier on in-memory features")),
+    "isotonic_regression": _nowhere("SciPy's function of ordered values: fit_isotonic fits the model"),
+    "platt_scaling": _nowhere("the function of fit_platt's model (its a_ and b_)"),
+    "CalibratedClassifierCV": _nowhere("fits a scikit-learn classifier on in-memory features"),
+    "cross_val_calibration_report": _nowhere("fits a scikit-learn classifier on in-memory features"),
 }
 
 #: Public names of fastcal that read no rows: results, errors, warnings, settings, model files, a closed form.

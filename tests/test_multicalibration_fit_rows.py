@@ -60,7 +60,8 @@ def assert_same_model(got, want, p, seg):
         out, start = [], 0
         for count in cal.feature_counts_.tolist():
             values = cal.feature_values_[start:start + count]
-            out.append({("nan" if v != v else v): d for v, d in zip(values, cal.feature_digits_[start:start + count].tolist())})
+            digits = cal.feature_digits_[start:start + count].tolist()
+            out.append({("nan" if v != v else v): d for v, d in zip(values, digits)})
             start += count
         return out
 

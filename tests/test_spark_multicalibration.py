@@ -133,7 +133,8 @@ def test_fit_equals_the_in_memory_fit(session):
                                                                    numerical=NUMERICAL)
         assert want.n_rounds_ > 0 and np.count_nonzero(want.offsets_) > 2 and np.all(want.feature_others_[:2] >= 0)
         got = fs.fit_multicalibration(df, "s", "y", list(seg), weight_col="w", numerical=NUMERICAL, n_buckets=4)
-        with pytest.raises(TypeError, match=r"segments\['a'\] is in numerical and must be a numeric column, got string"):
+        with pytest.raises(TypeError,
+                           match=r"segments\['a'\] is in numerical and must be a numeric column, got string"):
             fs.fit_multicalibration(df, "s", "y", list(seg), numerical=["a"])  # as in memory: not numbered silently
         assert_same_model(got, want, cols["s"], feats)
         q = fs.predict(got, df, "s", "q").toArrow().column("q").to_numpy()

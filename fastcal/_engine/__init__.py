@@ -162,7 +162,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["CHUNK_NUMBER", "ListRows", "Reduction", "Rows", "bind_chunk", "fit_dtype", "flat_column", "partition_count", "reduce", "split_chunk"]
+__all__ = ["CHUNK_NUMBER", "ListRows", "Reduction", "Rows", "bind_chunk", "fit_dtype", "flat_column", "partition_count",
+           "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
 

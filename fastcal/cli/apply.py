@@ -130,6 +130,15 @@ def piece_groups(piece, names, path):
     return columns[0] if len(columns) == 1 else columns
 
 
+def _keep_few(kept, values, k):
+    """Add to ``kept`` (a dict, in order of appearance) the distinct ``values`` until it holds ``k`` (for messages;
+    1 and "1" are two values)."""
+    for v in values:
+        if len(kept) >= k:
+            break
+        kept.setdefault((type(v) is str, v), v)
+
+
 class FeatureMatches:
     """The rows of a file whose value of each feature of the multicalibration model ``est`` was seen at fit (features
     of values, not binned), counted piece by piece: :meth:`warn` writes a warning on stderr for each feature of
@@ -143,11 +152,7 @@ class FeatureMatches:
     def add(self, matches):
         for name, (matched, values) in matches.items():
             self.matched[name] += matched
-            kept = self.values[name]
-            for v in values:
-                if len(kept) >= self.k:
-                    break
-                kept.setdefault((type(v) is str, v), v)
+            _keep_few(self.values[name], values, self.k)
 
     def warn(self, path):
         for name in self.est.feature_names_in_:  # rows with a value (not missing), none of them seen at fit
@@ -170,10 +175,7 @@ class Matches:
     def add(self, n, matched, values):
         self.rows += n
         self.matched += matched
-        for v in values:
-            if len(self.values) >= self.k:
-                break
-            self.values.setdefault((type(v) is str, v), v)
+        _keep_few(self.values, values, self.k)
 
     def warn(self, path):
         if self.rows and not self.matched and self.est.groups_:

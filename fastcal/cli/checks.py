@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from .._coding import group_kinds, kind_names, shown
 from .._io import DataError, UsageError
 
 
@@ -113,14 +114,7 @@ def warn_unmatched(path, column, fitted, seen, noun="groups", consequence="every
 def describe_kinds(fitted, values):
     """``"; numbers in the model, text in the column"`` when the groups of a model and the values of a column are
     of other kinds (numbers, text); else ``""``."""
-    from ..grouped import group_kinds
-
     a, b = group_kinds(fitted), group_kinds(values)
     if a and b and not a & b:
-        return f"; {' and '.join(sorted(a))} in the model, {' and '.join(sorted(b))} in the column"
+        return f"; {kind_names(a)} in the model, {kind_names(b)} in the column"
     return ""
-
-
-def shown(values, k=5):
-    """A few of ``values``, for messages."""
-    return ", ".join(repr(v) for v in list(values)[:k]) + (", ..." if len(values) > k else "")

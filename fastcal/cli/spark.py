@@ -198,8 +198,7 @@ def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
     """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns;
     with ``calibrator`` (the unfitted calibrator, for ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it
     (:func:`fastcal.spark.fit_grouped`); ``segments``: the segment columns, the numerical ones among them and the
-    estimator's parameters of ``--method multicalibration`` (the columns typed as group columns, the numerical ones
-    checked to be numbers)."""
+    estimator's parameters of ``--method multicalibration`` (the columns typed as group columns)."""
     import fastcal.spark as fs
 
     if args.method not in SPARK_METHODS:
@@ -209,9 +208,8 @@ def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
     segment_cols, numerical, params = segments
     with session(args) as spark:
         t0 = time.perf_counter()
-        if segment_cols:
+        if segment_cols:  # fastcal.spark refuses a numerical one that is not numbers: bad data below
             df = read(spark, args.input, columns, list(segment_cols))
-            _check_numerical(df, path, numerical)
         else:
             df = read(spark, args.input, columns, args.group_col if calibrator is not None else None, "--group-col")
         check_binary_labels(df, path, args.label_col)
@@ -244,17 +242,6 @@ def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
             raise DataError(f"{path}: {_first_line(exc)}") from None
         timings["fit (Spark)"] = time.perf_counter() - t0
     return est
-
-
-def _check_numerical(df, path, numerical):
-    """A DataError naming a ``--numerical-col`` column that Spark does not read as numbers (as without ``--spark``,
-    where its text is bad data)."""
-    from pyspark.sql import types as T
-
-    for c in numerical:
-        if not isinstance(df.schema[c].dataType, T.NumericType):
-            raise DataError(f"{path}: column {c!r} of --numerical-col holds text ({df.schema[c].dataType.simpleString()}"
-                            f"), not numbers")
 
 
 def _remove(path):

@@ -249,8 +249,8 @@ class MulticalibrationCalibrator(BaseCalibrator):
             if not matched and values and kinds and fitted_kinds and not kinds & fitted_kinds:
                 warnings.warn(f"no row's value of the segment feature {name!r} is one of its values at fit, which "
                               f"are {kind_names(fitted_kinds)} ({shown(fitted)}) while the values given are "
-                              f"{kind_names(kinds)} ({shown(values)}): no row with a value gets that feature's corrections. "
-                              f"Give the values as they were fitted.", UserWarning, stacklevel=2)
+                              f"{kind_names(kinds)} ({shown(values)}): no row with a value gets that feature's "
+                              f"corrections. Give the values as they were fitted.", UserWarning, stacklevel=2)
         return out
 
     def feature_values(self, name: str) -> list[Any]:

@@ -244,8 +244,8 @@ class SegmentModel:
             if matches is not None and t.kind != "bins":
                 sizes = np.bincount(codes, minlength=remap.size) if n else np.zeros(remap.size, dtype=np.int64)
                 present = np.array([feature_key(u) is not None for u in uniques] or [False])
-                matches[t.name] = (int(sizes[(remap > 0) & present].sum()), [u for u in uniques
-                                                                              if feature_key(u) is not None])
+                matches[t.name] = (int(sizes[(remap > 0) & present].sum()),
+                                   [u for u, keep in zip(uniques, present.tolist()) if keep])
             digits.append((codes, remap, t.size + 1))
         n_b = self.n_buckets
         span = math.prod(t.size + 1 for t in self.features) * n_b
@@ -318,8 +318,8 @@ def feature_table(name, column, is_numerical, p, max_values):
         codes, offset, remap, labels, folded = coded
         other, kind = -1 if folded is None else labels.index(folded[1]), "categorical"
     digits = remap[codes[first].astype(np.int64) - offset]
-    return coded, FeatureTable(name, kind, [feature_key(u) for u in uniques], digits.astype(np.int64), other, np.zeros(0),
-                               len(labels))
+    return coded, FeatureTable(name, kind, [feature_key(u) for u in uniques], digits.astype(np.int64), other,
+                               np.zeros(0), len(labels))
 
 
 def chunk_rows(n_sums):

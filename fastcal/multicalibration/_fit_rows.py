@@ -109,9 +109,9 @@ class _ChunkFacts(NamedTuple):
 
 def _pass_rows(chunk, number, starts, cell_keys, radix, edges, n_folds, exponent):
     """A coded chunk ``(p, labels, w, *digits)`` as the passes read it, ``(key, logit, w)``, and its facts ``(sum w,
-    sum w^2, weight per fold, its patterns)`` (:class:`_ChunkFacts`; weights rescaled by ``2**-exponent``). ``key`` is ``(pattern * n_folds + fold) * 2
-    + y``: one int64 column where three would be, since a backend that moves columns on every pass (Spark: from its
-    cache to the Python task) pays per column."""
+    sum w^2, weight per fold, its patterns)`` (:class:`_ChunkFacts`; weights rescaled by ``2**-exponent``).
+    ``key`` is ``(pattern * n_folds + fold) * 2 + y``: one int64 column where three would be, since a backend that
+    moves columns on every pass (Spark: from its cache to the Python task) pays per column."""
     p, labels, w = chunk[:3]
     n = p.shape[0]
     n_b = max(edges.size - 1, 1)

@@ -73,7 +73,7 @@ def _feature_values(chunk, f, numerical, name, edges):
     values = chunk[3 + f]
     if not numerical:
         return values
-    x = np.ascontiguousarray(as_float_array(values, f"segments[{name!r}]"), dtype=np.float64)
+    x = _float64(values, f"segments[{name!r}]")
     if edges is None:
         return x
     missing = np.isnan(x)
@@ -85,17 +85,21 @@ def _feature_values(chunk, f, numerical, name, edges):
 def _numerical_facts(chunk, f, name, limit):
     """``(distinct values up to limit + 1, or None past it; rows not NaN; least; greatest)`` of a numerical
     feature in a chunk."""
-    x = _feature_values(chunk, f, True, name, None)
-    x = x[~np.isnan(x)]
+    x = _float_values(chunk, 3 + f, f"segments[{name!r}]")
     if not x.shape[0]:
         return np.empty(0), 0, math.inf, -math.inf
     distinct = np.unique(x)
     return (distinct if distinct.shape[0] <= limit else None), x.shape[0], float(x.min()), float(x.max())
 
 
+def _float64(values, label):
+    """``values`` as a contiguous float64 array (``label`` names them in errors)."""
+    return np.ascontiguousarray(as_float_array(values, label), dtype=np.float64)
+
+
 def _float_values(chunk, column, label):
     """Column ``column`` of a chunk as float64 (``label`` names it in errors), NaN left out."""
-    x = np.ascontiguousarray(as_float_array(chunk[column], label), dtype=np.float64)
+    x = _float64(chunk[column], label)
     return x[~np.isnan(x)]
 
 
@@ -342,10 +346,10 @@ def check_features(names, numerical):
 def code_features(rows, x_dtype, weighted, names, numerical, order, max_values, columns=METRIC_NAMES,
                   empty_name="y_true"):
     """:class:`CodedRows` of rows ``(y_prob, y_true, w, *features)``: the validation (``columns``: the names of the
-    first two in errors; ``empty_name`` the column the error of no rows names), then each feature's values numbered as in memory (the numerical features' distinct values
-    and ranges; for a binned one, the quantile edges of all its values, exactly; each feature's distinct values with
-    their rows and first row along the sorted probabilities), and a conversion giving each row its digits and each
-    chunk its cells."""
+    first two in errors; ``empty_name`` the column the error of no rows names), then each feature's values
+    numbered as in memory (the numerical features' distinct values and ranges; for a binned one, the quantile
+    edges of all its values, exactly; each feature's distinct values with their rows and first row along the
+    sorted probabilities), and a conversion giving each row its digits and each chunk its cells."""
     data = Data(rows, x_dtype, weighted, _convert_features, tuple(f"segments[{n!r}]" for n in names), order,
                 columns, empty_name=empty_name)
     conv = None

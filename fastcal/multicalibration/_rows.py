@@ -107,8 +107,8 @@ from ._ecce import (
     ratio_sums,
 )
 
-__all__ = ["METRIC_NAMES", "REDUCTIONS", "Data", "calibration_ratio", "convert_chunk", "ecce", "float64_terms", "normalized_entropy",
-           "proportional_ece", "score_ranges", "segment_report"]
+__all__ = ["METRIC_NAMES", "REDUCTIONS", "Data", "calibration_ratio", "convert_chunk", "ecce", "float64_terms",
+           "normalized_entropy", "proportional_ece", "score_ranges", "segment_report"]
 
 #: Score ranges of :func:`ecce` (its default): one per this many rows, at least ``rows.parallelism``.
 PARTITION_ROWS = isotonic_rows.PARTITION_ROWS
