@@ -36,6 +36,9 @@ $(STAMP): pyproject.toml
 	# its fit (MCGrad().fit, the peer of benchmarks/compare_multicalibration_fit.py) needs lightgbm alone, which
 	# the bench extra installs
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps mcgrad==0.1.5
+	# abstention (Alexandari et al.), the oracle of tests/test_multiclass.py: vector scaling and BCTS by L-BFGS,
+	# EM and BBSE for label shift; it needs NumPy, SciPy and scikit-learn only, but pins old versions of them
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps abstention==0.1.3.1
 	@touch $(STAMP)
 
 venv: $(STAMP)

@@ -43,6 +43,8 @@ from .multicalibration import (
     proportional_ece,
     segment_report,
 )
+from .label_shift import LabelShiftResult, estimate_label_shift
+from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
 from .platt import (
     PlattResult,
     PlattScaling,
@@ -77,7 +79,7 @@ _LAZY = {
 def load(
     path: str | os.PathLike[str],
 ) -> (IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers
-      | GroupedCalibrator | MulticalibrationCalibrator):
+      | VectorScaling | BiasCorrectedTemperatureScaling | GroupedCalibrator | MulticalibrationCalibrator):
     """Load a fitted calibrator saved with ``save`` (a ``GroupedCalibrator`` too, with its group models, and a
     ``MulticalibrationCalibrator``). Raises
     ``ValueError`` for anything but a valid model file."""
@@ -94,6 +96,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BetaCalibration",
+    "BiasCorrectedTemperatureScaling",
     "BrierDecomposition",
     "CalibratedClassifierCV",
     "CalibrationReport",
@@ -105,6 +108,7 @@ __all__ = [
     "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",
+    "LabelShiftResult",
     "MulticalibrationCalibrator",
     "MulticalibrationResult",
     "NoCacheWarning",
@@ -117,6 +121,7 @@ __all__ = [
     "SlopeInterceptResult",
     "SmoothECEResult",
     "TemperatureScaling",
+    "VectorScaling",
     "VennAbers",
     "adjust_priors",
     "brier_decomposition",
@@ -129,6 +134,7 @@ __all__ = [
     "correct_negative_sampling",
     "cross_val_calibration_report",
     "ecce",
+    "estimate_label_shift",
     "estimate_priors_em",
     "expected_calibration_error",
     "get_num_threads",

@@ -41,6 +41,9 @@ PARITY = {
     "BetaCalibration": _all("fit_beta", "fit_beta"),
     "HistogramBinning": _all("fit_histogram", "fit_histogram"),
     "TemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "VectorScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "BiasCorrectedTemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "estimate_label_shift": _nowhere("(n, k) probabilities and a calibrator's fit: no driver over rows yet (issue 41)"),
     "VennAbers": _nowhere("its fit keeps every distinct score, in memory"),
     "GroupedCalibrator": _all("fit_grouped", _OOC_LATER),
     "MulticalibrationCalibrator": _all("fit_multicalibration", _OOC_LATER),
@@ -75,7 +78,7 @@ PARITY = {
 NOT_ROWS = frozenset({
     "BrierDecomposition", "CalibrationReport", "ConvergenceWarning", "CorpReliabilityResult",
     "CrossValCalibrationReport", "ECCEResult", "InvalidParameterError", "MulticalibrationResult", "NoCacheWarning",
-    "NotFittedError", "PlattResult", "PriorEMResult", "ScoreDecomposition", "SegmentReport", "SlopeInterceptResult",
+    "NotFittedError", "PlattResult", "PriorEMResult", "LabelShiftResult", "ScoreDecomposition", "SegmentReport", "SlopeInterceptResult",
     "SmoothECEResult", "get_num_threads", "set_num_threads", "load", "negative_sampling_logit_offset",
 })
 

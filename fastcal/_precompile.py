@@ -104,6 +104,7 @@ from .platt import WARM_START_MIN, PlattScaling, calibration_slope_intercept, pl
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
+from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
 from .venn_abers import VennAbers
 
 __all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "cached_signatures", "call_label", "calls",
@@ -504,6 +505,17 @@ def _temperature(dtype):
     TemperatureScaling().fit(logits, y, sample_weight=_weights(N, dtype))
     (lr,) = _read_only(logits)
     TemperatureScaling().fit(lr, y).predict_proba(lr)
+
+
+@warmup("vector scaling and BCTS")
+def _vector_scaling(dtype):
+    P, y = _proba(N, 3, dtype)
+    logits = np.log(P)
+    (lr,) = _read_only(logits)
+    for cls in (VectorScaling, BiasCorrectedTemperatureScaling):
+        cls().fit(logits, y).predict_proba(logits)
+        cls().fit(P, y, sample_weight=_weights(N, dtype)).predict_proba(P)
+        cls().fit(lr, y).predict_proba(lr)
 
 
 @warmup("prior correction")

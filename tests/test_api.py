@@ -80,6 +80,7 @@ def _results():
         "PlattResult": lambda: fastcal.platt_scaling(s, y),
         "SlopeInterceptResult": lambda: fastcal.calibration_slope_intercept(y, p),
         "PriorEMResult": lambda: fastcal.estimate_priors_em(post, [0.5, 0.5]),
+        "LabelShiftResult": lambda: fastcal.estimate_label_shift(y, post, post[::-1], n_bootstrap=3, random_state=0),
         "BrierDecomposition": lambda: fastcal.brier_decomposition(y, p),
         "CalibrationReport": lambda: fastcal.calibration_report(y, p),
         "ScoreDecomposition": lambda: fastcal.score_decomposition(y, p),

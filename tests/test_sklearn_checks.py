@@ -7,7 +7,8 @@ checks generate 2-D data only and skip such estimators with a
 ``SkipTestWarning``, which this test asserts, so that a change of their tags
 is seen; their scikit-learn conventions are tested in test_isotonic.py,
 test_platt.py, test_beta.py, test_histogram.py and test_api.py. CalibratedClassifierCV is a classifier and
-runs every check (around LogisticRegression). TemperatureScaling takes one
+runs every check (around LogisticRegression). TemperatureScaling (and VectorScaling and
+BiasCorrectedTemperatureScaling, which read their input the same way) takes one
 column of logits per class and labels that are column indices (as the
 calibrators inside CalibratedClassifierCV get them): it runs every check and
 fails, deliberately, only those listed in ``TEMPERATURE_LABELS``, whose data
@@ -37,7 +38,7 @@ TEMPERATURE_LABELS = (
 
 
 def _expected_failures(estimator):
-    if isinstance(estimator, fastcal.TemperatureScaling):
+    if isinstance(estimator, (fastcal.TemperatureScaling, fastcal.VectorScaling, fastcal.BiasCorrectedTemperatureScaling)):
         return {name: "labels are column indices of X; the check's y (0..2 or 1..2) names a third column of a two-column X"
                 for name in TEMPERATURE_LABELS}
     return {}
@@ -55,7 +56,8 @@ pytestmark = [
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=_NOT_INHERITED, category=UserWarning)
     _checks = parametrize_with_checks(
-        [fastcal.TemperatureScaling(), CalibratedClassifierCV(LogisticRegression(), cv=3)],
+        [fastcal.TemperatureScaling(), fastcal.VectorScaling(), fastcal.BiasCorrectedTemperatureScaling(),
+         CalibratedClassifierCV(LogisticRegression(), cv=3)],
         expected_failed_checks=_expected_failures,
         xfail_strict=True,
     )

@@ -93,7 +93,8 @@ import fastcal.plot
 
 Floats = NDArray[np.floating[Any]]
 Calibrator = (fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling | fastcal.BetaCalibration
-              | fastcal.HistogramBinning | fastcal.VennAbers)
+              | fastcal.HistogramBinning | fastcal.VennAbers | fastcal.VectorScaling
+              | fastcal.BiasCorrectedTemperatureScaling)
 Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
 CurveCounts = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]
 
@@ -135,6 +136,22 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(temp.n_classes_, int)
     assert_type(temp.n_iter_, int)
     assert_type(temp.converged_, bool)
+
+    vs = fastcal.VectorScaling(input_type="logits", max_iter=100, tol=1e-10).fit(z, y3, sample_weight=None)
+    assert_type(vs, fastcal.VectorScaling)
+    assert_type(vs.predict_proba(z), Floats)
+    assert_type(vs.predict(z), Floats)
+    assert_type(vs.scales_, NDArray[np.float64])
+    assert_type(vs.biases_, NDArray[np.float64])
+    assert_type(vs.n_classes_, int)
+    bcts = fastcal.BiasCorrectedTemperatureScaling(input_type="auto").fit(z, y3, 1.0)
+    assert_type(bcts, fastcal.BiasCorrectedTemperatureScaling)
+    assert_type(bcts.predict_proba(z), Floats)
+    assert_type(bcts.beta_, float)
+    assert_type(bcts.temperature_, float)
+    assert_type(bcts.biases_, NDArray[np.float64])
+    assert_type(bcts.n_iter_, int)
+    assert_type(bcts.converged_, bool)
 
     p = 1.0 / (1.0 + np.exp(-s))
     beta = fastcal.BetaCalibration(parameters="am", max_iter=50, tol=None).fit(p, y, sample_weight=None)
@@ -214,6 +231,13 @@ def functions(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     assert_type(em.proba, Floats)
     assert_type(em.n_iter, int)
     assert_type(em.converged, bool)
+    ls = fastcal.estimate_label_shift(y, proba, proba, method="bbse", calibrator=None, n_bootstrap=2,
+                                      random_state=0)
+    assert_type(ls, fastcal.LabelShiftResult)
+    assert_type(ls.priors, NDArray[np.float64])
+    assert_type(ls.weights, NDArray[np.float64])
+    assert_type(ls.condition_number, float)
+    assert_type(ls.priors_low, NDArray[np.float64] | None)
 
     fastcal.set_num_threads(1)
     assert_type(fastcal.get_num_threads(), int)

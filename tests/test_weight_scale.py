@@ -386,6 +386,10 @@ CASES = {
     "fastcal.platt.calibration_slope_intercept": _slope,
     "fastcal.temperature.TemperatureScaling.fit":
         lambda w: {"t": _floats(fastcal.TemperatureScaling().fit(LOGITS, YK, sample_weight=w).temperature_)},
+    "fastcal.multiclass.VectorScaling.fit": lambda w: {"p": _floats(np.concatenate(
+        [(m := fastcal.VectorScaling().fit(LOGITS, YK, sample_weight=w)).scales_, m.biases_]))},
+    "fastcal.multiclass.BiasCorrectedTemperatureScaling.fit": lambda w: {"p": _floats(np.concatenate(
+        [[(m := fastcal.BiasCorrectedTemperatureScaling().fit(LOGITS, YK, sample_weight=w)).beta_], m.biases_]))},
     "fastcal.metrics.brier_score_loss": lambda w: {
         "b": _floats(metrics.brier_score_loss(Y, S, sample_weight=w)),
         "k": _floats(metrics.brier_score_loss(YK, PK, sample_weight=w))},

@@ -11,6 +11,8 @@ from ._scaling import TemperatureScaling
 
 # The internal API of the tests and the engine (documented in _scaling): the fused pass, the solver and its start.
 from ._scaling import SUBSAMPLE_MIN, halley_minimize, loss_derivatives, warm_start
+# The multiclass calibrators' input readers (fastcal.multiclass): logits, class indices, the columns at predict.
+from ._scaling import as_logits, check_columns, class_indices
 
 __all__ = ["TemperatureScaling"]
 

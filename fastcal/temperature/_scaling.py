@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TemperatureScaling"]
 
+# Internal API (fastcal.multiclass reads its inputs the same way): as_logits, class_indices, check_columns.
+
 #: Bounds of log(beta), as in scikit-learn: beta in [e^-10, e^10].
 _LOG_BETA_BOUNDS = (-10.0, 10.0)
 #: Added to probabilities before taking logs, as in scikit-learn.
@@ -66,12 +68,14 @@ _SUBSAMPLE_ROWS = 1 << 15
 _SUBSAMPLE_TOL = 1e-6
 
 
-def _as_logits(X, input_type, name="X"):
+def as_logits(X, input_type, name="X", *, centre=False):
     """(n, k) float logits from decision values, logits or probabilities (scikit-learn's rules).
 
     1-D or single-column decision values ``x`` become two-class logits
     ``(-x, x)``; probabilities (``input_type="probabilities"``, or "auto" and
-    every row in [0, 1] summing to 1) become ``log(p + 1e-12)``. Bad input
+    every row in [0, 1] summing to 1) become ``log(p + 1e-12)``, less their
+    mean over the row with ``centre`` (the inverse softmax that vector
+    scaling's authors use). Bad input
     raises the exception types of scikit-learn's ``check_array``, with its words.
     """
     if X is None:
@@ -118,8 +122,57 @@ def _as_logits(X, input_type, name="X"):
                 f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) when input_type='probabilities'."
             )
     if input_type == "probabilities" or (in_range and sums_ok):
-        return np.log(z + z.dtype.type(_PROBA_EPS))
+        logp = np.log(z + z.dtype.type(_PROBA_EPS))
+        if centre:
+            logp -= logp.mean(axis=1, dtype=np.float64, keepdims=True).astype(logp.dtype)
+        return logp
     return z
+
+
+def class_indices(y, z, n_features):
+    """``y`` checked as class indices of the (n, k) logits ``z``: int64 in ``0 .. k - 1``, one per row.
+
+    ``n_features`` is the number of columns of the user's ``X`` (1 for binary
+    decision values), named in the error. Labels that are not integers, or
+    lie outside the columns, raise a ``ValueError`` naming ``y``.
+    """
+    k = z.shape[1]
+    labels = column_or_1d(y, "y", allow_column=False, min_size=0)
+    if labels.dtype == object or labels.dtype.kind in "USV":
+        try:  # numbers in an object array are numbers
+            labels = labels.astype(np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"Unknown label type: y must hold integer class indices (one per column of X), "
+                             f"got values such as {labels[:3].tolist()}.") from None
+    check_consistent_length(X=z, y=labels)
+    labels = as_label_array(labels, "y")
+    if labels.dtype.kind == "f":
+        check_finite(labels, "y")
+        if np.any(labels != np.round(labels)):
+            raise ValueError("y must hold integer class indices.")
+    lo, hi = labels.min(), labels.max()  # before the cast to int64, which would wrap 1e308
+    if lo < 0 or hi >= k:
+        columns = ("one per column of X" if n_features > 1 else
+                   f"X has {n_features} feature(s): binary decision values, read as 2 classes")
+        raise ValueError(f"y must hold class indices in 0 .. {k - 1} ({columns}); "
+                         f"found {float(lo):g} .. {float(hi):g}. Labels are column indices of X, as for "
+                         "scikit-learn's temperature calibrator; map class labels to them first, e.g. "
+                         "np.searchsorted(model.classes_, y).")
+    return labels.astype(np.int64, copy=False)
+
+
+def check_columns(X, z, estimator):
+    """Refuse logits ``z`` (read from ``X``) whose classes are not the ``n_classes_`` of the fitted ``estimator``,
+    in scikit-learn's words."""
+    k = estimator.n_classes_
+    if z.shape[1] != k:
+        shape = np.asarray(X).shape
+        if len(shape) == 1:
+            raise ValueError(f"X is 1-D (binary decision values), but the model was fitted on {k} "
+                             f"classes. Reshape your data to (n_samples, {k}).")
+        raise ValueError(f"X has {shape[1]} features, but {type(estimator).__name__} is expecting "
+                         f"{getattr(estimator, 'n_features_in_', k)} features as input "
+                         f"(one per class; the model was fitted on {k} classes).")
 
 
 @register
@@ -228,32 +281,11 @@ class TemperatureScaling(BaseCalibrator):
         self._validate_params()
         if y is None:
             raise ValueError("TemperatureScaling requires y to be passed, but the target y is None.")
-        z = _as_logits(X, self.input_type)
+        z = as_logits(X, self.input_type)
         n, k = z.shape
         shape = np.asarray(X).shape  # dense now (_as_logits refuses sparse X)
         n_features = 1 if len(shape) == 1 else int(shape[1])
-        labels = column_or_1d(y, "y", allow_column=False, min_size=0)
-        if labels.dtype == object or labels.dtype.kind in "USV":
-            try:  # numbers in an object array are numbers
-                labels = labels.astype(np.float64)
-            except (TypeError, ValueError):
-                raise ValueError(f"Unknown label type: y must hold integer class indices (one per column of X), "
-                                 f"got values such as {labels[:3].tolist()}.") from None
-        check_consistent_length(X=z, y=labels)
-        labels = as_label_array(labels, "y")
-        if labels.dtype.kind == "f":
-            check_finite(labels, "y")
-            if np.any(labels != np.round(labels)):
-                raise ValueError("y must hold integer class indices.")
-        lo, hi = labels.min(), labels.max()  # before the cast to int64, which would wrap 1e308
-        if lo < 0 or hi >= k:
-            columns = ("one per column of X" if n_features > 1 else
-                       f"X has {n_features} feature(s): binary decision values, read as 2 classes")
-            raise ValueError(f"y must hold class indices in 0 .. {k - 1} ({columns}); "
-                             f"found {float(lo):g} .. {float(hi):g}. Labels are column indices of X, as for "
-                             "scikit-learn's temperature calibrator; map class labels to them first, e.g. "
-                             "np.searchsorted(model.classes_, y).")
-        labels = labels.astype(np.int64, copy=False)
+        labels = class_indices(y, z, n_features)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
         self.beta_, self.n_iter_, self.converged_ = halley_minimize(
@@ -274,15 +306,8 @@ class TemperatureScaling(BaseCalibrator):
         """Calibrated probabilities ``softmax(beta_ * logits)``, shape (n_samples, n_classes)."""
         check_is_fitted(self, "beta_")
         check("input_type", self.input_type, self._parameter_constraints["input_type"])
-        z = _as_logits(X, self.input_type)
-        if z.shape[1] != self.n_classes_:
-            shape = np.asarray(X).shape
-            if len(shape) == 1:
-                raise ValueError(f"X is 1-D (binary decision values), but the model was fitted on {self.n_classes_} "
-                                 f"classes. Reshape your data to (n_samples, {self.n_classes_}).")
-            raise ValueError(f"X has {shape[1]} features, but TemperatureScaling is expecting "
-                             f"{getattr(self, 'n_features_in_', self.n_classes_)} features as input "
-                             f"(one per class; the model was fitted on {self.n_classes_} classes).")
+        z = as_logits(X, self.input_type)
+        check_columns(X, z, self)
         out = np.empty(z.shape, dtype=z.dtype)
         parallel_for(_k.softmax, z.shape[0], z, self.beta_, out, rows=z.size)
         return out

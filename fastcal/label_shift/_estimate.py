@@ -1,0 +1,324 @@
+r"""Label shift: the class priors of a target population from a model's predictions on it.
+
+Under label shift, :math:`p_t(x \mid y) = p_s(x \mid y)` while the priors move from
+:math:`\pi_s` to :math:`\pi_t`. Three estimators of :math:`\pi_t` from a labelled
+source sample (the model's probabilities and the true classes) and an unlabelled
+target sample (the model's probabilities):
+
+``"em"``
+    The maximum-likelihood estimate of Saerens, Latinne and Decaestecker
+    (2002), :func:`fastcal.estimate_priors_em`, run on posteriors calibrated
+    on the source sample first. Alexandari, Kundaje and Shrikumar (2020)
+    show that with a calibration that has a bias per class (BCTS, vector
+    scaling) it is hard to beat, and that without one it loses to the
+    confusion-matrix methods: the default calibrator is therefore
+    :class:`fastcal.BiasCorrectedTemperatureScaling`.
+``"bbse"``, ``"bbse-soft"``
+    Black-box shift estimation (Lipton, Wang and Smola 2018): with
+    :math:`C_{ij} = P_s(\hat y = i, y = j)` and :math:`\mu_i = P_t(\hat y = i)`,
+    :math:`\mu = C w` for the weights :math:`w_j = \pi_{t,j} / \pi_{s,j}`, so
+    :math:`w = C^{-1} \mu`. Hard: :math:`\hat y` the most probable class;
+    soft: the probabilities themselves in place of the indicator. Negative
+    weights are set to 0 (as Lipton et al. and ``abstention`` do), then the
+    priors :math:`w_j \pi_{s,j}` are normalised.
+
+The condition number of the conditional confusion matrix
+:math:`P_s(\hat y = i \mid y = j)` says how much sampling noise in the
+predictions' frequencies is amplified into the priors; a warning is issued
+above ``condition_warning``. Bootstrap intervals resample the source and
+target rows (refitting the calibrator each time); for hard BBSE without a
+calibrator they resample the sufficient statistics instead: the source's
+(prediction, class) counts and the target's prediction counts, multinomial
+draws of k^2 and k cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from .._core.params import Integer, Options, Real, check
+from .._core.results import Result
+from .._core.validation import as_float_array, check_finite
+from ..multiclass import BiasCorrectedTemperatureScaling, VectorScaling
+from ..prior import SUM_TOL, estimate_priors_em
+from ..temperature import TemperatureScaling, class_indices
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["LabelShiftResult", "estimate_label_shift"]
+
+METHODS = ("em", "bbse", "bbse-soft")
+#: The calibrators named by a string.
+CALIBRATORS = {"bcts": BiasCorrectedTemperatureScaling, "vector": VectorScaling, "temperature": TemperatureScaling}
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class LabelShiftResult(Result):
+    """Result of :func:`estimate_label_shift`.
+
+    Attributes
+    ----------
+    priors : ndarray of shape (k,)
+        The estimated class priors of the target population (float64, non-negative, sum 1).
+    weights : ndarray of shape (k,)
+        ``priors / source_priors``: the importance weight of a source row of each class, and the factors
+        by which :func:`fastcal.adjust_priors` moves the calibrated posteriors to the target.
+    source_priors : ndarray of shape (k,)
+        The class frequencies of the source sample.
+    condition_number : float
+        The 2-norm condition number of the conditional confusion matrix ``P_s(yhat = i | y = j)`` (hard
+        predictions for ``"em"`` and ``"bbse"``, probabilities for ``"bbse-soft"``).
+    confusion_matrix : ndarray of shape (k, k)
+        ``C[i, j] = P_s(yhat = i, y = j)``, the joint frequencies on the source sample (as above).
+    method : str
+    calibrator : estimator or None
+        The calibrator fitted on the source sample (None if none).
+    n_iter : int
+        EM passes over the target rows (0 for BBSE).
+    converged : bool
+    priors_low, priors_high : ndarray of shape (k,) or None
+        The bootstrap percentile interval of each prior at ``confidence`` (None without ``n_bootstrap``).
+    """
+
+    priors: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    source_priors: NDArray[np.float64]
+    condition_number: float
+    confusion_matrix: NDArray[np.float64]
+    method: str
+    calibrator: Any
+    n_iter: int
+    converged: bool
+    priors_low: NDArray[np.float64] | None = None
+    priors_high: NDArray[np.float64] | None = None
+
+
+def _probabilities(x, name):
+    """(n, k) float64 probabilities, k >= 2, rows summing to 1 within ``fastcal.prior.SUM_TOL``."""
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array of probabilities (n_samples, n_classes), got shape {arr.shape}.")
+    if arr.shape[1] < 2:
+        raise ValueError(f"{name} has {arr.shape[1]} column: label shift needs at least 2 classes (k >= 2).")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} must have at least 1 row.")
+    p = as_float_array(arr, name, dtype=np.float64)
+    check_finite(p, name)
+    if p.min() < 0.0 or p.max() > 1.0:
+        raise ValueError(f"{name} must hold probabilities in [0, 1].")
+    bad = int(np.count_nonzero(np.abs(p.sum(axis=1) - 1.0) > SUM_TOL))
+    if bad:
+        raise ValueError(f"The rows of {name} must sum to 1 (within {SUM_TOL:g}); {bad} row{'s do' if bad > 1 else ' does'} not.")
+    return p
+
+
+def _calibrator(calibrator, method):
+    if isinstance(calibrator, str):
+        check("calibrator", calibrator, [Options("auto", *CALIBRATORS)])
+        if calibrator == "auto":
+            return BiasCorrectedTemperatureScaling() if method == "em" else None
+        return CALIBRATORS[calibrator]()
+    if calibrator is None:
+        return None
+    if not (hasattr(calibrator, "fit") and hasattr(calibrator, "predict_proba") and hasattr(calibrator, "get_params")):
+        raise TypeError("calibrator must be 'auto', 'bcts', 'vector', 'temperature', None, or an estimator with fit, "
+                        f"predict_proba and get_params; got {type(calibrator).__name__}.")
+    return type(calibrator)(**calibrator.get_params())  # a fresh copy: the caller's is never fitted
+
+
+def _joint(pred, y, k, soft):
+    """C[i, j] = mean over the rows of [yhat = i] [y = j] (hard: ``pred`` the predicted classes) or p_i [y = j]."""
+    n = y.shape[0]
+    if soft:
+        C = np.zeros((k, k))
+        for j in range(k):
+            C[:, j] = pred[y == j].sum(axis=0)
+        return C / n
+    return np.bincount(pred * k + y, minlength=k * k).reshape(k, k) / n
+
+
+def _condition(C, source):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.linalg.cond(C / source))
+
+
+def _bbse(C, mu, source):
+    """The BBSE priors from the joint source matrix ``C`` and the target's prediction frequencies ``mu``."""
+    try:
+        w = np.linalg.solve(C, mu)
+    except np.linalg.LinAlgError:
+        raise ValueError("the confusion matrix of the source sample is singular: some class is never predicted, or "
+                         "two classes are predicted alike; BBSE cannot tell their priors apart (use method='em').") from None
+    priors = np.maximum(w, 0.0) * source
+    total = priors.sum()
+    if not total > 0.0:
+        raise ValueError("BBSE found no class with a positive weight: the target's predictions are not a mixture of "
+                         "the source's classes.")
+    return priors / total
+
+
+def _estimate(method, cal, ps, ys, pt, k, max_iter, tol, with_details):
+    """One estimate from the rows: (priors, source priors, C, n_iter, converged, fitted calibrator)."""
+    if cal is not None:
+        cal.fit(ps, ys)
+        ps = np.asarray(cal.predict_proba(ps), dtype=np.float64)
+        pt = np.asarray(cal.predict_proba(pt), dtype=np.float64)
+    source = np.bincount(ys, minlength=k) / ys.shape[0]
+    if np.any(source == 0.0):
+        missing = np.flatnonzero(source == 0.0).tolist()
+        raise ValueError(f"y_source has no row of class {missing[0] if len(missing) == 1 else missing}: the shift of "
+                         "its prior cannot be estimated.")
+    soft = method == "bbse-soft"
+    C = _joint(ps if soft else ps.argmax(axis=1), ys, k, soft) if (with_details or method != "em") else None
+    if method == "em":
+        res = estimate_priors_em(pt, source, max_iter=max_iter, tol=tol)
+        return res.priors, source, C, res.n_iter, res.converged, cal
+    mu = pt.mean(axis=0) if soft else np.bincount(pt.argmax(axis=1), minlength=k) / pt.shape[0]
+    return _bbse(C, mu, source), source, C, 0, True, cal
+
+
+def estimate_label_shift(
+    y_source: ArrayLike,
+    proba_source: ArrayLike,
+    proba_target: ArrayLike,
+    *,
+    method: Literal["em", "bbse", "bbse-soft"] = "em",
+    calibrator: Any = "auto",
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    max_iter: int = 1000,
+    tol: float = 1e-8,
+    condition_warning: float = 100.0,
+) -> LabelShiftResult:
+    r"""Estimate the class priors of a target population under label shift.
+
+    Parameters
+    ----------
+    y_source : array-like of shape (n_source,)
+        The true classes of a labelled source sample (held out from the
+        model's training), as column indices ``0 .. k - 1`` of the probabilities.
+    proba_source : array-like of shape (n_source, k)
+        The model's probabilities on the source sample (rows summing to 1).
+    proba_target : array-like of shape (n_target, k)
+        The model's probabilities on the unlabelled target sample.
+    method : {"em", "bbse", "bbse-soft"}
+        EM on calibrated posteriors (Saerens et al. 2002; Alexandari et al.
+        2020), or black-box shift estimation with hard or soft predictions
+        (Lipton et al. 2018). See the module docstring.
+    calibrator : {"auto", "bcts", "vector", "temperature"}, None or estimator
+        Fitted on the source sample, then applied to both samples before the
+        estimate. "auto": :class:`fastcal.BiasCorrectedTemperatureScaling` for
+        "em", none for BBSE. An estimator with ``fit(X, y)``,
+        ``predict_proba(X)`` and ``get_params()`` is copied, never fitted itself.
+    n_bootstrap : int
+        Bootstrap replicates for the intervals ``priors_low``, ``priors_high`` (0: none).
+    confidence : float
+        The intervals' nominal coverage, in (0, 1).
+    random_state : int, Generator or None
+        The bootstrap's random numbers.
+    max_iter, tol : int, float
+        The EM's (:func:`fastcal.estimate_priors_em`).
+    condition_warning : float
+        Warn when the condition number of the conditional confusion matrix exceeds it.
+
+    Returns
+    -------
+    LabelShiftResult
+
+    References
+    ----------
+    Saerens, M., Latinne, P. and Decaestecker, C. (2002). Adjusting the outputs of a classifier to new a priori
+    probabilities: a simple procedure. Neural Computation 14(1).
+
+    Lipton, Z. C., Wang, Y.-X. and Smola, A. (2018). Detecting and Correcting for Label Shift with Black Box
+    Predictors. ICML.
+
+    Alexandari, A., Kundaje, A. and Shrikumar, A. (2020). Maximum Likelihood with Bias-Corrected Calibration is
+    Hard-To-Beat at Label Shift Adaptation. ICML.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fastcal
+    >>> rng = np.random.default_rng(0)
+    >>> def sample(priors, n):
+    ...     y = rng.choice(3, size=n, p=priors)
+    ...     z = rng.normal(size=(n, 3)) + 2.0 * np.eye(3)[y]
+    ...     p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    ...     return y, p
+    >>> ys, ps = sample([1 / 3, 1 / 3, 1 / 3], 20000)
+    >>> _, pt = sample([0.6, 0.3, 0.1], 20000)
+    >>> fastcal.estimate_label_shift(ys, ps, pt).priors.round(2)
+    array([0.6, 0.3, 0.1])
+    """
+    check("method", method, [Options(*METHODS)])
+    check("n_bootstrap", n_bootstrap, [Integer(0)])
+    check("confidence", confidence, [Real(0, 1, open_low=True, open_high=True)])
+    check("max_iter", max_iter, [Integer(1)])
+    check("tol", tol, [Real(0, open_low=True)])
+    check("condition_warning", condition_warning, [Real(1)])
+    ps = _probabilities(proba_source, "proba_source")
+    pt = _probabilities(proba_target, "proba_target")
+    k = ps.shape[1]
+    if pt.shape[1] != k:
+        raise ValueError(f"proba_target has {pt.shape[1]} classes (columns), proba_source {k}.")
+    ys = class_indices(y_source, ps, k)
+    cal = _calibrator(calibrator, method)
+    priors, source, C, n_iter, converged, cal = _estimate(method, cal, ps, ys, pt, k, max_iter, tol, True)
+    cond = _condition(C, source)
+    if not cond <= condition_warning:
+        warnings.warn(f"the source sample's confusion matrix P(yhat | y) has condition number {cond:.3g} (above "
+                      f"condition_warning={condition_warning:g}): the classes are hard to tell apart, and the "
+                      "estimated priors may be far off.", UserWarning, stacklevel=2)
+    low = high = None
+    if n_bootstrap:
+        draws = _bootstrap(method, cal is not None, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap,
+                           np.random.default_rng(random_state))
+        alpha = (1.0 - confidence) / 2.0
+        low, high = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=0)
+    return LabelShiftResult(priors=priors, weights=priors / source, source_priors=source, condition_number=cond,
+                            confusion_matrix=C, method=method, calibrator=cal, n_iter=n_iter, converged=converged,
+                            priors_low=low, priors_high=high)
+
+
+def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap, rng):
+    """``n_bootstrap`` estimates from resampled data: (n_bootstrap, k) priors."""
+    draws = np.empty((n_bootstrap, k))
+    ns, nt = ys.shape[0], pt.shape[0]
+    if method == "bbse" and not calibrated:
+        # the sufficient statistics: the source's (prediction, class) counts and the target's prediction counts
+        mu = np.bincount(pt.argmax(axis=1), minlength=k) / nt
+        joint = C.reshape(-1)
+        for b in range(n_bootstrap):
+            Cb = rng.multinomial(ns, joint / joint.sum()).reshape(k, k) / ns
+            mub = rng.multinomial(nt, mu / mu.sum()) / nt
+            source = Cb.sum(axis=0)
+            draws[b] = _bbse_or_nan(Cb, mub, source)
+        return draws
+    with warnings.catch_warnings():  # a replicate's fit or EM may stop early: its estimate still counts
+        warnings.simplefilter("ignore")
+        for b in range(n_bootstrap):
+            i = rng.integers(0, ns, ns)
+            j = rng.integers(0, nt, nt)
+            try:
+                draws[b] = _estimate(method, _calibrator(calibrator, method), ps[i], ys[i], pt[j], k,
+                                     max_iter, tol, False)[0]
+            except ValueError:  # a replicate without some class, or singular: no estimate
+                draws[b] = math.nan
+    return draws
+
+
+def _bbse_or_nan(C, mu, source):
+    if np.any(source == 0.0):
+        return np.full(mu.shape[0], math.nan)
+    try:
+        return _bbse(C, mu, source)
+    except ValueError:
+        return np.full(mu.shape[0], math.nan)
