@@ -31,6 +31,7 @@ from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
+from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers, merge_intervals
 
@@ -48,7 +49,10 @@ if TYPE_CHECKING:
 
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
-METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers")
+METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers", "vector",
+           "bcts")
+#: The multinomial methods: one calibrator of all the columns, every class in every fold's training part.
+_MULTINOMIAL = {"temperature": TemperatureScaling, "vector": VectorScaling, "bcts": BiasCorrectedTemperatureScaling}
 #: One-vs-rest methods, one 1-D calibrator per class column; of these, the ones that take probabilities.
 _ONE_VS_REST = ("isotonic", "sigmoid", "beta", "histogram", "centered_isotonic", "venn_abers")
 _TAKE_PROBABILITIES = ("beta", "histogram")
@@ -94,7 +98,7 @@ def _new_calibrator(method, response):
         return HistogramBinning()
     # predict_proba output must be probabilities (an error if rows do not sum
     # to 1); decision values follow scikit-learn's "auto" rule.
-    return TemperatureScaling(input_type="probabilities" if response == "predict_proba" else "auto")
+    return _MULTINOMIAL[method](input_type="probabilities" if response == "predict_proba" else "auto")
 
 
 def _calibrator_input(pred, method, response):
@@ -142,7 +146,7 @@ class _CalibratedPair:
             return _venn_abers_proba([self.predict_intervals(X)], len(self.classes))
         predictions, response = _predictions(self.estimator, X)
         n_classes = len(self.classes)
-        if self.method == "temperature":
+        if self.method in _MULTINOMIAL:
             if n_classes == 2 and predictions.shape[1] == 1 and response == "predict_proba":
                 predictions = np.hstack([1 - predictions, predictions])
             proba = np.asarray(self.calibrators[0].predict_proba(predictions), dtype=np.float64)
@@ -192,7 +196,9 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     for multiclass), with fastcal's calibrators: "sigmoid" is
     :class:`fastcal.PlattScaling` (Newton), "isotonic" is
     :class:`fastcal.IsotonicRegression`, "temperature" is
-    :class:`fastcal.TemperatureScaling` (natively multinomial), "beta" is
+    :class:`fastcal.TemperatureScaling` (natively multinomial), "vector" and "bcts"
+    :class:`fastcal.VectorScaling` and :class:`fastcal.BiasCorrectedTemperatureScaling`
+    (multinomial too), "beta" is
     :class:`fastcal.BetaCalibration` and "histogram" is
     :class:`fastcal.HistogramBinning` (both one-vs-rest; they take
     probabilities, so decision values are mapped through the logistic
@@ -209,7 +215,8 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     ----------
     estimator : classifier, optional
         The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
-    method : {"sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers"}
+    method : {"sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers", \
+            "vector", "bcts"}
     cv : int, cross-validation generator or iterable, optional
         As in scikit-learn (5-fold stratified by default).
     n_jobs : int, optional
@@ -247,7 +254,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         estimator: Any = None,
         *,
         method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic",
-                        "venn_abers"] = "sigmoid",
+                        "venn_abers", "vector", "bcts"] = "sigmoid",
         cv: CV = None,
         n_jobs: int | None = None,
         ensemble: bool | Literal["auto"] = "auto",
@@ -319,7 +326,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
             from joblib import Parallel, delayed
 
             splits = list(cv.split(X, y))
-            if self.method == "temperature":
+            if self.method in _MULTINOMIAL:
                 for i, (train, test) in enumerate(splits):
                     self._check_fold(y, train, test, i)
             self.calibrated_classifiers_ = Parallel(n_jobs=self.n_jobs)(
@@ -355,14 +362,14 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
 
     def _check_fold(self, y, train, test, i):
         # One-vs-rest calibrators give a class a fold never saw probability 0, as
-        # scikit-learn does; a multinomial temperature needs every class in the
+        # scikit-learn does; a multinomial calibrator needs every class in the
         # classifier's training part, to have a column of scores for it (where
         # scikit-learn fails with a broadcasting error). Its calibration part may
         # lack a class: the temperature's loss is still defined (as in scikit-learn).
         missing = np.setdiff1d(self.classes_, np.unique(y[train]))
         if missing.size:
             raise ValueError(
-                f"method='temperature' needs every class in every fold, but class {missing[0].item()!r} is "
+                f"method={self.method!r} needs every class in every fold, but class {missing[0].item()!r} is "
                 f"missing from the training part of fold {i}. Use fewer folds or stratified splits (an integer "
                 "cv), or method='sigmoid' or 'isotonic'."
             )

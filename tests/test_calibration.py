@@ -93,7 +93,8 @@ def test_prior_correction():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(method="bayes"), "method must be .sigmoid., .isotonic., .temperature., .beta., .histogram., .centered_isotonic. or .venn_abers."),
+        (dict(method="bayes"), "method must be .sigmoid., .isotonic., .temperature., .beta., .histogram., "
+                               ".centered_isotonic., .venn_abers., .vector. or .bcts.."),
         (dict(ensemble="yes"), "ensemble must be"),
         (dict(prior_correction=1.5), r"rate must be in \(0, 1\]"),
         (dict(prior_correction=[0.2, 0.3, 0.5]), "2 class priors"),
@@ -222,6 +223,29 @@ def test_the_meta_estimators_calibrators_are_saveable(tmp_path, method):
         before = calibrator.predict_proba(column) if method == "temperature" else calibrator.predict(column)
         after = loaded.predict_proba(column) if method == "temperature" else loaded.predict(column)
         assert_array_equal(after, before)
+
+
+@pytest.mark.parametrize("method, cls", [("vector", fastcal.VectorScaling),
+                                         ("bcts", fastcal.BiasCorrectedTemperatureScaling)])
+@pytest.mark.parametrize("estimator", ["LinearSVC", "GaussianNB"])
+def test_vector_and_bcts_methods_are_their_calibrators_on_the_predictions(method, cls, estimator):
+    # a frozen model: one calibrator, fitted on the model's own predictions of the calibration rows (its decision
+    # function for LinearSVC, its probabilities for GaussianNB), with encoded labels
+    X, y = data(3, n=900)
+    labels = np.array(["ant", "bee", "cat"])[y]
+    model = clone(ESTIMATORS[estimator]).fit(X[:450], labels[:450])
+    ours = CalibratedClassifierCV(FrozenEstimator(model), method=method).fit(X[450:], labels[450:])
+    scores = model.decision_function(X) if estimator == "LinearSVC" else model.predict_proba(X)
+    input_type = "auto" if estimator == "LinearSVC" else "probabilities"
+    ref = cls(input_type=input_type).fit(scores[450:], y[450:])
+    assert_allclose(ours.predict_proba(X), ref.predict_proba(scores), rtol=1e-12, atol=1e-15)
+    assert set(ours.predict(X)) <= set(labels)
+    # cross-fitted: every fold's pair, probabilities averaged; a class missing from a fold's training part refused
+    cv = CalibratedClassifierCV(clone(ESTIMATORS[estimator]), method=method, cv=3).fit(X, labels)
+    assert_allclose(cv.predict_proba(X).sum(axis=1), 1.0, rtol=1e-12)
+    order = np.argsort(y, kind="stable")
+    with pytest.raises(ValueError, match=f"method='{method}' needs every class in every fold"):
+        CalibratedClassifierCV(GaussianNB(), method=method, cv=KFold(3)).fit(X[order], y[order])
 
 
 def test_y_as_one_column_warns_and_is_flattened_as_sklearn():

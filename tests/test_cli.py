@@ -346,6 +346,34 @@ def test_sigmoid_and_temperature(files, data, tmp_path, capsys):
         assert_allclose(z[f"calibrated_{j}"], want[:, j], rtol=1e-12)
 
 
+@pytest.mark.parametrize("method, cls", [("vector", fastcal.VectorScaling),
+                                         ("bcts", fastcal.BiasCorrectedTemperatureScaling)])
+def test_vector_and_bcts_fit_and_apply(tmp_path, capsys, method, cls):
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(3000, 3)) * 3
+    y = np.argmax(0.5 * logits + [0.0, 0.3, 0.6] + rng.gumbel(size=logits.shape), axis=1)
+    w = rng.uniform(0.5, 2.0, 3000)
+    np.savez(tmp_path / "mc.npz", a=logits[:, 0], b=logits[:, 1], c=logits[:, 2], y=y, w=w)
+    assert main(["fit", "--method", method, "--score-col", "a,b,c", "--label-col", "y", "--weight-col", "w",
+                 str(tmp_path / "mc.npz"), "-o", str(tmp_path / "m.json")]) == 0
+    assert f"fastcal fit: {method} on 3,000 rows: " in capsys.readouterr().out
+    ref = cls().fit(logits, y, sample_weight=w)
+    m = fastcal.load(tmp_path / "m.json")
+    assert type(m) is cls
+    assert_array_equal(m.biases_, ref.biases_)  # the same arrays, the same fit
+    assert main(["apply", str(tmp_path / "m.json"), str(tmp_path / "mc.npz"), "--score-col", "a,b,c",
+                 "-o", str(tmp_path / "out.npz")]) == 0
+    z = np.load(tmp_path / "out.npz")
+    want = ref.predict_proba(logits)
+    for j in range(3):
+        assert_array_equal(z[f"calibrated_{j}"], want[:, j])
+    assert_array_equal(z["y"], y)  # the other columns, verbatim
+    np.savez(tmp_path / "bad.npz", a=logits[:, 0], b=logits[:, 1], c=logits[:, 2], y=np.where(y == 2, 3, y))
+    assert main(["fit", "--method", method, "--score-col", "a,b,c", "--label-col", "y",
+                 str(tmp_path / "bad.npz"), "-o", str(tmp_path / "b.json")]) == 1
+    assert "is not a class index in 0 .. 2" in capsys.readouterr().err
+
+
 def test_apply_with_priors_and_defaults(files, data, model, tmp_path):
     score = data[0]
     np.save(tmp_path / "s.npy", score)

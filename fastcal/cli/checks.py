@@ -11,9 +11,13 @@ import numpy as np
 from .._coding import group_kinds, kind_names, shown
 from .._io import DataError, UsageError
 
+#: The multinomial methods of ``fit --method``: one score column per class, labels class indices.
+MULTINOMIAL = ("temperature", "vector", "bcts")
+
 
 def check_labels(y, path, column, method, n_classes=None, offset=0):
-    """0/1 labels for sigmoid, beta and histogram (and for report), class indices for temperature; DataError naming the row.
+    """0/1 labels for sigmoid, beta and histogram (and for report), class indices for the :data:`MULTINOMIAL` methods;
+    DataError naming the row.
 
     Parameters
     ----------
@@ -21,21 +25,22 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
         Numeric labels (checked by :func:`fastcal._io.check_numeric_column`).
     path, column : str
         For the message.
-    method : {"isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "venn-abers", "temperature", "binary"}
-        Calibration labels are 0/1 for every method but temperature (the library's
+    method : {"isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "venn-abers", "temperature", "vector",
+              "bcts", "binary"}
+        Calibration labels are 0/1 for every method but the multinomial ones (the library's
         ``IsotonicRegression`` fits any real targets; the command line
         calibrates classifiers, and a label 2 or 0.5 there is bad data).
     n_classes : int, optional
-        For temperature.
+        For the multinomial methods.
     offset : int, optional
         Rows of the file before ``y`` (``y`` a batch): rows in messages count from ``offset + 1``.
     """
-    if method != "temperature":
+    if method not in MULTINOMIAL:
         bad = (y != 0) & (y != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataError(f"{path}: column {column!r}, row {offset + i + 1}: label {y[i].item()!r} is not 0 or 1")
-    elif method == "temperature":
+    else:
         bad = (y != np.round(y)) | (y < 0) | (y >= n_classes)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])

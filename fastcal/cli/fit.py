@@ -20,7 +20,7 @@ from .._io import (
     open_input,
     read_columns,
 )
-from .checks import check_labels, check_probabilities, check_weights, segment_features
+from .checks import MULTINOMIAL, check_labels, check_probabilities, check_weights, segment_features
 from .options import NO_LIMIT, columns_arg, group_columns_arg, group_values
 from . import spark
 from .progress import Progress
@@ -48,6 +48,10 @@ def _estimator(args):
         return fastcal.HistogramBinning(n_bins=args.n_bins, strategy=args.strategy)
     if args.method == "multicalibration":
         return fastcal.MulticalibrationCalibrator(**multicalibration_params(args))
+    if args.method == "vector":
+        return fastcal.VectorScaling(max_iter=args.max_iter)
+    if args.method == "bcts":
+        return fastcal.BiasCorrectedTemperatureScaling(max_iter=args.max_iter)
     return fastcal.TemperatureScaling()
 
 
@@ -85,6 +89,11 @@ def describe(est):
         return f"a={est.a_:.6g}, b={est.b_:.6g}"
     if isinstance(est, fastcal.TemperatureScaling):
         return f"beta={est.beta_:.6g}"
+    if isinstance(est, fastcal.BiasCorrectedTemperatureScaling):
+        return f"beta={est.beta_:.6g}, biases " + ", ".join(f"{v:.4g}" for v in est.biases_)
+    if isinstance(est, fastcal.VectorScaling):
+        return (f"scales {', '.join(f'{v:.4g}' for v in est.scales_)}; "
+                f"biases {', '.join(f'{v:.4g}' for v in est.biases_)}")
     if isinstance(est, fastcal.HistogramBinning):
         return f"{est.bin_values_.shape[0]} bins"
     if isinstance(est, fastcal.MulticalibrationCalibrator):
@@ -107,7 +116,7 @@ def cmd_fit(args, progress_enabled, timings):
     score_cols = columns_arg(args.score_col)
     if not score_cols:
         raise UsageError("fit needs --score-col")
-    if len(score_cols) > 1 and args.method != "temperature":
+    if len(score_cols) > 1 and args.method not in MULTINOMIAL:
         raise UsageError(f"--method {args.method} takes one --score-col, got {len(score_cols)}")
     est = _estimator(args)
     out_fmt = os.path.splitext(args.output)[1].lower()
@@ -135,11 +144,11 @@ def cmd_fit(args, progress_enabled, timings):
     if args.group_col:
         if args.memory_budget is not None:
             raise UsageError("--group-col fits in memory: leave out --memory-budget")
-        if args.method == "temperature":
-            raise UsageError("--group-col takes a calibrator of one score column, not temperature")
+        if args.method in MULTINOMIAL:
+            raise UsageError(f"--group-col takes a calibrator of one score column, not {args.method}")
         est = fastcal_grouped(est, args.min_group_rows)
     if args.memory_budget is not None:
-        if args.method in ("temperature", "venn-abers", "multicalibration"):
+        if args.method in (*MULTINOMIAL, "venn-abers", "multicalibration"):
             raise UsageError("--memory-budget (out-of-core fitting) supports isotonic, centered-isotonic, sigmoid, "
                              "beta and histogram only")
         est, rows = _fit_out_of_core(args, reader, score_cols[0], progress_enabled, timings)
