@@ -40,6 +40,23 @@ def _score_column():
     return ScoreColumn().fit(None, None)
 
 
+def _abstention():
+    import warnings
+
+    with warnings.catch_warnings():  # abstention imports scipy.misc, deprecated
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from abstention import calibration
+    return calibration
+
+
+def _abstention_vector():
+    return _abstention().VectorScaling()
+
+
+def _abstention_bcts():
+    return _abstention().TempScaling(bias_positions="all")
+
+
 def rows(quick=False):
     from sklearn.calibration import CalibratedClassifierCV as SkCalibratedClassifierCV
     from sklearn.calibration import _TemperatureScaling
@@ -55,6 +72,15 @@ def rows(quick=False):
     ours = best_of(lambda: fastcal.TemperatureScaling().fit(z, y), repeat)
     theirs = best_of(lambda: _TemperatureScaling().fit(z, y), 1 if not quick else repeat)
     yield Row(SUBJECT, "`TemperatureScaling.fit`, 10 classes", n, ours, {"scikit-learn": theirs})
+
+    onehot = np.eye(10)[y]
+    for cls, peer in ((fastcal.VectorScaling, _abstention_vector), (fastcal.BiasCorrectedTemperatureScaling,
+                                                                    _abstention_bcts)):
+        cls().fit(z[:1000], y[:1000])
+        ours = best_of(lambda: cls().fit(z, y), repeat)
+        theirs = best_of(lambda: peer()(z, onehot), 1 if not quick else repeat)
+        yield Row(SUBJECT, f"`{cls.__name__}.fit`, 10 classes", n, ours, {"abstention": theirs},
+                  "abstention's L-BFGS, its default tolerance (it stops early: its loss is never below ours)")
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(n, 1)) * 2
