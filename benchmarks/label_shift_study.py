@@ -42,6 +42,7 @@ ESTIMATORS = {
     "EM uncalibrated": dict(method="em", calibrator=None),
     "BBSE (hard)": dict(method="bbse", calibrator=None),
     "BBSE (soft)": dict(method="bbse-soft", calibrator=None),
+    "RLLS (hard)": dict(method="rlls", calibrator=None),
 }
 
 

@@ -11,6 +11,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from benchmarks import label_shift_study as study
 
+from fastcal.label_shift._rlls import rlls_theta
+
+from . import naive_label_shift as naive
 from .threads import serial_and_parallel
 
 with warnings.catch_warnings():  # abstention imports scipy.misc, deprecated
@@ -54,6 +57,7 @@ def test_em_on_bcts_equals_abstentions_em_on_its_bcts(seed):
     assert_allclose(ours.weights, ours.priors / source, rtol=1e-15)
 
 
+@pytest.mark.slow  # a peer on 20 cases: once per `make test`
 @pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
 @pytest.mark.parametrize("seed", range(20))
 def test_bbse_equals_abstentions(seed, soft):
@@ -69,6 +73,47 @@ def test_bbse_equals_abstentions(seed, soft):
     assert_allclose(ours.priors, priors / priors.sum(), atol=1e-12, rtol=0)
     assert ours.n_iter == 0 and ours.converged
     assert ours.calibrator is None
+
+
+@pytest.mark.slow  # SLSQP from three starts, 40 times: once per `make test`
+@pytest.mark.parametrize("seed", range(20))
+def test_rlls_solves_its_cone_program(seed):
+    # a random confusion matrix and prediction frequencies, with the paper's Delta and a larger one; the reference
+    # is SLSQP on the epigraph form, from three starts
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 7))
+    C = np.diag(rng.uniform(0.5, 1.0, k)) + rng.uniform(0.0, 0.3, (k, k))
+    C /= C.sum()
+    b = C @ rng.uniform(0.0, 3.0, k) + rng.normal(0.0, 0.01, k) - C.sum(axis=1)
+    for delta in (naive.rlls_delta(k, 2000), 0.05):
+        ours = rlls_theta(C, b, delta)
+        ref, success = naive.rlls_theta(C, b, delta)
+        assert np.all(ours >= -1.0)
+        assert naive.rlls_objective(C, b, delta, ours) <= naive.rlls_objective(C, b, delta, ref) + 1e-9
+        if success:
+            # both within ~1e-8 of the optimum (measured)
+            assert_allclose(ours, ref, atol=1e-6, rtol=0)
+    # theta = 0 is optimal exactly when 0 is a subgradient there: ||C^T b|| <= Delta ||b|| (no shift detected)
+    zero = np.linalg.norm(C.T @ b) / np.linalg.norm(b)
+    assert_allclose(rlls_theta(C, b, 1.01 * zero), 0.0, atol=1e-9)
+    assert np.abs(rlls_theta(C, b, 0.9 * zero)).max() > 1e-6
+
+
+@pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
+@pytest.mark.parametrize("seed", range(5))
+def test_rlls_priors_from_the_naive_statistics(seed, soft):
+    ys, ps, pt, _ = _case(seed)
+    k = ps.shape[1]
+    onehot = np.eye(k)[ys]
+    pred_s = ps if soft else np.eye(k)[ps.argmax(axis=1)]
+    C = pred_s.T @ onehot / len(ys)
+    mu = (pt if soft else np.eye(k)[pt.argmax(axis=1)]).mean(axis=0)
+    theta, success = naive.rlls_theta(C, mu - C.sum(axis=1), naive.rlls_delta(k, len(ys)))
+    source = onehot.mean(axis=0)
+    priors = np.maximum(1.0 + theta, 0.0) * source
+    ours = fastcal.estimate_label_shift(ys, ps, pt, method="rlls-soft" if soft else "rlls")
+    if success:
+        assert_allclose(ours.priors, priors / priors.sum(), atol=1e-6, rtol=0)
 
 
 def test_the_papers_finding_em_on_bcts_beats_bbse_and_uncalibrated_em():
@@ -98,7 +143,7 @@ def test_em_intervals_cover_the_true_priors():
 
 def test_intervals_hold_the_estimate_and_follow_the_seed():
     ys, ps, pt, _ = _case(1)
-    for method in ("em", "bbse", "bbse-soft"):
+    for method in ("em", "bbse", "bbse-soft", "rlls", "rlls-soft"):
         a = fastcal.estimate_label_shift(ys, ps, pt, method=method, n_bootstrap=30, random_state=7)
         b = fastcal.estimate_label_shift(ys, ps, pt, method=method, n_bootstrap=30, random_state=7)
         assert_array_equal(a.priors_low, b.priors_low)
@@ -110,7 +155,7 @@ def test_intervals_hold_the_estimate_and_follow_the_seed():
 def test_no_shift_gives_the_source_priors_back():
     rng = np.random.default_rng(5)
     ys, ps = study.sample(np.full(K, 1 / K), 20000, rng)
-    for method in ("em", "bbse", "bbse-soft"):
+    for method in ("em", "bbse", "bbse-soft", "rlls", "rlls-soft"):
         res = fastcal.estimate_label_shift(ys, ps, ps, method=method, tol=1e-12)
         # the target is the source: BBSE's C^-1 mu is 1 exactly (up to the solve's rounding); EM's fixed point is
         # the calibrated posteriors' mean, which BCTS's bias terms make the class frequencies (to its tolerance)
@@ -132,6 +177,44 @@ def test_a_calibrator_object_is_copied_not_fitted():
     assert_allclose(res.priors, fastcal.estimate_label_shift(ys, ps, pt, calibrator="vector").priors, atol=1e-6)
 
 
+def test_rows_summing_to_one_within_the_tolerance_are_renormalised():
+    # a row 5e-5 off is accepted (fastcal.prior.SUM_TOL) and read as the probabilities it is, for every method
+    ys, ps, pt, _ = _case(8)
+    off = pt.copy()
+    off[0] *= 1 + 5e-5
+    before = off.copy()
+    for method in ("em", "bbse", "rlls-soft"):
+        assert_allclose(fastcal.estimate_label_shift(ys, ps, off, method=method).priors,
+                        fastcal.estimate_label_shift(ys, ps, pt, method=method).priors, atol=1e-6)
+    assert_array_equal(off, before)
+
+
+def test_any_estimator_as_calibrator_and_plain_to_dict():
+    import json
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    ys, ps, pt, _ = _case(9)
+    mine = make_pipeline(StandardScaler(), LogisticRegression())
+    res = fastcal.estimate_label_shift(ys, ps, pt, calibrator=mine)
+    assert not hasattr(mine[-1], "coef_")  # the caller's pipeline, steps included, is never fitted
+    assert hasattr(res.calibrator[-1], "coef_")
+    plain = res.to_dict()
+    assert json.loads(json.dumps(plain)) == plain and plain["calibrator"].startswith("Pipeline(")
+    assert isinstance(fastcal.estimate_label_shift(ys, ps, pt).to_dict()["calibrator"], dict)  # a model file
+
+
+def test_failed_bootstrap_replicates_are_counted():
+    rng = np.random.default_rng(10)
+    ys, ps = study.sample(np.array([0.49, 0.49, 0.02]), 150, rng)  # 3 rows of class 2: some replicates lack it
+    _, pt = study.sample(np.array([0.3, 0.3, 0.4]), 500, rng)
+    with pytest.warns(UserWarning, match=r"\d+ of 100 bootstrap replicates have no estimate"):
+        res = fastcal.estimate_label_shift(ys, ps, pt, method="bbse-soft", n_bootstrap=100, random_state=0)
+    assert np.all(np.isfinite(res.priors_low)) and np.all(res.priors_low <= res.priors_high)
+
+
 def test_an_ill_conditioned_confusion_matrix_warns():
     rng = np.random.default_rng(6)
     y = rng.integers(0, 3, 3000)
@@ -149,7 +232,7 @@ def test_errors_name_the_argument():
     k = ps.shape[1]
     with pytest.raises(ValueError, match="at least 2 classes"):
         fastcal.estimate_label_shift(np.zeros(5, int), np.ones((5, 1)), np.ones((5, 1)))
-    with pytest.raises(ValueError, match=r"y must hold class indices in 0 \.\."):
+    with pytest.raises(ValueError, match=r"y_source must hold class indices in 0 \.\. .* column of proba_source"):
         fastcal.estimate_label_shift(ys + k, ps, pt)
     with pytest.raises(ValueError, match="rows of proba_target must sum to 1"):
         fastcal.estimate_label_shift(ys, ps, pt * 0.5)

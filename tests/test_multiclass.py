@@ -49,6 +49,7 @@ def _params(est):
     return a, est.biases_
 
 
+@pytest.mark.slow  # a peer on 20 cases: once per `make test`
 @pytest.mark.parametrize("cls", list(FAMILIES), ids=lambda c: c.__name__)
 @pytest.mark.parametrize("seed", range(20))
 def test_abstention_stops_early_and_its_loss_is_no_lower(cls, seed):
@@ -61,6 +62,7 @@ def test_abstention_stops_early_and_its_loss_is_no_lower(cls, seed):
     assert _loss(ours.predict_proba(z), y) <= _loss(theirs(z), y) + 1e-13
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", list(FAMILIES), ids=lambda c: c.__name__)
 @pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("posteriors", [False, True], ids=["logits", "probabilities"])
@@ -105,17 +107,22 @@ def test_the_fit_is_a_stationary_point_of_the_loss(n, k, seed, ties, weighted, f
     if w is not None and w.sum() == 0:
         w[0] = 1.0
     X = z.astype(np.float32) if f32 else z
+    ww = np.ones(n) if w is None else w
+    absent = np.bincount(y, weights=ww, minlength=k) == 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", fastcal.ConvergenceWarning)
-        est = cls().fit(X, y, sample_weight=w)
+        if absent.any():  # a class without weight: its bias has no finite optimum, and a warning says so
+            with pytest.warns(UserWarning, match="has no row of positive weight"):
+                est = cls().fit(X, y, sample_weight=w)
+        else:
+            est = cls().fit(X, y, sample_weight=w)
     P = est.predict_proba(X)
     assert P.dtype == X.dtype and P.shape == (n, k)
     assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1.0, atol=1e-5 if f32 else 1e-12)
-    if not est.converged_:  # a class that never occurs (or separable rows): the optimum is at infinity
+    if not est.converged_ or absent.any():  # a class that never occurs (or separable rows): the optimum is at infinity
         return
     # the mean gradient in the biases vanishes at the optimum: sum_i w_i (p_ij - [y_i = j]) = 0 for every j,
     # to the accuracy of the stopping rule (decrement 1e-10 per unit weight: gradient about 1e-5 relative)
-    ww = np.ones(n) if w is None else w
     g = ((P.astype(np.float64) - np.eye(k)[y]) * ww[:, None]).sum(axis=0) / ww.sum()
     assert np.abs(g).max() <= 1e-4
 
@@ -203,6 +210,28 @@ def test_model_files_round_trip(cls, tmp_path):
     loaded = fastcal.load(path)
     assert type(loaded) is cls
     assert_array_equal(loaded.predict_proba(z), est.predict_proba(z))
+
+
+@pytest.mark.parametrize("cls", list(FAMILIES), ids=lambda c: c.__name__)
+def test_logits_of_any_magnitude_fit_the_same_model(cls):
+    # from 1e5 on, the identity map saturates every probability: the fit starts where temperature scaling's
+    # bracketed solver (or 1 / spread) puts it; above 1e100 the Hessian's sums would overflow: a clear error
+    z, y, _ = _case(7, n=2000, k=3)
+    ref = cls().fit(z, y)
+    for s in (1e5, 1e6, 1e50):
+        est = cls().fit(z * s, y)
+        assert est.converged_
+        (ea, eb), (ra, rb) = _params(est), _params(ref)
+        assert_allclose(ea * s, ra, rtol=1e-6)  # both fits to the stopping rule's accuracy
+        assert_allclose(eb, rb, atol=1e-6)
+    with pytest.raises(ValueError, match="X: the logits reach .* in magnitude"):
+        cls().fit(z * 1e160, y)
+
+
+def test_an_absent_class_warns():
+    z, y, _ = _case(8, n=500, k=3)
+    with pytest.warns(UserWarning, match="class 2 has no row of positive weight"):
+        VectorScaling().fit(z, np.where(y == 2, 0, y))
 
 
 def test_bcts_without_biases_needed_is_temperature_scaling():

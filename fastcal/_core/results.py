@@ -10,8 +10,8 @@ named quantities, with
 - attribute access and keyword construction, and nothing else (no tuple
   unpacking, so adding a field later breaks no caller);
 - ``to_dict()``, the fields as plain Python values (arrays become lists,
-  tuples lists, NumPy scalars Python numbers, a fitted calibrator its model
-  file's dict): JSON-ready;
+  tuples lists, NumPy scalars Python numbers, a fitted fastcal calibrator
+  its model file's dict, another library's estimator its repr): JSON-ready;
 - a ``repr`` that shows scalars and summarises arrays by shape and dtype;
 - equality of type and of ``to_dict()`` (arrays compare by value), and a hash
   when every field is hashable;
@@ -29,8 +29,10 @@ __all__ = ["Result", "worst_first"]
 
 
 def _plain(value):
-    if isinstance(value, Result) or callable(getattr(value, "to_dict", None)):  # a result, or a fitted model's file
+    if isinstance(value, Result) or hasattr(value, "_state_schema"):  # a result, or a fastcal model's file
         return value.to_dict()
+    if hasattr(value, "get_params") and hasattr(value, "fit"):  # another library's estimator: its repr
+        return repr(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):

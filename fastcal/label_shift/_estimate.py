@@ -21,19 +21,26 @@ target sample (the model's probabilities):
     soft: the probabilities themselves in place of the indicator. Negative
     weights are set to 0 (as Lipton et al. and ``abstention`` do), then the
     priors :math:`w_j \pi_{s,j}` are normalised.
+``"rlls"``, ``"rlls-soft"``
+    Regularised learning under label shift (Azizzadenesheli et al. 2019):
+    :math:`w = 1 + \theta` for the :math:`\theta \ge -1` that minimises
+    :math:`\lVert C \theta - (\mu - C \mathbf{1}) \rVert + \Delta \lVert \theta \rVert`
+    (:mod:`fastcal.label_shift._rlls`): BBSE shrunk towards no shift, by
+    as much as the source sample's size leaves :math:`C` uncertain.
 
 The condition number of the conditional confusion matrix
 :math:`P_s(\hat y = i \mid y = j)` says how much sampling noise in the
 predictions' frequencies is amplified into the priors; a warning is issued
 above ``condition_warning``. Bootstrap intervals resample the source and
 target rows (refitting the calibrator each time); for hard BBSE without a
-calibrator they resample the sufficient statistics instead: the source's
+calibrator (and RLLS) they resample the sufficient statistics instead: the source's
 (prediction, class) counts and the target's prediction counts, multinomial
 draws of k^2 and k cells.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import warnings
@@ -47,13 +54,14 @@ from .._core.validation import as_float_array, check_finite
 from ..multiclass import BiasCorrectedTemperatureScaling, VectorScaling
 from ..prior import SUM_TOL, estimate_priors_em
 from ..temperature import TemperatureScaling, class_indices
+from ._rlls import rlls_delta, rlls_theta
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["LabelShiftResult", "estimate_label_shift"]
 
-METHODS = ("em", "bbse", "bbse-soft")
+METHODS = ("em", "bbse", "bbse-soft", "rlls", "rlls-soft")
 #: The calibrators named by a string.
 CALIBRATORS = {"bcts": BiasCorrectedTemperatureScaling, "vector": VectorScaling, "temperature": TemperatureScaling}
 
@@ -73,14 +81,14 @@ class LabelShiftResult(Result):
         The class frequencies of the source sample.
     condition_number : float
         The 2-norm condition number of the conditional confusion matrix ``P_s(yhat = i | y = j)`` (hard
-        predictions for ``"em"`` and ``"bbse"``, probabilities for ``"bbse-soft"``).
+        predictions for ``"em"``, ``"bbse"`` and ``"rlls"``, probabilities for the soft methods).
     confusion_matrix : ndarray of shape (k, k)
         ``C[i, j] = P_s(yhat = i, y = j)``, the joint frequencies on the source sample (as above).
     method : str
     calibrator : estimator or None
         The calibrator fitted on the source sample (None if none).
     n_iter : int
-        EM passes over the target rows (0 for BBSE).
+        EM passes over the target rows (0 for BBSE and RLLS).
     converged : bool
     priors_low, priors_high : ndarray of shape (k,) or None
         The bootstrap percentile interval of each prior at ``confidence`` (None without ``n_bootstrap``).
@@ -100,7 +108,8 @@ class LabelShiftResult(Result):
 
 
 def _probabilities(x, name):
-    """(n, k) float64 probabilities, k >= 2, rows summing to 1 within ``fastcal.prior.SUM_TOL``."""
+    """(n, k) float64 probabilities, k >= 2, rows summing to 1 within ``fastcal.prior.SUM_TOL``, renormalised (a
+    new array: the input is never modified)."""
     arr = np.asarray(x)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of probabilities (n_samples, n_classes), got shape {arr.shape}.")
@@ -112,24 +121,25 @@ def _probabilities(x, name):
     check_finite(p, name)
     if p.min() < 0.0 or p.max() > 1.0:
         raise ValueError(f"{name} must hold probabilities in [0, 1].")
-    bad = int(np.count_nonzero(np.abs(p.sum(axis=1) - 1.0) > SUM_TOL))
+    sums = p.sum(axis=1)
+    bad = int(np.count_nonzero(np.abs(sums - 1.0) > SUM_TOL))
     if bad:
         raise ValueError(f"The rows of {name} must sum to 1 (within {SUM_TOL:g}); {bad} row{'s do' if bad > 1 else ' does'} not.")
-    return p
+    return p / sums[:, None]  # exactly the probabilities the calibrators and the EM read as such
 
 
 def _calibrator(calibrator, method):
     if isinstance(calibrator, str):
         check("calibrator", calibrator, [Options("auto", *CALIBRATORS)])
         if calibrator == "auto":
-            return BiasCorrectedTemperatureScaling() if method == "em" else None
-        return CALIBRATORS[calibrator]()
+            calibrator = "bcts" if method == "em" else None
+        return None if calibrator is None else CALIBRATORS[calibrator](input_type="probabilities")
     if calibrator is None:
         return None
-    if not (hasattr(calibrator, "fit") and hasattr(calibrator, "predict_proba") and hasattr(calibrator, "get_params")):
-        raise TypeError("calibrator must be 'auto', 'bcts', 'vector', 'temperature', None, or an estimator with fit, "
-                        f"predict_proba and get_params; got {type(calibrator).__name__}.")
-    return type(calibrator)(**calibrator.get_params())  # a fresh copy: the caller's is never fitted
+    if not (hasattr(calibrator, "fit") and hasattr(calibrator, "predict_proba")):
+        raise TypeError("calibrator must be 'auto', 'bcts', 'vector', 'temperature', None, or an estimator with fit "
+                        f"and predict_proba; got {type(calibrator).__name__}.")
+    return copy.deepcopy(calibrator)  # the caller's is never fitted (a pipeline's steps are copied too)
 
 
 def _joint(pred, y, k, soft):
@@ -163,23 +173,35 @@ def _bbse(C, mu, source):
     return priors / total
 
 
-def _estimate(method, cal, ps, ys, pt, k, max_iter, tol, with_details):
+def _rlls(C, mu, source, n_source, alpha):
+    """The RLLS priors (:func:`fastcal.label_shift._rlls.rlls_theta`): w = 1 + theta >= 0, normalised."""
+    w = 1.0 + rlls_theta(C, mu - C.sum(axis=1), rlls_delta(C.shape[0], n_source, alpha))
+    priors = np.maximum(w, 0.0) * source
+    total = priors.sum()
+    if not total > 0.0:
+        raise ValueError("RLLS found no class with a positive weight.")
+    return priors / total
+
+
+def _estimate(method, cal, ps, ys, pt, k, max_iter, tol, with_details, rlls_alpha=0.01):
     """One estimate from the rows: (priors, source priors, C, n_iter, converged, fitted calibrator)."""
-    if cal is not None:
-        cal.fit(ps, ys)
-        ps = np.asarray(cal.predict_proba(ps), dtype=np.float64)
-        pt = np.asarray(cal.predict_proba(pt), dtype=np.float64)
     source = np.bincount(ys, minlength=k) / ys.shape[0]
     if np.any(source == 0.0):
         missing = np.flatnonzero(source == 0.0).tolist()
         raise ValueError(f"y_source has no row of class {missing[0] if len(missing) == 1 else missing}: the shift of "
                          "its prior cannot be estimated.")
-    soft = method == "bbse-soft"
+    if cal is not None:
+        cal.fit(ps, ys)
+        ps = np.asarray(cal.predict_proba(ps), dtype=np.float64)
+        pt = np.asarray(cal.predict_proba(pt), dtype=np.float64)
+    soft = method.endswith("-soft")
     C = _joint(ps if soft else ps.argmax(axis=1), ys, k, soft) if (with_details or method != "em") else None
     if method == "em":
         res = estimate_priors_em(pt, source, max_iter=max_iter, tol=tol)
         return res.priors, source, C, res.n_iter, res.converged, cal
     mu = pt.mean(axis=0) if soft else np.bincount(pt.argmax(axis=1), minlength=k) / pt.shape[0]
+    if method.startswith("rlls"):
+        return _rlls(C, mu, source, ys.shape[0], rlls_alpha), source, C, 0, True, cal
     return _bbse(C, mu, source), source, C, 0, True, cal
 
 
@@ -188,7 +210,7 @@ def estimate_label_shift(
     proba_source: ArrayLike,
     proba_target: ArrayLike,
     *,
-    method: Literal["em", "bbse", "bbse-soft"] = "em",
+    method: Literal["em", "bbse", "bbse-soft", "rlls", "rlls-soft"] = "em",
     calibrator: Any = "auto",
     n_bootstrap: int = 0,
     confidence: float = 0.95,
@@ -196,6 +218,7 @@ def estimate_label_shift(
     max_iter: int = 1000,
     tol: float = 1e-8,
     condition_warning: float = 100.0,
+    rlls_alpha: float = 0.01,
 ) -> LabelShiftResult:
     r"""Estimate the class priors of a target population under label shift.
 
@@ -208,15 +231,18 @@ def estimate_label_shift(
         The model's probabilities on the source sample (rows summing to 1).
     proba_target : array-like of shape (n_target, k)
         The model's probabilities on the unlabelled target sample.
-    method : {"em", "bbse", "bbse-soft"}
+    method : {"em", "bbse", "bbse-soft", "rlls", "rlls-soft"}
         EM on calibrated posteriors (Saerens et al. 2002; Alexandari et al.
-        2020), or black-box shift estimation with hard or soft predictions
-        (Lipton et al. 2018). See the module docstring.
+        2020), black-box shift estimation with hard or soft predictions
+        (Lipton et al. 2018), or its regularised form RLLS (Azizzadenesheli
+        et al. 2019). See the module docstring.
     calibrator : {"auto", "bcts", "vector", "temperature"}, None or estimator
         Fitted on the source sample, then applied to both samples before the
         estimate. "auto": :class:`fastcal.BiasCorrectedTemperatureScaling` for
-        "em", none for BBSE. An estimator with ``fit(X, y)``,
-        ``predict_proba(X)`` and ``get_params()`` is copied, never fitted itself.
+        "em", none for BBSE and RLLS; the named ones read the input as
+        probabilities (``input_type="probabilities"``). An estimator with
+        ``fit(X, y)`` and ``predict_proba(X)`` is copied (``copy.deepcopy``),
+        never fitted itself; it gets the renormalised probabilities.
     n_bootstrap : int
         Bootstrap replicates for the intervals ``priors_low``, ``priors_high`` (0: none).
     confidence : float
@@ -227,6 +253,9 @@ def estimate_label_shift(
         The EM's (:func:`fastcal.estimate_priors_em`).
     condition_warning : float
         Warn when the condition number of the conditional confusion matrix exceeds it.
+    rlls_alpha : float
+        RLLS's regularisation: the factor of the paper's bound on the error of
+        the confusion matrix (0.01, as in the authors' code).
 
     Returns
     -------
@@ -236,6 +265,9 @@ def estimate_label_shift(
     ----------
     Saerens, M., Latinne, P. and Decaestecker, C. (2002). Adjusting the outputs of a classifier to new a priori
     probabilities: a simple procedure. Neural Computation 14(1).
+
+    Azizzadenesheli, K., Liu, A., Yang, F. and Anandkumar, A. (2019). Regularized Learning for Domain Adaptation
+    under Label Shifts. ICLR.
 
     Lipton, Z. C., Wang, Y.-X. and Smola, A. (2018). Detecting and Correcting for Label Shift with Black Box
     Predictors. ICML.
@@ -264,14 +296,16 @@ def estimate_label_shift(
     check("max_iter", max_iter, [Integer(1)])
     check("tol", tol, [Real(0, open_low=True)])
     check("condition_warning", condition_warning, [Real(1)])
+    check("rlls_alpha", rlls_alpha, [Real(0)])
     ps = _probabilities(proba_source, "proba_source")
     pt = _probabilities(proba_target, "proba_target")
     k = ps.shape[1]
     if pt.shape[1] != k:
         raise ValueError(f"proba_target has {pt.shape[1]} classes (columns), proba_source {k}.")
-    ys = class_indices(y_source, ps, k)
+    ys = class_indices(y_source, ps, k, "y_source", "proba_source")
     cal = _calibrator(calibrator, method)
-    priors, source, C, n_iter, converged, cal = _estimate(method, cal, ps, ys, pt, k, max_iter, tol, True)
+    priors, source, C, n_iter, converged, cal = _estimate(method, cal, ps, ys, pt, k, max_iter, tol, True,
+                                                          rlls_alpha)
     cond = _condition(C, source)
     if not cond <= condition_warning:
         warnings.warn(f"the source sample's confusion matrix P(yhat | y) has condition number {cond:.3g} (above "
@@ -280,19 +314,27 @@ def estimate_label_shift(
     low = high = None
     if n_bootstrap:
         draws = _bootstrap(method, cal is not None, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap,
-                           np.random.default_rng(random_state))
+                           np.random.default_rng(random_state), rlls_alpha)
+        failed = int(np.count_nonzero(np.isnan(draws[:, 0])))
+        if failed == n_bootstrap:
+            raise ValueError(f"none of the {n_bootstrap} bootstrap replicates has an estimate (each lacks a class "
+                             "in the resampled source sample, or its confusion matrix is singular).")
+        if failed:
+            warnings.warn(f"{failed} of {n_bootstrap} bootstrap replicates have no estimate (a class missing from "
+                          "the resampled source sample, or a singular confusion matrix): the intervals are those "
+                          "of the others.", UserWarning, stacklevel=2)
         alpha = (1.0 - confidence) / 2.0
-        low, high = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=0)
+        low, high = np.quantile(draws[~np.isnan(draws[:, 0])], [alpha, 1.0 - alpha], axis=0)
     return LabelShiftResult(priors=priors, weights=priors / source, source_priors=source, condition_number=cond,
                             confusion_matrix=C, method=method, calibrator=cal, n_iter=n_iter, converged=converged,
                             priors_low=low, priors_high=high)
 
 
-def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap, rng):
+def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap, rng, rlls_alpha):
     """``n_bootstrap`` estimates from resampled data: (n_bootstrap, k) priors."""
     draws = np.empty((n_bootstrap, k))
     ns, nt = ys.shape[0], pt.shape[0]
-    if method == "bbse" and not calibrated:
+    if method in ("bbse", "rlls") and not calibrated:
         # the sufficient statistics: the source's (prediction, class) counts and the target's prediction counts
         mu = np.bincount(pt.argmax(axis=1), minlength=k) / nt
         joint = C.reshape(-1)
@@ -300,7 +342,7 @@ def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, 
             Cb = rng.multinomial(ns, joint / joint.sum()).reshape(k, k) / ns
             mub = rng.multinomial(nt, mu / mu.sum()) / nt
             source = Cb.sum(axis=0)
-            draws[b] = _bbse_or_nan(Cb, mub, source)
+            draws[b] = _bbse_or_nan(Cb, mub, source, ns, rlls_alpha if method == "rlls" else None)
         return draws
     with warnings.catch_warnings():  # a replicate's fit or EM may stop early: its estimate still counts
         warnings.simplefilter("ignore")
@@ -309,16 +351,17 @@ def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, 
             j = rng.integers(0, nt, nt)
             try:
                 draws[b] = _estimate(method, _calibrator(calibrator, method), ps[i], ys[i], pt[j], k,
-                                     max_iter, tol, False)[0]
+                                     max_iter, tol, False, rlls_alpha)[0]
             except ValueError:  # a replicate without some class, or singular: no estimate
                 draws[b] = math.nan
     return draws
 
 
-def _bbse_or_nan(C, mu, source):
+def _bbse_or_nan(C, mu, source, n_source, rlls_alpha):
+    """BBSE's priors (RLLS's with ``rlls_alpha``) of resampled statistics, or NaN where there are none."""
     if np.any(source == 0.0):
         return np.full(mu.shape[0], math.nan)
     try:
-        return _bbse(C, mu, source)
+        return _bbse(C, mu, source) if rlls_alpha is None else _rlls(C, mu, source, n_source, rlls_alpha)
     except ValueError:
         return np.full(mu.shape[0], math.nan)

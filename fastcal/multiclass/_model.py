@@ -103,9 +103,10 @@ def family_matrix(family, k):
     raise ValueError(f"unknown family {family!r}")
 
 
-def start(family, k):
-    """The fits' start: the identity map (every scale 1, every bias 0), in the family's parameters."""
-    scales = (1.0,) if family in ("bcts", "temperature") else (1.0,) * k
+def start(family, k, scale=1.0):
+    """The fits' start: every scale ``scale`` (the fitted temperature scaling's; 1: the identity), every bias 0,
+    in the family's parameters."""
+    scales = (scale,) if family in ("bcts", "temperature") else (scale,) * k
     return scales + ((0.0,) * k if family in ("vector", "bcts") else ())
 
 

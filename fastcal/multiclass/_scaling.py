@@ -9,6 +9,8 @@ fastcal) over one fused parallel pass per step.
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import numpy as np
@@ -20,7 +22,8 @@ from .._core.params import Integer, Options, Real, check
 from .._core.validation import check_sample_weight
 from .._engine.newton import solve
 from .._persist import register
-from ..temperature import as_logits, check_columns, class_indices
+from ..temperature import as_logits, check_columns, class_indices, halley_minimize, loss_derivatives
+from ..temperature import warm_start as temperature_warm_start
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -32,6 +35,23 @@ _PARAMETERS = {
     "max_iter": [Integer(1)],
     "tol": [Real(0, open_low=True)],
 }
+
+#: Logits above this magnitude are refused: the Hessian sums products of two of them (float64 overflows at 1.8e308).
+_MAX_LOGIT = 1e100
+
+
+def _temperature_start(z, labels, w, max_iter, spread):
+    """The scale the Newton fit starts from: temperature scaling's inverse temperature, solved to 1e-6 (its
+    Halley solver, safeguarded by a bracket, finds it where the identity map saturates every probability and
+    leaves Newton's method no curvature). At its lower bound e^-10 (logits of 10^5 and more), ``1 / spread``
+    instead (``spread`` the largest spread of a row's logits: every row's scaled logits then within 1 of each
+    other); at its upper bound (separable rows) or if it does not converge, 1.0."""
+    beta, _, converged = halley_minimize(lambda b: loss_derivatives(z, labels, w, b), max_iter, 1e-6,
+                                         temperature_warm_start(z, labels, w, max_iter))
+    if converged and beta <= math.exp(-10.0) * 1.001 and spread > 0.0:
+        return 1.0 / spread
+    return beta if converged and math.exp(-10.0) * 1.001 < beta < math.exp(10.0) * 0.999 else 1.0
+
 
 _INPUT_TYPE_DOC = """input_type : {"auto", "logits", "probabilities"}
         How to read ``X``. "logits": (n, k) scores, used as they are;
@@ -93,11 +113,22 @@ class _AffineScaling(BaseCalibrator):
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
         total = float(n) if w.shape[0] == 0 else float(w.sum(dtype=np.float64))
+        bounds = _model.logit_bounds(z)
+        if max(bounds[0]) > _MAX_LOGIT:
+            raise ValueError(f"X: the logits reach {max(bounds[0]):.3g} in magnitude; above {_MAX_LOGIT:g} the "
+                             "Hessian's float64 sums (of products of two logits) overflow. Scale them down.")
         family = self._family
-        objective = _model.array_objective(z, labels, w, family, total)
-        res = solve(objective, _model.start(family, k), self.tol, self.max_iter, _model.free_parameters(family, k))
+        objective = _model.array_objective(z, labels, w, family, total, bounds)
+        res = solve(objective, _model.start(family, k, _temperature_start(z, labels, w, self.max_iter, bounds[1])), self.tol,
+                    self.max_iter, _model.free_parameters(family, k))
         if not res.converged:
             warn_not_converged(name, self.max_iter, "Newton iterations")
+        counts = np.bincount(labels, weights=w if w.shape[0] else None, minlength=k)
+        if np.any(counts == 0.0):
+            absent = np.flatnonzero(counts == 0.0).tolist()
+            warnings.warn(f"{name}: class {absent[0] if len(absent) == 1 else absent} has no row of positive weight: "
+                          "its bias has no finite optimum (its probability goes to 0); the fit stopped where the "
+                          "Newton decrement met tol.", UserWarning, stacklevel=2)
         self._set_parameters(*_model.centred(*objective.expand(res.theta)))
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
@@ -164,8 +195,11 @@ class VectorScaling(_AffineScaling):
     :math:`u_{ij} = a_j z_{ij} + b_j`, which is convex in (a, b), by damped
     Newton steps on the 2k - 1 free parameters: each step is one fused pass
     over the rows for the gradient and the Hessian (O(k^2) a row, float64
-    sums in fixed chunks: the same bits at any thread count). Inputs of 65536
-    rows or more start from the fit of every 16th row. Unlike the L-BFGS fit
+    sums in fixed chunks: the same bits at any thread count), from the fit
+    of temperature scaling. Inputs of 65536 rows or more start from the fit
+    of every 16th row. With two classes read from one column of decision
+    values (logits (-x, x)), only ``scales_[0] + scales_[1]`` is identified
+    (Platt scaling is that model). Unlike the L-BFGS fit
     of ``abstention``, the scales are not bounded below by 0: a negative
     scale is the optimum when a class's logit ranks its rows backwards.
 

@@ -129,35 +129,36 @@ def as_logits(X, input_type, name="X", *, centre=False):
     return z
 
 
-def class_indices(y, z, n_features):
+def class_indices(y, z, n_features, name="y", x_name="X"):
     """``y`` checked as class indices of the (n, k) logits ``z``: int64 in ``0 .. k - 1``, one per row.
 
     ``n_features`` is the number of columns of the user's ``X`` (1 for binary
     decision values), named in the error. Labels that are not integers, or
-    lie outside the columns, raise a ``ValueError`` naming ``y``.
+    lie outside the columns, raise a ``ValueError`` naming ``y`` (the
+    arguments' names are ``name`` and ``x_name``).
     """
     k = z.shape[1]
-    labels = column_or_1d(y, "y", allow_column=False, min_size=0)
+    labels = column_or_1d(y, name, allow_column=False, min_size=0)
     if labels.dtype == object or labels.dtype.kind in "USV":
         try:  # numbers in an object array are numbers
             labels = labels.astype(np.float64)
         except (TypeError, ValueError):
-            raise ValueError(f"Unknown label type: y must hold integer class indices (one per column of X), "
-                             f"got values such as {labels[:3].tolist()}.") from None
-    check_consistent_length(X=z, y=labels)
-    labels = as_label_array(labels, "y")
+            raise ValueError(f"Unknown label type: {name} must hold integer class indices (one per column of "
+                             f"{x_name}), got values such as {labels[:3].tolist()}.") from None
+    check_consistent_length(**{x_name: z, name: labels})
+    labels = as_label_array(labels, name)
     if labels.dtype.kind == "f":
-        check_finite(labels, "y")
+        check_finite(labels, name)
         if np.any(labels != np.round(labels)):
-            raise ValueError("y must hold integer class indices.")
+            raise ValueError(f"{name} must hold integer class indices.")
     lo, hi = labels.min(), labels.max()  # before the cast to int64, which would wrap 1e308
     if lo < 0 or hi >= k:
-        columns = ("one per column of X" if n_features > 1 else
-                   f"X has {n_features} feature(s): binary decision values, read as 2 classes")
-        raise ValueError(f"y must hold class indices in 0 .. {k - 1} ({columns}); "
-                         f"found {float(lo):g} .. {float(hi):g}. Labels are column indices of X, as for "
+        columns = (f"one per column of {x_name}" if n_features > 1 else
+                   f"{x_name} has {n_features} feature(s): binary decision values, read as 2 classes")
+        raise ValueError(f"{name} must hold class indices in 0 .. {k - 1} ({columns}); "
+                         f"found {float(lo):g} .. {float(hi):g}. Labels are column indices of {x_name}, as for "
                          "scikit-learn's temperature calibrator; map class labels to them first, e.g. "
-                         "np.searchsorted(model.classes_, y).")
+                         f"np.searchsorted(model.classes_, {name}).")
     return labels.astype(np.int64, copy=False)
 
 
