@@ -99,6 +99,7 @@ def test_rlls_solves_its_cone_program(seed):
     assert np.abs(rlls_theta(C, b, 0.9 * zero)).max() > 1e-6
 
 
+@pytest.mark.slow  # SLSQP: once per `make test`
 @pytest.mark.parametrize("soft", [False, True], ids=["hard", "soft"])
 @pytest.mark.parametrize("seed", range(5))
 def test_rlls_priors_from_the_naive_statistics(seed, soft):
