@@ -344,16 +344,15 @@ def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, 
             source = Cb.sum(axis=0)
             draws[b] = _bbse_or_nan(Cb, mub, source, ns, rlls_alpha if method == "rlls" else None)
         return draws
-    with warnings.catch_warnings():  # a replicate's fit or EM may stop early: its estimate still counts
-        warnings.simplefilter("ignore")
-        for b in range(n_bootstrap):
-            i = rng.integers(0, ns, ns)
-            j = rng.integers(0, nt, nt)
-            try:
-                draws[b] = _estimate(method, _calibrator(calibrator, method), ps[i], ys[i], pt[j], k,
-                                     max_iter, tol, False, rlls_alpha)[0]
-            except ValueError:  # a replicate without some class, or singular: no estimate
-                draws[b] = math.nan
+    # no warning filter here (it is process-wide): a replicate whose fit or EM warns is reported as such
+    for b in range(n_bootstrap):
+        i = rng.integers(0, ns, ns)
+        j = rng.integers(0, nt, nt)
+        try:
+            draws[b] = _estimate(method, _calibrator(calibrator, method), ps[i], ys[i], pt[j], k,
+                                 max_iter, tol, False, rlls_alpha)[0]
+        except ValueError:  # a replicate without some class, or singular: no estimate
+            draws[b] = math.nan
     return draws
 
 
