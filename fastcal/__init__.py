@@ -44,7 +44,7 @@ from .multicalibration import (
     segment_report,
 )
 from .label_shift import LabelShiftResult, estimate_label_shift
-from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
+from .multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
 from .platt import (
     PlattResult,
     PlattScaling,
@@ -79,7 +79,7 @@ _LAZY = {
 def load(
     path: str | os.PathLike[str],
 ) -> (IsotonicRegression | PlattScaling | TemperatureScaling | BetaCalibration | HistogramBinning | VennAbers
-      | VectorScaling | BiasCorrectedTemperatureScaling | GroupedCalibrator | MulticalibrationCalibrator):
+      | VectorScaling | BiasCorrectedTemperatureScaling | MatrixScaling | DirichletCalibration | GroupedCalibrator | MulticalibrationCalibrator):
     """Load a fitted calibrator saved with ``save`` (a ``GroupedCalibrator`` too, with its group models, and a
     ``MulticalibrationCalibrator``). Raises
     ``ValueError`` for anything but a valid model file."""
@@ -103,12 +103,14 @@ __all__ = [
     "ConvergenceWarning",
     "CorpReliabilityResult",
     "CrossValCalibrationReport",
+    "DirichletCalibration",
     "ECCEResult",
     "GroupedCalibrator",
     "HistogramBinning",
     "InvalidParameterError",
     "IsotonicRegression",
     "LabelShiftResult",
+    "MatrixScaling",
     "MulticalibrationCalibrator",
     "MulticalibrationResult",
     "NoCacheWarning",

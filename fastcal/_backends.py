@@ -43,6 +43,8 @@ PARITY = {
     "TemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
     "VectorScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
     "BiasCorrectedTemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "MatrixScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
+    "DirichletCalibration": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
     "estimate_label_shift": _nowhere("(n, k) probabilities and a calibrator's fit: no driver over rows yet (issue 41)"),
     "VennAbers": _nowhere("its fit keeps every distinct score, in memory"),
     "GroupedCalibrator": _all("fit_grouped", _OOC_LATER),

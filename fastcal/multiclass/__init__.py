@@ -1,16 +1,19 @@
-r"""Multiclass calibration beyond one temperature: vector scaling and bias-corrected temperature scaling.
+r"""Multiclass calibration beyond one temperature: vector scaling, bias-corrected temperature scaling, matrix
+scaling and Dirichlet calibration.
 
-Both are families of the affine softmax model ``softmax(a * z + b)``
-(:mod:`fastcal.multiclass._model`), fitted by the Newton driver of
-:mod:`fastcal._engine.newton` over one fused parallel pass per step
+The first two are families of the affine softmax model ``softmax(a * z + b)``,
+the last two of the linear model ``softmax(W x + b)`` (a diagonal W is the
+affine model again) (:mod:`fastcal.multiclass._model`), fitted by the Newton
+driver of :mod:`fastcal._engine.newton` over one fused parallel pass per step
 (:mod:`fastcal.multiclass._kernels`); the estimators are in
-:mod:`fastcal.multiclass._scaling`.
+:mod:`fastcal.multiclass._scaling` and :mod:`fastcal.multiclass._linear`.
 """
 
 from .._exports import publish
+from ._linear import DirichletCalibration, MatrixScaling
 from ._scaling import BiasCorrectedTemperatureScaling, VectorScaling
 
-__all__ = ["BiasCorrectedTemperatureScaling", "VectorScaling"]
+__all__ = ["BiasCorrectedTemperatureScaling", "DirichletCalibration", "MatrixScaling", "VectorScaling"]
 
 # Its public home, the name that pickles, reprs and the API reference show.
 publish(globals(), __all__)

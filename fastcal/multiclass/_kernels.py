@@ -181,3 +181,152 @@ def affine_softmax(logits, a, b, out, lo, hi):
         inv = 1.0 / s
         for j in range(k):
             out[i, j] = u[j] * inv
+
+
+def linear_n_sums(k, d):
+    """The width of a chunk's sums of the linear model (k classes, d features, m = d + 1 with the bias): the loss,
+    the gradient (k m) and the Hessian's blocks (k (k + 1) / 2 class pairs times m (m + 1) / 2 feature pairs)."""
+    m = d + 1
+    return 1 + k * m + (k * (k + 1) // 2) * (m * (m + 1) // 2)
+
+
+@kernel(fastmath=True)
+def linear_chunk_sums(x, t, weights, start, W, b, scratch, out):
+    r"""The weighted sums of the linear softmax model over the rows of ``x`` (a chunk starting at row ``start``).
+
+    The model is :math:`u_{ij} = \sum_l W_{jl} x_{il} + b_j`, :math:`p_i = \mathrm{softmax}(u_i)`, with
+    parameters :math:`\theta_{jm + l} = W_{jl}` (:math:`l < d`) and :math:`\theta_{jm + d} = b_j`; write
+    :math:`\tilde x_i = (x_i, 1)`. Into ``out``:
+
+    - ``out[0]``: the loss :math:`\sum_i w_i (\log \sum_j e^{u_{ij}} - u_{i y_i})`;
+    - ``out[1 : 1 + km]``: the gradient :math:`\sum_i w_i (p_{ij} - [y_i = j]) \tilde x_{il}`;
+    - then, for each class pair :math:`j \le q` (in row-major order of the upper triangle) and each feature
+      pair :math:`l \le s` (likewise), :math:`\sum_i w_i p_{ij} ([j = q] - p_{iq}) \tilde x_{il} \tilde x_{is}`:
+      the Hessian's entry at :math:`(jm + l, qm + s)`, which is also its entry at :math:`(jm + s, qm + l)`.
+
+    The rows are taken :data:`BLOCK` at a time, transposed into ``scratch``
+    (``(m + k + m (m + 1) / 2 + 4, BLOCK)``): the features, the
+    probabilities, the feature products :math:`\tilde x_{il} \tilde x_{is}`,
+    then one row each for a class pair's weights, the maxima, the sums and
+    the row weights. Every sum runs along rows.
+    """
+    nb, d = x.shape
+    k = W.shape[0]
+    m = d + 1
+    mm = m * (m + 1) // 2
+    for q in range(out.shape[0]):
+        out[q] = 0.0
+    g = out[1:1 + k * m]
+    h = out[1 + k * m:]
+    xt = scratch[:m]
+    pt = scratch[m:m + k]
+    xx = scratch[m + k:m + k + mm]
+    cw = scratch[m + k + mm]
+    mx = scratch[m + k + mm + 1]
+    s = scratch[m + k + mm + 2]
+    wt = scratch[m + k + mm + 3]
+    weighted = weights.shape[0] > 0
+    loss = 0.0
+    for lo in range(0, nb, BLOCK):
+        hi = min(lo + BLOCK, nb)
+        nr = hi - lo
+        for r in range(nr):
+            wt[r] = weights[start + lo + r] if weighted else 1.0
+            mx[r] = -np.inf
+            s[r] = 0.0
+            xt[d, r] = 1.0
+        for r in range(nr):
+            for l in range(d):
+                xt[l, r] = np.float64(x[lo + r, l])
+        for j in range(k):
+            for r in range(nr):
+                pt[j, r] = b[j]
+            for l in range(d):
+                wjl = W[j, l]
+                for r in range(nr):
+                    pt[j, r] += wjl * xt[l, r]
+            for r in range(nr):
+                mx[r] = max(mx[r], pt[j, r])
+        for r in range(nr):
+            y = t[lo + r]
+            loss += wt[r] * (mx[r] - pt[y, r])
+        for j in range(k):
+            for r in range(nr):
+                e = exp_neg(pt[j, r] - mx[r])
+                pt[j, r] = e
+                s[r] += e
+        for r in range(nr):
+            loss += wt[r] * log_normal(s[r])
+            s[r] = 1.0 / s[r]
+        for j in range(k):
+            for r in range(nr):
+                pt[j, r] *= s[r]
+        for r in range(nr):
+            y = t[lo + r]
+            for l in range(m):
+                g[y * m + l] -= wt[r] * xt[l, r]
+        for j in range(k):
+            for l in range(m):
+                acc = 0.0
+                for r in range(nr):
+                    acc += wt[r] * pt[j, r] * xt[l, r]
+                g[j * m + l] += acc
+        e = 0
+        for l in range(m):
+            for q in range(l, m):
+                for r in range(nr):
+                    xx[e, r] = xt[l, r] * xt[q, r]
+                e += 1
+        c = 0
+        for j in range(k):
+            for q in range(j, k):
+                if q == j:
+                    for r in range(nr):
+                        cw[r] = wt[r] * pt[j, r] * (1.0 - pt[j, r])
+                else:
+                    for r in range(nr):
+                        cw[r] = -wt[r] * pt[j, r] * pt[q, r]
+                base = c * mm
+                for e in range(mm):
+                    acc = 0.0
+                    for r in range(nr):
+                        acc += cw[r] * xx[e, r]
+                    h[base + e] += acc
+                c += 1
+    out[0] = loss
+
+
+@kernel
+def linear_sum_chunks(x, labels, weights, W, b, rows, out, lo, hi):
+    """The sums of :func:`linear_chunk_sums` of chunks ``lo .. hi - 1`` (of ``rows`` rows each) into rows of ``out``
+    (``(n_chunks, linear_n_sums(k, d))``)."""
+    n, d = x.shape
+    k = W.shape[0]
+    m = d + 1
+    scratch = np.empty((m + k + m * (m + 1) // 2 + 4, BLOCK))
+    for c in range(lo, hi):
+        start = c * rows
+        stop = min(start + rows, n)
+        linear_chunk_sums(x[start:stop], labels[start:stop], weights, start, W, b, scratch, out[c])
+
+
+@kernel
+def linear_softmax(x, W, b, out, lo, hi):
+    """``out[i] = softmax(W x_i + b)`` for rows ``lo .. hi - 1``, computed in float64."""
+    k, d = W.shape
+    u = np.empty(k)
+    for i in range(lo, hi):
+        m = -np.inf
+        for j in range(k):
+            acc = b[j]
+            for l in range(d):
+                acc += W[j, l] * np.float64(x[i, l])
+            u[j] = acc
+            m = max(m, acc)
+        s = 0.0
+        for j in range(k):
+            u[j] = exp_neg(u[j] - m)
+            s += u[j]
+        inv = 1.0 / s
+        for j in range(k):
+            out[i, j] = u[j] * inv

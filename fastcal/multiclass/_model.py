@@ -41,6 +41,7 @@ variance). Since the spread of :math:`\Delta u_i` is at most
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -117,60 +118,148 @@ def free_parameters(family, k):
     return tuple(i for i in range(m) if i != fixed)
 
 
-class AffineObjective:
-    """The log loss of a family of the affine softmax model, for :func:`fastcal._engine.newton.solve`.
+class SoftmaxObjective:
+    r"""The penalised log loss of a family of a softmax model, for :func:`fastcal._engine.newton.solve`.
 
-    ``run_pass(a, b)`` gives the sums of
-    :func:`fastcal.multiclass._kernels.chunk_sums` over all the rows, wherever they
-    are; ``colmax`` and ``spread`` bound the logits (:func:`logit_bounds`);
-    ``subsample`` returns the objective on a subsample of the rows, or None.
+    The model's *full* parameters ``phi`` (the affine model's (a, b), the
+    linear model's (W, b) row by row) are ``P @ theta`` for the family's
+    parameters ``theta``. A subclass's ``full_stats(phi)`` runs one pass and
+    returns the loss, gradient and Hessian in ``phi``; the objective adds the
+    penalty :math:`W \sum_p c_p \phi_p^2` (``penalty`` = c, per unit weight,
+    so that scaling every weight changes no optimum) and maps them to
+    ``theta``. ``full_bounds`` bound each full parameter's effect on a row's
+    logit spread (the module docstring); ``subsample`` returns the objective on
+    a subsample of the rows, or None.
     """
 
-    def __init__(self, run_pass, n, k, family, colmax, spread, total_weight, subsample=None):
-        self.run_pass = run_pass
+    def __init__(self, n, P, full_bounds, total_weight, penalty=None, subsample=None):
         self.n = n
-        self.n_classes = k
-        self.family = family
-        self.P = family_matrix(family, k)
-        self.k = self.P.shape[1]
-        full = np.r_[np.asarray(colmax, dtype=np.float64), np.ones(k)]
-        bounds = np.abs(self.P).T @ full
-        if family in ("bcts", "temperature"):
-            bounds[0] = spread
-        self.bounds = tuple(float(v) for v in bounds)
+        self.P = P
+        self.k = P.shape[1]
+        self.bounds = tuple(float(v) for v in np.abs(P).T @ np.asarray(full_bounds, dtype=np.float64))
         self.total_weight = total_weight
+        self.penalty = None if penalty is None or not np.any(penalty) else np.asarray(penalty, dtype=np.float64)
         self._subsample = subsample
         self._upper = np.triu_indices(self.k)
 
     def expand(self, theta):
-        """(a, b) from the family's parameters."""
-        ab = self.P @ np.asarray(theta, dtype=np.float64)
-        k = self.n_classes
-        return np.ascontiguousarray(ab[:k]), np.ascontiguousarray(ab[k:])
+        """The full parameters ``P @ theta``."""
+        return self.P @ np.asarray(theta, dtype=np.float64)
 
     def stats(self, theta, want_loss=False):
         """F, the gradient, then the Hessian's upper triangle row by row, at ``theta`` (F is always computed: one
         logarithm a row beside the k^2 terms of the Hessian; ``want_loss`` is the driver's protocol)."""
-        k = self.n_classes
-        a, b = self.expand(theta)
-        sums = self.run_pass(a, b)
-        g = sums[1:1 + 2 * k]
-        blocks = sums[1 + 2 * k:].reshape(3, k, k)
-        aa = np.triu(blocks[0]) + np.triu(blocks[0], 1).T
-        bb = np.triu(blocks[2]) + np.triu(blocks[2], 1).T
-        h = np.block([[aa, blocks[1]], [blocks[1].T, bb]])
+        phi = self.expand(theta)
+        loss, g, h = self.full_stats(phi)
+        if self.penalty is not None:
+            c = self.total_weight * self.penalty
+            loss += float(np.dot(c * phi, phi))
+            g = g + 2.0 * c * phi
+            h = h + np.diag(2.0 * c)
         P = self.P
-        return [float(sums[0]), *(P.T @ g).tolist(), *(P.T @ h @ P)[self._upper].tolist()]
+        return [float(loss), *(P.T @ g).tolist(), *(P.T @ h @ P)[self._upper].tolist()]
 
     def subsample(self):
         return None if self._subsample is None else self._subsample()
 
 
-def array_objective(z, labels, w, family, total_weight, bounds=None):
-    """:class:`AffineObjective` over rows in memory, warm-started from every 16th row (recursively) from
-    :data:`WARM_START_MIN` rows on. ``bounds``: :func:`logit_bounds` of ``z`` if known."""
-    n, k = z.shape
-    colmax, spread = logit_bounds(z) if bounds is None else bounds
+class AffineObjective(SoftmaxObjective):
+    """The affine model's objective: ``run_pass(a, b)`` gives the sums of
+    :func:`fastcal.multiclass._kernels.chunk_sums` over all the rows, wherever they
+    are; ``colmax`` and ``spread`` bound the logits (:func:`logit_bounds`)."""
+
+    def __init__(self, run_pass, n, k, family, colmax, spread, total_weight, penalty=None, subsample=None):
+        P = family_matrix(family, k)
+        super().__init__(n, P, np.r_[np.asarray(colmax, dtype=np.float64), np.ones(k)], total_weight, penalty,
+                         subsample)
+        if family in ("bcts", "temperature"):
+            self.bounds = (float(spread),) + self.bounds[1:]
+        self.run_pass = run_pass
+        self.n_classes = k
+        self.family = family
+
+    def split(self, phi):
+        """(a, b) from the full parameters."""
+        k = self.n_classes
+        return np.ascontiguousarray(phi[:k]), np.ascontiguousarray(phi[k:])
+
+    def full_stats(self, phi):
+        k = self.n_classes
+        sums = self.run_pass(*self.split(phi))
+        blocks = sums[1 + 2 * k:].reshape(3, k, k)
+        aa = np.triu(blocks[0]) + np.triu(blocks[0], 1).T
+        bb = np.triu(blocks[2]) + np.triu(blocks[2], 1).T
+        return float(sums[0]), sums[1:1 + 2 * k], np.block([[aa, blocks[1]], [blocks[1].T, bb]])
+
+
+class LinearObjective(SoftmaxObjective):
+    """The linear model's objective: ``run_pass(W, b)`` gives the sums of
+    :func:`fastcal.multiclass._kernels.linear_chunk_sums` over all the rows; ``colmax`` bounds each feature
+    (max_i |x_il|). The full parameters are (W_j0 .. W_j,d-1, b_j) for each class j in turn."""
+
+    def __init__(self, run_pass, n, k, d, colmax, total_weight, P=None, penalty=None, subsample=None):
+        full = np.tile(np.r_[np.asarray(colmax, dtype=np.float64), 1.0], k)
+        super().__init__(n, np.eye(k * (d + 1)) if P is None else P, full, total_weight, penalty, subsample)
+        self.run_pass = run_pass
+        self.n_classes = k
+        self.n_features = d
+        self._index = linear_hessian_index(k, d)
+
+    def split(self, phi):
+        """(W, b) from the full parameters."""
+        wb = np.asarray(phi, dtype=np.float64).reshape(self.n_classes, self.n_features + 1)
+        return np.ascontiguousarray(wb[:, :-1]), np.ascontiguousarray(wb[:, -1])
+
+    def full_stats(self, phi):
+        km = self.n_classes * (self.n_features + 1)
+        sums = self.run_pass(*self.split(phi))
+        return float(sums[0]), sums[1:1 + km], sums[self._index]
+
+
+@functools.cache
+def linear_hessian_index(k, d):
+    """``index[p, q]``: where the linear model's Hessian entry (p, q) is among the sums of
+    :func:`fastcal.multiclass._kernels.linear_chunk_sums` (the class pair and the feature pair, each ordered)."""
+    m = d + 1
+    km = k * m
+    j, l = np.divmod(np.arange(km), m)
+    lo_c, hi_c = np.minimum.outer(j, j), np.maximum.outer(j, j)
+    pair_c = lo_c * k - lo_c * (lo_c - 1) // 2 + (hi_c - lo_c)
+    # (l, s) of entry (jm + l, qm + s) with j <= q; the other triangle is its transpose
+    lf = np.where(j[:, None] <= j[None, :], l[:, None], l[None, :])
+    sf = np.where(j[:, None] <= j[None, :], l[None, :], l[:, None])
+    lo_f, hi_f = np.minimum(lf, sf), np.maximum(lf, sf)
+    pair_f = lo_f * m - lo_f * (lo_f - 1) // 2 + (hi_f - lo_f)
+    index = 1 + km + pair_c * (m * (m + 1) // 2) + pair_f
+    index.setflags(write=False)
+    return index
+
+
+def linear_chunk_rows(k, d):
+    """Rows per chunk of the linear model's sums: the smallest multiple of 2048 rows whose features (d floats a
+    row) are ten times the chunk's :func:`fastcal.multiclass._kernels.linear_n_sums` floats."""
+    need = -(-10 * _k.linear_n_sums(k, d) // d)
+    return _k.CHUNK * max(1, -(-need // _k.CHUNK))
+
+
+def linear_sum_pass(x, labels, w, k):
+    """The ``run_pass(W, b)`` of rows in memory (fixed chunks added in chunk order)."""
+    n, d = x.shape
+    rows = linear_chunk_rows(k, d)
+    part = Partials(n, rows, _k.linear_n_sums(k, d))
+    m = d + 1
+
+    def run_pass(W, b):
+        part.run(_k.linear_sum_chunks, x, labels, w, W, b, rows, work=n * k * m * m)
+        return merge_in_order(part.bufs[0])
+
+    return run_pass
+
+
+def array_objective(z, labels, w, total_weight, make):
+    """``make(z, labels, w, total_weight, sub)``: an objective over rows in memory, whose ``sub`` is the same over
+    every 16th row (recursively) from :data:`WARM_START_MIN` rows on."""
+    n = z.shape[0]
 
     def sub():
         if n < WARM_START_MIN:
@@ -179,9 +268,47 @@ def array_objective(z, labels, w, family, total_weight, bounds=None):
         ls = np.ascontiguousarray(labels[::_SUBSAMPLE_STRIDE])
         ws = np.ascontiguousarray(w[::_SUBSAMPLE_STRIDE]) if w.shape[0] else w
         total = float(ws.sum(dtype=np.float64)) if ws.shape[0] else float(zs.shape[0])
-        return array_objective(zs, ls, ws, family, total, (colmax, spread)) if total > 0.0 else None
+        return array_objective(zs, ls, ws, total, make) if total > 0.0 else None
 
-    return AffineObjective(sum_pass(z, labels, w), n, k, family, colmax, spread, total_weight, sub)
+    return make(z, labels, w, total_weight, sub)
+
+
+def affine_objective(z, labels, w, family, total_weight, bounds, penalty=None):
+    """:class:`AffineObjective` over rows in memory (:func:`array_objective`); ``bounds`` = :func:`logit_bounds`."""
+    colmax, spread = bounds
+    k = z.shape[1]
+    return array_objective(z, labels, w, total_weight, lambda zz, ll, ww, total, sub: AffineObjective(
+        sum_pass(zz, ll, ww), zz.shape[0], k, family, colmax, spread, total, penalty, sub))
+
+
+def linear_objective(x, labels, w, k, total_weight, colmax, P=None, penalty=None):
+    """:class:`LinearObjective` over rows in memory (:func:`array_objective`)."""
+    d = x.shape[1]
+    return array_objective(x, labels, w, total_weight, lambda xx, ll, ww, total, sub: LinearObjective(
+        linear_sum_pass(xx, ll, ww, k), xx.shape[0], k, d, colmax, total, P, penalty, sub))
+
+
+def linear_penalty(k, d, reg_lambda, reg_mu):
+    """The penalty's c (:class:`SoftmaxObjective`) on each full parameter of the linear model: with ``reg_mu``
+    None, L2: ``reg_lambda / (k (d + 1))`` on every entry of W and b; else ODIR (Kull et al. 2019, needs d = k):
+    ``reg_lambda / (k (k - 1))`` on each off-diagonal W_jl, ``reg_mu / k`` on each bias."""
+    m = d + 1
+    c = np.zeros((k, m))
+    if reg_mu is None:
+        c[:] = reg_lambda / (k * m)
+    else:
+        c[:, :d] = reg_lambda / (k * (k - 1))
+        c[np.arange(k), np.arange(k)] = 0.0
+        c[:, d] = reg_mu / k
+    return c.ravel()
+
+
+def affine_penalty(k, reg_lambda, reg_mu):
+    """:func:`linear_penalty` of a diagonal W, on the affine model's (a, b): L2 puts ``reg_lambda / (k (k + 1))``
+    on each a_j and b_j, ODIR ``reg_mu / k`` on each b_j (there are no off-diagonal entries)."""
+    if reg_mu is None:
+        return np.full(2 * k, reg_lambda / (k * (k + 1)))
+    return np.r_[np.zeros(k), np.full(k, reg_mu / k)]
 
 
 def centred(a, b):
@@ -193,4 +320,11 @@ def predict(z, a, b):
     """``softmax(a * z + b)`` row by row, in ``z``'s dtype (computed in float64), on fastcal's threads."""
     out = np.empty(z.shape, dtype=z.dtype)
     parallel_for(_k.affine_softmax, z.shape[0], z, a, b, out, rows=z.size)
+    return out
+
+
+def linear_predict(x, W, b):
+    """``softmax(W x + b)`` row by row, in ``x``'s dtype (computed in float64), on fastcal's threads."""
+    out = np.empty((x.shape[0], W.shape[0]), dtype=x.dtype)
+    parallel_for(_k.linear_softmax, x.shape[0], x, W, b, out, rows=x.shape[0] * W.size)
     return out

@@ -28,7 +28,7 @@ from ..temperature import warm_start as temperature_warm_start
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["BiasCorrectedTemperatureScaling", "VectorScaling"]
+__all__ = ["BiasCorrectedTemperatureScaling", "SoftmaxCalibration", "VectorScaling"]
 
 _PARAMETERS = {
     "input_type": [Options("auto", "logits", "probabilities")],
@@ -63,32 +63,23 @@ _INPUT_TYPE_DOC = """input_type : {"auto", "logits", "probabilities"}
         logits ``(-x, x)``."""
 
 
-class _AffineScaling(BaseCalibrator):
-    """The estimator of one family of the affine softmax model (``_family``); the subclasses name it."""
+class SoftmaxCalibration(BaseCalibrator):
+    """The fit and prediction every multiclass calibrator of this package shares: the inputs' checks, the start
+    from temperature scaling, the Newton fit of a subclass's objective (``_solve``), the warnings.
 
-    _family: ClassVar[str]
-    _parameter_constraints = _PARAMETERS
+    A subclass defines ``_logits(X)`` (the (n, k) logits the fit reads),
+    ``_solve(z, labels, w, total, bounds, beta, n_features)`` (returns the
+    :class:`fastcal._engine.newton.NewtonResult` and the fitted parameters,
+    for ``_set_parameters``), ``_predict(z)``, and ``_biases_free()``
+    (whether an absent class sends its bias to minus infinity).
+    """
 
     n_classes_: int
     n_iter_: int
     converged_: bool
 
-    def __init__(
-        self,
-        *,
-        input_type: Literal["auto", "logits", "probabilities"] = "auto",
-        max_iter: int = 100,
-        tol: float = _model.DEFAULT_TOL,
-    ) -> None:
-        self.input_type = input_type
-        self.max_iter = max_iter
-        self.tol = tol
-
-    def _logits(self, X):
-        return as_logits(X, self.input_type, centre=True)
-
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
-        """Fit the scales and biases by minimising the weighted log loss.
+        """Fit the parameters by minimising the weighted log loss (plus the penalty, where there is one).
 
         Parameters
         ----------
@@ -117,38 +108,75 @@ class _AffineScaling(BaseCalibrator):
         if max(bounds[0]) > _MAX_LOGIT:
             raise ValueError(f"X: the logits reach {max(bounds[0]):.3g} in magnitude; above {_MAX_LOGIT:g} the "
                              "Hessian's float64 sums (of products of two logits) overflow. Scale them down.")
-        family = self._family
-        objective = _model.array_objective(z, labels, w, family, total, bounds)
-        res = solve(objective, _model.start(family, k, _temperature_start(z, labels, w, self.max_iter, bounds[1])), self.tol,
-                    self.max_iter, _model.free_parameters(family, k))
+        self._check_penalty(k, n_features)
+        beta = _temperature_start(z, labels, w, self.max_iter, bounds[1])
+        res, params = self._solve(z, labels, w, total, bounds, beta, n_features)
         if not res.converged:
             warn_not_converged(name, self.max_iter, "Newton iterations")
         counts = np.bincount(labels, weights=w if w.shape[0] else None, minlength=k)
-        if np.any(counts == 0.0):
+        if self._biases_free() and np.any(counts == 0.0):
             absent = np.flatnonzero(counts == 0.0).tolist()
             warnings.warn(f"{name}: class {absent[0] if len(absent) == 1 else absent} has no row of positive weight: "
                           "its bias has no finite optimum (its probability goes to 0); the fit stopped where the "
                           "Newton decrement met tol.", UserWarning, stacklevel=2)
-        self._set_parameters(*_model.centred(*objective.expand(res.theta)))
+        self._set_parameters(*params)
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self.n_classes_ = k
         self.n_features_in_ = n_features
         return self
 
+    def _check_penalty(self, k, n_features):
+        """Refuse a penalty the model cannot have (none here)."""
+
+    def _biases_free(self):
+        return True
+
     def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
-        """Calibrated probabilities ``softmax(scales_ * logits + biases_)``, shape (n_samples, n_classes), in the
-        input's float dtype."""
-        check_is_fitted(self, "biases_")
-        check("input_type", self.input_type, self._parameter_constraints["input_type"])
+        """Calibrated probabilities, shape (n_samples, n_classes), in the input's float dtype (computed in
+        float64)."""
+        check_is_fitted(self, "n_classes_")
+        if "input_type" in self._parameter_constraints:
+            check("input_type", self.input_type, self._parameter_constraints["input_type"])
         z = self._logits(X)
         check_columns(X, z, self)
-        a, b = self._parameters()
-        return _model.predict(z, a, b)
+        return self._predict(z)
 
     def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict_proba` (scikit-learn's calibrators predict probabilities)."""
         return self.predict_proba(X)
+
+
+class _AffineScaling(SoftmaxCalibration):
+    """The estimator of one family of the affine softmax model (``_family``); the subclasses name it."""
+
+    _family: ClassVar[str]
+    _parameter_constraints = _PARAMETERS
+
+    def __init__(
+        self,
+        *,
+        input_type: Literal["auto", "logits", "probabilities"] = "auto",
+        max_iter: int = 100,
+        tol: float = _model.DEFAULT_TOL,
+    ) -> None:
+        self.input_type = input_type
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _logits(self, X):
+        return as_logits(X, self.input_type, centre=True)
+
+    def _solve(self, z, labels, w, total, bounds, beta, n_features):
+        family = self._family
+        k = z.shape[1]
+        objective = _model.affine_objective(z, labels, w, family, total, bounds)
+        res = solve(objective, _model.start(family, k, beta), self.tol, self.max_iter,
+                    _model.free_parameters(family, k))
+        return res, _model.centred(*objective.split(objective.expand(res.theta)))
+
+    def _predict(self, z):
+        return _model.predict(z, *self._parameters())
 
     def _check_loaded_state(self):
         super()._check_loaded_state()
