@@ -104,7 +104,7 @@ from .platt import WARM_START_MIN, PlattScaling, calibration_slope_intercept, pl
 from .prior import adjust_priors, correct_negative_sampling, estimate_priors_em
 from .smooth import CHUNK_ROWS, smooth_ece
 from .temperature import TemperatureScaling
-from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
+from .multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
 from .venn_abers import VennAbers
 
 __all__ = ["FLOATS", "LARGE", "WARMUPS", "Warmup", "cache_files", "cached_signatures", "call_label", "calls",
@@ -507,15 +507,17 @@ def _temperature(dtype):
     TemperatureScaling().fit(lr, y).predict_proba(lr)
 
 
-@warmup("vector scaling and BCTS")
+@warmup("vector, BCTS, matrix and Dirichlet calibration")
 def _vector_scaling(dtype):
     P, y = _proba(N, 3, dtype)
     logits = np.log(P)
     (lr,) = _read_only(logits)
-    for cls in (VectorScaling, BiasCorrectedTemperatureScaling):
+    for cls in (VectorScaling, BiasCorrectedTemperatureScaling, MatrixScaling):
         cls().fit(logits, y).predict_proba(logits)
         cls().fit(P, y, sample_weight=_weights(N, dtype)).predict_proba(P)
         cls().fit(lr, y).predict_proba(lr)
+    for matrix_type in ("full", "diagonal"):
+        DirichletCalibration(matrix_type=matrix_type, reg_lambda=0.01, reg_mu=0.01).fit(P, y).predict_proba(P)
 
 
 @warmup("prior correction")

@@ -14,7 +14,7 @@ from inspect import signature
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import LeaveOneOut, check_cv, cross_val_predict
@@ -31,7 +31,7 @@ from .beta import BetaCalibration
 from .histogram import HistogramBinning
 from .isotonic import IsotonicRegression
 from .platt import PlattScaling
-from .multiclass import BiasCorrectedTemperatureScaling, VectorScaling
+from .multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
 from .temperature import TemperatureScaling
 from .venn_abers import VennAbers, merge_intervals
 
@@ -50,9 +50,10 @@ if TYPE_CHECKING:
 __all__ = ["CalibratedClassifierCV", "CrossValCalibrationReport", "cross_val_calibration_report"]
 
 METHODS = ("sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers", "vector",
-           "bcts")
+           "bcts", "matrix", "dirichlet")
 #: The multinomial methods: one calibrator of all the columns, every class in every fold's training part.
-_MULTINOMIAL = {"temperature": TemperatureScaling, "vector": VectorScaling, "bcts": BiasCorrectedTemperatureScaling}
+_MULTINOMIAL = {"temperature": TemperatureScaling, "vector": VectorScaling, "bcts": BiasCorrectedTemperatureScaling,
+                "matrix": MatrixScaling, "dirichlet": DirichletCalibration}
 #: One-vs-rest methods, one 1-D calibrator per class column; of these, the ones that take probabilities.
 _ONE_VS_REST = ("isotonic", "sigmoid", "beta", "histogram", "centered_isotonic", "venn_abers")
 _TAKE_PROBABILITIES = ("beta", "histogram")
@@ -96,9 +97,26 @@ def _new_calibrator(method, response):
         return BetaCalibration()
     if method == "histogram":
         return HistogramBinning()
+    if method == "dirichlet":
+        return DirichletCalibration()
     # predict_proba output must be probabilities (an error if rows do not sum
     # to 1); decision values follow scikit-learn's "auto" rule.
     return _MULTINOMIAL[method](input_type="probabilities" if response == "predict_proba" else "auto")
+
+
+def _multinomial_input(predictions, method, response):
+    """What a multinomial calibrator reads: (n, k) columns (two for a binary classifier's one column), and for
+    "dirichlet", which takes probabilities, decision values through the softmax (the logistic function for one
+    column) first."""
+    if response == "predict_proba":
+        return np.hstack([1 - predictions, predictions]) if predictions.shape[1] == 1 else predictions
+    if method != "dirichlet":
+        return predictions
+    z = np.asarray(predictions, dtype=np.float64)
+    if z.shape[1] == 1:
+        p = expit(z)
+        return np.hstack([1.0 - p, p])
+    return softmax(z, axis=1)
 
 
 def _calibrator_input(pred, method, response):
@@ -128,9 +146,8 @@ class _CalibratedPair:
                 calibrators.append(_new_calibrator(method, response).fit(_calibrator_input(pred, method, response),
                                                                          target, sample_weight))
         else:
-            if len(classes) == 2 and predictions.shape[1] == 1 and response == "predict_proba":
-                predictions = np.hstack([1 - predictions, predictions])
-            calibrators.append(_new_calibrator(method, response).fit(predictions, y_idx, sample_weight))
+            calibrators.append(_new_calibrator(method, response).fit(_multinomial_input(predictions, method, response),
+                                                                     y_idx, sample_weight))
         return cls(estimator, calibrators, classes=classes, method=method)
 
     def predict_intervals(self, X: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.intp]]:
@@ -147,9 +164,8 @@ class _CalibratedPair:
         predictions, response = _predictions(self.estimator, X)
         n_classes = len(self.classes)
         if self.method in _MULTINOMIAL:
-            if n_classes == 2 and predictions.shape[1] == 1 and response == "predict_proba":
-                predictions = np.hstack([1 - predictions, predictions])
-            proba = np.asarray(self.calibrators[0].predict_proba(predictions), dtype=np.float64)
+            proba = np.asarray(self.calibrators[0].predict_proba(_multinomial_input(predictions, self.method, response)),
+                               dtype=np.float64)
         else:
             proba = np.zeros((predictions.shape[0], n_classes))
             columns = _calibrated_columns(self.estimator, self.classes)
@@ -196,9 +212,10 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     for multiclass), with fastcal's calibrators: "sigmoid" is
     :class:`fastcal.PlattScaling` (Newton), "isotonic" is
     :class:`fastcal.IsotonicRegression`, "temperature" is
-    :class:`fastcal.TemperatureScaling` (natively multinomial), "vector" and "bcts"
-    :class:`fastcal.VectorScaling` and :class:`fastcal.BiasCorrectedTemperatureScaling`
-    (multinomial too), "beta" is
+    :class:`fastcal.TemperatureScaling` (natively multinomial), "vector", "bcts" and "matrix"
+    :class:`fastcal.VectorScaling`, :class:`fastcal.BiasCorrectedTemperatureScaling` and
+    :class:`fastcal.MatrixScaling` (multinomial too), "dirichlet" :class:`fastcal.DirichletCalibration`
+    (full W, no penalty; multinomial, on probabilities: decision values go through the softmax first), "beta" is
     :class:`fastcal.BetaCalibration` and "histogram" is
     :class:`fastcal.HistogramBinning` (both one-vs-rest; they take
     probabilities, so decision values are mapped through the logistic
@@ -216,7 +233,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
     estimator : classifier, optional
         The classifier to calibrate; ``LinearSVC(random_state=0)`` if None.
     method : {"sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic", "venn_abers", \
-            "vector", "bcts"}
+            "vector", "bcts", "matrix", "dirichlet"}
     cv : int, cross-validation generator or iterable, optional
         As in scikit-learn (5-fold stratified by default).
     n_jobs : int, optional
@@ -254,7 +271,7 @@ class CalibratedClassifierCV(ClassifierMixin, MetaEstimatorMixin, BaseEstimator)
         estimator: Any = None,
         *,
         method: Literal["sigmoid", "isotonic", "temperature", "beta", "histogram", "centered_isotonic",
-                        "venn_abers", "vector", "bcts"] = "sigmoid",
+                        "venn_abers", "vector", "bcts", "matrix", "dirichlet"] = "sigmoid",
         cv: CV = None,
         n_jobs: int | None = None,
         ensemble: bool | Literal["auto"] = "auto",

@@ -104,6 +104,8 @@ def _multiclass_calls(P, k, w):
         ("VectorScaling", lambda: fastcal.VectorScaling().fit(logits, k, w).predict_proba(logits)),
         ("BiasCorrectedTemperatureScaling",
          lambda: fastcal.BiasCorrectedTemperatureScaling().fit(P, k, w).predict_proba(P)),
+        ("MatrixScaling", lambda: fastcal.MatrixScaling().fit(logits, k, w).predict_proba(logits)),
+        ("DirichletCalibration", lambda: fastcal.DirichletCalibration().fit(P, k, w).predict_proba(P)),
         ("log_loss(multiclass)", lambda: fastcal.log_loss(k, P, sample_weight=w)),
         ("brier_score_loss(multiclass)", lambda: fastcal.brier_score_loss(k, P, sample_weight=w)),
         ("roc_auc_score(ovr)", lambda: fastcal.roc_auc_score(k, P, multi_class="ovr", sample_weight=w)),

@@ -94,7 +94,7 @@ def test_prior_correction():
     "kwargs, match",
     [
         (dict(method="bayes"), "method must be .sigmoid., .isotonic., .temperature., .beta., .histogram., "
-                               ".centered_isotonic., .venn_abers., .vector. or .bcts.."),
+                               ".centered_isotonic., .venn_abers., .vector., .bcts., .matrix. or .dirichlet.."),
         (dict(ensemble="yes"), "ensemble must be"),
         (dict(prior_correction=1.5), r"rate must be in \(0, 1\]"),
         (dict(prior_correction=[0.2, 0.3, 0.5]), "2 class priors"),
@@ -226,9 +226,10 @@ def test_the_meta_estimators_calibrators_are_saveable(tmp_path, method):
 
 
 @pytest.mark.parametrize("method, cls", [("vector", fastcal.VectorScaling),
-                                         ("bcts", fastcal.BiasCorrectedTemperatureScaling)])
+                                         ("bcts", fastcal.BiasCorrectedTemperatureScaling),
+                                         ("matrix", fastcal.MatrixScaling)])
 @pytest.mark.parametrize("estimator", ["LinearSVC", "GaussianNB"])
-def test_vector_and_bcts_methods_are_their_calibrators_on_the_predictions(method, cls, estimator):
+def test_vector_bcts_and_matrix_methods_are_their_calibrators_on_the_predictions(method, cls, estimator):
     # a frozen model: one calibrator, fitted on the model's own predictions of the calibration rows (its decision
     # function for LinearSVC, its probabilities for GaussianNB), with encoded labels
     X, y = data(3, n=900)
@@ -246,6 +247,27 @@ def test_vector_and_bcts_methods_are_their_calibrators_on_the_predictions(method
     order = np.argsort(y, kind="stable")
     with pytest.raises(ValueError, match=f"method='{method}' needs every class in every fold"):
         CalibratedClassifierCV(GaussianNB(), method=method, cv=KFold(3)).fit(X[order], y[order])
+
+
+@pytest.mark.parametrize("estimator, n_classes", [("LinearSVC", 3), ("GaussianNB", 3), ("LinearSVC", 2),
+                                                  ("GaussianNB", 2)])
+def test_dirichlet_method_is_dirichlet_calibration_of_the_probabilities(estimator, n_classes):
+    # probabilities as they are (a binary classifier's positive column p as [1 - p, p], as scikit-learn reads it);
+    # decision values through the softmax (the logistic function for one column)
+    from scipy.special import expit, softmax
+
+    X, y = data(n_classes, n=900)
+    model = clone(ESTIMATORS[estimator]).fit(X[:450], y[:450])
+    ours = CalibratedClassifierCV(FrozenEstimator(model), method="dirichlet").fit(X[450:], y[450:])
+    if estimator == "GaussianNB":
+        P = model.predict_proba(X)
+        if n_classes == 2:
+            P = np.c_[1.0 - P[:, 1], P[:, 1]]
+    else:
+        d = model.decision_function(X)
+        P = softmax(d, axis=1) if d.ndim == 2 else np.c_[1.0 - expit(d), expit(d)]
+    ref = fastcal.DirichletCalibration().fit(P[450:], y[450:])
+    assert_allclose(ours.predict_proba(X), ref.predict_proba(P), rtol=1e-12, atol=1e-15)
 
 
 def test_y_as_one_column_warns_and_is_flattened_as_sklearn():

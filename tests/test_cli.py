@@ -374,6 +374,62 @@ def test_vector_and_bcts_fit_and_apply(tmp_path, capsys, method, cls):
     assert "is not a class index in 0 .. 2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("method, options, ref", [
+    ("matrix", [], fastcal.MatrixScaling()),
+    ("matrix", ["--reg-lambda", "0.01", "--reg-mu", "0.1"], fastcal.MatrixScaling(reg_lambda=0.01, reg_mu=0.1)),
+    ("dirichlet", ["--reg-lambda", "0.001"], fastcal.DirichletCalibration(reg_lambda=0.001)),
+    ("dirichlet", ["--matrix-type", "diagonal", "--max-iter", "50"],
+     fastcal.DirichletCalibration(matrix_type="diagonal", max_iter=50)),
+])
+def test_matrix_and_dirichlet_fit_and_apply(tmp_path, capsys, method, options, ref):
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(4)
+    logits = rng.normal(size=(3000, 3)) * 3
+    y = np.argmax(0.5 * logits + [0.0, 0.3, 0.6] + rng.gumbel(size=logits.shape), axis=1)
+    w = rng.uniform(0.5, 2.0, 3000)
+    X = softmax(logits, axis=1) if method == "dirichlet" else logits
+    np.savez(tmp_path / "mc.npz", a=X[:, 0], b=X[:, 1], c=X[:, 2], y=y, w=w)
+    assert main(["fit", "--method", method, *options, "--score-col", "a,b,c", "--label-col", "y", "--weight-col", "w",
+                 str(tmp_path / "mc.npz"), "-o", str(tmp_path / "m.json")]) == 0
+    assert f"fastcal fit: {method} on 3,000 rows: W 3x3, diagonal " in capsys.readouterr().out
+    ref.fit(X, y, sample_weight=w)
+    m = fastcal.load(tmp_path / "m.json")
+    assert type(m) is type(ref) and m.get_params() == ref.get_params()
+    assert_array_equal(m.coef_, ref.coef_)  # the same arrays, the same fit
+    assert_array_equal(m.intercept_, ref.intercept_)
+    assert main(["apply", str(tmp_path / "m.json"), str(tmp_path / "mc.npz"), "--score-col", "a,b,c",
+                 "-o", str(tmp_path / "out.npz")]) == 0
+    z = np.load(tmp_path / "out.npz")
+    want = ref.predict_proba(X)
+    for j in range(3):
+        assert_array_equal(z[f"calibrated_{j}"], want[:, j])
+    assert_array_equal(z["w"], w)  # the other columns, verbatim
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--method", "dirichlet", "--score-col", "a"], "--method dirichlet takes one --score-col of probabilities per "
+                                                    "class"),
+    (["--method", "vector", "--reg-lambda", "0.1", "--score-col", "a,b,c"], "--reg-lambda is for --method matrix or "
+                                                                            "dirichlet"),
+    (["--method", "matrix", "--matrix-type", "diagonal", "--score-col", "a,b,c"], "--matrix-type is for --method "
+                                                                                  "dirichlet"),
+    (["--method", "matrix", "--reg-mu", "-1", "--score-col", "a,b,c"], "expected a finite number (0 or more), got '-1'"),
+    (["--method", "matrix", "--reg-lambda", "nan", "--score-col", "a,b,c"], "expected a finite number"),
+    (["--method", "dirichlet", "--score-col", "a,b,c"], "X must hold probabilities in [0, 1]"),
+])
+def test_matrix_and_dirichlet_options_are_checked(tmp_path, capsys, argv, message):
+    logits = np.random.default_rng(5).normal(size=(100, 3)) * 3
+    np.savez(tmp_path / "mc.npz", a=logits[:, 0], b=logits[:, 1], c=logits[:, 2], y=np.arange(100) % 3)
+    try:
+        status = main(["fit", *argv, "--label-col", "y", str(tmp_path / "mc.npz"), "-o", str(tmp_path / "m.json")])
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    assert status in (1, 2)
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_apply_with_priors_and_defaults(files, data, model, tmp_path):
     score = data[0]
     np.save(tmp_path / "s.npy", score)

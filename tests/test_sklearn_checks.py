@@ -7,17 +7,22 @@ checks generate 2-D data only and skip such estimators with a
 ``SkipTestWarning``, which this test asserts, so that a change of their tags
 is seen; their scikit-learn conventions are tested in test_isotonic.py,
 test_platt.py, test_beta.py, test_histogram.py and test_api.py. CalibratedClassifierCV is a classifier and
-runs every check (around LogisticRegression). TemperatureScaling (and VectorScaling and
-BiasCorrectedTemperatureScaling, which read their input the same way) takes one
+runs every check (around LogisticRegression). TemperatureScaling (and VectorScaling,
+BiasCorrectedTemperatureScaling and MatrixScaling, which read their input the same way) takes one
 column of logits per class and labels that are column indices (as the
 calibrators inside CalibratedClassifierCV get them): it runs every check and
 fails, deliberately, only those listed in ``TEMPERATURE_LABELS``, whose data
 names a third column of a two-column X (labels 0..2, or 1..2), where
 it raises a ValueError naming y instead of reading a column that does not
-exist. VectorScaling and BiasCorrectedTemperatureScaling also fail the four
+exist. VectorScaling, BiasCorrectedTemperatureScaling and MatrixScaling also fail the four
 checks of ``ABSENT_CLASSES``, whose X has more columns (classes) than y has
-labels: they warn that those classes' biases have no finite optimum. The
-lists are strict, so that a check that starts passing must be taken off them.
+labels: they warn that those classes' biases have no finite optimum (unless a penalty
+holds the biases: MatrixScaling(reg_lambda=0.1, reg_mu=0.1) passes them). DirichletCalibration
+takes probabilities, and the checks that fit it feed arbitrary reals: it passes the
+checks of ``DIRICHLET_PASSING`` (construction, parameters, validation) and fails every other one with
+a ValueError saying that X must hold probabilities; its fit is MatrixScaling's, whose
+checks run in full. The lists are strict, so that a check that starts passing must be
+taken off them.
 """
 
 import warnings
@@ -45,12 +50,37 @@ ABSENT_CLASSES = ("check_n_features_in_after_fitting", "check_positive_only_tag_
                   "check_sample_weight_equivalence_on_dense_data", "check_estimators_nan_inf")
 
 
+#: The checks DirichletCalibration passes: those that do not fit it to the checks' (non-probability) X.
+DIRICHLET_PASSING = (
+    "check_array_api_input", "check_complex_data", "check_do_not_raise_errors_in_init_or_set_params",
+    "check_estimator_cloneable", "check_estimator_repr", "check_estimator_sparse_array",
+    "check_estimator_sparse_matrix", "check_estimator_sparse_tag", "check_estimator_tags_renamed",
+    "check_estimators_empty_data_messages", "check_estimators_unfitted", "check_fit1d", "check_get_params_invariance",
+    "check_mixin_order", "check_no_attributes_set_in_init", "check_parameters_default_constructible",
+    "check_requires_y_none", "check_set_params", "check_valid_tag_types",
+)
+
+#: The multiclass calibrators with a bias per class.
+_BIASED = (fastcal.VectorScaling, fastcal.BiasCorrectedTemperatureScaling, fastcal.MatrixScaling)
+
+
+def _biases_penalised(estimator):
+    if not isinstance(estimator, fastcal.MatrixScaling):
+        return False
+    return estimator.reg_mu != 0 if estimator.reg_mu is not None else estimator.reg_lambda != 0
+
+
 def _expected_failures(estimator):
     failures = {}
-    if isinstance(estimator, (fastcal.TemperatureScaling, fastcal.VectorScaling, fastcal.BiasCorrectedTemperatureScaling)):
+    if isinstance(estimator, fastcal.DirichletCalibration):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_NOT_INHERITED, category=UserWarning)
+            names = {check.func.__name__ for _, check in estimator_checks_generator(estimator, legacy=True)}
+        return {name: "X must hold probabilities; the check's X does not" for name in names - set(DIRICHLET_PASSING)}
+    if isinstance(estimator, (fastcal.TemperatureScaling, *_BIASED)):
         failures.update({name: "labels are column indices of X; the check's y (0..2 or 1..2) names a third column "
                                "of a two-column X" for name in TEMPERATURE_LABELS})
-    if isinstance(estimator, (fastcal.VectorScaling, fastcal.BiasCorrectedTemperatureScaling)):
+    if isinstance(estimator, _BIASED) and not _biases_penalised(estimator):
         failures.update({name: "the check's y leaves columns of X (classes) without a row: a warning says their "
                                "biases have no finite optimum" for name in ABSENT_CLASSES})
     return failures
@@ -69,6 +99,7 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=_NOT_INHERITED, category=UserWarning)
     _checks = parametrize_with_checks(
         [fastcal.TemperatureScaling(), fastcal.VectorScaling(), fastcal.BiasCorrectedTemperatureScaling(),
+         fastcal.MatrixScaling(), fastcal.MatrixScaling(reg_lambda=0.1, reg_mu=0.1), fastcal.DirichletCalibration(),
          CalibratedClassifierCV(LogisticRegression(), cv=3)],
         expected_failed_checks=_expected_failures,
         xfail_strict=True,

@@ -94,7 +94,7 @@ import fastcal.plot
 Floats = NDArray[np.floating[Any]]
 Calibrator = (fastcal.IsotonicRegression | fastcal.PlattScaling | fastcal.TemperatureScaling | fastcal.BetaCalibration
               | fastcal.HistogramBinning | fastcal.VennAbers | fastcal.VectorScaling
-              | fastcal.BiasCorrectedTemperatureScaling)
+              | fastcal.BiasCorrectedTemperatureScaling | fastcal.MatrixScaling | fastcal.DirichletCalibration)
 Curve = tuple[NDArray[np.float64], NDArray[np.float64]]
 CurveCounts = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64] | NDArray[np.float64]]
 
@@ -144,6 +144,16 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(vs.scales_, NDArray[np.float64])
     assert_type(vs.biases_, NDArray[np.float64])
     assert_type(vs.n_classes_, int)
+    ms = fastcal.MatrixScaling(input_type="logits", reg_lambda=0.0, reg_mu=None, max_iter=100, tol=1e-10).fit(z, y3)
+    assert_type(ms, fastcal.MatrixScaling)
+    assert_type(ms.predict_proba(z), Floats)
+    assert_type(ms.coef_, NDArray[np.float64])
+    assert_type(ms.intercept_, NDArray[np.float64])
+    p3 = temp.predict_proba(z)
+    dc = fastcal.DirichletCalibration(matrix_type="diagonal", reg_lambda=0.1, reg_mu=0.1).fit(p3, y3, None)
+    assert_type(dc, fastcal.DirichletCalibration)
+    assert_type(dc.predict(p3), Floats)
+    assert_type(dc.n_iter_, int)
     bcts = fastcal.BiasCorrectedTemperatureScaling(input_type="auto").fit(z, y3, 1.0)
     assert_type(bcts, fastcal.BiasCorrectedTemperatureScaling)
     assert_type(bcts.predict_proba(z), Floats)

@@ -390,6 +390,10 @@ CASES = {
         [(m := fastcal.VectorScaling().fit(LOGITS, YK, sample_weight=w)).scales_, m.biases_]))},
     "fastcal.multiclass.BiasCorrectedTemperatureScaling.fit": lambda w: {"p": _floats(np.concatenate(
         [[(m := fastcal.BiasCorrectedTemperatureScaling().fit(LOGITS, YK, sample_weight=w)).beta_], m.biases_]))},
+    "fastcal.multiclass.MatrixScaling.fit": lambda w: {"p": _floats(np.concatenate(
+        [(m := fastcal.MatrixScaling(reg_lambda=0.1).fit(LOGITS, YK, sample_weight=w)).coef_.ravel(), m.intercept_]))},
+    "fastcal.multiclass.DirichletCalibration.fit": lambda w: {"p": _floats(np.concatenate(
+        [(m := fastcal.DirichletCalibration().fit(PK, YK, sample_weight=w)).coef_.ravel(), m.intercept_]))},
     "fastcal.metrics.brier_score_loss": lambda w: {
         "b": _floats(metrics.brier_score_loss(Y, S, sample_weight=w)),
         "k": _floats(metrics.brier_score_loss(YK, PK, sample_weight=w))},

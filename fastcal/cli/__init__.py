@@ -2,7 +2,8 @@
 
 ::
 
-    fastcal fit --method isotonic|centered-isotonic|sigmoid|platt|temperature|vector|bcts|beta|histogram|venn-abers
+    fastcal fit --method isotonic|centered-isotonic|sigmoid|platt|temperature|vector|bcts|matrix|dirichlet|beta|
+                         histogram|venn-abers
                 --score-col COL --label-col COL
                 [--weight-col COL] [--group-col COL] INPUT -o model.json
     fastcal fit --method multicalibration --segment-col A,B,... [--numerical-col B,...] [--max-depth N] ...
@@ -91,6 +92,7 @@ from .options import (
     jobs_arg,
     limit_arg,
     memory_arg,
+    nonnegative_float,
     positive_int,
 )
 from .precompile import cmd_precompile
@@ -138,16 +140,18 @@ def build_parser():
     fit.add_argument("input", metavar="INPUT", help="data file (.csv, .parquet, .npy, .npz; - for CSV on stdin)")
     fit.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
     fit.add_argument("--method", required=True, choices=("isotonic", "centered-isotonic", "sigmoid", "platt",
-                                                         "temperature", "vector", "bcts", "beta", "histogram",
-                                                         "venn-abers", "multicalibration"),
+                                                         "temperature", "vector", "bcts", "matrix", "dirichlet",
+                                                         "beta", "histogram", "venn-abers", "multicalibration"),
                      help="the calibrator (sigmoid, or its alias platt: Platt scaling; beta, histogram and "
                           "multicalibration: scores must be probabilities in [0, 1]; temperature, vector (vector "
-                          "scaling) and bcts (bias-corrected temperature scaling): one score column per class; "
+                          "scaling), bcts (bias-corrected temperature scaling) and matrix (matrix scaling): one "
+                          "score column per class; dirichlet (Dirichlet calibration): one probability column per "
+                          "class; "
                           "multicalibration: every segment of --segment-col repaired at once, "
                           "fastcal.MulticalibrationCalibrator)")
     fit.add_argument("--score-col", action="append", required=True, metavar="COL",
-                     help="column of scores (temperature, vector, bcts: one per class, repeated or "
-                          "comma-separated)")
+                     help="column of scores (temperature, vector, bcts, matrix, dirichlet: one per class, "
+                          "repeated or comma-separated)")
     fit.add_argument("--label-col", required=True, metavar="COL", help="column of labels")
     fit.add_argument("--weight-col", metavar="COL", help="column of sample weights")
     fit.add_argument("--increasing", type=bool_arg, default=True, metavar="true|false|auto",
@@ -157,7 +161,15 @@ def build_parser():
     fit.add_argument("--y-min", type=float, default=None, help="isotonic: lower bound of the fit")
     fit.add_argument("--y-max", type=float, default=None, help="isotonic: upper bound of the fit")
     fit.add_argument("--max-iter", type=positive_int, default=100,
-                     help="sigmoid, beta, vector, bcts: Newton iterations (default 100)")
+                     help="sigmoid, beta, vector, bcts, matrix, dirichlet: Newton iterations (default 100)")
+    fit.add_argument("--reg-lambda", type=nonnegative_float, default=None, metavar="X",
+                     help="matrix, dirichlet: the penalty's weight on W (L2 on every parameter; with --reg-mu, "
+                          "ODIR on W's off-diagonal entries) (default 0)")
+    fit.add_argument("--reg-mu", type=nonnegative_float, default=None, metavar="X",
+                     help="matrix, dirichlet: the ODIR penalty's weight on the diagonal of W and the biases "
+                          "(default: none, L2 by --reg-lambda)")
+    fit.add_argument("--matrix-type", choices=("full", "diagonal", "fixed_diagonal"), default=None,
+                     help="dirichlet: the form of W (default full)")
     fit.add_argument("--parameters", choices=("abm", "ab", "am"), default="abm",
                      help="beta: the parameters fitted (default abm)")
     fit.add_argument("--n-bins", type=bins_arg, default=10, help="histogram: number of bins (default 10)")
@@ -206,7 +218,7 @@ def build_parser():
                      help="column of scores (default: the only column, or 'score')")
     app.add_argument("--output-col", default="calibrated", metavar="NAME",
                      help="name of the new column (default calibrated; NAME_j per class for temperature, "
-                          "vector and bcts)")
+                          "vector, bcts, matrix and dirichlet)")
     app.add_argument("--group-col", metavar="COL",
                      help="column of the groups of a model fitted with --group-col (a,b: the same columns as "
                           "the fit's)")

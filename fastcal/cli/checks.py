@@ -12,7 +12,7 @@ from .._coding import group_kinds, kind_names, shown
 from .._io import DataError, UsageError
 
 #: The multinomial methods of ``fit --method``: one score column per class, labels class indices.
-MULTINOMIAL = ("temperature", "vector", "bcts")
+MULTINOMIAL = ("temperature", "vector", "bcts", "matrix", "dirichlet")
 
 
 def check_labels(y, path, column, method, n_classes=None, offset=0):
@@ -26,7 +26,7 @@ def check_labels(y, path, column, method, n_classes=None, offset=0):
     path, column : str
         For the message.
     method : {"isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "venn-abers", "temperature", "vector",
-              "bcts", "binary"}
+              "bcts", "matrix", "dirichlet", "binary"}
         Calibration labels are 0/1 for every method but the multinomial ones (the library's
         ``IsotonicRegression`` fits any real targets; the command line
         calibrates classifiers, and a label 2 or 0.5 there is bad data).

@@ -52,7 +52,26 @@ def _estimator(args):
         return fastcal.VectorScaling(max_iter=args.max_iter)
     if args.method == "bcts":
         return fastcal.BiasCorrectedTemperatureScaling(max_iter=args.max_iter)
+    if args.method == "matrix":
+        return fastcal.MatrixScaling(max_iter=args.max_iter, **_penalty(args))
+    if args.method == "dirichlet":
+        return fastcal.DirichletCalibration(max_iter=args.max_iter, matrix_type=args.matrix_type or "full",
+                                            **_penalty(args))
     return fastcal.TemperatureScaling()
+
+
+def _penalty(args):
+    """``reg_lambda`` and ``reg_mu`` of ``--reg-lambda`` and ``--reg-mu`` (matrix and dirichlet)."""
+    return {"reg_lambda": args.reg_lambda or 0.0, "reg_mu": args.reg_mu}
+
+
+def _check_method_options(args):
+    """The options of one method given with another: a UsageError."""
+    own = {"--reg-lambda": (args.reg_lambda, ("matrix", "dirichlet")), "--reg-mu": (args.reg_mu, ("matrix", "dirichlet")),
+           "--matrix-type": (args.matrix_type, ("dirichlet",))}
+    for option, (value, methods) in own.items():
+        if value is not None and args.method not in methods:
+            raise UsageError(f"{option} is for --method {' or '.join(methods)}")
 
 
 #: The options of ``fit --method multicalibration`` beside the columns: the estimator's parameters of the same names.
@@ -94,6 +113,10 @@ def describe(est):
     if isinstance(est, fastcal.VectorScaling):
         return (f"scales {', '.join(f'{v:.4g}' for v in est.scales_)}; "
                 f"biases {', '.join(f'{v:.4g}' for v in est.biases_)}")
+    if isinstance(est, (fastcal.MatrixScaling, fastcal.DirichletCalibration)):
+        return (f"W {est.coef_.shape[0]}x{est.coef_.shape[1]}, diagonal "
+                f"{', '.join(f'{v:.4g}' for v in np.diagonal(est.coef_))}; "
+                f"biases {', '.join(f'{v:.4g}' for v in est.intercept_)}")
     if isinstance(est, fastcal.HistogramBinning):
         return f"{est.bin_values_.shape[0]} bins"
     if isinstance(est, fastcal.MulticalibrationCalibrator):
@@ -118,6 +141,10 @@ def cmd_fit(args, progress_enabled, timings):
         raise UsageError("fit needs --score-col")
     if len(score_cols) > 1 and args.method not in MULTINOMIAL:
         raise UsageError(f"--method {args.method} takes one --score-col, got {len(score_cols)}")
+    if args.method == "dirichlet" and len(score_cols) == 1:
+        raise UsageError("--method dirichlet takes one --score-col of probabilities per class (two or more); for "
+                         "one column of probabilities, --method beta")
+    _check_method_options(args)
     est = _estimator(args)
     out_fmt = os.path.splitext(args.output)[1].lower()
     if out_fmt != ".json":

@@ -76,6 +76,17 @@ def positive_int(text):
     return _int_at_least(text, 1, "a positive integer")
 
 
+def nonnegative_float(text):
+    """A finite number >= 0 (``--reg-lambda``, ``--reg-mu``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a finite number (0 or more), got {text!r}")
+    return value
+
+
 def count_arg(text):
     """An integer >= 0 (``--min-samples-per-segment``)."""
     return _int_at_least(text, 0, "an integer (0 or more)")

@@ -218,10 +218,10 @@ class MatrixScaling(_LinearCalibration):
     >>> import numpy as np
     >>> from fastcal import MatrixScaling
     >>> rng = np.random.default_rng(0)
-    >>> z = rng.normal(size=(20000, 3))
+    >>> z = rng.normal(size=(100000, 3))
     >>> u = z @ np.array([[2.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.5]]).T
     >>> p = np.exp(u - u.max(1, keepdims=True))
-    >>> y = (np.cumsum(p / p.sum(1, keepdims=True), 1) > rng.random((20000, 1))).argmax(1)
+    >>> y = (np.cumsum(p / p.sum(1, keepdims=True), 1) > rng.random((100000, 1))).argmax(1)
     >>> ms = MatrixScaling().fit(z, y)
     >>> (ms.coef_ - ms.coef_[2]).round(1)
     array([[ 2. ,  0.5, -1.5],

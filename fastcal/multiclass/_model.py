@@ -1,22 +1,28 @@
-r"""The affine softmax model for the Newton driver: the passes over the rows, the objective, its families and the
-warm start's subsample.
+r"""The softmax models for the Newton driver: the passes over the rows, the objectives, their families and
+penalties, and the warm start's subsample.
 
-The model is :math:`p_i = \mathrm{softmax}(u_i)`, :math:`u_{ij} = a_j z_{ij} + b_j`, fitted by minimising the
-weighted log loss
+Two models, both :math:`p_i = \mathrm{softmax}(u_i)` fitted by minimising the weighted log loss
 
-.. math:: F = \sum_i w_i \left(\log \sum_j e^{u_{ij}} - u_{i y_i}\right),
+.. math:: F = \sum_i w_i \left(\log \sum_j e^{u_{ij}} - u_{i y_i}\right) + W_{tot}\, \mathrm{penalty},
 
-which is convex in (a, b). Its gradient and Hessian are sums over the rows
-(:func:`fastcal.multiclass._kernels.chunk_sums`); a *family* ties or fixes
-some of the 2k parameters, so its gradient and Hessian are :math:`P^\top g`
-and :math:`P^\top H P` for the 2k x m matrix :math:`P` that maps its m
-parameters to (a, b):
+convex in the parameters:
+
+- the *affine* model, :math:`u_{ij} = a_j z_{ij} + b_j` (:class:`AffineObjective`; vector scaling, BCTS,
+  temperature scaling and the diagonal Dirichlet maps), whose sums over the rows are
+  :func:`fastcal.multiclass._kernels.chunk_sums`, O(k^2) a row;
+- the *linear* model, :math:`u_i = W x_i + b` with W of shape (k, d) (:class:`LinearObjective`; matrix scaling
+  and full Dirichlet calibration), whose sums are
+  :func:`fastcal.multiclass._kernels.linear_chunk_sums`, the Hessian by class pair and feature pair,
+  O(k^2 (d + 1)^2 / 4) a row.
+
+The penalty is :math:`\sum_p c_p \phi_p^2` per unit weight on the full parameters (:func:`affine_penalty`,
+:func:`linear_penalty`: L2, or Kull et al.'s ODIR). A *family* of the affine model ties or fixes some of the 2k
+parameters, so its gradient and Hessian are :math:`P^\top g` and :math:`P^\top H P` for the 2k x m matrix
+:math:`P` that maps its m parameters to (a, b):
 
 ``"vector"``
     Vector scaling (Guo et al. 2017): a scale and a bias per class;
     ``theta = (a_0 .. a_{k-1}, b_0 .. b_{k-1})``.
-``"vector_no_bias"``
-    A scale per class, no biases: ``theta = a``.
 ``"bcts"``
     Bias-corrected temperature scaling (Alexandari et al. 2020): one scale
     :math:`\beta = 1/T` for every class and a bias per class;
@@ -51,7 +57,7 @@ from .._core.parallel import parallel_for
 from .._engine.chunked import Partials, merge_in_order
 
 #: The families of the affine model (see the module docstring).
-FAMILIES = ("vector", "vector_no_bias", "bcts", "temperature")
+FAMILIES = ("vector", "bcts", "temperature")
 #: Default stopping tolerance on the Newton decrement per unit weight (as Platt scaling's).
 DEFAULT_TOL = 1e-10
 #: Warm start from a subsample from this many rows on ...
@@ -95,8 +101,6 @@ def family_matrix(family, k):
     zeros_kk = np.zeros((k, k))
     if family == "vector":
         return np.block([[eye, zeros_kk], [zeros_kk, eye]])
-    if family == "vector_no_bias":
-        return np.vstack([eye, zeros_kk])
     if family == "bcts":
         return np.block([[ones, zeros_kk], [np.zeros((k, 1)), eye]])
     if family == "temperature":
