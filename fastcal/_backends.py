@@ -40,12 +40,12 @@ PARITY = {
     "PlattScaling": _all("fit_platt", "fit_platt"),
     "BetaCalibration": _all("fit_beta", "fit_beta"),
     "HistogramBinning": _all("fit_histogram", "fit_histogram"),
-    "TemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
-    "VectorScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
-    "BiasCorrectedTemperatureScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
-    "MatrixScaling": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
-    "DirichletCalibration": _nowhere("multiclass logits: no driver over rows yet (issue 41)"),
-    "estimate_label_shift": _nowhere("(n, k) probabilities and a calibrator's fit: no driver over rows yet (issue 41)"),
+    "TemperatureScaling": _all("fit_multiclass", _OOC_LATER),
+    "VectorScaling": _all("fit_multiclass", _OOC_LATER),
+    "BiasCorrectedTemperatureScaling": _all("fit_multiclass", _OOC_LATER),
+    "MatrixScaling": _all("fit_multiclass", _OOC_LATER),
+    "DirichletCalibration": _all("fit_multiclass", _OOC_LATER),
+    "estimate_label_shift": _all("estimate_label_shift", _OOC_LATER),
     "VennAbers": _nowhere("its fit keeps every distinct score, in memory"),
     "GroupedCalibrator": _all("fit_grouped", _OOC_LATER),
     "MulticalibrationCalibrator": _all("fit_multicalibration", _OOC_LATER),
@@ -87,7 +87,7 @@ NOT_ROWS = frozenset({
 #: A backend's public names that are its own (no in-memory twin): the prediction of any fitted model, the
 #: adapters, the readers of files and the fits that read files.
 OWN = {
-    "dask": frozenset({"predict"}),
+    "dask": frozenset({"predict", "predict_proba"}),
     "spark": frozenset({"predict", "SparkRows"}),
     "outofcore": frozenset({"fit_beta_parquet", "fit_histogram_parquet", "fit_isotonic_parquet", "fit_platt_parquet",
                             "iter_npy", "iter_parquet"}),

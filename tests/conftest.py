@@ -104,3 +104,19 @@ def session(request, monkeypatch):
 def connect_url(spark):
     """The URL of the Spark Connect server in the tests' JVM, for clients in other processes."""
     return f"sc://localhost:{CONNECT_PORT}"
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A distributed.LocalCluster of two worker processes (data really travels between processes), per module."""
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=40)
+    client = distributed.Client(cluster)
+    try:
+        assert len(client.scheduler_info()["workers"]) == 2
+        yield client
+    finally:
+        client.close()
+        cluster.close()

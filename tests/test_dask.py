@@ -32,19 +32,6 @@ from .strategies import probabilities, scores_and_labels  # noqa: E402
 EPS = np.finfo(np.float64).eps
 
 
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        assert len(c.scheduler_info()["workers"]) == 2
-        yield c
-    finally:
-        c.close()
-        cluster.close()
-
-
 def _chunked(*arrays, chunks):
     return [None if a is None else da.from_array(a, chunks=chunks) for a in arrays]
 
@@ -71,7 +58,7 @@ def assert_same_fit(got, ref, atol=1e-10, rtol=0.0):
     (np.float32, "zeros", True),
     (np.float64, "zeros", False),
 ])
-def test_fit_isotonic_equals_in_memory(client, dtype, weights, increasing):
+def test_fit_isotonic_equals_in_memory(dask_client, dtype, weights, increasing):
     rng = np.random.default_rng(0)
     n = 60_000
     x = rng.random(n).astype(dtype)
@@ -83,7 +70,7 @@ def test_fit_isotonic_equals_in_memory(client, dtype, weights, increasing):
         w = rng.uniform(0, 2, n)
         w[rng.random(n) < 0.1] = 0
     X, Y, W = _chunked(x, y, w, chunks=9_000)
-    with distributed.get_task_stream(client) as ts:
+    with distributed.get_task_stream(dask_client) as ts:
         got = fd.fit_isotonic(X, Y, W, increasing=increasing, out_of_bounds="clip", n_partitions=5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -91,10 +78,10 @@ def test_fit_isotonic_equals_in_memory(client, dtype, weights, increasing):
     # Fitted values: weighted means of 0/1 labels over <= n rows (terms of one sign), summed in other
     # groupings: 4 n eps apart. float32 models round them to float32, which can still differ by one ulp.
     assert_same_fit(got, ref, atol=0, rtol=4 * n * EPS + (np.finfo(np.float32).eps if dtype == np.float32 else 0))
-    assert {t["worker"] for t in ts.data} == set(client.scheduler_info()["workers"])  # both processes worked
+    assert {t["worker"] for t in ts.data} == set(dask_client.scheduler_info()["workers"])  # both processes worked
 
 
-def test_fit_isotonic_dataframe_columns(client):
+def test_fit_isotonic_dataframe_columns(dask_client):
     rng = np.random.default_rng(1)
     n = 30_000
     df = pd.DataFrame({"score": np.round(rng.random(n), 3), "label": rng.integers(0, 2, n),
@@ -108,7 +95,7 @@ def test_fit_isotonic_dataframe_columns(client):
     assert_same_fit(got, IsotonicRegression().fit(df["score"], df["label"], sample_weight=df["w"]))
 
 
-def test_fit_isotonic_spearman_warning_and_direction(client):
+def test_fit_isotonic_spearman_warning_and_direction(dask_client):
     rng = np.random.default_rng(2)
     x = rng.random(2000)
     y = (rng.random(2000) < 0.5).astype(np.uint8)  # no relation: the CI of rho spans zero
@@ -124,7 +111,7 @@ def test_fit_isotonic_spearman_warning_and_direction(client):
     assert_same_fit(got, IsotonicRegression(increasing="auto").fit(x, y_dec))
 
 
-def test_fit_isotonic_errors(client):
+def test_fit_isotonic_errors(dask_client):
     x = np.linspace(0, 1, 1000)
     y = (x > 0.5).astype(np.uint8)
     X, Y = _chunked(x, y, chunks=300)
@@ -183,7 +170,7 @@ def test_fit_isotonic_tie_chains_across_every_boundary_sync(step, monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_fit_platt_equals_in_memory(client, dtype, weighted):
+def test_fit_platt_equals_in_memory(dask_client, dtype, weighted):
     rng = np.random.default_rng(4)
     n = 300_000  # above the warm-start threshold: a subsample starts the iterations
     s = rng.normal(0, 2, n).astype(dtype)
@@ -197,7 +184,7 @@ def test_fit_platt_equals_in_memory(client, dtype, weighted):
     assert got.b_ == pytest.approx(ref.b_, rel=1e-8, abs=1e-8)
 
 
-def test_fit_platt_small_degenerate_and_errors(client):
+def test_fit_platt_small_degenerate_and_errors(dask_client):
     rng = np.random.default_rng(5)
     s = rng.normal(size=5000)
     y = (rng.random(5000) < 0.2).astype(np.uint8)
@@ -216,7 +203,7 @@ def test_fit_platt_small_degenerate_and_errors(client):
 # ---------------------------------------------------------------------------
 
 
-def test_predict_and_prior_corrections_are_lazy_and_equal(client):
+def test_predict_and_prior_corrections_are_lazy_and_equal(dask_client):
     rng = np.random.default_rng(6)
     n = 50_000
     p = rng.random(n)
@@ -245,7 +232,7 @@ def test_predict_and_prior_corrections_are_lazy_and_equal(client):
         fd.adjust_priors(P, 0.5, 1.5)
 
 
-def test_predict_dataframe_series(client):
+def test_predict_dataframe_series(dask_client):
     rng = np.random.default_rng(7)
     df = pd.DataFrame({"p": rng.random(10_000)})
     df["y"] = (rng.random(10_000) < df["p"]).astype(int)
@@ -258,7 +245,7 @@ def test_predict_dataframe_series(client):
 
 @pytest.mark.parametrize("strategy", ["uniform", "quantile"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_diagnostics_equal_in_memory(client, strategy, weighted):
+def test_diagnostics_equal_in_memory(dask_client, strategy, weighted):
     rng = np.random.default_rng(8)
     n = 80_000
     p = rng.random(n)
@@ -291,7 +278,7 @@ def test_diagnostics_equal_in_memory(client, strategy, weighted):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-def test_smooth_ece_equals_in_memory(client, weighted):
+def test_smooth_ece_equals_in_memory(dask_client, weighted):
     rng = np.random.default_rng(9)
     n = 60_000
     p = rng.beta(2, 3, n)
@@ -313,7 +300,7 @@ def test_smooth_ece_equals_in_memory(client, weighted):
         fd.smooth_ece(Y, P, bandwidth=-1)
 
 
-def test_diagnostics_label_rules(client):
+def test_diagnostics_label_rules(dask_client):
     p = np.linspace(0, 1, 1000)
     y = np.where(np.arange(1000) % 3 == 0, 1, -1)  # {-1, 1}: 1 is positive
     Y, P = _chunked(y, p, chunks=250)
@@ -390,7 +377,7 @@ def test_import_fastcal_does_not_import_dask():
 
 
 @pytest.mark.parametrize(("dtype", "weighted"), [(np.float64, False), (np.float32, True)])
-def test_score_decomposition_equals_in_memory(client, dtype, weighted):
+def test_score_decomposition_equals_in_memory(dask_client, dtype, weighted):
     rng = np.random.default_rng(11)
     n = 60_000
     p = np.round(rng.random(n), 3).astype(dtype)  # ties, across chunk and partition boundaries

@@ -24,25 +24,11 @@ RTOL = 1e-12
 
 @pytest.fixture(autouse=True)
 def _threads(request):
-    if "client" in request.fixturenames:  # the LocalCluster's test: its client is the scheduler
+    if "dask_client" in request.fixturenames:  # the LocalCluster's test: its client is the scheduler
         yield
         return
     with dask.config.set(scheduler="threads"):
         yield
-
-
-@pytest.fixture(scope="module")
-def client():
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                       silence_logs=40)
-    c = distributed.Client(cluster)
-    try:
-        yield c
-    finally:
-        c.close()
-        cluster.close()
 
 
 def _data(n, seed, dtype=np.float64, weighted=True):
@@ -287,7 +273,7 @@ def test_multicalibration_error_dataframe():
     _same_mce(got, ref)
 
 
-def test_on_a_local_cluster_of_two_processes(client):
+def test_on_a_local_cluster_of_two_processes(dask_client):
     """The chunk functions and their arguments travel between processes (pickled): the report by object groups
     and the multicalibration error of a string and a numerical feature, on two worker processes."""
     p, y, w, g = _data(1200, 9)

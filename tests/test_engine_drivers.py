@@ -18,7 +18,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 
 import fastcal
 from fastcal import BetaCalibration, IsotonicRegression, PlattScaling
-from fastcal._engine import ListRows
+from fastcal._engine import ListRows, bind_chunk
 from fastcal.beta import rows as ebeta
 from fastcal.isotonic import rows as eiso
 from fastcal.platt import rows as eplatt
@@ -62,7 +62,7 @@ class RawCut(ListRows):
         return c
 
     def map(self, fn, *args):
-        return [fn(self._chunk(c), *args) for c in self.chunks]
+        return [fn(self._chunk(c), *bind_chunk(args, i)) for i, c in enumerate(self.chunks)]
 
     def convert(self, fn, *args):
         pairs = self.map(fn, *args)

@@ -140,3 +140,24 @@ def test_fits_run_together_share_passes_and_keep_their_results(seed):
     assert together == alone
     assert len(rounds) == max(r.n_passes for r in alone) < sum(r.n_passes for r in alone)
     assert sum(rounds) == sum(r.n_passes for r in alone)
+
+
+@pytest.mark.parametrize("m", [4, 7, 40])
+def test_the_machine_code_cholesky_has_the_python_solves_bits(m):
+    # Systems of more than three free parameters are solved by fastcal._engine._kernels.cholesky_solve: the
+    # operations of solve_spd_many on Python floats in the same order, so the same bits; both refuse a matrix
+    # that is not positive definite.
+    from fastcal._engine import _kernels
+
+    rng = np.random.default_rng(m)
+    A = rng.normal(size=(m, m))
+    H = A @ A.T + 1e-3 * np.eye(m)
+    g = rng.normal(size=m)
+    want = _newton.solve_spd(H.tolist(), g.tolist())
+    out = np.empty(m)
+    assert _kernels.cholesky_solve(H, g, out)
+    assert out.tolist() == want
+    assert_allclose(H @ out, -g, rtol=1e-8, atol=1e-8 * np.abs(g).max())
+    H[m // 2, m // 2] = -1.0
+    assert _newton.solve_spd(H.tolist(), g.tolist()) is None
+    assert not _kernels.cholesky_solve(H, g, out)

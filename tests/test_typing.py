@@ -405,6 +405,20 @@ def on_dask(s: NDArray[np.float64], y: NDArray[np.int64]) -> None:
     beta = fastcal.dask.fit_beta(pd_, yd, None, parameters="abm", max_iter=50, tol=None)
     assert_type(beta, fastcal.BetaCalibration)
     assert_type(fastcal.dask.predict(beta, pd_), da.Array)
+    z3: da.Array = da.from_array(np.stack([s, -s, 0.5 * s], axis=1), chunks=(100, 3))  # type: ignore[no-untyped-call, unused-ignore]
+    y3: da.Array = da.from_array(np.arange(s.shape[0]) % 3, chunks=100)  # type: ignore[no-untyped-call, unused-ignore]
+    assert_type(fastcal.dask.fit_multiclass(fastcal.VectorScaling(), z3, y3, None), fastcal.VectorScaling)
+    p3 = fastcal.dask.predict_proba(fastcal.dask.fit_multiclass(fastcal.VectorScaling(), z3, y3), z3)
+    assert_type(fastcal.dask.fit_multiclass(fastcal.DirichletCalibration(reg_lambda=0.1), p3, y3, 1.0),
+                fastcal.DirichletCalibration)
+    shift = fastcal.dask.estimate_label_shift(y3, p3, p3, method="bbse", calibrator=None, n_bootstrap=5,
+                                              random_state=0)
+    assert_type(shift, fastcal.LabelShiftResult)
+    assert_type(shift.priors, NDArray[np.float64])
+    ts = fastcal.dask.fit_multiclass(fastcal.TemperatureScaling(), col, frame["y"])
+    assert_type(ts, fastcal.TemperatureScaling)
+    assert_type(fastcal.dask.predict_proba(ts, col), da.Array)
+    assert_type(fastcal.dask.predict_proba(fastcal.MatrixScaling().fit(np.stack([s, -s], axis=1), y % 2), z3), da.Array)
     hist = fastcal.dask.fit_histogram(pd_, yd, None, n_bins=5, strategy="quantile")
     assert_type(hist, fastcal.HistogramBinning)
     assert_type(fastcal.dask.predict(hist, pd_), da.Array)

@@ -307,6 +307,18 @@ def _dask_beta(w):
     return {m: _beta_params(fd.fit_beta(p, y, wd, parameters=m)) for m in ("abm", "am")}
 
 
+def _dask_multiclass(w):
+    import dask.array as da
+
+    from fastcal import dask as fd
+
+    z, y, wd = da.from_array(LOGITS, chunks=(20, 2)), da.from_array(YK, chunks=20), da.from_array(w, chunks=20)
+    m = fd.fit_multiclass(fastcal.MatrixScaling(reg_lambda=0.1), z, y, wd)
+    v = fd.fit_multiclass(fastcal.VectorScaling(), z, y, wd)
+    return {"matrix": _floats(np.concatenate([m.coef_.ravel(), m.intercept_])),
+            "vector": _floats(np.concatenate([v.scales_, v.biases_]))}
+
+
 def _histogram(w):
     out = {}
     for strategy in ("uniform", "quantile"):
@@ -414,6 +426,7 @@ CASES = {
     "fastcal.calibration.CalibratedClassifierCV.fit": _cccv,
     "fastcal.calibration.CalibratedClassifierCV.score": _cccv,
     "fastcal.dask.fit_isotonic": _dask("fit_isotonic"),
+    "fastcal.dask.fit_multiclass": _dask_multiclass,
     "fastcal.dask.calibration_curve": _dask("calibration_curve"),
     "fastcal.dask.brier_score_loss": _dask("brier_score_loss"),
     "fastcal.dask.log_loss": _dask("log_loss"),
@@ -570,7 +583,7 @@ SPARK = {"fastcal.spark." + name for name in (
     "brier_decomposition", "brier_score_loss", "calibration_curve", "calibration_ratio", "calibration_report",
     "calibration_slope_intercept", "corp_reliability", "ecce", "fit_grouped", "fit_multicalibration",
     "multicalibration_error", "normalized_entropy", "proportional_ece", "segment_report",
-    "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_platt", "log_loss",
+    "expected_calibration_error", "fit_beta", "fit_histogram", "fit_isotonic", "fit_multiclass", "fit_platt", "log_loss",
     "roc_auc_score", "score_decomposition", "smooth_ece")}
 
 

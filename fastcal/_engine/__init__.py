@@ -82,8 +82,9 @@ Each module states its exactness rule.
 
 Helpers for adapters: :func:`split_chunk` (a chunk cut by key ranges, for a
 ``partition`` that shuffles), :func:`fit_dtype`, :func:`flat_column`; for
-drivers, :func:`user_stacklevel` and :func:`partition_count` (the default
-number of range partitions).
+drivers, :func:`user_stacklevel`, :func:`partition_count` (the default
+number of range partitions) and :func:`convert` (a conversion whose chunks
+a backend may not keep).
 
 The ``Rows`` contract
 ---------------------
@@ -162,7 +163,8 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["CHUNK_NUMBER", "ListRows", "Reduction", "Rows", "bind_chunk", "fit_dtype", "flat_column", "partition_count",
+__all__ = ["CHUNK_NUMBER", "ListRows", "Reduction", "Rows", "bind_chunk", "convert", "fit_dtype", "flat_column",
+           "partition_count",
            "reduce", "split_chunk"]
 
 Chunk = tuple  # of 1-D NumPy arrays or None, one per column
@@ -279,6 +281,25 @@ class ListRows:
 
     def release(self):
         self.chunks = []
+
+
+def _new_chunk(chunk, fn, *args):
+    return fn(chunk, *args)[0]
+
+
+def _fact(chunk, fn, *args):
+    return fn(chunk, *args)[1]
+
+
+def convert(rows, fn, *args):
+    """``rows.convert(fn, *args)`` for a driver whose converted chunks the backend may not keep (2-D blocks): on a
+    backend that converts rows in each pass (one with :meth:`Rows.convert_later`: Spark keeps 1-D columns of
+    Spark types only), a :meth:`Rows.map` of the facts, and the rows converted in every later pass. ``rows``
+    must read the same rows in every pass (on Spark, rows of ``convert_later``, whose frame is cached)."""
+    if hasattr(rows, "convert_later"):
+        facts = rows.map(_fact, fn, *args)
+        return rows.convert_later(_new_chunk, fn, *args), facts
+    return rows.convert(fn, *args)
 
 
 def split_chunk(chunk, bounds, key=0):

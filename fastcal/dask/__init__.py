@@ -28,6 +28,14 @@ on the same data:
 - :func:`fit_beta` returns a fitted :class:`fastcal.BetaCalibration` in the
   same way (3x3 Newton steps on the client); :func:`fit_histogram` a fitted
   :class:`fastcal.HistogramBinning` from the diagnostics' per-chunk bin tables.
+- :func:`fit_multiclass` returns a fitted copy of a multiclass calibrator, which
+  :func:`predict_proba` applies (a lazy ``map_blocks``)
+  (:class:`fastcal.TemperatureScaling`, :class:`fastcal.VectorScaling`,
+  :class:`fastcal.BiasCorrectedTemperatureScaling`,
+  :class:`fastcal.MatrixScaling`, :class:`fastcal.DirichletCalibration`) of
+  (n, k) Dask scores: Halley and Newton steps on the client, each one round
+  of the in-memory kernels' sums over the persisted chunks; equal to the
+  in-memory fit to ~1e-10.
 
 Predictions and prior corrections (:func:`predict`,
 :func:`correct_negative_sampling`, :func:`adjust_priors`) are lazy
@@ -53,8 +61,8 @@ One module a subject; this package re-exports their public names, so
   aligned chunks of Dask columns that every module below builds its rows
   from;
 - :mod:`fastcal.dask._fits`: :func:`fit_isotonic`, :func:`fit_platt`,
-  :func:`fit_beta`, :func:`fit_histogram`;
-- :mod:`fastcal.dask._predictions`: :func:`predict`,
+  :func:`fit_beta`, :func:`fit_histogram`, :func:`fit_multiclass`;
+- :mod:`fastcal.dask._predictions`: :func:`predict`, :func:`predict_proba`, :func:`estimate_label_shift`,
   :func:`correct_negative_sampling`, :func:`adjust_priors`, and
   :func:`estimate_priors_em` (the engine's EM driver);
 - :mod:`fastcal.dask._metrics`: the diagnostics, :func:`roc_auc_score` and
@@ -67,7 +75,7 @@ One module a subject; this package re-exports their public names, so
 """
 
 from .._exports import publish
-from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
+from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_multiclass, fit_platt
 from ._grouped import fit_grouped
 from ._metrics import (
     brier_decomposition,
@@ -82,7 +90,8 @@ from ._metrics import (
     score_decomposition,
     smooth_ece,
 )
-from ._predictions import adjust_priors, correct_negative_sampling, estimate_priors_em, predict
+from ._predictions import (adjust_priors, correct_negative_sampling, estimate_label_shift, estimate_priors_em, predict,
+                           predict_proba)
 from ._rows import DaskRows
 from ._segments import (
     calibration_ratio,
@@ -105,6 +114,7 @@ __all__ = [
     "corp_reliability",
     "correct_negative_sampling",
     "ecce",
+    "estimate_label_shift",
     "estimate_priors_em",
     "expected_calibration_error",
     "fit_beta",
@@ -112,11 +122,13 @@ __all__ = [
     "fit_histogram",
     "fit_isotonic",
     "fit_multicalibration",
+    "fit_multiclass",
     "fit_platt",
     "log_loss",
     "multicalibration_error",
     "normalized_entropy",
     "predict",
+    "predict_proba",
     "proportional_ece",
     "roc_auc_score",
     "score_decomposition",

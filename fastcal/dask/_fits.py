@@ -1,4 +1,5 @@
-"""Fits on Dask data: isotonic regression, Platt scaling, beta calibration and histogram binning."""
+"""Fits on Dask data: isotonic regression, Platt scaling, beta calibration, histogram binning, and the multiclass
+calibrators."""
 
 from __future__ import annotations
 
@@ -8,10 +9,17 @@ from ..metrics import rows as _binned
 from ..isotonic import rows as _isotonic
 from ..beta import rows as _beta_rows
 from ..platt import rows as _platt_rows
-from ._rows import call_driver, metric
+from ..multiclass import rows as _multiclass_rows
+from ._rows import call_driver, matrix_rows, metric
 
 if TYPE_CHECKING:
-    from typing import Unpack
+    from typing import TypeVar, Unpack
+
+    from ..multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
+    from ..temperature import TemperatureScaling
+
+    Multiclass = TypeVar("Multiclass", TemperatureScaling, VectorScaling, BiasCorrectedTemperatureScaling,
+                         MatrixScaling, DirichletCalibration)
 
     from ..beta import BetaCalibration
     from ..histogram import HistogramBinning
@@ -174,3 +182,51 @@ def fit_histogram(
     it shares.
     """
     return metric(_binned.fit_histogram, y, p, sample_weight, n_bins=n_bins, strategy=strategy)
+
+
+# ---------------------------------------------------------------------------
+# The multiclass calibrators: two conversions, then rounds of sums.
+# ---------------------------------------------------------------------------
+
+
+def fit_multiclass(
+    calibrator: Multiclass,
+    X: DaskData,
+    y: DaskData,
+    sample_weight: DaskWeights = None,
+) -> Multiclass:
+    """Fit a multiclass calibrator on Dask data: a fitted copy of ``calibrator``, equal to the in-memory fit.
+
+    Parameters
+    ----------
+    calibrator : TemperatureScaling, VectorScaling, BiasCorrectedTemperatureScaling, MatrixScaling or \
+            DirichletCalibration
+        Unfitted; its parameters are used, and it is not modified.
+    X : dask.array.Array or dask.dataframe.DataFrame
+        (n, k) logits or probabilities (one column per class; read as the
+        calibrator's ``input_type`` says), or one column of binary decision
+        values (1-D, or a Series).
+    y : dask.array.Array, dask.dataframe.Series or array-like
+        Class indices in ``0 .. k - 1``, aligned with the rows of ``X``.
+    sample_weight : dask or NumPy array, float, or None
+        Non-negative weights with a positive sum.
+
+    Returns
+    -------
+    The calibrator's class, fitted: the same parameters as
+    ``calibrator.fit(X.compute(), y.compute(), sample_weight)`` to the
+    solver's tolerance (about 1e-10; the warm starts are the in-memory ones),
+    the same errors and warnings.
+
+    Notes
+    -----
+    :func:`fastcal.multiclass.rows.fit_softmax`, the driver of every
+    backend: two passes check and convert the chunks (persisted: whether
+    the scores are probabilities is decided on all rows, as in memory),
+    then each step of temperature scaling's start and each Newton step is
+    one round of per-chunk sums from the in-memory kernels, added on the
+    client. The client holds the warm-start subsamples (at most 2^20 + 2^16
+    rows of k logits) and the k(k + 1) x k(k + 1) Hessian.
+    """
+    rows, k = matrix_rows(y, X, sample_weight, x_name="X", y_name="y")
+    return _multiclass_rows.fit_softmax(rows, n_columns=k, calibrator=calibrator, weighted=sample_weight is not None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import dask.array as da
 import numpy as np
@@ -12,7 +12,7 @@ from .._core.errors import not_fitted
 from dask import delayed
 
 from ._rows import (DaskRows, as_dask_1d, as_series, chunk_of, dtype_of, group_columns, is_dataframe, is_series,
-                    length_may_be, segment_features)
+                    length_may_be, matrix_rows, segment_features)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -29,9 +29,17 @@ if TYPE_CHECKING:
     from ..multicalibration import MulticalibrationCalibrator
     from ..platt import PlattScaling
     from ..prior import PriorEMResult
+    from ..label_shift import LabelShiftResult
 
     #: The fitted 1-D calibrators :func:`predict` applies.
     OneD: TypeAlias = IsotonicRegression | PlattScaling | BetaCalibration | HistogramBinning
+
+    from ..multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
+    from ..temperature import TemperatureScaling
+
+    #: The fitted multiclass calibrators :func:`predict_proba` applies.
+    Multiclass: TypeAlias = (TemperatureScaling | VectorScaling | BiasCorrectedTemperatureScaling | MatrixScaling
+                             | DirichletCalibration)
 
 # ---------------------------------------------------------------------------
 # Predictions and prior corrections: lazy map_blocks of the Numba kernels.
@@ -140,6 +148,45 @@ def _predict_segments(estimator, scores, segments):
         raise ValueError(f"segments lacks the features {missing} of the fit (it has {list(given)}).")
     return _by_columns(scores, {f"segments[{name!r}]": given[name] for name in names}, _result_dtype,
                        functools.partial(_predict_segments_block, names=tuple(names)), estimator, "segments")
+
+
+def _predict_proba_block(block, estimator):
+    return estimator.predict_proba(block)
+
+
+def predict_proba(estimator: Multiclass, X: da.Array | dd.DataFrame | dd.Series) -> da.Array:
+    """Lazy calibrated probabilities of a fitted multiclass calibrator (``TemperatureScaling``, ``VectorScaling``,
+    ``BiasCorrectedTemperatureScaling``, ``MatrixScaling``, ``DirichletCalibration``) on Dask data.
+
+    ``X`` is an (n, k) dask array (or a Dask DataFrame of k columns) of the
+    scores the calibrator was fitted on, or one column of binary decision
+    values (1-D, or a Series). Returns an (n, n_classes) dask array, row
+    chunks preserved: each chunk is ``estimator.predict_proba`` of its rows
+    (its parallel Numba kernel) on a worker, the in-memory probabilities bit
+    for bit.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> import fastcal, fastcal.dask
+    >>> ts = fastcal.TemperatureScaling().fit(np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]]), [0, 1, 1])
+    >>> fastcal.dask.predict_proba(ts, da.from_array(np.array([[1.0, 0.0]]), chunks=1)).compute().round(3)
+    array([[0.614, 0.386]])
+    """
+    k = getattr(estimator, "n_classes_", None)
+    if not hasattr(estimator, "predict_proba") or k is None:
+        raise not_fitted(f"{type(estimator).__name__} is not a fitted fastcal multiclass calibrator.")
+    arr = X.to_dask_array(lengths=True) if is_dataframe(X) or is_series(X) else X
+    if not isinstance(arr, da.Array):
+        raise TypeError(f"X must be a dask array or a Dask DataFrame, got {type(X).__name__}; for NumPy data use "
+                        f"{type(estimator).__name__}.predict_proba.")
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"X must be 1-D or 2-D (n_samples, n_classes), got {arr.ndim} dimensions.")
+    arr = arr.rechunk({1: -1})
+    dtype = np.dtype(np.float32) if arr.dtype == np.float32 else np.dtype(np.float64)
+    return arr.map_blocks(_predict_proba_block, estimator, dtype=dtype, chunks=(arr.chunks[0], (k,)))
 
 
 @overload
@@ -305,3 +352,49 @@ def estimate_priors_em(proba: DaskData, train_priors: float | ArrayLike, *, max_
     pi, n_iter, converged = _prior.estimate_priors_em(rows, x_dtype=arr.dtype, train_priors=train_priors,
                                                       max_iter=max_iter, tol=tol, accelerate=accelerate)
     return PriorEMResult(priors=pi, proba=adjust_priors(arr, train_priors, pi), n_iter=n_iter, converged=converged)
+
+
+def estimate_label_shift(
+    y_source: DaskData | ArrayLike,
+    proba_source: DaskData,
+    proba_target: DaskData,
+    *,
+    method: Literal["em", "bbse", "bbse-soft", "rlls", "rlls-soft"] = "em",
+    calibrator: Any = "auto",
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    max_iter: int = 1000,
+    tol: float = 1e-8,
+    condition_warning: float = 100.0,
+    rlls_alpha: float = 0.01,
+) -> LabelShiftResult:
+    """:func:`fastcal.estimate_label_shift` of Dask data: ``proba_source`` and ``proba_target`` (n, k) dask arrays
+    (or Dask DataFrames of k columns), ``y_source`` the source's class indices aligned with ``proba_source``.
+
+    The label-shift driver of every backend (:func:`fastcal.label_shift.rows.estimate_label_shift`): the chunks
+    checked and renormalised once (persisted), the calibrator fitted by the multiclass driver
+    (:func:`fit_multiclass`'s) and applied by a conversion, the confusion matrix and the target's prediction
+    frequencies one reduction each, the EM :func:`estimate_priors_em`'s. The parameters are the in-memory
+    function's; ``calibrator`` is a name or one of fastcal's multiclass calibrators, and ``n_bootstrap`` is for
+    hard BBSE and RLLS without a calibrator (their sufficient statistics are resampled; the other estimates
+    would refit over all the rows per replicate). Equal to the in-memory estimate to about ``tol`` (the
+    counts exactly, the other sums to their rounding).
+    """
+    from ..label_shift import rows as _label_shift
+
+    source, k = matrix_rows(y_source, proba_source, None, x_name="proba_source", y_name="y_source")
+    target = _as_dask_any(proba_target)
+    if is_series(target) or is_dataframe(target):
+        target = target.to_dask_array(lengths=True)
+    if target.ndim != 2:
+        raise ValueError(f"proba_target must be a 2-D array of probabilities (n_samples, n_classes), got "
+                         f"{target.ndim} dimension(s).")
+    if target.shape[1] != k:
+        raise ValueError(f"proba_target has {target.shape[1]} classes (columns), proba_source {k}.")
+    target = target.rechunk({1: -1})
+    rows = DaskRows([delayed(chunk_of)(block) for block in target.to_delayed().reshape(-1)])
+    return _label_shift.estimate_label_shift(source, rows, n_classes=k, method=method, calibrator=calibrator,
+                                             n_bootstrap=n_bootstrap, confidence=confidence,
+                                             random_state=random_state, max_iter=max_iter, tol=tol,
+                                             condition_warning=condition_warning, rlls_alpha=rlls_alpha)

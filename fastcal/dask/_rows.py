@@ -65,7 +65,9 @@ def as_dask_1d(obj, name, chunks=None, allow_column=False):
         arr = obj
     else:
         values = np.asarray(obj)
-        arr = da.from_array(values, chunks=chunks if chunks is not None and values.ndim == 1 else "auto")
+        flat = chunks[0] if chunks and isinstance(chunks[0], tuple) else chunks  # ((sizes,),) or (sizes,)
+        fits = chunks is not None and values.ndim == 1 and values.shape[0] == sum(flat)
+        arr = da.from_array(values, chunks=chunks if fits else "auto")  # another length: the caller's error
     if arr.ndim == 2 and allow_column and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1:
@@ -284,15 +286,20 @@ def is_dataframe(obj):
     return isinstance(obj, dd.DataFrame)
 
 
-def matrix_rows(y_true, y_prob, sample_weight):
-    """:class:`DaskRows` of an (n, k) matrix ``y_prob``: chunks ``(P, y, w)`` of whole rows, and ``k``."""
-    P = y_prob.to_dask_array(lengths=True) if is_dataframe(y_prob) else y_prob
+def matrix_rows(y_true, y_prob, sample_weight, x_name="y_prob", y_name="y_true"):
+    """:class:`DaskRows` of an (n, k) matrix ``y_prob``: chunks ``(P, y, w)`` of whole rows, and ``k``; a 1-D
+    ``y_prob`` is one column (k = 1). The arguments are named ``x_name`` and ``y_name`` in messages."""
+    P = y_prob.to_dask_array(lengths=True) if is_dataframe(y_prob) or is_series(y_prob) else y_prob
     P = P if isinstance(P, da.Array) else da.from_array(np.asarray(P))
+    if P.ndim == 1:
+        P = P[:, None]
+    elif P.ndim != 2:
+        raise ValueError(f"{x_name} must be 1-D or 2-D (n_samples, n_classes), got {P.ndim} dimensions.")
     P = _known_chunks(P.rechunk({1: -1}))
     k = int(P.shape[1])
-    y = as_dask_1d(y_true, "y_true", chunks=P.chunks[0])
+    y = as_dask_1d(y_true, y_name, chunks=P.chunks[0])
     if y.shape[0] != P.shape[0]:
-        raise ValueError(f"Inconsistent numbers of samples: y_true has {y.shape[0]}, y_prob has {P.shape[0]}.")
+        raise ValueError(f"Inconsistent numbers of samples: {y_name} has {y.shape[0]}, {x_name} has {P.shape[0]}.")
     y = y.rechunk((P.chunks[0],))
     scalar_w = isinstance(sample_weight, numbers.Number) and not isinstance(sample_weight, bool)
     if sample_weight is None or scalar_w:

@@ -10,6 +10,9 @@ with the conditioning of the confusion matrix and bootstrap intervals.
 from .._exports import publish
 from ._estimate import LabelShiftResult, estimate_label_shift
 
+# The driver of every backend's estimate (fastcal._engine's contract): estimate_label_shift over Rows.
+from . import _rows as rows
+
 __all__ = ["LabelShiftResult", "estimate_label_shift"]
 
 publish(globals(), __all__)

@@ -113,19 +113,39 @@ def _probabilities(x, name):
     arr = np.asarray(x)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array of probabilities (n_samples, n_classes), got shape {arr.shape}.")
-    if arr.shape[1] < 2:
-        raise ValueError(f"{name} has {arr.shape[1]} column: label shift needs at least 2 classes (k >= 2).")
+    check_classes(arr.shape[1], name)
     if arr.shape[0] == 0:
         raise ValueError(f"{name} must have at least 1 row.")
+    p, bad = checked_probabilities(arr, name)
+    check_row_sums(bad, name)
+    return p
+
+
+def check_classes(k, name):
+    """Refuse fewer than two columns of probabilities, naming ``name``."""
+    if k < 2:
+        raise ValueError(f"{name} has {k} column: label shift needs at least 2 classes (k >= 2).")
+
+
+def checked_probabilities(arr, name):
+    """``(p, bad)``: (m, k) scores as float64 probabilities renormalised to sum 1 (a new array), and how many rows
+    do not sum to 1 within ``SUM_TOL`` (:func:`check_row_sums` raises for them); non-finite values or values
+    outside [0, 1] raise here, naming ``name``. A chunk's share of :func:`_probabilities`."""
     p = as_float_array(arr, name, dtype=np.float64)
+    if p.shape[0] == 0:
+        return np.empty(p.shape), 0
     check_finite(p, name)
     if p.min() < 0.0 or p.max() > 1.0:
         raise ValueError(f"{name} must hold probabilities in [0, 1].")
     sums = p.sum(axis=1)
     bad = int(np.count_nonzero(np.abs(sums - 1.0) > SUM_TOL))
+    return p / sums[:, None], bad  # exactly the probabilities the calibrators and the EM read as such
+
+
+def check_row_sums(bad, name):
+    """Raise for ``bad`` rows of ``name`` that do not sum to 1 (none: nothing)."""
     if bad:
         raise ValueError(f"The rows of {name} must sum to 1 (within {SUM_TOL:g}); {bad} row{'s do' if bad > 1 else ' does'} not.")
-    return p / sums[:, None]  # exactly the probabilities the calibrators and the EM read as such
 
 
 def _calibrator(calibrator, method):
@@ -183,26 +203,114 @@ def _rlls(C, mu, source, n_source, alpha):
     return priors / total
 
 
-def _estimate(method, cal, ps, ys, pt, k, max_iter, tol, with_details, rlls_alpha=0.01):
-    """One estimate from the rows: (priors, source priors, C, n_iter, converged, fitted calibrator)."""
-    source = np.bincount(ys, minlength=k) / ys.shape[0]
+class ArraySamples:
+    """The source and target samples in memory, as :func:`estimate_from` reads them (a backend's rows give the
+    same methods: :class:`fastcal.label_shift.rows.RowsSamples`).
+
+    ``ps`` (n_source, k) and ``pt`` (n_target, k) renormalised float64 probabilities, ``ys`` the source's int64
+    class indices. ``source_counts()``: each class's rows in the source; ``calibrated(cal)``: ``cal`` fitted on
+    the source, and the samples of its probabilities, ``(samples, fitted)``; ``joint(soft)``: C of
+    :func:`_joint`; ``target_means(soft)``: the target's prediction frequencies (or mean probabilities);
+    ``em(source, max_iter, tol)``: :func:`fastcal.estimate_priors_em` on the target, ``(priors, n_iter,
+    converged)``; ``resampled(rng)``: the samples of one bootstrap replicate (rows drawn with replacement).
+    """
+
+    def __init__(self, ps, ys, pt, k):
+        self.ps, self.ys, self.pt, self.k = ps, ys, pt, k
+        self.n_source, self.n_target = ys.shape[0], pt.shape[0]
+
+    def source_counts(self):
+        return np.bincount(self.ys, minlength=self.k).astype(np.float64)
+
+    def calibrated(self, cal):
+        cal.fit(self.ps, self.ys)
+        return ArraySamples(np.asarray(cal.predict_proba(self.ps), dtype=np.float64), self.ys,
+                            np.asarray(cal.predict_proba(self.pt), dtype=np.float64), self.k), cal
+
+    def joint(self, soft):
+        return _joint(self.ps if soft else self.ps.argmax(axis=1), self.ys, self.k, soft)
+
+    def target_means(self, soft):
+        if soft:
+            return self.pt.mean(axis=0)
+        return np.bincount(self.pt.argmax(axis=1), minlength=self.k) / self.n_target
+
+    def em(self, source, max_iter, tol):
+        res = estimate_priors_em(self.pt, source, max_iter=max_iter, tol=tol)
+        return res.priors, res.n_iter, res.converged
+
+    def resampled(self, rng):
+        i = rng.integers(0, self.n_source, self.n_source)
+        j = rng.integers(0, self.n_target, self.n_target)
+        return ArraySamples(self.ps[i], self.ys[i], self.pt[j], self.k)
+
+
+def _estimate(method, cal, data, max_iter, tol, with_details, rlls_alpha=0.01):
+    """One estimate from the samples: (priors, source priors, C, n_iter, converged, fitted calibrator)."""
+    source = data.source_counts() / data.n_source
     if np.any(source == 0.0):
         missing = np.flatnonzero(source == 0.0).tolist()
         raise ValueError(f"y_source has no row of class {missing[0] if len(missing) == 1 else missing}: the shift of "
                          "its prior cannot be estimated.")
     if cal is not None:
-        cal.fit(ps, ys)
-        ps = np.asarray(cal.predict_proba(ps), dtype=np.float64)
-        pt = np.asarray(cal.predict_proba(pt), dtype=np.float64)
+        data, cal = data.calibrated(cal)
     soft = method.endswith("-soft")
-    C = _joint(ps if soft else ps.argmax(axis=1), ys, k, soft) if (with_details or method != "em") else None
+    C = data.joint(soft) if (with_details or method != "em") else None
     if method == "em":
-        res = estimate_priors_em(pt, source, max_iter=max_iter, tol=tol)
-        return res.priors, source, C, res.n_iter, res.converged, cal
-    mu = pt.mean(axis=0) if soft else np.bincount(pt.argmax(axis=1), minlength=k) / pt.shape[0]
+        priors, n_iter, converged = data.em(source, max_iter, tol)
+        return priors, source, C, n_iter, converged, cal
+    mu = data.target_means(soft)
     if method.startswith("rlls"):
-        return _rlls(C, mu, source, ys.shape[0], rlls_alpha), source, C, 0, True, cal
+        return _rlls(C, mu, source, data.n_source, rlls_alpha), source, C, 0, True, cal
     return _bbse(C, mu, source), source, C, 0, True, cal
+
+
+def check_parameters(method, n_bootstrap, confidence, max_iter, tol, condition_warning, rlls_alpha):
+    """The checks of :func:`estimate_label_shift`'s parameters (every backend's)."""
+    check("method", method, [Options(*METHODS)])
+    check("n_bootstrap", n_bootstrap, [Integer(0)])
+    check("confidence", confidence, [Real(0, 1, open_low=True, open_high=True)])
+    check("max_iter", max_iter, [Integer(1)])
+    check("tol", tol, [Real(0, open_low=True)])
+    check("condition_warning", condition_warning, [Real(1)])
+    check("rlls_alpha", rlls_alpha, [Real(0)])
+
+
+def resamples_statistics(method, calibrator):
+    """Whether the bootstrap of ``method`` with ``calibrator`` (as given) resamples the sufficient statistics
+    (hard BBSE and RLLS without a calibrator) rather than the rows."""
+    return method in ("bbse", "rlls") and _calibrator(calibrator, method) is None
+
+
+def estimate_from(data, *, method, calibrator, n_bootstrap, confidence, random_state, max_iter, tol,
+                  condition_warning, rlls_alpha, stacklevel=2):
+    """:func:`estimate_label_shift` on ``data`` (an :class:`ArraySamples`, or a backend's samples), the parameters
+    checked: the one orchestration of every backend's estimate; its warnings at ``stacklevel`` as its caller
+    counts it (2: the caller's caller)."""
+    cal = _calibrator(calibrator, method)
+    priors, source, C, n_iter, converged, cal = _estimate(method, cal, data, max_iter, tol, True, rlls_alpha)
+    cond = _condition(C, source)
+    if not cond <= condition_warning:
+        warnings.warn(f"the source sample's confusion matrix P(yhat | y) has condition number {cond:.3g} (above "
+                      f"condition_warning={condition_warning:g}): the classes are hard to tell apart, and the "
+                      "estimated priors may be far off.", UserWarning, stacklevel=stacklevel + 1)
+    low = high = None
+    if n_bootstrap:
+        draws = _bootstrap(method, cal is not None, calibrator, C, data, max_iter, tol, n_bootstrap,
+                           np.random.default_rng(random_state), rlls_alpha)
+        failed = int(np.count_nonzero(np.isnan(draws[:, 0])))
+        if failed == n_bootstrap:
+            raise ValueError(f"none of the {n_bootstrap} bootstrap replicates has an estimate (each lacks a class "
+                             "in the resampled source sample, or its confusion matrix is singular).")
+        if failed:
+            warnings.warn(f"{failed} of {n_bootstrap} bootstrap replicates have no estimate (a class missing from "
+                          "the resampled source sample, or a singular confusion matrix): the intervals are those "
+                          "of the others.", UserWarning, stacklevel=stacklevel + 1)
+        alpha = (1.0 - confidence) / 2.0
+        low, high = np.quantile(draws[~np.isnan(draws[:, 0])], [alpha, 1.0 - alpha], axis=0)
+    return LabelShiftResult(priors=priors, weights=priors / source, source_priors=source, condition_number=cond,
+                            confusion_matrix=C, method=method, calibrator=cal, n_iter=n_iter, converged=converged,
+                            priors_low=low, priors_high=high)
 
 
 def estimate_label_shift(
@@ -290,53 +398,26 @@ def estimate_label_shift(
     >>> fastcal.estimate_label_shift(ys, ps, pt).priors.round(2)
     array([0.6, 0.3, 0.1])
     """
-    check("method", method, [Options(*METHODS)])
-    check("n_bootstrap", n_bootstrap, [Integer(0)])
-    check("confidence", confidence, [Real(0, 1, open_low=True, open_high=True)])
-    check("max_iter", max_iter, [Integer(1)])
-    check("tol", tol, [Real(0, open_low=True)])
-    check("condition_warning", condition_warning, [Real(1)])
-    check("rlls_alpha", rlls_alpha, [Real(0)])
+    check_parameters(method, n_bootstrap, confidence, max_iter, tol, condition_warning, rlls_alpha)
     ps = _probabilities(proba_source, "proba_source")
     pt = _probabilities(proba_target, "proba_target")
     k = ps.shape[1]
     if pt.shape[1] != k:
         raise ValueError(f"proba_target has {pt.shape[1]} classes (columns), proba_source {k}.")
     ys = class_indices(y_source, ps, k, "y_source", "proba_source")
-    cal = _calibrator(calibrator, method)
-    priors, source, C, n_iter, converged, cal = _estimate(method, cal, ps, ys, pt, k, max_iter, tol, True,
-                                                          rlls_alpha)
-    cond = _condition(C, source)
-    if not cond <= condition_warning:
-        warnings.warn(f"the source sample's confusion matrix P(yhat | y) has condition number {cond:.3g} (above "
-                      f"condition_warning={condition_warning:g}): the classes are hard to tell apart, and the "
-                      "estimated priors may be far off.", UserWarning, stacklevel=2)
-    low = high = None
-    if n_bootstrap:
-        draws = _bootstrap(method, cal is not None, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap,
-                           np.random.default_rng(random_state), rlls_alpha)
-        failed = int(np.count_nonzero(np.isnan(draws[:, 0])))
-        if failed == n_bootstrap:
-            raise ValueError(f"none of the {n_bootstrap} bootstrap replicates has an estimate (each lacks a class "
-                             "in the resampled source sample, or its confusion matrix is singular).")
-        if failed:
-            warnings.warn(f"{failed} of {n_bootstrap} bootstrap replicates have no estimate (a class missing from "
-                          "the resampled source sample, or a singular confusion matrix): the intervals are those "
-                          "of the others.", UserWarning, stacklevel=2)
-        alpha = (1.0 - confidence) / 2.0
-        low, high = np.quantile(draws[~np.isnan(draws[:, 0])], [alpha, 1.0 - alpha], axis=0)
-    return LabelShiftResult(priors=priors, weights=priors / source, source_priors=source, condition_number=cond,
-                            confusion_matrix=C, method=method, calibrator=cal, n_iter=n_iter, converged=converged,
-                            priors_low=low, priors_high=high)
+    return estimate_from(ArraySamples(ps, ys, pt, k), method=method, calibrator=calibrator, n_bootstrap=n_bootstrap,
+                         confidence=confidence, random_state=random_state, max_iter=max_iter, tol=tol,
+                         condition_warning=condition_warning, rlls_alpha=rlls_alpha, stacklevel=2)
 
 
-def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, n_bootstrap, rng, rlls_alpha):
+def _bootstrap(method, calibrated, calibrator, C, data, max_iter, tol, n_bootstrap, rng, rlls_alpha):
     """``n_bootstrap`` estimates from resampled data: (n_bootstrap, k) priors."""
+    k = data.k
     draws = np.empty((n_bootstrap, k))
-    ns, nt = ys.shape[0], pt.shape[0]
+    ns, nt = data.n_source, data.n_target
     if method in ("bbse", "rlls") and not calibrated:
         # the sufficient statistics: the source's (prediction, class) counts and the target's prediction counts
-        mu = np.bincount(pt.argmax(axis=1), minlength=k) / nt
+        mu = data.target_means(False)
         joint = C.reshape(-1)
         for b in range(n_bootstrap):
             Cb = rng.multinomial(ns, joint / joint.sum()).reshape(k, k) / ns
@@ -346,11 +427,9 @@ def _bootstrap(method, calibrated, calibrator, C, ps, ys, pt, k, max_iter, tol, 
         return draws
     # no warning filter here (it is process-wide): a replicate whose fit or EM warns is reported as such
     for b in range(n_bootstrap):
-        i = rng.integers(0, ns, ns)
-        j = rng.integers(0, nt, nt)
         try:
-            draws[b] = _estimate(method, _calibrator(calibrator, method), ps[i], ys[i], pt[j], k,
-                                 max_iter, tol, False, rlls_alpha)[0]
+            draws[b] = _estimate(method, _calibrator(calibrator, method), data.resampled(rng), max_iter, tol, False,
+                                 rlls_alpha)[0]
         except ValueError:  # a replicate without some class, or singular: no estimate
             draws[b] = math.nan
     return draws

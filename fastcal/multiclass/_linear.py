@@ -24,7 +24,6 @@ from . import _model
 from .._core.params import Integer, Options, Real
 from .._engine.newton import solve
 from .._persist import register
-from ..temperature import as_logits
 from ._scaling import SoftmaxCalibration
 
 if TYPE_CHECKING:
@@ -73,13 +72,12 @@ class _LinearCalibration(SoftmaxCalibration):
             return False
         return self.reg_mu == 0.0 if self.reg_mu is not None else self.reg_lambda == 0.0
 
-    def _solve(self, z, labels, w, total, bounds, beta, n_features):
-        k = z.shape[1]
+    def _solve(self, data, beta, n_features):
+        k = data.k
         matrix = self._matrix()
         if matrix in _DIAGONAL_FAMILY:
             family = _DIAGONAL_FAMILY[matrix]
-            objective = _model.affine_objective(z, labels, w, family, total, bounds,
-                                                _model.affine_penalty(k, self.reg_lambda, self.reg_mu))
+            objective = data.affine(family, _model.affine_penalty(k, self.reg_lambda, self.reg_mu))
             free = (_model.free_parameters(family, k) if self._biases_free()
                     else tuple(range(objective.k)))
             res = solve(objective, _model.start(family, k, beta), self.tol, self.max_iter, free)
@@ -87,12 +85,10 @@ class _LinearCalibration(SoftmaxCalibration):
             if self._biases_free():
                 a, b = _model.centred(a, b)
             return res, (np.diag(a), b)
-        x = np.ascontiguousarray(z[:, 1:]) if n_features == 1 else z
-        d = x.shape[1]
+        first = 1 if n_features == 1 else 0
+        d = k - first
         ref = _reference(k, d)
-        colmax = bounds[0][1:] if n_features == 1 else bounds[0]
-        objective = _model.linear_objective(x, labels, w, k, total, colmax,
-                                            penalty=_model.linear_penalty(k, d, self.reg_lambda, self.reg_mu))
+        objective = data.linear(first, _model.linear_penalty(k, d, self.reg_lambda, self.reg_mu))
         fixed = set()
         rows_free = self.reg_lambda == 0.0
         if rows_free:
@@ -246,8 +242,8 @@ class MatrixScaling(_LinearCalibration):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _logits(self, X):
-        return as_logits(X, self.input_type)
+    def _reading(self):
+        return self.input_type, False
 
 
 @register
@@ -318,8 +314,8 @@ class DirichletCalibration(_LinearCalibration):
     def _matrix(self):
         return self.matrix_type
 
-    def _logits(self, X):
-        return as_logits(X, "probabilities")
+    def _reading(self):
+        return "probabilities", False
 
 
 for _cls in (MatrixScaling, DirichletCalibration):

@@ -55,6 +55,7 @@ import numpy as np
 from . import _kernels as _k
 from .._core.parallel import parallel_for
 from .._engine.chunked import Partials, merge_in_order
+from ..temperature import ArrayRows
 
 #: The families of the affine model (see the module docstring).
 FAMILIES = ("vector", "bcts", "temperature")
@@ -62,8 +63,8 @@ FAMILIES = ("vector", "bcts", "temperature")
 DEFAULT_TOL = 1e-10
 #: Warm start from a subsample from this many rows on ...
 WARM_START_MIN = 1 << 16
-#: ... of every _SUBSAMPLE_STRIDE-th row.
-_SUBSAMPLE_STRIDE = 16
+#: ... of every SUBSAMPLE_STRIDE-th row.
+SUBSAMPLE_STRIDE = 16
 
 
 def chunk_rows(k):
@@ -145,6 +146,7 @@ class SoftmaxObjective:
         self.penalty = None if penalty is None or not np.any(penalty) else np.asarray(penalty, dtype=np.float64)
         self._subsample = subsample
         self._upper = np.triu_indices(self.k)
+        self._identity = P.shape[0] == P.shape[1] and np.array_equal(P, np.eye(P.shape[0]))
 
     def expand(self, theta):
         """The full parameters ``P @ theta``."""
@@ -160,6 +162,8 @@ class SoftmaxObjective:
             loss += float(np.dot(c * phi, phi))
             g = g + 2.0 * c * phi
             h = h + np.diag(2.0 * c)
+        if self._identity:  # the linear model's full W: no family to map to (m^3 flops saved a step)
+            return [float(loss), *g.tolist(), *h[self._upper].tolist()]
         P = self.P
         return [float(loss), *(P.T @ g).tolist(), *(P.T @ h @ P)[self._upper].tolist()]
 
@@ -268,13 +272,38 @@ def array_objective(z, labels, w, total_weight, make):
     def sub():
         if n < WARM_START_MIN:
             return None
-        zs = np.ascontiguousarray(z[::_SUBSAMPLE_STRIDE])
-        ls = np.ascontiguousarray(labels[::_SUBSAMPLE_STRIDE])
-        ws = np.ascontiguousarray(w[::_SUBSAMPLE_STRIDE]) if w.shape[0] else w
+        zs = np.ascontiguousarray(z[::SUBSAMPLE_STRIDE])
+        ls = np.ascontiguousarray(labels[::SUBSAMPLE_STRIDE])
+        ws = np.ascontiguousarray(w[::SUBSAMPLE_STRIDE]) if w.shape[0] else w
         total = float(ws.sum(dtype=np.float64)) if ws.shape[0] else float(zs.shape[0])
         return array_objective(zs, ls, ws, total, make) if total > 0.0 else None
 
     return make(z, labels, w, total_weight, sub)
+
+
+class ArrayData(ArrayRows):
+    """The rows of a fit in memory, as the estimators' fit reads them (:class:`fastcal.multiclass.rows.RowsData` is
+    the same over a :class:`~fastcal._engine.Rows`).
+
+    Temperature scaling's :class:`fastcal.temperature.ArrayRows` (``z``, ``labels``, ``w``, ``n``, ``k`` and
+    its two methods), and ``total`` (the weights' sum), ``bounds`` (:func:`logit_bounds`), ``counts`` (each
+    class's weight), ``affine(family, penalty)`` and ``linear(first, penalty)`` (the objectives; ``first``: the
+    column of z the linear model starts from, 1 for one column of decision values read as the logits (-x, x),
+    whose column 1 is x).
+    """
+
+    def __init__(self, z, labels, w):
+        super().__init__(z, labels, w)
+        self.total = float(self.n) if w.shape[0] == 0 else float(w.sum(dtype=np.float64))
+        self.bounds = logit_bounds(z)
+        self.counts = np.bincount(labels, weights=w if w.shape[0] else None, minlength=self.k)
+
+    def affine(self, family, penalty=None):
+        return affine_objective(self.z, self.labels, self.w, family, self.total, self.bounds, penalty)
+
+    def linear(self, first, penalty=None):
+        x = np.ascontiguousarray(self.z[:, first:]) if first else self.z
+        return linear_objective(x, self.labels, self.w, self.k, self.total, self.bounds[0][first:], penalty=penalty)
 
 
 def affine_objective(z, labels, w, family, total_weight, bounds, penalty=None):

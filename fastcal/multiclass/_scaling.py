@@ -22,8 +22,7 @@ from .._core.params import Integer, Options, Real, check
 from .._core.validation import check_sample_weight
 from .._engine.newton import solve
 from .._persist import register
-from ..temperature import as_logits, check_columns, class_indices, halley_minimize, loss_derivatives
-from ..temperature import warm_start as temperature_warm_start
+from ..temperature import as_logits, check_columns, class_indices, halley_minimize
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -40,17 +39,27 @@ _PARAMETERS = {
 _MAX_LOGIT = 1e100
 
 
-def _temperature_start(z, labels, w, max_iter, spread):
+def temperature_start(data, max_iter):
     """The scale the Newton fit starts from: temperature scaling's inverse temperature, solved to 1e-6 (its
     Halley solver, safeguarded by a bracket, finds it where the identity map saturates every probability and
     leaves Newton's method no curvature). At its lower bound e^-10 (logits of 10^5 and more), ``1 / spread``
-    instead (``spread`` the largest spread of a row's logits: every row's scaled logits then within 1 of each
-    other); at its upper bound (separable rows) or if it does not converge, 1.0."""
-    beta, _, converged = halley_minimize(lambda b: loss_derivatives(z, labels, w, b), max_iter, 1e-6,
-                                         temperature_warm_start(z, labels, w, max_iter))
+    instead (the largest spread of a row's logits, ``data.bounds[1]``: every row's scaled logits then within 1 of
+    each other); at its upper bound (separable rows) or if it does not converge, 1.0. ``data``: an
+    :class:`fastcal.multiclass._model.ArrayData` or :class:`fastcal.multiclass.rows.RowsData`."""
+    spread = data.bounds[1]
+    beta, _, converged = halley_minimize(data.temperature_derivatives, max_iter, 1e-6,
+                                         data.temperature_start(max_iter))
     if converged and beta <= math.exp(-10.0) * 1.001 and spread > 0.0:
         return 1.0 / spread
     return beta if converged and math.exp(-10.0) * 1.001 < beta < math.exp(10.0) * 0.999 else 1.0
+
+
+def check_logit_range(data):
+    """Refuse logits above :data:`_MAX_LOGIT` in magnitude (``data.bounds``), naming X."""
+    top = max(data.bounds[0])
+    if top > _MAX_LOGIT:
+        raise ValueError(f"X: the logits reach {top:.3g} in magnitude; above {_MAX_LOGIT:g} the Hessian's float64 "
+                         "sums (of products of two logits) overflow. Scale them down.")
 
 
 _INPUT_TYPE_DOC = """input_type : {"auto", "logits", "probabilities"}
@@ -67,8 +76,9 @@ class SoftmaxCalibration(BaseCalibrator):
     """The fit and prediction every multiclass calibrator of this package shares: the inputs' checks, the start
     from temperature scaling, the Newton fit of a subclass's objective (``_solve``), the warnings.
 
-    A subclass defines ``_logits(X)`` (the (n, k) logits the fit reads),
-    ``_solve(z, labels, w, total, bounds, beta, n_features)`` (returns the
+    A subclass defines ``_reading()`` (``(input_type, centre)``: how X becomes the (n, k) logits the fit reads,
+    :func:`fastcal.temperature.as_logits`' arguments),
+    ``_solve(data, beta, n_features)`` (``data`` as in :meth:`fit_data`; returns the
     :class:`fastcal._engine.newton.NewtonResult` and the fitted parameters,
     for ``_set_parameters``), ``_predict(z)``, and ``_biases_free()``
     (whether an absent class sends its bias to minus infinity).
@@ -92,39 +102,52 @@ class SoftmaxCalibration(BaseCalibrator):
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights; scaling them all by a constant changes nothing.
         """
-        self._validate_params()
+        input_type, centre = self.reading()
         name = type(self).__name__
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        z = self._logits(X)
-        n, k = z.shape
+        z = as_logits(X, input_type, centre=centre)
         shape = np.asarray(X).shape
         n_features = 1 if len(shape) == 1 else int(shape[1])
         labels = class_indices(y, z, n_features)
-        w = check_sample_weight(sample_weight, n, rescale=True)
+        w = check_sample_weight(sample_weight, z.shape[0], rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        total = float(n) if w.shape[0] == 0 else float(w.sum(dtype=np.float64))
-        bounds = _model.logit_bounds(z)
-        if max(bounds[0]) > _MAX_LOGIT:
-            raise ValueError(f"X: the logits reach {max(bounds[0]):.3g} in magnitude; above {_MAX_LOGIT:g} the "
-                             "Hessian's float64 sums (of products of two logits) overflow. Scale them down.")
+        return self.fit_data(_model.ArrayData(z, labels, w), n_features, stacklevel=3)
+
+    def fit_data(self, data, n_features, stacklevel=2):
+        """Fit on ``data`` (an :class:`fastcal.multiclass._model.ArrayData` or
+        :class:`fastcal.multiclass.rows.RowsData`: the rows' logits, labels and weights, checked) read from
+        ``n_features`` columns of X; the warnings at ``stacklevel``. The one orchestration of every backend's
+        fit."""
+        name = type(self).__name__
+        k = data.k
+        check_logit_range(data)
         self._check_penalty(k, n_features)
-        beta = _temperature_start(z, labels, w, self.max_iter, bounds[1])
-        res, params = self._solve(z, labels, w, total, bounds, beta, n_features)
+        beta = temperature_start(data, self.max_iter)
+        res, params = self._solve(data, beta, n_features)
         if not res.converged:
-            warn_not_converged(name, self.max_iter, "Newton iterations")
-        counts = np.bincount(labels, weights=w if w.shape[0] else None, minlength=k)
-        if self._biases_free() and np.any(counts == 0.0):
-            absent = np.flatnonzero(counts == 0.0).tolist()
+            warn_not_converged(name, self.max_iter, "Newton iterations", stacklevel=stacklevel)
+        if self._biases_free() and np.any(data.counts == 0.0):
+            absent = np.flatnonzero(data.counts == 0.0).tolist()
             warnings.warn(f"{name}: class {absent[0] if len(absent) == 1 else absent} has no row of positive weight: "
                           "its bias has no finite optimum (its probability goes to 0); the fit stopped where the "
-                          "Newton decrement met tol.", UserWarning, stacklevel=2)
+                          "Newton decrement met tol.", UserWarning, stacklevel=stacklevel)
         self._set_parameters(*params)
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self.n_classes_ = k
         self.n_features_in_ = n_features
         return self
+
+    def reading(self) -> tuple[str, bool]:
+        """``(input_type, centre)``: how the fit reads X (:func:`fastcal.temperature.as_logits`' arguments), the
+        parameters checked."""
+        self._validate_params()
+        return self._reading()
+
+    def _logits(self, X):
+        input_type, centre = self._reading()
+        return as_logits(X, input_type, centre=centre)
 
     def _check_penalty(self, k, n_features):
         """Refuse a penalty the model cannot have (none here)."""
@@ -164,13 +187,13 @@ class _AffineScaling(SoftmaxCalibration):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _logits(self, X):
-        return as_logits(X, self.input_type, centre=True)
+    def _reading(self):
+        return self.input_type, True
 
-    def _solve(self, z, labels, w, total, bounds, beta, n_features):
+    def _solve(self, data, beta, n_features):
         family = self._family
-        k = z.shape[1]
-        objective = _model.affine_objective(z, labels, w, family, total, bounds)
+        k = data.k
+        objective = data.affine(family)
         res = solve(objective, _model.start(family, k, beta), self.tol, self.max_iter,
                     _model.free_parameters(family, k))
         return res, _model.centred(*objective.split(objective.expand(res.theta)))

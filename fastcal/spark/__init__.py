@@ -56,7 +56,8 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._buckets`: binary searches and partition keys as Spark SQL expressions;
 - :mod:`fastcal.spark._rows`: :class:`SparkRows`, and an engine driver's call on a DataFrame's columns;
 - :mod:`fastcal.spark._predict`: :func:`predict`, in Spark SQL;
-- :mod:`fastcal.spark._fits`: the fits;
+- :mod:`fastcal.spark._fits`: the fits (:func:`fit_multiclass`: the multiclass calibrators, from one column
+  per class);
 - :mod:`fastcal.spark._metrics`: the diagnostics;
 - :mod:`fastcal.spark._segments`: ECCE, calibration ratio, normalized entropy, proportional ECE, the segment
   metrics, and :func:`fit_multicalibration` (a :class:`fastcal.MulticalibrationCalibrator`);
@@ -67,7 +68,7 @@ One module a subject; this package re-exports their public names:
 
 from .._exports import publish
 from ._buckets import partition_keys, with_count_below
-from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_platt
+from ._fits import fit_beta, fit_histogram, fit_isotonic, fit_multiclass, fit_platt
 from ._grouped import fit_grouped
 from ._metrics import (
     brier_decomposition,
@@ -83,7 +84,7 @@ from ._metrics import (
     smooth_ece,
 )
 from ._predict import predict
-from ._prior import adjust_priors, correct_negative_sampling, estimate_priors_em
+from ._prior import adjust_priors, correct_negative_sampling, estimate_label_shift, estimate_priors_em
 from ._rows import SparkRows
 from ._segments import (
     calibration_ratio,
@@ -107,6 +108,7 @@ __all__ = [
     "corp_reliability",
     "correct_negative_sampling",
     "ecce",
+    "estimate_label_shift",
     "estimate_priors_em",
     "expected_calibration_error",
     "fit_beta",
@@ -114,6 +116,7 @@ __all__ = [
     "fit_histogram",
     "fit_isotonic",
     "fit_multicalibration",
+    "fit_multiclass",
     "fit_platt",
     "log_loss",
     "multicalibration_error",

@@ -1,5 +1,5 @@
-"""The fits on a DataFrame's columns: isotonic regression, Platt scaling, beta calibration, histogram binning,
-each the engine's driver on a :class:`SparkRows`."""
+"""The fits on a DataFrame's columns: isotonic regression, Platt scaling, beta calibration, histogram binning and
+the multiclass calibrators, each the engine's driver on a :class:`SparkRows`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,17 @@ from ..metrics import rows as _binned
 from ..isotonic import rows as _isotonic
 from ..beta import rows as _beta_rows
 from ..platt import rows as _platt_rows
-from ._rows import drive
+from ..multiclass import rows as _multiclass_rows
+from ._rows import SparkRows, drive
 
 if TYPE_CHECKING:
-    from typing import Literal, Unpack
+    from typing import Literal, Sequence, TypeVar, Unpack
+
+    from ..multiclass import BiasCorrectedTemperatureScaling, DirichletCalibration, MatrixScaling, VectorScaling
+    from ..temperature import TemperatureScaling
+
+    Multiclass = TypeVar("Multiclass", TemperatureScaling, VectorScaling, BiasCorrectedTemperatureScaling,
+                         MatrixScaling, DirichletCalibration)
 
     from ..beta import BetaCalibration
     from ..histogram import HistogramBinning
@@ -129,3 +136,56 @@ def fit_histogram(
     """
     return drive(_binned.fit_histogram, df, (prob_col, label_col, weight_col),
                  ("prob_col", "label_col", "weight_col"), n_bins=n_bins, strategy=strategy)
+
+
+def fit_multiclass(
+    calibrator: Multiclass,
+    df: DataFrame,
+    score_cols: str | Sequence[str],
+    label_col: str,
+    *,
+    weight_col: str | None = None,
+) -> Multiclass:
+    """Fit a multiclass calibrator on a DataFrame's columns: a fitted copy of ``calibrator``, equal to the in-memory
+    fit (probabilities to ~1e-10).
+
+    Parameters
+    ----------
+    calibrator : TemperatureScaling, VectorScaling, BiasCorrectedTemperatureScaling, MatrixScaling or \
+            DirichletCalibration
+        Unfitted; its parameters are used, and it is not modified.
+    df : pyspark.sql.DataFrame
+    score_cols : str or sequence of str
+        One numeric column per class (logits or probabilities, as the
+        calibrator's ``input_type`` reads them), or one column of binary
+        decision values.
+    label_col : str
+        Class indices in ``0 .. k - 1`` (column ``j`` of ``score_cols`` is class ``j``).
+    weight_col : str, optional
+        Non-negative weights.
+
+    Notes
+    -----
+    :func:`fastcal.multiclass.rows.fit_softmax`, the driver of every
+    backend. The selected columns are cached (a DataFrame that is not
+    cached is computed once); each pass is one ``mapInArrow`` job whose
+    tasks check and convert their partition's rows and return its sums
+    (the in-memory kernels), added on the driver: two passes for the
+    checks and the warm-start subsamples, then one per step of temperature
+    scaling's start and per Newton step.
+    """
+    cols = [score_cols] if isinstance(score_cols, str) else list(score_cols)
+    d = len(cols)
+    if d == 0:
+        raise ValueError("score_cols must name at least one column.")
+    labels = tuple(f"score_cols[{i}]" for i in range(d)) if d > 1 else ("score_cols",)
+    rows = SparkRows.from_columns(df, (*cols, label_col, weight_col), (*labels, "label_col", "weight_col"))
+    try:
+        stacked = rows.convert_later(_multiclass_rows.stack_columns, d)
+        try:
+            return _multiclass_rows.fit_softmax(stacked, n_columns=d, calibrator=calibrator,
+                                                weighted=weight_col is not None)
+        finally:
+            stacked.release()
+    finally:
+        rows.release()

@@ -1,4 +1,5 @@
-"""Prior corrections of a probability column: :func:`correct_negative_sampling` and :func:`adjust_priors` in Spark SQL.
+"""Prior corrections of a probability column: :func:`correct_negative_sampling` and :func:`adjust_priors` in Spark SQL;
+the EM estimate of new priors and the label-shift estimate (:func:`estimate_label_shift`), by the drivers over rows.
 
 Each is the in-memory binary map ``p -> p / (p + c (1 - p))`` (:mod:`fastcal.prior`), written from what
 :func:`fastcal.prior.binary_map` says the kernel computes (its evaluation and its constants): the same IEEE
@@ -10,7 +11,7 @@ float's 24 bits plus two).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 import numpy as np
 from pyspark.sql import DataFrame
@@ -22,9 +23,10 @@ from ._tasks import check_output, column_type
 
 if TYPE_CHECKING:
     from .._typing import Priors
+    from ..label_shift import LabelShiftResult
     from ..prior import PriorEMResult
 
-__all__ = ["adjust_priors", "correct_negative_sampling", "estimate_priors_em"]
+__all__ = ["adjust_priors", "correct_negative_sampling", "estimate_label_shift", "estimate_priors_em"]
 
 
 def _map(df, prob_col, output_col, c, cm1):
@@ -142,3 +144,57 @@ def estimate_priors_em(df: DataFrame, prob_col: str, train_priors: Priors, *, ma
     finally:
         rows.release()
     return PriorEMResult(priors=pi, proba=None, n_iter=n_iter, converged=converged)
+
+
+def estimate_label_shift(
+    source_df: DataFrame,
+    target_df: DataFrame,
+    proba_cols: Sequence[str],
+    label_col: str,
+    *,
+    method: Literal["em", "bbse", "bbse-soft", "rlls", "rlls-soft"] = "em",
+    calibrator: Any = "auto",
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+    max_iter: int = 1000,
+    tol: float = 1e-8,
+    condition_warning: float = 100.0,
+    rlls_alpha: float = 0.01,
+) -> LabelShiftResult:
+    """:func:`fastcal.estimate_label_shift` of two DataFrames: the source's ``proba_cols`` (one column of
+    probabilities per class) and ``label_col`` (class indices, column ``j`` of ``proba_cols`` is class ``j``),
+    and the target's ``proba_cols`` (the same names).
+
+    The label-shift driver of every backend (:func:`fastcal.label_shift.rows.estimate_label_shift`): the
+    selected columns cached (a frame that is not cached is computed once), each pass a ``mapInArrow`` job whose
+    tasks check, renormalise (and calibrate) their partition's rows and return its sums; the calibrator fitted
+    as :func:`fit_multiclass` fits it, the EM the driver's of :func:`estimate_priors_em`. The parameters are
+    the in-memory function's; ``calibrator`` is a name or one of fastcal's multiclass calibrators, and
+    ``n_bootstrap`` is for hard BBSE and RLLS without a calibrator (their sufficient statistics are resampled).
+    Equal to the in-memory estimate of the collected columns to about ``tol`` (the counts exactly).
+    """
+    from ..label_shift import rows as _label_shift
+    from ..multiclass import rows as _multiclass_rows
+    from ._rows import SparkRows
+
+    cols = [proba_cols] if isinstance(proba_cols, str) else list(proba_cols)
+    k = len(cols)
+    names = tuple(f"proba_cols[{i}]" for i in range(k))
+    opened = []
+    try:
+        source = SparkRows.from_columns(source_df, (*cols, label_col, None), (*names, "label_col", "weight"))
+        opened.append(source)
+        target = SparkRows.from_columns(target_df, (*cols, None, None), (*names, "label_col", "weight"))
+        opened.append(target)
+        source_rows = source.convert_later(_multiclass_rows.stack_columns, k)
+        opened.append(source_rows)
+        target_rows = target.convert_later(_multiclass_rows.stack_columns, k)
+        opened.append(target_rows)
+        return _label_shift.estimate_label_shift(source_rows, target_rows, n_classes=k, method=method,
+                                                 calibrator=calibrator, n_bootstrap=n_bootstrap,
+                                                 confidence=confidence, random_state=random_state, max_iter=max_iter,
+                                                 tol=tol, condition_warning=condition_warning, rlls_alpha=rlls_alpha)
+    finally:
+        for rows in reversed(opened):
+            rows.release()

@@ -11,8 +11,11 @@ from ._scaling import TemperatureScaling
 
 # The internal API of the tests and the engine (documented in _scaling): the fused pass, the solver and its start.
 from ._scaling import SUBSAMPLE_MIN, halley_minimize, loss_derivatives, warm_start
-# The multiclass calibrators' input readers (fastcal.multiclass): logits, class indices, the columns at predict.
+# The multiclass calibrators' input readers (fastcal.multiclass): logits, class indices, the columns at predict;
+# and the pieces of them and of the fit that a backend's rows use chunk by chunk (fastcal.multiclass.rows).
 from ._scaling import as_logits, check_columns, class_indices
+from ._scaling import ArrayRows, log_probabilities, probability_facts, reads_probabilities, subsample_start
+from ._scaling import subsample_stride
 
 __all__ = ["TemperatureScaling"]
 

@@ -26,7 +26,7 @@ pass; :func:`halley_minimize`, the solver; :func:`warm_start`, the start from a 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 import numpy as np
 
@@ -107,13 +107,31 @@ def as_logits(X, input_type, name="X", *, centre=False):
     z = as_float_array(arr, name)
     if z.shape[0] == 0:
         raise ValueError(f"{name} must have at least 1 sample, got 0.")
-    zmin, zmax = value_range(z, name)  # one pass: the finiteness check and the probabilities test
     if input_type == "logits":
+        check_finite(z, name)
         return z
-    in_range = zmin >= 0 and zmax <= 1
-    sums_ok = (in_range or input_type == "probabilities") and bool(
-        np.all(np.abs(z.sum(axis=1, dtype=np.float64) - 1.0) <= _ROW_SUM_TOL)
-    )
+    in_range, sums_ok = probability_facts(z, name)
+    if not reads_probabilities(input_type, in_range, sums_ok, name):
+        return z
+    return log_probabilities(z, centre)
+
+
+def probability_facts(z, name="X"):
+    """``(in_range, sums_ok)`` of finite (n, k) float scores ``z`` (a ``ValueError`` naming ``name`` otherwise):
+    whether every value is in [0, 1], and whether every row sums to 1 within 1e-6 (rows whose values are not in
+    [0, 1] are not summed). One pass for the finiteness check and the range, one for the row sums."""
+    if z.shape[0] == 0:
+        return True, True
+    zmin, zmax = value_range(z, name)
+    in_range = bool(zmin >= 0 and zmax <= 1)
+    sums_ok = in_range and bool(np.all(np.abs(z.sum(axis=1, dtype=np.float64) - 1.0) <= _ROW_SUM_TOL))
+    return in_range, sums_ok
+
+
+def reads_probabilities(input_type, in_range, sums_ok, name="X"):
+    """Whether scores of :func:`probability_facts` ``(in_range, sums_ok)`` (all the rows') are read as
+    probabilities under ``input_type`` (scikit-learn's rule for "auto"); "probabilities" that are not raise the
+    ``ValueError`` naming ``name``."""
     if input_type == "probabilities":
         if not in_range:
             raise ValueError(f"{name} must hold probabilities in [0, 1] (input_type='probabilities').")
@@ -121,12 +139,17 @@ def as_logits(X, input_type, name="X", *, centre=False):
             raise ValueError(
                 f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) when input_type='probabilities'."
             )
-    if input_type == "probabilities" or (in_range and sums_ok):
-        logp = np.log(z + z.dtype.type(_PROBA_EPS))
-        if centre:
-            logp -= logp.mean(axis=1, dtype=np.float64, keepdims=True).astype(logp.dtype)
-        return logp
-    return z
+        return True
+    return input_type == "auto" and in_range and sums_ok
+
+
+def log_probabilities(p, centre=False):
+    """``log(p + 1e-12)`` of (n, k) probabilities, in their dtype; less each row's mean with ``centre`` (the
+    inverse softmax of vector scaling's authors)."""
+    logp = np.log(p + p.dtype.type(_PROBA_EPS))
+    if centre:
+        logp -= logp.mean(axis=1, dtype=np.float64, keepdims=True).astype(logp.dtype)
+    return logp
 
 
 def class_indices(y, z, n_features, name="y", x_name="X"):
@@ -279,22 +302,31 @@ class TemperatureScaling(BaseCalibrator):
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights.
         """
-        self._validate_params()
+        input_type, centre = self.reading()
         if y is None:
             raise ValueError("TemperatureScaling requires y to be passed, but the target y is None.")
-        z = as_logits(X, self.input_type)
-        n, k = z.shape
+        z = as_logits(X, input_type, centre=centre)
+        n = z.shape[0]
         shape = np.asarray(X).shape  # dense now (_as_logits refuses sparse X)
         n_features = 1 if len(shape) == 1 else int(shape[1])
         labels = class_indices(y, z, n_features)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        return self.fit_data(ArrayRows(z, labels, w), n_features, stacklevel=3)
+
+    def reading(self) -> tuple[str, bool]:
+        """``(input_type, centre)``: how the fit reads X (:func:`as_logits`' arguments), the parameters checked."""
+        self._validate_params()
+        return self.input_type, False
+
+    def fit_data(self, data: Any, n_features: int, stacklevel: int = 2) -> Self:
+        """Fit on ``data`` (an :class:`ArrayRows`, or a backend's rows with its two methods and ``k``) read from
+        ``n_features`` columns of X; the warning at ``stacklevel``. The one orchestration of every backend's fit."""
         self.beta_, self.n_iter_, self.converged_ = halley_minimize(
-            lambda b: loss_derivatives(z, labels, w, b), self.max_iter, self.tol,
-            warm_start(z, labels, w, self.max_iter))
+            data.temperature_derivatives, self.max_iter, self.tol, data.temperature_start(self.max_iter))
         if not self.converged_:
-            warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations")
-        self.n_classes_ = k
+            warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations", stacklevel=stacklevel)
+        self.n_classes_ = data.k
         self.n_features_in_ = n_features
         return self
 
@@ -343,27 +375,52 @@ def loss_derivatives(z, labels, w, beta, want_loss=False):
     return tuple(merge_exact(part.bufs[0]).tolist())
 
 
+def subsample_stride(n):
+    """The stride of :func:`warm_start`'s subsample of ``n`` rows (every ``stride``-th row, from row 0), or None
+    below :data:`SUBSAMPLE_MIN` rows."""
+    return None if n < SUBSAMPLE_MIN else max(_SUBSAMPLE_STRIDE, n // _SUBSAMPLE_ROWS)
+
+
 def warm_start(z, labels, w, max_iter):
     """The start of the full fit: the fit of a strided subsample of the rows, or 1.0.
 
     Every :data:`_SUBSAMPLE_STRIDE`-th row, or :data:`_SUBSAMPLE_ROWS` rows
-    evenly spaced if that is fewer, solved to :data:`_SUBSAMPLE_TOL` (about
+    evenly spaced if that is fewer (:func:`subsample_stride`), solved to :data:`_SUBSAMPLE_TOL` (about
     its sampling error), for inputs of at least :data:`SUBSAMPLE_MIN` rows.
     A start within about 1% of the minimiser lets the full fit converge in
     two passes (see :func:`halley_minimize`); the minimiser does not depend on the
-    start. A subsample whose fit stops at a bound of beta (separable rows)
-    or does not converge gives no start.
+    start.
     """
-    n = z.shape[0]
-    if n < SUBSAMPLE_MIN:
+    stride = subsample_stride(z.shape[0])
+    if stride is None:
         return 1.0
-    stride = max(_SUBSAMPLE_STRIDE, n // _SUBSAMPLE_ROWS)
-    zs = np.ascontiguousarray(z[::stride])
-    ls = np.ascontiguousarray(labels[::stride])
     ws = np.ascontiguousarray(w[::stride]) if w.shape[0] else w
+    return subsample_start(np.ascontiguousarray(z[::stride]), np.ascontiguousarray(labels[::stride]), ws, max_iter)
+
+
+def subsample_start(zs, ls, ws, max_iter):
+    """:func:`warm_start` from its subsample's rows (those of :func:`subsample_stride`, wherever the rows are): the
+    subsample's fit, or 1.0 if it stops at a bound of beta (separable rows) or does not converge."""
     beta, _, converged = halley_minimize(lambda b: loss_derivatives(zs, ls, ws, b), max_iter, _SUBSAMPLE_TOL)
     lo, hi = (math.exp(b) for b in _LOG_BETA_BOUNDS)
     return beta if converged and lo * 1.001 < beta < hi * 0.999 else 1.0
+
+
+class ArrayRows:
+    """The rows of a temperature fit in memory, as :meth:`TemperatureScaling.fit_data` reads them: ``z`` (n, k)
+    C-contiguous logits, ``labels`` int64 class indices, ``w`` float64 weights (rescaled) or an empty array.
+    ``temperature_derivatives(beta)`` is :func:`loss_derivatives`, ``temperature_start(max_iter)``
+    :func:`warm_start` (a backend's rows give the same two methods)."""
+
+    def __init__(self, z, labels, w):
+        self.z, self.labels, self.w = z, labels, w
+        self.n, self.k = z.shape
+
+    def temperature_derivatives(self, beta):
+        return loss_derivatives(self.z, self.labels, self.w, beta)
+
+    def temperature_start(self, max_iter):
+        return warm_start(self.z, self.labels, self.w, max_iter)
 
 
 def halley_minimize(derivatives, max_iter, tol, start=1.0):
