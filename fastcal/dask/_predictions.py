@@ -170,8 +170,8 @@ def predict_proba(estimator: Multiclass, X: da.Array | dd.DataFrame | dd.Series)
     >>> import numpy as np, dask.array as da
     >>> import fastcal, fastcal.dask
     >>> ts = fastcal.TemperatureScaling().fit(np.array([[2.0, 0.0], [0.0, 2.0], [2.0, 0.0]]), [0, 1, 1])
-    >>> fastcal.dask.predict_proba(ts, da.from_array(np.array([[1.0, 0.0]]), chunks=1)).compute().round(3)
-    array([[0.614, 0.386]])
+    >>> fastcal.dask.predict_proba(ts, da.from_array(np.array([[2.0, 0.0]]), chunks=1)).compute().round(3)
+    array([[0.667, 0.333]])
     """
     k = getattr(estimator, "n_classes_", None)
     if not hasattr(estimator, "predict_proba") or k is None:
