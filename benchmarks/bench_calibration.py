@@ -8,29 +8,44 @@ from benchmarks._harness import DTYPES, SIZES, warm_rows
 from benchmarks.compare_calibration import _logits
 
 
-class TemperatureFit:
+class _Fit:
+    """A calibrator's fit on 10-class logits (``probabilities``: their softmax); sizes above ``max_rows`` are
+    skipped. A subclass names the ``calibrator``."""
+
     params = (SIZES, DTYPES)
     param_names = ["n", "dtype"]
     timeout = 900
+    calibrator = None
+    probabilities = False
+    max_rows = max(SIZES)
 
     def setup(self, n, dtype):
+        if n > self.max_rows:
+            raise NotImplementedError  # asv: skipped
         z, self.y = _logits(n, 10)
+        if self.probabilities:
+            p = np.exp(z - z.max(axis=1, keepdims=True))
+            z = p / p.sum(axis=1, keepdims=True)
         self.z = z.astype(dtype)
         m = warm_rows(n)
-        fastcal.TemperatureScaling().fit(self.z[:m], self.y[:m])
+        self.calibrator().fit(self.z[:m], self.y[:m])
 
     def time_fit(self, n, dtype):
-        fastcal.TemperatureScaling().fit(self.z, self.y)
+        self.calibrator().fit(self.z, self.y)
 
 
-def _multiclass_setup(bench, cls, n, dtype, probabilities=False):
-    z, bench.y = _logits(n, 10)
-    if probabilities:
-        p = np.exp(z - z.max(axis=1, keepdims=True))
-        z = p / p.sum(axis=1, keepdims=True)
-    bench.z = z.astype(dtype)
-    m = warm_rows(n)
-    cls().fit(bench.z[:m], bench.y[:m])
+class TemperatureFit(_Fit):
+    calibrator = fastcal.TemperatureScaling
+
+
+class VectorScalingFit(_Fit):
+    """VectorScaling's fit (at 10^8 rows the float64 logits take 8 GB)."""
+
+    calibrator = fastcal.VectorScaling
+
+
+class BiasCorrectedTemperatureFit(_Fit):
+    calibrator = fastcal.BiasCorrectedTemperatureScaling
 
 
 #: The linear model's fits read O(k^2 (k + 1)^2 / 4) = 3025 products a row at k = 10 per Newton step: sizes above
@@ -38,61 +53,16 @@ def _multiclass_setup(bench, cls, n, dtype, probabilities=False):
 _LINEAR_MAX_ROWS = 10**7
 
 
-class VectorScalingFit:
-    """VectorScaling's fit on 10-class logits (at 10^8 rows the float64 logits take 8 GB)."""
+class MatrixScalingFit(_Fit):
+    """MatrixScaling's fit (full W, 110 parameters)."""
 
-    params = (SIZES, DTYPES)
-    param_names = ["n", "dtype"]
-    timeout = 900
-
-    def setup(self, n, dtype):
-        _multiclass_setup(self, fastcal.VectorScaling, n, dtype)
-
-    def time_fit(self, n, dtype):
-        fastcal.VectorScaling().fit(self.z, self.y)
+    calibrator = fastcal.MatrixScaling
+    max_rows = _LINEAR_MAX_ROWS
 
 
-class BiasCorrectedTemperatureFit:
-    """BiasCorrectedTemperatureScaling's fit on 10-class logits."""
+class DirichletCalibrationFit(_Fit):
+    """DirichletCalibration's fit (full W) on probabilities."""
 
-    params = (SIZES, DTYPES)
-    param_names = ["n", "dtype"]
-    timeout = 900
-
-    def setup(self, n, dtype):
-        _multiclass_setup(self, fastcal.BiasCorrectedTemperatureScaling, n, dtype)
-
-    def time_fit(self, n, dtype):
-        fastcal.BiasCorrectedTemperatureScaling().fit(self.z, self.y)
-
-
-class MatrixScalingFit:
-    """MatrixScaling's fit (full W, 110 parameters) on 10-class logits."""
-
-    params = (SIZES, DTYPES)
-    param_names = ["n", "dtype"]
-    timeout = 900
-
-    def setup(self, n, dtype):
-        if n > _LINEAR_MAX_ROWS:
-            raise NotImplementedError  # asv: skipped
-        _multiclass_setup(self, fastcal.MatrixScaling, n, dtype)
-
-    def time_fit(self, n, dtype):
-        fastcal.MatrixScaling().fit(self.z, self.y)
-
-
-class DirichletCalibrationFit:
-    """DirichletCalibration's fit (full W) on 10-class probabilities."""
-
-    params = (SIZES, DTYPES)
-    param_names = ["n", "dtype"]
-    timeout = 900
-
-    def setup(self, n, dtype):
-        if n > _LINEAR_MAX_ROWS:
-            raise NotImplementedError  # asv: skipped
-        _multiclass_setup(self, fastcal.DirichletCalibration, n, dtype, probabilities=True)
-
-    def time_fit(self, n, dtype):
-        fastcal.DirichletCalibration().fit(self.z, self.y)
+    calibrator = fastcal.DirichletCalibration
+    probabilities = True
+    max_rows = _LINEAR_MAX_ROWS

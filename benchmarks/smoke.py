@@ -53,9 +53,10 @@ def _modules(prefix):
 
 
 def benchmark_classes(module):
-    """The classes of ``module`` that asv runs (those defined there with a benchmark method)."""
-    return [c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
-            and any(m.startswith(METHODS) for m in dir(c))]
+    """The classes of ``module`` that asv runs (those defined there with a benchmark method, but for the ones whose
+    name starts with an underscore: asv skips them too)."""
+    return [c for name, c in vars(module).items() if isinstance(c, type) and c.__module__ == module.__name__
+            and not name.startswith("_") and any(m.startswith(METHODS) for m in dir(c))]
 
 
 def _combos(cls):
