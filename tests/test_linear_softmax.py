@@ -149,24 +149,40 @@ def test_the_fit_is_a_stationary_point_of_the_objective(n, k, seed, ties, weight
         z = np.exp(z - z.max(axis=1, keepdims=True))
         z /= z.sum(axis=1, keepdims=True)
     X = z.astype(np.float32) if f32 else z
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", fastcal.ConvergenceWarning)
-        warnings.filterwarnings("ignore", ".*class .* has no row of positive weight", UserWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         est = _est(kind, matrix, reg_lambda, reg_mu).fit(X, y, sample_weight=w)
+    absent_warned = any("has no row of positive weight" in str(m.message) for m in caught)
     P = est.predict_proba(X)
     assert P.dtype == X.dtype and P.shape == (n, k)
     assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1.0, atol=1e-5 if f32 else 1e-12)
-    if not est.converged_:  # separable rows or an absent class: the optimum is at infinity
+    ww = np.ones(n) if w is None else w
+    biases_free = matrix != "fixed_diagonal" and (reg_mu == 0.0 if reg_mu is not None else reg_lambda == 0.0)
+    absent = biases_free and np.any(np.bincount(y, weights=ww, minlength=k) == 0)
+    assert absent_warned == absent  # an absent class with a free bias warns
+    p_label = P[np.arange(n), y].astype(np.float64)
+    separable = np.sum(ww * -np.log(np.maximum(p_label, 1e-300))) < 1e-3 * np.sum(ww)
+    if not est.converged_ or absent or separable:
+        # no finite optimum: the fit stops on its decrement with parameters of up to 1e10 (one class's rows), where
+        # float32 features' rounding alone moves the gradient by units
         return
     # the objective's gradient vanishes at the optimum, to the accuracy of the stopping rule (a decrement of
     # 1e-10 per unit weight: a relative gradient of about 1e-5)
     x = _features(kind, X.astype(np.float64) if kind == "matrix" else X.astype(np.float64))
-    ww = np.ones(n) if w is None else w
     theta = (np.c_[est.coef_, est.intercept_].ravel() if matrix == "full" else
              np.r_[np.diag(est.coef_), est.intercept_] if matrix == "diagonal" else np.array([est.coef_[0, 0]]))
     _, g = naive.loss_and_grad(theta, x, y, ww, matrix, reg_lambda, reg_mu)
     scale = 1.0 + np.abs(x).max()
     assert np.abs(g).max() <= 1e-4 * scale
+
+
+def test_a_parameter_that_moves_no_logit_is_a_zero_step():
+    # equal probabilities in every row: the fixed-diagonal W multiplies a constant row; its Hessian and its bound
+    # are 0 (hypothesis found a ZeroDivisionError in the gradient-step fallback)
+    X = np.full((2, 2), 0.5)
+    est = DirichletCalibration(matrix_type="fixed_diagonal").fit(X, [0, 1])
+    assert est.converged_
+    assert_allclose(est.predict_proba(X), 0.5, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("kind, matrix", [("matrix", "full"), ("dirichlet", "diagonal")])

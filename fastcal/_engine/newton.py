@@ -189,7 +189,8 @@ def direction(objective, st, free):
         curv = sum(diagonal[i] for i in free)
         if not (curv > 0.0 and math.isfinite(curv)):
             curv = 0.25 * objective.total_weight * sum(objective.bounds[i] ** 2 for i in free)
-        df = [-gi / curv for gi in gf]
+        # a zero bound: the free parameters move no logit (constant features), so g = 0 and any value is optimal
+        df = [-gi / curv if curv > 0.0 else 0.0 for gi in gf]
     d = [0.0] * k
     lam2 = 0.0
     M = 0.0
