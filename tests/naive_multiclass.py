@@ -49,3 +49,12 @@ def fit(z, y, w, family):
 
 def predict(z, a, b):
     return softmax(np.asarray(z, dtype=np.float64) * a + b, axis=1)
+
+
+def nearly_separable(proba, y, w=None):
+    """Whether fitted probabilities ``proba`` leave a weighted mean log loss below 1e-3: the rows are (nearly)
+    separable, the loss has no finite minimiser, and a fit stops wherever its convergence test first passes."""
+    w = np.ones(len(y)) if w is None else np.asarray(w, dtype=np.float64)
+    p = np.asarray(proba, dtype=np.float64)[np.arange(len(y)), y]
+    kept = w > 0
+    return bool(np.sum(w[kept] * -np.log(np.maximum(p[kept], 1e-300))) < 1e-3 * np.sum(w))

@@ -14,6 +14,7 @@ import fastcal
 from fastcal import DirichletCalibration, MatrixScaling
 
 from . import naive_linear_softmax as naive
+from . import naive_multiclass
 from .threads import serial_and_parallel
 
 #: (estimator factory, matrix type, penalty) cases: every form of W, without and with each penalty.
@@ -160,15 +161,13 @@ def test_the_fit_is_a_stationary_point_of_the_objective(n, k, seed, ties, weight
     biases_free = matrix != "fixed_diagonal" and (reg_mu == 0.0 if reg_mu is not None else reg_lambda == 0.0)
     absent = biases_free and np.any(np.bincount(y, weights=ww, minlength=k) == 0)
     assert absent_warned == absent  # an absent class with a free bias warns
-    p_label = P[np.arange(n), y].astype(np.float64)
-    separable = np.sum(ww * -np.log(np.maximum(p_label, 1e-300))) < 1e-3 * np.sum(ww)
-    if not est.converged_ or absent or separable:
+    if not est.converged_ or absent or naive_multiclass.nearly_separable(P, y, w):
         # no finite optimum: the fit stops on its decrement with parameters of up to 1e10 (one class's rows), where
         # float32 features' rounding alone moves the gradient by units
         return
     # the objective's gradient vanishes at the optimum, to the accuracy of the stopping rule (a decrement of
     # 1e-10 per unit weight: a relative gradient of about 1e-5)
-    x = _features(kind, X.astype(np.float64) if kind == "matrix" else X.astype(np.float64))
+    x = _features(kind, X.astype(np.float64))
     theta = (np.c_[est.coef_, est.intercept_].ravel() if matrix == "full" else
              np.r_[np.diag(est.coef_), est.intercept_] if matrix == "diagonal" else np.array([est.coef_[0, 0]]))
     _, g = naive.loss_and_grad(theta, x, y, ww, matrix, reg_lambda, reg_mu)

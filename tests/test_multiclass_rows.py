@@ -21,6 +21,7 @@ import fastcal
 from fastcal._engine import ListRows
 from fastcal.multiclass import rows as mrows
 
+from . import naive_multiclass as naive
 from .test_engine_drivers import RawCut
 
 CALIBRATORS = [
@@ -123,19 +124,20 @@ def _well_posed(ref, X, y, w):
     (10^3 times the sums' rounding errors) moves its probabilities by at most 1e-9 and its parameters by at most
     1e-8 of their size.
 
-    Small samples can have none: separable rows (a mean log-loss below 1e-3: the fit runs to parameters of ~100,
-    stopped by its gradient test), or fewer distinct weighted rows than parameters (a flat direction, in which every sum's rounding
-    moves the prediction on the other rows: 4e-5 on one of CI's cases). There any two orders of summation may
-    stop at different models, the in-memory fit's own rows reversed included.
+    Small samples can have none: separable rows (a mean log-loss below 1e-3: the fit runs to parameters of
+    ~100, stopped by its gradient test), or fewer distinct weighted rows than parameters (a flat direction, in
+    which every sum's rounding moves the prediction on the other rows: 4e-5 on one of CI's cases). There any
+    two orders of summation may stop at different models, the in-memory fit's own rows reversed included.
     """
+    proba = ref.predict_proba(X)
+    if naive.nearly_separable(proba, y, w):
+        return False
     base = np.ones(X.shape[0]) if w is None else w
-    p = ref.predict_proba(X)[np.arange(X.shape[0]), y].astype(np.float64)
-    if np.sum(base[base > 0] * -np.log(np.maximum(p[base > 0], 1e-300))) < 1e-3 * np.sum(base):
-        return False  # (nearly) separable: no optimum, the fit stops where its gradient test passes
     wobble = base * (1 + 1e-12 * (-1.0) ** np.arange(X.shape[0]))
     moved = type(ref)(**ref.get_params()).fit(X, y, wobble)
-    fitted = [name for name, value in vars(ref).items() if name.endswith("_") and isinstance(value, (float, np.ndarray))]
-    return (np.max(np.abs(moved.predict_proba(X) - ref.predict_proba(X))) <= 1e-9
+    fitted = [name for name, value in vars(ref).items()
+              if name.endswith("_") and isinstance(value, (float, np.ndarray))]
+    return (np.max(np.abs(moved.predict_proba(X) - proba)) <= 1e-9
             and all(np.all(np.abs(getattr(moved, name) - getattr(ref, name)) <= 1e-8 * (1 + np.abs(getattr(ref, name))))
                     for name in fitted))
 
