@@ -31,11 +31,13 @@ FORMAT = "fastcal"
 VERSION = 1
 
 #: Persistable classes by name; each declares ``_state_schema``: fitted
-#: attribute -> "array" | "float" | "int" | "bool", or, for estimators made of
+#: attribute -> "array" | "float" | "int" | "bool" | "str", or, for estimators made of
 #: others (GroupedCalibrator), "model" (a nested model, as a file holds it),
 #: "models" (a list of them) or "values" (a list of group names: JSON scalars, or lists of them of one length
 #: for the tuples of groups of several columns).
-#: A parameter that is an estimator is saved as ``{"type": ..., "params": ...}``.
+#: A parameter that is an estimator is saved as ``{"type": ..., "params": ...}``. Files may lack what a class
+#: added later: ``_added_params`` (parameter -> its default) and ``_added_state`` (fitted attribute -> the
+#: parameter whose value it takes; each class's ``_check_loaded_state`` checks the result).
 _REGISTRY: dict[str, type] = {}
 _ARRAY_DTYPES = ("float32", "float64", "int64")
 
@@ -58,6 +60,8 @@ def _encode(value, kind, name):
         return int(value)
     if kind == "bool":
         return bool(value)
+    if kind == "str":
+        return str(value)
     if kind == "model":
         return to_dict(value)
     if kind == "models":
@@ -128,6 +132,10 @@ def _decode(value, kind, where):
     if kind == "bool":
         if not isinstance(value, bool):
             _bad(where, f"must be true or false, got {value!r}")
+        return value
+    if kind == "str":
+        if not isinstance(value, str):
+            _bad(where, f"must be a string, got {value!r}")
         return value
     if kind == "model":
         return from_dict(value)
@@ -222,12 +230,14 @@ def from_dict(data):
         _bad(f"{cls.__name__} params", f"must be exactly {sorted(names)}; got {sorted(params)}")
     params = {**{name: value for name, value in added.items() if name not in params}, **params}
     schema = cls._state_schema
-    if set(state) != set(schema):
+    added_state = getattr(cls, "_added_state", {})
+    if not set(schema) - set(added_state) <= set(state) <= set(schema):
         _bad(f"{cls.__name__} state", f"must have exactly the fields {sorted(schema)}; got {sorted(state)}")
     checked = {name: _check_param(value, f"parameter {name!r}") for name, value in params.items()}
     estimator = cls(**checked)
     for name, kind in schema.items():
-        setattr(estimator, name, _decode(state[name], kind, f"field {name!r}"))
+        value = _decode(state[name], kind, f"field {name!r}") if name in state else checked[added_state[name]]
+        setattr(estimator, name, value)
     estimator._check_loaded_state()
     return estimator
 

@@ -31,7 +31,8 @@ def _case(n, k, seed, probabilities, dtype=np.float64):
 
 def _same(got, ref, X):
     assert type(got) is type(ref) and got.get_params() == ref.get_params()
-    assert (got.n_classes_, got.n_features_in_, got.converged_) == (ref.n_classes_, ref.n_features_in_, ref.converged_)
+    assert ((got.n_classes_, got.n_features_in_, got.converged_, got.input_type_)
+            == (ref.n_classes_, ref.n_features_in_, ref.converged_, ref.input_type_))
     assert_allclose(got.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-10)
 
 
@@ -100,3 +101,13 @@ def test_predict_proba_is_the_in_memory_prediction_bit_for_bit():
             fd.predict_proba(fastcal.VectorScaling(), da.from_array(X))
         with pytest.raises(TypeError, match="for NumPy data use VectorScaling.predict_proba"):
             fd.predict_proba(fastcal.VectorScaling().fit(X, y), X)
+
+
+def test_predict_proba_reads_every_chunk_as_the_fit_read_its_rows():
+    # a chunk of logits that happen to look like probabilities is read as logits after a fit on logits
+    X, y, w = _case(2000, 3, 4, False, np.float64)
+    model = fastcal.VectorScaling().fit(X, y, w)
+    batch = np.r_[[[0.6, 0.4, 0.0], [0.2, 0.2, 0.6]], X[:5]]
+    with dask.config.set(scheduler="synchronous"):
+        got = fd.predict_proba(model, da.from_array(batch, chunks=(2, 3))).compute()
+    np.testing.assert_array_equal(got, model.predict_proba(batch))

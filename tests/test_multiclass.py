@@ -244,3 +244,70 @@ def test_bcts_without_biases_needed_is_temperature_scaling():
     ts = fastcal.TemperatureScaling(input_type="logits").fit(zz, yy)
     assert_allclose(bcts.biases_, 0.0, atol=1e-10)
     assert_allclose(bcts.beta_, ts.beta_, rtol=1e-8)
+
+
+_AUTO = [fastcal.TemperatureScaling, VectorScaling, BiasCorrectedTemperatureScaling, fastcal.MatrixScaling]
+
+
+@pytest.mark.parametrize("cls", _AUTO, ids=lambda c: c.__name__)
+def test_auto_reads_every_batch_as_the_fit_read_its_rows(cls, tmp_path):
+    # "auto" is decided once, on the fit's rows: a batch of logits that happen to look like probabilities (a row
+    # (0.6, 0.4, 0.0)) is read as logits after a fit on logits, whatever rows it comes with, and after a fit on
+    # probabilities a batch that is not probabilities is an error, not another reading
+    z, y, _ = _case(11, n=2000, k=3)
+    on_logits = cls().fit(z, y)
+    assert on_logits.input_type_ == "logits"
+    row = np.array([[0.6, 0.4, 0.0]])
+    alone = on_logits.predict_proba(row)
+    assert_array_equal(alone, on_logits.predict_proba(np.r_[row, [[2.0, -1.0, 0.5]]])[:1])
+    assert_array_equal(alone, cls(input_type="logits").fit(z, y).predict_proba(row))
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    on_probabilities = cls().fit(p, y)
+    assert on_probabilities.input_type_ == "probabilities"
+    assert_array_equal(on_probabilities.predict_proba(p), cls(input_type="probabilities").fit(p, y).predict_proba(p))
+    with pytest.raises(ValueError, match=r"X must hold probabilities in \[0, 1\] \(the fit read X as probabilities "
+                                         r"\(input_type='auto'\)\)"):
+        on_probabilities.predict_proba(np.r_[row, [[2.0, -1.0, 0.5]]])
+    with pytest.raises(ValueError, match=r"rows of X must sum to 1 .*\(input_type='probabilities'\)"):
+        cls(input_type="probabilities").fit(p, y).predict_proba(row * 0.5)
+    for est in (on_logits, on_probabilities):  # model files keep the reading
+        est.save(tmp_path / "m.json")
+        assert fastcal.load(tmp_path / "m.json").input_type_ == est.input_type_
+    state = on_logits.to_dict()
+    for given, stored in (("auto", "logit"), ("logits", "probabilities"), ("probabilities", "auto")):
+        bad = {**state, "params": {**state["params"], "input_type": given},
+               "state": {**state["state"], "input_type_": stored}}
+        with pytest.raises(ValueError, match="invalid fastcal model: input_type_ must be one of"):
+            cls.from_dict(bad)
+
+
+def test_dirichlet_reads_probabilities_and_says_so():
+    z, y, _ = _case(12, n=2000, k=3)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    est = fastcal.DirichletCalibration().fit(p, y)
+    assert est.input_type_ == "probabilities"
+    with pytest.raises(ValueError, match=r"X must hold probabilities in \[0, 1\] \(DirichletCalibration reads "
+                                         r"probabilities\)"):
+        est.predict_proba(z)
+
+
+def test_temperature_files_of_0_1_0_read_each_batch_anew():
+    # fastcal 0.1.0 wrote no input_type_, and its "auto" read each batch anew: such a file still does; its other
+    # readings are the parameter's
+    z, y, _ = _case(13, n=2000, k=3)
+    row = np.array([[0.6, 0.4, 0.0]])
+    for given in ("auto", "logits"):
+        est = fastcal.TemperatureScaling(input_type=given).fit(z, y)
+        old = est.to_dict()
+        del old["state"]["input_type_"]
+        loaded = fastcal.TemperatureScaling.from_dict(old)
+        assert loaded.input_type_ == given
+        logit_reading = np.exp(est.beta_ * row) / np.exp(est.beta_ * row).sum()
+        q = np.log(row + 1e-12) * est.beta_
+        probability_reading = np.exp(q) / np.exp(q).sum()
+        assert_allclose(loaded.predict_proba(row), probability_reading if given == "auto" else logit_reading,
+                        rtol=1e-12)
+    with pytest.raises(ValueError, match="VectorScaling state must have exactly the fields"):
+        old = VectorScaling().fit(z, y).to_dict()
+        del old["state"]["input_type_"]
+        VectorScaling.from_dict(old)

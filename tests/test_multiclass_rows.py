@@ -67,7 +67,8 @@ def _cuts(n, kind, rng):
 
 def _same_model(got, ref, X):
     assert type(got) is type(ref) and got.get_params() == ref.get_params()
-    assert (got.n_classes_, got.n_features_in_, got.converged_) == (ref.n_classes_, ref.n_features_in_, ref.converged_)
+    assert ((got.n_classes_, got.n_features_in_, got.converged_, got.input_type_)
+            == (ref.n_classes_, ref.n_features_in_, ref.converged_, ref.input_type_))
     assert abs(got.n_iter_ - ref.n_iter_) <= 1
     assert_allclose(got.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-10)
 

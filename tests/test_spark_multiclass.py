@@ -55,7 +55,7 @@ def test_fit_multiclass_equals_in_memory(session, cal):
         ref = type(cal)(**cal.get_params()).fit(X, y, w)
         got = fs.fit_multiclass(cal, df, ["a", "b", "c"], "y", weight_col="w")
         assert type(got) is type(ref) and got.get_params() == ref.get_params()
-        assert (got.n_classes_, got.converged_) == (ref.n_classes_, ref.converged_)
+        assert (got.n_classes_, got.converged_, got.input_type_) == (ref.n_classes_, ref.converged_, ref.input_type_)
         assert_allclose(got.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-10)
     finally:
         df.unpersist()

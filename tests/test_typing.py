@@ -136,6 +136,7 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(temp.n_classes_, int)
     assert_type(temp.n_iter_, int)
     assert_type(temp.converged_, bool)
+    assert_type(temp.input_type_, str)
 
     vs = fastcal.VectorScaling(input_type="logits", max_iter=100, tol=1e-10).fit(z, y3, sample_weight=None)
     assert_type(vs, fastcal.VectorScaling)
@@ -144,6 +145,7 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(vs.scales_, NDArray[np.float64])
     assert_type(vs.biases_, NDArray[np.float64])
     assert_type(vs.n_classes_, int)
+    assert_type(vs.input_type_, str)
     ms = fastcal.MatrixScaling(input_type="logits", reg_lambda=0.0, reg_mu=None, max_iter=100, tol=1e-10).fit(z, y3)
     assert_type(ms, fastcal.MatrixScaling)
     assert_type(ms.predict_proba(z), Floats)
@@ -154,6 +156,7 @@ def calibrators(s: NDArray[np.float64], y: NDArray[np.int64], tmp: str) -> None:
     assert_type(dc, fastcal.DirichletCalibration)
     assert_type(dc.predict(p3), Floats)
     assert_type(dc.n_iter_, int)
+    assert_type(dc.input_type_, str)
     bcts = fastcal.BiasCorrectedTemperatureScaling(input_type="auto").fit(z, y3, 1.0)
     assert_type(bcts, fastcal.BiasCorrectedTemperatureScaling)
     assert_type(bcts.predict_proba(z), Floats)

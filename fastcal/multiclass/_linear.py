@@ -57,7 +57,7 @@ class _LinearCalibration(SoftmaxCalibration):
     intercept_: NDArray[np.float64]
 
     _state_schema = {"coef_": "array", "intercept_": "array", "n_classes_": "int", "n_iter_": "int",
-                     "converged_": "bool"}
+                     "converged_": "bool", "input_type_": "str"}
 
     def _matrix(self):
         return "full"
@@ -158,7 +158,10 @@ _COMMON_DOC = """max_iter : int, default=100
     n_classes_ : int
     n_iter_ : int
         Newton steps taken.
-    converged_ : bool"""
+    converged_ : bool
+    input_type_ : {"logits", "probabilities"}
+        How the fit read ``X``, and how :meth:`predict_proba` reads every
+        batch: "auto" is decided once, on the fit's rows."""
 
 
 @register

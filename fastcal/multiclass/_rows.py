@@ -300,6 +300,7 @@ def fit_softmax(rows, *, n_columns, calibrator, weighted=True):
         total = math.fsum(m[2] for m in more)
         subs = [None if s is None else _joined([m[3][i] for m in more]) for i, s in enumerate(strides)]
         data = RowsData(conv, n, k, total, (colmax, spread), counts, subs[0], subs[1])
-        return est.fit_data(data, d, stacklevel=user_stacklevel() + 1)  # counted from fit_data
+        return est.fit_data(data, d, "probabilities" if probabilities else "logits",
+                            stacklevel=user_stacklevel() + 1)  # counted from fit_data
     finally:
         conv.release()

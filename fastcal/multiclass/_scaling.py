@@ -18,11 +18,11 @@ import numpy as np
 from . import _model
 from .._base import BaseCalibrator, check_is_fitted
 from .._core.errors import warn_not_converged
-from .._core.params import Integer, Options, Real, check
+from .._core.params import Integer, Options, Real
 from .._core.validation import check_sample_weight
 from .._engine.newton import solve
 from .._persist import register
-from ..temperature import as_logits, check_columns, class_indices, halley_minimize
+from ..temperature import check_reading, class_indices, halley_minimize, predict_logits, read_logits
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -77,7 +77,7 @@ class SoftmaxCalibration(BaseCalibrator):
     from temperature scaling, the Newton fit of a subclass's objective (``_solve``), the warnings.
 
     A subclass defines ``_reading()`` (``(input_type, centre)``: how X becomes the (n, k) logits the fit reads,
-    :func:`fastcal.temperature.as_logits`' arguments),
+    :func:`fastcal.temperature.read_logits`' arguments),
     ``_solve(data, beta, n_features)`` (``data`` as in :meth:`fit_data`; returns the
     :class:`fastcal._engine.newton.NewtonResult` and the fitted parameters,
     for ``_set_parameters``), ``_predict(z)``, and ``_biases_free()``
@@ -87,6 +87,7 @@ class SoftmaxCalibration(BaseCalibrator):
     n_classes_: int
     n_iter_: int
     converged_: bool
+    input_type_: str
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit the parameters by minimising the weighted log loss (plus the penalty, where there is one).
@@ -106,19 +107,20 @@ class SoftmaxCalibration(BaseCalibrator):
         name = type(self).__name__
         if y is None:
             raise ValueError(f"{name} requires y to be passed, but the target y is None.")
-        z = as_logits(X, input_type, centre=centre)
+        z, reading = read_logits(X, input_type, centre=centre)
         shape = np.asarray(X).shape
         n_features = 1 if len(shape) == 1 else int(shape[1])
         labels = class_indices(y, z, n_features)
         w = check_sample_weight(sample_weight, z.shape[0], rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        return self.fit_data(_model.ArrayData(z, labels, w), n_features, stacklevel=3)
+        return self.fit_data(_model.ArrayData(z, labels, w), n_features, reading, stacklevel=3)
 
-    def fit_data(self, data, n_features, stacklevel=2):
+    def fit_data(self, data, n_features, reading, stacklevel=2):
         """Fit on ``data`` (an :class:`fastcal.multiclass._model.ArrayData` or
         :class:`fastcal.multiclass.rows.RowsData`: the rows' logits, labels and weights, checked) read from
-        ``n_features`` columns of X; the warnings at ``stacklevel``. The one orchestration of every backend's
-        fit."""
+        ``n_features`` columns of X as ``reading`` ("logits" or "probabilities":
+        :func:`fastcal.temperature.read_logits`'); the warnings at ``stacklevel``. The one orchestration of every
+        backend's fit."""
         name = type(self).__name__
         k = data.k
         check_logit_range(data)
@@ -137,17 +139,18 @@ class SoftmaxCalibration(BaseCalibrator):
         self.converged_ = res.converged
         self.n_classes_ = k
         self.n_features_in_ = n_features
+        self.input_type_ = reading
         return self
 
     def reading(self) -> tuple[str, bool]:
-        """``(input_type, centre)``: how the fit reads X (:func:`fastcal.temperature.as_logits`' arguments), the
+        """``(input_type, centre)``: how the fit reads X (:func:`fastcal.temperature.read_logits`' arguments), the
         parameters checked."""
         self._validate_params()
         return self._reading()
 
-    def _logits(self, X):
-        input_type, centre = self._reading()
-        return as_logits(X, input_type, centre=centre)
+    def _check_loaded_state(self):
+        super()._check_loaded_state()
+        check_reading(self)
 
     def _check_penalty(self, k, n_features):
         """Refuse a penalty the model cannot have (none here)."""
@@ -159,11 +162,7 @@ class SoftmaxCalibration(BaseCalibrator):
         """Calibrated probabilities, shape (n_samples, n_classes), in the input's float dtype (computed in
         float64)."""
         check_is_fitted(self, "n_classes_")
-        if "input_type" in self._parameter_constraints:
-            check("input_type", self.input_type, self._parameter_constraints["input_type"])
-        z = self._logits(X)
-        check_columns(X, z, self)
-        return self._predict(z)
+        return self._predict(predict_logits(X, self, centre=self._reading()[1]))
 
     def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict_proba` (scikit-learn's calibrators predict probabilities)."""
@@ -239,6 +238,9 @@ class VectorScaling(_AffineScaling):
     n_iter_ : int
         Newton steps taken.
     converged_ : bool
+    input_type_ : {"logits", "probabilities"}
+        How the fit read ``X``, and how :meth:`predict_proba` reads every
+        batch: "auto" is decided once, on the fit's rows.
 
     Notes
     -----
@@ -278,7 +280,7 @@ class VectorScaling(_AffineScaling):
 
     _family = "vector"
     _state_schema = {"scales_": "array", "biases_": "array", "n_classes_": "int", "n_iter_": "int",
-                     "converged_": "bool"}
+                     "converged_": "bool", "input_type_": "str"}
 
     scales_: NDArray[np.float64]
     biases_: NDArray[np.float64]
@@ -323,6 +325,9 @@ class BiasCorrectedTemperatureScaling(_AffineScaling):
     n_iter_ : int
         Newton steps taken.
     converged_ : bool
+    input_type_ : {"logits", "probabilities"}
+        How the fit read ``X``, and how :meth:`predict_proba` reads every
+        batch: "auto" is decided once, on the fit's rows.
 
     Notes
     -----
@@ -352,7 +357,7 @@ class BiasCorrectedTemperatureScaling(_AffineScaling):
 
     _family = "bcts"
     _state_schema = {"beta_": "float", "biases_": "array", "n_classes_": "int", "n_iter_": "int",
-                     "converged_": "bool"}
+                     "converged_": "bool", "input_type_": "str"}
 
     beta_: float
     biases_: NDArray[np.float64]

@@ -35,7 +35,7 @@ from .._base import BaseCalibrator, check_is_fitted
 from .._engine.chunked import Partials, merge_exact
 from .._core.errors import warn_not_converged
 from .._core.parallel import parallel_for
-from .._core.params import Integer, Options, Real, check
+from .._core.params import Integer, Options, Real
 from .._persist import register
 from .._core.validation import (
     as_float_array,
@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TemperatureScaling"]
 
-# Internal API (fastcal.multiclass reads its inputs the same way): as_logits, class_indices, check_columns.
+# Internal API (fastcal.multiclass reads its inputs the same way): read_logits, class_indices, predict_logits,
+# check_reading.
 
 #: Bounds of log(beta), as in scikit-learn: beta in [e^-10, e^10].
 _LOG_BETA_BOUNDS = (-10.0, 10.0)
@@ -68,15 +69,18 @@ _SUBSAMPLE_ROWS = 1 << 15
 _SUBSAMPLE_TOL = 1e-6
 
 
-def as_logits(X, input_type, name="X", *, centre=False):
-    """(n, k) float logits from decision values, logits or probabilities (scikit-learn's rules).
+def read_logits(X, input_type, name="X", *, centre=False, why="input_type='probabilities'"):
+    """``(z, reading)``: (n, k) float logits from decision values, logits or probabilities (scikit-learn's rules),
+    and how ``X`` was read, "logits" or "probabilities" (what an "auto" fit stores, to read every later batch
+    the same way).
 
     1-D or single-column decision values ``x`` become two-class logits
-    ``(-x, x)``; probabilities (``input_type="probabilities"``, or "auto" and
+    ``(-x, x)`` (read as "logits"); probabilities (``input_type="probabilities"``, or "auto" and
     every row in [0, 1] summing to 1) become ``log(p + 1e-12)``, less their
     mean over the row with ``centre`` (the inverse softmax that vector
     scaling's authors use). Bad input
-    raises the exception types of scikit-learn's ``check_array``, with its words.
+    raises the exception types of scikit-learn's ``check_array``, with its words; scores that are not the
+    probabilities ``input_type`` asks for, a ``ValueError`` saying ``why`` they must be.
     """
     if X is None:
         raise ValueError(f"{name} must be an array of scores, got None.")
@@ -101,7 +105,7 @@ def as_logits(X, input_type, name="X", *, centre=False):
         check_finite(col, name)
         if input_type == "probabilities":
             raise ValueError(f"{name} holds one column; probabilities need one column per class (n, k).")
-        return np.ascontiguousarray(np.stack([-col, col], axis=1))
+        return np.ascontiguousarray(np.stack([-col, col], axis=1)), "logits"
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 1-D or 2-D (n_samples, n_classes), got shape {arr.shape}.")
     z = as_float_array(arr, name)
@@ -109,11 +113,11 @@ def as_logits(X, input_type, name="X", *, centre=False):
         raise ValueError(f"{name} must have at least 1 sample, got 0.")
     if input_type == "logits":
         check_finite(z, name)
-        return z
+        return z, "logits"
     in_range, sums_ok = probability_facts(z, name)
-    if not reads_probabilities(input_type, in_range, sums_ok, name):
-        return z
-    return log_probabilities(z, centre)
+    if not reads_probabilities(input_type, in_range, sums_ok, name, why):
+        return z, "logits"
+    return log_probabilities(z, centre), "probabilities"
 
 
 def probability_facts(z, name="X"):
@@ -128,17 +132,15 @@ def probability_facts(z, name="X"):
     return in_range, sums_ok
 
 
-def reads_probabilities(input_type, in_range, sums_ok, name="X"):
+def reads_probabilities(input_type, in_range, sums_ok, name="X", why="input_type='probabilities'"):
     """Whether scores of :func:`probability_facts` ``(in_range, sums_ok)`` (all the rows') are read as
     probabilities under ``input_type`` (scikit-learn's rule for "auto"); "probabilities" that are not raise the
-    ``ValueError`` naming ``name``."""
+    ``ValueError`` naming ``name`` and ``why`` they must be probabilities."""
     if input_type == "probabilities":
         if not in_range:
-            raise ValueError(f"{name} must hold probabilities in [0, 1] (input_type='probabilities').")
+            raise ValueError(f"{name} must hold probabilities in [0, 1] ({why}).")
         if not sums_ok:
-            raise ValueError(
-                f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) when input_type='probabilities'."
-            )
+            raise ValueError(f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) ({why}).")
         return True
     return input_type == "auto" and in_range and sums_ok
 
@@ -185,15 +187,43 @@ def class_indices(y, z, n_features, name="y", x_name="X"):
     return labels.astype(np.int64, copy=False)
 
 
-def check_columns(X, z, estimator):
-    """Refuse logits ``z`` (read from ``X``) whose classes are not the ``n_classes_`` of the fitted ``estimator``,
-    in scikit-learn's words."""
+def predict_logits(X, estimator, *, centre=False):
+    """The (n, k) logits of ``X`` at the predict of the fitted multiclass ``estimator``: read as its fit read X
+    (``input_type_``: an "auto" fit decides once, from the fit's rows, so that a batch of logits that happen to
+    look like probabilities is not read otherwise), its columns checked first."""
+    reading, given = estimator.input_type_, estimator.reading()[0]
+    why = (f"input_type={given!r}" if "input_type" in estimator.get_params()
+           else f"{type(estimator).__name__} reads probabilities")
+    if reading != given:
+        why = f"the fit read X as probabilities ({why})"
+    _check_columns(X, estimator)  # a batch of the wrong width: the first thing to say
+    return read_logits(X, reading, centre=centre, why=why)[0]
+
+
+def check_reading(estimator):
+    """Refuse a loaded ``input_type_`` that the parameters rule out (the ``ValueError`` of a model file):
+    the parameter ``input_type`` itself, or after "auto", "logits" or "probabilities" (or "auto", in a file of
+    fastcal 0.1.0, which read each batch anew)."""
+    given = estimator.reading()[0]
+    allowed = ("logits", "probabilities", "auto") if given == "auto" else (given,)
+    if estimator.input_type_ not in allowed:
+        raise ValueError(f"invalid fastcal model: input_type_ must be one of {list(allowed)} (input_type "
+                         f"{given!r}), got {estimator.input_type_!r}")
+
+
+def _check_columns(X, estimator):
+    """Refuse a 1-D or 2-D ``X`` whose columns are not the ``n_classes_`` of the fitted ``estimator`` (one
+    column, or a 1-D ``X``, is two classes' decision values), in scikit-learn's words; any other ``X`` is left
+    to :func:`read_logits`' errors."""
     k = estimator.n_classes_
-    if z.shape[1] != k:
-        shape = np.asarray(X).shape
-        if len(shape) == 1:
-            raise ValueError(f"X is 1-D (binary decision values), but the model was fitted on {k} "
-                             f"classes. Reshape your data to (n_samples, {k}).")
+    try:
+        shape = np.shape(X)
+    except ValueError:  # a ragged list
+        return
+    if len(shape) == 1 and k != 2:
+        raise ValueError(f"X is 1-D (binary decision values), but the model was fitted on {k} "
+                         f"classes. Reshape your data to (n_samples, {k}).")
+    if len(shape) == 2 and (2 if shape[1] == 1 else shape[1]) != k:
         raise ValueError(f"X has {shape[1]} features, but {type(estimator).__name__} is expecting "
                          f"{getattr(estimator, 'n_features_in_', k)} features as input "
                          f"(one per class; the model was fitted on {k} classes).")
@@ -235,6 +265,9 @@ class TemperatureScaling(BaseCalibrator):
     n_iter_ : int
         Iterations used, one pass over all rows each.
     converged_ : bool
+    input_type_ : {"logits", "probabilities"}
+        How the fit read ``X``, and how :meth:`predict_proba` reads every
+        batch: "auto" is decided once, on the fit's rows.
 
     Notes
     -----
@@ -265,7 +298,12 @@ class TemperatureScaling(BaseCalibrator):
     n_iter_: int
     converged_: bool
 
-    _state_schema = {"beta_": "float", "n_classes_": "int", "n_iter_": "int", "converged_": "bool"}
+    input_type_: str
+
+    _state_schema = {"beta_": "float", "n_classes_": "int", "n_iter_": "int", "converged_": "bool",
+                     "input_type_": "str"}
+    # Files of fastcal 0.1.0 have no input_type_: it is the parameter (after "auto", each batch read anew, as then).
+    _added_state = {"input_type_": "input_type"}
 
     def __init__(
         self,
@@ -305,29 +343,31 @@ class TemperatureScaling(BaseCalibrator):
         input_type, centre = self.reading()
         if y is None:
             raise ValueError("TemperatureScaling requires y to be passed, but the target y is None.")
-        z = as_logits(X, input_type, centre=centre)
+        z, reading = read_logits(X, input_type, centre=centre)
         n = z.shape[0]
-        shape = np.asarray(X).shape  # dense now (_as_logits refuses sparse X)
+        shape = np.asarray(X).shape  # dense now (read_logits refuses sparse X)
         n_features = 1 if len(shape) == 1 else int(shape[1])
         labels = class_indices(y, z, n_features)
         w = check_sample_weight(sample_weight, n, rescale=True)
         w = np.empty(0) if w is None else np.ascontiguousarray(w, dtype=np.float64)
-        return self.fit_data(ArrayRows(z, labels, w), n_features, stacklevel=3)
+        return self.fit_data(ArrayRows(z, labels, w), n_features, reading, stacklevel=3)
 
     def reading(self) -> tuple[str, bool]:
-        """``(input_type, centre)``: how the fit reads X (:func:`as_logits`' arguments), the parameters checked."""
+        """``(input_type, centre)``: how the fit reads X (:func:`read_logits`' arguments), the parameters checked."""
         self._validate_params()
         return self.input_type, False
 
-    def fit_data(self, data: Any, n_features: int, stacklevel: int = 2) -> Self:
+    def fit_data(self, data: Any, n_features: int, reading: str, stacklevel: int = 2) -> Self:
         """Fit on ``data`` (an :class:`ArrayRows`, or a backend's rows with its two methods and ``k``) read from
-        ``n_features`` columns of X; the warning at ``stacklevel``. The one orchestration of every backend's fit."""
+        ``n_features`` columns of X as ``reading`` ("logits" or "probabilities": :func:`read_logits`'); the warning
+        at ``stacklevel``. The one orchestration of every backend's fit."""
         self.beta_, self.n_iter_, self.converged_ = halley_minimize(
             data.temperature_derivatives, self.max_iter, self.tol, data.temperature_start(self.max_iter))
         if not self.converged_:
             warn_not_converged("TemperatureScaling", self.max_iter, "Newton iterations", stacklevel=stacklevel)
         self.n_classes_ = data.k
         self.n_features_in_ = n_features
+        self.input_type_ = reading
         return self
 
     @property
@@ -338,9 +378,7 @@ class TemperatureScaling(BaseCalibrator):
     def predict_proba(self, X: ArrayLike) -> NDArray[np.floating]:
         """Calibrated probabilities ``softmax(beta_ * logits)``, shape (n_samples, n_classes)."""
         check_is_fitted(self, "beta_")
-        check("input_type", self.input_type, self._parameter_constraints["input_type"])
-        z = as_logits(X, self.input_type)
-        check_columns(X, z, self)
+        z = predict_logits(X, self)
         out = np.empty(z.shape, dtype=z.dtype)
         parallel_for(_k.softmax, z.shape[0], z, self.beta_, out, rows=z.size)
         return out
@@ -356,6 +394,7 @@ class TemperatureScaling(BaseCalibrator):
             raise ValueError("invalid fastcal model: beta_ is outside [e^-10, e^10]")
         if self.n_classes_ < 2:
             raise ValueError("invalid fastcal model: n_classes_ must be at least 2")
+        check_reading(self)
 
 
 def loss_derivatives(z, labels, w, beta, want_loss=False):
