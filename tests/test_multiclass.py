@@ -274,8 +274,8 @@ def test_auto_reads_every_batch_as_the_fit_read_its_rows(cls, tmp_path):
         est.save(tmp_path / "m.json")
         assert fastcal.load(tmp_path / "m.json").input_type_ == est.input_type_
     state = on_logits.to_dict()
-    for given, stored in (("auto", "logit"), ("logits", "probabilities"), ("probabilities", "auto")):
-        bad = {**state, "params": {**state["params"], "input_type": given},
+    for param, stored in (("auto", "logit"), ("logits", "probabilities"), ("probabilities", "auto")):
+        bad = {**state, "params": {**state["params"], "input_type": param},
                "state": {**state["state"], "input_type_": stored}}
         with pytest.raises(ValueError, match="invalid fastcal model: input_type_ must be one of"):
             cls.from_dict(bad)
@@ -296,16 +296,16 @@ def test_temperature_files_of_0_1_0_read_each_batch_anew():
     # readings are the parameter's
     z, y, _ = _case(13, n=2000, k=3)
     row = np.array([[0.6, 0.4, 0.0]])
-    for given in ("auto", "logits"):
-        est = fastcal.TemperatureScaling(input_type=given).fit(z, y)
+    for param in ("auto", "logits"):
+        est = fastcal.TemperatureScaling(input_type=param).fit(z, y)
         old = est.to_dict()
         del old["state"]["input_type_"]
         loaded = fastcal.TemperatureScaling.from_dict(old)
-        assert loaded.input_type_ == given
+        assert loaded.input_type_ == param
         logit_reading = np.exp(est.beta_ * row) / np.exp(est.beta_ * row).sum()
         q = np.log(row + 1e-12) * est.beta_
         probability_reading = np.exp(q) / np.exp(q).sum()
-        assert_allclose(loaded.predict_proba(row), probability_reading if given == "auto" else logit_reading,
+        assert_allclose(loaded.predict_proba(row), probability_reading if param == "auto" else logit_reading,
                         rtol=1e-12)
     with pytest.raises(ValueError, match="VectorScaling state must have exactly the fields"):
         old = VectorScaling().fit(z, y).to_dict()

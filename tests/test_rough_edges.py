@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import fastcal
-from fastcal import _binning, _matrices, _persist, metrics
+from fastcal import _binning, _matrices, _persist
 
 RNG = np.random.default_rng(27)
 N = 300

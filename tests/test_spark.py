@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 import fastcal
 import fastcal.spark as fs
-from fastcal import BetaCalibration, GroupedCalibrator, HistogramBinning, IsotonicRegression, PlattScaling
+from fastcal import BetaCalibration, HistogramBinning, IsotonicRegression, PlattScaling
 from fastcal._engine import ListRows
 
 from ._spark_helpers import frame

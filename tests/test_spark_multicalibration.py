@@ -7,7 +7,6 @@ order, are checked through ``prediction_data`` in tests/test_multicalibration_fi
 
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
 
 import pyspark  # noqa: F401 - the spark extra is a test dependency: a missing one fails, never skips
 
