@@ -21,22 +21,18 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from . import _model
-from .._core.params import Integer, Options, Real
+from .._core.params import Options, Real
 from .._engine.newton import solve
 from .._persist import register
 from ._scaling import SoftmaxCalibration
+from ..temperature import INPUT_TYPE, SOLVER_PARAMETERS
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = ["DirichletCalibration", "MatrixScaling"]
 
-_COMMON = {
-    "reg_lambda": [Real(0)],
-    "reg_mu": [None, Real(0)],
-    "max_iter": [Integer(1)],
-    "tol": [Real(0, open_low=True)],
-}
+_COMMON = {"reg_lambda": [Real(0)], "reg_mu": [None, Real(0)], **SOLVER_PARAMETERS}
 
 #: The affine family of each diagonal ``matrix_type``.
 _DIAGONAL_FAMILY = {"diagonal": "vector", "fixed_diagonal": "temperature"}
@@ -228,7 +224,7 @@ class MatrixScaling(_LinearCalibration):
            [ 0. ,  0. ,  0. ]])
     """
 
-    _parameter_constraints = {"input_type": [Options("auto", "logits", "probabilities")], **_COMMON}
+    _parameter_constraints = {"input_type": INPUT_TYPE, **_COMMON}
 
     def __init__(
         self,

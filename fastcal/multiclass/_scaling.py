@@ -18,22 +18,16 @@ import numpy as np
 from . import _model
 from .._base import BaseCalibrator, check_is_fitted
 from .._core.errors import warn_not_converged
-from .._core.params import Integer, Options, Real
 from .._core.validation import check_sample_weight
 from .._engine.newton import solve
 from .._persist import register
-from ..temperature import check_reading, class_indices, halley_minimize, predict_logits, read_logits
+from ..temperature import INPUT_TYPE, SOLVER_PARAMETERS, check_reading, class_indices, halley_minimize
+from ..temperature import predict_logits, read_logits
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["BiasCorrectedTemperatureScaling", "SoftmaxCalibration", "VectorScaling"]
-
-_PARAMETERS = {
-    "input_type": [Options("auto", "logits", "probabilities")],
-    "max_iter": [Integer(1)],
-    "tol": [Real(0, open_low=True)],
-}
 
 #: Logits above this magnitude are refused: the Hessian sums products of two of them (float64 overflows at 1.8e308).
 _MAX_LOGIT = 1e100
@@ -173,7 +167,7 @@ class _AffineScaling(SoftmaxCalibration):
     """The estimator of one family of the affine softmax model (``_family``); the subclasses name it."""
 
     _family: ClassVar[str]
-    _parameter_constraints = _PARAMETERS
+    _parameter_constraints = {"input_type": INPUT_TYPE, **SOLVER_PARAMETERS}
 
     def __init__(
         self,

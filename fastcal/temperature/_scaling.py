@@ -53,7 +53,11 @@ if TYPE_CHECKING:
 __all__ = ["TemperatureScaling"]
 
 # Internal API (fastcal.multiclass reads its inputs the same way): read_logits, class_indices, predict_logits,
-# check_reading.
+# check_reading, INPUT_TYPE, SOLVER_PARAMETERS.
+
+#: The constraints of the parameters that every multiclass calibrator shares (fastcal.multiclass uses them too).
+INPUT_TYPE = [Options("auto", "logits", "probabilities")]
+SOLVER_PARAMETERS = {"max_iter": [Integer(1)], "tol": [Real(0, open_low=True)]}
 
 #: Bounds of log(beta), as in scikit-learn: beta in [e^-10, e^10].
 _LOG_BETA_BOUNDS = (-10.0, 10.0)
@@ -316,11 +320,7 @@ class TemperatureScaling(BaseCalibrator):
         self.max_iter = max_iter
         self.tol = tol
 
-    _parameter_constraints = {
-        "input_type": [Options("auto", "logits", "probabilities")],
-        "max_iter": [Integer(1)],
-        "tol": [Real(0, open_low=True)],
-    }
+    _parameter_constraints = {"input_type": INPUT_TYPE, **SOLVER_PARAMETERS}
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | float | None = None) -> Self:
         """Fit the inverse temperature.
