@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import _binning
-from . import _kernels as _k
+from . import _kuiper_kernels as _k
 from .._core.results import Result
 from .._core.validation import (
     as_float_array,

@@ -1,4 +1,5 @@
-r"""Numba kernels behind :mod:`fastcal.multicalibration`: per-segment cumulative differences, Kuiper's distribution.
+r"""Numba kernels behind :mod:`fastcal.multicalibration`: per-segment cumulative differences, and the report by
+group, which shares their sort of ties (Kuiper's distribution is in :mod:`~fastcal.multicalibration._kuiper_kernels`).
 
 The caller validates; these kernels assume clean, contiguous input (scores
 sorted ascending without NaN, labels with nonzero = positive, non-negative
@@ -38,14 +39,9 @@ import numpy as np
 from .._core.jit import kernel
 from .._core.math_kernels import range_of_score
 
-__all__ = ["KUIPER_SPLIT", "big_ties", "block_sums", "group_counts", "group_report", "group_scatter", "kuiper_cdf",
-           "kuiper_sf", "kuiper_sf_many", "merge_extremes", "merge_runs", "order_group_ties", "order_ties",
-           "range_counts", "range_scatter", "SMALL_BUCKET", "sort_key_chunks", "sort_ranges", "sort_rows"]
-
-#: Below this point the theta-function series gives the CDF, above it the alternating
-#: series gives the survival function; both converge in a few terms there.
-KUIPER_SPLIT = 2.0
-
+__all__ = ["big_ties", "block_sums", "group_counts", "group_report", "group_scatter", "merge_extremes", "merge_runs",
+           "order_group_ties", "order_ties", "range_counts", "range_scatter", "SMALL_BUCKET", "sort_key_chunks",
+           "sort_ranges", "sort_rows"]
 
 @kernel
 def range_counts(p, x0, scale, cell_range, bounds, counts, lo, hi):
@@ -501,66 +497,6 @@ def merge_extremes(end, low, high):
                 lo_all[s] = down
             before += end[k, s]
     return lo_all, hi_all
-
-
-@kernel
-def _theta_cdf(x):
-    # F(x) = sum_{k >= 0} (8 / x^2 + 2 / ((k + 1/2)^2 pi^2)) exp(-2 (k + 1/2)^2 pi^2 / x^2)
-    total = 0.0
-    k = 0
-    while True:
-        h = (k + 0.5) * math.pi
-        term = (8.0 / (x * x) + 2.0 / (h * h)) * math.exp(-2.0 * h * h / (x * x))
-        total += term
-        if term <= 1e-17 * total or term == 0.0:
-            return total
-        k += 1
-
-
-@kernel
-def _alternating_sf(x):
-    # 1 - F(x) = 8 sum_{k >= 1} (-1)^(k-1) k Q(k x), Q the standard normal upper tail
-    total = 0.0
-    k = 1
-    sign = 1.0
-    while True:
-        term = 4.0 * k * math.erfc(k * x / math.sqrt(2.0))  # 8 k Q(k x)
-        total += sign * term
-        if term <= 1e-17 * total or term == 0.0:
-            return total
-        sign = -sign
-        k += 1
-
-
-@kernel
-def kuiper_cdf(x):
-    """CDF of the range of a standard Brownian motion on [0, 1] at ``x`` (0 for ``x <= 0``)."""
-    if not x > 0.0:
-        return 0.0
-    if x < KUIPER_SPLIT:
-        return _theta_cdf(x)
-    return 1.0 - _alternating_sf(x)
-
-
-@kernel
-def kuiper_sf(x):
-    """``1 - kuiper_cdf(x)``, accurate to relative rounding in the tail (0 only past underflow)."""
-    if not x > 0.0:
-        return 1.0
-    if x < KUIPER_SPLIT:
-        return 1.0 - _theta_cdf(x)
-    if x == math.inf:
-        return 0.0
-    return _alternating_sf(x)
-
-
-@kernel
-def kuiper_sf_many(x):
-    """:func:`kuiper_sf` of each element of the float64 array ``x``."""
-    out = np.empty(x.shape[0])
-    for i in range(x.shape[0]):
-        out[i] = kuiper_sf(x[i])
-    return out
 
 
 #: Rows of :func:`group_counts` and :func:`group_scatter` read at random (their groups, scores, labels and weights)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _kernels as _k
+from . import _kuiper_kernels as _k
 from .._core.results import Result, worst_first
 from .._coding import categorical_codes, cell_numbers, feature_columns, numerical_codes
 from ._ecce import check_int, check_scaled_inputs, sigma_of

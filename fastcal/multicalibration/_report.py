@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _kernels as _k
+from ._kuiper_kernels import kuiper_sf_many
 from .._core.parallel import parallel_for, split, task_bounds
 from .._core.results import Result, worst_first
 from .._engine.sort import argsort
@@ -189,7 +190,7 @@ def segment_report(y_true: ArrayLike, y_prob: ArrayLike, groups: ArrayLike, *,
         both = (out[:, _k.G_WPOS] > 0) & (out[:, _k.G_WNEG] > 0)
         # a group of zero weight has no ECCE: NaN, not a sigma of 0 or inf
         sigma = np.where(total > 0, sigma_of(ecce_value, std), np.nan)
-        pvalue = np.where(total > 0, _k.kuiper_sf_many(sigma), np.nan)
+        pvalue = np.where(total > 0, kuiper_sf_many(sigma), np.nan)
         return SegmentReport(
             groups=uniques, n=out[:, _k.G_N].astype(np.int64), weight_sum=np.ldexp(total, exponent),
             base_rate=positives / total,
