@@ -88,7 +88,7 @@ NOT_ROWS = frozenset({
 #: adapters, the readers of files and the fits that read files.
 OWN = {
     "dask": frozenset({"predict", "predict_proba"}),
-    "spark": frozenset({"predict", "SparkRows"}),
+    "spark": frozenset({"predict", "predict_proba", "SparkRows"}),
     "outofcore": frozenset({"fit_beta_parquet", "fit_histogram_parquet", "fit_isotonic_parquet", "fit_platt_parquet",
                             "iter_npy", "iter_parquet"}),
 }

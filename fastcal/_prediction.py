@@ -8,6 +8,8 @@ backend that repeats the operations in IEEE float64 gets the same bits:
 - :class:`Steps` (histogram binning): the value of each input's bin;
 - :class:`Logistic` (Platt scaling, beta calibration): the logistic function of
   a linear combination of features of the input;
+- :class:`Softmax` (the multiclass calibrators): the softmax of an affine map
+  of a row's logits, or of its log-probabilities;
 - :class:`SegmentOffsets` (:class:`fastcal.MulticalibrationCalibrator`): the
   logistic function of the scaled logit of a probability plus the offsets of
   the row's segments (:class:`SegmentFeature` numbers the features' values,
@@ -23,7 +25,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Knots", "Logistic", "SegmentFeature", "SegmentOffsets", "SegmentTerm", "Steps"]
+__all__ = ["Knots", "Logistic", "SegmentFeature", "SegmentOffsets", "SegmentTerm", "Softmax", "Steps"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -74,6 +76,24 @@ class Logistic:
     intercept: float
     features: tuple[Feature, ...]
     domain: Literal["finite", "probability"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Softmax:
+    """``q = softmax(u)``, ``u_j = intercept[j] + coef[j, 0] f_0 + coef[j, 1] f_1 + ...`` (added left to right;
+    ``coef`` is k x k), of a row's scores ``x``, in float64 (rounded to float32 where the scores are float32).
+
+    The features ``f``, the k logits the model reads: the scores themselves (``reading`` "logits"), or ``(-x, x)``
+    for one score ``x`` of a two-class model (a binary decision value); or, for "probabilities" (k scores in
+    [0, 1] summing to 1 within 1e-6), ``log(x + 1e-12)``, less their row mean with ``centre``.
+    ``q_j = e_j / sum(e)`` with ``e_j = exp(u_j - max(u))``. The scores must be finite. ``reading`` "auto" (a
+    model file of fastcal 0.1.0) decides per batch, which a row-by-row backend cannot do.
+    """
+
+    coef: NDArray[np.float64]
+    intercept: NDArray[np.float64]
+    reading: Literal["logits", "probabilities", "auto"]
+    centre: bool
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

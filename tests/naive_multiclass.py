@@ -58,3 +58,25 @@ def nearly_separable(proba, y, w=None):
     p = np.asarray(proba, dtype=np.float64)[np.arange(len(y)), y]
     kept = w > 0
     return bool(np.sum(w[kept] * -np.log(np.maximum(p[kept], 1e-300))) < 1e-3 * np.sum(w))
+
+
+def softmax_features(data, X):
+    """The k logits a :class:`fastcal._prediction.Softmax` reads from the scores ``X`` (float64): the scores, the
+    decision values' ``(-x, x)``, or the log-probabilities (centred with ``data.centre``)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim == 1:
+        return np.column_stack([-X, X])
+    if data.reading != "probabilities":
+        return X
+    f = np.log(X + 1e-12)
+    return f - f.mean(axis=1, keepdims=True) if data.centre else f
+
+
+def softmax_of_data(data, X):
+    """``(q, a)``: what a :class:`fastcal._prediction.Softmax` says of the scores ``X``, in float64, and per row the
+    magnitude ``max_j |b_j| + sum_l |W_jl f_l|`` of its logits' terms (the scale of their rounding errors)."""
+    f = softmax_features(data, X)
+    u = f @ data.coef.T + data.intercept
+    e = np.exp(u - u.max(axis=1, keepdims=True))
+    a = (np.abs(data.intercept)[None, :] + np.abs(f) @ np.abs(data.coef).T).max(axis=1, keepdims=True)
+    return e / e.sum(axis=1, keepdims=True), a

@@ -311,3 +311,28 @@ def test_temperature_files_of_0_1_0_read_each_batch_anew():
         old = VectorScaling().fit(z, y).to_dict()
         del old["state"]["input_type_"]
         VectorScaling.from_dict(old)
+
+
+@pytest.mark.parametrize("cal, probabilities, one_column", [
+    (fastcal.TemperatureScaling(), False, False), (fastcal.TemperatureScaling(), False, True),
+    (VectorScaling(), True, False), (VectorScaling(), False, True), (BiasCorrectedTemperatureScaling(), True, False),
+    (fastcal.MatrixScaling(reg_lambda=0.01, reg_mu=0.01), False, False), (fastcal.MatrixScaling(), False, True),
+    (fastcal.DirichletCalibration(), True, False), (fastcal.DirichletCalibration(matrix_type="diagonal"), True, False),
+], ids=repr)
+def test_prediction_data_is_what_predict_proba_computes(cal, probabilities, one_column, tmp_path):
+    # A NumPy evaluation of the model's Softmax data (what fastcal.spark.predict_proba writes in SQL) against
+    # predict_proba: the same float64 operations in another order, so within a few eps of the logits' terms; also
+    # for a model read from a file (which keeps no n_features_in_).
+    z, y, _ = _case(14, n=3000, k=2 if one_column else 4)
+    X = z[:, 1] - z[:, 0] if one_column else z
+    if probabilities:
+        X = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    model = cal.fit(X, y)
+    model.save(tmp_path / "m.json")
+    for m in (model, fastcal.load(tmp_path / "m.json")):
+        data = m.prediction_data()
+        assert data.reading == ("probabilities" if probabilities else "logits") and data.coef.shape == (m.n_classes_,) * 2
+        q, a = naive.softmax_of_data(data, X)
+        assert np.all(np.abs(m.predict_proba(X) - q) <= 16 * np.finfo(np.float64).eps * (1 + a))
+    with pytest.raises(fastcal.NotFittedError):
+        type(cal)(**cal.get_params()).prediction_data()

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 import fastcal
 import fastcal.spark as fs
 
+from . import naive_multiclass as naive
 from ._spark_helpers import collect, persisted_rdds
 
 pytestmark = [
@@ -111,3 +112,102 @@ def test_estimate_label_shift_equals_in_memory(session, method, calibrator):
     finally:
         source.unpersist()
         target.unpersist()
+
+
+def _assert_close_to_in_memory(got, model, X, float32=False):
+    # Spark's exp and ln (StrictMath, within 1 ulp) against fastcal's, and the sums' order: each logit u_j is off
+    # by a few ulp of its terms' magnitude a = |b_j| + sum |W_jl f_l|, each probability by q (|du| + max |du|);
+    # 64 eps (1 + a) is well above that for d <= 4. Float32 columns: the logs are taken in float32 in memory and
+    # both results are rounded to float32.
+    _, a = naive.softmax_of_data(model.prediction_data(), X)
+    bound = 64 * np.finfo(np.float32 if float32 else np.float64).eps * (1 + a)
+    want = model.predict_proba(X)
+    assert got.dtype == want.dtype
+    assert np.all(np.abs(got.astype(np.float64) - want) <= bound)
+
+
+@pytest.mark.parametrize("cal, probabilities", [
+    (fastcal.TemperatureScaling(), False), (fastcal.VectorScaling(), True), (fastcal.BiasCorrectedTemperatureScaling(), True),
+    (fastcal.MatrixScaling(reg_lambda=0.01, reg_mu=0.01), False), (fastcal.DirichletCalibration(), True),
+    (fastcal.DirichletCalibration(matrix_type="fixed_diagonal"), True),
+], ids=repr)
+def test_predict_proba_equals_in_memory(spark, cal, probabilities):
+    df = _frame(spark, 5000, 3, probabilities)
+    try:
+        a, b, c, y = collect(df, "a", "b", "c", "y")
+        X = np.column_stack([a, b, c])
+        model = cal.fit(X, y)
+        assert model.input_type_ == ("probabilities" if probabilities else "logits")
+        out = fs.predict_proba(model, df, ["a", "b", "c"], ["p0", "p1", "p2"])
+        assert out.columns == [*df.columns, "p0", "p1", "p2"]
+        got = np.column_stack(collect(out, "p0", "p1", "p2"))
+        _assert_close_to_in_memory(got, model, X)
+    finally:
+        df.unpersist()
+
+
+def test_predict_proba_on_spark_connect_float32_decision_values_and_nulls(session):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3)) * 2
+    y = np.argmax(X + rng.gumbel(size=X.shape), axis=1)
+    rows = [(float(a), float(b), float(c), float(a - b), i) for i, (a, b, c) in enumerate(X)]
+    rows.append((None, 1.0, 2.0, None, len(rows)))
+    df = session.createDataFrame(rows, "a double, b double, c double, d double, i long")
+    model = fastcal.VectorScaling().fit(X, y)
+    got = fs.predict_proba(model, df, ["a", "b", "c"], ["p0", "p1", "p2"]).orderBy("i").collect()
+    assert [r.p0 for r in got][-1] is None and got[-1].i == len(X)  # a null score: null probabilities
+    _assert_close_to_in_memory(np.array([[r.p0, r.p1, r.p2] for r in got[:-1]]), model, X)
+    # float columns give float probabilities, as in memory
+    f32 = df.select(*(F.col(c).cast("float").alias(c) for c in "abc"), "i")
+    got = fs.predict_proba(model, f32, ["a", "b", "c"], ["p0", "p1", "p2"]).orderBy("i").collect()
+    assert dict(fs.predict_proba(model, f32, ["a", "b", "c"], ["p0", "p1", "p2"]).dtypes)["p0"] == "float"
+    _assert_close_to_in_memory(np.array([[r.p0, r.p1, r.p2] for r in got[:-1]], dtype=np.float32), model,
+                               X.astype(np.float32), float32=True)
+    # one column of binary decision values (a matrix scaling's W of shape (2, 1))
+    binary = fastcal.MatrixScaling().fit(X[:, 0] - X[:, 1], (y == 0).astype(int))
+    got = fs.predict_proba(binary, df, "d", ["q0", "q1"]).orderBy("i").collect()
+    _assert_close_to_in_memory(np.array([[r.q0, r.q1] for r in got[:-1]]), binary, X[:, 0] - X[:, 1])
+
+
+def test_predict_proba_errors(spark):
+    from pyspark.errors import PySparkException
+
+    X = np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]] * 20)
+    y = np.arange(60) % 3
+    model = fastcal.VectorScaling().fit(X, y)  # "auto": read as probabilities
+    df = spark.createDataFrame([(0.2, 0.3, 0.5), (0.6, 0.5, 0.1)], "a double, b double, c double")
+    with pytest.raises(PySparkException, match=r"the rows of X must sum to 1 \(within 1e-06\) \(the fit read X as "
+                                               r"probabilities \(input_type='auto'\)\)"):
+        fs.predict_proba(model, df, ["a", "b", "c"], ["p0", "p1", "p2"]).collect()
+    with pytest.raises(ValueError, match=r"the rows of X must sum to 1 \(within 1e-06\) \(the fit read X as"):
+        model.predict_proba([[0.6, 0.5, 0.1]])  # the same words in memory
+    bad = spark.createDataFrame([(0.2, 0.3, float("nan"))], "a double, b double, c double")
+    with pytest.raises(PySparkException, match="X must be finite, but contains NaN"):
+        fs.predict_proba(model, bad, ["a", "b", "c"], ["p0", "p1", "p2"]).collect()
+    with pytest.raises(PySparkException, match=r"X must hold probabilities in \[0, 1\] \(DirichletCalibration"):
+        dc = fastcal.DirichletCalibration().fit(X, y)
+        fs.predict_proba(dc, spark.createDataFrame([(1.5, -0.5, 0.0)], "a double, b double, c double"),
+                         ["a", "b", "c"], ["p0", "p1", "p2"]).collect()
+    with pytest.raises(ValueError, match="score_cols names 2 columns, but the VectorScaling was fitted on 3 classes"):
+        fs.predict_proba(model, df, ["a", "b"], ["p0", "p1", "p2"])
+    with pytest.raises(ValueError, match="output_cols names 2 columns, but the model has 3 classes"):
+        fs.predict_proba(model, df, ["a", "b", "c"], ["p0", "p1"])
+    with pytest.raises(ValueError, match="output_cols: 'a' is already a column"):
+        fs.predict_proba(model, df, ["a", "b", "c"], ["a", "p1", "p2"])
+    with pytest.raises(ValueError, match="output_cols must be distinct"):
+        fs.predict_proba(model, df, ["a", "b", "c"], ["p", "p", "q"])
+    with pytest.raises(TypeError, match="use fastcal.spark.predict for the 1-D calibrators"):
+        fs.predict_proba(fastcal.PlattScaling().fit(X[:, 0], y % 2), df, "a", ["p0", "p1"])
+    with pytest.raises(fastcal.NotFittedError):
+        fs.predict_proba(fastcal.VectorScaling(), df, ["a", "b", "c"], ["p0", "p1", "p2"])
+    ts = fastcal.TemperatureScaling().fit(X[:, 0] - X[:, 1], y % 2)  # on decision values
+    two = spark.createDataFrame([(0.5,), (-1.0,)], "d double")
+    got = np.array([[r.p0, r.p1] for r in fs.predict_proba(ts, two, "d", ["p0", "p1"]).collect()])
+    _assert_close_to_in_memory(got, ts, np.array([0.5, -1.0]))
+    with pytest.raises(ValueError, match="score_cols names one column; probabilities need one column per class"):
+        fs.predict_proba(fastcal.VectorScaling().fit(X[:, :2] / X[:, :2].sum(1, keepdims=True), y % 2), two, "d",
+                         ["p0", "p1"])
+    old = fastcal.TemperatureScaling().fit(X, y).to_dict()
+    del old["state"]["input_type_"]  # a file of fastcal 0.1.0: "auto" read each batch anew
+    with pytest.raises(ValueError, match="reads each batch anew"):
+        fs.predict_proba(fastcal.TemperatureScaling.from_dict(old), df, ["a", "b", "c"], ["p0", "p1", "p2"])

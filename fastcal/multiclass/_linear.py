@@ -23,7 +23,9 @@ import numpy as np
 from . import _model
 from .._core.params import Options, Real
 from .._engine.newton import solve
+from .._base import check_is_fitted
 from .._persist import register
+from .._prediction import Softmax
 from ._scaling import SoftmaxCalibration
 from ..temperature import INPUT_TYPE, SOLVER_PARAMETERS
 
@@ -112,6 +114,17 @@ class _LinearCalibration(SoftmaxCalibration):
             return _model.predict(z, np.ascontiguousarray(np.diag(W)), b)
         x = np.ascontiguousarray(z[:, 1:]) if W.shape[1] == 1 else z
         return _model.linear_predict(x, W, b)
+
+    def prediction_data(self) -> Softmax:
+        """What :meth:`predict_proba` computes, as data (:class:`fastcal._prediction.Softmax`): ``coef_`` and
+        ``intercept_`` on the logits or the log-probabilities (a ``coef_`` of one column, fitted on binary decision
+        values ``x``, reads the second logit of ``(-x, x)``: the first gets coefficients 0); for backends that
+        compute it elsewhere (``fastcal.spark.predict_proba``)."""
+        check_is_fitted(self, "n_classes_")
+        W = np.asarray(self.coef_, dtype=np.float64)
+        if W.shape[1] == 1:
+            W = np.hstack([np.zeros_like(W), W])
+        return Softmax(W.copy(), np.asarray(self.intercept_, dtype=np.float64).copy(), self.input_type_, False)
 
     def _check_loaded_state(self):
         super()._check_loaded_state()

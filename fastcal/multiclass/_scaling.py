@@ -21,8 +21,9 @@ from .._core.errors import warn_not_converged
 from .._core.validation import check_sample_weight
 from .._engine.newton import solve
 from .._persist import register
+from .._prediction import Softmax
 from ..temperature import INPUT_TYPE, SOLVER_PARAMETERS, check_reading, class_indices, halley_minimize
-from ..temperature import predict_logits, read_logits
+from ..temperature import predict_logits, read_logits, softmax_data
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -193,6 +194,13 @@ class _AffineScaling(SoftmaxCalibration):
 
     def _predict(self, z):
         return _model.predict(z, *self._parameters())
+
+    def prediction_data(self) -> Softmax:
+        """What :meth:`predict_proba` computes, as data (:class:`fastcal._prediction.Softmax`): the scales on the
+        diagonal of the affine map, the centred log-probabilities for probabilities; for backends that compute it
+        elsewhere (``fastcal.spark.predict_proba``)."""
+        check_is_fitted(self, "n_classes_")
+        return softmax_data(*self._parameters(), self.input_type_, True)
 
     def _check_loaded_state(self):
         super()._check_loaded_state()

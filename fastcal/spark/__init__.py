@@ -56,6 +56,7 @@ One module a subject; this package re-exports their public names:
 - :mod:`fastcal.spark._buckets`: binary searches and partition keys as Spark SQL expressions;
 - :mod:`fastcal.spark._rows`: :class:`SparkRows`, and an engine driver's call on a DataFrame's columns;
 - :mod:`fastcal.spark._predict`: :func:`predict`, in Spark SQL;
+- :mod:`fastcal.spark._predict_proba`: :func:`predict_proba` of the multiclass calibrators, in Spark SQL;
 - :mod:`fastcal.spark._fits`: the fits (:func:`fit_multiclass`: the multiclass calibrators, from one column
   per class);
 - :mod:`fastcal.spark._metrics`: the diagnostics;
@@ -84,6 +85,7 @@ from ._metrics import (
     smooth_ece,
 )
 from ._predict import predict
+from ._predict_proba import predict_proba
 from ._prior import adjust_priors, correct_negative_sampling, estimate_label_shift, estimate_priors_em
 from ._rows import SparkRows
 from ._segments import (
@@ -122,6 +124,7 @@ __all__ = [
     "multicalibration_error",
     "normalized_entropy",
     "predict",
+    "predict_proba",
     "proportional_ece",
     "roc_auc_score",
     "score_decomposition",

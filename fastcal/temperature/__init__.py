@@ -14,6 +14,7 @@ from ._scaling import SUBSAMPLE_MIN, halley_minimize, loss_derivatives, warm_sta
 # The multiclass calibrators' input readers (fastcal.multiclass): logits, class indices, the columns at predict;
 # and the pieces of them and of the fit that a backend's rows use chunk by chunk (fastcal.multiclass.rows).
 from ._scaling import INPUT_TYPE, SOLVER_PARAMETERS, check_reading, class_indices, predict_logits, read_logits
+from ._scaling import ROW_SUM_TOL, probability_errors, reading_why, softmax_data
 from ._scaling import ArrayRows, log_probabilities, probability_facts, reads_probabilities, subsample_start
 from ._scaling import subsample_stride
 

@@ -37,6 +37,7 @@ from .._core.errors import warn_not_converged
 from .._core.parallel import parallel_for
 from .._core.params import Integer, Options, Real
 from .._persist import register
+from .._prediction import Softmax
 from .._core.validation import (
     as_float_array,
     as_label_array,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["TemperatureScaling"]
 
 # Internal API (fastcal.multiclass reads its inputs the same way): read_logits, class_indices, predict_logits,
-# check_reading, INPUT_TYPE, SOLVER_PARAMETERS.
+# check_reading, softmax_data, reading_why, probability_errors, ROW_SUM_TOL, INPUT_TYPE, SOLVER_PARAMETERS.
 
 #: The constraints of the parameters that every multiclass calibrator shares (fastcal.multiclass uses them too).
 INPUT_TYPE = [Options("auto", "logits", "probabilities")]
@@ -136,15 +137,26 @@ def probability_facts(z, name="X"):
     return in_range, sums_ok
 
 
+#: Rows of probabilities must sum to 1 within this tolerance (the Spark predictions check it too).
+ROW_SUM_TOL = _ROW_SUM_TOL
+
+
+def probability_errors(name="X", why="input_type='probabilities'"):
+    """The messages of scores read as probabilities that are not: ``(outside [0, 1], a row not summing to 1)``."""
+    return (f"{name} must hold probabilities in [0, 1] ({why}).",
+            f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) ({why}).")
+
+
 def reads_probabilities(input_type, in_range, sums_ok, name="X", why="input_type='probabilities'"):
     """Whether scores of :func:`probability_facts` ``(in_range, sums_ok)`` (all the rows') are read as
     probabilities under ``input_type`` (scikit-learn's rule for "auto"); "probabilities" that are not raise the
     ``ValueError`` naming ``name`` and ``why`` they must be probabilities."""
     if input_type == "probabilities":
+        range_error, sum_error = probability_errors(name, why)
         if not in_range:
-            raise ValueError(f"{name} must hold probabilities in [0, 1] ({why}).")
+            raise ValueError(range_error)
         if not sums_ok:
-            raise ValueError(f"the rows of {name} must sum to 1 (within {_ROW_SUM_TOL:g}) ({why}).")
+            raise ValueError(sum_error)
         return True
     return input_type == "auto" and in_range and sums_ok
 
@@ -195,13 +207,23 @@ def predict_logits(X, estimator, *, centre=False):
     """The (n, k) logits of ``X`` at the predict of the fitted multiclass ``estimator``: read as its fit read X
     (``input_type_``: an "auto" fit decides once, from the fit's rows, so that a batch of logits that happen to
     look like probabilities is not read otherwise), its columns checked first."""
-    reading, given = estimator.input_type_, estimator.reading()[0]
+    _check_columns(X, estimator)  # a batch of the wrong width: the first thing to say
+    return read_logits(X, estimator.input_type_, centre=centre, why=reading_why(estimator))[0]
+
+
+def reading_why(estimator):
+    """Why the fitted multiclass ``estimator`` reads probabilities, in its errors: its ``input_type``, the fit's
+    decision of "auto", or its class (Dirichlet calibration)."""
+    given = estimator.reading()[0]
     why = (f"input_type={given!r}" if "input_type" in estimator.get_params()
            else f"{type(estimator).__name__} reads probabilities")
-    if reading != given:
-        why = f"the fit read X as probabilities ({why})"
-    _check_columns(X, estimator)  # a batch of the wrong width: the first thing to say
-    return read_logits(X, reading, centre=centre, why=why)[0]
+    return why if estimator.input_type_ == given else f"the fit read X as probabilities ({why})"
+
+
+def softmax_data(scales, biases, reading, centre):
+    """The :class:`fastcal._prediction.Softmax` of ``softmax(scales * z + biases)``."""
+    return Softmax(np.diag(np.asarray(scales, dtype=np.float64)), np.asarray(biases, dtype=np.float64).copy(),
+                   reading, centre)
 
 
 def check_reading(estimator):
@@ -386,6 +408,12 @@ class TemperatureScaling(BaseCalibrator):
     def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Same as :meth:`predict_proba` (scikit-learn's calibrators predict probabilities)."""
         return self.predict_proba(X)
+
+    def prediction_data(self) -> Softmax:
+        """What :meth:`predict_proba` computes, as data (:class:`fastcal._prediction.Softmax`): ``softmax(beta z)``
+        as the affine map ``beta I``; for backends that compute it elsewhere (``fastcal.spark.predict_proba``)."""
+        check_is_fitted(self, "beta_")
+        return softmax_data(np.full(self.n_classes_, self.beta_), np.zeros(self.n_classes_), self.input_type_, False)
 
     def _check_loaded_state(self):
         super()._check_loaded_state()
