@@ -20,6 +20,7 @@ from numpy.testing import assert_allclose, assert_array_equal
 import fastcal
 from fastcal.cli import main
 
+from . import naive_multiclass as naive
 from .test_multicalibration_fit_rows import assert_same_model
 from ._spark_helpers import multicalibration_bound
 
@@ -510,3 +511,46 @@ def test_apply_spark_of_a_multicalibration_model_equals_apply(spark, files, caps
                  "--segment-col", "country,x", "--numerical-col", "country", "-q", src, "-o",
                  str(d / "bad.json"), "--spark"]) == 1
     assert not (d / "bad.json").exists()
+
+
+@pytest.mark.parametrize("method, probabilities", [("vector", False), ("dirichlet", True)])
+def test_fit_and_apply_multiclass_with_spark_equal_the_in_memory_commands(spark, files, capsys, method,
+                                                                         probabilities):
+    """``fit --spark --method vector|dirichlet`` with a --score-col per class (fastcal.spark.fit_multiclass) and
+    ``apply --spark`` of the model (fastcal.spark.predict_proba): the in-memory commands' model (to 1e-10 in
+    probability) and columns (to the JVM's rounding of exp and ln, see tests/test_spark_multiclass.py)."""
+    d, *_ = files
+    rng = np.random.default_rng(9)
+    z = rng.normal(size=(N, 3)) * 2
+    y = np.argmax(0.7 * z + rng.gumbel(size=z.shape), axis=1)
+    X = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True) if probabilities else z
+    src = d / f"mc_{method}.parquet"
+    pq.write_table(pa.table({"id": np.arange(N), "a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y}), src)
+    cols = ["--score-col", "a", "--score-col", "b", "--score-col", "c"]
+    fit = ["fit", "--method", method, *cols, "--label-col", "y", "-q", str(src)]
+    assert main(fit + ["--spark", "-o", str(d / "mc_spark.json")]) == 0
+    assert main(fit + ["-o", str(d / "mc_mem.json")]) == 0
+    got, want = fastcal.load(d / "mc_spark.json"), fastcal.load(d / "mc_mem.json")
+    assert type(got) is type(want) and got.input_type_ == want.input_type_
+    assert_allclose(got.predict_proba(X), want.predict_proba(X), rtol=0, atol=1e-10)
+    apply = ["apply", str(d / "mc_mem.json"), str(src), *cols, "--output-col", "p", "-q"]
+    assert main(apply + ["--spark", "-o", str(d / "mc_out_spark.parquet")]) == 0
+    assert main(apply + ["-o", str(d / "mc_out_mem.parquet")]) == 0
+    result = pq.read_table(d / "mc_out_spark.parquet")
+    assert result.column_names == ["id", "a", "b", "c", "y", "p_0", "p_1", "p_2"]
+    order = np.argsort(result.column("id").to_numpy())
+    out = np.column_stack([result.column(f"p_{j}").to_numpy()[order] for j in range(3)])
+    mem = pq.read_table(d / "mc_out_mem.parquet")
+    assert_array_equal(mem.column("p_0").to_numpy(), want.predict_proba(X)[:, 0])
+    _, a = naive.softmax_of_data(want.prediction_data(), X)
+    assert np.all(np.abs(out - want.predict_proba(X)) <= 64 * np.finfo(np.float64).eps * (1 + a))
+    # a null score fails the command, naming the column, as without --spark; nothing is left behind
+    null = pa.table({"id": [0, 1], "a": [X[0, 0], X[1, 0]], "b": [X[0, 1], None], "c": [X[0, 2], X[1, 2]]})
+    pq.write_table(null, d / "mc_null.parquet")
+    capsys.readouterr()
+    for spark_option in ([], ["--spark"]):
+        assert main(["apply", *spark_option, str(d / "mc_mem.json"), str(d / "mc_null.parquet"), *cols, "-o",
+                     str(d / "mc_null_out.parquet")]) == 1
+        line = _error_line(capsys)
+        assert "column 'b'" in line and "missing value" in line, line
+        assert not os.path.exists(d / "mc_null_out.parquet") and not _leftovers(d)

@@ -46,11 +46,12 @@ def cmd_apply(args, progress_enabled, timings):
     segment_cols = list(est.feature_names_in_) if segmented else []
     numerical = [name for name, kind in zip(segment_cols, est.feature_kinds_) if kind != "categorical"] \
         if segmented else []
+    multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if args.spark:
         score_cols = columns_arg(args.score_col)
-        if len(score_cols) > 1:
+        if len(score_cols) > 1 and not multiclass:
             raise UsageError(f"a {type(est).__name__} model takes one --score-col, got {len(score_cols)}")
-        spark.apply(args, est, score_cols[0] if score_cols else None, args.output_col, timings)
+        spark.apply(args, est, score_cols, args.output_col, timings, multiclass)
         return
     reader = open_input(args.input, args.batch_rows)
     path = display_name(args.input)
@@ -66,7 +67,6 @@ def cmd_apply(args, progress_enabled, timings):
     reader.require(score_cols + group_cols + segment_cols)
     if grouped:
         check_group_columns(est, group_cols, args.model)
-    multiclass = hasattr(est, "n_classes_") and not hasattr(est, "X_thresholds_")
     if multiclass:
         k = est.n_classes_
         out_cols = [f"{args.output_col}_{j}" for j in range(k)]

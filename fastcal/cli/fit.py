@@ -151,11 +151,13 @@ def cmd_fit(args, progress_enabled, timings):
         raise UsageError(f"{args.output}: the model file must be .json")
     check_output_dir(args.output)  # before the fit, not after
     segment_cols, numerical = _segment_options(args)
-    spark.check_options(args, {"--memory-budget": args.memory_budget is not None,
-                               "--score-col (several)": len(score_cols) > 1})
+    spark.check_options(args, {"--memory-budget": args.memory_budget is not None})
     if args.spark:
-        est = spark.fit(args, score_cols[0], timings, calibrator=est if args.group_col else None,
-                        segments=(segment_cols, numerical, multicalibration_params(args)))
+        if args.group_col and args.method in MULTINOMIAL:
+            raise UsageError(f"--group-col takes a calibrator of one score column, not {args.method}")
+        est = spark.fit(args, score_cols, timings, calibrator=est if args.group_col else None,
+                        segments=(segment_cols, numerical, multicalibration_params(args)),
+                        multiclass=est if args.method in MULTINOMIAL else None)
         _save(est, args, timings)
         if not args.quiet:
             _summary(est, args, None, timings)

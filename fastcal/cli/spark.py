@@ -37,13 +37,14 @@ import time
 
 from .._io import DataError, UsageError, check_output_dir, display_name, new_target
 from . import documents
+from .checks import MULTINOMIAL
 from .options import group_columns_arg
 
 #: What ``--spark`` reads and writes, by extension.
 _FORMATS = (".parquet", ".csv")
 
 #: The fit methods of fastcal.spark.
-SPARK_METHODS = ("isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "multicalibration")
+SPARK_METHODS = ("isotonic", "centered-isotonic", "sigmoid", "beta", "histogram", "multicalibration", *MULTINOMIAL)
 
 
 def add_options(parser):
@@ -194,17 +195,20 @@ def check_binary_labels(df, path, column):
         raise DataError(f"{path}: column {column!r}: label {bad[0][0]!r} is not 0 or 1")
 
 
-def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
-    """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns;
-    with ``calibrator`` (the unfitted calibrator, for ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it
-    (:func:`fastcal.spark.fit_grouped`); ``segments``: the segment columns, the numerical ones among them and the
-    estimator's parameters of ``--method multicalibration`` (the columns typed as group columns)."""
+def fit(args, score_cols, timings, calibrator=None, segments=((), (), {}), multiclass=None):
+    """The calibrator ``fastcal fit --spark`` asks for, fitted by :mod:`fastcal.spark` on the input's columns
+    ``score_cols`` (several for the multiclass methods only); with ``calibrator`` (the unfitted calibrator, for
+    ``--group-col``), a :class:`fastcal.GroupedCalibrator` of it (:func:`fastcal.spark.fit_grouped`);
+    ``segments``: the segment columns, the numerical ones among them and the estimator's parameters of
+    ``--method multicalibration`` (the columns typed as group columns); ``multiclass``: the unfitted multiclass
+    calibrator of a multinomial method (:func:`fastcal.spark.fit_multiclass`, labels class indices)."""
     import fastcal.spark as fs
 
     if args.method not in SPARK_METHODS:
         raise UsageError(f"--method {args.method} is not available with --spark (only {', '.join(SPARK_METHODS)})")
     path = display_name(args.input)
-    columns = [score_col, args.label_col] + ([args.weight_col] if args.weight_col else [])
+    score_col = score_cols[0]
+    columns = [*score_cols, args.label_col] + ([args.weight_col] if args.weight_col else [])
     segment_cols, numerical, params = segments
     with session(args) as spark:
         t0 = time.perf_counter()
@@ -212,12 +216,15 @@ def fit(args, score_col, timings, calibrator=None, segments=((), (), {})):
             df = read(spark, args.input, columns, list(segment_cols))
         else:
             df = read(spark, args.input, columns, args.group_col if calibrator is not None else None, "--group-col")
-        check_binary_labels(df, path, args.label_col)
+        if multiclass is None:
+            check_binary_labels(df, path, args.label_col)
         timings["read and check (Spark)"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         common = dict(weight_col=args.weight_col)
         try:
-            if calibrator is not None:
+            if multiclass is not None:
+                est = fs.fit_multiclass(multiclass, df, score_cols, args.label_col, **common)
+            elif calibrator is not None:
                 est = fs.fit_grouped(calibrator, df, score_col, args.label_col,
                                      _group_arg(args.group_col, df, "--group-col"),
                                      min_samples_per_group=args.min_group_rows, **common)
@@ -252,18 +259,19 @@ def _remove(path):
             os.unlink(path)
 
 
-def apply(args, est, score_col, output_col, timings):
+def apply(args, est, score_cols, output_col, timings, multiclass=False):
     """``fastcal apply --spark``: the input with ``output_col`` (:func:`fastcal.spark.predict`; a model fitted by
-    group, on ``args.group_col``), written by Spark."""
+    group, on ``args.group_col``), or for a ``multiclass`` model the columns ``output_col_0 .. output_col_{k-1}``
+    of the ``score_cols`` (:func:`fastcal.spark.predict_proba`), written by Spark."""
     import fastcal
     import fastcal.spark as fs
 
     one_d = (fastcal.IsotonicRegression, fastcal.PlattScaling, fastcal.BetaCalibration, fastcal.HistogramBinning)
     grouped = isinstance(est, fastcal.GroupedCalibrator)
     segmented = isinstance(est, fastcal.MulticalibrationCalibrator)
-    if not segmented and not isinstance(est.calibrator if grouped else est, one_d):
+    if not (segmented or multiclass) and not isinstance(est.calibrator if grouped else est, one_d):
         raise UsageError(f"{args.model}: a {type(est).__name__} model is not available with --spark (isotonic, "
-                         "sigmoid, beta, histogram and multicalibration models are)")
+                         "sigmoid, beta, histogram, multicalibration and the multiclass models are)")
     out_ext = _format(args.output, "the output")
     if "://" in args.output and not args.output.startswith("file:"):
         raise UsageError(f"{args.output}: with --spark, the output must be a local path (it is renamed when "
@@ -275,32 +283,39 @@ def apply(args, est, score_col, output_col, timings):
     with session(args) as spark:
         t0 = time.perf_counter()
         if segmented:  # the model's features, from the columns of their names (typed as group columns)
-            df = read(spark, args.input, [score_col] if score_col is not None else [], est.feature_names_in_)
+            df = read(spark, args.input, score_cols, est.feature_names_in_)
         else:
-            df = read(spark, args.input, [score_col] if score_col is not None else [],
-                      args.group_col if grouped else None, "--group-col")
+            df = read(spark, args.input, score_cols, args.group_col if grouped else None, "--group-col")
         group_col = _group_arg(args.group_col, df, "--group-col") if grouped else None
         if grouped:
             from .checks import check_group_columns
 
             check_group_columns(est, group_col if isinstance(group_col, list) else [group_col], args.model)
-        if score_col is None:  # as without --spark: the only column, or "score"
+        if not score_cols:  # as without --spark: the only column, or "score"
             if len(df.columns) == 1 or "score" in df.columns:
-                score_col = df.columns[0] if len(df.columns) == 1 else "score"
+                score_cols = [df.columns[0] if len(df.columns) == 1 else "score"]
             else:
                 raise UsageError(f"{path}: say which column holds the scores with --score-col")
-        if output_col in df.columns:
-            raise UsageError(f"{path}: already has a column {output_col!r}; choose another name with --output-col")
+        out_cols = [f"{output_col}_{j}" for j in range(est.n_classes_)] if multiclass else [output_col]
+        clash = [c for c in out_cols if c in df.columns]
+        if clash:
+            raise UsageError(f"{path}: already has a column {clash[0]!r}; choose another name with --output-col")
         try:
-            out = fs.predict(est, df, score_col, output_col, group_col=group_col)
+            if multiclass:
+                out = fs.predict_proba(est, df, score_cols, out_cols)
+            else:
+                out = fs.predict(est, df, score_cols[0], output_col, group_col=group_col)
         except (ValueError, TypeError) as exc:
             raise DataError(f"{path}: {exc}") from None
         # a null score fails the job, as a missing score fails the command without --spark (fastcal.spark.predict
         # itself gives null for null, as Spark's functions do)
         from pyspark.sql import functions as F
 
-        out = out.withColumn(output_col, F.when(F.col(score_col).isNull(), F.raise_error(F.lit(
-            f"column {score_col!r}: missing value"))).otherwise(F.col(output_col)))
+        missing = F.lit(None)
+        for c in reversed(score_cols):  # the first null column's name, as without --spark
+            missing = F.when(F.col(c).isNull(), F.lit(f"column {c!r}: missing value")).otherwise(missing)
+        out = out.withColumn(out_cols[0], F.when(missing.isNotNull(), F.raise_error(missing))
+                             .otherwise(F.col(out_cols[0])))
         # A new, empty directory next to the target (its unique name taken atomically), which Spark fills.
         holder = new_target(target, out_ext)
         tmp = holder.tmp
