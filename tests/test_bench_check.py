@@ -18,6 +18,11 @@ import fastcal
 from benchmarks import check
 
 
+# Once per `make test`, not again on one thread: the benchmark gate's logic and timings: nothing depends on
+# fastcal's thread count.
+pytestmark = pytest.mark.slow
+
+
 def _burn(seconds):
     """A call that takes ``seconds`` of CPU time (a little more: the clock is read between spins)."""
     def burn():

@@ -26,6 +26,11 @@ import pyarrow.parquet as pq  # noqa: E402
 N = 5000
 
 
+# Once per `make test`, not again on one thread: the command line's behaviour (its kernels are the in-memory ones,
+# which the other tests run on one thread).
+pytestmark = pytest.mark.slow
+
+
 def run(*args, stdin=None, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "fastcal", *map(str, args)], input=stdin, capture_output=True,
                           cwd=cwd, env=env, timeout=120)

@@ -32,6 +32,11 @@ from .strategies import probabilities, scores_and_labels  # noqa: E402
 EPS = np.finfo(np.float64).eps
 
 
+# Once per `make test`, not again on one thread: Dask's tasks run the in-memory kernels, which the other tests run
+# on one thread; Dask adds its own threads.
+pytestmark = pytest.mark.slow
+
+
 def _chunked(*arrays, chunks):
     return [None if a is None else da.from_array(a, chunks=chunks) for a in arrays]
 

@@ -25,6 +25,10 @@ CALIBRATORS = [None, fastcal.IsotonicRegression(increasing=False, out_of_bounds=
                fastcal.HistogramBinning(n_bins=5, strategy="quantile")]
 
 
+# Once per `make test`, not again on one thread: as tests/test_dask.py.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(autouse=True)
 def _threads():
     with dask.config.set(scheduler="threads"):

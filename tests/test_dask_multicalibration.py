@@ -11,6 +11,10 @@ import fastcal
 import fastcal.dask as fd
 
 
+# Once per `make test`, not again on one thread: as tests/test_dask.py.
+pytestmark = pytest.mark.slow
+
+
 def _fitted(n=6000, seed=2, dtype=np.float64):
     rng = np.random.default_rng(seed)
     p = rng.uniform(0.03, 0.97, n).astype(dtype)

@@ -19,6 +19,10 @@ import fastcal
 import fastcal.dask as fd
 
 
+# Once per `make test`, not again on one thread: as tests/test_dask.py.
+pytestmark = pytest.mark.slow
+
+
 def _case(n, k, seed, probabilities, dtype=np.float64):
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(n, k)) * 2

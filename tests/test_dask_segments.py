@@ -22,6 +22,10 @@ from ._reports import assert_same_but_the_slope
 RTOL = 1e-12
 
 
+# Once per `make test`, not again on one thread: as tests/test_dask.py.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(autouse=True)
 def _threads(request):
     if "dask_client" in request.fixturenames:  # the LocalCluster's test: its client is the scheduler

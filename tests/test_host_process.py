@@ -154,8 +154,8 @@ def test_dask_schedulers():
         import fastcal, fastcal.dask
         from tests import host_workload as h
 
-        s, p, y, w, *_ = h.data(1 << 19, seed=3)
-        P, Y = da.from_array(p, chunks=1 << 15), da.from_array(y, chunks=1 << 15)
+        s, p, y, w, *_ = h.data(1 << 17, seed=3)
+        P, Y = da.from_array(p, chunks=1 << 13), da.from_array(y, chunks=1 << 13)
         reference = fastcal.IsotonicRegression().fit(p, y).predict(p)
 
         def fits():

@@ -54,6 +54,10 @@ KERNEL_EXTERNALS = {"__future__", "math", "numba", "numpy"}
 KERNEL_IMPORTS = {"fastcal._core.jit", "fastcal._core.math_kernels", "fastcal._core.pav_kernels"}
 
 
+# Once per `make test`, not again on one thread: the import contracts and the modules' shape: no kernel runs.
+pytestmark = pytest.mark.slow
+
+
 def _modules():
     """``{dotted name: (path, is_package)}`` for every module under fastcal/, from the file tree."""
     found = {}

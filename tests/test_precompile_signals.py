@@ -22,7 +22,8 @@ from fastcal.cli import main
 #: loaded machine; the runs measured 0.02-0.04 s.
 PROMPT = 1.0
 
-#: A later process's first calls, through the kernels the interrupted runs were compiling.
+#: A later process's first calls, through the kernels the interrupted runs were compiling (precompile's first
+#: warm-ups: isotonic, Platt and beta).
 LATER = r"""
 import json, warnings
 warnings.simplefilter("error")
@@ -36,8 +37,6 @@ for dtype in (np.float32, np.float64):
     assert np.all(np.isfinite(fastcal.IsotonicRegression().fit(p, y).predict(p)))
     assert fastcal.platt_scaling(p, y).converged
     assert fastcal.BetaCalibration().fit(p, y).converged_
-    fastcal.calibration_report(y, p)
-    fastcal.correct_negative_sampling(p, 0.3)
 kernels = _precompile.dispatchers()
 print(json.dumps(dict(loaded=sum(sum(d.stats.cache_hits.values()) for d in kernels.values()))))
 """
@@ -95,8 +94,8 @@ def test_a_signal_mid_compile_ends_precompile_and_its_workers_at_once_and_leaves
     cache = tmp_path / "numba-cache"
     # The same cache each time: later tries start further along (more loaded, other kernels compiling). With 2 jobs,
     # the workers save into that cache (under its lock) and are killed mid-compile: whole entries only.
-    tries = [(signal.SIGTERM, 0.0, 1), (signal.SIGINT, 0.5, 1), (signal.SIGTERM, 0.5, 2), (signal.SIGTERM, 1.5, 1),
-             (signal.SIGINT, 2.0, 2), (signal.SIGINT, 3.0, 1), (signal.SIGTERM, 6.0, 1), (signal.SIGHUP, 1.0, 1)]
+    tries = [(signal.SIGTERM, 0.0, 1), (signal.SIGINT, 0.5, 2), (signal.SIGTERM, 1.5, 1), (signal.SIGINT, 2.0, 2),
+             (signal.SIGHUP, 1.0, 1)]
     for signum, delay, jobs in tries:
         _interrupt(cache, signum, delay, jobs)
     _later_calls_work(cache)

@@ -69,6 +69,9 @@ strict = True
 python_version = 3.11
 """
 
+# Once per `make test`, not again on one thread: mypy on the typed API: no kernel runs, nothing depends on threads.
+pytestmark = pytest.mark.slow
+
 CONSUMER = '''\
 """A library using fastcal's public API (tests/test_typing.py)."""
 
